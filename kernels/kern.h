@@ -1,0 +1,130 @@
+/*
+ * kernels: window statistics over spans of doubles, the numeric floor the
+ * detectors stand on.
+ *
+ * A window of telemetry lives in a ring buffer, so every kernel takes up to
+ * two contiguous spans (a, na) and (b, nb) and treats them as one sequence
+ * a[0..na) followed by b[0..nb); either span may be empty (pointer may then be
+ * NULL).  Nothing is copied.
+ *
+ * Every kernel has a portable scalar reference and, where the CPU has them,
+ * SSE2 / AVX2+FMA (x86-64) and NEON (AArch64) variants.  One variant is chosen
+ * once at start-up by gw_kern_init() and used through the gw_kern_* wrappers
+ * below.  Numerical contracts (what every variant must agree on, and how
+ * closely) are stated per function and in docs/kernels.md.
+ *
+ * Non-finite values (NaN, +-Inf) are never folded into a statistic: they are
+ * skipped and counted in `skipped`.  The log-space kernels also skip values
+ * <= 0.  A statistic that has no valid input is NaN.
+ */
+#ifndef GW_KERN_H
+#define GW_KERN_H
+
+#include <stddef.h>
+
+/* Moments of a window.  var is the unbiased sample variance (m2 / (n - 1)),
+ * 0 when n == 1 and NaN when n == 0. */
+struct gw_kern_moments {
+	size_t n;        /* values used */
+	size_t skipped;  /* values skipped: non-finite (and <= 0 for log kernels) */
+	double sum;
+	double mean;
+	double m2;       /* sum of squared deviations from the mean */
+	double var;
+	double min;
+	double max;
+};
+
+/* State of an exponentially weighted mean and variance (West's update). */
+struct gw_kern_ewm {
+	double mean;
+	double var;
+	size_t n;        /* finite values folded in so far */
+};
+
+/* The table one variant fills; reached through the wrappers. */
+struct gw_kern_ops {
+	const char *name;
+	void (*moments)(const double *a, size_t na, const double *b, size_t nb,
+	                struct gw_kern_moments *out);
+	void (*log_moments)(const double *a, size_t na, const double *b, size_t nb,
+	                    struct gw_kern_moments *out);
+	double (*slope)(const double *a, size_t na, const double *b, size_t nb);
+	double (*corr)(const double *xa, const double *ya, size_t na,
+	               const double *xb, const double *yb, size_t nb);
+	void (*ewm)(const double *x, size_t n, double alpha, struct gw_kern_ewm *st);
+	void (*scan_shift)(const double *x, size_t n, size_t lag, double *out);
+};
+
+/* Choose the variant.  `force` is NULL (use $GRADWATCH_KERNELS if set, else
+ * the best the CPU supports) or one of "scalar", "sse2", "avx2", "neon".
+ * Returns 0, or -ENOTSUP when the forced variant is not built or the CPU
+ * lacks it (the previous choice is then kept).  Safe to call again; call it
+ * before any other thread uses the kernels. */
+int gw_kern_init(const char *force);
+
+/* Name of the variant in use ("scalar", "sse2", "avx2", "neon"). */
+const char *gw_kern_name(void);
+
+/* Variants built into this binary and usable on this CPU, best first;
+ * NULL-terminated static array. */
+const struct gw_kern_ops *const *gw_kern_available(void);
+
+/* The scalar reference, always present (for tests and benchmarks). */
+extern const struct gw_kern_ops gw_kern_scalar_ops;
+
+/* The variant in use; gw_kern_init() sets it, the scalar one until then. */
+extern const struct gw_kern_ops *gw__kern;
+
+/* Count, sum, mean, variance, min, max of the finite values of a||b. */
+static inline void gw_kern_moments(const double *a, size_t na, const double *b,
+                                   size_t nb, struct gw_kern_moments *out)
+{
+	gw__kern->moments(a, na, b, nb, out);
+}
+
+/* The same on ln(x) of the values > 0 and finite. */
+static inline void gw_kern_log_moments(const double *a, size_t na,
+                                       const double *b, size_t nb,
+                                       struct gw_kern_moments *out)
+{
+	gw__kern->log_moments(a, na, b, nb, out);
+}
+
+/* Least-squares slope of the finite values of a||b against their position
+ * (0, 1, 2, ... over the whole sequence, skipped positions included).
+ * NaN with fewer than two finite values or zero spread. */
+static inline double gw_kern_slope(const double *a, size_t na, const double *b,
+                                   size_t nb)
+{
+	return gw__kern->slope(a, na, b, nb);
+}
+
+/* Pearson correlation of x and y over the positions where both are finite;
+ * x and y are two parallel sequences, each given as two spans of the same
+ * lengths (na, nb).  NaN with fewer than two pairs or zero variance. */
+static inline double gw_kern_corr(const double *xa, const double *ya, size_t na,
+                                  const double *xb, const double *yb, size_t nb)
+{
+	return gw__kern->corr(xa, ya, na, xb, yb, nb);
+}
+
+/* Fold x[0..n) into an exponentially weighted mean/variance with weight
+ * alpha (0 < alpha <= 1) for each new value; non-finite values are skipped.
+ * The first finite value ever (st->n == 0) sets the mean, variance 0. */
+static inline void gw_kern_ewm(const double *x, size_t n, double alpha,
+                               struct gw_kern_ewm *st)
+{
+	gw__kern->ewm(x, n, alpha, st);
+}
+
+/* Two-window mean shift: out[i] = mean(x[i .. i+lag)) - mean(x[i-lag .. i))
+ * for lag <= i <= n - lag, NaN elsewhere (out has n entries).  Windows with
+ * a non-finite value give NaN.  For change-point search in replay. */
+static inline void gw_kern_scan_shift(const double *x, size_t n, size_t lag,
+                                      double *out)
+{
+	gw__kern->scan_shift(x, n, lag, out);
+}
+
+#endif

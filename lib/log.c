@@ -1,0 +1,119 @@
+/*
+ * stderr logger: a level threshold, a timestamp or journald priority prefix,
+ * one write per line so lines from threads do not interleave.
+ */
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+static enum gw_log_level threshold = GW_LOG_INFO;
+static int to_journal;
+
+void gw_log_init(enum gw_log_level level, int journal)
+{
+	threshold = level;
+	to_journal = journal;
+}
+
+enum gw_log_level gw_log_level(void)
+{
+	return threshold;
+}
+
+int gw_log_parse_level(const char *s, enum gw_log_level *out)
+{
+	static const struct {
+		const char *name;
+		enum gw_log_level level;
+	} names[] = {
+		{"crit", GW_LOG_CRIT}, {"err", GW_LOG_ERR}, {"error", GW_LOG_ERR},
+		{"warn", GW_LOG_WARN}, {"warning", GW_LOG_WARN},
+		{"info", GW_LOG_INFO}, {"debug", GW_LOG_DEBUG},
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcasecmp(s, names[i].name) == 0) {
+			*out = names[i].level;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static const char *level_name(enum gw_log_level l)
+{
+	switch (l) {
+	case GW_LOG_CRIT: return "crit";
+	case GW_LOG_ERR: return "error";
+	case GW_LOG_WARN: return "warn";
+	case GW_LOG_INFO: return "info";
+	default: return "debug";
+	}
+}
+
+void gw_log(enum gw_log_level level, const char *fmt, ...)
+{
+	if (level > threshold)
+		return;
+	char buf[2048];
+	int off;
+	if (to_journal) {
+		off = snprintf(buf, sizeof(buf), "<%d>", (int)level);
+	} else {
+		struct timespec ts;
+		struct tm tm;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		gmtime_r(&ts.tv_sec, &tm);
+		off = snprintf(buf, sizeof(buf),
+		               "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ",
+		               tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		               tm.tm_hour, tm.tm_min, tm.tm_sec,
+		               ts.tv_nsec / 1000000, level_name(level));
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf + off, sizeof(buf) - (size_t)off - 1, fmt, ap);
+	va_end(ap);
+	size_t len = (size_t)off + (n < 0 ? 0 : (size_t)n);
+	if (len > sizeof(buf) - 2)
+		len = sizeof(buf) - 2;
+	buf[len++] = '\n';
+	ssize_t w = write(STDERR_FILENO, buf, len);
+	(void)w;
+}
+
+void gw_log_redact_url(const char *url, char *out, size_t out_size)
+{
+	if (!out_size)
+		return;
+	const char *scheme = strstr(url, "://");
+	const char *host = scheme ? scheme + 3 : url;
+	const char *path = strchr(host, '/');
+	size_t host_len = path ? (size_t)(path - host) : strlen(host);
+	const char *at = memchr(host, '@', host_len);
+	if (at) {
+		host_len -= (size_t)(at + 1 - host);
+		host = at + 1;
+	}
+	/* Keep scheme://host and the first path segment; anything after it
+	 * (Slack's /services/T/B/secret, tokens in paths, query strings) is
+	 * replaced. */
+	size_t keep_path = 0;
+	if (path) {
+		const char *seg_end = strchr(path + 1, '/');
+		const char *q = strpbrk(path, "?#");
+		keep_path = seg_end ? (size_t)(seg_end - path) : strlen(path);
+		if (q && (size_t)(q - path) < keep_path)
+			keep_path = (size_t)(q - path);
+	}
+	int redacted = at || (path && path[keep_path] != '\0');
+	snprintf(out, out_size, "%.*s%.*s%.*s%s",
+	         scheme ? (int)(scheme + 3 - url) : 0, url,
+	         (int)host_len, host, (int)keep_path, path ? path : "",
+	         redacted ? "/REDACTED" : "");
+}

@@ -1,0 +1,54 @@
+/*
+ * Logging to stderr with levels.  One line per message:
+ *   "<level> <module>: text" (journald picks the level from the "<N>" prefix
+ * when stderr is the journal, see gw_log_init).
+ *
+ * Levels, and what they mean here:
+ *   CRIT  the daemon cannot go on (start-up error, invariant broken);
+ *   ERR   an operation failed and data or an alert may be affected;
+ *   WARN  something is wrong with input or a peer, survived and counted;
+ *   INFO  lifecycle: start, stop, reload, listeners, segments, alerts;
+ *   DEBUG per-connection and per-batch detail.
+ * Never log secrets: URLs go through gw_log_redact_url() first.
+ */
+#ifndef GW_LOG_H
+#define GW_LOG_H
+
+#include <stddef.h>
+
+enum gw_log_level {
+	GW_LOG_CRIT = 2,
+	GW_LOG_ERR = 3,
+	GW_LOG_WARN = 4,
+	GW_LOG_INFO = 6,
+	GW_LOG_DEBUG = 7,
+};
+
+/* Set the threshold; `journal` non-zero prefixes lines with "<N>" for
+ * journald instead of a timestamp. */
+void gw_log_init(enum gw_log_level level, int journal);
+
+/* Parse "crit", "err", "warn", "info", "debug"; returns -EINVAL if unknown. */
+int gw_log_parse_level(const char *s, enum gw_log_level *out);
+
+enum gw_log_level gw_log_level(void);
+
+void gw_log(enum gw_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+#define gw_log_crit(...) gw_log(GW_LOG_CRIT, __VA_ARGS__)
+#define gw_log_err(...) gw_log(GW_LOG_ERR, __VA_ARGS__)
+#define gw_log_warn(...) gw_log(GW_LOG_WARN, __VA_ARGS__)
+#define gw_log_info(...) gw_log(GW_LOG_INFO, __VA_ARGS__)
+#define gw_log_debug(...) \
+	do { \
+		if (gw_log_level() >= GW_LOG_DEBUG) \
+			gw_log(GW_LOG_DEBUG, __VA_ARGS__); \
+	} while (0)
+
+/* Copy url into out with its secret parts (user info, query string, and
+ * path segments after the host for known token-bearing hosts) replaced by
+ * "REDACTED".  Always terminates out. */
+void gw_log_redact_url(const char *url, char *out, size_t out_size);
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * Implementations of the helpers in util.h.
+ */
+#include "util.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void gw__require_failed(const char *expr, const char *file, int line)
+{
+	gw_log(GW_LOG_CRIT, "invariant failed: %s at %s:%d", expr, file, line);
+	abort();
+}
+
+double gw_wall_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+uint64_t gw_mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+size_t gw_strlcpy(char *dst, const char *src, size_t dst_size)
+{
+	size_t n = strlen(src);
+	if (dst_size) {
+		size_t c = n < dst_size - 1 ? n : dst_size - 1;
+		memcpy(dst, src, c);
+		dst[c] = '\0';
+	}
+	return n;
+}
+
+int gw_glob_match(const char *pattern, const char *s)
+{
+	return fnmatch(pattern, s, 0) == 0;
+}
+
+int gw_read_file(const char *path, char **out, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return -errno;
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap);
+	if (!buf) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	for (;;) {
+		if (n + 1 >= cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				return -ENOMEM;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		size_t r = fread(buf + n, 1, cap - n - 1, f);
+		n += r;
+		if (r == 0)
+			break;
+	}
+	int err = ferror(f) ? -EIO : 0;
+	fclose(f);
+	if (err) {
+		free(buf);
+		return err;
+	}
+	buf[n] = '\0';
+	*out = buf;
+	if (len)
+		*len = n;
+	return 0;
+}

@@ -1,0 +1,46 @@
+/*
+ * Small helpers every module uses: container_of, array size, clocks, and the
+ * always-on invariant check.  Nothing here allocates or does I/O except the
+ * abort path of GW_REQUIRE.
+ */
+#ifndef GW_UTIL_H
+#define GW_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GW_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define GW_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define GW_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#define gw_container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* Invariant that must hold in release builds too; on failure, log where and
+ * abort.  For conditions that a bug, not input, can break. */
+#define GW_REQUIRE(cond) \
+	do { \
+		if (!(cond)) \
+			gw__require_failed(#cond, __FILE__, __LINE__); \
+	} while (0)
+
+void gw__require_failed(const char *expr, const char *file, int line)
+	__attribute__((noreturn));
+
+/* Wall clock, Unix seconds with sub-second part. */
+double gw_wall_now(void);
+
+/* Monotonic clock in milliseconds. */
+uint64_t gw_mono_ms(void);
+
+/* Copy at most dst_size - 1 bytes of src and terminate; returns strlen(src). */
+size_t gw_strlcpy(char *dst, const char *src, size_t dst_size);
+
+/* Shell-style glob match of a whole string ('*', '?', '[...]'). */
+int gw_glob_match(const char *pattern, const char *s);
+
+/* Read a whole file into a NUL-terminated heap buffer (caller frees).
+ * Returns 0 or a negative errno; *len (may be NULL) gets the length. */
+int gw_read_file(const char *path, char **out, size_t *len);
+
+#endif

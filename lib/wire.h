@@ -1,0 +1,140 @@
+/*
+ * wire: the NDJSON telemetry line format (docs/wire-format.md).
+ *
+ * One JSON object per line.  A metric record is
+ *   {"run": "...", "step": N, "ts": secs?, <numeric fields>...}
+ * and an event is the same with an "event": "<name>" field; an event's other
+ * fields are its attributes.  Field names of metric records map to roles
+ * (loss, grad_norm, lr, throughput) through an alias table; every other
+ * numeric field is kept as an extra metric.
+ *
+ * The parser is a purpose-built, allocation-free-per-line JSON reader: it
+ * accepts Python's bare NaN / Infinity / -Infinity tokens (which strict JSON
+ * parsers such as jansson reject), validates UTF-8, and reports the first
+ * error with its byte column and field name.  Event attributes are handed
+ * over as a jansson object, in which non-finite numbers become the strings
+ * "NaN", "Infinity" and "-Infinity".
+ *
+ * A parser is not thread-safe; use one per thread.  Everything a parsed
+ * record points to lives in the parser and is valid until the next call.
+ */
+#ifndef GW_WIRE_H
+#define GW_WIRE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum gw_role {
+	GW_ROLE_LOSS,
+	GW_ROLE_GRAD_NORM,
+	GW_ROLE_LR,
+	GW_ROLE_THROUGHPUT,
+	GW_NROLES,
+	GW_ROLE_TS = GW_NROLES, /* pseudo-role: aliases of the "ts" field */
+	GW_NALIAS_ROLES,
+};
+
+/* Canonical name of a role ("loss", "grad_norm", "lr", "throughput", "ts"). */
+const char *gw_role_name(enum gw_role r);
+
+/* Why a line was rejected.  Names (gw_wire_reason_name) are the labels of the
+ * reject counters and appear in error messages. */
+enum gw_wire_reason {
+	GW_REJ_SYNTAX,      /* malformed_json */
+	GW_REJ_NOT_OBJECT,  /* not_object */
+	GW_REJ_UTF8,        /* invalid_utf8 */
+	GW_REJ_NO_RUN,      /* missing_run */
+	GW_REJ_BAD_RUN,     /* bad_run */
+	GW_REJ_NO_STEP,     /* missing_step */
+	GW_REJ_BAD_STEP,    /* bad_step */
+	GW_REJ_BAD_TS,      /* bad_ts */
+	GW_REJ_BAD_VALUE,   /* bad_value */
+	GW_REJ_DUP_KEY,     /* duplicate_field */
+	GW_REJ_BAD_EVENT,   /* bad_event */
+	GW_REJ_TOO_LONG,    /* line_too_long (set by the framing, not the parser) */
+	GW_REJ_TRUNCATED,   /* truncated (a peer closed mid-line) */
+	GW_REJ_NREASONS,
+};
+
+const char *gw_wire_reason_name(enum gw_wire_reason r);
+
+#define GW_WIRE_RUN_MAX 256        /* bytes of a run name */
+#define GW_WIRE_EVENT_MAX 64       /* bytes of an event name */
+#define GW_WIRE_STEP_MAX 1000000000000000LL /* 1e15: larger is "absurd" */
+#define GW_WIRE_MAX_DEPTH 32
+
+struct gw_wire_err {
+	enum gw_wire_reason reason;
+	size_t column;     /* 1-based byte offset in the line, 0 if not known */
+	char field[64];    /* field concerned, "" if none */
+	char msg[192];     /* human-readable, includes field and column */
+};
+
+struct gw_metric {
+	const char *name;  /* NUL-terminated */
+	double value;      /* may be NaN or +-Inf */
+};
+
+struct gw_rec {
+	const char *run;   /* NUL-terminated */
+	size_t run_len;
+	int64_t step;
+	double ts;         /* NaN when the line has none */
+	unsigned present;  /* bit (1u << role) set when that role is present */
+	double v[GW_NROLES];
+	const struct gw_metric *extra; /* other numeric fields, in line order */
+	size_t n_extra;
+	const char *event; /* event name, NULL for a metric record */
+	json_t *attrs;     /* event attributes (borrowed), NULL for records */
+};
+
+static inline int gw_rec_has(const struct gw_rec *r, enum gw_role role)
+{
+	return (r->present >> role) & 1u;
+}
+
+/* Alias table: field name -> role.  Built with the defaults, extended from
+ * the configuration.  Lookups are exact and case-sensitive. */
+struct gw_alias;
+
+/* New table with the built-in aliases (see docs/wire-format.md).  NULL on
+ * allocation failure. */
+struct gw_alias *gw_alias_new(void);
+void gw_alias_free(struct gw_alias *a);
+
+/* Add `name` as an alias of `role` with lower priority than the existing
+ * ones (when a line has several aliases of one role, the one added first
+ * wins).  Returns 0, -EEXIST if the name is already an alias of another
+ * role, -ENOMEM. */
+int gw_alias_add(struct gw_alias *a, enum gw_role role, const char *name);
+
+/* Role of a field name, or -1.  *prio gets its priority (lower wins). */
+int gw_alias_lookup(const struct gw_alias *a, const char *name, size_t len,
+                    int *prio);
+
+/* Parse a role name ("loss", "grad_norm", "lr", "throughput", "ts");
+ * returns the role or -1. */
+int gw_role_parse(const char *name);
+
+struct gw_wire;
+
+/* A parser using alias table `aliases` (borrowed, must outlive it). */
+struct gw_wire *gw_wire_new(const struct gw_alias *aliases);
+void gw_wire_free(struct gw_wire *w);
+
+/* Parse one line (without its newline; a trailing '\r' is ignored).
+ * `default_run`, if not NULL, is used for lines without a "run" field.
+ * Returns 0 and fills *rec, or a negative errno (-EINVAL for bad input, with
+ * *err filled; -ENOMEM).  A blank line returns -ENODATA (skip it, not an
+ * error). */
+int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
+                  const char *default_run, struct gw_rec *rec,
+                  struct gw_wire_err *err);
+
+/* Append v to a JSON text buffer the way Python's json module would write
+ * it (shortest round-trip digits; NaN, Infinity, -Infinity bare).  buf must
+ * hold 32 bytes; returns the length written. */
+int gw_wire_fmt_double(char *buf, double v);
+
+#endif
