@@ -1,0 +1,14 @@
+/*
+ * client: the gradwatch subcommands that talk to a running daemon over HTTP
+ * (send, runs, alerts) or read its database directly (--db).
+ */
+#ifndef GW_CLIENT_H
+#define GW_CLIENT_H
+
+#include "config.h"
+
+int gw_client_send(struct gw_cfg *cfg, int argc, char **argv);
+int gw_client_runs(struct gw_cfg *cfg, int argc, char **argv);
+int gw_client_alerts(struct gw_cfg *cfg, int argc, char **argv);
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * config: the JSON configuration file and the command-line flags that
+ * override it (docs/configuration.md).
+ *
+ * gw_cfg_defaults() gives a configuration that runs with no file at all:
+ * database in $STATE_DIRECTORY (or the working directory), Unix socket in
+ * $RUNTIME_DIRECTORY (or the working directory), TCP, UDP and HTTP on
+ * 127.0.0.1.  gw_cfg_load() reads a file over it; unknown keys are errors so
+ * a typo never silently does nothing.  Flags are applied after the file.
+ */
+#ifndef GW_CONFIG_H
+#define GW_CONFIG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "engine.h"
+#include "log.h"
+#include "wire.h"
+
+#define GW_DEFAULT_PORT 7470       /* TCP and UDP NDJSON */
+#define GW_DEFAULT_HTTP_PORT 7471
+
+struct gw_listen {
+	bool enabled;
+	char host[64];     /* numeric address */
+	int port;
+};
+
+struct gw_cfg {
+	char *file;                 /* config file read, or NULL */
+	char *state_dir;
+	char *db_path;
+	char *socket_path;          /* NULL or "" disables the Unix socket */
+	unsigned socket_mode;
+	struct gw_listen tcp, udp, http;
+	bool allow_remote;          /* permit non-loopback listen addresses */
+	enum gw_log_level log_level;
+	char *kernels;              /* forced kernel variant, or NULL */
+
+	size_t max_line;            /* bytes per NDJSON line */
+	size_t max_body;            /* bytes per HTTP request body */
+	size_t max_connections;
+	size_t max_runs;
+	unsigned http_header_timeout_ms;
+	unsigned http_idle_timeout_ms;
+	unsigned http_body_timeout_ms;
+
+	unsigned commit_interval_ms;
+	unsigned commit_max_records;
+	bool sync_full;             /* PRAGMA synchronous=FULL (else NORMAL) */
+	size_t max_pending_bytes;   /* writer queue size before back-pressure */
+	unsigned tick_ms;           /* wall-clock detector tick */
+
+	struct gw_alias *aliases;
+	struct gw_engine_opts engine;
+	struct gw_th_override *overrides;
+	size_t n_overrides;
+
+	json_t *sinks;              /* alert sinks (array), owned */
+	json_t *follow;             /* files to follow (array), owned */
+};
+
+/* Fill defaults (environment: STATE_DIRECTORY, RUNTIME_DIRECTORY).
+ * Returns 0 or -ENOMEM. */
+int gw_cfg_defaults(struct gw_cfg *c);
+
+/* Read a JSON config file over the current values.  On error returns a
+ * negative errno and writes a message naming the file, line and key into
+ * err. */
+int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen);
+
+/* Parse "host:port", "[v6]:port", "port", or "off"/"false" into l. */
+int gw_cfg_parse_listen(const char *s, struct gw_listen *l, char *err, size_t errlen);
+
+/* Check cross-field rules (loopback unless allow_remote, limits > 0). */
+int gw_cfg_validate(const struct gw_cfg *c, char *err, size_t errlen);
+
+/* Describe the effective configuration as JSON (for --check-config). */
+json_t *gw_cfg_to_json(const struct gw_cfg *c);
+
+void gw_cfg_free(struct gw_cfg *c);
+
+/* Replace a string field (frees the old value).  Returns 0 or -ENOMEM. */
+int gw_cfg_set_str(char **field, const char *value);
+
+#endif

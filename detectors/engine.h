@@ -1,0 +1,155 @@
+/*
+ * The detector engine: per-run state, segmentation, and the path from a
+ * parsed line to alerts.
+ *
+ * The engine owns one state per run (looked up by name): the segment the run
+ * is in, a fixed-size history ring (GW_RING_CAP records of loss, grad norm,
+ * lr, throughput and ts), a frozen copy of the previous segment's tail once
+ * the run restarts, the last checkpoint_saved and resumed events, and each
+ * detector's state blob.  Memory per run is fixed (gw_engine_bytes_per_run).
+ *
+ * Segments: a run's first record opens segment 1.  A "resumed" event, a step
+ * rewind (a step below the last one, or the same step repeating a field it
+ * already had), or a wall-clock gap of at least max(gap_min_seconds,
+ * gap_factor x the run's typical step interval) opens the next segment.  A
+ * resumed event and the rewound metric lines after it make one segment.
+ *
+ * The engine is used by the daemon (live) and by `gradwatch replay`; both
+ * feed lines in order through gw_engine_feed, which is what makes live and
+ * replay agree.  It is single-threaded: call it from one thread only.
+ */
+#ifndef GW_ENGINE_H
+#define GW_ENGINE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "detector.h"
+#include "thresholds.h"
+#include "wire.h"
+
+enum gw_alert_kind {
+	GW_ALERT_OPEN,     /* a new incident */
+	GW_ALERT_UPDATE,   /* the incident escalated or changed materially */
+	GW_ALERT_RESOLVE,  /* the incident is over */
+};
+
+const char *gw_alert_kind_name(enum gw_alert_kind k);
+
+/* An alert as the engine reports it; everything is borrowed for the duration
+ * of the callback (copy what you keep). */
+struct gw_alert {
+	char id[24];               /* stable: "gw-" + 16 hex of (run, seg, detector, incident) */
+	enum gw_alert_kind kind;
+	const char *run;
+	int64_t seg;
+	int64_t step;
+	uint64_t line;
+	const char *detector;
+	enum gw_severity severity;
+	const char *summary;
+	const char *cause;
+	const char *action;
+	const json_t *evidence;    /* may be NULL for RESOLVE */
+	double ts;                 /* the record's ts, NaN if none */
+	double wall;               /* wall clock when raised (live), NaN in replay */
+};
+
+struct gw_segment_info {
+	const char *run;
+	int64_t seg;
+	enum gw_seg_reason reason;
+	int64_t first_step;        /* step of the line that opened it */
+	int64_t restart_step;      /* S, -1 if unknown */
+	uint64_t line;
+	double ts;
+};
+
+struct gw_engine_hooks {
+	void *data;
+	void (*on_alert)(void *data, const struct gw_alert *a);
+	void (*on_segment)(void *data, const struct gw_segment_info *s);
+};
+
+/* Thresholds for runs whose name matches a glob; the first match wins. */
+struct gw_th_override {
+	char *glob;
+	struct gw_thresholds th;
+};
+
+struct gw_engine_opts {
+	struct gw_thresholds th;           /* defaults */
+	const struct gw_th_override *overrides;
+	size_t n_overrides;
+	bool live;                         /* wall-clock detectors on */
+	uint64_t disabled;                 /* bit i: registry entry i is off */
+	size_t max_runs;                   /* 0: unlimited */
+};
+
+struct gw_engine;
+
+/* Create an engine; opts and hooks are copied (override globs are
+ * borrowed and must outlive the engine).  NULL on allocation failure. */
+struct gw_engine *gw_engine_new(const struct gw_engine_opts *opts,
+                                const struct gw_engine_hooks *hooks);
+void gw_engine_free(struct gw_engine *e);
+
+/* Replace thresholds, overrides and disabled detectors (SIGHUP); existing
+ * runs pick up the new values at their next line. */
+void gw_engine_reconfigure(struct gw_engine *e, const struct gw_engine_opts *opts);
+
+/* Feed one parsed line.  `line` is its 1-based number in its source, `now`
+ * the wall clock (live) or NaN (replay).  *seg_out, if not NULL, gets the
+ * segment the line belongs to.  Hooks are called before it returns.
+ * Returns 0, -ENOMEM, or -ENOSPC when max_runs is reached for a new run. */
+int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
+                   double now, int64_t *seg_out);
+
+/* Wall-clock tick for live-only detectors (stall); visits every run. */
+void gw_engine_tick(struct gw_engine *e, double now);
+
+/* Tell the engine where a run stood before a daemon restart, so segment
+ * numbers continue and a repeated step after the restart is a rewind.  Call
+ * before the run's first line. */
+int gw_engine_seed_run(struct gw_engine *e, const char *run, int64_t seg,
+                       int64_t last_step, double last_ts);
+
+struct gw_run_info {
+	const char *run;
+	int64_t seg;
+	int64_t last_step;
+	double last_ts;
+	double last_wall;          /* wall clock of the last line (live) */
+	unsigned present;          /* roles seen at least once */
+	double last[GW_NROLES];    /* last value of each role (NaN if never) */
+	uint64_t records;          /* metric records since the engine started */
+	uint64_t events;
+	unsigned open_alerts;
+};
+
+/* Info of one run; -ENOENT if unknown. */
+int gw_engine_run_info(const struct gw_engine *e, const char *run,
+                       struct gw_run_info *out);
+
+/* Call fn for every run (in no particular order). */
+void gw_engine_foreach_run(const struct gw_engine *e,
+                           void (*fn)(void *data, const struct gw_run_info *ri),
+                           void *data);
+
+size_t gw_engine_run_count(const struct gw_engine *e);
+
+/* Fixed memory per run, in bytes (history ring, previous-segment copy,
+ * detector states and bookkeeping). */
+size_t gw_engine_bytes_per_run(void);
+
+/* The alert as a JSON object (new reference; NULL on allocation failure):
+ * id, kind, run, segment, step, line, detector, severity, summary, cause,
+ * action, evidence, and ts / raised_at when known. */
+json_t *gw_alert_to_json(const struct gw_alert *a);
+
+/* Compute the stable alert id of (run, seg, detector, incident) into id. */
+void gw_alert_make_id(char id[24], const char *run, int64_t seg,
+                      const char *detector, uint32_t incident);
+
+#endif

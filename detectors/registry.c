@@ -1,0 +1,61 @@
+/*
+ * The detector registry (the order detectors run in) and the formatting
+ * helpers detectors share for their summaries.
+ */
+#include "detector.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+extern const struct gw_detector gw_det_nonfinite;
+
+const struct gw_detector *const gw_det_registry[] = {
+	&gw_det_nonfinite,
+	NULL,
+};
+
+const struct gw_detector *gw_det_find(const char *name)
+{
+	for (size_t i = 0; gw_det_registry[i]; i++)
+		if (strcmp(gw_det_registry[i]->name, name) == 0)
+			return gw_det_registry[i];
+	return NULL;
+}
+
+const char *gw_det_fmt_num(char *buf, size_t size, double v)
+{
+	if (isnan(v))
+		snprintf(buf, size, "NaN");
+	else if (isinf(v))
+		snprintf(buf, size, v > 0 ? "Infinity" : "-Infinity");
+	else if (v != 0 && (fabs(v) < 1e-3 || fabs(v) >= 1e6))
+		snprintf(buf, size, "%.2g", v);
+	else if (fabs(v) >= 100)
+		snprintf(buf, size, "%.0f", v);
+	else if (fabs(v) >= 10)
+		snprintf(buf, size, "%.1f", v);
+	else if (fabs(v) >= 0.1)
+		snprintf(buf, size, "%.2f", v);
+	else
+		snprintf(buf, size, "%.3g", v);
+	return buf;
+}
+
+const char *gw_det_fmt_step(char *buf, size_t size, int64_t step)
+{
+	char raw[32];
+	int n = snprintf(raw, sizeof(raw), "%" PRId64, step < 0 ? -step : step);
+	size_t o = 0;
+	if (step < 0 && o + 1 < size)
+		buf[o++] = '-';
+	for (int i = 0; i < n && o + 1 < size; i++) {
+		if (i && (n - i) % 3 == 0 && o + 1 < size)
+			buf[o++] = ',';
+		if (o + 1 < size)
+			buf[o++] = raw[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
