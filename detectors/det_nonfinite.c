@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 struct nf_state {
 	uint32_t incident;        /* key of the current incident, 0 = none yet */
@@ -71,12 +72,15 @@ static void nf_record(void *st, const struct gw_det_ctx *ctx)
 	const char *metric = bad_l && bad_g ? "loss and grad norm" : bad_l ? "loss" : "grad norm";
 	const char *val = bad_l ? what(r->v[GW_ROLE_LOSS]) : what(r->v[GW_ROLE_GRAD_NORM]);
 	if (s->last_good_step >= 0) {
-		char lg[32];
-		snprintf(v.summary, sizeof(v.summary),
-		         "%s %s %s at step %s (last finite values at step %s: loss %s, grad norm %s)",
-		         metric, bad_l && bad_g ? "are" : "is", val, st_buf, gw_det_fmt_step(lg, sizeof(lg), s->last_good_step),
-		         gw_det_fmt_num(a, sizeof(a), s->last_good[0]),
-		         gw_det_fmt_num(b, sizeof(b), s->last_good[1]));
+		char lg[32], vals[96] = "";
+		if (isfinite(s->last_good[0]))
+			snprintf(vals, sizeof(vals), ": loss %s", gw_det_fmt_num(a, sizeof(a), s->last_good[0]));
+		if (isfinite(s->last_good[1]))
+			snprintf(vals + strlen(vals), sizeof(vals) - strlen(vals), "%sgrad norm %s",
+			         vals[0] ? ", " : ": ", gw_det_fmt_num(b, sizeof(b), s->last_good[1]));
+		snprintf(v.summary, sizeof(v.summary), "%s %s %s at step %s (last finite step %s%s)",
+		         metric, bad_l && bad_g ? "are" : "is", val, st_buf,
+		         gw_det_fmt_step(lg, sizeof(lg), s->last_good_step), vals);
 	} else {
 		snprintf(v.summary, sizeof(v.summary),
 		         "%s %s %s at step %s, and no finite value has been logged before it",

@@ -1,0 +1,531 @@
+/*
+ * gradwatchd: the daemon.
+ *
+ * Start-up, in order: configuration (defaults, file, flags), logging, kernel
+ * choice, storage (open, migrate, writer thread), the detector engine seeded
+ * with where every known run stood, listeners (Unix, TCP, UDP, HTTP),
+ * signals and timers; then READY=1 to systemd and the loop runs.  SIGTERM or
+ * SIGINT: stop accepting, give open connections a short grace period to
+ * deliver what they already sent, close them (a partial last line is
+ * counted as truncated), commit everything queued, STOPPING=1, exit 0.
+ * SIGHUP reloads thresholds, per-run overrides and disabled detectors from
+ * the configuration file.  One cleanup path unwinds in reverse.
+ */
+#include "daemon.h"
+#include "http.h"
+
+#include "kern.h"
+#include "log.h"
+#include "util.h"
+
+#include "gw_config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SHUTDOWN_GRACE_MS 300
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: gradwatchd [options]\n"
+	        "  -c, --config FILE       JSON configuration (docs/configuration.md)\n"
+	        "      --state-dir DIR     where the database lives (default $STATE_DIRECTORY or .)\n"
+	        "      --db PATH           the SQLite database (default STATE_DIR/gradwatch.db)\n"
+	        "      --socket PATH|off   Unix socket for NDJSON (default $RUNTIME_DIRECTORY/gradwatch.sock)\n"
+	        "      --tcp ADDR:PORT|off NDJSON over TCP (default 127.0.0.1:%d)\n"
+	        "      --udp ADDR:PORT|off NDJSON datagrams (default 127.0.0.1:%d)\n"
+	        "      --http ADDR:PORT|off HTTP API (default 127.0.0.1:%d)\n"
+	        "      --log-level LEVEL   crit, err, warn, info, debug (default info)\n"
+	        "      --kernels NAME      scalar, sse2, avx2, neon (default: best available)\n"
+	        "      --check-config      validate the configuration, print it, exit\n"
+	        "  -V, --version           print version, kernel variant and detectors\n"
+	        "  -h, --help\n",
+	        GW_DEFAULT_PORT, GW_DEFAULT_PORT, GW_DEFAULT_HTTP_PORT);
+}
+
+/* ---- commit notifications, back-pressure -------------------------------------------- */
+
+void gw_daemon_wait_commit(struct gw_daemon *d, struct gw_commit_waiter *w)
+{
+	if (gw_store_committed(d->store) >= w->seq) {
+		w->fn(w);
+		return;
+	}
+	w->next = d->waiters;
+	d->waiters = w;
+}
+
+void gw_daemon_cancel_wait(struct gw_daemon *d, struct gw_commit_waiter *w)
+{
+	for (struct gw_commit_waiter **p = &d->waiters; *p; p = &(*p)->next) {
+		if (*p == w) {
+			*p = w->next;
+			return;
+		}
+	}
+}
+
+void gw_daemon_pause(struct gw_daemon *d, struct gw_paused *p)
+{
+	if (p->linked)
+		return;
+	p->next = d->paused.next;
+	p->prev = &d->paused;
+	d->paused.next->prev = p;
+	d->paused.next = p;
+	p->linked = true;
+}
+
+void gw_daemon_unpause(struct gw_daemon *d, struct gw_paused *p)
+{
+	if (!p->linked)
+		return;
+	p->prev->next = p->next;
+	p->next->prev = p->prev;
+	p->linked = false;
+}
+
+static void on_commit(uv_async_t *a)
+{
+	struct gw_daemon *d = a->data;
+	uint64_t done = gw_store_committed(d->store);
+	/* answer every waiter that is now covered */
+	struct gw_commit_waiter *ready = NULL;
+	for (struct gw_commit_waiter **p = &d->waiters; *p;) {
+		struct gw_commit_waiter *w = *p;
+		if (w->seq <= done) {
+			*p = w->next;
+			w->next = ready;
+			ready = w;
+		} else {
+			p = &w->next;
+		}
+	}
+	while (ready) {
+		struct gw_commit_waiter *w = ready;
+		ready = w->next;
+		w->fn(w);
+	}
+	if (!gw_store_congested(d->store)) {
+		while (d->paused.next != &d->paused) {
+			struct gw_paused *p = d->paused.next;
+			gw_daemon_unpause(d, p);
+			p->resume(p);
+		}
+	}
+}
+
+static void store_notify(void *data)
+{
+	uv_async_send(data);
+}
+
+/* ---- engine hooks --------------------------------------------------------------------- */
+
+static void on_segment(void *data, const struct gw_segment_info *si)
+{
+	struct gw_daemon *d = data;
+	d->stats.segments++;
+	gw_store_put_segment(d->store, si, gw_wall_now());
+	if (si->seg > 1)
+		gw_log_info("run %s: segment %" PRId64 " starts at step %" PRId64 " (%s%s)", si->run,
+		            si->seg, si->first_step, gw_seg_reason_name(si->reason),
+		            si->restart_step >= 0 ? ", restart from a checkpoint" : "");
+}
+
+static void on_alert(void *data, const struct gw_alert *a)
+{
+	struct gw_daemon *d = data;
+	gw_store_put_alert(d->store, a);
+	if (a->kind == GW_ALERT_OPEN) {
+		for (size_t k = 0; gw_det_registry[k]; k++)
+			if (gw_det_registry[k]->name == a->detector)
+				d->stats.alerts[k][a->severity]++;
+		gw_log_info("alert %s [%s] %s run %s step %" PRId64 ": %s", a->id,
+		            gw_severity_name(a->severity), a->detector, a->run, a->step, a->summary);
+	} else {
+		gw_log_info("alert %s %s", a->id, gw_alert_kind_name(a->kind));
+	}
+}
+
+static void seed_run(void *data, const char *run, int64_t seg, int64_t last_step, double last_ts)
+{
+	struct gw_daemon *d = data;
+	if (seg > 0)
+		gw_engine_seed_run(d->engine, run, seg, last_step, last_ts);
+}
+
+/* ---- signals, timers ------------------------------------------------------------------ */
+
+static void on_walk_close(uv_handle_t *h, void *arg)
+{
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+static uv_timer_t grace_timer;
+static unsigned drain_ticks;
+
+/* Close every handle the daemon still holds; the loop then ends. */
+static void close_all(struct gw_daemon *d)
+{
+	gw_server_stop(d);
+	gw_http_close_all(d);
+	uv_walk(d->loop, on_walk_close, NULL);
+}
+
+/* After the grace period: every line read is queued.  Wait (without
+ * blocking) until the store has committed all of it and the HTTP requests
+ * waiting for that commit are answered, at most DRAIN_MAX_MS. */
+#define DRAIN_TICK_MS 10
+#define DRAIN_MAX_MS 10000
+
+static void on_drain(uv_timer_t *t)
+{
+	struct gw_daemon *d = t->data;
+	bool committed = gw_store_committed(d->store) >= gw_store_queued(d->store);
+	if (!committed)
+		gw_store_flush(d->store);
+	drain_ticks++;
+	if ((committed && !gw_http_busy(d)) || drain_ticks * DRAIN_TICK_MS > DRAIN_MAX_MS) {
+		if (!committed)
+			gw_log_warn("shutdown: storage still busy after %d ms; closing anyway "
+			            "(the store commits the rest before exit)", DRAIN_MAX_MS);
+		uv_timer_stop(t);
+		close_all(d);
+	}
+}
+
+static void on_grace_over(uv_timer_t *t)
+{
+	struct gw_daemon *d = t->data;
+	gw_server_stop(d);
+	gw_store_flush(d->store);
+	uv_timer_start(t, on_drain, DRAIN_TICK_MS, DRAIN_TICK_MS);
+}
+
+static void begin_shutdown(struct gw_daemon *d, const char *why)
+{
+	if (d->stopping)
+		return;
+	d->stopping = true;
+	gw_log_info("%s: stopping (committing everything received)", why);
+	gw_notify("STOPPING=1");
+	/* stop accepting; connections already open get a short grace period to
+	 * deliver what they sent before we close them */
+	gw_http_stop(d);
+	uv_timer_stop(&d->tick_timer);
+	uv_timer_stop(&d->watchdog_timer);
+	uv_timer_init(d->loop, &grace_timer);
+	grace_timer.data = d;
+	uv_timer_start(&grace_timer, on_grace_over, SHUTDOWN_GRACE_MS, 0);
+}
+
+static int reload(struct gw_daemon *d)
+{
+	if (!d->cfg->file) {
+		gw_log_info("SIGHUP: no configuration file to reload");
+		return 0;
+	}
+	struct gw_cfg fresh;
+	char err[512];
+	if (gw_cfg_defaults(&fresh) < 0)
+		return -ENOMEM;
+	int rc = gw_cfg_load(&fresh, d->cfg->file, err, sizeof(err));
+	if (rc < 0) {
+		gw_log_err("SIGHUP: keeping the old configuration: %s", err);
+		gw_cfg_free(&fresh);
+		return rc;
+	}
+	/* swap in what can change at run time */
+	struct gw_th_override *ov = d->cfg->overrides;
+	size_t nov = d->cfg->n_overrides;
+	d->cfg->engine.th = fresh.engine.th;
+	d->cfg->engine.disabled = fresh.engine.disabled;
+	d->cfg->overrides = fresh.overrides;
+	d->cfg->n_overrides = fresh.n_overrides;
+	d->cfg->log_level = fresh.log_level;
+	fresh.overrides = ov;
+	fresh.n_overrides = nov;
+	struct gw_engine_opts eo = d->cfg->engine;
+	eo.overrides = d->cfg->overrides;
+	eo.n_overrides = d->cfg->n_overrides;
+	gw_engine_reconfigure(d->engine, &eo);
+	gw_log_init(d->cfg->log_level, getenv("JOURNAL_STREAM") != NULL);
+	gw_cfg_free(&fresh);
+	gw_log_info("SIGHUP: reloaded thresholds, run overrides, detectors and log level from %s",
+	            d->cfg->file);
+	return 0;
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+	struct gw_daemon *d = s->data;
+	if (signum == SIGHUP) {
+		gw_notify("RELOADING=1");
+		reload(d);
+		gw_notify("READY=1");
+		return;
+	}
+	begin_shutdown(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct gw_daemon *d = t->data;
+	gw_engine_tick(d->engine, gw_wall_now());
+}
+
+static void on_watchdog(uv_timer_t *t)
+{
+	gw_notify("WATCHDOG=1");
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+enum {
+	OPT_STATE_DIR = 1000, OPT_DB, OPT_SOCKET, OPT_TCP, OPT_UDP, OPT_HTTP, OPT_LOG,
+	OPT_KERNELS, OPT_CHECK,
+};
+
+static int apply_listen(const char *flag, const char *v, struct gw_listen *l)
+{
+	char err[256];
+	if (gw_cfg_parse_listen(v, l, err, sizeof(err)) < 0) {
+		fprintf(stderr, "gradwatchd: %s: %s\n", flag, err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"config", required_argument, NULL, 'c'},
+		{"state-dir", required_argument, NULL, OPT_STATE_DIR},
+		{"db", required_argument, NULL, OPT_DB},
+		{"socket", required_argument, NULL, OPT_SOCKET},
+		{"tcp", required_argument, NULL, OPT_TCP},
+		{"udp", required_argument, NULL, OPT_UDP},
+		{"http", required_argument, NULL, OPT_HTTP},
+		{"log-level", required_argument, NULL, OPT_LOG},
+		{"kernels", required_argument, NULL, OPT_KERNELS},
+		{"check-config", no_argument, NULL, OPT_CHECK},
+		{"version", no_argument, NULL, 'V'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	struct gw_cfg cfg;
+	struct gw_daemon d;
+	char err[512];
+	int rc = 1;
+	memset(&d, 0, sizeof(d));
+	if (gw_cfg_defaults(&cfg) < 0) {
+		fprintf(stderr, "gradwatchd: out of memory\n");
+		return 1;
+	}
+	/* the file first, so flags override it wherever they stand */
+	const char *config = NULL;
+	int ch;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "c:Vh", lo, NULL)) != -1)
+		if (ch == 'c')
+			config = optarg;
+	if (config && gw_cfg_load(&cfg, config, err, sizeof(err)) < 0) {
+		fprintf(stderr, "gradwatchd: %s\n", err);
+		goto out_cfg;
+	}
+	bool check = false, version = false;
+	const char *kernels = cfg.kernels;
+	optind = 1;
+	opterr = 1;
+	while ((ch = getopt_long(argc, argv, "c:Vh", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			break;
+		case OPT_STATE_DIR:
+			gw_cfg_set_str(&cfg.state_dir, optarg);
+			free(cfg.db_path);
+			if (asprintf(&cfg.db_path, "%s/gradwatch.db", optarg) < 0)
+				cfg.db_path = NULL;
+			break;
+		case OPT_DB:
+			gw_cfg_set_str(&cfg.db_path, optarg);
+			break;
+		case OPT_SOCKET:
+			gw_cfg_set_str(&cfg.socket_path, strcmp(optarg, "off") ? optarg : NULL);
+			break;
+		case OPT_TCP:
+			if (apply_listen("--tcp", optarg, &cfg.tcp) < 0)
+				goto out_cfg;
+			break;
+		case OPT_UDP:
+			if (apply_listen("--udp", optarg, &cfg.udp) < 0)
+				goto out_cfg;
+			break;
+		case OPT_HTTP:
+			if (apply_listen("--http", optarg, &cfg.http) < 0)
+				goto out_cfg;
+			break;
+		case OPT_LOG:
+			if (gw_log_parse_level(optarg, &cfg.log_level) < 0) {
+				fprintf(stderr, "gradwatchd: --log-level: \"%s\" is not crit, err, warn, info or debug\n", optarg);
+				goto out_cfg;
+			}
+			break;
+		case OPT_KERNELS:
+			kernels = optarg;
+			break;
+		case OPT_CHECK:
+			check = true;
+			break;
+		case 'V':
+			version = true;
+			break;
+		case 'h':
+			usage(stdout);
+			rc = 0;
+			goto out_cfg;
+		default:
+			usage(stderr);
+			goto out_cfg;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "gradwatchd: unexpected argument \"%s\"\n", argv[optind]);
+		goto out_cfg;
+	}
+	int krc = gw_kern_init(kernels);
+	if (krc < 0) {
+		const char *k = kernels ? kernels : getenv("GRADWATCH_KERNELS");
+		fprintf(stderr, "gradwatchd: kernel variant \"%s\" is %s\n", k ? k : "?",
+		        krc == -ENOTSUP ? "not available on this CPU or in this build" : "unknown (scalar, sse2, avx2, neon)");
+		goto out_cfg;
+	}
+	if (version) {
+		printf("gradwatchd %s\nkernels: %s\ndetectors:", GW_VERSION, gw_kern_name());
+		for (size_t k = 0; gw_det_registry[k]; k++)
+			printf(" %s", gw_det_registry[k]->name);
+		printf("\nmemory per run: %zu bytes\n", gw_engine_bytes_per_run());
+		rc = 0;
+		goto out_cfg;
+	}
+	if (gw_cfg_validate(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "gradwatchd: %s\n", err);
+		goto out_cfg;
+	}
+	if (check) {
+		json_t *j = gw_cfg_to_json(&cfg);
+		char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+		printf("%s\nconfiguration OK\n", s);
+		free(s);
+		json_decref(j);
+		rc = 0;
+		goto out_cfg;
+	}
+	gw_log_init(cfg.log_level, getenv("JOURNAL_STREAM") != NULL);
+	gw_log_info("gradwatchd %s starting: kernels %s, database %s", GW_VERSION, gw_kern_name(),
+	            cfg.db_path);
+
+	d.cfg = &cfg;
+	d.loop = uv_default_loop();
+	d.started = gw_wall_now();
+	d.paused.next = d.paused.prev = &d.paused;
+	signal(SIGPIPE, SIG_IGN);
+
+	uv_async_init(d.loop, &d.commit_async, on_commit);
+	d.commit_async.data = &d;
+	struct gw_store_opts so = {
+		.path = cfg.db_path,
+		.sync_full = cfg.sync_full,
+		.commit_interval_ms = cfg.commit_interval_ms,
+		.commit_max_records = cfg.commit_max_records,
+		.max_pending_bytes = cfg.max_pending_bytes,
+		.notify = store_notify,
+		.notify_data = &d.commit_async,
+	};
+	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0) {
+		gw_log_crit("%s", err);
+		goto out_loop;
+	}
+	struct gw_engine_opts eo = cfg.engine;
+	eo.overrides = cfg.overrides;
+	eo.n_overrides = cfg.n_overrides;
+	eo.live = true;
+	eo.max_runs = cfg.max_runs;
+	struct gw_engine_hooks hooks = {.data = &d, .on_alert = on_alert, .on_segment = on_segment};
+	d.engine = gw_engine_new(&eo, &hooks);
+	d.wire = gw_wire_new(cfg.aliases);
+	if (!d.engine || !d.wire) {
+		gw_log_crit("out of memory");
+		goto out_store;
+	}
+	if (gw_store_read_run_positions(cfg.db_path, seed_run, &d, err, sizeof(err)) < 0)
+		gw_log_warn("could not read where known runs stood: %s", err);
+	else if (gw_engine_run_count(d.engine))
+		gw_log_info("%zu known run(s) continue from their stored positions",
+		            gw_engine_run_count(d.engine));
+
+	if (gw_server_start(&d, err, sizeof(err)) < 0 || gw_http_start(&d, err, sizeof(err)) < 0) {
+		gw_log_crit("%s", err);
+		goto out_listen;
+	}
+	uv_signal_init(d.loop, &d.sig_term);
+	uv_signal_init(d.loop, &d.sig_int);
+	uv_signal_init(d.loop, &d.sig_hup);
+	d.sig_term.data = d.sig_int.data = d.sig_hup.data = &d;
+	uv_signal_start(&d.sig_term, on_signal, SIGTERM);
+	uv_signal_start(&d.sig_int, on_signal, SIGINT);
+	uv_signal_start(&d.sig_hup, on_signal, SIGHUP);
+	uv_timer_init(d.loop, &d.tick_timer);
+	d.tick_timer.data = &d;
+	if (cfg.tick_ms)
+		uv_timer_start(&d.tick_timer, on_tick, cfg.tick_ms, cfg.tick_ms);
+	uv_timer_init(d.loop, &d.watchdog_timer);
+	d.watchdog_usec = gw_notify_watchdog_usec();
+	if (d.watchdog_usec) {
+		uint64_t ms = d.watchdog_usec / 2000;
+		uv_timer_start(&d.watchdog_timer, on_watchdog, ms ? ms : 1, ms ? ms : 1);
+	}
+
+	gw_notify("READY=1");
+	gw_log_info("ready");
+	uv_run(d.loop, UV_RUN_DEFAULT);
+	rc = 0;
+
+out_listen:
+	if (rc != 0)
+		close_all(&d);
+	uv_run(d.loop, UV_RUN_DEFAULT);
+out_store:
+	if (d.store) {
+		/* everything ingested is queued; commit it before going */
+		int src = gw_store_close(d.store);
+		d.store = NULL;
+		if (src < 0) {
+			gw_log_err("the last commit failed: %s", strerror(-src));
+			rc = 1;
+		}
+	}
+	gw_engine_free(d.engine);
+	gw_wire_free(d.wire);
+out_loop:
+	uv_walk(d.loop, on_walk_close, NULL);
+	uv_run(d.loop, UV_RUN_DEFAULT);
+	d.waiters = NULL;
+	gw_server_free(&d);
+	gw_http_free(&d);
+	if (uv_loop_close(d.loop) != 0)
+		gw_log_debug("loop closed with handles left");
+	gw_log_info("stopped");
+out_cfg:
+	gw_cfg_free(&cfg);
+	return rc;
+}

@@ -1,0 +1,230 @@
+/*
+ * Read-only queries over the database, each on its own short-lived
+ * connection (WAL lets them run beside the writer).  Used by the HTTP API
+ * from the libuv thread pool and by `gradwatch runs/alerts --db`.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
+{
+	int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		errf(err, errlen, 0, "cannot open %s: %s", path,
+		     *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc));
+		sqlite3_close(*db);
+		*db = NULL;
+		return rc == SQLITE_CANTOPEN ? -ENOENT : -EIO;
+	}
+	sqlite3_busy_timeout(*db, 5000);
+	return 0;
+}
+
+static json_t *col_json(sqlite3_stmt *st, int k)
+{
+	switch (sqlite3_column_type(st, k)) {
+	case SQLITE_INTEGER: return json_integer(sqlite3_column_int64(st, k));
+	case SQLITE_FLOAT: return json_real(sqlite3_column_double(st, k));
+	case SQLITE_TEXT: return json_string((const char *)sqlite3_column_text(st, k));
+	default: return json_null();
+	}
+}
+
+/* Rows of a query as an array of objects keyed by column name.  Columns
+ * named "*_json" are parsed as JSON and lose the suffix. */
+static int query(sqlite3 *db, const char *sql, const char *const *binds, int nbind,
+                 json_t **out, char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
+	for (int k = 0; k < nbind; k++)
+		sqlite3_bind_text(st, k + 1, binds[k], -1, SQLITE_STATIC);
+	json_t *arr = json_array();
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		json_t *o = json_object();
+		int n = sqlite3_column_count(st);
+		for (int k = 0; k < n; k++) {
+			const char *name = sqlite3_column_name(st, k);
+			size_t len = strlen(name);
+			if (len > 5 && strcmp(name + len - 5, "_json") == 0) {
+				const char *txt = (const char *)sqlite3_column_text(st, k);
+				json_t *v = txt ? json_loads(txt, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL) : NULL;
+				json_object_setn_new(o, name, len - 5, v ? v : json_null());
+			} else {
+				json_object_set_new(o, name, col_json(st, k));
+			}
+		}
+		json_array_append_new(arr, o);
+	}
+	if (rc != SQLITE_DONE) {
+		json_decref(arr);
+		int e = errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
+		sqlite3_finalize(st);
+		return e;
+	}
+	sqlite3_finalize(st);
+	*out = arr;
+	return 0;
+}
+
+int gw_store_read_runs(const char *path, json_t **out, char *err, size_t errlen)
+{
+	sqlite3 *db;
+	int rc = open_ro(path, &db, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = query(db,
+	           "SELECT r.name AS run, r.last_seg AS segment, r.last_step AS last_step,"
+	           " r.last_ts AS last_ts, r.first_seen AS first_seen, r.last_seen AS last_seen,"
+	           " (SELECT count(*) FROM alerts a WHERE a.run_id = r.id AND a.state = 'open')"
+	           "  AS open_alerts"
+	           " FROM runs r ORDER BY r.last_seen DESC",
+	           NULL, 0, out, err, errlen);
+	sqlite3_close(db);
+	return rc;
+}
+
+int gw_store_read_run(const char *path, const char *run, json_t **out,
+                      char *err, size_t errlen)
+{
+	sqlite3 *db;
+	int rc = open_ro(path, &db, err, errlen);
+	if (rc < 0)
+		return rc;
+	json_t *runs = NULL, *segs = NULL, *last = NULL;
+	const char *b[1] = {run};
+	rc = query(db, "SELECT name AS run, last_seg AS segment, last_step, last_ts, first_seen,"
+	               " last_seen FROM runs WHERE name = ?1", b, 1, &runs, err, errlen);
+	if (rc < 0)
+		goto out;
+	if (!json_array_size(runs)) {
+		rc = errf(err, errlen, -ENOENT, "no run named \"%s\"", run);
+		goto out;
+	}
+	rc = query(db,
+	           "SELECT s.seg AS segment, s.reason, s.first_step, s.restart_step,"
+	           " s.first_line, s.ts, s.opened,"
+	           " (SELECT count(*) FROM records x WHERE x.run_id = s.run_id AND x.seg = s.seg) AS records,"
+	           " (SELECT max(step) FROM records x WHERE x.run_id = s.run_id AND x.seg = s.seg) AS last_step"
+	           " FROM segments s JOIN runs r ON r.id = s.run_id WHERE r.name = ?1 ORDER BY s.seg",
+	           b, 1, &segs, err, errlen);
+	if (rc < 0)
+		goto out;
+	rc = query(db,
+	           "SELECT x.step, x.seg AS segment, x.ts, x.loss, x.grad_norm, x.lr, x.throughput,"
+	           " x.nonfinite, x.extra AS extra_json"
+	           " FROM records x JOIN runs r ON r.id = x.run_id WHERE r.name = ?1"
+	           " ORDER BY x.id DESC LIMIT 1", b, 1, &last, err, errlen);
+	if (rc < 0)
+		goto out;
+	json_t *o = json_incref(json_array_get(runs, 0));
+	json_object_set(o, "segments", segs);
+	json_t *lv = json_array_get(last, 0);
+	json_object_set_new(o, "last_values", lv ? json_incref(lv) : json_null());
+	*out = o;
+out:
+	json_decref(runs);
+	json_decref(segs);
+	json_decref(last);
+	sqlite3_close(db);
+	return rc;
+}
+
+int gw_store_read_alerts(const char *path, const char *run, size_t limit,
+                         json_t **out, char *err, size_t errlen)
+{
+	sqlite3 *db;
+	int rc = open_ro(path, &db, err, errlen);
+	if (rc < 0)
+		return rc;
+	char lim[32];
+	snprintf(lim, sizeof(lim), "%zu", limit ? limit : (size_t)1000);
+	const char *b[2] = {lim, run};
+	rc = query(db,
+	           run ? "SELECT a.id, r.name AS run, a.seg AS segment, a.step, a.line, a.detector,"
+	                 " a.severity, a.state, a.summary, a.cause, a.action, a.evidence AS evidence_json,"
+	                 " a.ts, a.created, a.updated, a.resolved, a.version"
+	                 " FROM alerts a JOIN runs r ON r.id = a.run_id WHERE r.name = ?2"
+	                 " ORDER BY a.created DESC, a.rowid DESC LIMIT ?1"
+	               : "SELECT a.id, r.name AS run, a.seg AS segment, a.step, a.line, a.detector,"
+	                 " a.severity, a.state, a.summary, a.cause, a.action, a.evidence AS evidence_json,"
+	                 " a.ts, a.created, a.updated, a.resolved, a.version"
+	                 " FROM alerts a JOIN runs r ON r.id = a.run_id"
+	                 " ORDER BY a.created DESC, a.rowid DESC LIMIT ?1",
+	           b, run ? 2 : 1, out, err, errlen);
+	sqlite3_close(db);
+	return rc;
+}
+
+int gw_store_read_run_positions(const char *path,
+                                void (*fn)(void *data, const char *run, int64_t seg,
+                                           int64_t last_step, double last_ts),
+                                void *data, char *err, size_t errlen)
+{
+	sqlite3 *db;
+	int rc = open_ro(path, &db, err, errlen);
+	if (rc < 0)
+		return rc;
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(db, "SELECT name, last_seg, last_step, last_ts FROM runs", -1, &st,
+	                       NULL) != SQLITE_OK) {
+		rc = errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return rc;
+	}
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		double ts = sqlite3_column_type(st, 3) == SQLITE_NULL ? __builtin_nan("")
+		                                                      : sqlite3_column_double(st, 3);
+		int64_t step = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
+		fn(data, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), step, ts);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return 0;
+}
+
+int gw_store_read_meta(const char *path, const char *key, char **out)
+{
+	sqlite3 *db;
+	*out = NULL;
+	int rc = open_ro(path, &db, NULL, 0);
+	if (rc < 0)
+		return rc;
+	sqlite3_stmt *st;
+	rc = 0;
+	if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = ?1", -1, &st, NULL) != SQLITE_OK) {
+		sqlite3_close(db);
+		return -EIO;
+	}
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+		*out = strdup((const char *)sqlite3_column_text(st, 0));
+		if (!*out)
+			rc = -ENOMEM;
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc;
+}
