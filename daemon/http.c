@@ -333,6 +333,7 @@ static void h_healthz(struct hconn *c, const char *arg, const char *query, size_
 static const struct gw_http_route builtin_routes[] = {
 	{"GET", "/healthz", false, false, h_healthz, NULL},
 	{"GET", "/v1/runs", false, false, NULL, q_runs},
+	{"GET", "/v1/alerts", false, false, NULL, q_alerts},
 	{"GET", "/v1/runs/", true, false, NULL, q_run},
 	{"GET", "/v1/runs/", true, true, NULL, q_alerts}, /* .../alerts */
 };

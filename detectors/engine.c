@@ -23,6 +23,7 @@
 
 #define MAX_INCIDENTS 4       /* open incidents tracked per detector per run */
 #define RING_MASK (GW_RING_CAP - 1)
+#define GAP_MIN_INTERVALS 3   /* step intervals seen before a gap can split */
 
 struct incident {
 	uint32_t key;
@@ -59,7 +60,8 @@ struct run {
 	int64_t last_step;      /* -1 before the first metric record */
 	unsigned last_present;  /* roles of the last metric line */
 	double last_ts;         /* NaN if unknown */
-	double interval;        /* EWMA of positive ts differences, NaN until known */
+	double interval;        /* EWMA of ts differences per step, NaN until known */
+	unsigned n_intervals;   /* intervals folded into it */
 
 	double last_wall;
 	unsigned present_ever;
@@ -530,7 +532,10 @@ static enum gw_seg_reason segment_break(const struct run *r, const struct gw_rec
 	if (!isnan(rec->ts) && !isnan(r->last_ts) && !r->seg_from_event) {
 		double gap = rec->ts - r->last_ts;
 		double need = r->th->gap_min_seconds;
-		if (!isnan(r->interval) && r->th->gap_factor * r->interval > need)
+		/* without a few intervals to go by, a long first step is not a gap */
+		if (r->n_intervals < GAP_MIN_INTERVALS)
+			return (enum gw_seg_reason)-1;
+		if (r->th->gap_factor * r->interval > need)
 			need = r->th->gap_factor * r->interval;
 		if (gap >= need)
 			return GW_SEG_GAP;
@@ -616,6 +621,7 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
 		    rec->step > r->last_step) {
 			double d = (rec->ts - r->last_ts) / (double)(rec->step - r->last_step);
 			r->interval = isnan(r->interval) ? d : 0.9 * r->interval + 0.1 * d;
+			r->n_intervals++;
 		}
 		r->last_ts = rec->ts;
 	}
@@ -711,6 +717,13 @@ int gw_engine_run_info(const struct gw_engine *e, const char *run,
 		return -ENOENT;
 	fill_info(r, out);
 	return 0;
+}
+
+const struct gw_hist *gw_engine_hist(const struct gw_engine *e, const char *run)
+{
+	size_t len = strlen(run);
+	struct run *r = *run_slot(e, run, len, hash_name(run, len));
+	return r ? &r->hist : NULL;
 }
 
 void gw_engine_foreach_run(const struct gw_engine *e,

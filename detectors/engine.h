@@ -139,6 +139,9 @@ void gw_engine_foreach_run(const struct gw_engine *e,
 
 size_t gw_engine_run_count(const struct gw_engine *e);
 
+/* A run's history (what detectors see), or NULL; for tests and benchmarks. */
+const struct gw_hist *gw_engine_hist(const struct gw_engine *e, const char *run);
+
 /* Fixed memory per run, in bytes (history ring, previous-segment copy,
  * detector states and bookkeeping). */
 size_t gw_engine_bytes_per_run(void);

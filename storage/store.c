@@ -267,12 +267,12 @@ static const char *item_str(const struct item *it, int k)
 
 /* ---- producers ------------------------------------------------------------------ */
 
-/* Extras as a JSON object text, non-finite values as Python writes them. */
+/* Extras as a JSON object text. */
 static char *extras_json(const struct gw_rec *rec, size_t *len)
 {
 	size_t cap = 64, n = 0;
 	for (size_t k = 0; k < rec->n_extra; k++)
-		cap += strlen(rec->extra[k].name) * 6 + 40;
+		cap += strlen(rec->extra[k].name) * 6 + 44;
 	char *buf = malloc(cap);
 	if (!buf)
 		return NULL;
@@ -293,7 +293,14 @@ static char *extras_json(const struct gw_rec *rec, size_t *len)
 		}
 		buf[n++] = '"';
 		buf[n++] = ':';
+		/* valid JSON, so SQLite's json functions can read it: non-finite
+		 * values become strings, as in event attributes */
+		bool fin = isfinite(rec->extra[k].value);
+		if (!fin)
+			buf[n++] = '"';
 		n += (size_t)gw_wire_fmt_double(buf + n, rec->extra[k].value);
+		if (!fin)
+			buf[n++] = '"';
 	}
 	buf[n++] = '}';
 	buf[n] = '\0';

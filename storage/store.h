@@ -19,6 +19,8 @@
  *
  * A NaN metric is stored as NULL with its bit set in the record's
  * `nonfinite` column (SQLite cannot store NaN); +-Inf are stored as is.
+ * Extra metrics are a JSON object in `extra`, where non-finite values are
+ * the strings "NaN", "Infinity", "-Infinity" (valid JSON for json_extract).
  */
 #ifndef GW_STORE_H
 #define GW_STORE_H

@@ -1,0 +1,313 @@
+/*
+ * Unit tests of the detector engine (detectors/engine.c): segmentation
+ * (resumed event, rewind, wall-clock gap, split lines of one step), the
+ * previous-segment window, incidents (one alert per incident, resolve),
+ * thresholds per run glob, and stable alert ids.
+ */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine.h"
+
+struct seen {
+	int segs;
+	enum gw_seg_reason reason[16];
+	int64_t restart[16];
+	int alerts;
+	char det[16][32];
+	int kind[16];
+	int64_t step[16];
+	char id[16][24];
+};
+
+static void on_seg(void *d, const struct gw_segment_info *si)
+{
+	struct seen *s = d;
+	if (s->segs < 16) {
+		s->reason[s->segs] = si->reason;
+		s->restart[s->segs] = si->restart_step;
+	}
+	s->segs++;
+}
+
+static void on_alert(void *d, const struct gw_alert *a)
+{
+	struct seen *s = d;
+	if (s->alerts < 16) {
+		snprintf(s->det[s->alerts], 32, "%s", a->detector);
+		s->kind[s->alerts] = a->kind;
+		s->step[s->alerts] = a->step;
+		memcpy(s->id[s->alerts], a->id, 24);
+	}
+	s->alerts++;
+}
+
+static struct gw_engine *mk(struct seen *s, const struct gw_th_override *ov, size_t nov)
+{
+	struct gw_engine_opts o = {0};
+	gw_thresholds_default(&o.th);
+	o.overrides = ov;
+	o.n_overrides = nov;
+	struct gw_engine_hooks h = {.data = s, .on_alert = on_alert, .on_segment = on_seg};
+	return gw_engine_new(&o, &h);
+}
+
+static void rec(struct gw_engine *e, const char *run, int64_t step, double ts, double loss,
+                double gn, uint64_t line)
+{
+	struct gw_rec r = {.run = run, .run_len = strlen(run), .step = step, .ts = ts,
+	                   .present = 1u << GW_ROLE_LOSS | 1u << GW_ROLE_GRAD_NORM};
+	r.v[GW_ROLE_LOSS] = loss;
+	r.v[GW_ROLE_GRAD_NORM] = gn;
+	ck_assert_int_eq(gw_engine_feed(e, &r, line, NAN, NULL), 0);
+}
+
+START_TEST(segments_rewind_and_gap)
+{
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, NULL, 0);
+	uint64_t line = 0;
+	for (int i = 1; i <= 100; i++)
+		rec(e, "r", i, 1000 + i * 0.5, 2.0, 1.0, ++line);
+	ck_assert_int_eq(s.segs, 1);
+	ck_assert_int_eq(s.reason[0], GW_SEG_START);
+	/* crash after 100, restart from the checkpoint at 80: steps 81.. again */
+	rec(e, "r", 81, 1400, 2.0, 1.0, ++line);
+	ck_assert_int_eq(s.segs, 2);
+	ck_assert_int_eq(s.reason[1], GW_SEG_REWIND);
+	ck_assert_int_eq(s.restart[1], 80);
+	for (int i = 82; i <= 150; i++)
+		rec(e, "r", i, 1400 + (i - 81) * 0.5, 2.0, 1.0, ++line);
+	ck_assert_int_eq(s.segs, 2);
+	/* no rewind, but a 10-minute gap: a restart at the checkpoint itself */
+	rec(e, "r", 151, 1400 + 70 * 0.5 + 600, 2.0, 1.0, ++line);
+	ck_assert_int_eq(s.segs, 3);
+	ck_assert_int_eq(s.reason[2], GW_SEG_GAP);
+	ck_assert_int_eq(s.restart[2], 150);
+	/* a 30 s pause is not a restart (gap_min_seconds = 60) */
+	rec(e, "r", 152, 1400 + 70 * 0.5 + 630, 2.0, 1.0, ++line);
+	ck_assert_int_eq(s.segs, 3);
+	struct gw_run_info ri;
+	ck_assert_int_eq(gw_engine_run_info(e, "r", &ri), 0);
+	ck_assert_int_eq(ri.seg, 3);
+	ck_assert_int_eq(ri.last_step, 152);
+	gw_engine_free(e);
+}
+END_TEST
+
+START_TEST(slow_steps_are_not_gaps)
+{
+	/* a run whose steps take 5 minutes: 10 minutes between two steps is
+	 * jitter, not a restart (gap_factor x typical interval) */
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, NULL, 0);
+	for (int i = 1; i <= 20; i++)
+		rec(e, "slow", i, i * 300.0, 2.0, 1.0, (uint64_t)i);
+	rec(e, "slow", 21, 20 * 300.0 + 600, 2.0, 1.0, 21);
+	ck_assert_int_eq(s.segs, 1);
+	gw_engine_free(e);
+}
+END_TEST
+
+static struct gw_rec event(const char *run, int64_t step, const char *name, json_t *attrs)
+{
+	struct gw_rec r = {.run = run, .run_len = strlen(run), .step = step, .ts = NAN,
+	                   .event = name, .attrs = attrs};
+	return r;
+}
+
+START_TEST(resumed_event_is_one_segment)
+{
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, NULL, 0);
+	for (int i = 1; i <= 60; i++)
+		rec(e, "r", i, NAN, 2.0 + i * 0.01, 1.0, (uint64_t)i);
+	json_t *ck = json_pack("{s:s}", "optimizer", "AdamW");
+	struct gw_rec ev = event("r", 50, "checkpoint_saved", ck);
+	ck_assert_int_eq(gw_engine_feed(e, &ev, 61, NAN, NULL), 0);
+	json_t *rs = json_pack("{s:i, s:s}", "checkpoint_step", 50, "optimizer", "AdamW");
+	ev = event("r", 50, "resumed", rs);
+	int64_t seg = 0;
+	ck_assert_int_eq(gw_engine_feed(e, &ev, 62, NAN, &seg), 0);
+	ck_assert_int_eq(seg, 2);
+	ck_assert_int_eq(s.reason[1], GW_SEG_RESUMED);
+	ck_assert_int_eq(s.restart[1], 50);
+	/* the rewound metric lines belong to the resumed segment */
+	for (int i = 51; i <= 70; i++)
+		rec(e, "r", i, NAN, 2.0, 1.0, (uint64_t)(62 + i - 50));
+	ck_assert_int_eq(s.segs, 2);
+	json_decref(ck);
+	json_decref(rs);
+	gw_engine_free(e);
+}
+END_TEST
+
+START_TEST(split_step_lines_merge)
+{
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, NULL, 0);
+	for (int i = 1; i <= 10; i++) {
+		struct gw_rec a = {.run = "w", .run_len = 1, .step = i, .ts = NAN,
+		                   .present = 1u << GW_ROLE_LOSS, .v = {[GW_ROLE_LOSS] = 2.0}};
+		struct gw_rec b = {.run = "w", .run_len = 1, .step = i, .ts = NAN,
+		                   .present = 1u << GW_ROLE_GRAD_NORM, .v = {[GW_ROLE_GRAD_NORM] = 1.0}};
+		gw_engine_feed(e, &a, (uint64_t)(2 * i - 1), NAN, NULL);
+		gw_engine_feed(e, &b, (uint64_t)(2 * i), NAN, NULL);
+	}
+	ck_assert_int_eq(s.segs, 1);
+	struct gw_run_info ri;
+	gw_engine_run_info(e, "w", &ri);
+	ck_assert_uint_eq(ri.records, 10);
+	/* the same field again for the same step is a repeat: a rewind */
+	struct gw_rec c = {.run = "w", .run_len = 1, .step = 10, .ts = NAN,
+	                   .present = 1u << GW_ROLE_LOSS, .v = {[GW_ROLE_LOSS] = 2.0}};
+	gw_engine_feed(e, &c, 21, NAN, NULL);
+	ck_assert_int_eq(s.segs, 2);
+	gw_engine_free(e);
+}
+END_TEST
+
+START_TEST(nonfinite_incident_and_ids)
+{
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, NULL, 0);
+	uint64_t line = 0;
+	for (int i = 1; i <= 10; i++)
+		rec(e, "n", i, NAN, 2.0, 1.0, ++line);
+	for (int i = 11; i <= 14; i++)
+		rec(e, "n", i, NAN, NAN, NAN, ++line);
+	ck_assert_int_eq(s.alerts, 1);   /* one incident, not four alerts */
+	ck_assert_str_eq(s.det[0], "nonfinite");
+	ck_assert_int_eq(s.kind[0], GW_ALERT_OPEN);
+	ck_assert_int_eq(s.step[0], 11);
+	for (int i = 15; i <= 70; i++)
+		rec(e, "n", i, NAN, 2.0, 1.0, ++line);
+	ck_assert_int_eq(s.alerts, 2);
+	ck_assert_int_eq(s.kind[1], GW_ALERT_RESOLVE);
+	ck_assert_str_eq(s.id[1], s.id[0]);
+	rec(e, "n", 71, NAN, INFINITY, 1.0, ++line);
+	ck_assert_int_eq(s.alerts, 3);
+	ck_assert_int_eq(s.kind[2], GW_ALERT_OPEN);
+	ck_assert_str_ne(s.id[2], s.id[0]);
+	char id[24];
+	gw_alert_make_id(id, "n", 1, "nonfinite", 1);
+	ck_assert_str_eq(id, s.id[0]);
+	gw_engine_free(e);
+}
+END_TEST
+
+START_TEST(prev_window)
+{
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, NULL, 0);
+	for (int i = 1; i <= 300; i++)
+		rec(e, "p", i, NAN, (double)i, 1.0, (uint64_t)i);
+	rec(e, "p", 251, NAN, 1000.0, 1.0, 301); /* rewind to the checkpoint at 250 */
+	const struct gw_hist *h = gw_engine_hist(e, "p");
+	ck_assert_ptr_nonnull(h);
+	/* the pre-checkpoint regime: the 100 steps up to 250, not the
+	 * thrown-away 251..300 */
+	struct gw_win w = gw_hist_prev(h, GW_COL_LOSS, 250, 100);
+	ck_assert_uint_eq(gw_win_len(&w), 100);
+	ck_assert_double_eq(gw_win_at(&w, 0), 151.0);
+	ck_assert_double_eq(gw_win_at(&w, 99), 250.0);
+	/* the thrown-away copy of step 251, for the replayed-step comparison */
+	ck_assert_double_eq(gw_hist_prev_at_step(h, GW_COL_LOSS, 251), 251.0);
+	ck_assert(isnan(gw_hist_prev_at_step(h, GW_COL_LOSS, 301)));
+	ck_assert_int_eq(gw_hist_prev_last_step(h), 300);
+	/* the current segment holds only the new line */
+	w = gw_hist_recent(h, GW_COL_LOSS, 10);
+	ck_assert_uint_eq(gw_win_len(&w), 1);
+	ck_assert_double_eq(gw_win_at(&w, 0), 1000.0);
+	/* a ring wrap: 600 more records, the window is split in two spans */
+	for (int i = 252; i <= 851; i++)
+		rec(e, "p", i, NAN, (double)i, 1.0, (uint64_t)i + 50);
+	w = gw_hist_recent(h, GW_COL_LOSS, GW_RING_CAP);
+	ck_assert_uint_eq(gw_win_len(&w), GW_RING_CAP);
+	ck_assert_double_eq(gw_win_at(&w, GW_RING_CAP - 1), 851.0);
+	ck_assert_double_eq(gw_win_at(&w, 0), 851.0 - GW_RING_CAP + 1);
+	ck_assert_int_eq(gw_hist_step_at(h, GW_RING_CAP, 0), 851 - GW_RING_CAP + 1);
+	gw_engine_free(e);
+}
+END_TEST
+
+START_TEST(thresholds_by_glob)
+{
+	struct gw_th_override ov[1];
+	ov[0].glob = "exp-*";
+	gw_thresholds_default(&ov[0].th);
+	ov[0].th.gap_min_seconds = 10;
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, ov, 1);
+	for (int i = 1; i <= 5; i++) {
+		rec(e, "exp-1", i, 100 + i, 2, 1, (uint64_t)i);
+		rec(e, "prod-1", i, 100 + i, 2, 1, (uint64_t)i);
+	}
+	rec(e, "exp-1", 6, 145, 2, 1, 6);   /* 40 s: a gap for exp-* (min 10 s) */
+	rec(e, "prod-1", 6, 145, 2, 1, 6);  /* not for others (min 60 s) */
+	struct gw_run_info a, b;
+	gw_engine_run_info(e, "exp-1", &a);
+	gw_engine_run_info(e, "prod-1", &b);
+	ck_assert_int_eq(a.seg, 2);
+	ck_assert_int_eq(b.seg, 1);
+	gw_engine_free(e);
+}
+END_TEST
+
+START_TEST(seed_continues_segments)
+{
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, NULL, 0);
+	ck_assert_int_eq(gw_engine_seed_run(e, "old", 3, 500, NAN), 0);
+	int64_t seg = 0;
+	struct gw_rec r = {.run = "old", .run_len = 3, .step = 501, .ts = NAN,
+	                   .present = 1, .v = {2.0}};
+	gw_engine_feed(e, &r, 1, NAN, &seg);
+	ck_assert_int_eq(seg, 3);
+	r.step = 400;  /* the job restarted from an older checkpoint */
+	gw_engine_feed(e, &r, 2, NAN, &seg);
+	ck_assert_int_eq(seg, 4);
+	gw_engine_free(e);
+}
+END_TEST
+
+START_TEST(max_runs)
+{
+	struct gw_engine_opts o = {0};
+	gw_thresholds_default(&o.th);
+	o.max_runs = 2;
+	struct gw_engine *e = gw_engine_new(&o, NULL);
+	struct gw_rec r = {.step = 1, .ts = NAN};
+	const char *names[] = {"a", "b", "c"};
+	for (int i = 0; i < 3; i++) {
+		r.run = names[i];
+		r.run_len = 1;
+		ck_assert_int_eq(gw_engine_feed(e, &r, 1, NAN, NULL), i < 2 ? 0 : -ENOSPC);
+	}
+	gw_engine_free(e);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("engine");
+	TCase *tc = tcase_create("engine");
+	tcase_add_test(tc, segments_rewind_and_gap);
+	tcase_add_test(tc, slow_steps_are_not_gaps);
+	tcase_add_test(tc, resumed_event_is_one_segment);
+	tcase_add_test(tc, split_step_lines_merge);
+	tcase_add_test(tc, nonfinite_incident_and_ids);
+	tcase_add_test(tc, prev_window);
+	tcase_add_test(tc, thresholds_by_glob);
+	tcase_add_test(tc, seed_continues_segments);
+	tcase_add_test(tc, max_runs);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,256 @@
+/*
+ * Unit tests of the storage module (storage/store.c, read.c) on a real
+ * SQLite file in a temporary directory: what is queued is committed, NaN and
+ * Inf survive, repeated steps are all kept, alerts go open -> update ->
+ * resolve, readers see it, the schema version is set and a newer one is
+ * refused.
+ */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "store.h"
+
+static char dir[64], path[96];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/gwstoreXXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/t.db", dir);
+}
+
+static void teardown(void)
+{
+	char cmd[160];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static struct gw_store *open_store(void)
+{
+	struct gw_store_opts o = {.path = path, .commit_interval_ms = 20, .commit_max_records = 1000};
+	struct gw_store *s = NULL;
+	char err[256];
+	int rc = gw_store_open(&o, &s, err, sizeof(err));
+	ck_assert_msg(rc == 0, "%s", err);
+	return s;
+}
+
+static void wait_committed(struct gw_store *s, uint64_t seq)
+{
+	gw_store_flush(s);
+	for (int i = 0; i < 500 && gw_store_committed(s) < seq; i++) {
+		struct timespec d = {0, 10 * 1000000L};
+		nanosleep(&d, NULL);
+	}
+	ck_assert_uint_ge(gw_store_committed(s), seq);
+}
+
+static long long scalar(const char *sql)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	long long v = sqlite3_column_type(st, 0) == SQLITE_NULL ? -999 : sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
+
+static struct gw_rec record(const char *run, int64_t step, double loss, double gn)
+{
+	struct gw_rec r = {.run = run, .run_len = strlen(run), .step = step, .ts = 1000.0 + step,
+	                   .present = 1u << GW_ROLE_LOSS | 1u << GW_ROLE_GRAD_NORM};
+	r.v[GW_ROLE_LOSS] = loss;
+	r.v[GW_ROLE_GRAD_NORM] = gn;
+	return r;
+}
+
+START_TEST(records_and_repeats)
+{
+	struct gw_store *s = open_store();
+	uint64_t seq = 0;
+	for (int i = 1; i <= 100; i++) {
+		struct gw_rec r = record("run-a", i, 2.0, 1.0);
+		seq = gw_store_put_record(s, &r, 1, (uint64_t)i, 5.0);
+		ck_assert_uint_gt(seq, 0);
+	}
+	/* the restarted process logs 81..100 again: both copies are kept */
+	for (int i = 81; i <= 100; i++) {
+		struct gw_rec r = record("run-a", i, 2.5, 0.5);
+		seq = gw_store_put_record(s, &r, 2, (uint64_t)(100 + i), 6.0);
+	}
+	struct gw_metric ex[2] = {{"epoch", 0.25}, {"odd \"name\"", NAN}};
+	struct gw_rec r = record("run-b", 7, NAN, INFINITY);
+	r.extra = ex;
+	r.n_extra = 2;
+	seq = gw_store_put_record(s, &r, 1, 1, 7.0);
+	wait_committed(s, seq);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM records r JOIN runs u ON u.id = r.run_id WHERE u.name = 'run-a'"), 120);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM records WHERE step BETWEEN 81 AND 100"), 40);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM records WHERE seg = 2"), 20);
+	/* NaN: NULL plus the bit; +Inf stored as Inf */
+	ck_assert_int_eq(scalar("SELECT nonfinite FROM records WHERE step = 7 AND extra IS NOT NULL"), 1);
+	ck_assert_int_eq(scalar("SELECT loss IS NULL FROM records WHERE step = 7 AND extra IS NOT NULL"), 1);
+	ck_assert_int_eq(scalar("SELECT grad_norm > 1e308 FROM records WHERE step = 7 AND extra IS NOT NULL"), 1);
+	ck_assert_int_eq(scalar("SELECT json_extract(extra, '$.epoch') * 100 FROM records WHERE step = 7 AND extra IS NOT NULL"), 25);
+	ck_assert_int_eq(scalar("SELECT last_step FROM runs WHERE name = 'run-a'"), 100);
+	ck_assert_int_eq(scalar("SELECT last_seg FROM runs WHERE name = 'run-a'"), 2);
+	ck_assert_int_eq(gw_store_close(s), 0);
+	ck_assert_int_eq(scalar("PRAGMA user_version"), GW_STORE_SCHEMA_VERSION);
+}
+END_TEST
+
+START_TEST(events_segments_alerts)
+{
+	struct gw_store *s = open_store();
+	json_t *attrs = json_pack("{s:s, s:[s,s]}", "optimizer", "AdamW", "optimizer_state_keys",
+	                          "exp_avg", "step");
+	struct gw_rec ev = {.run = "r", .run_len = 1, .step = 500, .ts = NAN,
+	                    .event = "checkpoint_saved", .attrs = attrs};
+	gw_store_put_event(s, &ev, 1, 501, 1.0);
+	struct gw_segment_info si = {.run = "r", .seg = 2, .reason = GW_SEG_REWIND,
+	                             .first_step = 401, .restart_step = 400, .line = 900, .ts = 5.0};
+	gw_store_put_segment(s, &si, 2.0);
+	json_t *evid = json_pack("{s:f}", "loss_before", 1.19);
+	struct gw_alert a = {.kind = GW_ALERT_OPEN, .run = "r", .seg = 2, .step = 420, .line = 920,
+	                     .detector = "optimizer_reset", .severity = GW_SEV_WARNING,
+	                     .summary = "grad norm fell", .cause = "c", .action = "a",
+	                     .evidence = evid, .ts = 9.0, .wall = 10.0};
+	gw_alert_make_id(a.id, "r", 2, "optimizer_reset", 1);
+	gw_store_put_alert(s, &a);
+	a.kind = GW_ALERT_UPDATE;
+	a.severity = GW_SEV_CRITICAL;
+	a.step = 430;
+	gw_store_put_alert(s, &a);
+	a.kind = GW_ALERT_RESOLVE;
+	a.step = 800;
+	uint64_t seq = gw_store_put_alert(s, &a);
+	wait_committed(s, seq);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM events WHERE name = 'checkpoint_saved' AND "
+	                        "json_extract(attrs, '$.optimizer') = 'AdamW'"), 1);
+	ck_assert_int_eq(scalar("SELECT restart_step FROM segments WHERE seg = 2"), 400);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM alerts"), 1);
+	ck_assert_int_eq(scalar("SELECT version FROM alerts"), 3);
+	ck_assert_int_eq(scalar("SELECT severity = 'critical' AND state = 'resolved' AND last_step = 800 FROM alerts"), 1);
+	ck_assert_int_eq(scalar("SELECT step FROM alerts"), 420);
+
+	json_t *out;
+	char err[256];
+	ck_assert_int_eq(gw_store_read_alerts(path, "r", 10, &out, err, sizeof(err)), 0);
+	ck_assert_int_eq(json_array_size(out), 1);
+	json_t *al = json_array_get(out, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(al, "detector")), "optimizer_reset");
+	ck_assert_double_eq_tol(json_real_value(json_object_get(json_object_get(al, "evidence"), "loss_before")), 1.19, 1e-12);
+	json_decref(out);
+	ck_assert_int_eq(gw_store_read_run(path, "r", &out, err, sizeof(err)), 0);
+	ck_assert_int_eq(json_array_size(json_object_get(out, "segments")), 1);
+	json_decref(out);
+	ck_assert_int_eq(gw_store_read_run(path, "nope", &out, err, sizeof(err)), -ENOENT);
+	json_decref(attrs);
+	json_decref(evid);
+	gw_store_close(s);
+}
+END_TEST
+
+START_TEST(close_commits_everything)
+{
+	struct gw_store_opts o = {.path = path, .commit_interval_ms = 60000, .commit_max_records = 1000000};
+	struct gw_store *s = NULL;
+	char err[256];
+	ck_assert_int_eq(gw_store_open(&o, &s, err, sizeof(err)), 0);
+	for (int i = 0; i < 5000; i++) {
+		struct gw_rec r = record("c", i, 1.0, 1.0);
+		gw_store_put_record(s, &r, 1, (uint64_t)i + 1, 0);
+	}
+	/* nothing forces a commit but the close */
+	ck_assert_int_eq(gw_store_close(s), 0);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM records"), 5000);
+}
+END_TEST
+
+START_TEST(newer_schema_refused)
+{
+	gw_store_close(open_store());
+	sqlite3 *db;
+	sqlite3_open(path, &db);
+	sqlite3_exec(db, "PRAGMA user_version = 999", NULL, NULL, NULL);
+	sqlite3_close(db);
+	struct gw_store_opts o = {.path = path};
+	struct gw_store *s = NULL;
+	char err[256] = "";
+	ck_assert_int_eq(gw_store_open(&o, &s, err, sizeof(err)), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(err, "schema version 999"));
+}
+END_TEST
+
+START_TEST(bad_path)
+{
+	struct gw_store_opts o = {.path = "/nonexistent-dir/x/y.db"};
+	struct gw_store *s = NULL;
+	char err[256] = "";
+	ck_assert_int_lt(gw_store_open(&o, &s, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent-dir/x/y.db"));
+}
+END_TEST
+
+struct positions {
+	int n;
+	int64_t seg, step;
+};
+
+static void on_position(void *data, const char *run, int64_t seg, int64_t step, double ts)
+{
+	struct positions *p = data;
+	p->n++;
+	p->seg = seg;
+	p->step = step;
+}
+
+START_TEST(positions_for_seeding)
+{
+	struct gw_store *s = open_store();
+	uint64_t seq = 0;
+	for (int i = 1; i <= 10; i++) {
+		struct gw_rec r = record("pos", i, 1.0, 1.0);
+		seq = gw_store_put_record(s, &r, 3, (uint64_t)i, 0);
+	}
+	wait_committed(s, seq);
+	gw_store_close(s);
+	struct positions got = {0};
+	char err[256];
+	ck_assert_int_eq(gw_store_read_run_positions(path, on_position, &got, err, sizeof(err)), 0);
+	ck_assert_int_eq(got.n, 1);
+	ck_assert_int_eq(got.seg, 3);
+	ck_assert_int_eq(got.step, 10);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("store");
+	TCase *tc = tcase_create("store");
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, records_and_repeats);
+	tcase_add_test(tc, events_segments_alerts);
+	tcase_add_test(tc, close_commits_everything);
+	tcase_add_test(tc, newer_schema_refused);
+	tcase_add_test(tc, bad_path);
+	tcase_add_test(tc, positions_for_seeding);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,249 @@
+/*
+ * Unit tests of the NDJSON wire parser and the alias table (lib/wire.c):
+ * records, events, aliases, Python's NaN/Infinity tokens, and the precise
+ * error (reason, column, field) for each kind of bad line.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <math.h>
+#include <string.h>
+
+#include "wire.h"
+
+static struct gw_alias *al;
+static struct gw_wire *w;
+
+static void setup(void)
+{
+	al = gw_alias_new();
+	w = gw_wire_new(al);
+}
+
+static void teardown(void)
+{
+	gw_wire_free(w);
+	gw_alias_free(al);
+}
+
+static int parse(const char *line, struct gw_rec *r, struct gw_wire_err *e)
+{
+	return gw_wire_parse(w, line, strlen(line), NULL, r, e);
+}
+
+START_TEST(record_basic)
+{
+	struct gw_rec r;
+	struct gw_wire_err e;
+	ck_assert_int_eq(parse("{\"run\":\"run-1\",\"step\":1234,\"ts\":1754012345.678,\"loss\":1.8731,"
+	                       "\"grad_norm\":0.61234,\"lr\":0.002,\"throughput\":1093.4,\"epoch\":0.5}",
+	                       &r, &e), 0);
+	ck_assert_str_eq(r.run, "run-1");
+	ck_assert_int_eq(r.step, 1234);
+	ck_assert_double_eq(r.ts, 1754012345.678);
+	ck_assert(gw_rec_has(&r, GW_ROLE_LOSS) && gw_rec_has(&r, GW_ROLE_GRAD_NORM));
+	ck_assert_double_eq(r.v[GW_ROLE_LOSS], 1.8731);
+	ck_assert_double_eq(r.v[GW_ROLE_GRAD_NORM], 0.61234);
+	ck_assert_double_eq(r.v[GW_ROLE_LR], 0.002);
+	ck_assert_double_eq(r.v[GW_ROLE_THROUGHPUT], 1093.4);
+	ck_assert_ptr_null(r.event);
+	ck_assert_uint_eq(r.n_extra, 1);
+	ck_assert_str_eq(r.extra[0].name, "epoch");
+	ck_assert_double_eq(r.extra[0].value, 0.5);
+}
+END_TEST
+
+START_TEST(numbers_exact)
+{
+	/* the fast path and strtod must agree with the correctly rounded value */
+	static const char *const nums[] = {
+		"0", "-0.0", "1e-05", "2.5e-308", "1.7976931348623157e308", "0.1",
+		"123456789012345678901234567890", "3.141592653589793238462643383279",
+		"1E+2", "9007199254740993", "4.9e-324", "0.000001234567890123456789",
+	};
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		char line[256];
+		snprintf(line, sizeof(line), "{\"run\":\"r\",\"step\":1,\"loss\":%s}", nums[i]);
+		struct gw_rec r;
+		ck_assert_int_eq(parse(line, &r, NULL), 0);
+		ck_assert_msg(r.v[GW_ROLE_LOSS] == strtod(nums[i], NULL), "%s", nums[i]);
+	}
+}
+END_TEST
+
+START_TEST(python_nonfinite)
+{
+	struct gw_rec r;
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":2,\"loss\":NaN,\"grad_norm\":Infinity,"
+	                       "\"lr\":-Infinity}", &r, NULL), 0);
+	ck_assert(isnan(r.v[GW_ROLE_LOSS]));
+	ck_assert(isinf(r.v[GW_ROLE_GRAD_NORM]) && r.v[GW_ROLE_GRAD_NORM] > 0);
+	ck_assert(isinf(r.v[GW_ROLE_LR]) && r.v[GW_ROLE_LR] < 0);
+	struct gw_wire_err e;
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":2,\"loss\":nan}", &r, &e), -EINVAL);
+	ck_assert_int_eq(e.reason, GW_REJ_SYNTAX);
+	ck_assert_str_eq(e.field, "loss");
+}
+END_TEST
+
+START_TEST(aliases)
+{
+	struct gw_rec r;
+	ck_assert_int_eq(parse("{\"run\":\"m\",\"step\":7,\"lm loss\":2.5,\"grad norm\":0.7,"
+	                       "\"learning rate\":3e-4,\"tokens_per_s\":1000}", &r, NULL), 0);
+	ck_assert_double_eq(r.v[GW_ROLE_LOSS], 2.5);
+	ck_assert_double_eq(r.v[GW_ROLE_GRAD_NORM], 0.7);
+	ck_assert_double_eq(r.v[GW_ROLE_LR], 3e-4);
+	ck_assert_double_eq(r.v[GW_ROLE_THROUGHPUT], 1000);
+	/* the canonical name wins over an alias in the same line, whatever the order */
+	ck_assert_int_eq(parse("{\"run\":\"m\",\"step\":7,\"train/loss\":9,\"loss\":2}", &r, NULL), 0);
+	ck_assert_double_eq(r.v[GW_ROLE_LOSS], 2);
+	/* configured alias */
+	ck_assert_int_eq(gw_alias_add(al, GW_ROLE_LOSS, "my_loss"), 0);
+	ck_assert_int_eq(gw_alias_add(al, GW_ROLE_LR, "my_loss"), -EEXIST);
+	ck_assert_int_eq(parse("{\"run\":\"m\",\"step\":8,\"my_loss\":4}", &r, NULL), 0);
+	ck_assert_double_eq(r.v[GW_ROLE_LOSS], 4);
+	/* ts aliases */
+	ck_assert_int_eq(parse("{\"run\":\"m\",\"step\":8,\"_timestamp\":1680047864.5}", &r, NULL), 0);
+	ck_assert_double_eq(r.ts, 1680047864.5);
+}
+END_TEST
+
+START_TEST(event_attrs)
+{
+	struct gw_rec r;
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":500,\"ts\":1.5,\"event\":\"checkpoint_saved\","
+	                       "\"optimizer\":\"AdamW\",\"optimizer_state_keys\":[\"exp_avg\",\"step\"],"
+	                       "\"hparams\":{\"lr\":0.001,\"betas\":[0.9,0.95],\"eps\":1e-08},"
+	                       "\"x\":NaN,\"n\":null}", &r, NULL), 0);
+	ck_assert_str_eq(r.event, "checkpoint_saved");
+	ck_assert_int_eq(r.step, 500);
+	ck_assert_ptr_null(json_object_get(r.attrs, "run"));
+	ck_assert_ptr_null(json_object_get(r.attrs, "ts"));
+	ck_assert_str_eq(json_string_value(json_object_get(r.attrs, "optimizer")), "AdamW");
+	json_t *hp = json_object_get(r.attrs, "hparams");
+	ck_assert_double_eq(json_real_value(json_array_get(json_object_get(hp, "betas"), 1)), 0.95);
+	ck_assert_str_eq(json_string_value(json_object_get(r.attrs, "x")), "NaN");
+	ck_assert(json_is_null(json_object_get(r.attrs, "n")));
+	ck_assert_int_eq(json_array_size(json_object_get(r.attrs, "optimizer_state_keys")), 2);
+}
+END_TEST
+
+START_TEST(strings_utf8)
+{
+	struct gw_rec r;
+	struct gw_wire_err e;
+	ck_assert_int_eq(parse("{\"run\":\"caf\\u00e9-\xf0\x9f\x9a\x80-\\ud83d\\ude80\",\"step\":1}", &r, NULL), 0);
+	ck_assert_str_eq(r.run, "caf\xc3\xa9-\xf0\x9f\x9a\x80-\xf0\x9f\x9a\x80");
+	ck_assert_int_eq(parse("{\"run\":\"bad\xff\",\"step\":1}", &r, &e), -EINVAL);
+	ck_assert_int_eq(e.reason, GW_REJ_UTF8);
+	ck_assert_uint_eq(e.column, 12);
+	ck_assert_int_eq(parse("{\"run\":\"\xc0\xaf\",\"step\":1}", &r, &e), -EINVAL); /* overlong */
+	ck_assert_int_eq(e.reason, GW_REJ_UTF8);
+	ck_assert_int_eq(parse("{\"run\":\"\\ud83d\",\"step\":1}", &r, &e), -EINVAL);
+	ck_assert_int_eq(e.reason, GW_REJ_UTF8);
+	ck_assert_int_eq(parse("{\"run\":\"a\\u0000b\",\"step\":1}", &r, &e), -EINVAL);
+	ck_assert_int_eq(parse("{\"run\":\"a\tb\",\"step\":1}", &r, &e), -EINVAL);
+	ck_assert_int_eq(e.reason, GW_REJ_SYNTAX);
+}
+END_TEST
+
+struct bad_case {
+	const char *line;
+	enum gw_wire_reason reason;
+	const char *field;
+	size_t column;
+};
+
+START_TEST(bad_lines)
+{
+	static const struct bad_case cases[] = {
+		{"{\"run\":\"r\",\"step\":1,\"loss\":1.5", GW_REJ_SYNTAX, "loss", 30},
+		{"{\"run\":\"r\",\"step\":1,,}", GW_REJ_SYNTAX, "", 21},
+		{"[1,2]", GW_REJ_NOT_OBJECT, "", 1},
+		{"{\"step\":1,\"loss\":1}", GW_REJ_NO_RUN, "", 0},
+		{"{\"run\":\"r\",\"loss\":1}", GW_REJ_NO_STEP, "", 0},
+		{"{\"run\":\"r\",\"step\":-3}", GW_REJ_BAD_STEP, "step", 19},
+		{"{\"run\":\"r\",\"step\":1.5}", GW_REJ_BAD_STEP, "step", 19},
+		{"{\"run\":\"r\",\"step\":1e300}", GW_REJ_BAD_STEP, "step", 19},
+		{"{\"run\":\"r\",\"step\":\"7\"}", GW_REJ_BAD_STEP, "step", 19},
+		{"{\"run\":\"r\",\"step\":NaN}", GW_REJ_BAD_STEP, "step", 19},
+		{"{\"run\":\"r\",\"step\":1,\"loss\":\"1.2\"}", GW_REJ_BAD_VALUE, "loss", 28},
+		{"{\"run\":\"r\",\"step\":1,\"grad_norm\":true}", GW_REJ_BAD_VALUE, "grad_norm", 33},
+		{"{\"run\":5,\"step\":1}", GW_REJ_BAD_RUN, "run", 8},
+		{"{\"run\":\"\",\"step\":1}", GW_REJ_BAD_RUN, "run", 8},
+		{"{\"run\":\"r\",\"step\":1,\"ts\":-5}", GW_REJ_BAD_TS, "ts", 26},
+		{"{\"run\":\"r\",\"step\":1,\"loss\":1,\"loss\":2}", GW_REJ_DUP_KEY, "loss", 30},
+		{"{\"run\":\"r\",\"step\":1,\"event\":\"\"}", GW_REJ_BAD_EVENT, "event", 29},
+		{"{\"run\":\"r\",\"step\":1} trailing", GW_REJ_SYNTAX, "", 22},
+		{"{\"run\":\"r\",\"step\":01}", GW_REJ_SYNTAX, "", 0},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct gw_rec r;
+		struct gw_wire_err e;
+		int rc = parse(cases[i].line, &r, &e);
+		ck_assert_msg(rc == -EINVAL, "case %zu accepted: %s", i, cases[i].line);
+		ck_assert_msg(e.reason == cases[i].reason, "case %zu: reason %s, want %s (%s)", i,
+		              gw_wire_reason_name(e.reason), gw_wire_reason_name(cases[i].reason), e.msg);
+		ck_assert_msg(strcmp(e.field, cases[i].field) == 0, "case %zu: field '%s' (%s)", i, e.field, e.msg);
+		if (cases[i].column)
+			ck_assert_msg(e.column == cases[i].column, "case %zu: column %zu, want %zu (%s)", i,
+			              e.column, cases[i].column, e.msg);
+		ck_assert(strstr(e.msg, gw_wire_reason_name(e.reason)) == e.msg);
+	}
+}
+END_TEST
+
+START_TEST(blank_and_default_run)
+{
+	struct gw_rec r;
+	ck_assert_int_eq(gw_wire_parse(w, "  \r", 3, NULL, &r, NULL), -ENODATA);
+	const char *l = "{\"step\":3,\"loss\":1}";
+	ck_assert_int_eq(gw_wire_parse(w, l, strlen(l), "followed", &r, NULL), 0);
+	ck_assert_str_eq(r.run, "followed");
+	ck_assert_int_eq(r.step, 3);
+}
+END_TEST
+
+START_TEST(fmt_double_roundtrip)
+{
+	double vals[] = {0.1, 1e-5, 1821490745.003, 2.0, -0.0, 1e300, 5e-324, 0.30000000000000004};
+	char buf[32];
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		gw_wire_fmt_double(buf, vals[i]);
+		ck_assert_msg(strtod(buf, NULL) == vals[i], "%s", buf);
+	}
+	gw_wire_fmt_double(buf, NAN);
+	ck_assert_str_eq(buf, "NaN");
+	gw_wire_fmt_double(buf, -INFINITY);
+	ck_assert_str_eq(buf, "-Infinity");
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("wire");
+	TCase *tc = tcase_create("parse");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, record_basic);
+	tcase_add_test(tc, numbers_exact);
+	tcase_add_test(tc, python_nonfinite);
+	tcase_add_test(tc, aliases);
+	tcase_add_test(tc, event_attrs);
+	tcase_add_test(tc, strings_utf8);
+	tcase_add_test(tc, bad_lines);
+	tcase_add_test(tc, blank_and_default_run);
+	tcase_add_test(tc, fmt_double_roundtrip);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
