@@ -53,6 +53,7 @@ struct hconn {
 	bool reading;
 	bool keep_alive;
 	bool closing;
+	bool draining;         /* answered early: read and drop the rest, then close */
 	int handles_open;
 
 	char url[URL_MAX + 1];
@@ -114,6 +115,7 @@ struct wreq {
 static void hconn_close(struct hconn *c);
 static void hconn_continue(struct hconn *c);
 static void start_reading(struct hconn *c);
+static void on_drain_timer(uv_timer_t *t);
 
 /* ---- responses -------------------------------------------------------------------- */
 
@@ -136,6 +138,11 @@ static const char *reason_phrase(int status)
 	}
 }
 
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+	free(req);
+}
+
 static void on_written(uv_write_t *req, int status)
 {
 	struct wreq *w = gw_container_of(req, struct wreq, req);
@@ -143,6 +150,17 @@ static void on_written(uv_write_t *req, int status)
 	bool close_after = w->close_after || status < 0;
 	bool cont = w->then_continue;
 	free(w);
+	if (close_after && c->draining && status >= 0 && !c->closing) {
+		/* the client may still be sending the body we refused: let it
+		 * finish (and read our answer) instead of resetting it; the
+		 * body timer bounds how long */
+		uv_shutdown_t *sd = malloc(sizeof(*sd));
+		if (sd && uv_shutdown(sd, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
+			free(sd);
+		start_reading(c);
+		uv_timer_start(&c->timer, on_drain_timer, c->d->cfg->http_body_timeout_ms, 0);
+		return;
+	}
 	if (close_after) {
 		hconn_close(c);
 		return;
@@ -330,10 +348,56 @@ static void h_healthz(struct hconn *c, const char *arg, const char *query, size_
 	gw_http_respond_json(c, ok ? 200 : 503, j);
 }
 
+/* Ingest counters: accepted, events and rejected lines by transport and
+ * reason, bytes, segments, alerts by detector and severity. */
+json_t *gw_http_stats_json(struct gw_daemon *d)
+{
+	json_t *tr = json_object();
+	for (int t = 0; t < GW_NTRANSPORTS; t++) {
+		json_t *rej = json_object();
+		for (int r = 0; r < GW_REJ_NREASONS; r++)
+			if (d->stats.rejected[t][r])
+				json_object_set_new(rej, gw_wire_reason_name((enum gw_wire_reason)r),
+				                    json_integer((json_int_t)d->stats.rejected[t][r]));
+		json_object_set_new(tr, gw_transport_name((enum gw_transport)t),
+		                    json_pack("{s:I, s:I, s:I, s:o}",
+		                              "accepted", (json_int_t)d->stats.accepted[t],
+		                              "events", (json_int_t)d->stats.events[t],
+		                              "bytes", (json_int_t)d->stats.bytes[t],
+		                              "rejected", rej));
+	}
+	json_t *al = json_object();
+	for (size_t k = 0; gw_det_registry[k]; k++) {
+		json_t *sev = json_object();
+		for (int v = 0; v < 3; v++)
+			json_object_set_new(sev, gw_severity_name((enum gw_severity)v),
+			                    json_integer((json_int_t)d->stats.alerts[k][v]));
+		json_object_set_new(al, gw_det_registry[k]->name, sev);
+	}
+	struct gw_store_stats st;
+	gw_store_stats(d->store, &st);
+	return json_pack("{s:o, s:o, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
+	                 "transports", tr, "alerts", al,
+	                 "segments", (json_int_t)d->stats.segments,
+	                 "connections", (json_int_t)d->stats.connections,
+	                 "udp_dropped", (json_int_t)d->stats.udp_dropped,
+	                 "store", "committed_seq", (json_int_t)gw_store_committed(d->store),
+	                 "commits", (json_int_t)st.commits, "records", (json_int_t)st.records,
+	                 "events", (json_int_t)st.events, "alerts", (json_int_t)st.alerts,
+	                 "pending_bytes", (json_int_t)st.pending_bytes);
+}
+
+static void h_stats(struct hconn *c, const char *arg, const char *query, size_t qlen)
+{
+	gw_http_respond_json(c, 200, gw_http_stats_json(c->d));
+}
+
 static const struct gw_http_route builtin_routes[] = {
 	{"GET", "/healthz", false, false, h_healthz, NULL},
+	{"GET", "/v1/stats", false, false, h_stats, NULL},
 	{"GET", "/v1/runs", false, false, NULL, q_runs},
 	{"GET", "/v1/alerts", false, false, NULL, q_alerts},
+	{"POST", "/v1/ingest", false, false, NULL, NULL}, /* handled as the body streams */
 	{"GET", "/v1/runs/", true, false, NULL, q_run},
 	{"GET", "/v1/runs/", true, true, NULL, q_alerts}, /* .../alerts */
 };
@@ -445,6 +509,10 @@ static void dispatch_route(struct hconn *c)
 			if (strcmp(method, r->method) != 0)
 				continue;
 			c->route = r;
+			if (!r->handler && !r->query) {
+				respond_error(c, 500, false, "no handler");
+				return;
+			}
 			if (r->handler) {
 				r->handler(c, c->arg[0] ? c->arg : NULL, query, qlen);
 				return;
@@ -592,7 +660,7 @@ static int cb_headers_complete(http_parser *p)
 	c->keep_alive = http_should_keep_alive(p);
 	if (c->url_too_long) {
 		respond_error(c, 431, true, "the URL is longer than %d bytes", URL_MAX);
-		c->rejected_early = true;
+		c->rejected_early = c->draining = true;
 		return -1;
 	}
 	const char *q = strchr(c->url, '?');
@@ -604,7 +672,7 @@ static int cb_headers_complete(http_parser *p)
 			                            sizeof(c->default_run));
 			if (r < 0) {
 				respond_error(c, 400, true, "bad ?run= parameter");
-				c->rejected_early = true;
+				c->rejected_early = c->draining = true;
 				return -1;
 			}
 		}
@@ -612,7 +680,7 @@ static int cb_headers_complete(http_parser *p)
 			respond_error(c, 413, true,
 			              "the body has %llu bytes; limits.max_body_bytes is %zu",
 			              (unsigned long long)p->content_length, c->d->cfg->max_body);
-			c->rejected_early = true;
+			c->rejected_early = c->draining = true;
 			return -1;
 		}
 		gw_lines_free(&c->lines);
@@ -632,7 +700,7 @@ static int cb_body(http_parser *p, const char *at, size_t len)
 	if (!c->ingest) {
 		if (c->body_len + len > BODY_KEEP) {
 			respond_error(c, 413, true, "the body is larger than %d bytes", BODY_KEEP);
-			c->rejected_early = true;
+			c->rejected_early = c->draining = true;
 			return -1;
 		}
 		char *nb = realloc(c->body, c->body_len + len + 1);
@@ -668,6 +736,11 @@ static int cb_message_complete(http_parser *p)
 /* ---- connection ------------------------------------------------------------------------- */
 
 static void on_timer(uv_timer_t *t);
+
+static void on_drain_timer(uv_timer_t *t)
+{
+	hconn_close(t->data);
+}
 
 static void arm_timer(struct hconn *c)
 {
@@ -758,6 +831,11 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct hconn *c = s->data;
+	if (c->draining) {
+		if (nread < 0)
+			hconn_close(c);
+		return;
+	}
 	if (nread < 0) {
 		if (c->ingest && c->state == H_BODY && c->lines.len)
 			gw_ingest_reject(c->d, GW_TR_HTTP, GW_REJ_TRUNCATED);

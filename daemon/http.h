@@ -38,6 +38,9 @@ const char *gw_http_body(struct hconn *c, size_t *len);
 
 struct gw_daemon *gw_http_daemon(struct hconn *c);
 
+/* The ingest counters as JSON (GET /v1/stats). */
+json_t *gw_http_stats_json(struct gw_daemon *d);
+
 /* Decoded value of query parameter `name` into out: 1 present, 0 absent, -1 bad. */
 int gw_http_query_param(const char *query, size_t qlen, const char *name, char *out,
                         size_t cap);

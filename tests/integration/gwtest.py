@@ -1,0 +1,226 @@
+"""Helpers for gradwatch's integration tests: start the real gradwatchd in a
+temporary directory on free loopback ports, talk to it over its real sockets,
+and read its real SQLite file.  Standard library only.
+
+The build tells the tests where the binaries are through the environment
+(GRADWATCHD, GRADWATCH) and where ../shared is (GW_SHARED).
+"""
+import contextlib
+import http.client
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+GRADWATCHD = os.environ.get('GRADWATCHD', 'build/daemon/gradwatchd')
+GRADWATCH = os.environ.get('GRADWATCH', 'build/daemon/gradwatch')
+SHARED = os.environ.get('GW_SHARED', os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared'))
+CORPUS = os.path.join(SHARED, 'corpus', 'dev')
+REALWORLD = os.path.join(SHARED, 'realworld')
+
+
+def free_port(kind=socket.SOCK_STREAM):
+    """A port that is free for both TCP and UDP right now."""
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(('127.0.0.1', 0))
+            port = s.getsockname()[1]
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                u.bind(('127.0.0.1', port))
+            return port
+        except OSError:
+            continue
+    raise RuntimeError('no free port')
+
+
+class Daemon:
+    """A gradwatchd process in its own temporary directory."""
+
+    def __init__(self, workdir=None, args=(), config=None, env=None):
+        self.own_dir = workdir is None
+        self.dir = workdir or tempfile.mkdtemp(prefix='gwtest-')
+        self.db = os.path.join(self.dir, 'gradwatch.db')
+        self.sock = os.path.join(self.dir, 'gw.sock')
+        self.port = free_port()
+        self.http_port = free_port()
+        self.extra_args = list(args)
+        self.config = config
+        self.env = env
+        self.proc = None
+        self.log_path = os.path.join(self.dir, 'gradwatchd.log')
+
+    def command(self):
+        cmd = [GRADWATCHD, '--db', self.db, '--socket', self.sock,
+               '--tcp', '127.0.0.1:%d' % self.port, '--udp', '127.0.0.1:%d' % self.port,
+               '--http', '127.0.0.1:%d' % self.http_port, '--log-level', 'debug']
+        if self.config is not None:
+            path = os.path.join(self.dir, 'config.json')
+            with open(path, 'w') as f:
+                json.dump(self.config, f)
+            cmd += ['--config', path]
+        return cmd + self.extra_args
+
+    def start(self, wait=True):
+        env = dict(os.environ)
+        env.update(self.env or {})
+        self.log = open(self.log_path, 'ab')
+        self.proc = subprocess.Popen(self.command(), cwd=self.dir, stdout=self.log,
+                                     stderr=subprocess.STDOUT, env=env)
+        if wait:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError('gradwatchd exited with %s:\n%s' % (self.proc.returncode, self.logtext()))
+            try:
+                status, _ = self.get('/healthz')
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError('gradwatchd did not become ready:\n' + self.logtext())
+
+    def logtext(self):
+        try:
+            with open(self.log_path, 'rb') as f:
+                return f.read().decode('utf-8', 'replace')[-6000:]
+        except OSError:
+            return ''
+
+    def stop(self, sig=signal.SIGTERM, timeout=30):
+        """Stop the daemon; returns its exit status."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+            raise AssertionError('gradwatchd did not stop on %s:\n%s' % (sig, self.logtext()))
+        self.log.close()
+        self.proc = None
+        text = self.logtext()
+        for marker in ('AddressSanitizer', 'LeakSanitizer', 'runtime error:'):
+            if marker in text:
+                raise AssertionError('sanitizer report in gradwatchd log:\n' + text)
+        if sig == signal.SIGTERM and rc != 0:
+            raise AssertionError('gradwatchd exited %s after SIGTERM:\n%s' % (rc, text))
+        return rc
+
+    def kill(self):
+        return self.stop(signal.SIGKILL)
+
+    def close(self):
+        with contextlib.suppress(Exception):
+            self.stop()
+        if self.own_dir:
+            subprocess.run(['rm', '-rf', self.dir])
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ---- transports ----------------------------------------------------------------------
+
+    def send_unix(self, data, read_errors=False):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.connect(self.sock)
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+            return read_all(s) if read_errors else None
+
+    def send_tcp(self, data, read_errors=False):
+        with socket.create_connection(('127.0.0.1', self.port)) as s:
+            s.sendall(data)
+            s.shutdown(socket.SHUT_WR)
+            return read_all(s) if read_errors else None
+
+    def send_udp(self, datagrams):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            for d in datagrams:
+                u.sendto(d, ('127.0.0.1', self.port))
+
+    def post(self, path, body, headers=None):
+        c = http.client.HTTPConnection('127.0.0.1', self.http_port, timeout=30)
+        try:
+            c.request('POST', path, body=body, headers=headers or {})
+            r = c.getresponse()
+            return r.status, json.loads(r.read() or b'null')
+        finally:
+            c.close()
+
+    def get(self, path):
+        c = http.client.HTTPConnection('127.0.0.1', self.http_port, timeout=30)
+        try:
+            c.request('GET', path)
+            r = c.getresponse()
+            data = r.read()
+            ctype = r.getheader('Content-Type', '')
+            return r.status, json.loads(data) if 'json' in ctype else data.decode()
+        finally:
+            c.close()
+
+    def stats(self):
+        return self.get('/v1/stats')[1]
+
+    def wait_committed(self, count_sql, expected, timeout=10):
+        """Poll the database until count_sql returns expected."""
+        deadline = time.time() + timeout
+        got = None
+        while time.time() < deadline:
+            got = self.sql(count_sql)[0][0]
+            if got == expected:
+                return got
+            time.sleep(0.02)
+        return got
+
+    def sql(self, query, args=()):
+        con = sqlite3.connect('file:%s?mode=ro' % self.db, uri=True, timeout=10)
+        try:
+            return con.execute(query, args).fetchall()
+        finally:
+            con.close()
+
+
+def read_all(s, timeout=5):
+    s.settimeout(timeout)
+    out = b''
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+    except socket.timeout:
+        pass
+    return out
+
+
+def lines(run, steps, **fixed):
+    """NDJSON metric lines for steps, loss/grad_norm made up."""
+    out = []
+    for s in steps:
+        rec = {'run': run, 'step': s, 'loss': 2.0 + 0.001 * s, 'grad_norm': 0.5, 'lr': 1e-3}
+        rec.update(fixed)
+        out.append(json.dumps(rec))
+    return ('\n'.join(out) + '\n').encode()
+
+
+def replay(*args, timeout=120):
+    return subprocess.run([GRADWATCH] + list(args), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, timeout=timeout)
