@@ -1,0 +1,301 @@
+/*
+ * bench_ingest: sustained ingest rate of the real gradwatchd over its Unix
+ * socket, beside a plain SQLite insert loop of the same rows, in one run.
+ *
+ * 1. Generate N records (4 metrics each, R interleaved runs) as NDJSON.
+ * 2. Start gradwatchd (path in argv[1]) in a temporary directory, send every
+ *    line over C connections as fast as the socket takes them, and poll
+ *    /v1/stats until the store reports all N records committed.  The rate is
+ *    N / (time from the first byte sent to the last record committed).
+ * 3. Stop the daemon (SIGTERM) and count the rows in its SQLite file: the
+ *    count must equal N (nothing lost).
+ * 4. Baseline: the same rows inserted with one prepared statement into a
+ *    fresh database with the same schema, pragmas and batch size.
+ * Prints both rates and their ratio.  Not a test: run with
+ * `meson test -C build --benchmark ingest` or the binary directly:
+ *   bench_ingest GRADWATCHD [records] [runs] [connections]
+ */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+
+static double now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int http_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	bind(fd, (struct sockaddr *)&a, sizeof(a));
+	socklen_t l = sizeof(a);
+	getsockname(fd, (struct sockaddr *)&a, &l);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+/* GET path from the daemon; returns the body (static buffer) or NULL. */
+static const char *http_get(int port, const char *path)
+{
+	static char buf[1 << 16];
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);
+		return NULL;
+	}
+	char req[256];
+	int n = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+	if (write(fd, req, (size_t)n) != n) {
+		close(fd);
+		return NULL;
+	}
+	size_t off = 0;
+	ssize_t r;
+	while ((r = read(fd, buf + off, sizeof(buf) - 1 - off)) > 0)
+		off += (size_t)r;
+	close(fd);
+	buf[off] = '\0';
+	char *body = strstr(buf, "\r\n\r\n");
+	return body ? body + 4 : NULL;
+}
+
+static long long stat_records(int port)
+{
+	const char *b = http_get(port, "/v1/stats");
+	if (!b)
+		return -1;
+	const char *p = strstr(b, "\"store\"");
+	if (!p || !(p = strstr(p, "\"records\":")))
+		return -1;
+	return atoll(p + 10);
+}
+
+static char *generate(long n, int runs, size_t *len, double (*rows)[6], int *run_of)
+{
+	size_t cap = (size_t)n * 140 + 1024, off = 0;
+	char *buf = malloc(cap);
+	if (!buf)
+		return NULL;
+	uint64_t x = 88172645463325252ull;
+	for (long i = 0; i < n; i++) {
+		int r = (int)(i % runs);
+		long step = i / runs + 1;
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		double u = (double)(x >> 11) / 9007199254740992.0;
+		double loss = 2.0 + 0.3 * u - step * 1e-6;
+		double gn = 0.5 + 0.2 * u;
+		double lr = 3e-4;
+		double thr = 1000.0 + 100.0 * u;
+		double ts = 1.8e9 + step * 0.5;
+		off += (size_t)snprintf(buf + off, cap - off,
+		                        "{\"run\":\"bench-run-%03d\",\"step\":%ld,\"ts\":%.3f,\"loss\":%.6f,"
+		                        "\"grad_norm\":%.6f,\"lr\":%g,\"throughput\":%.1f}\n",
+		                        r, step, ts, loss, gn, lr, thr);
+		if (rows) {
+			rows[i][0] = (double)step;
+			rows[i][1] = ts;
+			rows[i][2] = loss;
+			rows[i][3] = gn;
+			rows[i][4] = lr;
+			rows[i][5] = thr;
+			run_of[i] = r;
+		}
+	}
+	*len = off;
+	return buf;
+}
+
+static double baseline(const char *dir, long n, int runs, double (*rows)[6], const int *run_of,
+                       long *count)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/baseline.db", dir);
+	sqlite3 *db;
+	sqlite3_open(path, &db);
+	sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA cache_size=-65536;"
+	                 "CREATE TABLE records(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, seg INTEGER NOT NULL,"
+	                 " step INTEGER NOT NULL, line INTEGER, ts REAL, recv REAL, loss REAL, grad_norm REAL,"
+	                 " lr REAL, throughput REAL, nonfinite INTEGER NOT NULL DEFAULT 0, extra TEXT);"
+	                 "CREATE INDEX records_by_run ON records(run_id, seg, step);",
+	             NULL, NULL, NULL);
+	sqlite3_stmt *st;
+	sqlite3_prepare_v2(db, "INSERT INTO records(run_id, seg, step, line, ts, recv, loss, grad_norm, lr,"
+	                       " throughput, nonfinite, extra) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
+	                   -1, &st, NULL);
+	double t0 = now();
+	const long batch = 20000;
+	for (long i = 0; i < n; i++) {
+		if (i % batch == 0)
+			sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
+		sqlite3_bind_int64(st, 1, run_of[i] + 1);
+		sqlite3_bind_int64(st, 2, 1);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)rows[i][0]);
+		sqlite3_bind_int64(st, 4, i / runs + 1);
+		sqlite3_bind_double(st, 5, rows[i][1]);
+		sqlite3_bind_double(st, 6, rows[i][1]);
+		sqlite3_bind_double(st, 7, rows[i][2]);
+		sqlite3_bind_double(st, 8, rows[i][3]);
+		sqlite3_bind_double(st, 9, rows[i][4]);
+		sqlite3_bind_double(st, 10, rows[i][5]);
+		sqlite3_bind_int(st, 11, 0);
+		sqlite3_bind_null(st, 12);
+		sqlite3_step(st);
+		sqlite3_reset(st);
+		if (i % batch == batch - 1 || i == n - 1)
+			sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+	}
+	double dt = now() - t0;
+	sqlite3_finalize(st);
+	sqlite3_prepare_v2(db, "SELECT count(*) FROM records", -1, &st, NULL);
+	sqlite3_step(st);
+	*count = (long)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return (double)n / dt;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: bench_ingest GRADWATCHD [records] [runs] [connections]\n");
+		return 2;
+	}
+	long n = argc > 2 ? atol(argv[2]) : 2000000;
+	int runs = argc > 3 ? atoi(argv[3]) : 100;
+	int nconn = argc > 4 ? atoi(argv[4]) : 4;
+	char dir[] = "/tmp/gwbench-XXXXXX";
+	if (!mkdtemp(dir))
+		return 2;
+	double (*rows)[6] = malloc(sizeof(*rows) * (size_t)n);
+	int *run_of = malloc(sizeof(int) * (size_t)n);
+	size_t len;
+	char *data = generate(n, runs, &len, rows, run_of);
+	if (!data || !rows || !run_of)
+		return 2;
+	printf("ingest benchmark: %ld records (4 metrics each, %d interleaved runs), %.1f MB of NDJSON, "
+	       "%d Unix-socket connection(s)\n", n, runs, (double)len / 1e6, nconn);
+
+	int port = http_port();
+	char sock[300], db[300], http[64];
+	snprintf(sock, sizeof(sock), "%s/gw.sock", dir);
+	snprintf(db, sizeof(db), "%s/gradwatch.db", dir);
+	snprintf(http, sizeof(http), "127.0.0.1:%d", port);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int fd = open("/dev/null", 1);
+		dup2(fd, 2);
+		execl(argv[1], argv[1], "--db", db, "--socket", sock, "--tcp", "off", "--udp", "off",
+		      "--http", http, "--log-level", "warn", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 400 && !http_get(port, "/healthz"); i++)
+		usleep(25000);
+
+	/* split the data into nconn parts at line boundaries, one per connection */
+	int fds[64];
+	size_t from[65];
+	from[0] = 0;
+	for (int c = 1; c < nconn; c++) {
+		size_t p = len * (size_t)c / (size_t)nconn;
+		while (p < len && data[p - 1] != '\n')
+			p++;
+		from[c] = p;
+	}
+	from[nconn] = len;
+	for (int c = 0; c < nconn; c++) {
+		fds[c] = socket(AF_UNIX, SOCK_STREAM, 0);
+		struct sockaddr_un a = {.sun_family = AF_UNIX};
+		if (strlen(sock) >= sizeof(a.sun_path))
+			return 2;
+		memcpy(a.sun_path, sock, strlen(sock) + 1);
+		if (connect(fds[c], (struct sockaddr *)&a, sizeof(a)) < 0) {
+			perror("connect");
+			return 2;
+		}
+	}
+	double t0 = now();
+	size_t off[64];
+	for (int c = 0; c < nconn; c++)
+		off[c] = from[c];
+	int open_conns = nconn;
+	while (open_conns) {
+		open_conns = 0;
+		for (int c = 0; c < nconn; c++) {
+			if (off[c] >= from[c + 1])
+				continue;
+			size_t chunk = from[c + 1] - off[c];
+			if (chunk > 65536)
+				chunk = 65536;
+			ssize_t w = send(fds[c], data + off[c], chunk, 0);
+			if (w < 0 && errno != EINTR) {
+				perror("send");
+				return 2;
+			}
+			if (w > 0)
+				off[c] += (size_t)w;
+			open_conns += off[c] < from[c + 1];
+		}
+	}
+	double t_sent = now();
+	for (int c = 0; c < nconn; c++)
+		close(fds[c]);
+	long long committed = 0;
+	while ((committed = stat_records(port)) < n && now() - t0 < 600)
+		usleep(5000);
+	double t_done = now();
+	kill(pid, SIGTERM);
+	int status;
+	waitpid(pid, &status, 0);
+
+	sqlite3 *sdb;
+	sqlite3_stmt *st;
+	long stored = -1;
+	if (sqlite3_open_v2(db, &sdb, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(sdb, "SELECT count(*) FROM records", -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_step(st);
+		stored = (long)sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(sdb);
+
+	double rate = (double)n / (t_done - t0);
+	printf("gradwatchd: sent in %.2f s, all committed after %.2f s: %.0f records/s committed\n",
+	       t_sent - t0, t_done - t0, rate);
+	printf("gradwatchd: %ld records in SQLite after SIGTERM (sent %ld): %s; daemon exit %d\n",
+	       stored, n, stored == n ? "nothing lost" : "MISMATCH",
+	       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	long bcount;
+	double brate = baseline(dir, n, runs, rows, run_of, &bcount);
+	printf("baseline (prepared INSERT loop, same schema/pragmas, 20,000-row transactions): "
+	       "%.0f records/s (%ld rows)\n", brate, bcount);
+	printf("ratio gradwatchd / baseline: %.2f   target >= 300,000 records/s: %s\n", rate / brate,
+	       rate >= 300000 ? "met" : "NOT met");
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	free(data);
+	free(rows);
+	free(run_of);
+	return stored == n ? 0 : 1;
+}

@@ -1,0 +1,91 @@
+#!/bin/sh
+# dev.sh: set up, build, demo and test gradwatch on Debian 12.
+#
+#   ./dev.sh demo   install the build dependencies, build, start gradwatchd on
+#                   its defaults in ./demo/, feed it the bundled example trace,
+#                   show the alerts it raised, and replay the same trace offline
+#   ./dev.sh test   install everything the tests need, build (normal and
+#                   ASan+UBSan), run every test suite in both builds
+#   ./dev.sh deps | test-deps | build    the steps on their own
+#
+# Installing packages needs root (or sudo).  Nothing here reaches anything but
+# Debian's package archive.
+set -eu
+cd "$(dirname "$0")"
+
+BUILD_DEPS="gcc pkg-config meson ninja-build libuv1-dev libsqlite3-dev libcurl4-openssl-dev \
+libjansson-dev check libhttp-parser-dev libssl-dev python3 sqlite3 curl ca-certificates"
+# what the test suites use beyond the build: the AArch64 cross toolchain and
+# qemu for the kernel tests, real Alertmanager and Prometheus servers,
+# PyTorch for the end-to-end training test, systemd-analyze for the units
+TEST_DEPS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
+prometheus-alertmanager prometheus python3-torch systemd"
+
+as_root() {
+	if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+		echo "dev.sh: need root to run: $*" >&2; exit 1; fi
+}
+
+install_pkgs() {
+	missing=""
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	echo "dev.sh: installing$missing"
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	# shellcheck disable=SC2086
+	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+}
+
+build() {
+	[ -d build ] || meson setup build --werror >/dev/null
+	meson compile -C build
+}
+
+build_asan() {
+	[ -d build-asan ] || meson setup build-asan --werror -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+	meson compile -C build-asan
+}
+
+demo() {
+	install_pkgs $BUILD_DEPS
+	build
+	mkdir -p demo
+	if [ -f demo/gradwatchd.pid ] && kill -0 "$(cat demo/gradwatchd.pid)" 2>/dev/null; then
+		kill "$(cat demo/gradwatchd.pid)"; sleep 1
+	fi
+	(cd demo && exec ../build/daemon/gradwatchd >gradwatchd.log 2>&1) &
+	echo $! > demo/gradwatchd.pid
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		curl -sf http://127.0.0.1:7471/healthz >/dev/null 2>&1 && break; sleep 0.3
+	done
+	echo "== gradwatchd is running on its defaults (pid $(cat demo/gradwatchd.pid)):"
+	echo "   socket demo/gradwatch.sock, tcp/udp 127.0.0.1:7470, http 127.0.0.1:7471, database demo/gradwatch.db"
+	echo "== sending examples/resume-without-optimizer.jsonl to it (gradwatch send):"
+	./build/daemon/gradwatch send examples/resume-without-optimizer.jsonl || true
+	echo "== alerts the daemon raised (gradwatch alerts):"
+	./build/daemon/gradwatch alerts | grep -E '"(detector|severity|step|summary)"' || true
+	echo "== the same trace replayed offline (gradwatch replay):"
+	./build/daemon/gradwatch replay examples/resume-without-optimizer.jsonl || true
+	echo "== gradwatchd keeps running; stop it with: kill $(cat demo/gradwatchd.pid)"
+}
+
+run_tests() {
+	install_pkgs $BUILD_DEPS $TEST_DEPS
+	build
+	meson test -C build --print-errorlogs
+	build_asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C build-asan --print-errorlogs
+	if [ -x .ci/kernels-aarch64.sh ]; then .ci/kernels-aarch64.sh; fi
+}
+
+case "${1:-}" in
+deps) install_pkgs $BUILD_DEPS ;;
+test-deps) install_pkgs $BUILD_DEPS $TEST_DEPS ;;
+build) install_pkgs $BUILD_DEPS; build ;;
+demo) demo ;;
+test) run_tests ;;
+*) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac
