@@ -10,9 +10,11 @@
 #include <string.h>
 
 extern const struct gw_detector gw_det_nonfinite;
+extern const struct gw_detector gw_det_resume_mismatch;
 
 const struct gw_detector *const gw_det_registry[] = {
 	&gw_det_nonfinite,
+	&gw_det_resume_mismatch,
 	NULL,
 };
 
