@@ -17,6 +17,7 @@
 #include "http.h"
 
 #include "kern.h"
+#include "resume_check.h"
 #include "lines.h"
 #include "log.h"
 #include "util.h"
@@ -270,7 +271,8 @@ static void work_run(uv_work_t *req)
 {
 	struct hconn *c = gw_container_of(req, struct hconn, work);
 	c->qresult = NULL;
-	c->qstatus = c->route->query(c->d, c->arg[0] ? c->arg : NULL, &c->qresult);
+	c->qstatus = c->route->query(c->d, c->arg[0] ? c->arg : NULL, c->body ? c->body : "",
+	                             c->body_len, &c->qresult);
 }
 
 static void work_done(uv_work_t *req, int status)
@@ -291,9 +293,20 @@ static void work_done(uv_work_t *req, int status)
 		gw_http_respond_json(c, c->qstatus, r);
 }
 
+static void query_after_commit(struct gw_commit_waiter *w)
+{
+	struct hconn *c = gw_container_of(w, struct hconn, waiter);
+	c->work_busy = true;
+	if (uv_queue_work(c->d->loop, &c->work, work_run, work_done) < 0) {
+		c->work_busy = false;
+		respond_error(c, 500, false, "cannot queue the query");
+	}
+}
+
 /* ---- routes ----------------------------------------------------------------------------- */
 
-static int q_runs(struct gw_daemon *d, const char *arg, json_t **out)
+static int q_runs(struct gw_daemon *d, const char *arg, const char *body, size_t blen,
+                  json_t **out)
 {
 	char err[256];
 	json_t *runs;
@@ -305,7 +318,8 @@ static int q_runs(struct gw_daemon *d, const char *arg, json_t **out)
 	return 200;
 }
 
-static int q_run(struct gw_daemon *d, const char *arg, json_t **out)
+static int q_run(struct gw_daemon *d, const char *arg, const char *body, size_t blen,
+                 json_t **out)
 {
 	char err[256];
 	json_t *run;
@@ -318,7 +332,8 @@ static int q_run(struct gw_daemon *d, const char *arg, json_t **out)
 	return 200;
 }
 
-static int q_alerts(struct gw_daemon *d, const char *arg, json_t **out)
+static int q_alerts(struct gw_daemon *d, const char *arg, const char *body, size_t blen,
+                    json_t **out)
 {
 	char err[256];
 	json_t *alerts;
@@ -327,6 +342,48 @@ static int q_alerts(struct gw_daemon *d, const char *arg, json_t **out)
 		return 500;
 	}
 	*out = json_pack("{s:s?, s:o}", "run", arg, "alerts", alerts);
+	return 200;
+}
+
+/* The resume gate: is this live manifest what the run's last checkpoint
+ * saved?  The same comparison the resume_mismatch detector makes. */
+static int q_resume_check(struct gw_daemon *d, const char *arg, const char *body, size_t blen,
+                          json_t **out)
+{
+	json_error_t je;
+	json_t *live = json_loadb(body, blen, 0, &je);
+	if (!json_is_object(live)) {
+		*out = json_pack("{s:s}", "error", live ? "the body must be a JSON object (the resume manifest)"
+		                                         : je.text);
+		json_decref(live);
+		return 400;
+	}
+	char err[256];
+	json_t *ckpt = NULL;
+	int64_t step = -1;
+	int rc = gw_store_read_last_event(d->cfg->db_path, arg, "checkpoint_saved", &ckpt, &step,
+	                                  err, sizeof(err));
+	if (rc < 0 && rc != -ENOENT) {
+		json_decref(live);
+		*out = json_pack("{s:s}", "error", err);
+		return 500;
+	}
+	json_t *diffs = gw_resume_diff(ckpt, live);
+	bool ok = json_array_size(diffs) == 0;
+	json_t *first = json_array_get(diffs, 0);
+	const char *kind = json_string_value(json_object_get(first, "kind"));
+	*out = json_pack("{s:s, s:b, s:o, s:o}", "run", arg, "ok", ok,
+	                 "checkpoint_step", step >= 0 ? json_integer((json_int_t)step) : json_null(),
+	                 "differences", diffs);
+	if (!ckpt)
+		json_object_set_new(*out, "note", json_string("the run has no checkpoint_saved event to compare with; "
+		                                              "only the manifest itself was checked"));
+	if (!ok) {
+		json_object_set_new(*out, "cause", json_string(gw_resume_cause(kind)));
+		json_object_set_new(*out, "action", json_string(gw_resume_action(kind)));
+	}
+	json_decref(ckpt);
+	json_decref(live);
 	return 200;
 }
 
@@ -393,13 +450,14 @@ static void h_stats(struct hconn *c, const char *arg, const char *query, size_t 
 }
 
 static const struct gw_http_route builtin_routes[] = {
-	{"GET", "/healthz", false, false, h_healthz, NULL},
-	{"GET", "/v1/stats", false, false, h_stats, NULL},
-	{"GET", "/v1/runs", false, false, NULL, q_runs},
-	{"GET", "/v1/alerts", false, false, NULL, q_alerts},
-	{"POST", "/v1/ingest", false, false, NULL, NULL}, /* handled as the body streams */
-	{"GET", "/v1/runs/", true, false, NULL, q_run},
-	{"GET", "/v1/runs/", true, true, NULL, q_alerts}, /* .../alerts */
+	{"GET", "/healthz", false, NULL, h_healthz, NULL},
+	{"GET", "/v1/stats", false, NULL, h_stats, NULL},
+	{"GET", "/v1/runs", false, NULL, NULL, q_runs},
+	{"GET", "/v1/alerts", false, NULL, NULL, q_alerts},
+	{"POST", "/v1/ingest", false, NULL, NULL, NULL}, /* handled as the body streams */
+	{"GET", "/v1/runs/", true, NULL, NULL, q_run},
+	{"GET", "/v1/runs/", true, "/alerts", NULL, q_alerts},
+	{"POST", "/v1/runs/", true, "/resume-check", NULL, q_resume_check},
 };
 
 int gw_http_route(struct gw_daemon *d, const struct gw_http_route *r)
@@ -488,16 +546,15 @@ static void dispatch_route(struct hconn *c)
 					continue;
 			} else {
 				/* prefix + one percent-encoded run name (no raw '/'),
-				 * optionally followed by "/alerts" */
+				 * then the route's suffix if it has one */
 				if (plen <= rl || memcmp(url, r->path, rl) != 0)
 					continue;
 				const char *a = url + rl;
 				size_t al = plen - rl;
-				bool has_suffix = al > 7 && memcmp(a + al - 7, "/alerts", 7) == 0;
-				if (has_suffix != r->alerts_suffix)
+				size_t sl = r->suffix ? strlen(r->suffix) : 0;
+				if (sl && (al <= sl || memcmp(a + al - sl, r->suffix, sl) != 0))
 					continue;
-				if (has_suffix)
-					al -= 7;
+				al -= sl;
 				if (memchr(a, '/', al))
 					continue;
 				if (pct_decode(a, al, c->arg, sizeof(c->arg)) <= 0) {
@@ -517,11 +574,11 @@ static void dispatch_route(struct hconn *c)
 				r->handler(c, c->arg[0] ? c->arg : NULL, query, qlen);
 				return;
 			}
-			c->work_busy = true;
-			if (uv_queue_work(c->d->loop, &c->work, work_run, work_done) < 0) {
-				c->work_busy = false;
-				respond_error(c, 500, false, "cannot queue the query");
-			}
+			/* answer from the database once what came before is in it */
+			c->waiter.seq = c->d->seq_seen;
+			c->waiter.fn = query_after_commit;
+			gw_store_flush(c->d->store);
+			gw_daemon_wait_commit(c->d, &c->waiter);
 			return;
 		}
 	}

@@ -16,12 +16,15 @@ struct gw_http_route {
 	const char *method;        /* "GET", "POST" */
 	const char *path;          /* exact path, or prefix when `prefix` */
 	bool prefix;               /* path + "{run}" (percent-encoded, no '/') */
-	bool alerts_suffix;        /* ... + "/alerts" */
+	const char *suffix;        /* ... + this ("/alerts"), or NULL */
 	/* Answer on the loop thread (must call one gw_http_respond_*)... */
 	void (*handler)(struct hconn *c, const char *arg, const char *query, size_t qlen);
-	/* ... or compute on the thread pool: return the HTTP status and a JSON
-	 * body in *out (the loop sends it).  arg is the decoded {run} or NULL. */
-	int (*query)(struct gw_daemon *d, const char *arg, json_t **out);
+	/* ... or compute on the thread pool, after everything ingested so far
+	 * is committed: return the HTTP status and a JSON body in *out (the
+	 * loop sends it).  arg is the decoded {run} or NULL; body/blen the
+	 * request body (empty for GET). */
+	int (*query)(struct gw_daemon *d, const char *arg, const char *body, size_t blen,
+	             json_t **out);
 };
 
 /* Register a route (before or after start); -ENOSPC when the table is full. */

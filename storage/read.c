@@ -205,6 +205,34 @@ int gw_store_read_run_positions(const char *path,
 	return 0;
 }
 
+int gw_store_read_last_event(const char *path, const char *run, const char *name,
+                             json_t **attrs, int64_t *step, char *err, size_t errlen)
+{
+	sqlite3 *db;
+	*attrs = NULL;
+	*step = -1;
+	int rc = open_ro(path, &db, err, errlen);
+	if (rc < 0)
+		return rc;
+	json_t *rows = NULL;
+	const char *b[2] = {run, name};
+	rc = query(db, "SELECT e.step, e.attrs AS attrs_json FROM events e JOIN runs r ON r.id = e.run_id"
+	               " WHERE r.name = ?1 AND e.name = ?2 ORDER BY e.id DESC LIMIT 1",
+	           b, 2, &rows, err, errlen);
+	sqlite3_close(db);
+	if (rc < 0)
+		return rc;
+	json_t *row = json_array_get(rows, 0);
+	if (!row) {
+		json_decref(rows);
+		return errf(err, errlen, -ENOENT, "run \"%s\" has no %s event", run, name);
+	}
+	*step = json_integer_value(json_object_get(row, "step"));
+	*attrs = json_incref(json_object_get(row, "attrs"));
+	json_decref(rows);
+	return 0;
+}
+
 int gw_store_read_meta(const char *path, const char *key, char **out)
 {
 	sqlite3 *db;

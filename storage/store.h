@@ -112,6 +112,11 @@ int gw_store_read_run_positions(const char *path,
                                            int64_t last_step, double last_ts),
                                 void *data, char *err, size_t errlen);
 
+/* Attributes and step of a run's last event named `name` (new reference in
+ * *attrs); -ENOENT when the run has none. */
+int gw_store_read_last_event(const char *path, const char *run, const char *name,
+                             json_t **attrs, int64_t *step, char *err, size_t errlen);
+
 /* Value of a meta key (heap string in *out, NULL if absent). */
 int gw_store_read_meta(const char *path, const char *key, char **out);
 
