@@ -257,22 +257,75 @@ static int print_json(json_t *j)
 	return 0;
 }
 
+static const char *str_of(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+/* Human-readable: one block per alert, one line per run. */
+static void print_text(json_t *out, bool alerts, const char *run)
+{
+	size_t i;
+	json_t *x;
+	if (alerts) {
+		json_t *arr = json_is_array(out) ? out : json_object_get(out, "alerts");
+		if (!json_array_size(arr))
+			printf("no alerts\n");
+		json_array_foreach(arr, i, x) {
+			printf("%s %-8s %-17s run %s, segment %lld, step %lld (%s)\n  %s\n",
+			       str_of(x, "id"), str_of(x, "severity"), str_of(x, "detector"), str_of(x, "run"),
+			       (long long)json_integer_value(json_object_get(x, "segment")),
+			       (long long)json_integer_value(json_object_get(x, "step")), str_of(x, "state"),
+			       str_of(x, "summary"));
+			if (*str_of(x, "cause"))
+				printf("  likely cause: %s\n  what to check: %s\n", str_of(x, "cause"),
+				       str_of(x, "action"));
+		}
+		return;
+	}
+	if (run) {
+		printf("run %s: segment %lld, last step %lld\n", str_of(out, "run"),
+		       (long long)json_integer_value(json_object_get(out, "segment")),
+		       (long long)json_integer_value(json_object_get(out, "last_step")));
+		json_array_foreach(json_object_get(out, "segments"), i, x) {
+			printf("  segment %lld: %s at step %lld, %lld records, last step %lld\n",
+			       (long long)json_integer_value(json_object_get(x, "segment")), str_of(x, "reason"),
+			       (long long)json_integer_value(json_object_get(x, "first_step")),
+			       (long long)json_integer_value(json_object_get(x, "records")),
+			       (long long)json_integer_value(json_object_get(x, "last_step")));
+		}
+		return;
+	}
+	json_t *arr = json_is_array(out) ? out : json_object_get(out, "runs");
+	printf("%-40s %8s %12s %12s\n", "run", "segment", "last step", "open alerts");
+	json_array_foreach(arr, i, x) {
+		printf("%-40s %8lld %12lld %12lld\n", str_of(x, "run"),
+		       (long long)json_integer_value(json_object_get(x, "segment")),
+		       (long long)json_integer_value(json_object_get(x, "last_step")),
+		       (long long)json_integer_value(json_object_get(x, "open_alerts")));
+	}
+}
+
 static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 {
 	static const struct option lo[] = {
 		{"url", required_argument, NULL, 'u'},
 		{"db", required_argument, NULL, 'd'},
+		{"json", no_argument, NULL, 'j'},
 		{0},
 	};
+	bool as_json = false;
 	char base[256];
 	default_url(cfg, base, sizeof(base));
 	const char *db = NULL;
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "u:d:", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "u:d:j", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'u': gw_strlcpy(base, optarg, sizeof(base)); break;
 		case 'd': db = optarg; break;
+		case 'j': as_json = true; break;
 		default: return 2;
 		}
 	}
@@ -313,7 +366,11 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 			return 2;
 		}
 	}
-	int rc = print_json(out);
+	int rc = 0;
+	if (as_json)
+		rc = print_json(out);
+	else
+		print_text(out, alerts, run);
 	json_decref(out);
 	return rc;
 }

@@ -69,7 +69,7 @@ static void print_alert(void *data, const struct gw_alert *a)
 		return;
 	}
 	fprintf(r->out, "%s:%" PRIu64 ": %s%s %s, run %s, segment %" PRId64 ", step %" PRId64 "\n"
-	        "  %s\n  likely cause: %s\n  check: %s\n",
+	        "  %s\n  likely cause: %s\n  what to check: %s\n",
 	        r->file, a->line, a->kind == GW_ALERT_UPDATE ? "update: " : "",
 	        gw_severity_name(a->severity), a->detector, a->run, a->seg, a->step,
 	        a->summary, a->cause, a->action);

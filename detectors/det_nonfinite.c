@@ -90,7 +90,7 @@ static void nf_record(void *st, const struct gw_det_ctx *ctx)
 	         "the forward or backward pass overflowed or divided by zero: "
 	         "LR too high, fp16 loss-scale overflow, a bad batch, or bad initial weights");
 	snprintf(v.action, sizeof(v.action),
-	         "check the LR and loss scale at the steps before, the batch of step %s "
+	         "the LR and loss scale at the steps before, the batch of step %s "
 	         "and whether the optimizer skipped the update; roll back to the last "
 	         "good checkpoint if it repeats", st_buf);
 	v.evidence = json_pack("{s:s, s:I, s:s?, s:s?, s:I, s:o, s:o}",
