@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "lines.h"
 #include "store.h"
 #include "wire.h"
 
@@ -92,6 +93,21 @@ struct gw_ingest_result {
 void gw_ingest_line(struct gw_daemon *d, enum gw_transport t, const char *line,
                     size_t len, uint64_t lineno, const char *default_run,
                     struct gw_ingest_result *res);
+
+/* The same for a line as the line splitter hands it over: an over-long
+ * line is rejected and counted; a last line cut off by the peer is counted
+ * as truncated, unless `eof_ends_line` (the end of an HTTP body or of a
+ * datagram is a legitimate end of line). */
+void gw_ingest_framed(struct gw_daemon *d, enum gw_transport t, const char *line, size_t len,
+                      uint64_t lineno, enum gw_line_status st, const char *default_run,
+                      bool eof_ends_line, struct gw_ingest_result *res);
+
+/* A rejected line as the JSON error object clients get:
+ * {line, reason, message, field?, column?} (new reference). */
+json_t *gw_ingest_err_json(uint64_t lineno, const struct gw_wire_err *e);
+
+/* uv_alloc_cb for stream reads (one shared slab; see ingest.c). */
+void gw_daemon_alloc_slab(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 
 /* Count a line the framing rejected (too long, truncated). */
 void gw_ingest_reject(struct gw_daemon *d, enum gw_transport t, enum gw_wire_reason r);

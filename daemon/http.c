@@ -595,32 +595,15 @@ static int on_body_line(void *data, const char *line, size_t len, uint64_t linen
 {
 	struct hconn *c = data;
 	struct gw_ingest_result res;
-	if (st == GW_LINE_TOO_LONG) {
-		gw_ingest_reject(c->d, GW_TR_HTTP, GW_REJ_TOO_LONG);
-		res.rc = -EINVAL;
-		res.err = (struct gw_wire_err){.reason = GW_REJ_TOO_LONG};
-		snprintf(res.err.msg, sizeof(res.err.msg),
-		         "line_too_long: longer than %zu bytes (limits.max_line_bytes)", len);
-	} else {
-		/* the end of the body ends its last line */
-		gw_ingest_line(c->d, GW_TR_HTTP, line, len, lineno,
-		               c->default_run[0] ? c->default_run : NULL, &res);
-	}
+	gw_ingest_framed(c->d, GW_TR_HTTP, line, len, lineno, st,
+	                 c->default_run[0] ? c->default_run : NULL, true, &res);
 	if (res.rc == 0) {
 		c->accepted++;
 		c->last_seq = res.seq;
 	} else if (res.rc == -EINVAL) {
 		c->rejected++;
-		if (json_array_size(c->errors) < MAX_REPORTED_ERRORS) {
-			json_t *e = json_pack("{s:I, s:s, s:s}", "line", (json_int_t)lineno,
-			                      "reason", gw_wire_reason_name(res.err.reason),
-			                      "message", res.err.msg);
-			if (res.err.field[0])
-				json_object_set_new(e, "field", json_string(res.err.field));
-			if (res.err.column)
-				json_object_set_new(e, "column", json_integer((json_int_t)res.err.column));
-			json_array_append_new(c->errors, e);
-		}
+		if (json_array_size(c->errors) < MAX_REPORTED_ERRORS)
+			json_array_append_new(c->errors, gw_ingest_err_json(lineno, &res.err));
 	}
 	return 0;
 }
@@ -878,13 +861,6 @@ static void process(struct hconn *c, const char *data, size_t len)
 	arm_timer(c);
 }
 
-static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
-{
-	static char slab[256 * 1024];
-	buf->base = slab;
-	buf->len = sizeof(slab);
-}
-
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct hconn *c = s->data;
@@ -914,7 +890,7 @@ static void start_reading(struct hconn *c)
 	if (c->reading || c->closing)
 		return;
 	c->reading = true;
-	uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+	uv_read_start((uv_stream_t *)&c->tcp, gw_daemon_alloc_slab, on_read);
 }
 
 /* The response is out: take the next pipelined request or wait for one. */

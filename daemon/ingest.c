@@ -78,3 +78,53 @@ void gw_ingest_line(struct gw_daemon *d, enum gw_transport t, const char *line,
 	res->seq = seq;
 	res->rc = 0;
 }
+
+void gw_ingest_framed(struct gw_daemon *d, enum gw_transport t, const char *line, size_t len,
+                      uint64_t lineno, enum gw_line_status st, const char *default_run,
+                      bool eof_ends_line, struct gw_ingest_result *res)
+{
+	if (st == GW_LINE_TOO_LONG) {
+		gw_ingest_reject(d, t, GW_REJ_TOO_LONG);
+		res->rc = -EINVAL;
+		res->seq = 0;
+		res->err = (struct gw_wire_err){.reason = GW_REJ_TOO_LONG};
+		snprintf(res->err.msg, sizeof(res->err.msg),
+		         "line_too_long: the line is longer than %zu bytes (limits.max_line_bytes); skipped",
+		         len);
+		return;
+	}
+	gw_ingest_line(d, t, line, len, lineno, default_run, res);
+	if (res->rc == -EINVAL && st == GW_LINE_TRUNCATED && !eof_ends_line) {
+		/* the peer went away inside this line: count it as truncated
+		 * rather than as whatever the parser tripped over */
+		char m[sizeof(res->err.msg) + 64];
+		snprintf(m, sizeof(m), "truncated: the connection closed inside this line (%s)",
+		         res->err.msg);
+		d->stats.rejected[t][res->err.reason]--;
+		gw_ingest_reject(d, t, GW_REJ_TRUNCATED);
+		res->err.reason = GW_REJ_TRUNCATED;
+		gw_strlcpy(res->err.msg, m, sizeof(res->err.msg));
+	}
+}
+
+json_t *gw_ingest_err_json(uint64_t lineno, const struct gw_wire_err *e)
+{
+	json_t *j = json_pack("{s:I, s:s, s:s}", "line", (json_int_t)lineno,
+	                      "reason", gw_wire_reason_name(e->reason), "message", e->msg);
+	if (j && e->field[0])
+		json_object_set_new(j, "field", json_string(e->field));
+	if (j && e->column)
+		json_object_set_new(j, "column", json_integer((json_int_t)e->column));
+	return j;
+}
+
+void gw_daemon_alloc_slab(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+	/* one read buffer for every connection: the loop thread is the only
+	 * reader and a read callback consumes its buffer before returning */
+	static char slab[256 * 1024];
+	(void)h;
+	(void)hint;
+	buf->base = slab;
+	buf->len = sizeof(slab);
+}

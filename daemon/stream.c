@@ -78,10 +78,12 @@ static void answer_error(struct conn *c, uint64_t lineno, const struct gw_wire_e
 		            c->rejected == LOGGED_ERRORS ? " (further errors of this connection are counted, not logged)" : "");
 	if (c->closing || uv_stream_get_write_queue_size(&c->u.s) > ERR_WRITE_LIMIT)
 		return;
-	json_t *j = json_pack("{s:s, s:I, s:s, s:s}", "error", gw_wire_reason_name(e->reason),
-	                      "line", (json_int_t)lineno, "field", e->field, "message", e->msg);
-	if (e->column)
-		json_object_set_new(j, "column", json_integer((json_int_t)e->column));
+	json_t *j = gw_ingest_err_json(lineno, e);
+	if (!j)
+		return;
+	/* stream clients get the reason under "error" */
+	json_object_set(j, "error", json_object_get(j, "reason"));
+	json_object_del(j, "reason");
 	char *s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	if (!s)
@@ -103,30 +105,11 @@ static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
 {
 	struct conn *c = data;
 	struct gw_ingest_result res;
-	if (st == GW_LINE_TOO_LONG) {
-		gw_ingest_reject(c->d, c->t, GW_REJ_TOO_LONG);
-		res.err = (struct gw_wire_err){.reason = GW_REJ_TOO_LONG};
-		snprintf(res.err.msg, sizeof(res.err.msg),
-		         "line_too_long: the line is longer than %zu bytes (limits.max_line_bytes); skipped",
-		         len);
-		answer_error(c, lineno, &res.err);
-		return 0;
-	}
-	gw_ingest_line(c->d, c->t, line, len, lineno, NULL, &res);
-	if (res.rc == 0) {
+	gw_ingest_framed(c->d, c->t, line, len, lineno, st, NULL, false, &res);
+	if (res.rc == 0)
 		c->accepted++;
-	} else if (res.rc == -EINVAL) {
-		if (st == GW_LINE_TRUNCATED) {
-			char m[sizeof(res.err.msg) + 64];
-			snprintf(m, sizeof(m), "truncated: the connection closed inside this line (%s)", res.err.msg);
-			/* count it as truncated rather than as the parse error */
-			c->d->stats.rejected[c->t][res.err.reason]--;
-			gw_ingest_reject(c->d, c->t, GW_REJ_TRUNCATED);
-			res.err.reason = GW_REJ_TRUNCATED;
-			gw_strlcpy(res.err.msg, m, sizeof(res.err.msg));
-		}
+	else if (res.rc == -EINVAL)
 		answer_error(c, lineno, &res.err);
-	}
 	return 0;
 }
 
@@ -152,15 +135,6 @@ static void conn_close(struct conn *c)
 	gw_log_debug("%s connection %" PRIu64 " (%s) closed: %" PRIu64 " lines accepted, %" PRIu64 " rejected",
 	             gw_transport_name(c->t), c->id, c->peer, c->accepted, c->rejected);
 	uv_close(&c->u.h, on_close_conn);
-}
-
-static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
-{
-	static char slab[256 * 1024]; /* the loop thread is the only reader */
-	(void)h;
-	(void)hint;
-	buf->base = slab;
-	buf->len = sizeof(slab);
 }
 
 static void conn_pause(struct conn *c);
@@ -197,7 +171,7 @@ static void conn_resume(struct gw_paused *p)
 	if (c->closing || c->reading)
 		return;
 	c->reading = true;
-	uv_read_start(&c->u.s, on_alloc, on_read);
+	uv_read_start(&c->u.s, gw_daemon_alloc_slab, on_read);
 }
 
 static void conn_pause(struct conn *c)
@@ -262,7 +236,7 @@ static void on_connection(uv_stream_t *srv, int status)
 		uv_tcp_nodelay(&c->u.tcp, 1);
 	}
 	c->reading = true;
-	uv_read_start(&c->u.s, on_alloc, on_read);
+	uv_read_start(&c->u.s, gw_daemon_alloc_slab, on_read);
 }
 
 /* ---- UDP ------------------------------------------------------------------------ */
@@ -277,11 +251,7 @@ static int on_dgram_line(void *data, const char *line, size_t len, uint64_t line
 {
 	struct dgram_ctx *x = data;
 	struct gw_ingest_result res;
-	if (st == GW_LINE_TOO_LONG) {
-		gw_ingest_reject(x->d, GW_TR_UDP, GW_REJ_TOO_LONG);
-		return 0;
-	}
-	gw_ingest_line(x->d, GW_TR_UDP, line, len, lineno, NULL, &res);
+	gw_ingest_framed(x->d, GW_TR_UDP, line, len, lineno, st, NULL, true, &res);
 	if (res.rc == -EINVAL && x->rejected++ == 0)
 		gw_log_debug("udp datagram line %" PRIu64 ": %s", lineno, res.err.msg);
 	return 0;
@@ -314,8 +284,7 @@ static void on_udp(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf,
 	gw_lines_init(&l, d->cfg->max_line);
 	struct dgram_ctx x = {.d = d};
 	gw_lines_feed(&l, buf->base, (size_t)nread, on_dgram_line, &x);
-	if (l.len)
-		on_dgram_line(&x, l.buf, l.len, l.lineno + 1, GW_LINE_OK);
+	gw_lines_finish(&l, on_dgram_line, &x);
 	gw_lines_free(&l);
 }
 

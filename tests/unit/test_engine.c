@@ -4,7 +4,7 @@
  * previous-segment window, incidents (one alert per incident, resolve),
  * thresholds per run glob, and stable alert ids.
  */
-#include <check.h>
+#include "gwcheck.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -305,9 +305,5 @@ int main(void)
 	tcase_add_test(tc, seed_continues_segments);
 	tcase_add_test(tc, max_runs);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return gw_check_run(s);
 }

@@ -2,7 +2,7 @@
  * Unit tests of the line splitter (lib/lines.c): lines across chunk
  * boundaries, line numbers, the length limit, a partial last line.
  */
-#include <check.h>
+#include "gwcheck.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,9 +104,5 @@ int main(void)
 	tcase_add_test(tc, too_long_is_skipped_once);
 	tcase_add_test(tc, stop_and_resume);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return gw_check_run(s);
 }

@@ -2,7 +2,7 @@
  * Unit tests of the resume check shared by the resume_mismatch detector and
  * the resume gate (detectors/resume_check.c).
  */
-#include <check.h>
+#include "gwcheck.h"
 #include <string.h>
 
 #include "resume_check.h"
@@ -124,9 +124,5 @@ int main(void)
 	tcase_add_test(tc, hparams);
 	tcase_add_test(tc, no_checkpoint);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return gw_check_run(s);
 }

@@ -5,7 +5,7 @@
  * resolve, readers see it, the schema version is set and a newer one is
  * refused.
  */
-#include <check.h>
+#include "gwcheck.h"
 #include <errno.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -248,9 +248,5 @@ int main(void)
 	tcase_add_test(tc, bad_path);
 	tcase_add_test(tc, positions_for_seeding);
 	suite_add_tcase(s, tc);
-	SRunner *sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return gw_check_run(s);
 }

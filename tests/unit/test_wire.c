@@ -3,7 +3,7 @@
  * records, events, aliases, Python's NaN/Infinity tokens, and the precise
  * error (reason, column, field) for each kind of bad line.
  */
-#include <check.h>
+#include "gwcheck.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,9 +241,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(suite());
-	srunner_run_all(sr, CK_NORMAL);
-	int failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return gw_check_run(suite());
 }
