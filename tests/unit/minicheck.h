@@ -105,6 +105,16 @@ static SRunner *srunner_create(Suite *s)
 	return sr;
 }
 
+/* 0 if fn passed; setjmp alone in its own frame, so nothing of the
+ * caller's can be clobbered by the longjmp. */
+static int mc_run_one(void (*fn)(int))
+{
+	if (setjmp(mc_jmp) != 0)
+		return 1;
+	fn(0);
+	return 0;
+}
+
 static void srunner_run_all(SRunner *sr, int mode)
 {
 	int total = 0;
@@ -116,10 +126,7 @@ static void srunner_run_all(SRunner *sr, int mode)
 			mc_cur_tc = tc->name;
 			mc_cur_fn = tc->fn_name[j];
 			total++;
-			if (setjmp(mc_jmp) == 0)
-				tc->fn[j](0);
-			else
-				sr->failed++;
+			sr->failed += mc_run_one(tc->fn[j]);
 		}
 	}
 	printf("%d%%: Checks: %d, Failures: %d, Errors: 0\n",
