@@ -89,7 +89,7 @@ extern const struct gw_kern_ops gw_kern_scalar_ops;
 extern const struct gw_kern_ops *gw__kern;
 
 /* Count, sum, mean, variance, min, max of the finite values of a||b.
- * Two passes per 512-value block (mean, then squared deviations from it),
+ * Two passes per 1024-value block (mean, then squared deviations from it),
  * blocks merged with Chan's update: no cancellation however large the mean
  * against the spread (10.0 +- 1e-6 keeps all its digits).  Variants agree
  * with scalar, for n up to 4 million (docs/kernels.md derives these):
@@ -157,10 +157,12 @@ static inline void gw_kern_ewm(const double *x, size_t n, double alpha,
  * lag == 0 or n < 2 * lag).  Windows with a non-finite value give NaN.  For
  * change-point search in replay.  O(n): the difference of the two window
  * sums slides by the second difference x[i+lag] - 2x[i] + x[i-lag] and is
- * recomputed from scratch every max(256, lag) outputs, so its rounding error
- * stays within (2 * lag + 4 * 256) * 2^-53 * max|x| / lag of the exact
- * value.  Every variant runs the same operations in the same order and the
- * output is bit-identical.  out must not overlap x. */
+ * recomputed from scratch every r = max(256, lag) outputs, so that
+ *   |out[i] - exact| <= (2 lag + (2 + 8 / lag) r + 4) * 2^-53 * M,
+ * M the largest |x| within lag + r of i (worst case; typical errors are a
+ * thousand times smaller) -- the order of the error of summing each window
+ * directly.  Every variant runs the same operations in the same order and
+ * the output is bit-identical.  out must not overlap x. */
 static inline void gw_kern_scan_shift(const double *x, size_t n, size_t lag,
                                       double *out)
 {

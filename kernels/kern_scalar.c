@@ -23,6 +23,8 @@ static void moments_block(struct gw__mom *acc, const double *x, size_t len)
 	double k = gw__mom_shift(acc, x, len);
 	double n = 0.0, sum = 0.0, sk = 0.0, mn = INFINITY, mx = -INFINITY;
 	for (size_t i = 0; i < len; i++) {
+		if (i % 8 == 0)
+			gw__kern_prefetch_ahead(x + i);
 		if (!isfinite(x[i]))
 			continue;
 		n += 1.0;
@@ -69,8 +71,11 @@ static void log_moments_span(struct gw__mom *acc, const double *x, size_t n)
 	double buf[GW__KERN_BLOCK];
 	for (size_t i = 0; i < n; i += GW__KERN_BLOCK) {
 		size_t len = gw__kern_min(GW__KERN_BLOCK, n - i);
-		for (size_t j = 0; j < len; j++)
+		for (size_t j = 0; j < len; j++) {
+			if (j % 8 == 0)
+				gw__kern_prefetch_ahead(x + i + j);
 			buf[j] = x[i + j] > 0.0 ? log(x[i + j]) : NAN;
+		}
 		moments_block(acc, buf, len);
 	}
 }
@@ -94,6 +99,8 @@ static void slope_block(struct gw__co *acc, const double *y, size_t len,
 	gw__co_shift(acc, NULL, y, len, &kt, &ky);
 	double n = 0.0, st = 0.0, sy = 0.0;
 	for (size_t i = 0; i < len; i++) {
+		if (i % 8 == 0)
+			gw__kern_prefetch_ahead(y + i);
 		if (!isfinite(y[i]))
 			continue;
 		n += 1.0;
@@ -138,6 +145,10 @@ static void corr_block(struct gw__co *acc, const double *x, const double *y,
 	gw__co_shift(acc, x, y, len, &kx, &ky);
 	double n = 0.0, sx = 0.0, sy = 0.0;
 	for (size_t i = 0; i < len; i++) {
+		if (i % 8 == 0) {
+			gw__kern_prefetch_ahead(x + i);
+			gw__kern_prefetch_ahead(y + i);
+		}
 		if (!isfinite(x[i]) || !isfinite(y[i]))
 			continue;
 		n += 1.0;
@@ -189,6 +200,8 @@ void gw__kern_ewm_scalar(const double *x, size_t n, double alpha,
 	double mean = st->mean, var = st->var;
 	size_t used = st->n;
 	for (size_t i = 0; i < n; i++) {
+		if (i % 8 == 0)
+			gw__kern_prefetch_ahead(x + i);
 		if (!isfinite(x[i]))
 			continue;
 		if (used++ == 0) {

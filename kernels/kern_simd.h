@@ -54,67 +54,120 @@ static inline vd sum_u(const vd *a)
 	return vd_add(vd_add(a[0], a[1]), vd_add(a[2], a[3]));
 }
 
-/* Walk x[0..len) one vector at a time, U vectors per round, each with its
- * own accumulator index u; the tail goes through load_tail.  `step` is a
- * statement using v (the vector), m (nothing yet), u and i (offset of v). */
-#define FOR_VECTORS(x, len, STEP)                                   \
+/* Prefetch one block ahead of the U * W values at p (see kern_impl.h). */
+static inline void prefetch_round(const double *p)
+{
+	for (size_t j = 0; j < U * W; j += 8)
+		gw__kern_prefetch_ahead(p + j);
+}
+
+/*
+ * Walk x[0..len) one vector at a time, U vectors per round with their own
+ * accumulator index u.  MAIN is a statement on each whole vector v at
+ * offset off; `step` is how far the next MAIN with the same u will be (a
+ * round while whole rounds last, then one vector).  TAIL is for the last
+ * partial vector (NaN-padded, so it must mask).  PF is a statement run
+ * once per round, with i the round's offset.
+ */
+#define FOR_VECTORS(x, len, PF, MAIN, TAIL)                         \
 	do {                                                            \
 		size_t i = 0;                                               \
 		for (; i + U * W <= (len); i += U * W) {                    \
+			PF;                                                     \
 			_Pragma("GCC unroll 4")                                 \
 			for (size_t u = 0; u < U; u++) {                        \
-				vd v = vd_load((x) + i + u * W);                    \
+				const double step = U * W;                          \
 				size_t off = i + u * W;                             \
-				(void)off;                                          \
-				STEP;                                               \
+				vd v = vd_load((x) + off);                          \
+				(void)step;                                         \
+				MAIN;                                               \
 			}                                                       \
 		}                                                           \
 		for (; i + W <= (len); i += W) {                            \
+			const double step = W;                                  \
 			const size_t u = 0, off = i;                            \
-			vd v = vd_load((x) + i);                                \
-			(void)off;                                              \
-			STEP;                                                   \
+			vd v = vd_load((x) + off);                              \
+			(void)step;                                             \
+			MAIN;                                                   \
 		}                                                           \
 		if (i < (len)) {                                            \
 			const size_t u = 0, off = i;                            \
-			vd v = load_tail((x) + i, (len) - i);                   \
-			(void)off;                                              \
-			STEP;                                                   \
+			vd v = load_tail((x) + off, (len) - off);               \
+			TAIL;                                                   \
 		}                                                           \
 	} while (0)
+
+/* Values in whole vectors: the fast paths count these as valid. */
+#define WHOLE(len) ((len) - (len) % W)
+
+/*
+ * Every block kernel has two paths.  The fast one assumes the whole vectors
+ * hold no NaN or Inf and uses no masks; the sum it needs anyway tells if
+ * that held (a NaN or an Inf anywhere makes it NaN or Inf).  If it did not,
+ * the block is done again with masks.  Both paths give the same bits when
+ * every value is finite, so the choice never shows in the result.  The
+ * partial vector at the end always goes through the masked step.
+ */
 
 /* ---- moments ---------------------------------------------------------------- */
 
 static void moments_block(struct gw__mom *acc, const double *x, size_t len)
 {
 	const vd one = vd_set1(1.0), inf = vd_set1(INFINITY);
-	const vd ninf = vd_set1(-INFINITY);
+	const vd ninf = vd_set1(-INFINITY), zero = vd_set1(0.0);
 	const double k = gw__mom_shift(acc, x, len);
 	const vd kv = vd_set1(k);
 	vd s[U], sk[U], c[U], mn[U], mx[U], q[U];
+	int masked = 0;
+again:
 	for (size_t u = 0; u < U; u++) {
-		s[u] = sk[u] = c[u] = q[u] = vd_set1(0.0);
+		s[u] = sk[u] = c[u] = q[u] = zero;
 		mn[u] = inf;
 		mx[u] = ninf;
 	}
-	FOR_VECTORS(x, len, {
-		vm m = vm_finite(v);
-		s[u] = vd_add(s[u], vd_and(v, m));
-		sk[u] = vd_add(sk[u], vd_and(vd_sub(v, kv), m));
-		c[u] = vd_add(c[u], vd_and(one, m));
-		mn[u] = vd_min(mn[u], vd_sel(m, v, inf));
-		mx[u] = vd_max(mx[u], vd_sel(m, v, ninf));
-	});
-	double n = vd_hsum(sum_u(c));
+#define MOM1_MASKED                                                 \
+	{                                                               \
+		vm m = vm_finite(v);                                        \
+		s[u] = vd_add(s[u], vd_and(v, m));                          \
+		sk[u] = vd_add(sk[u], vd_and(vd_sub(v, kv), m));            \
+		c[u] = vd_add(c[u], vd_and(one, m));                        \
+		mn[u] = vd_min(mn[u], vd_sel(m, v, inf));                   \
+		mx[u] = vd_max(mx[u], vd_sel(m, v, ninf));                  \
+	}
+	if (masked) {
+		FOR_VECTORS(x, len, (void)0, MOM1_MASKED, MOM1_MASKED);
+	} else {
+		FOR_VECTORS(x, len, prefetch_round(x + i), {
+			s[u] = vd_add(s[u], v);
+			sk[u] = vd_add(sk[u], vd_sub(v, kv));
+			mn[u] = vd_min(mn[u], v);
+			mx[u] = vd_max(mx[u], v);
+		}, MOM1_MASKED);
+	}
+#undef MOM1_MASKED
+	double sum = vd_hsum(sum_u(s)), sks = vd_hsum(sum_u(sk));
+	if (!masked && !(isfinite(sum) && isfinite(sks))) {
+		masked = 1;
+		goto again;
+	}
+	double n = vd_hsum(sum_u(c)) + (masked ? 0.0 : (double)WHOLE(len));
 	if (n == 0.0)
 		return;
-	double sum = vd_hsum(sum_u(s)), sks = vd_hsum(sum_u(sk));
 	vd mean = vd_set1(k + sks / n);
-	FOR_VECTORS(x, len, {
-		vm m = vm_finite(v);
-		vd d = vd_and(vd_sub(v, mean), m);
-		q[u] = vd_fma(d, d, q[u]);
-	});
+#define MOM2_MASKED                                                 \
+	{                                                               \
+		vd d = vd_and(vd_sub(v, mean), vm_finite(v));               \
+		q[u] = vd_fma(d, d, q[u]);                                  \
+	}
+	if (masked) {
+		FOR_VECTORS(x, len, (void)0, MOM2_MASKED, MOM2_MASKED);
+	} else {
+		FOR_VECTORS(x, len, (void)0, {
+			vd d = vd_sub(v, mean);
+			q[u] = vd_fma(d, d, q[u]);
+		}, MOM2_MASKED);
+	}
+#undef MOM2_MASKED
 	vd vmn = vd_min(vd_min(mn[0], mn[1]), vd_min(mn[2], mn[3]));
 	vd vmx = vd_max(vd_max(mx[0], mx[1]), vd_max(mx[2], mx[3]));
 	gw__mom_merge(acc, k, n, sum, sks, vd_hsum(sum_u(q)), vd_hmin(vmn),
@@ -200,6 +253,8 @@ static void log_moments_span(struct gw__mom *acc, const double *x, size_t n)
 		size_t len = gw__kern_min(GW__KERN_BLOCK, n - i), j = 0;
 		const double *p = x + i;
 		for (; j + W <= len; j += W) {
+			if (j % 8 == 0)
+				gw__kern_prefetch_ahead(p + j);
 			vd v = vd_load(p + j);
 			vm ok = vm_and(vm_gt(v, zero), vm_finite(v));
 			vd_store(buf + j, vd_sel(ok, vd_log(v), nan));
@@ -229,33 +284,70 @@ static void log_moments(const double *a, size_t na, const double *b,
 static void slope_block(struct gw__co *acc, const double *y, size_t len,
                         double t0)
 {
-	const vd one = vd_set1(1.0), t0v = vd_add(vd_set1(t0), vd_iota());
+	const vd one = vd_set1(1.0), zero = vd_set1(0.0);
+	const vd t0v = vd_add(vd_set1(t0), vd_iota());
 	double kt, ky;
 	gw__co_shift(acc, NULL, y, len, &kt, &ky);
 	const vd kyv = vd_set1(ky);
 	vd st[U], sy[U], c[U], ctt[U], cty[U];
+	int masked = 0;
+again:
 	for (size_t u = 0; u < U; u++)
-		st[u] = sy[u] = c[u] = ctt[u] = cty[u] = vd_set1(0.0);
-	FOR_VECTORS(y, len, {
-		vm m = vm_finite(v);
-		vd t = vd_add(t0v, vd_set1((double)off));
-		st[u] = vd_add(st[u], vd_and(t, m));
-		sy[u] = vd_add(sy[u], vd_and(vd_sub(v, kyv), m));
-		c[u] = vd_add(c[u], vd_and(one, m));
-	});
-	double n = vd_hsum(sum_u(c));
+		st[u] = sy[u] = c[u] = ctt[u] = cty[u] = zero;
+#define SLOPE1_MASKED                                               \
+	{                                                               \
+		vm m = vm_finite(v);                                        \
+		vd t = vd_add(t0v, vd_set1((double)(int64_t)off));          \
+		st[u] = vd_add(st[u], vd_and(t, m));                        \
+		sy[u] = vd_add(sy[u], vd_and(vd_sub(v, kyv), m));           \
+		c[u] = vd_add(c[u], vd_and(one, m));                        \
+	}
+	if (masked) {
+		FOR_VECTORS(y, len, (void)0, SLOPE1_MASKED, SLOPE1_MASKED);
+	} else {
+		/* every position in a whole vector counts: sum them below */
+		FOR_VECTORS(y, len, prefetch_round(y + i), {
+			sy[u] = vd_add(sy[u], vd_sub(v, kyv));
+		}, SLOPE1_MASKED);
+	}
+#undef SLOPE1_MASKED
+	double sys = vd_hsum(sum_u(sy));
+	if (!masked && !isfinite(sys)) {
+		masked = 1;
+		goto again;
+	}
+	double n = vd_hsum(sum_u(c)) + (masked ? 0.0 : (double)WHOLE(len));
 	if (n == 0.0)
 		return;
-	double sts = vd_hsum(sum_u(st)), sys = vd_hsum(sum_u(sy));
+	/* positions are integers below 2^53: both ways of summing are exact */
+	double wh = (double)WHOLE(len);
+	double sts = vd_hsum(sum_u(st)) + (masked ? 0.0 : wh * t0 + wh * (wh - 1.0) / 2.0);
 	const vd mt = vd_set1(sts / n), my = vd_set1(ky + sys / n);
-	FOR_VECTORS(y, len, {
-		vm m = vm_finite(v);
-		vd t = vd_add(t0v, vd_set1((double)off));
-		vd dt = vd_and(vd_sub(t, mt), m);
-		vd dy = vd_and(vd_sub(v, my), m);
-		ctt[u] = vd_fma(dt, dt, ctt[u]);
-		cty[u] = vd_fma(dt, dy, cty[u]);
-	});
+#define SLOPE2_MASKED                                               \
+	{                                                               \
+		vm m = vm_finite(v);                                        \
+		vd t = vd_add(t0v, vd_set1((double)(int64_t)off));          \
+		vd dt = vd_and(vd_sub(t, mt), m);                           \
+		vd dy = vd_and(vd_sub(v, my), m);                           \
+		ctt[u] = vd_fma(dt, dt, ctt[u]);                            \
+		cty[u] = vd_fma(dt, dy, cty[u]);                            \
+	}
+	if (masked) {
+		FOR_VECTORS(y, len, (void)0, SLOPE2_MASKED, SLOPE2_MASKED);
+	} else {
+		/* positions carried in a vector per accumulator, exact integers */
+		vd tv[U];
+		for (size_t u = 0; u < U; u++)
+			tv[u] = vd_add(t0v, vd_set1((double)(u * W)));
+		FOR_VECTORS(y, len, (void)0, {
+			vd dt = vd_sub(tv[u], mt);
+			vd dy = vd_sub(v, my);
+			tv[u] = vd_add(tv[u], vd_set1(step));
+			ctt[u] = vd_fma(dt, dt, ctt[u]);
+			cty[u] = vd_fma(dt, dy, cty[u]);
+		}, SLOPE2_MASKED);
+	}
+#undef SLOPE2_MASKED
 	gw__co_merge(acc, kt, ky, n, sts, sys, vd_hsum(sum_u(ctt)), 0.0,
 	             vd_hsum(sum_u(cty)));
 }
@@ -278,44 +370,71 @@ static double slope(const double *a, size_t na, const double *b, size_t nb)
 
 /* ---- correlation ------------------------------------------------------------------- */
 
-/* Both x and y are walked in step; FOR_VECTORS walks x and this loads y at
- * the same offset (the tail through the same padded copy). */
-static inline vd load_y(const double *y, size_t off, size_t len)
-{
-	return off + W <= len ? vd_load(y + off) : load_tail(y + off, len - off);
-}
-
+/* FOR_VECTORS walks x; y is loaded at the same offset (the tail through the
+ * same padded copy). */
 static void corr_block(struct gw__co *acc, const double *x, const double *y,
                        size_t len)
 {
-	const vd one = vd_set1(1.0);
+	const vd one = vd_set1(1.0), zero = vd_set1(0.0);
 	double kx, ky;
 	gw__co_shift(acc, x, y, len, &kx, &ky);
 	const vd kxv = vd_set1(kx), kyv = vd_set1(ky);
 	vd sx[U], sy[U], c[U], cxx[U], cyy[U], cxy[U];
+	int masked = 0;
+again:
 	for (size_t u = 0; u < U; u++)
-		sx[u] = sy[u] = c[u] = cxx[u] = cyy[u] = cxy[u] = vd_set1(0.0);
-	FOR_VECTORS(x, len, {
-		vd w = load_y(y, off, len);
-		vm m = vm_and(vm_finite(v), vm_finite(w));
-		sx[u] = vd_add(sx[u], vd_and(vd_sub(v, kxv), m));
-		sy[u] = vd_add(sy[u], vd_and(vd_sub(w, kyv), m));
-		c[u] = vd_add(c[u], vd_and(one, m));
-	});
-	double n = vd_hsum(sum_u(c));
+		sx[u] = sy[u] = c[u] = cxx[u] = cyy[u] = cxy[u] = zero;
+#define CORR1_MASKED(LOADY)                                         \
+	{                                                               \
+		vd w = LOADY;                                               \
+		vm m = vm_and(vm_finite(v), vm_finite(w));                  \
+		sx[u] = vd_add(sx[u], vd_and(vd_sub(v, kxv), m));           \
+		sy[u] = vd_add(sy[u], vd_and(vd_sub(w, kyv), m));           \
+		c[u] = vd_add(c[u], vd_and(one, m));                        \
+	}
+	if (masked) {
+		FOR_VECTORS(x, len, (void)0, CORR1_MASKED(vd_load(y + off)),
+		            CORR1_MASKED(load_tail(y + off, len - off)));
+	} else {
+		FOR_VECTORS(x, len, (prefetch_round(x + i), prefetch_round(y + i)), {
+			vd w = vd_load(y + off);
+			sx[u] = vd_add(sx[u], vd_sub(v, kxv));
+			sy[u] = vd_add(sy[u], vd_sub(w, kyv));
+		}, CORR1_MASKED(load_tail(y + off, len - off)));
+	}
+	double sxs = vd_hsum(sum_u(sx)), sys = vd_hsum(sum_u(sy));
+	if (!masked && !(isfinite(sxs) && isfinite(sys))) {
+		masked = 1;
+		goto again;
+	}
+	double n = vd_hsum(sum_u(c)) + (masked ? 0.0 : (double)WHOLE(len));
 	if (n == 0.0)
 		return;
-	double sxs = vd_hsum(sum_u(sx)), sys = vd_hsum(sum_u(sy));
 	const vd mx = vd_set1(kx + sxs / n), my = vd_set1(ky + sys / n);
-	FOR_VECTORS(x, len, {
-		vd w = load_y(y, off, len);
-		vm m = vm_and(vm_finite(v), vm_finite(w));
-		vd dx = vd_and(vd_sub(v, mx), m);
-		vd dy = vd_and(vd_sub(w, my), m);
-		cxx[u] = vd_fma(dx, dx, cxx[u]);
-		cyy[u] = vd_fma(dy, dy, cyy[u]);
-		cxy[u] = vd_fma(dx, dy, cxy[u]);
-	});
+#define CORR2_MASKED(LOADY)                                         \
+	{                                                               \
+		vd w = LOADY;                                               \
+		vm m = vm_and(vm_finite(v), vm_finite(w));                  \
+		vd dx = vd_and(vd_sub(v, mx), m);                           \
+		vd dy = vd_and(vd_sub(w, my), m);                           \
+		cxx[u] = vd_fma(dx, dx, cxx[u]);                            \
+		cyy[u] = vd_fma(dy, dy, cyy[u]);                            \
+		cxy[u] = vd_fma(dx, dy, cxy[u]);                            \
+	}
+	if (masked) {
+		FOR_VECTORS(x, len, (void)0, CORR2_MASKED(vd_load(y + off)),
+		            CORR2_MASKED(load_tail(y + off, len - off)));
+	} else {
+		FOR_VECTORS(x, len, (void)0, {
+			vd dx = vd_sub(v, mx);
+			vd dy = vd_sub(vd_load(y + off), my);
+			cxx[u] = vd_fma(dx, dx, cxx[u]);
+			cyy[u] = vd_fma(dy, dy, cyy[u]);
+			cxy[u] = vd_fma(dx, dy, cxy[u]);
+		}, CORR2_MASKED(load_tail(y + off, len - off)));
+	}
+#undef CORR1_MASKED
+#undef CORR2_MASKED
 	gw__co_merge(acc, kx, ky, n, sxs, sys, vd_hsum(sum_u(cxx)),
 	             vd_hsum(sum_u(cyy)), vd_hsum(sum_u(cxy)));
 }
@@ -361,6 +480,9 @@ static void scan_lanes(const double *x, size_t lag, size_t i0, size_t r,
 		vd_scatter(out + i, r, vd_sel(vm_gt(bad, zero), nan, vd_mul(d, inv)));
 		if (t + 1 == r)
 			break;
+		if (t % 8 == 0)
+			for (size_t l = 0; l < W; l++)
+				gw__kern_prefetch_ahead(x + i + lag + l * r);
 		vd xn = vd_gather(x + i + lag, r), xm = vd_gather(x + i, r);
 		vd xo = vd_gather(x + i - lag, r);
 		vm mn = vm_finite(xn), mm = vm_finite(xm), mo = vm_finite(xo);
