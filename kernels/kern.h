@@ -18,10 +18,11 @@
  * <= 0.  A statistic that has no valid input is NaN.
  *
  * Agreement between variants (tested in tests/unit/test_kern.c, argued in
- * docs/kernels.md): counts, skipped, min and max are identical; the scan
- * and the exponentially weighted kernel are bit-identical; sums, means,
- * variances, slopes and correlations agree to a relative 1e-12 on
- * well-conditioned data (the bound for each is stated below).  Pointers
+ * docs/kernels.md): counts and skipped are identical, min and max too
+ * (within 1 ulp in log space); the scan and the exponentially weighted
+ * kernel are bit-identical; sums, means, variances, slopes and
+ * correlations agree to a relative 1e-12 on well-conditioned data (the
+ * bound for each is stated below).  Pointers
  * must be aligned for double, nothing more.  The kernels allocate nothing,
  * never block, and are safe to call from any thread once gw_kern_init()
  * has returned.
@@ -92,9 +93,9 @@ extern const struct gw_kern_ops *gw__kern;
  * Two passes per 1024-value block (mean, then squared deviations from it),
  * blocks merged with Chan's update: no cancellation however large the mean
  * against the spread (10.0 +- 1e-6 keeps all its digits).  Variants agree
- * with scalar, for n up to 4 million (docs/kernels.md derives these):
- *   |d sum| <= 1e-12 * sum|x|,   |d mean| <= 1e-12 * mean|x|,
- *   |d m2|  <= 1e-12 * m2 + n * (2e-13 * max|x|)^2;
+ * with scalar, for n up to 3.5 million (docs/kernels.md derives these):
+ *   |d sum| <= 1e-12 * sum|x|,   |d mean| <= 1e-12 * sum|x| / n,
+ *   |d m2|  <= 1e-12 * m2 + n * (2.5e-13 * max|x|)^2;
  * n, skipped, min and max exactly (compared with ==, so -0 equals +0). */
 static inline void gw_kern_moments(const double *a, size_t na, const double *b,
                                    size_t nb, struct gw_kern_moments *out)
@@ -106,7 +107,8 @@ static inline void gw_kern_moments(const double *a, size_t na, const double *b,
  * zeros, negatives, NaN and +-Inf are counted in skipped.  Scalar calls
  * libm's log(); the vector variants use their own logarithm, within 1 ulp
  * of libm's (tested), so their statistics agree with scalar to the moments
- * bound above plus 2.3e-16 relative per value. */
+ * bounds above taken on ln x, plus one ulp of ln x per value: min and max
+ * within 1 ulp, m2 within 2 * sqrt(n * m2) * 2^-52 * max|ln x| more. */
 static inline void gw_kern_log_moments(const double *a, size_t na,
                                        const double *b, size_t nb,
                                        struct gw_kern_moments *out)

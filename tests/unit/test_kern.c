@@ -187,7 +187,7 @@ static void check_moments(const char *what, const struct gw_kern_moments *ref,
 	              what, got->sum, ref->sum);
 	ck_assert_msg(agree(ref->mean, got->mean, n > 0 ? sum_tol / n : 0.0),
 	              "%s: mean %.17g, scalar %.17g", what, got->mean, ref->mean);
-	double e = 2e-13 * mg.maxabs;
+	double e = 2.5e-13 * mg.maxabs;
 	double m2_tol = 1e-12 * ref->m2 + n * e * e;
 	if (logspace)
 		m2_tol += 2.0 * sqrt(n * ref->m2) * ulp * mg.maxabs;
