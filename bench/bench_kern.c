@@ -2,8 +2,9 @@
  * Benchmark of kernels/: every kernel, every variant this CPU runs, at
  * 256 and 4,096 values (in cache) and 16M values (128 MiB, from memory).
  *
- * For each it prints nanoseconds per value (best of several timed runs) and
- * the speed-up over the scalar reference measured in the same run.  It also
+ * For each it prints nanoseconds per value (best of several timed runs, the
+ * variants taking turns) and the speed-up over the scalar reference
+ * measured in the same run.  It also
  * measures the machine's memory read bandwidth with a plain streaming sum
  * over the same 16M values, and gives each kernel's read rate at 16M as a
  * share of it.  Then it checks the issue's targets and says which hold.
@@ -85,27 +86,30 @@ static void run(const struct gw_kern_ops *v, enum kern k, size_t n)
 	}
 }
 
-/* Best time per value over `trials` runs, each repeating the call until it
- * has taken ~20 ms (at least once). */
-static double ns_per_value(const struct gw_kern_ops *v, enum kern k, size_t n,
-                           int trials)
+/* Best time per value of each of the nv variants over `trials` rounds; in
+ * each round every variant runs in turn for ~10 ms, so that a busy spell
+ * on a shared machine slows all of them rather than one. */
+static void ns_per_value(const struct gw_kern_ops *const *v, size_t nv,
+                         enum kern k, size_t n, int trials, double *best)
 {
-	double best = 1e30;
-	size_t reps = 1;
-	double t0 = now();
-	run(v, k, n); /* warm up, and size the repetitions */
-	double once = now() - t0;
-	if (once < 0.02)
-		reps = (size_t)(0.02 / (once > 1e-9 ? once : 1e-9)) + 1;
-	for (int t = 0; t < trials; t++) {
-		t0 = now();
-		for (size_t r = 0; r < reps; r++)
-			run(v, k, n);
-		double dt = (now() - t0) / (double)reps;
-		if (dt < best)
-			best = dt;
+	size_t reps[8];
+	for (size_t j = 0; j < nv; j++) {
+		double t0 = now();
+		run(v[j], k, n); /* warm up, and size the repetitions */
+		double once = now() - t0;
+		reps[j] = once < 0.01 ? (size_t)(0.01 / (once > 1e-9 ? once : 1e-9)) + 1 : 1;
+		best[j] = 1e30;
 	}
-	return best * 1e9 / (double)n;
+	for (int t = 0; t < trials; t++) {
+		for (size_t j = 0; j < nv; j++) {
+			double t0 = now();
+			for (size_t r = 0; r < reps[j]; r++)
+				run(v[j], k, n);
+			double dt = (now() - t0) / (double)reps[j] * 1e9 / (double)n;
+			if (dt < best[j])
+				best[j] = dt;
+		}
+	}
 }
 
 /* The reference read rate: a plain sum in 16-byte vectors (GCC vector
@@ -219,9 +223,12 @@ int main(int argc, char **argv)
 	for (int k = 0; k < K_COUNT; k++) {
 		for (size_t si = 0; si < nsizes; si++) {
 			size_t n = sizes[si];
-			for (size_t v = 0; v < nv; v++)
-				t[k][si][v] = n == BIG ? ns_paired(avail[v], (enum kern)k, n, 5, &share[k][v])
-				                       : ns_per_value(avail[v], (enum kern)k, n, 7);
+			if (n == BIG) {
+				for (size_t v = 0; v < nv; v++)
+					t[k][si][v] = ns_paired(avail[v], (enum kern)k, n, 5, &share[k][v]);
+			} else {
+				ns_per_value(avail, nv, (enum kern)k, n, 15, t[k][si]);
+			}
 			printf("%-12s %9zu", kern_name[k], n);
 			for (size_t v = 0; v < nv; v++) {
 				char cell[40];
