@@ -163,6 +163,24 @@ static inline void gw__mom_finish(const struct gw__mom *acc, size_t len,
 	out->max = acc->max;
 }
 
+/* A variant's moments of one block (at most GW__KERN_BLOCK values). */
+typedef void (*gw__mom_block_fn)(struct gw__mom *acc, const double *x,
+                                 size_t len);
+
+/* The span walk every variant shares: a's blocks, then b's, then the
+ * result.  Inlined with a constant `block`, so the call is direct. */
+static inline void gw__mom_spans(gw__mom_block_fn block, const double *a,
+                                 size_t na, const double *b, size_t nb,
+                                 struct gw_kern_moments *out)
+{
+	struct gw__mom acc = GW__MOM_INIT;
+	for (size_t i = 0; i < na; i += GW__KERN_BLOCK)
+		block(&acc, a + i, gw__kern_min(GW__KERN_BLOCK, na - i));
+	for (size_t i = 0; i < nb; i += GW__KERN_BLOCK)
+		block(&acc, b + i, gw__kern_min(GW__KERN_BLOCK, nb - i));
+	gw__mom_finish(&acc, na + nb, out);
+}
+
 /* ---- co-moments (slope, correlation) ------------------------------------ */
 
 /* Running co-moments of pairs (x, y): means (relative to the shifts kx, ky,
@@ -250,6 +268,39 @@ static inline double gw__co_corr(const struct gw__co *acc)
 	if (r < -1.0)
 		r = -1.0;
 	return r;
+}
+
+/* A variant's slope co-moments of one block y[0..len) at positions t0, ... */
+typedef void (*gw__slope_block_fn)(struct gw__co *acc, const double *y,
+                                   size_t len, double t0);
+
+static inline double gw__slope_spans(gw__slope_block_fn block, const double *a,
+                                     size_t na, const double *b, size_t nb)
+{
+	struct gw__co acc = GW__CO_INIT;
+	for (size_t i = 0; i < na; i += GW__KERN_BLOCK)
+		block(&acc, a + i, gw__kern_min(GW__KERN_BLOCK, na - i), (double)i);
+	for (size_t i = 0; i < nb; i += GW__KERN_BLOCK)
+		block(&acc, b + i, gw__kern_min(GW__KERN_BLOCK, nb - i),
+		      (double)(na + i));
+	return gw__co_slope(&acc);
+}
+
+/* A variant's correlation co-moments of one block of pairs. */
+typedef void (*gw__corr_block_fn)(struct gw__co *acc, const double *x,
+                                  const double *y, size_t len);
+
+static inline double gw__corr_spans(gw__corr_block_fn block, const double *xa,
+                                    const double *ya, size_t na,
+                                    const double *xb, const double *yb,
+                                    size_t nb)
+{
+	struct gw__co acc = GW__CO_INIT;
+	for (size_t i = 0; i < na; i += GW__KERN_BLOCK)
+		block(&acc, xa + i, ya + i, gw__kern_min(GW__KERN_BLOCK, na - i));
+	for (size_t i = 0; i < nb; i += GW__KERN_BLOCK)
+		block(&acc, xb + i, yb + i, gw__kern_min(GW__KERN_BLOCK, nb - i));
+	return gw__co_corr(&acc);
 }
 
 /* ---- scan ---------------------------------------------------------------- */

@@ -47,46 +47,31 @@ static void moments_block(struct gw__mom *acc, const double *x, size_t len)
 	gw__mom_merge(acc, k, n, sum, sk, m2, mn, mx);
 }
 
-static void moments_span(struct gw__mom *acc, const double *x, size_t n)
-{
-	for (size_t i = 0; i < n; i += GW__KERN_BLOCK)
-		moments_block(acc, x + i, gw__kern_min(GW__KERN_BLOCK, n - i));
-}
-
 static void moments(const double *a, size_t na, const double *b, size_t nb,
                     struct gw_kern_moments *out)
 {
-	struct gw__mom acc = GW__MOM_INIT;
-	moments_span(&acc, a, na);
-	moments_span(&acc, b, nb);
-	gw__mom_finish(&acc, na + nb, out);
+	gw__mom_spans(moments_block, a, na, b, nb, out);
 }
 
 /* ---- log moments ---------------------------------------------------------- */
 
 /* Map a block to ln(x), with NaN where x is not > 0 and finite (ln(+Inf) is
  * +Inf, which the moments then skip as well), then take its moments. */
-static void log_moments_span(struct gw__mom *acc, const double *x, size_t n)
+static void log_moments_block(struct gw__mom *acc, const double *x, size_t len)
 {
 	double buf[GW__KERN_BLOCK];
-	for (size_t i = 0; i < n; i += GW__KERN_BLOCK) {
-		size_t len = gw__kern_min(GW__KERN_BLOCK, n - i);
-		for (size_t j = 0; j < len; j++) {
-			if (j % 8 == 0)
-				gw__kern_prefetch_ahead(x + i + j);
-			buf[j] = x[i + j] > 0.0 ? log(x[i + j]) : NAN;
-		}
-		moments_block(acc, buf, len);
+	for (size_t j = 0; j < len; j++) {
+		if (j % 8 == 0)
+			gw__kern_prefetch_ahead(x + j);
+		buf[j] = x[j] > 0.0 ? log(x[j]) : NAN;
 	}
+	moments_block(acc, buf, len);
 }
 
 static void log_moments(const double *a, size_t na, const double *b,
                         size_t nb, struct gw_kern_moments *out)
 {
-	struct gw__mom acc = GW__MOM_INIT;
-	log_moments_span(&acc, a, na);
-	log_moments_span(&acc, b, nb);
-	gw__mom_finish(&acc, na + nb, out);
+	gw__mom_spans(log_moments_block, a, na, b, nb, out);
 }
 
 /* ---- slope ----------------------------------------------------------------- */
@@ -120,20 +105,9 @@ static void slope_block(struct gw__co *acc, const double *y, size_t len,
 	gw__co_merge(acc, kt, ky, n, st, sy, ctt, 0.0, cty);
 }
 
-static void slope_span(struct gw__co *acc, const double *y, size_t n,
-                       size_t t0)
-{
-	for (size_t i = 0; i < n; i += GW__KERN_BLOCK)
-		slope_block(acc, y + i, gw__kern_min(GW__KERN_BLOCK, n - i),
-		            (double)(t0 + i));
-}
-
 static double slope(const double *a, size_t na, const double *b, size_t nb)
 {
-	struct gw__co acc = GW__CO_INIT;
-	slope_span(&acc, a, na, 0);
-	slope_span(&acc, b, nb, na);
-	return gw__co_slope(&acc);
+	return gw__slope_spans(slope_block, a, na, b, nb);
 }
 
 /* ---- correlation ---------------------------------------------------------- */
@@ -169,20 +143,10 @@ static void corr_block(struct gw__co *acc, const double *x, const double *y,
 	gw__co_merge(acc, kx, ky, n, sx, sy, cxx, cyy, cxy);
 }
 
-static void corr_span(struct gw__co *acc, const double *x, const double *y,
-                      size_t n)
-{
-	for (size_t i = 0; i < n; i += GW__KERN_BLOCK)
-		corr_block(acc, x + i, y + i, gw__kern_min(GW__KERN_BLOCK, n - i));
-}
-
 static double corr(const double *xa, const double *ya, size_t na,
                    const double *xb, const double *yb, size_t nb)
 {
-	struct gw__co acc = GW__CO_INIT;
-	corr_span(&acc, xa, ya, na);
-	corr_span(&acc, xb, yb, nb);
-	return gw__co_corr(&acc);
+	return gw__corr_spans(corr_block, xa, ya, na, xb, yb, nb);
 }
 
 /* ---- exponentially weighted mean and variance ------------------------------ */

@@ -174,19 +174,10 @@ again:
 	              vd_hmax(vmx));
 }
 
-static void moments_span(struct gw__mom *acc, const double *x, size_t n)
-{
-	for (size_t i = 0; i < n; i += GW__KERN_BLOCK)
-		moments_block(acc, x + i, gw__kern_min(GW__KERN_BLOCK, n - i));
-}
-
 static void moments(const double *a, size_t na, const double *b, size_t nb,
                     struct gw_kern_moments *out)
 {
-	struct gw__mom acc = GW__MOM_INIT;
-	moments_span(&acc, a, na);
-	moments_span(&acc, b, nb);
-	gw__mom_finish(&acc, na + nb, out);
+	gw__mom_spans(moments_block, a, na, b, nb, out);
 }
 
 /* ---- logarithm ----------------------------------------------------------------- */
@@ -245,38 +236,32 @@ static inline vd vd_log(vd x)
 
 /* Map a block to ln(x), NaN where x is not > 0 and finite, then take its
  * moments: the same structure as the scalar reference. */
-static void log_moments_span(struct gw__mom *acc, const double *x, size_t n)
+static void log_moments_block(struct gw__mom *acc, const double *x, size_t len)
 {
 	double buf[GW__KERN_BLOCK];
 	const vd nan = vd_set1(NAN), zero = vd_set1(0.0);
-	for (size_t i = 0; i < n; i += GW__KERN_BLOCK) {
-		size_t len = gw__kern_min(GW__KERN_BLOCK, n - i), j = 0;
-		const double *p = x + i;
-		for (; j + W <= len; j += W) {
-			if (j % 8 == 0)
-				gw__kern_prefetch_ahead(p + j);
-			vd v = vd_load(p + j);
-			vm ok = vm_and(vm_gt(v, zero), vm_finite(v));
-			vd_store(buf + j, vd_sel(ok, vd_log(v), nan));
-		}
-		if (j < len) {
-			double tmp[W];
-			vd v = load_tail(p + j, len - j);
-			vm ok = vm_and(vm_gt(v, zero), vm_finite(v));
-			vd_store(tmp, vd_sel(ok, vd_log(v), nan));
-			memcpy(buf + j, tmp, (len - j) * sizeof(double));
-		}
-		moments_block(acc, buf, len);
+	size_t j = 0;
+	for (; j + W <= len; j += W) {
+		if (j % 8 == 0)
+			gw__kern_prefetch_ahead(x + j);
+		vd v = vd_load(x + j);
+		vm ok = vm_and(vm_gt(v, zero), vm_finite(v));
+		vd_store(buf + j, vd_sel(ok, vd_log(v), nan));
 	}
+	if (j < len) {
+		double tmp[W];
+		vd v = load_tail(x + j, len - j);
+		vm ok = vm_and(vm_gt(v, zero), vm_finite(v));
+		vd_store(tmp, vd_sel(ok, vd_log(v), nan));
+		memcpy(buf + j, tmp, (len - j) * sizeof(double));
+	}
+	moments_block(acc, buf, len);
 }
 
 static void log_moments(const double *a, size_t na, const double *b,
                         size_t nb, struct gw_kern_moments *out)
 {
-	struct gw__mom acc = GW__MOM_INIT;
-	log_moments_span(&acc, a, na);
-	log_moments_span(&acc, b, nb);
-	gw__mom_finish(&acc, na + nb, out);
+	gw__mom_spans(log_moments_block, a, na, b, nb, out);
 }
 
 /* ---- slope ------------------------------------------------------------------------ */
@@ -352,20 +337,9 @@ again:
 	             vd_hsum(sum_u(cty)));
 }
 
-static void slope_span(struct gw__co *acc, const double *y, size_t n,
-                       size_t t0)
-{
-	for (size_t i = 0; i < n; i += GW__KERN_BLOCK)
-		slope_block(acc, y + i, gw__kern_min(GW__KERN_BLOCK, n - i),
-		            (double)(t0 + i));
-}
-
 static double slope(const double *a, size_t na, const double *b, size_t nb)
 {
-	struct gw__co acc = GW__CO_INIT;
-	slope_span(&acc, a, na, 0);
-	slope_span(&acc, b, nb, na);
-	return gw__co_slope(&acc);
+	return gw__slope_spans(slope_block, a, na, b, nb);
 }
 
 /* ---- correlation ------------------------------------------------------------------- */
@@ -439,20 +413,10 @@ again:
 	             vd_hsum(sum_u(cyy)), vd_hsum(sum_u(cxy)));
 }
 
-static void corr_span(struct gw__co *acc, const double *x, const double *y,
-                      size_t n)
-{
-	for (size_t i = 0; i < n; i += GW__KERN_BLOCK)
-		corr_block(acc, x + i, y + i, gw__kern_min(GW__KERN_BLOCK, n - i));
-}
-
 static double corr(const double *xa, const double *ya, size_t na,
                    const double *xb, const double *yb, size_t nb)
 {
-	struct gw__co acc = GW__CO_INIT;
-	corr_span(&acc, xa, ya, na);
-	corr_span(&acc, xb, yb, nb);
-	return gw__co_corr(&acc);
+	return gw__corr_spans(corr_block, xa, ya, na, xb, yb, nb);
 }
 
 /* ---- scan ------------------------------------------------------------------------------ */
