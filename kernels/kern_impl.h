@@ -12,8 +12,8 @@
  * LeVeque's pairwise update.  The merge subtracts block means, so those are
  * kept relative to a shift K, the first valid value of the sequence: a block
  * mean of 10.0000001 then carries an error of 2^-53 * 1e-7, not 2^-53 * 10,
- * and the merged variance of 10.0 +- 1e-6 keeps 15 digits, not 9.  Memory is
- * read once; the second pass hits L1.
+ * and the merged variance of 10.0 +- 1e-6 keeps 15 digits, not 10.  Memory
+ * is read once; the second pass hits L1.
  *
  * The fold (the *_merge functions here), the final step (*_finish), the
  * scan's restart schedule and its scalar block, and the exponentially

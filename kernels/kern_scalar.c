@@ -4,8 +4,9 @@
  * against it, and the benchmark measures them against it.
  *
  * It follows the shared block scheme of kern_impl.h (two passes per L1-sized
- * block, blocks folded with Chan's update), so it reads memory once and is a
- * fair baseline, not a strawman.  It is compiled with the project's usual
+ * block, blocks folded with Chan's update) and prefetches like the vector
+ * code, so it reads memory once, as fast, and is a fair baseline, not a
+ * strawman; what it lacks is lanes and several accumulators.  It is compiled with the project's usual
  * flags (-O2, the target's baseline ISA, no -ffast-math); GCC does not
  * vectorise these loops because that would reorder floating-point sums.
  *

@@ -21,8 +21,9 @@
  *   vi_set1 vi_add vi_sub vi_and vi_or vi_srl52
  *
  * Speed comes from 4 independent accumulators per statistic (so the add
- * latency is hidden), from masks instead of branches for skipped values,
- * and from a vector logarithm instead of a libm call per value.  A tail
+ * latency is hidden), from a first try without masks for blocks that hold
+ * no NaN or Inf (and masks, not branches, for those that do), and from a
+ * vector logarithm instead of a libm call per value.  A tail
  * shorter than one vector is copied to a small buffer padded with NaN,
  * which the masks skip like any other non-finite value; the kernels count
  * skipped values as "length minus used", so padding is never counted.
