@@ -609,6 +609,57 @@ START_TEST(test_ref_scan)
 }
 END_TEST
 
+/* The scalar reference gives the same bits on every machine: the kernels
+ * are compiled with -ffp-contract=off and use only IEEE operations (and
+ * sqrt).  These values were printed on x86-64 and checked under
+ * qemu-aarch64; the inputs use power-of-two scalings only, so that fused
+ * multiply-adds in this file cannot change them either.  If the reference
+ * algorithm is changed on purpose, print them again (GW_PRINT_GOLDEN=1). */
+START_TEST(test_ref_portable)
+{
+	static double x[5000], y[5000], out[5000];
+	uint64_t st = 7;
+	for (int i = 0; i < 5000; i++) {
+		st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+		double u = (double)(st >> 11) * 0x1p-53;
+		x[i] = 10.0 + u * 0x1p-10 + i * 0x1p-12;
+		y[i] = u * 4.0 - 2.0;
+		if (i % 97 == 0)
+			x[i] = NAN;
+	}
+	const struct gw_kern_ops *o = &gw_kern_scalar_ops;
+	struct gw_kern_moments m;
+	struct gw_kern_ewm e = { 0 };
+	o->moments(x, 3000, x + 3000, 2000, &m);
+	double sl = o->slope(x, 1234, x + 1234, 3766);
+	double r = o->corr(x, y, 2500, x + 2500, y + 2500, 2500);
+	o->ewm(x, 5000, 0.03, &e);
+	o->scan_shift(y, 5000, 77, out);
+	double got[] = { m.sum, m.mean, m.m2, m.min, m.max, sl, r, e.mean, e.var,
+	                 out[100], out[2000], out[4000] };
+	static const double golden[] = {
+		0x1.9a2c51e291232p+15,
+		0x1.538b8b2f08992p+3,
+		0x1.3329f1b53c8fep+9,
+		0x1.40082e95b914p+3,
+		0x1.67152370bcf76p+3,
+		0x1.0000e2bc839ebp-12,
+		0x1.20e5229e082d2p-6,
+		0x1.66d0f90b3c87p+3,
+		0x1.17291f91dad36p-14,
+		0x1.d1cf126c1917fp-4,
+		-0x1.f72d93d892b39p-8,
+		-0x1.6b7be60502474p-4
+	};
+	if (getenv("GW_PRINT_GOLDEN"))
+		for (size_t i = 0; i < sizeof(got) / sizeof(got[0]); i++)
+			printf("\t\t%a,\n", got[i]);
+	for (size_t i = 0; i < sizeof(got) / sizeof(got[0]); i++)
+		ck_assert_msg(same_bits(got[i], golden[i]), "value %zu: %a, expected %a", i,
+		              got[i], golden[i]);
+}
+END_TEST
+
 /* ---- dispatch --------------------------------------------------------------------------- */
 
 START_TEST(test_dispatch)
@@ -675,6 +726,7 @@ static Suite *kern_suite(void)
 	tcase_add_test(ref, test_ref_edges);
 	tcase_add_test(ref, test_ref_ewm);
 	tcase_add_test(ref, test_ref_scan);
+	tcase_add_test(ref, test_ref_portable);
 	tcase_add_test(ref, test_log_accuracy);
 	tcase_add_test(ref, test_dispatch);
 	tcase_set_timeout(ref, 300);
