@@ -1,0 +1,759 @@
+/*
+ * Unit and property tests of kernels/.
+ *
+ * Two kinds of test.  Reference tests hold the scalar kernels to the
+ * mathematics: long-double two-pass sums, closed forms, libm.  Property
+ * tests run every variant this machine can run against the scalar
+ * reference on pseudo-random inputs -- lengths 0 .. 1,000,003, start
+ * pointers off the vector alignment, windows split in two spans, values
+ * across 1e-300 .. 1e300, NaN, +-Inf and signed zeros mixed in -- and check
+ * the agreement bounds that kern.h states: exact for counts, min and max,
+ * bit-identical for the scan and the exponentially weighted kernel, the
+ * stated relative bounds for the rest.
+ *
+ * Built against Check; with -DGW_MINICHECK against tests/unit/minicheck.h,
+ * for the AArch64 cross build where Check is not installed.  The seed is
+ * fixed (GW_TEST_SEED overrides it) so a failure can be replayed.
+ */
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef GW_MINICHECK
+#include "minicheck.h"
+#else
+#include <check.h>
+#endif
+
+#include "kern.h"
+
+/* ---- inputs ------------------------------------------------------------------ */
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* uniform in [0, 1) */
+static double rng_unit(void)
+{
+	return (double)(rng_next() >> 11) * 0x1p-53;
+}
+
+static void rng_seed(uint64_t salt)
+{
+	const char *s = getenv("GW_TEST_SEED");
+	rng_state = (s ? strtoull(s, NULL, 0) : 20240613ULL) ^ (salt * 0x100000001b3ULL);
+}
+
+enum data {
+	D_WELL,    /* 10 +- 1e-6: a loss on a plateau */
+	D_WIDE,    /* random sign, magnitude 1e-300 .. 1e300 */
+	D_SPECIAL, /* 1 +- 0.5 with NaN, +-Inf, +-0, negatives, subnormals mixed in */
+	D_TREND,   /* 3 - 0.001 * i + noise, positive: a falling loss */
+	D_COUNT
+};
+
+static const char *const data_name[] = { "well", "wide", "special", "trend" };
+
+static double special_value(void)
+{
+	switch (rng_next() % 8) {
+	case 0: return NAN;
+	case 1: return INFINITY;
+	case 2: return -INFINITY;
+	case 3: return 0.0;
+	case 4: return -0.0;
+	case 5: return -rng_unit();
+	case 6: return 0x1p-1060 * (1.0 + rng_unit()); /* subnormal */
+	default: return -NAN;
+	}
+}
+
+static void fill(double *x, size_t n, enum data d)
+{
+	for (size_t i = 0; i < n; i++) {
+		switch (d) {
+		case D_WELL:
+			x[i] = 10.0 + 1e-6 * (2.0 * rng_unit() - 1.0);
+			break;
+		case D_WIDE:
+			x[i] = (rng_next() & 1 ? -1.0 : 1.0) * pow(10.0, 600.0 * rng_unit() - 300.0);
+			break;
+		case D_SPECIAL:
+			x[i] = rng_next() % 16 == 0 ? special_value() : 0.5 + rng_unit();
+			break;
+		case D_TREND:
+			x[i] = 3.0 - 0.001 * (double)(i % 2000) + 0.01 * rng_unit();
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* A window as the ring buffer hands it over: a[0..na) then b[0..nb), each
+ * in its own allocation, starting `off` doubles past a 64-byte boundary. */
+struct win {
+	double *abuf, *bbuf;
+	const double *a, *b;
+	size_t na, nb;
+};
+
+static double *alloc_doubles(size_t n)
+{
+	double *p = aligned_alloc(64, ((n * sizeof(double) + 63) / 64 + 1) * 64);
+	ck_assert_msg(p != NULL, "out of memory for %zu doubles", n);
+	return p;
+}
+
+static void win_make(struct win *w, const double *x, size_t n, size_t na, size_t off)
+{
+	w->na = na;
+	w->nb = n - na;
+	w->abuf = alloc_doubles(na + off);
+	w->bbuf = alloc_doubles(w->nb + off);
+	memcpy(w->abuf + off, x, na * sizeof(double));
+	memcpy(w->bbuf + off, x + na, w->nb * sizeof(double));
+	w->a = na ? w->abuf + off : NULL;
+	w->b = w->nb ? w->bbuf + off : NULL;
+}
+
+static void win_free(struct win *w)
+{
+	free(w->abuf);
+	free(w->bbuf);
+}
+
+/* ---- comparison ----------------------------------------------------------------- */
+
+/* got agrees with ref: same NaN-ness, the same infinity, or within tol. */
+static int agree(double ref, double got, double tol)
+{
+	if (isnan(ref))
+		return isnan(got);
+	if (isinf(ref))
+		return got == ref;
+	return fabs(got - ref) <= tol;
+}
+
+/* |x| summed and maximised over the values a kernel uses (log: of ln x). */
+struct mag {
+	double sabs, maxabs;
+};
+
+static struct mag magnitude(const double *x, size_t n, int logspace)
+{
+	struct mag m = { 0.0, 0.0 };
+	for (size_t i = 0; i < n; i++) {
+		double v = x[i];
+		if (logspace)
+			v = v > 0.0 ? log(v) : NAN;
+		if (!isfinite(v))
+			continue;
+		m.sabs += fabs(v);
+		if (fabs(v) > m.maxabs)
+			m.maxabs = fabs(v);
+	}
+	return m;
+}
+
+static void check_moments(const char *what, const struct gw_kern_moments *ref,
+                          const struct gw_kern_moments *got, struct mag mg,
+                          int logspace)
+{
+	double n = (double)ref->n;
+	ck_assert_msg(got->n == ref->n && got->skipped == ref->skipped,
+	              "%s: n/skipped %zu/%zu, scalar %zu/%zu", what, got->n,
+	              got->skipped, ref->n, ref->skipped);
+	/* one ulp of ln: the vector logarithm against libm's */
+	double ulp = logspace ? 2.3e-16 : 0.0;
+	double mm_tol_min = ulp * fabs(ref->min), mm_tol_max = ulp * fabs(ref->max);
+	ck_assert_msg(agree(ref->min, got->min, mm_tol_min),
+	              "%s: min %.17g, scalar %.17g", what, got->min, ref->min);
+	ck_assert_msg(agree(ref->max, got->max, mm_tol_max),
+	              "%s: max %.17g, scalar %.17g", what, got->max, ref->max);
+	double sum_tol = 1e-12 * mg.sabs;
+	ck_assert_msg(agree(ref->sum, got->sum, sum_tol), "%s: sum %.17g, scalar %.17g",
+	              what, got->sum, ref->sum);
+	ck_assert_msg(agree(ref->mean, got->mean, n > 0 ? sum_tol / n : 0.0),
+	              "%s: mean %.17g, scalar %.17g", what, got->mean, ref->mean);
+	double e = 2.5e-13 * mg.maxabs;
+	double m2_tol = 1e-12 * ref->m2 + n * e * e;
+	if (logspace)
+		m2_tol += 2.0 * sqrt(n * ref->m2) * ulp * mg.maxabs;
+	ck_assert_msg(agree(ref->m2, got->m2, m2_tol), "%s: m2 %.17g, scalar %.17g (tol %g)",
+	              what, got->m2, ref->m2, m2_tol);
+	ck_assert_msg(agree(ref->var, got->var, n > 1 ? m2_tol / (n - 1) : 0.0),
+	              "%s: var %.17g, scalar %.17g", what, got->var, ref->var);
+}
+
+static int same_bits(double a, double b)
+{
+	if (isnan(a) || isnan(b))
+		return isnan(a) && isnan(b);
+	return memcmp(&a, &b, sizeof(a)) == 0;
+}
+
+/* ---- the property sweep ----------------------------------------------------------- */
+
+/* The lengths, plus both sides of a 1024-value block boundary. */
+static const size_t lengths[] = { 0, 1, 2, 3, 7, 8, 9, 31, 32, 33, 1000, 1023,
+                                  1024, 1025, 2049, 1000003 };
+
+/* Splits of n into a || b: none, all in b, a third, a random point. */
+static size_t split_at(size_t n, int s)
+{
+	switch (s) {
+	case 0: return n;
+	case 1: return 0;
+	case 2: return n / 3;
+	default: return n ? (size_t)(rng_next() % (n + 1)) : 0;
+	}
+}
+
+/* For the long input fewer combinations, so that the sanitizer build and
+ * qemu stay within seconds. */
+static int big(size_t n)
+{
+	return n > 100000;
+}
+
+typedef void (*sweep_fn)(const struct gw_kern_ops *v, const double *x,
+                         const double *y, size_t n, size_t na, size_t off,
+                         const char *what);
+
+static void sweep(sweep_fn fn, uint64_t salt)
+{
+	const struct gw_kern_ops *const *avail = gw_kern_available();
+	rng_seed(salt);
+	for (size_t li = 0; li < sizeof(lengths) / sizeof(lengths[0]); li++) {
+		size_t n = lengths[li];
+		double *x = alloc_doubles(n + 1), *y = alloc_doubles(n + 1);
+		for (int d = 0; d < D_COUNT; d++) {
+			fill(x, n, (enum data)d);
+			fill(y, n, (enum data)((d + 1) % D_COUNT));
+			for (size_t off = 0; off < 4; off++) {
+				for (int s = 0; s < 4; s++) {
+					if (big(n) && (off != 1 || s != 3))
+						continue;
+					size_t na = split_at(n, s);
+					for (size_t k = 0; avail[k]; k++) {
+						char what[160];
+						snprintf(what, sizeof(what), "%s n=%zu %s off=%zu na=%zu",
+						         avail[k]->name, n, data_name[d], off, na);
+						fn(avail[k], x, y, n, na, off, what);
+					}
+				}
+			}
+		}
+		free(x);
+		free(y);
+	}
+}
+
+static void prop_moments(const struct gw_kern_ops *v, const double *x,
+                         const double *y, size_t n, size_t na, size_t off,
+                         const char *what)
+{
+	struct win w;
+	struct gw_kern_moments ref, got;
+	(void)y;
+	win_make(&w, x, n, na, off);
+	gw_kern_scalar_ops.moments(w.a, w.na, w.b, w.nb, &ref);
+	v->moments(w.a, w.na, w.b, w.nb, &got);
+	check_moments(what, &ref, &got, magnitude(x, n, 0), 0);
+	/* a split window is the same sequence: the reference agrees with itself */
+	gw_kern_scalar_ops.moments(x, n, NULL, 0, &got);
+	check_moments(what, &ref, &got, magnitude(x, n, 0), 0);
+	win_free(&w);
+}
+
+static void prop_log_moments(const struct gw_kern_ops *v, const double *x,
+                             const double *y, size_t n, size_t na, size_t off,
+                             const char *what)
+{
+	struct win w;
+	struct gw_kern_moments ref, got;
+	(void)y;
+	win_make(&w, x, n, na, off);
+	gw_kern_scalar_ops.log_moments(w.a, w.na, w.b, w.nb, &ref);
+	v->log_moments(w.a, w.na, w.b, w.nb, &got);
+	check_moments(what, &ref, &got, magnitude(x, n, 1), 1);
+	win_free(&w);
+}
+
+static void prop_slope(const struct gw_kern_ops *v, const double *x,
+                       const double *y, size_t n, size_t na, size_t off,
+                       const char *what)
+{
+	struct win w;
+	struct gw_kern_moments m;
+	(void)y;
+	win_make(&w, x, n, na, off);
+	double ref = gw_kern_scalar_ops.slope(w.a, w.na, w.b, w.nb);
+	double got = v->slope(w.a, w.na, w.b, w.nb);
+	/* sd(y) / sd(t) with sd(t) ~ n / sqrt(12): the scale of a slope error */
+	gw_kern_scalar_ops.moments(x, n, NULL, 0, &m);
+	double scale = m.n > 1 ? sqrt(m.m2 / (double)m.n) / ((double)n / sqrt(12.0)) : 0.0;
+	double tol = 1e-12 * (fabs(ref) + scale);
+	ck_assert_msg(agree(ref, got, tol), "%s: slope %.17g, scalar %.17g", what, got, ref);
+	win_free(&w);
+}
+
+static void prop_corr(const struct gw_kern_ops *v, const double *x,
+                      const double *y, size_t n, size_t na, size_t off,
+                      const char *what)
+{
+	struct win wx, wy;
+	win_make(&wx, x, n, na, off);
+	win_make(&wy, y, n, na, 3 - off);
+	double ref = gw_kern_scalar_ops.corr(wx.a, wy.a, na, wx.b, wy.b, n - na);
+	double got = v->corr(wx.a, wy.a, na, wx.b, wy.b, n - na);
+	ck_assert_msg(agree(ref, got, 1e-12), "%s: corr %.17g, scalar %.17g", what, got, ref);
+	ck_assert_msg(isnan(got) || fabs(got) <= 1.0, "%s: |corr| > 1", what);
+	win_free(&wx);
+	win_free(&wy);
+}
+
+static void prop_ewm(const struct gw_kern_ops *v, const double *x,
+                     const double *y, size_t n, size_t na, size_t off,
+                     const char *what)
+{
+	struct gw_kern_ewm ref = { 0 }, got = { 0 };
+	(void)y;
+	(void)na;
+	(void)off;
+	gw_kern_scalar_ops.ewm(x, n, 0.05, &ref);
+	v->ewm(x, n, 0.05, &got);
+	ck_assert_msg(same_bits(ref.mean, got.mean) && same_bits(ref.var, got.var) &&
+	              ref.n == got.n, "%s: ewm differs", what);
+}
+
+static void prop_scan(const struct gw_kern_ops *v, const double *x,
+                      const double *y, size_t n, size_t na, size_t off,
+                      const char *what)
+{
+	static const size_t lags[] = { 0, 1, 2, 7, 64, 300 };
+	(void)y;
+	if (na != n || (big(n) ? off != 1 : off > 1))
+		return; /* one span; the split sweep adds nothing here */
+	double *xs = alloc_doubles(n + off), *ref = alloc_doubles(n + 1),
+	       *got = alloc_doubles(n + 1 + off);
+	memcpy(xs + off, x, n * sizeof(double));
+	for (size_t li = 0; li < sizeof(lags) / sizeof(lags[0]); li++) {
+		size_t lag = big(n) ? lags[li] * 3 + 1 : lags[li];
+		gw_kern_scalar_ops.scan_shift(xs + off, n, lag, ref);
+		v->scan_shift(xs + off, n, lag, got + off);
+		for (size_t i = 0; i < n; i++)
+			ck_assert_msg(same_bits(ref[i], got[off + i]),
+			              "%s lag=%zu: out[%zu] %.17g, scalar %.17g", what, lag, i,
+			              got[off + i], ref[i]);
+	}
+	free(xs);
+	free(ref);
+	free(got);
+}
+
+START_TEST(test_prop_moments) { sweep(prop_moments, 1); }
+END_TEST
+
+START_TEST(test_prop_log_moments) { sweep(prop_log_moments, 2); }
+END_TEST
+
+START_TEST(test_prop_slope) { sweep(prop_slope, 3); }
+END_TEST
+
+START_TEST(test_prop_corr) { sweep(prop_corr, 4); }
+END_TEST
+
+START_TEST(test_prop_ewm) { sweep(prop_ewm, 5); }
+END_TEST
+
+START_TEST(test_prop_scan) { sweep(prop_scan, 6); }
+END_TEST
+
+/* ---- the vector logarithm against libm ---------------------------------------------- */
+
+static int64_t ulp_distance(double a, double b)
+{
+	int64_t ia, ib;
+	memcpy(&ia, &a, 8);
+	memcpy(&ib, &b, 8);
+	if (ia < 0)
+		ia = INT64_MIN - ia;
+	if (ib < 0)
+		ib = INT64_MIN - ib;
+	return ia > ib ? ia - ib : ib - ia;
+}
+
+START_TEST(test_log_accuracy)
+{
+	const struct gw_kern_ops *const *avail = gw_kern_available();
+	rng_seed(7);
+	for (size_t k = 0; avail[k]; k++) {
+		int64_t worst = 0;
+		double worst_x = 0.0;
+		for (int i = 0; i < 200000; i++) {
+			double x;
+			switch (i % 4) {
+			case 0: /* anywhere, subnormals included */
+				x = ldexp(1.0 + rng_unit(), (int)(rng_next() % 2098) - 1074);
+				break;
+			case 1: /* close to 1, where ln x is small */
+				x = 1.0 + (rng_unit() - 0.5) * ldexp(1.0, -(int)(rng_next() % 50));
+				break;
+			case 2: /* around the reduction's seam sqrt(2) */
+				x = ldexp(M_SQRT2 * (1.0 + (rng_unit() - 0.5) * 1e-9), (int)(rng_next() % 200) - 100);
+				break;
+			default: /* plausible telemetry */
+				x = exp(40.0 * rng_unit() - 20.0);
+				break;
+			}
+			if (!(x > 0.0))
+				continue;
+			struct gw_kern_moments m;
+			avail[k]->log_moments(&x, 1, NULL, 0, &m);
+			int64_t d = ulp_distance(m.sum, log(x));
+			if (d > worst) {
+				worst = d;
+				worst_x = x;
+			}
+		}
+		for (int e = -1074; e <= 1023; e++) {
+			double x = ldexp(1.0, e);
+			struct gw_kern_moments m;
+			avail[k]->log_moments(&x, 1, NULL, 0, &m);
+			int64_t d = ulp_distance(m.sum, log(x));
+			if (d > worst) {
+				worst = d;
+				worst_x = x;
+			}
+		}
+		printf("%s: log within %lld ulp of libm (worst at %a)\n", avail[k]->name,
+		       (long long)worst, worst_x);
+		ck_assert_msg(worst <= 1, "%s: log is %lld ulp from libm at %a", avail[k]->name,
+		              (long long)worst, worst_x);
+	}
+}
+END_TEST
+
+/* ---- the scalar reference against the mathematics ----------------------------------- */
+
+START_TEST(test_ref_moments)
+{
+	/* a plateau: the naive E[x^2] - E[x]^2 would cancel to garbage here */
+	size_t n = 10007;
+	double *x = alloc_doubles(n);
+	rng_seed(11);
+	fill(x, n, D_WELL);
+	x[5] = NAN;
+	x[700] = -INFINITY;
+	long double s = 0, q = 0;
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(x[i]))
+			s += x[i];
+	long double mean = s / (n - 2);
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(x[i]))
+			q += (x[i] - mean) * (x[i] - mean);
+	const struct gw_kern_ops *const *avail = gw_kern_available();
+	for (size_t k = 0; avail[k]; k++) {
+		struct gw_kern_moments m;
+		avail[k]->moments(x, 600, x + 600, n - 600, &m);
+		ck_assert_int_eq(m.n, n - 2);
+		ck_assert_int_eq(m.skipped, 2);
+		ck_assert_msg(fabsl(m.mean - mean) <= 1e-15L * mean, "%s: mean", avail[k]->name);
+		ck_assert_msg(fabsl(m.m2 - q) <= 1e-12L * q, "%s: m2 %.17g, exact %.17Lg",
+		              avail[k]->name, m.m2, q);
+		ck_assert_msg(fabsl(m.var - q / (n - 3)) <= 1e-12L * q / (n - 3), "%s: var",
+		              avail[k]->name);
+	}
+	free(x);
+}
+END_TEST
+
+START_TEST(test_ref_edges)
+{
+	const struct gw_kern_ops *const *avail = gw_kern_available();
+	for (size_t k = 0; avail[k]; k++) {
+		const struct gw_kern_ops *v = avail[k];
+		struct gw_kern_moments m;
+		v->moments(NULL, 0, NULL, 0, &m);
+		ck_assert_msg(m.n == 0 && m.skipped == 0 && m.sum == 0.0 && m.m2 == 0.0 &&
+		              isnan(m.mean) && isnan(m.var) && isnan(m.min) && isnan(m.max),
+		              "%s: empty window", v->name);
+		double one = 4.0;
+		v->moments(NULL, 0, &one, 1, &m);
+		ck_assert_msg(m.n == 1 && m.mean == 4.0 && m.var == 0.0 && m.min == 4.0 &&
+		              m.max == 4.0, "%s: one value", v->name);
+		double bad[] = { NAN, INFINITY, -INFINITY, 0.0, -1.0, 1.0 };
+		v->moments(bad, 6, NULL, 0, &m);
+		ck_assert_msg(m.n == 3 && m.skipped == 3 && m.min == -1.0 && m.max == 1.0,
+		              "%s: non-finite skipped", v->name);
+		v->log_moments(bad, 6, NULL, 0, &m);
+		ck_assert_msg(m.n == 1 && m.skipped == 5 && m.mean == 0.0, "%s: log skips <= 0",
+		              v->name);
+		double e2[] = { M_E * M_E, M_E * M_E };
+		v->log_moments(e2, 1, e2 + 1, 1, &m);
+		ck_assert_msg(fabs(m.mean - 2.0) < 1e-15 && m.var == 0.0, "%s: log e^2", v->name);
+
+		/* slope: exact line with holes, either side of the split */
+		double y[2000];
+		for (int i = 0; i < 2000; i++)
+			y[i] = 3.0 + 0.5 * i;
+		y[17] = NAN;
+		y[1500] = INFINITY;
+		double sl = v->slope(y, 1200, y + 1200, 800);
+		ck_assert_msg(fabs(sl - 0.5) < 1e-13, "%s: slope %.17g", v->name, sl);
+		ck_assert_msg(isnan(v->slope(y, 1, NULL, 0)), "%s: slope of one value", v->name);
+		ck_assert_msg(isnan(v->slope(bad, 3, NULL, 0)), "%s: slope of nothing", v->name);
+
+		/* correlation: exact relations, and none */
+		double xs[1000], ys[1000], zs[1000];
+		for (int i = 0; i < 1000; i++) {
+			xs[i] = sin(i * 0.1) + 100.0;
+			ys[i] = 2.0 * xs[i] + 1.0;
+			zs[i] = -xs[i];
+		}
+		ck_assert_msg(fabs(v->corr(xs, ys, 400, xs + 400, ys + 400, 600) - 1.0) < 1e-12,
+		              "%s: corr 1", v->name);
+		ck_assert_msg(fabs(v->corr(xs, zs, 1000, NULL, NULL, 0) + 1.0) < 1e-12,
+		              "%s: corr -1", v->name);
+		double flat[1000];
+		for (int i = 0; i < 1000; i++)
+			flat[i] = 7.0;
+		ck_assert_msg(isnan(v->corr(xs, flat, 1000, NULL, NULL, 0)),
+		              "%s: corr with a constant", v->name);
+	}
+}
+END_TEST
+
+START_TEST(test_ref_ewm)
+{
+	/* West's update equals the exponentially weighted mixture: the first
+	 * value with weight (1-a)^(k-1), value j with a (1-a)^(k-1-j). */
+	double x[60], a = 0.1;
+	rng_seed(13);
+	for (int i = 0; i < 60; i++)
+		x[i] = 1.0 + rng_unit();
+	x[10] = NAN;
+	double v[59];
+	int k = 0;
+	for (int i = 0; i < 60; i++)
+		if (isfinite(x[i]))
+			v[k++] = x[i];
+	long double w[59], mean = 0, var = 0;
+	for (int j = 0; j < k; j++)
+		w[j] = (j == 0 ? 1.0L : a) * powl(1.0L - a, k - 1 - j);
+	for (int j = 0; j < k; j++)
+		mean += w[j] * v[j];
+	for (int j = 0; j < k; j++)
+		var += w[j] * (v[j] - mean) * (v[j] - mean);
+	struct gw_kern_ewm st = { 0 };
+	gw_kern_ewm(x, 25, a, &st); /* in two calls: state carries over */
+	gw_kern_ewm(x + 25, 35, a, &st);
+	ck_assert_int_eq(st.n, 59);
+	ck_assert_msg(fabsl(st.mean - mean) < 1e-14L, "ewm mean %.17g, exact %.17Lg", st.mean, mean);
+	ck_assert_msg(fabsl(st.var - var) < 1e-14L * var, "ewm var %.17g, exact %.17Lg", st.var, var);
+}
+END_TEST
+
+START_TEST(test_ref_scan)
+{
+	/* against the definition, in long double, with a NaN poisoning windows */
+	size_t n = 3000;
+	double *x = alloc_doubles(n), *out = alloc_doubles(n);
+	rng_seed(17);
+	fill(x, n, D_TREND);
+	x[1234] = NAN;
+	const struct gw_kern_ops *const *avail = gw_kern_available();
+	for (size_t k = 0; avail[k]; k++) {
+		for (size_t lag = 1; lag <= 700; lag = lag * 3 + 1) {
+			avail[k]->scan_shift(x, n, lag, out);
+			for (size_t i = 0; i < n; i++) {
+				if (i < lag || i + lag > n || (i + lag > 1234 && i <= 1234 + lag)) {
+					ck_assert_msg(isnan(out[i]), "%s lag %zu: out[%zu] should be NaN",
+					              avail[k]->name, lag, i);
+					continue;
+				}
+				long double after = 0, before = 0;
+				for (size_t j = 0; j < lag; j++) {
+					after += x[i + j];
+					before += x[i - lag + j];
+				}
+				long double exact = (after - before) / lag;
+				double r = lag > 256 ? (double)lag : 256.0;
+				double bound = (2.0 * lag + (2.0 + 8.0 / lag) * r + 4.0) * 0x1p-53 * 3.1;
+				ck_assert_msg(fabsl(out[i] - exact) <= bound,
+				              "%s lag %zu: out[%zu] %.17g, exact %.17Lg", avail[k]->name,
+				              lag, i, out[i], exact);
+			}
+		}
+		avail[k]->scan_shift(x, 10, 0, out);
+		avail[k]->scan_shift(x, 10, 6, out + 10);
+		for (size_t i = 0; i < 20; i++)
+			ck_assert_msg(isnan(out[i]), "%s: degenerate scan", avail[k]->name);
+	}
+	free(x);
+	free(out);
+}
+END_TEST
+
+/* The scalar reference gives the same bits on every machine: the kernels
+ * are compiled with -ffp-contract=off and use only IEEE operations (and
+ * sqrt).  These values were printed on x86-64 and checked under
+ * qemu-aarch64; the inputs use power-of-two scalings only, so that fused
+ * multiply-adds in this file cannot change them either.  If the reference
+ * algorithm is changed on purpose, print them again (GW_PRINT_GOLDEN=1). */
+START_TEST(test_ref_portable)
+{
+	static double x[5000], y[5000], out[5000];
+	uint64_t st = 7;
+	for (int i = 0; i < 5000; i++) {
+		st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+		double u = (double)(st >> 11) * 0x1p-53;
+		x[i] = 10.0 + u * 0x1p-10 + i * 0x1p-12;
+		y[i] = u * 4.0 - 2.0;
+		if (i % 97 == 0)
+			x[i] = NAN;
+	}
+	const struct gw_kern_ops *o = &gw_kern_scalar_ops;
+	struct gw_kern_moments m;
+	struct gw_kern_ewm e = { 0 };
+	o->moments(x, 3000, x + 3000, 2000, &m);
+	double sl = o->slope(x, 1234, x + 1234, 3766);
+	double r = o->corr(x, y, 2500, x + 2500, y + 2500, 2500);
+	o->ewm(x, 5000, 0.03, &e);
+	o->scan_shift(y, 5000, 77, out);
+	double got[] = { m.sum, m.mean, m.m2, m.min, m.max, sl, r, e.mean, e.var,
+	                 out[100], out[2000], out[4000] };
+	static const double golden[] = {
+		0x1.9a2c51e291232p+15,
+		0x1.538b8b2f08992p+3,
+		0x1.3329f1b53c8fep+9,
+		0x1.40082e95b914p+3,
+		0x1.67152370bcf76p+3,
+		0x1.0000e2bc839ebp-12,
+		0x1.20e5229e082d2p-6,
+		0x1.66d0f90b3c87p+3,
+		0x1.17291f91dad36p-14,
+		0x1.d1cf126c1917fp-4,
+		-0x1.f72d93d892b39p-8,
+		-0x1.6b7be60502474p-4
+	};
+	if (getenv("GW_PRINT_GOLDEN"))
+		for (size_t i = 0; i < sizeof(got) / sizeof(got[0]); i++)
+			printf("\t\t%a,\n", got[i]);
+	for (size_t i = 0; i < sizeof(got) / sizeof(got[0]); i++)
+		ck_assert_msg(same_bits(got[i], golden[i]), "value %zu: %a, expected %a", i,
+		              got[i], golden[i]);
+}
+END_TEST
+
+/* ---- dispatch --------------------------------------------------------------------------- */
+
+START_TEST(test_dispatch)
+{
+	const struct gw_kern_ops *const *avail = gw_kern_available();
+	size_t k = 0;
+	while (avail[k])
+		k++;
+	ck_assert_msg(k >= 1 && strcmp(avail[k - 1]->name, "scalar") == 0,
+	              "scalar is always available, last");
+
+	unsetenv("GRADWATCH_KERNELS");
+	ck_assert_int_eq(gw_kern_init(NULL), 0);
+	ck_assert_msg(strcmp(gw_kern_name(), avail[0]->name) == 0, "best first");
+
+	ck_assert_int_eq(gw_kern_init("scalar"), 0);
+	ck_assert_msg(strcmp(gw_kern_name(), "scalar") == 0, "forced scalar");
+	ck_assert_int_eq(gw_kern_init("bogus"), -EINVAL);
+	ck_assert_msg(strcmp(gw_kern_name(), "scalar") == 0, "kept on error");
+	/* every known name: 0 if available here, else -ENOTSUP */
+	static const char *const known[] = { "scalar", "sse2", "avx2", "neon" };
+	for (size_t i = 0; i < 4; i++) {
+		int here = 0;
+		for (size_t j = 0; avail[j]; j++)
+			here |= strcmp(avail[j]->name, known[i]) == 0;
+		ck_assert_msg(gw_kern_init(known[i]) == (here ? 0 : -ENOTSUP), "init(%s)",
+		              known[i]);
+	}
+#if defined(__x86_64__)
+	ck_assert_int_eq(gw_kern_init("neon"), -ENOTSUP);
+#elif defined(__aarch64__)
+	ck_assert_int_eq(gw_kern_init("avx2"), -ENOTSUP);
+#endif
+	ck_assert_int_eq(gw_kern_init("scalar"), 0);
+	for (size_t i = 0; avail[i]; i++) {
+		ck_assert_int_eq(gw_kern_init(avail[i]->name), 0);
+		ck_assert_msg(strcmp(gw_kern_name(), avail[i]->name) == 0, "forced %s",
+		              avail[i]->name);
+		double x[3] = { 1.0, 2.0, 6.0 };
+		struct gw_kern_moments m;
+		gw_kern_moments(x, 3, NULL, 0, &m); /* the wrapper goes through the choice */
+		ck_assert_msg(m.mean == 3.0, "%s through the wrapper", avail[i]->name);
+	}
+
+	setenv("GRADWATCH_KERNELS", "scalar", 1);
+	ck_assert_int_eq(gw_kern_init(NULL), 0);
+	ck_assert_msg(strcmp(gw_kern_name(), "scalar") == 0, "from the environment");
+	ck_assert_int_eq(gw_kern_init(avail[0]->name), 0); /* the argument wins */
+	ck_assert_msg(strcmp(gw_kern_name(), avail[0]->name) == 0, "argument over env");
+	setenv("GRADWATCH_KERNELS", "avx512", 1);
+	ck_assert_int_eq(gw_kern_init(NULL), -EINVAL);
+	setenv("GRADWATCH_KERNELS", "auto", 1);
+	ck_assert_int_eq(gw_kern_init(NULL), 0);
+	ck_assert_msg(strcmp(gw_kern_name(), avail[0]->name) == 0, "auto");
+	unsetenv("GRADWATCH_KERNELS");
+}
+END_TEST
+
+static Suite *kern_suite(void)
+{
+	Suite *s = suite_create("kernels");
+	TCase *ref = tcase_create("reference");
+	tcase_add_test(ref, test_ref_moments);
+	tcase_add_test(ref, test_ref_edges);
+	tcase_add_test(ref, test_ref_ewm);
+	tcase_add_test(ref, test_ref_scan);
+	tcase_add_test(ref, test_ref_portable);
+	tcase_add_test(ref, test_log_accuracy);
+	tcase_add_test(ref, test_dispatch);
+	tcase_set_timeout(ref, 300);
+	suite_add_tcase(s, ref);
+
+	TCase *prop = tcase_create("variants");
+	tcase_add_test(prop, test_prop_moments);
+	tcase_add_test(prop, test_prop_log_moments);
+	tcase_add_test(prop, test_prop_slope);
+	tcase_add_test(prop, test_prop_corr);
+	tcase_add_test(prop, test_prop_ewm);
+	tcase_add_test(prop, test_prop_scan);
+	tcase_set_timeout(prop, 300);
+	suite_add_tcase(s, prop);
+	return s;
+}
+
+int main(void)
+{
+	const struct gw_kern_ops *const *avail = gw_kern_available();
+	printf("kernel variants on this machine:");
+	for (size_t k = 0; avail[k]; k++)
+		printf(" %s", avail[k]->name);
+	printf("\n");
+	SRunner *sr = srunner_create(kern_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
