@@ -5,6 +5,7 @@
  */
 #include "config.h"
 
+#include "kern.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -583,4 +584,20 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c)
 	                 "disabled_detectors", dis,
 	                 "sinks", (json_int_t)json_array_size(c->sinks),
 	                 "follow", (json_int_t)json_array_size(c->follow));
+}
+
+int gw_cfg_init_kernels(const char *name, char *err, size_t errlen)
+{
+	int rc = gw_kern_init(name);
+	if (rc == 0)
+		return 0;
+	const char *asked = name ? name : getenv("GRADWATCH_KERNELS");
+	char avail[128] = "";
+	size_t o = 0;
+	for (const struct gw_kern_ops *const *k = gw_kern_available(); *k && o < sizeof(avail); k++)
+		o += (size_t)snprintf(avail + o, sizeof(avail) - o, "%s%s", o ? ", " : "", (*k)->name);
+	return errf(err, errlen, "kernel variant \"%s\" is %s; this machine has: %s",
+	            asked ? asked : "?",
+	            rc == -ENOTSUP ? "not built in or not supported by this CPU" : "unknown",
+	            avail);
 }

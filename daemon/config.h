@@ -82,6 +82,10 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c);
 
 void gw_cfg_free(struct gw_cfg *c);
 
+/* Choose the kernel variant (NULL: $GRADWATCH_KERNELS or the best the CPU
+ * has); on failure a message naming the variants this machine has. */
+int gw_cfg_init_kernels(const char *name, char *err, size_t errlen);
+
 /* Replace a string field (frees the old value).  Returns 0 or -ENOMEM. */
 int gw_cfg_set_str(char **field, const char *value);
 

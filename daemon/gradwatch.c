@@ -180,10 +180,8 @@ int main(int argc, char **argv)
 	}
 	if (!kernels)
 		kernels = cfg.kernels;
-	int krc = gw_kern_init(kernels);
-	if (krc < 0) {
-		fprintf(stderr, "gradwatch: kernel variant \"%s\" is %s\n", kernels ? kernels : getenv("GRADWATCH_KERNELS"),
-		        krc == -ENOTSUP ? "not supported by this CPU or build" : "unknown (scalar, sse2, avx2, neon)");
+	if (gw_cfg_init_kernels(kernels, err, sizeof(err)) < 0) {
+		fprintf(stderr, "gradwatch: %s\n", err);
 		goto out;
 	}
 	const char *cmd = argv[i];

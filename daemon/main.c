@@ -402,11 +402,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gradwatchd: unexpected argument \"%s\"\n", argv[optind]);
 		goto out_cfg;
 	}
-	int krc = gw_kern_init(kernels);
-	if (krc < 0) {
-		const char *k = kernels ? kernels : getenv("GRADWATCH_KERNELS");
-		fprintf(stderr, "gradwatchd: kernel variant \"%s\" is %s\n", k ? k : "?",
-		        krc == -ENOTSUP ? "not available on this CPU or in this build" : "unknown (scalar, sse2, avx2, neon)");
+	if (gw_cfg_init_kernels(kernels, err, sizeof(err)) < 0) {
+		fprintf(stderr, "gradwatchd: %s\n", err);
 		goto out_cfg;
 	}
 	if (version) {
