@@ -111,6 +111,8 @@ struct gw_outbox {
 	struct gw_alert_http http;
 	bool http_up;
 	uint64_t committed;
+	uint64_t want_seq;         /* last alert row that waits for a commit */
+	uint64_t flush_seq;        /* what the outstanding flush request covers */
 	struct known *known;
 	size_t known_cap, known_n;
 	uint64_t rng;
@@ -487,6 +489,50 @@ static uint64_t queue_repeats(struct sink *sk, uint64_t now)
 	return next;
 }
 
+/* The set of runs met in one walk of a queue (open addressing on the
+ * run's hash; the strings belong to the queued events). */
+struct run_set {
+	const char **slot;
+	size_t mask;
+	const char *stack[128];
+};
+
+static bool run_set_init(struct run_set *rs, size_t n)
+{
+	size_t cap = GW_ARRAY_SIZE(rs->stack);
+	while (cap < 2 * n)
+		cap *= 2;
+	rs->slot = cap == GW_ARRAY_SIZE(rs->stack) ? rs->stack : malloc(cap * sizeof(*rs->slot));
+	if (!rs->slot)
+		return false;
+	memset(rs->slot, 0, cap * sizeof(*rs->slot));
+	rs->mask = cap - 1;
+	return true;
+}
+
+/* Add run; false if it was there already. */
+static bool run_set_add(struct run_set *rs, const char *run)
+{
+	for (size_t i = hash_id(run) & rs->mask;; i = (i + 1) & rs->mask) {
+		if (!rs->slot[i]) {
+			rs->slot[i] = run;
+			return true;
+		}
+		if (strcmp(rs->slot[i], run) == 0)
+			return false;
+	}
+}
+
+static void run_set_free(struct run_set *rs)
+{
+	if (rs->slot != rs->stack)
+		free(rs->slot);
+}
+
+/* Start what may start and arm the timer for the next due time.  The walk
+ * stops at the first delivery not committed yet (all after it are newer)
+ * and when max_in_flight requests are out (a finished one pumps again), so
+ * a stuck sink costs nothing per alert. */
 static void pump(struct sink *sk)
 {
 	struct gw_outbox *ob = sk->ob;
@@ -498,50 +544,38 @@ static void pump(struct sink *sk)
 		arm(sk, GW_MIN(next, sk->paused_until_ms), now);
 		return;
 	}
-	/* runs seen so far in this walk: only the first delivery of a run may go */
-	const char *stack_runs[64];
-	const char **runs = stack_runs;
-	size_t nruns = 0, cap = GW_ARRAY_SIZE(stack_runs);
-	for (struct delivery *d = sk->q.next, *nx; d != &sk->q; d = nx) {
-		nx = d->next;
-		bool seen = false;
-		for (size_t i = 0; i < nruns && !seen; i++)
-			seen = strcmp(runs[i], d->ev->run) == 0;
-		if (seen)
-			continue;
-		if (nruns == cap) {
-			const char **nr = malloc(2 * cap * sizeof(*nr));
-			if (!nr)
-				break;  /* try the rest on the next wake-up */
-			memcpy(nr, runs, nruns * sizeof(*nr));
-			if (runs != stack_runs)
-				free(runs);
-			runs = nr;
-			cap *= 2;
+	struct run_set seen;
+	bool room = sk->inflight < sk->cfg->max_in_flight && sk->queued;
+	if (room && run_set_init(&seen, sk->queued)) {
+		for (struct delivery *d = sk->q.next; d != &sk->q; d = d->next) {
+			if (d->wait_seq > ob->committed)
+				break;
+			/* only the first delivery of a run may go: per-run order */
+			if (!run_set_add(&seen, d->ev->run) || d->inflight)
+				continue;
+			if (d->due_ms > now) {
+				next = GW_MIN(next, d->due_ms);
+				continue;
+			}
+			uint64_t wait = rate_take(sk, now);
+			if (wait) {
+				next = GW_MIN(next, now + wait);
+				break;
+			}
+			int rc = start(sk, d);
+			if (rc < 0) {
+				gw_log_err("alerts: %s: cannot start a request: %s", sk->cfg->name,
+				           strerror(-rc));
+				d->due_ms = now + backoff_ms(sk, ++d->attempts);
+				next = GW_MIN(next, d->due_ms);
+			}
+			if (sk->inflight >= sk->cfg->max_in_flight)
+				break;
 		}
-		runs[nruns++] = d->ev->run;
-		if (d->inflight || d->wait_seq > ob->committed)
-			continue;
-		if (d->due_ms > now) {
-			next = GW_MIN(next, d->due_ms);
-			continue;
-		}
-		if (sk->inflight >= sk->cfg->max_in_flight)
-			break;
-		uint64_t wait = rate_take(sk, now);
-		if (wait) {
-			next = GW_MIN(next, now + wait);
-			break;
-		}
-		int rc = start(sk, d);
-		if (rc < 0) {
-			gw_log_err("alerts: %s: cannot start a request: %s", sk->cfg->name, strerror(-rc));
-			d->due_ms = now + backoff_ms(sk, ++d->attempts);
-			next = GW_MIN(next, d->due_ms);
-		}
+		run_set_free(&seen);
+	} else if (room) {
+		next = GW_MIN(next, now + 100);  /* out of memory: try again soon */
 	}
-	if (runs != stack_runs)
-		free(runs);
 	arm(sk, next, now);
 }
 
@@ -653,7 +687,9 @@ static void enqueue(struct sink *sk, struct event *ev, uint64_t wait_seq, uint64
 	ev->refs++;
 	d->wait_seq = wait_seq;
 	d->due_ms = now + sk->cfg->group_wait_ms;
-	for (struct delivery *o = sk->q.next, *nx; o != &sk->q; o = nx) {
+	/* with neither grouping nor repeats there is nothing to replace */
+	bool scan = sk->cfg->group_wait_ms || sk->cfg->repeat_ms;
+	for (struct delivery *o = scan ? sk->q.next : &sk->q, *nx; o != &sk->q; o = nx) {
 		nx = o->next;
 		if (o->inflight || strcmp(o->ev->alert_id, ev->alert_id))
 			continue;
@@ -679,6 +715,20 @@ static void enqueue(struct sink *sk, struct event *ev, uint64_t wait_seq, uint64
 			json_decref(prev);
 	}
 	q_append(sk, d);
+}
+
+/* Ask the writer to commit up to seq now.  At most one such request is
+ * outstanding: while the writer works on one, later alert rows wait for it
+ * to finish and are flushed from gw_outbox_committed(), so a burst of
+ * alerts does not turn into a burst of tiny transactions. */
+static void request_flush(struct gw_outbox *ob, uint64_t seq)
+{
+	if (seq > ob->want_seq)
+		ob->want_seq = seq;
+	if (ob->flush_seq > ob->committed)
+		return;
+	ob->flush_seq = ob->want_seq;
+	gw_store_flush(ob->store);
 }
 
 void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a)
@@ -734,7 +784,7 @@ void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a)
 		return;
 	event_unref(ev);
 	/* commit now rather than at the interval: the alert waits for it */
-	gw_store_flush(ob->store);
+	request_flush(ob, seq);
 	/* a group wait of 0 with an already-covered seq (never, in practice)
 	 * would be sent on the next commit; arm the timers for the rest */
 	for (size_t i = 0; i < ob->n; i++)
@@ -746,6 +796,9 @@ void gw_outbox_committed(struct gw_outbox *ob, uint64_t seq)
 	if (!ob || seq <= ob->committed)
 		return;
 	ob->committed = seq;
+	/* alert rows queued after the writer took its last batch: ask again */
+	if (ob->want_seq > seq)
+		request_flush(ob, ob->want_seq);
 	for (size_t i = 0; i < ob->n; i++)
 		if (ob->sinks[i].queued)
 			pump(&ob->sinks[i]);

@@ -174,10 +174,15 @@ static int slack_format(const struct gw_sink_cfg *s, const struct gw_sink_msg *m
 	struct sbuf t = {0}, sum = {0}, ev = {0}, why = {0}, ctx = {0};
 	/* fallback text (notifications): not mrkdwn-rendered by blocks, but
 	 * Slack still parses it, so escape it the same way */
-	char lead[256];
-	snprintf(lead, sizeof(lead), "[%s] %s%s on run %s, step %s: ", sev,
-	         resolve ? "resolved: " : "", det, run, step_s);
-	sb_mrkdwn(&t, lead, SECTION_MAX);
+	sb_str(&t, "[");
+	sb_str(&t, sev);
+	sb_str(&t, resolve ? "] resolved: " : "] ");
+	sb_mrkdwn(&t, det, 200);
+	sb_str(&t, " on run ");
+	sb_mrkdwn(&t, run, 600);
+	sb_str(&t, ", step ");
+	sb_str(&t, step_s);
+	sb_str(&t, ": ");
 	sb_mrkdwn(&t, summary, SECTION_MAX);
 
 	sb_str(&sum, "*");
