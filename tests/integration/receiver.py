@@ -249,6 +249,13 @@ class Daemon:
             raise AssertionError("gradwatchd did not stop in %ss:\n%s" % (timeout, self.logtext()))
         self.proc = None
         self.log.close()
+        log = self.logtext()
+        # a sanitizer build reports leaks and undefined behaviour here
+        for bad in ("runtime error:", "AddressSanitizer", "LeakSanitizer", "invariant failed"):
+            if bad in log:
+                raise AssertionError("gradwatchd reported %r:\n%s" % (bad, log[-6000:]))
+        if sig == signal.SIGTERM and rc != 0:
+            raise AssertionError("gradwatchd exited with %d after SIGTERM:\n%s" % (rc, log[-6000:]))
         return rc
 
     def kill(self):
