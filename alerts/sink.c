@@ -466,3 +466,13 @@ void gw_sink_rfc3339(double t, char buf[32])
 	size_t n = strftime(buf, 24, "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(buf + n, 32 - n, ".%03dZ", ms < 0 ? 0 : ms > 999 ? 999 : ms);
 }
+
+int gw__sink_dump(json_t *root, size_t flags, char **body, size_t *len)
+{
+	*body = root ? json_dumps(root, JSON_COMPACT | flags) : NULL;
+	json_decref(root);
+	if (!*body)
+		return -ENOMEM;
+	*len = strlen(*body);
+	return 0;
+}

@@ -110,6 +110,10 @@ int gw_sink_parse_duration(const json_t *v, uint64_t *ms);
 int gw_sink_hmac_sha256_hex(const void *key, size_t key_len, const void *body, size_t len,
                             char hex[65]);
 
+/* Formatters' common end: dump root (reference taken; NULL allowed) as
+ * compact JSON into *body / *len.  Returns 0 or -ENOMEM. */
+int gw__sink_dump(json_t *root, size_t flags, char **body, size_t *len);
+
 /* Format a wall-clock time as RFC 3339 UTC with milliseconds into buf[32]. */
 void gw_sink_rfc3339(double t, char buf[32]);
 

@@ -18,7 +18,6 @@
 #include "sink.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,14 +115,11 @@ static int am_format(const struct gw_sink_cfg *s, const struct gw_sink_msg *m, c
 		json_array_append_new(arr, am_alert(m, m->previous, true));
 	json_array_append_new(arr, am_alert(m, m->alert, resolve));
 	(void)s;
-	*body = NULL;
-	if (json_array_size(arr) == (m->previous ? 2u : 1u))
-		*body = json_dumps(arr, JSON_COMPACT);
-	json_decref(arr);
-	if (!*body)
-		return -ENOMEM;
-	*len = strlen(*body);
-	return 0;
+	if (json_array_size(arr) != (m->previous ? 2u : 1u)) {
+		json_decref(arr);
+		arr = NULL;
+	}
+	return gw__sink_dump(arr, 0, body, len);
 }
 
 const struct gw_sink_type gw_sink_alertmanager = {

@@ -12,7 +12,6 @@
  */
 #include "sink.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,12 +250,11 @@ static int slack_format(const struct gw_sink_cfg *s, const struct gw_sink_msg *m
 	free(why.p);
 	free(ctx.p);
 	(void)s;
-	*body = root && !oom ? json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
-	json_decref(root);
-	if (!*body)
-		return -ENOMEM;
-	*len = strlen(*body);
-	return 0;
+	if (oom) {
+		json_decref(root);
+		root = NULL;
+	}
+	return gw__sink_dump(root, JSON_REAL_PRECISION(10), body, len);
 }
 
 const struct gw_sink_type gw_sink_slack = {

@@ -12,9 +12,7 @@
  */
 #include "sink.h"
 
-#include <errno.h>
 #include <math.h>
-#include <string.h>
 
 #define SCHEMA "gradwatch.alert.v1"
 
@@ -32,12 +30,7 @@ static int webhook_format(const struct gw_sink_cfg *s, const struct gw_sink_msg 
 	                         "sent_at", sent,
 	                         "alert", m->alert);
 	(void)s;
-	*body = root ? json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
-	json_decref(root);
-	if (!*body)
-		return -ENOMEM;
-	*len = strlen(*body);
-	return 0;
+	return gw__sink_dump(root, JSON_REAL_PRECISION(17), body, len);
 }
 
 const struct gw_sink_type gw_sink_webhook = {

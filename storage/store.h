@@ -130,12 +130,16 @@ int gw_store_read_run_positions(const char *path,
                                            int64_t last_step, double last_ts),
                                 void *data, char *err, size_t errlen);
 
-/* Start-up reads for alert delivery (storage/outbox_read.c; before the
- * loop runs).  gw_store_read_outbox calls fn for every pending delivery,
- * oldest event first.  gw_store_read_alert_versions calls fn for every
- * alert that can still change (open, or in its run's last segment) with
- * its version and, when open, the JSON of its last open/update event that
- * went through the outbox (NULL if none). */
+/* Value of a meta key (heap string in *out, NULL if absent). */
+int gw_store_read_meta(const char *path, const char *key, char **out);
+
+/* ---- alert delivery outbox, start-up reads (read.c) ---------------------------- */
+
+/* Called once before the loop runs.  gw_store_read_outbox calls fn for
+ * every pending delivery, oldest event first.  gw_store_read_alert_versions
+ * calls fn for every alert that can still change (open, or in its run's
+ * last segment) with its version and, when open, the JSON of its last
+ * open/update event that went through the outbox (NULL if none). */
 int gw_store_read_outbox(const char *path,
                          void (*fn)(void *data, const char *sink, const char *alert_id,
                                     int64_t version, const char *kind, const char *run,
@@ -145,8 +149,5 @@ int gw_store_read_alert_versions(const char *path,
                                  void (*fn)(void *data, const char *alert_id, int64_t version,
                                             bool open, const char *alert_json),
                                  void *data, char *err, size_t errlen);
-
-/* Value of a meta key (heap string in *out, NULL if absent). */
-int gw_store_read_meta(const char *path, const char *key, char **out);
 
 #endif

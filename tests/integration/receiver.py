@@ -48,6 +48,15 @@ def wait_for(pred, timeout=10.0, what="condition", interval=0.02):
     raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
 
 
+def http_ok(url, timeout=1.0):
+    """True if GET url answers 200 (False on any connection error)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -212,11 +221,7 @@ class Daemon:
         if self.proc.poll() is not None:
             raise AssertionError("gradwatchd exited with %s:\n%s" % (self.proc.returncode,
                                                                    self.logtext()))
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % self.http, timeout=1) as r:
-                return r.status == 200
-        except OSError:
-            return False
+        return http_ok("http://127.0.0.1:%d/healthz" % self.http)
 
     def logtext(self):
         with open(self.log_path, "rb") as f:

@@ -22,7 +22,8 @@ import unittest
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from receiver import Daemon, Receiver, finite_lines, free_port, nan_incident, wait_for  # noqa: E402
+from receiver import (Daemon, Receiver, finite_lines, free_port, http_ok, nan_incident,
+                      wait_for)  # noqa: E402
 
 AM_BIN = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 
@@ -67,11 +68,7 @@ receivers:
         if self.am.poll() is not None:
             with open(os.path.join(self.tmp, "alertmanager.log"), "rb") as f:
                 raise AssertionError("alertmanager exited:\n" + f.read().decode(errors="replace"))
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/-/ready" % self.port, timeout=1) as r:
-                return r.status == 200
-        except OSError:
-            return False
+        return http_ok("http://127.0.0.1:%d/-/ready" % self.port)
 
     def tearDown(self):
         if self.d and self.d.proc:
