@@ -7,6 +7,8 @@
  * checked; finished transfers are reaped after timeouts as well as after
  * socket events; and the timer callback only (re)arms the uv timer, never
  * calls back into libcurl (a 0 ms timeout runs on the next loop turn).  A
+ * new request is kicked off at once (see gw_alert_http_post) instead of
+ * waiting for that turn.  A
  * socket's uv_poll_t is freed in its close callback, so libcurl reusing the
  * descriptor number at once is harmless: the old watcher is already
  * stopped when uv_close() returns.
@@ -324,6 +326,15 @@ int gw_alert_http_post(struct gw_alert_http *h, struct gw_alert_req *r,
 	if (curl_multi_add_handle(h->multi, e) != CURLM_OK)
 		goto fail;
 	list_add(&h->reqs, r);
+	/* Start it now rather than on the next loop turn (after every pending
+	 * read): on a kept-alive connection the request is written here.
+	 * Finished transfers are not reaped here, so `done` never runs inside
+	 * the caller; the 0 ms timer reaps them on the next turn. */
+	int running = 0;
+	CURLMcode mc = curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	if (mc != CURLM_OK)
+		gw_log_err("alerts: curl_multi_socket_action: %s", curl_multi_strerror(mc));
+	uv_timer_start(&h->timer, on_timeout, 0, 0);
 	return 0;
 fail:
 	curl_easy_cleanup(e);
