@@ -123,7 +123,7 @@ def main():
         print("  target p99 <= 5 ms: %s" % ("met" if pct(lat, 99) <= 5.0 else "NOT met"))
         sys.stdout.flush()
     finally:
-        d.stop()
+        d.remove()
         rcv.close()
 
 

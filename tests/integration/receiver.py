@@ -18,6 +18,7 @@ are to be merged.
 import http.server
 import json
 import os
+import shutil
 import signal
 import socket
 import socketserver
@@ -265,6 +266,12 @@ class Daemon:
 
     def kill(self):
         return self.stop(signal.SIGKILL)
+
+    def remove(self):
+        """Stop if running, then delete the temporary directory."""
+        if self.proc:
+            self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def query(self, sql, *args):
         con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=5)

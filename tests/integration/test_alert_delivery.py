@@ -83,10 +83,14 @@ class DeliveryTest(unittest.TestCase):
         self.daemons = []
 
     def tearDown(self):
-        for d in self.daemons:
-            if d.proc:
-                d.stop()
-        self.rcv.close()
+        try:
+            for d in self.daemons:
+                if d.proc:
+                    d.stop()
+        finally:
+            self.rcv.close()
+            for d in self.daemons:
+                d.remove()
 
     def daemon(self, sinks, **kw):
         d = Daemon(sinks, **kw)

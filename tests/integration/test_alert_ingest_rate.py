@@ -92,9 +92,9 @@ class IngestRateTest(unittest.TestCase):
             self.assertEqual(st["delivered"], 0)
             self.assertGreaterEqual(ratio, 0.9, "ingest with a hung sink is more than 10% slower")
         finally:
-            none.stop()
-            hung.stop()
-            fast.stop()
+            none.remove()
+            hung.remove()
+            fast.remove()
             rcv.close()
             fast_rcv.close()
 

@@ -71,8 +71,8 @@ receivers:
         return http_ok("http://127.0.0.1:%d/-/ready" % self.port)
 
     def tearDown(self):
-        if self.d and self.d.proc:
-            self.d.stop()
+        if self.d:
+            self.d.remove()
         self.am.terminate()
         try:
             self.am.wait(10)
