@@ -23,6 +23,7 @@ import signal
 import socket
 import socketserver
 import sqlite3
+import ssl
 import struct
 import subprocess
 import tempfile
@@ -117,7 +118,8 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 
 class Receiver:
-    def __init__(self, port=0):
+    def __init__(self, port=0, tls=None):
+        self.tls = tls            # (certfile, keyfile): serve HTTPS
         self.requests = []
         self.cv = threading.Condition()
         self.mode = "ok"
@@ -137,6 +139,10 @@ class Receiver:
     def start(self):
         self.srv = _Server(("127.0.0.1", self.port), _Handler)
         self.srv.receiver = self
+        if self.tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*self.tls)
+            self.srv.socket = ctx.wrap_socket(self.srv.socket, server_side=True)
         self.port = self.srv.server_address[1]
         self.thread = threading.Thread(target=self.srv.serve_forever, daemon=True)
         self.thread.start()
@@ -153,7 +159,7 @@ class Receiver:
 
     @property
     def url(self):
-        return "http://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
 
     def wait(self, n, timeout=15.0, pred=None):
         """Wait until n requests (matching pred, if given) arrived; return them."""

@@ -11,7 +11,10 @@ import hashlib
 import hmac
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -246,6 +249,31 @@ class DeliveryTest(unittest.TestCase):
         self.rcv.wait(2)
         wait_for(lambda: d.query("SELECT state FROM deliveries ORDER BY state") ==
                  [("delivered",), ("failed",)], 5, "failed + delivered rows")
+
+    def test_tls_is_verified_by_default(self):
+        tmp = tempfile.mkdtemp(prefix="gwtls-")
+        cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                        "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", key, "-out", cert], check=True, capture_output=True)
+        tls = Receiver(tls=(cert, key))
+        try:
+            # a self-signed certificate is refused (and retried) by default ...
+            d = self.daemon([dict(type="webhook", name="tls", url=tls.url + "/h", **FAST_RETRY)])
+            d.send(*nan_incident("t"))
+            wait_for(lambda: d.sink_stats()["tls"]["retries"] >= 2, 10, "refused TLS attempts")
+            st = d.sink_stats()["tls"]
+            self.assertEqual(st["delivered"], 0)
+            self.assertRegex(st["last_error"], "(?i)certificate|SSL")
+            self.assertEqual(tls.requests, [])
+            # ... and accepted with that certificate as the CA
+            d2 = self.daemon([dict(type="webhook", name="tls", url=tls.url + "/h", ca_file=cert,
+                                   **FAST_RETRY)])
+            d2.send(*nan_incident("t"))
+            self.assertEqual(tls.wait(1)[0]["json"]["alert"]["run"], "t")
+        finally:
+            tls.close()
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def test_receiver_down_then_up_everything_once_in_order(self):
         port = self.rcv.port
