@@ -212,14 +212,20 @@ static int severity_of(const json_t *alert)
 	return s ? gw_severity_parse(s) : -1;
 }
 
-static void q_append(struct sink *sk, struct delivery *d)
+/* Put d in sk's queue right after `at` (the list head: at the front). */
+static void q_insert_after(struct sink *sk, struct delivery *at, struct delivery *d)
 {
 	d->sk = sk;
-	d->prev = sk->q.prev;
-	d->next = &sk->q;
-	sk->q.prev->next = d;
-	sk->q.prev = d;
+	d->prev = at;
+	d->next = at->next;
+	at->next->prev = d;
+	at->next = d;
 	sk->queued++;
+}
+
+static void q_append(struct sink *sk, struct delivery *d)
+{
+	q_insert_after(sk, sk->q.prev, d);
 }
 
 static void q_remove_free(struct delivery *d)
@@ -689,6 +695,7 @@ static void enqueue(struct sink *sk, struct event *ev, uint64_t wait_seq, uint64
 	d->due_ms = now + sk->cfg->group_wait_ms;
 	/* with neither grouping nor repeats there is nothing to replace */
 	bool scan = sk->cfg->group_wait_ms || sk->cfg->repeat_ms;
+	struct delivery *at = NULL;
 	for (struct delivery *o = scan ? sk->q.next : &sk->q, *nx; o != &sk->q; o = nx) {
 		nx = o->next;
 		if (o->inflight || strcmp(o->ev->alert_id, ev->alert_id))
@@ -701,6 +708,8 @@ static void enqueue(struct sink *sk, struct event *ev, uint64_t wait_seq, uint64
 				d->previous = json_incref(o->previous);
 			put_state(sk, o, "superseded", 0, NULL);
 			sk->n_superseded++;
+			if (!at)
+				at = o->prev;  /* take its place: the run's order stays */
 			q_remove_free(o);
 		}
 	}
@@ -714,7 +723,7 @@ static void enqueue(struct sink *sk, struct event *ev, uint64_t wait_seq, uint64
 		else
 			json_decref(prev);
 	}
-	q_append(sk, d);
+	q_insert_after(sk, at ? at : sk->q.prev, d);
 }
 
 /* Ask the writer to commit up to seq now.  At most one such request is
