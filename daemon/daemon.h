@@ -55,6 +55,7 @@ struct gw_paused {
 };
 
 struct gw_server;   /* listeners, stream.c */
+struct gw_outbox;   /* alert delivery, alerts/outbox.h */
 struct gw_http;     /* HTTP server, http.c */
 
 struct gw_daemon {
@@ -73,6 +74,7 @@ struct gw_daemon {
 
 	struct gw_server *server;
 	struct gw_http *http;
+	struct gw_outbox *outbox;         /* NULL when no sinks are configured */
 
 	struct gw_commit_waiter *waiters;
 	struct gw_paused paused;          /* list head */
@@ -130,6 +132,13 @@ void gw_server_free(struct gw_daemon *d);
 /* HTTP API (http.c). */
 int gw_http_start(struct gw_daemon *d, char *err, size_t errlen);
 void gw_http_stop(struct gw_daemon *d);
+
+/* Alert delivery (alerting.c): validate the "sinks" configuration; open
+ * the outbox (reads the database: before the loop runs); add GET /v1/sinks
+ * (after gw_http_start). */
+int gw_alerting_check(const struct gw_cfg *cfg, char *err, size_t errlen);
+int gw_alerting_start(struct gw_daemon *d, char *err, size_t errlen);
+int gw_alerting_routes(struct gw_daemon *d);
 
 /* sd_notify (notify.c): send "state" to $NOTIFY_SOCKET if set; no-op else. */
 int gw_notify(const char *state);

@@ -16,6 +16,7 @@
 
 #include "kern.h"
 #include "log.h"
+#include "outbox.h"
 #include "util.h"
 
 #include "gw_config.h"
@@ -96,6 +97,7 @@ static void on_commit(uv_async_t *a)
 {
 	struct gw_daemon *d = a->data;
 	uint64_t done = gw_store_committed(d->store);
+	gw_outbox_committed(d->outbox, done);
 	/* answer every waiter that is now covered */
 	struct gw_commit_waiter *ready = NULL;
 	for (struct gw_commit_waiter **p = &d->waiters; *p;) {
@@ -144,6 +146,7 @@ static void on_alert(void *data, const struct gw_alert *a)
 {
 	struct gw_daemon *d = data;
 	gw_store_put_alert(d->store, a);
+	gw_outbox_alert(d->outbox, a);   /* after the alert: it is stored first */
 	if (a->kind == GW_ALERT_OPEN) {
 		for (size_t k = 0; gw_det_registry[k]; k++)
 			if (gw_det_registry[k]->name == a->detector)
@@ -178,6 +181,7 @@ static void close_all(struct gw_daemon *d)
 {
 	gw_server_stop(d);
 	gw_http_close_all(d);
+	gw_outbox_close(d->outbox);
 	uv_walk(d->loop, on_walk_close, NULL);
 }
 
@@ -418,6 +422,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gradwatchd: %s\n", err);
 		goto out_cfg;
 	}
+	if (gw_alerting_check(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "gradwatchd: %s\n", err);
+		goto out_cfg;
+	}
 	if (check) {
 		json_t *j = gw_cfg_to_json(&cfg);
 		char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
@@ -470,10 +478,13 @@ int main(int argc, char **argv)
 		gw_log_info("%zu known run(s) continue from their stored positions",
 		            gw_engine_run_count(d.engine));
 
-	if (gw_server_start(&d, err, sizeof(err)) < 0 || gw_http_start(&d, err, sizeof(err)) < 0) {
+	if (gw_alerting_start(&d, err, sizeof(err)) < 0 ||
+	    gw_server_start(&d, err, sizeof(err)) < 0 || gw_http_start(&d, err, sizeof(err)) < 0) {
 		gw_log_crit("%s", err);
 		goto out_listen;
 	}
+	if (d.outbox && gw_alerting_routes(&d) < 0)
+		gw_log_warn("no room for the GET /v1/sinks route");
 	uv_signal_init(d.loop, &d.sig_term);
 	uv_signal_init(d.loop, &d.sig_int);
 	uv_signal_init(d.loop, &d.sig_hup);
@@ -516,6 +527,7 @@ out_store:
 out_loop:
 	uv_walk(d.loop, on_walk_close, NULL);
 	uv_run(d.loop, UV_RUN_DEFAULT);
+	gw_outbox_free(d.outbox);
 	d.waiters = NULL;
 	gw_server_free(&d);
 	gw_http_free(&d);

@@ -30,6 +30,8 @@ enum item_type {
 	IT_SEGMENT,
 	IT_ALERT,
 	IT_META,
+	IT_OUTBOX,      /* alert delivery (alerts/outbox.c): one alert event */
+	IT_DELIVERY,    /* alert delivery: one (event, sink) state */
 };
 
 #define NSTR 10
@@ -92,7 +94,7 @@ struct gw_store {
 enum {
 	S_BEGIN, S_COMMIT, S_ROLLBACK, S_RUN_GET, S_RUN_INS, S_RUN_UPD,
 	S_RECORD, S_EVENT, S_SEGMENT, S_ALERT_OPEN, S_ALERT_UPDATE, S_ALERT_RESOLVE,
-	S_META, S_COUNT,
+	S_META, S_OUTBOX, S_DELIVERY, S_COUNT,
 };
 
 static const char *const stmt_sql[S_COUNT] = {
@@ -124,6 +126,15 @@ static const char *const stmt_sql[S_COUNT] = {
 	                    "last_step = ?3, version = version + 1 WHERE id = ?1",
 	[S_META] = "INSERT INTO meta(key, value) VALUES(?1, ?2) "
 	           "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+	/* alert delivery (alerts/outbox.c) */
+	[S_OUTBOX] = "INSERT INTO outbox(alert_id, version, kind, run, created, alert) "
+	             "VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT(alert_id, version) DO NOTHING",
+	[S_DELIVERY] = "INSERT INTO deliveries(alert_id, version, sink, state, attempts, updated, "
+	               "delivered, last_status, last_error) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9) "
+	               "ON CONFLICT(alert_id, version, sink) DO UPDATE SET state = excluded.state, "
+	               "attempts = excluded.attempts, updated = excluded.updated, "
+	               "delivered = excluded.delivered, last_status = excluded.last_status, "
+	               "last_error = excluded.last_error",
 };
 
 /* Schema migrations: migrations[v] takes the database from version v to
@@ -150,6 +161,17 @@ static const char *const migrations[] = {
 	"  ts REAL, created REAL, updated REAL, resolved REAL, last_step INTEGER, last_line INTEGER,"
 	"  version INTEGER NOT NULL DEFAULT 1);"
 	"CREATE INDEX alerts_by_run ON alerts(run_id, created);",
+	/* 1 -> 2: the alert delivery outbox (alerts/outbox.c, docs/alerts.md).
+	 * outbox: one row per alert event (open, update, resolve) with the
+	 * alert as it was then; deliveries: its state at each sink. */
+	"CREATE TABLE outbox(seq INTEGER PRIMARY KEY, alert_id TEXT NOT NULL,"
+	"  version INTEGER NOT NULL, kind TEXT NOT NULL, run TEXT NOT NULL, created REAL NOT NULL,"
+	"  alert TEXT NOT NULL, UNIQUE(alert_id, version));"
+	"CREATE TABLE deliveries(alert_id TEXT NOT NULL, version INTEGER NOT NULL,"
+	"  sink TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,"
+	"  updated REAL, delivered REAL, last_status INTEGER, last_error TEXT,"
+	"  PRIMARY KEY(alert_id, version, sink)) WITHOUT ROWID;"
+	"CREATE INDEX deliveries_pending ON deliveries(state) WHERE state = 'pending';",
 };
 
 #define SCHEMA_VERSION ((int)GW_ARRAY_SIZE(migrations))
@@ -382,6 +404,29 @@ uint64_t gw_store_put_meta(struct gw_store *s, const char *key, const char *valu
 	return put(s, IT_META, NULL, NULL, NULL, strs, lens, 2);
 }
 
+/* ---- alert delivery (alerts/outbox.c) ---------------------------------------- */
+
+uint64_t gw_store_put_outbox(struct gw_store *s, const char *alert_id, int64_t version,
+                             const char *kind, const char *run, const char *alert_json,
+                             double created)
+{
+	int64_t i[4] = {version};
+	double d[7] = {created};
+	const char *strs[4] = {alert_id, kind, run, alert_json};
+	size_t lens[4] = {strlen(alert_id), strlen(kind), strlen(run), strlen(alert_json)};
+	return put(s, IT_OUTBOX, i, d, NULL, strs, lens, 4);
+}
+
+uint64_t gw_store_put_delivery(struct gw_store *s, const struct gw_store_delivery *dv)
+{
+	int64_t i[4] = {dv->version, dv->attempts, dv->last_status};
+	double d[7] = {dv->updated, dv->delivered};
+	const char *err = dv->last_error ? dv->last_error : "";
+	const char *strs[4] = {dv->alert_id, dv->sink, dv->state, err};
+	size_t lens[4] = {strlen(dv->alert_id), strlen(dv->sink), strlen(dv->state), strlen(err)};
+	return put(s, IT_DELIVERY, i, d, NULL, strs, lens, 4);
+}
+
 void gw_store_flush(struct gw_store *s)
 {
 	pthread_mutex_lock(&s->mu);
@@ -536,7 +581,8 @@ static int write_item(struct gw_store *s, const struct item *it, double now,
 {
 	struct run_slot *r = NULL;
 	int rc = SQLITE_OK;
-	if (it->type != IT_META && (rc = run_id(s, item_str(it, it->type == IT_ALERT ? 1 : 0), now, &r)))
+	bool has_run = it->type != IT_META && it->type != IT_OUTBOX && it->type != IT_DELIVERY;
+	if (has_run && (rc = run_id(s, item_str(it, it->type == IT_ALERT ? 1 : 0), now, &r)))
 		return rc;
 	sqlite3_stmt *st;
 	switch (it->type) {
@@ -643,6 +689,35 @@ static int write_item(struct gw_store *s, const struct item *it, double now,
 		st = s->st[S_META];
 		sqlite3_bind_text(st, 1, item_str(it, 0), (int)it->slen[0], SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, item_str(it, 1), (int)it->slen[1], SQLITE_STATIC);
+		rc = step_done(st);
+		break;
+	case IT_OUTBOX:
+		st = s->st[S_OUTBOX];
+		sqlite3_bind_text(st, 1, item_str(it, 0), (int)it->slen[0], SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, it->i[0]);
+		sqlite3_bind_text(st, 3, item_str(it, 1), (int)it->slen[1], SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, item_str(it, 2), (int)it->slen[2], SQLITE_STATIC);
+		bind_real(st, 5, it->d[0]);
+		sqlite3_bind_text(st, 6, item_str(it, 3), (int)it->slen[3], SQLITE_STATIC);
+		rc = step_done(st);
+		break;
+	case IT_DELIVERY:
+		st = s->st[S_DELIVERY];
+		sqlite3_bind_text(st, 1, item_str(it, 0), (int)it->slen[0], SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, it->i[0]);
+		sqlite3_bind_text(st, 3, item_str(it, 1), (int)it->slen[1], SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, item_str(it, 2), (int)it->slen[2], SQLITE_STATIC);
+		sqlite3_bind_int64(st, 5, it->i[1]);
+		bind_real(st, 6, it->d[0]);
+		bind_real(st, 7, it->d[1]);
+		if (it->i[2])
+			sqlite3_bind_int64(st, 8, it->i[2]);
+		else
+			sqlite3_bind_null(st, 8);
+		if (it->slen[3])
+			sqlite3_bind_text(st, 9, item_str(it, 3), (int)it->slen[3], SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, 9);
 		rc = step_done(st);
 		break;
 	}

@@ -33,7 +33,7 @@
 #include "engine.h"
 #include "wire.h"
 
-#define GW_STORE_SCHEMA_VERSION 1 /* see migrations[] in store.c */
+#define GW_STORE_SCHEMA_VERSION 2 /* see migrations[] in store.c */
 
 struct gw_store_opts {
 	const char *path;
@@ -68,6 +68,26 @@ uint64_t gw_store_put_alert(struct gw_store *s, const struct gw_alert *a);
 /* A small key/value fact kept in the `meta` table (e.g. a followed file's
  * position), written in order with the records it describes. */
 uint64_t gw_store_put_meta(struct gw_store *s, const char *key, const char *value);
+
+/* ---- alert delivery outbox (alerts/outbox.c, docs/alerts.md) ---------------- */
+
+/* One alert event (the alert JSON as it was at that event) to deliver. */
+uint64_t gw_store_put_outbox(struct gw_store *s, const char *alert_id, int64_t version,
+                             const char *kind, const char *run, const char *alert_json,
+                             double created);
+
+/* The delivery state of one event at one sink (insert or replace). */
+struct gw_store_delivery {
+	const char *alert_id;
+	int64_t version;
+	const char *sink;
+	const char *state;         /* "pending", "delivered", "superseded", "failed" */
+	int64_t attempts;
+	int64_t last_status;       /* HTTP status of the last attempt, 0 if none */
+	const char *last_error;    /* NULL or "" if none */
+	double updated, delivered; /* wall clock; delivered NaN until then */
+};
+uint64_t gw_store_put_delivery(struct gw_store *s, const struct gw_store_delivery *dv);
 
 /* Ask the writer to commit now rather than at the interval. */
 void gw_store_flush(struct gw_store *s);
@@ -119,5 +139,22 @@ int gw_store_read_last_event(const char *path, const char *run, const char *name
 
 /* Value of a meta key (heap string in *out, NULL if absent). */
 int gw_store_read_meta(const char *path, const char *key, char **out);
+
+/* ---- alert delivery outbox, start-up reads (read.c) ---------------------------- */
+
+/* Called once before the loop runs.  gw_store_read_outbox calls fn for
+ * every pending delivery, oldest event first.  gw_store_read_alert_versions
+ * calls fn for every alert that can still change (open, or in its run's
+ * last segment) with its version and, when open, the JSON of its last
+ * open/update event that went through the outbox (NULL if none). */
+int gw_store_read_outbox(const char *path,
+                         void (*fn)(void *data, const char *sink, const char *alert_id,
+                                    int64_t version, const char *kind, const char *run,
+                                    double created, const char *alert_json, int64_t attempts),
+                         void *data, char *err, size_t errlen);
+int gw_store_read_alert_versions(const char *path,
+                                 void (*fn)(void *data, const char *alert_id, int64_t version,
+                                            bool open, const char *alert_json),
+                                 void *data, char *err, size_t errlen);
 
 #endif

@@ -1,0 +1,1077 @@
+/*
+ * The outbox (see outbox.h for the life of an event).
+ *
+ * Data: an `event` is one alert event with its JSON snapshot, shared by
+ * the sinks it goes to; a `delivery` is one event at one sink and sits in
+ * that sink's queue in event order.  A sink sends a delivery only when it
+ * is the first of its run in the queue (per-run order), it is committed,
+ * its due time has come (group wait, retry back-off), the sink is not
+ * paused by a Retry-After, fewer than max_in_flight requests are out and
+ * the token bucket (rate limit) has a token.  One uv_timer_t per sink wakes
+ * it at the next due time; commits and finished requests wake it too.
+ *
+ * Grouping: a new event of an alert whose previous event at this sink is
+ * still in its group wait (never attempted) replaces it, keeping the
+ * earlier due time; the replaced one is recorded as "superseded".  So a
+ * burst of updates to one incident is one message.
+ *
+ * Repeats: an alert that is open at a sink (its open/update delivered, no
+ * resolve yet) is sent again every repeat_interval as event "repeat" (for
+ * Alertmanager this is the resend that keeps it firing).  Repeats are not
+ * stored; after a restart they start again from the alerts still open in
+ * the database.
+ *
+ * Retries: network errors, 408, 425, 429 and 5xx are retried with
+ * exponential back-off and equal jitter (half the delay fixed, half
+ * random) from retry_initial up to retry_max, until give_up_after since the
+ * event; a Retry-After on 429/503 sets the delay and, for 429, pauses the
+ * whole sink that long.  Other statuses are final ("failed", logged once).
+ */
+#include "outbox.h"
+
+#include "curl_uv.h"
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RETRY_AFTER_MAX_S 3600
+
+struct event {
+	unsigned refs;
+	char alert_id[24];
+	int64_t version;
+	char kind[8];              /* "open", "update", "resolve" */
+	char *run;
+	char *detector;
+	json_t *alert;             /* snapshot, docs/alerts.md "alert object" */
+	double created;            /* wall clock */
+};
+
+struct sink;
+
+struct delivery {
+	struct event *ev;
+	struct sink *sk;
+	struct delivery *next, *prev;  /* the sink's queue */
+	json_t *previous;          /* alertmanager: label set to end with this one */
+	uint64_t wait_seq;         /* send only once the store committed this */
+	uint64_t due_ms;           /* monotonic; not before */
+	unsigned attempts;
+	unsigned repeat_no;        /* > 0: a repeat, not stored */
+	bool inflight;
+	struct gw_alert_req req;
+};
+
+/* An alert open at a sink: repeated every repeat_ms. */
+struct active {
+	char alert_id[24];
+	json_t *alert;             /* last firing snapshot */
+	int64_t version;
+	uint64_t next_ms;          /* next repeat; UINT64_MAX until delivered */
+	unsigned repeats;
+	struct active *next;
+};
+
+struct sink {
+	struct gw_outbox *ob;
+	struct gw_sink_cfg *cfg;
+	uv_timer_t timer;
+	struct delivery q;         /* list head */
+	size_t queued, inflight;
+	uint64_t paused_until_ms;
+	double tokens;
+	uint64_t tokens_ms;
+	struct active *active;
+	uint64_t n_delivered, n_failed, n_retries, n_superseded, n_repeats;
+	int last_status;
+	char last_error[128];
+};
+
+/* Version and last firing snapshot of every alert that can still change. */
+struct known {
+	char id[24];
+	int64_t version;
+	json_t *firing;            /* NULL once resolved */
+};
+
+struct gw_outbox {
+	uv_loop_t *loop;
+	struct gw_store *store;
+	char *api_base;
+	struct gw_sink_cfg *cfgs;
+	size_t n;
+	struct sink *sinks;
+	struct gw_alert_http http;
+	bool http_up;
+	uint64_t committed;
+	uint64_t want_seq;         /* last alert row that waits for a commit */
+	uint64_t flush_seq;        /* what the outstanding flush request covers */
+	struct known *known;
+	size_t known_cap, known_n;
+	uint64_t rng;
+	unsigned closing_handles;
+	bool closing;
+	size_t orphans;            /* pending rows of sinks no longer configured */
+};
+
+/* ---- small helpers ------------------------------------------------------------ */
+
+static uint64_t rng_next(struct gw_outbox *ob)
+{
+	uint64_t x = ob->rng;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return ob->rng = x;
+}
+
+static uint32_t hash_id(const char *s)
+{
+	uint32_t h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+static struct known *known_slot(struct gw_outbox *ob, const char *id)
+{
+	size_t mask = ob->known_cap - 1;
+	for (size_t i = hash_id(id) & mask;; i = (i + 1) & mask)
+		if (!ob->known[i].id[0] || strcmp(ob->known[i].id, id) == 0)
+			return &ob->known[i];
+}
+
+/* The entry of an alert id, created (version 0) if new; NULL when out of
+ * memory. */
+static struct known *known_get(struct gw_outbox *ob, const char *id)
+{
+	if ((ob->known_n + 1) * 2 > ob->known_cap) {
+		size_t ocap = ob->known_cap, ncap = ocap ? ocap * 2 : 256;
+		struct known *old = ob->known, *nk = calloc(ncap, sizeof(*nk));
+		if (!nk)
+			return NULL;
+		ob->known = nk;
+		ob->known_cap = ncap;
+		for (size_t i = 0; i < ocap; i++)
+			if (old[i].id[0])
+				*known_slot(ob, old[i].id) = old[i];
+		free(old);
+	}
+	struct known *k = known_slot(ob, id);
+	if (!k->id[0]) {
+		gw_strlcpy(k->id, id, sizeof(k->id));
+		ob->known_n++;
+	}
+	return k;
+}
+
+static void event_unref(struct event *ev)
+{
+	if (!ev || --ev->refs)
+		return;
+	free(ev->run);
+	free(ev->detector);
+	json_decref(ev->alert);
+	free(ev);
+}
+
+/* A new event (one reference) around alert (reference taken over). */
+static struct event *event_new(const char *id, int64_t version, const char *kind, json_t *alert,
+                               double created)
+{
+	struct event *ev = calloc(1, sizeof(*ev));
+	const char *run = json_string_value(json_object_get(alert, "run"));
+	const char *det = json_string_value(json_object_get(alert, "detector"));
+	if (!ev || !(ev->run = strdup(run ? run : "")) || !(ev->detector = strdup(det ? det : ""))) {
+		if (ev) {
+			free(ev->run);
+			free(ev);
+		}
+		json_decref(alert);
+		return NULL;
+	}
+	ev->refs = 1;
+	gw_strlcpy(ev->alert_id, id, sizeof(ev->alert_id));
+	ev->version = version;
+	gw_strlcpy(ev->kind, kind, sizeof(ev->kind));
+	ev->alert = alert;
+	ev->created = created;
+	return ev;
+}
+
+static int severity_of(const json_t *alert)
+{
+	const char *s = json_string_value(json_object_get(alert, "severity"));
+	return s ? gw_severity_parse(s) : -1;
+}
+
+/* Put d in sk's queue right after `at` (the list head: at the front). */
+static void q_insert_after(struct sink *sk, struct delivery *at, struct delivery *d)
+{
+	d->sk = sk;
+	d->prev = at;
+	d->next = at->next;
+	at->next->prev = d;
+	at->next = d;
+	sk->queued++;
+}
+
+static void q_append(struct sink *sk, struct delivery *d)
+{
+	q_insert_after(sk, sk->q.prev, d);
+}
+
+static void q_remove_free(struct delivery *d)
+{
+	d->prev->next = d->next;
+	d->next->prev = d->prev;
+	d->sk->queued--;
+	event_unref(d->ev);
+	json_decref(d->previous);
+	free(d);
+}
+
+/* Record a delivery's state in SQLite (through the writer queue). */
+static void put_state(struct sink *sk, const struct delivery *d, const char *state, long status,
+                      const char *error)
+{
+	if (d->repeat_no)
+		return;
+	double now = gw_wall_now();
+	struct gw_store_delivery dv = {
+		.alert_id = d->ev->alert_id,
+		.version = d->ev->version,
+		.sink = sk->cfg->name,
+		.state = state,
+		.attempts = d->attempts,
+		.last_status = status,
+		.last_error = error,
+		.updated = now,
+		.delivered = strcmp(state, "delivered") == 0 ? now : NAN,
+	};
+	if (!gw_store_put_delivery(sk->ob->store, &dv))
+		gw_log_err("alerts: out of memory recording a delivery of %s", d->ev->alert_id);
+}
+
+static struct active *active_find(struct sink *sk, const char *id, struct active ***link)
+{
+	struct active **p = &sk->active;
+	for (; *p; p = &(*p)->next) {
+		if (strcmp((*p)->alert_id, id) == 0) {
+			if (link)
+				*link = p;
+			return *p;
+		}
+	}
+	return NULL;
+}
+
+static void active_drop(struct sink *sk, const char *id)
+{
+	struct active **link, *a = active_find(sk, id, &link);
+	if (!a)
+		return;
+	*link = a->next;
+	json_decref(a->alert);
+	free(a);
+}
+
+/* Remember (or refresh) an open alert at a sink.  Returns the snapshot it
+ * replaced if the severity differs (a new reference), for Alertmanager. */
+static json_t *active_set(struct sink *sk, const char *id, int64_t version, json_t *alert,
+                          uint64_t next_ms)
+{
+	struct active *a = active_find(sk, id, NULL);
+	json_t *prev = NULL;
+	if (!a) {
+		a = calloc(1, sizeof(*a));
+		if (!a)
+			return NULL;
+		gw_strlcpy(a->alert_id, id, sizeof(a->alert_id));
+		a->next = sk->active;
+		sk->active = a;
+	} else if (severity_of(a->alert) != severity_of(alert)) {
+		prev = json_incref(a->alert);
+	}
+	json_decref(a->alert);
+	a->alert = json_incref(alert);
+	a->version = version;
+	a->next_ms = next_ms;
+	return prev;
+}
+
+/* ---- sending ------------------------------------------------------------------ */
+
+static void pump(struct sink *sk);
+
+static void on_sink_timer(uv_timer_t *t)
+{
+	pump(t->data);
+}
+
+static void arm(struct sink *sk, uint64_t at_ms, uint64_t now)
+{
+	if (at_ms == UINT64_MAX) {
+		uv_timer_stop(&sk->timer);
+		return;
+	}
+	uv_timer_start(&sk->timer, on_sink_timer, at_ms > now ? at_ms - now : 0, 0);
+}
+
+/* 0 if a token was taken, else the ms until one is there. */
+static uint64_t rate_take(struct sink *sk, uint64_t now)
+{
+	const struct gw_sink_cfg *c = sk->cfg;
+	if (!c->rate_per_ms || !c->rate_count)
+		return 0;
+	double per_ms = (double)c->rate_count / (double)c->rate_per_ms;
+	sk->tokens += (double)(now - sk->tokens_ms) * per_ms;
+	if (sk->tokens > c->rate_count)
+		sk->tokens = c->rate_count;
+	sk->tokens_ms = now;
+	if (sk->tokens >= 1.0) {
+		sk->tokens -= 1.0;
+		return 0;
+	}
+	return (uint64_t)ceil((1.0 - sk->tokens) / per_ms);
+}
+
+static uint64_t backoff_ms(struct sink *sk, unsigned attempts)
+{
+	const struct gw_sink_cfg *c = sk->cfg;
+	uint64_t d = c->retry_initial_ms;
+	for (unsigned i = 1; i < attempts && d < c->retry_max_ms; i++)
+		d *= 2;
+	if (d > c->retry_max_ms)
+		d = c->retry_max_ms;
+	uint64_t half = d / 2;
+	return d - half + (half ? rng_next(sk->ob) % (half + 1) : 0);
+}
+
+static bool retryable(const struct gw_alert_http_result *res)
+{
+	if (res->rc < 0)
+		return true;  /* network, TLS, timeouts: the receiver may come back */
+	return res->status == 408 || res->status == 425 || res->status == 429 ||
+	       res->status >= 500;
+}
+
+static void describe(const struct gw_alert_http_result *res, char *buf, size_t cap)
+{
+	if (res->rc < 0) {
+		snprintf(buf, cap, "%s", res->error ? res->error : strerror(-res->rc));
+		return;
+	}
+	/* the first line of the body, printable characters only */
+	char snip[96];
+	size_t n = 0;
+	for (size_t i = 0; i < res->body_len && n + 1 < sizeof(snip); i++) {
+		char ch = res->body[i];
+		if (ch == '\n' || ch == '\r')
+			break;
+		snip[n++] = (ch >= 0x20 && ch < 0x7f) ? ch : '?';
+	}
+	snip[n] = '\0';
+	snprintf(buf, cap, "HTTP %ld%s%s", res->status, n ? ": " : "", snip);
+}
+
+static void on_done(struct gw_alert_req *r, const struct gw_alert_http_result *res);
+
+static void delivery_id(const struct delivery *d, char *buf, size_t cap)
+{
+	if (d->repeat_no)
+		snprintf(buf, cap, "%s-v%" PRId64 "-r%u", d->ev->alert_id, d->ev->version, d->repeat_no);
+	else
+		snprintf(buf, cap, "%s-v%" PRId64, d->ev->alert_id, d->ev->version);
+}
+
+/* Build and start the request of d.  Returns 0 or a negative errno (then
+ * nothing is in flight). */
+static int start(struct sink *sk, struct delivery *d)
+{
+	char id[64], ts[32], hdr[160];
+	delivery_id(d, id, sizeof(id));
+	double now = gw_wall_now();
+	struct gw_sink_msg m = {
+		.alert = d->ev->alert,
+		.event = d->repeat_no ? "repeat" : d->ev->kind,
+		.version = d->ev->version,
+		.delivery_id = id,
+		.now = now,
+		.previous = d->previous,
+		.resend_s = (double)sk->cfg->repeat_ms / 1000.0,
+		.api_base = sk->ob->api_base,
+	};
+	char *body = NULL;
+	size_t len = 0;
+	int rc = sk->cfg->type->format(sk->cfg, &m, &body, &len);
+	if (rc < 0)
+		return rc;
+	struct curl_slist *h = NULL, *t;
+	snprintf(ts, sizeof(ts), "%lld", (long long)floor(now));
+	const char *fixed[] = {"Content-Type: application/json", "Expect:"};
+	bool ok = true;
+	for (size_t i = 0; ok && i < GW_ARRAY_SIZE(fixed); i++)
+		ok = (t = curl_slist_append(h, fixed[i])) && (h = t);
+	const char *named[][2] = {
+		{"X-Gradwatch-Delivery", id}, {"X-Gradwatch-Event", m.event}, {"X-Gradwatch-Timestamp", ts},
+	};
+	for (size_t i = 0; ok && i < GW_ARRAY_SIZE(named); i++) {
+		snprintf(hdr, sizeof(hdr), "%s: %s", named[i][0], named[i][1]);
+		ok = (t = curl_slist_append(h, hdr)) && (h = t);
+	}
+	if (ok && sk->cfg->secret) {
+		char hex[65];
+		ok = gw_sink_hmac_sha256_hex(sk->cfg->secret, sk->cfg->secret_len, body, len, hex) == 0;
+		snprintf(hdr, sizeof(hdr), "X-Gradwatch-Signature-256: sha256=%s", hex);
+		ok = ok && (t = curl_slist_append(h, hdr)) && (h = t);
+	}
+	if (!ok) {
+		curl_slist_free_all(h);
+		free(body);
+		return -ENOMEM;
+	}
+	struct gw_alert_post p = {
+		.url = sk->cfg->url,
+		.headers = h,
+		.body = body,
+		.len = len,
+		.connect_timeout_ms = sk->cfg->connect_timeout_ms,
+		.timeout_ms = sk->cfg->timeout_ms,
+		.tls_verify = sk->cfg->tls_verify,
+		.ca_file = sk->cfg->ca_file,
+	};
+	d->req.data = d;
+	if ((rc = gw_alert_http_post(&sk->ob->http, &d->req, &p, on_done)) < 0)
+		return rc;
+	d->inflight = true;
+	d->attempts++;
+	sk->inflight++;
+	gw_log_debug("alerts: %s: sending %s (%s) to %s", sk->cfg->name, id, m.event,
+	             sk->cfg->url_log);
+	return 0;
+}
+
+/* Queue a repeat of every open alert whose time has come and that has
+ * nothing queued; returns the next repeat time. */
+static uint64_t queue_repeats(struct sink *sk, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	if (!sk->cfg->repeat_ms)
+		return next;
+	for (struct active *a = sk->active; a; a = a->next) {
+		if (a->next_ms > now) {
+			next = GW_MIN(next, a->next_ms);
+			continue;
+		}
+		bool queued = false;
+		for (struct delivery *d = sk->q.next; d != &sk->q && !queued; d = d->next)
+			queued = strcmp(d->ev->alert_id, a->alert_id) == 0;
+		a->next_ms = UINT64_MAX;  /* re-armed when this one is delivered */
+		if (queued)
+			continue;
+		const char *kind = json_string_value(json_object_get(a->alert, "kind"));
+		struct event *ev = event_new(a->alert_id, a->version, kind ? kind : "open",
+		                             json_incref(a->alert), gw_wall_now());
+		struct delivery *d = ev ? calloc(1, sizeof(*d)) : NULL;
+		if (!d) {
+			event_unref(ev);
+			a->next_ms = now + sk->cfg->repeat_ms;
+			continue;
+		}
+		d->ev = ev;
+		d->repeat_no = ++a->repeats;
+		d->due_ms = now;
+		q_append(sk, d);
+		sk->n_repeats++;
+	}
+	return next;
+}
+
+/* The set of runs met in one walk of a queue (open addressing on the
+ * run's hash; the strings belong to the queued events). */
+struct run_set {
+	const char **slot;
+	size_t mask;
+	const char *stack[128];
+};
+
+static bool run_set_init(struct run_set *rs, size_t n)
+{
+	size_t cap = GW_ARRAY_SIZE(rs->stack);
+	while (cap < 2 * n)
+		cap *= 2;
+	rs->slot = cap == GW_ARRAY_SIZE(rs->stack) ? rs->stack : malloc(cap * sizeof(*rs->slot));
+	if (!rs->slot)
+		return false;
+	memset(rs->slot, 0, cap * sizeof(*rs->slot));
+	rs->mask = cap - 1;
+	return true;
+}
+
+/* Add run; false if it was there already. */
+static bool run_set_add(struct run_set *rs, const char *run)
+{
+	for (size_t i = hash_id(run) & rs->mask;; i = (i + 1) & rs->mask) {
+		if (!rs->slot[i]) {
+			rs->slot[i] = run;
+			return true;
+		}
+		if (strcmp(rs->slot[i], run) == 0)
+			return false;
+	}
+}
+
+static void run_set_free(struct run_set *rs)
+{
+	if (rs->slot != rs->stack)
+		free(rs->slot);
+}
+
+/* Start what may start and arm the timer for the next due time.  The walk
+ * stops at the first delivery not committed yet (all after it are newer)
+ * and when max_in_flight requests are out (a finished one pumps again), so
+ * a stuck sink costs nothing per alert. */
+static void pump(struct sink *sk)
+{
+	struct gw_outbox *ob = sk->ob;
+	if (ob->closing)
+		return;
+	uint64_t now = gw_mono_ms();
+	uint64_t next = queue_repeats(sk, now);
+	if (now < sk->paused_until_ms) {
+		arm(sk, GW_MIN(next, sk->paused_until_ms), now);
+		return;
+	}
+	struct run_set seen;
+	bool room = sk->inflight < sk->cfg->max_in_flight && sk->queued;
+	if (room && run_set_init(&seen, sk->queued)) {
+		for (struct delivery *d = sk->q.next; d != &sk->q; d = d->next) {
+			if (d->wait_seq > ob->committed)
+				break;
+			/* only the first delivery of a run may go: per-run order */
+			if (!run_set_add(&seen, d->ev->run) || d->inflight)
+				continue;
+			if (d->due_ms > now) {
+				next = GW_MIN(next, d->due_ms);
+				continue;
+			}
+			uint64_t wait = rate_take(sk, now);
+			if (wait) {
+				next = GW_MIN(next, now + wait);
+				break;
+			}
+			int rc = start(sk, d);
+			if (rc < 0) {
+				gw_log_err("alerts: %s: cannot start a request: %s", sk->cfg->name,
+				           strerror(-rc));
+				d->due_ms = now + backoff_ms(sk, ++d->attempts);
+				next = GW_MIN(next, d->due_ms);
+			}
+			if (sk->inflight >= sk->cfg->max_in_flight)
+				break;
+		}
+		run_set_free(&seen);
+	} else if (room) {
+		next = GW_MIN(next, now + 100);  /* out of memory: try again soon */
+	}
+	arm(sk, next, now);
+}
+
+static void on_done(struct gw_alert_req *r, const struct gw_alert_http_result *res)
+{
+	struct delivery *d = r->data;
+	struct sink *sk = d->sk;
+	uint64_t now = gw_mono_ms();
+	char id[64], what[192];
+	delivery_id(d, id, sizeof(id));
+	describe(res, what, sizeof(what));
+	d->inflight = false;
+	sk->inflight--;
+	sk->last_status = (int)res->status;
+	if (res->rc == 0 && res->status >= 200 && res->status < 300) {
+		sk->n_delivered++;
+		sk->last_error[0] = '\0';
+		put_state(sk, d, "delivered", res->status, NULL);
+		if (d->attempts > 1)
+			gw_log_info("alerts: %s: delivered %s (%s) after %u attempts", sk->cfg->name, id,
+			            d->repeat_no ? "repeat" : d->ev->kind, d->attempts);
+		else
+			gw_log_debug("alerts: %s: delivered %s (%s) in %.1f ms", sk->cfg->name, id,
+			             d->repeat_no ? "repeat" : d->ev->kind, res->seconds * 1000.0);
+		struct active *a = active_find(sk, d->ev->alert_id, NULL);
+		if (a && sk->cfg->repeat_ms && strcmp(d->ev->kind, "resolve"))
+			a->next_ms = now + sk->cfg->repeat_ms;
+		q_remove_free(d);
+		pump(sk);
+		return;
+	}
+	gw_strlcpy(sk->last_error, what, sizeof(sk->last_error));
+	double age_ms = (gw_wall_now() - d->ev->created) * 1000.0;
+	bool give_up = sk->cfg->give_up_ms && age_ms > (double)sk->cfg->give_up_ms;
+	if (!retryable(res) || give_up) {
+		sk->n_failed++;
+		gw_log_err("alerts: %s (%s): giving up on %s (%s) after %u attempt(s): %s%s",
+		           sk->cfg->name, sk->cfg->url_log, id, d->repeat_no ? "repeat" : d->ev->kind,
+		           d->attempts, what, give_up ? " (give_up_after passed)" : " (not retryable)");
+		put_state(sk, d, "failed", res->status, what);
+		struct active *a = active_find(sk, d->ev->alert_id, NULL);
+		if (a && sk->cfg->repeat_ms)
+			a->next_ms = now + sk->cfg->repeat_ms;
+		q_remove_free(d);
+		pump(sk);
+		return;
+	}
+	sk->n_retries++;
+	uint64_t delay = backoff_ms(sk, d->attempts);
+	if (res->retry_after_s >= 0 && (res->status == 429 || res->status == 503)) {
+		delay = (uint64_t)GW_MIN(res->retry_after_s, RETRY_AFTER_MAX_S) * 1000u;
+		if (res->status == 429)
+			sk->paused_until_ms = now + delay;
+	}
+	d->due_ms = now + delay;
+	put_state(sk, d, "pending", res->status, what);
+	gw_log_warn("alerts: %s (%s): attempt %u of %s failed: %s; retrying in %.1f s",
+	            sk->cfg->name, sk->cfg->url_log, d->attempts, id, what, (double)delay / 1000.0);
+	pump(sk);
+}
+
+/* ---- events in ------------------------------------------------------------------ */
+
+/* The snapshot of an alert event: gw_alert_to_json plus version, state,
+ * opened_at / opened_step (carried from the open), and for a resolve the
+ * incident's last summary, cause, action and evidence, with resolved_at. */
+static json_t *snapshot(const struct gw_alert *a, int64_t version, const json_t *firing)
+{
+	json_t *o = gw_alert_to_json(a);
+	if (!o)
+		return NULL;
+	double wall = isfinite(a->wall) ? a->wall : gw_wall_now();
+	json_object_set_new(o, "version", json_integer(version));
+	json_object_set_new(o, "state", json_string(a->kind == GW_ALERT_RESOLVE ? "resolved" : "open"));
+	if (a->kind == GW_ALERT_OPEN || !firing) {
+		json_object_set_new(o, "opened_at", json_real(wall));
+		json_object_set_new(o, "opened_step", json_integer(a->step));
+	} else {
+		json_object_set(o, "opened_at", json_object_get(firing, "opened_at"));
+		json_object_set(o, "opened_step", json_object_get(firing, "opened_step"));
+	}
+	if (a->kind == GW_ALERT_RESOLVE) {
+		json_object_set_new(o, "resolved_at", json_real(wall));
+		json_object_set_new(o, "resolved_step", json_integer(a->step));
+		static const char *const carry[] = {"summary", "cause", "action"};
+		for (size_t i = 0; firing && i < GW_ARRAY_SIZE(carry); i++) {
+			const char *s = json_string_value(json_object_get(o, carry[i]));
+			if (!s || !*s)
+				json_object_set(o, carry[i], json_object_get(firing, carry[i]));
+		}
+		if (firing && !json_object_size(json_object_get(o, "evidence")))
+			json_object_set(o, "evidence", json_object_get(firing, "evidence"));
+		if (firing)
+			json_object_set(o, "step", json_object_get(firing, "step"));
+	}
+	return o;
+}
+
+/* Queue ev at sk: group-wait replacement, Alertmanager's previous labels,
+ * the open-alert set. */
+static void enqueue(struct sink *sk, struct event *ev, uint64_t wait_seq, uint64_t now)
+{
+	struct delivery *d = calloc(1, sizeof(*d));
+	if (!d) {
+		gw_log_err("alerts: %s: out of memory queueing %s", sk->cfg->name, ev->alert_id);
+		return;
+	}
+	d->ev = ev;
+	ev->refs++;
+	d->wait_seq = wait_seq;
+	d->due_ms = now + sk->cfg->group_wait_ms;
+	/* with neither grouping nor repeats there is nothing to replace */
+	bool scan = sk->cfg->group_wait_ms || sk->cfg->repeat_ms;
+	struct delivery *at = NULL;
+	for (struct delivery *o = scan ? sk->q.next : &sk->q, *nx; o != &sk->q; o = nx) {
+		nx = o->next;
+		if (o->inflight || strcmp(o->ev->alert_id, ev->alert_id))
+			continue;
+		if (o->repeat_no) {
+			q_remove_free(o);
+		} else if (!o->attempts && sk->cfg->group_wait_ms && o->due_ms > now) {
+			d->due_ms = o->due_ms;
+			if (o->previous && !d->previous)
+				d->previous = json_incref(o->previous);
+			put_state(sk, o, "superseded", 0, NULL);
+			sk->n_superseded++;
+			if (!at)
+				at = o->prev;  /* take its place: the run's order stays */
+			q_remove_free(o);
+		}
+	}
+	bool resolve = strcmp(ev->kind, "resolve") == 0;
+	if (resolve) {
+		active_drop(sk, ev->alert_id);
+	} else {
+		json_t *prev = active_set(sk, ev->alert_id, ev->version, ev->alert, UINT64_MAX);
+		if (prev && sk->cfg->type == &gw_sink_alertmanager && !d->previous)
+			d->previous = prev;
+		else
+			json_decref(prev);
+	}
+	q_insert_after(sk, at ? at : sk->q.prev, d);
+}
+
+/* Ask the writer to commit up to seq now.  At most one such request is
+ * outstanding: while the writer works on one, later alert rows wait for it
+ * to finish and are flushed from gw_outbox_committed(), so a burst of
+ * alerts does not turn into a burst of tiny transactions. */
+static void request_flush(struct gw_outbox *ob, uint64_t seq)
+{
+	if (seq > ob->want_seq)
+		ob->want_seq = seq;
+	if (ob->flush_seq > ob->committed)
+		return;
+	ob->flush_seq = ob->want_seq;
+	gw_store_flush(ob->store);
+}
+
+void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a)
+{
+	if (!ob || ob->closing)
+		return;
+	struct known *k = known_get(ob, a->id);
+	if (!k) {
+		gw_log_err("alerts: out of memory; %s %s is not delivered", a->id,
+		           gw_alert_kind_name(a->kind));
+		return;
+	}
+	int64_t version = ++k->version;
+	json_t *snap = snapshot(a, version, k->firing);
+	char *text = snap ? json_dumps(snap, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+	if (!text) {
+		json_decref(snap);
+		gw_log_err("alerts: out of memory; %s %s is not delivered", a->id,
+		           gw_alert_kind_name(a->kind));
+		return;
+	}
+	json_decref(k->firing);
+	k->firing = a->kind == GW_ALERT_RESOLVE ? NULL : json_incref(snap);
+
+	double wall = gw_wall_now();
+	const char *kind = gw_alert_kind_name(a->kind);
+	struct event *ev = NULL;
+	uint64_t seq = 0;
+	for (size_t i = 0; i < ob->n; i++) {
+		struct sink *sk = &ob->sinks[i];
+		if (!gw_sink_matches(sk->cfg, a->run, a->detector, (int)a->severity))
+			continue;
+		if (!ev) {
+			ev = event_new(a->id, version, kind, json_incref(snap), wall);
+			if (!ev)
+				break;
+			seq = gw_store_put_outbox(ob->store, a->id, version, kind, a->run, text, wall);
+		}
+		struct gw_store_delivery dv = {
+			.alert_id = a->id, .version = version, .sink = sk->cfg->name, .state = "pending",
+			.updated = wall, .delivered = NAN,
+		};
+		uint64_t s = gw_store_put_delivery(ob->store, &dv);
+		if (!seq || !s)
+			gw_log_err("alerts: out of memory storing the delivery of %s to %s; "
+			           "sending it anyway", a->id, sk->cfg->name);
+		seq = GW_MAX(seq, s);
+		enqueue(sk, ev, seq, gw_mono_ms());
+	}
+	free(text);
+	json_decref(snap);
+	if (!ev)
+		return;
+	event_unref(ev);
+	/* commit now rather than at the interval: the alert waits for it */
+	request_flush(ob, seq);
+	/* a group wait of 0 with an already-covered seq (never, in practice)
+	 * would be sent on the next commit; arm the timers for the rest */
+	for (size_t i = 0; i < ob->n; i++)
+		pump(&ob->sinks[i]);
+}
+
+void gw_outbox_committed(struct gw_outbox *ob, uint64_t seq)
+{
+	if (!ob || seq <= ob->committed)
+		return;
+	ob->committed = seq;
+	/* alert rows queued after the writer took its last batch: ask again */
+	if (ob->want_seq > seq)
+		request_flush(ob, ob->want_seq);
+	for (size_t i = 0; i < ob->n; i++)
+		if (ob->sinks[i].queued)
+			pump(&ob->sinks[i]);
+}
+
+/* ---- start-up ------------------------------------------------------------------- */
+
+struct load_ctx {
+	struct gw_outbox *ob;
+	struct event *last;        /* rows of one event come one after another */
+	uint64_t now;
+	size_t loaded;
+	int err;
+};
+
+static void load_version(void *data, const char *alert_id, int64_t version, bool open,
+                         const char *alert_json)
+{
+	struct load_ctx *L = data;
+	struct known *k = known_get(L->ob, alert_id);
+	if (!k) {
+		L->err = -ENOMEM;
+		return;
+	}
+	k->version = version;
+	json_decref(k->firing);
+	k->firing = open && alert_json ? json_loads(alert_json, 0, NULL) : NULL;
+}
+
+static struct sink *sink_named(struct gw_outbox *ob, const char *name)
+{
+	for (size_t i = 0; i < ob->n; i++)
+		if (strcmp(ob->sinks[i].cfg->name, name) == 0)
+			return &ob->sinks[i];
+	return NULL;
+}
+
+static void load_pending(void *data, const char *sink, const char *alert_id, int64_t version,
+                         const char *kind, const char *run, double created,
+                         const char *alert_json, int64_t attempts)
+{
+	struct load_ctx *L = data;
+	struct sink *sk = sink_named(L->ob, sink);
+	(void)run;
+	if (!sk) {
+		L->ob->orphans++;
+		return;
+	}
+	if (!L->last || strcmp(L->last->alert_id, alert_id) || L->last->version != version) {
+		event_unref(L->last);
+		json_t *alert = json_loads(alert_json, 0, NULL);
+		L->last = alert ? event_new(alert_id, version, kind, alert, created) : NULL;
+		if (!L->last) {
+			gw_log_err("alerts: cannot load the pending delivery %s-v%" PRId64, alert_id,
+			           version);
+			return;
+		}
+	}
+	struct delivery *d = calloc(1, sizeof(*d));
+	if (!d) {
+		L->err = -ENOMEM;
+		return;
+	}
+	d->ev = L->last;
+	L->last->refs++;
+	d->attempts = (unsigned)attempts;
+	d->due_ms = L->now;
+	q_append(sk, d);
+	if (strcmp(kind, "resolve") == 0)
+		active_drop(sk, alert_id);
+	else
+		json_decref(active_set(sk, alert_id, version, L->last->alert, UINT64_MAX));
+	L->loaded++;
+}
+
+/* Open alerts with no pending delivery are repeated from now on. */
+static void seed_active(struct gw_outbox *ob, uint64_t now)
+{
+	for (size_t i = 0; i < ob->known_cap; i++) {
+		struct known *k = &ob->known[i];
+		if (!k->id[0] || !k->firing)
+			continue;
+		const char *run = json_string_value(json_object_get(k->firing, "run"));
+		const char *det = json_string_value(json_object_get(k->firing, "detector"));
+		for (size_t s = 0; run && det && s < ob->n; s++) {
+			struct sink *sk = &ob->sinks[s];
+			if (!sk->cfg->repeat_ms || active_find(sk, k->id, NULL) ||
+			    !gw_sink_matches(sk->cfg, run, det, severity_of(k->firing)))
+				continue;
+			/* Alertmanager: refresh at once (it may have expired them
+			 * while we were down); chat sinks: at the next interval */
+			uint64_t at = sk->cfg->type == &gw_sink_alertmanager ? now : now + sk->cfg->repeat_ms;
+			json_decref(active_set(sk, k->id, k->version, k->firing, at));
+		}
+	}
+}
+
+int gw_outbox_open(const struct gw_outbox_opts *o, struct gw_outbox **out, char *err,
+                   size_t errlen)
+{
+	*out = NULL;
+	if (!o->n_sinks) {
+		gw_sink_free_all(o->sinks, o->n_sinks);
+		return 0;
+	}
+	struct gw_outbox *ob = calloc(1, sizeof(*ob));
+	if (!ob) {
+		gw_sink_free_all(o->sinks, o->n_sinks);
+		return -ENOMEM;
+	}
+	ob->loop = o->loop;
+	ob->store = o->store;
+	ob->cfgs = o->sinks;
+	ob->n = o->n_sinks;
+	ob->api_base = o->api_base ? strdup(o->api_base) : NULL;
+	ob->rng = (uint64_t)gw_mono_ms() * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
+	if (!ob->rng)
+		ob->rng = 1;
+	ob->sinks = calloc(ob->n, sizeof(*ob->sinks));
+	if (!ob->sinks) {
+		gw_outbox_free(ob);
+		return -ENOMEM;
+	}
+	uint64_t now = gw_mono_ms();
+	for (size_t i = 0; i < ob->n; i++) {
+		struct sink *sk = &ob->sinks[i];
+		sk->ob = ob;
+		sk->cfg = &ob->cfgs[i];
+		sk->q.next = sk->q.prev = &sk->q;
+		sk->tokens = sk->cfg->rate_count;
+		sk->tokens_ms = now;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		snprintf(err, errlen, "alerts: libcurl failed to initialise");
+		gw_outbox_free(ob);
+		return -EIO;
+	}
+	/* what the database says first, then the handles */
+	struct load_ctx L = {.ob = ob, .now = now};
+	int rc = gw_store_read_alert_versions(o->db_path, load_version, &L, err, errlen);
+	if (rc == 0 && L.err == 0)
+		rc = gw_store_read_outbox(o->db_path, load_pending, &L, err, errlen);
+	event_unref(L.last);
+	if (rc == 0 && L.err < 0) {
+		rc = L.err;
+		snprintf(err, errlen, "alerts: out of memory loading the outbox");
+	}
+	if (rc < 0) {
+		gw_outbox_free(ob);
+		return rc;
+	}
+	seed_active(ob, now);
+	if ((rc = gw_alert_http_init(&ob->http, ob->loop)) < 0) {
+		snprintf(err, errlen, "alerts: cannot set up the HTTP client: %s", strerror(-rc));
+		if (rc == -ENOTSUP)
+			gw_alert_http_close(&ob->http, NULL);
+		/* the handles close as the loop runs; gw_outbox_free after it */
+		ob->closing = true;
+		*out = ob;
+		return rc;
+	}
+	ob->http_up = true;
+	ob->http.data = ob;
+	for (size_t i = 0; i < ob->n; i++) {
+		struct sink *sk = &ob->sinks[i];
+		uv_timer_init(ob->loop, &sk->timer);
+		sk->timer.data = sk;
+		gw_log_info("alerts: sink %s (%s) -> %s%s%s", sk->cfg->name, sk->cfg->type->name,
+		            sk->cfg->url_log, sk->cfg->secret ? ", signed" : "",
+		            sk->cfg->tls_verify ? "" : ", TLS NOT VERIFIED");
+		if (sk->cfg->type == &gw_sink_webhook && !sk->cfg->secret)
+			gw_log_warn("alerts: sink %s has no secret: its requests are not signed",
+			            sk->cfg->name);
+		if (sk->queued)
+			gw_log_info("alerts: sink %s: %zu undelivered alert event(s) from before the "
+			            "restart", sk->cfg->name, sk->queued);
+		pump(sk);
+	}
+	if (ob->orphans)
+		gw_log_warn("alerts: %zu pending deliveries belong to sinks no longer configured; "
+		            "they stay in the database", ob->orphans);
+	*out = ob;
+	return 0;
+}
+
+/* ---- stats, shutdown ------------------------------------------------------------ */
+
+json_t *gw_outbox_stats(const struct gw_outbox *ob)
+{
+	json_t *arr = json_array();
+	for (size_t i = 0; ob && i < ob->n; i++) {
+		const struct sink *sk = &ob->sinks[i];
+		size_t active = 0;
+		for (const struct active *a = sk->active; a; a = a->next)
+			active++;
+		json_array_append_new(arr, json_pack(
+			"{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:s}",
+			"name", sk->cfg->name, "type", sk->cfg->type->name, "url", sk->cfg->url_log,
+			"queued", (json_int_t)sk->queued, "in_flight", (json_int_t)sk->inflight,
+			"open_alerts", (json_int_t)active,
+			"delivered", (json_int_t)sk->n_delivered, "failed", (json_int_t)sk->n_failed,
+			"retries", (json_int_t)sk->n_retries, "superseded", (json_int_t)sk->n_superseded,
+			"repeats", (json_int_t)sk->n_repeats, "last_status", sk->last_status,
+			"last_error", sk->last_error));
+	}
+	return arr;
+}
+
+static void on_closed_one(struct gw_outbox *ob)
+{
+	GW_REQUIRE(ob->closing_handles > 0);
+	ob->closing_handles--;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	struct sink *sk = h->data;
+	on_closed_one(sk->ob);
+}
+
+static void on_http_closed(struct gw_alert_http *h)
+{
+	on_closed_one(h->data);
+}
+
+void gw_outbox_close(struct gw_outbox *ob)
+{
+	if (!ob || (ob->closing && !ob->http_up))
+		return;
+	ob->closing = true;
+	if (!ob->http_up)
+		return;
+	ob->http_up = false;
+	size_t pending = 0;
+	for (size_t i = 0; i < ob->n; i++) {
+		pending += ob->sinks[i].queued;
+		ob->closing_handles++;
+		uv_close((uv_handle_t *)&ob->sinks[i].timer, on_timer_closed);
+	}
+	ob->closing_handles++;
+	gw_alert_http_close(&ob->http, on_http_closed);
+	if (pending)
+		gw_log_info("alerts: %zu alert event(s) not delivered yet; they are sent after the "
+		            "next start", pending);
+}
+
+void gw_outbox_free(struct gw_outbox *ob)
+{
+	if (!ob)
+		return;
+	GW_REQUIRE(ob->closing_handles == 0 && !ob->http_up);
+	for (size_t i = 0; ob->sinks && i < ob->n; i++) {
+		struct sink *sk = &ob->sinks[i];
+		while (sk->q.next != &sk->q)
+			q_remove_free(sk->q.next);
+		while (sk->active)
+			active_drop(sk, sk->active->alert_id);
+	}
+	for (size_t i = 0; i < ob->known_cap; i++)
+		json_decref(ob->known[i].firing);
+	free(ob->known);
+	free(ob->sinks);
+	gw_sink_free_all(ob->cfgs, ob->n);
+	free(ob->api_base);
+	free(ob);
+	curl_global_cleanup();
+}

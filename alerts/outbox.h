@@ -1,0 +1,74 @@
+/*
+ * outbox: durable, ordered, rate-limited delivery of alerts to the sinks
+ * (docs/alerts.md, "Delivery").
+ *
+ * Life of an alert event (open, update or resolve of one alert id):
+ *   1. the engine hook stores the alert (gw_store_put_alert) and then calls
+ *      gw_outbox_alert(), which gives the event the alert's next version,
+ *      queues one `outbox` row and one `deliveries` row per matching sink
+ *      through the store's writer, and asks the writer to commit now;
+ *   2. nothing is sent before gw_store_committed() covers those rows (the
+ *      daemon forwards every commit with gw_outbox_committed()), so an
+ *      alert is in SQLite before any receiver hears of it;
+ *   3. each sink sends its queue in order, at most one event per run at a
+ *      time (per-run order), several runs in parallel (max_in_flight),
+ *      after the group wait, within the rate limit;
+ *   4. every outcome (delivered, retry with its attempt count, failed,
+ *      superseded) goes back to SQLite through the same writer queue; the
+ *      loop never touches SQLite;
+ *   5. at start-up gw_outbox_open() reads what is still pending (a
+ *      synchronous read, before the loop runs) and sends it first.
+ *
+ * Delivery is at least once, and idempotent by id: an event keeps its
+ * delivery id ("<alert id>-v<version>") on every retry and after a restart,
+ * so a receiver that saw the id can tell it is a repeat.
+ *
+ * Everything here runs on the loop thread; ingest never waits for it.
+ */
+#ifndef GW_OUTBOX_H
+#define GW_OUTBOX_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "engine.h"
+#include "sink.h"
+#include "store.h"
+
+struct gw_outbox_opts {
+	uv_loop_t *loop;
+	struct gw_store *store;
+	const char *db_path;          /* for the start-up read */
+	struct gw_sink_cfg *sinks;    /* taken over (gw_sink_parse); freed by gw_outbox_free */
+	size_t n_sinks;
+	const char *api_base;         /* "http://127.0.0.1:7471" for links, or NULL */
+};
+
+struct gw_outbox;
+
+/* Load pending deliveries and alert versions, set up the sinks' timers and
+ * the HTTP client on the loop.  With no sinks *out is NULL and every other
+ * function is a no-op.  Blocks on a database read: call before uv_run.
+ * Returns 0 or a negative errno with a message in err. */
+int gw_outbox_open(const struct gw_outbox_opts *o, struct gw_outbox **out, char *err,
+                   size_t errlen);
+
+/* An alert event from the engine (loop thread), right after it was queued
+ * to the store.  Copies what it keeps. */
+void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a);
+
+/* The store committed everything up to seq (loop thread). */
+void gw_outbox_committed(struct gw_outbox *ob, uint64_t seq);
+
+/* Per-sink counters and queue lengths, for the API and tests. */
+json_t *gw_outbox_stats(const struct gw_outbox *ob);
+
+/* Stop: abort requests in flight (they stay pending in the database and are
+ * sent again after a restart) and close every handle.  The loop must run
+ * once more for the close callbacks; then call gw_outbox_free. */
+void gw_outbox_close(struct gw_outbox *ob);
+void gw_outbox_free(struct gw_outbox *ob);
+
+#endif

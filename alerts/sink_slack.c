@@ -1,0 +1,267 @@
+/*
+ * slack: an incoming-webhook message (docs/alerts.md, "slack").
+ *
+ * The body is {"text": fallback, "blocks": [...]} in Block Kit: a header
+ * (severity, detector, run), the summary with its numbers, a fields section
+ * (run, step, detector, severity), a compact evidence section (one
+ * "key: value" line per evidence field in a code block), the likely cause
+ * and what to check, and a context line with the alert id and version.
+ * Slack's limits are kept: header text 150 characters, section text 3000,
+ * at most 10 fields; user text is escaped for mrkdwn (&, <, >) and cut on a
+ * UTF-8 boundary.  `text` is the notification and screen-reader fallback.
+ */
+#include "sink.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEADER_MAX 150
+#define SECTION_MAX 3000
+#define EVIDENCE_LINES 12
+#define EVIDENCE_LINE_MAX 160
+
+/* A growing text buffer; on allocation failure it stays NULL-marked. */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t nc = b->cap ? b->cap * 2 : 256;
+		while (nc < b->len + n + 1)
+			nc *= 2;
+		char *np = realloc(b->p, nc);
+		if (!np) {
+			b->oom = true;
+			return;
+		}
+		b->p = np;
+		b->cap = nc;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void sb_str(struct sbuf *b, const char *s)
+{
+	sb_add(b, s, strlen(s));
+}
+
+/* Length of at most max bytes of s that does not split a UTF-8 sequence. */
+static size_t utf8_cut(const char *s, size_t len, size_t max)
+{
+	if (len <= max)
+		return len;
+	size_t n = max;
+	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+		n--;
+	return n;
+}
+
+/* Append s escaped for mrkdwn, stopping (with an ellipsis) before the
+ * buffer passes limit bytes. */
+static void sb_mrkdwn(struct sbuf *b, const char *s, size_t limit)
+{
+	for (const char *p = s; *p; p++) {
+		if (b->len + 8 >= limit) {
+			sb_str(b, "\xe2\x80\xa6"); /* … */
+			return;
+		}
+		if (*p == '&')
+			sb_str(b, "&amp;");
+		else if (*p == '<')
+			sb_str(b, "&lt;");
+		else if (*p == '>')
+			sb_str(b, "&gt;");
+		else if (((unsigned char)*p & 0xC0) == 0xC0) {
+			/* a whole UTF-8 sequence at once */
+			size_t n = 1;
+			while (((unsigned char)p[n] & 0xC0) == 0x80)
+				n++;
+			sb_add(b, p, n);
+			p += n - 1;
+		} else {
+			sb_add(b, p, 1);
+		}
+	}
+}
+
+static const char *str_of(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+static json_t *mrkdwn(const char *text)
+{
+	return json_pack("{s:s, s:s}", "type", "mrkdwn", "text", text);
+}
+
+static const char *sev_icon(const char *sev)
+{
+	if (strcmp(sev, "critical") == 0)
+		return "\xf0\x9f\x94\xb4"; /* red circle */
+	if (strcmp(sev, "warning") == 0)
+		return "\xf0\x9f\x9f\xa0"; /* orange circle */
+	return "\xf0\x9f\x94\xb5";         /* blue circle */
+}
+
+/* One "key: value" line per evidence field, values as compact JSON. */
+static void evidence_lines(struct sbuf *b, const json_t *ev)
+{
+	const char *key;
+	const json_t *v;
+	int n = 0;
+	json_object_foreach((json_t *)ev, key, v) {
+		if (n++ == EVIDENCE_LINES) {
+			sb_str(b, "\xe2\x80\xa6\n");
+			break;
+		}
+		char *val = json_is_string(v) ? strdup(json_string_value(v))
+		                              : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT |
+		                                                  JSON_REAL_PRECISION(6));
+		if (!val) {
+			b->oom = true;
+			return;
+		}
+		char line[EVIDENCE_LINE_MAX + 8];
+		int len = snprintf(line, sizeof(line), "%s: %s", key, val);
+		free(val);
+		size_t cut = utf8_cut(line, len < 0 ? 0 : (size_t)len, EVIDENCE_LINE_MAX);
+		line[cut] = '\0';
+		/* inside a code block only '`' would end it; <, >, & still escape */
+		for (char *p = line; *p; p++)
+			if (*p == '`')
+				*p = '\'';
+		sb_mrkdwn(b, line, SECTION_MAX - 16);
+		sb_str(b, "\n");
+	}
+}
+
+static int slack_format(const struct gw_sink_cfg *s, const struct gw_sink_msg *m, char **body,
+                        size_t *len)
+{
+	const json_t *a = m->alert;
+	const char *run = str_of(a, "run"), *det = str_of(a, "detector");
+	const char *sev = str_of(a, "severity"), *summary = str_of(a, "summary");
+	bool resolve = strcmp(m->event, "resolve") == 0;
+	const char *verb = resolve ? "Resolved"
+	                   : strcmp(m->event, "update") == 0 ? "Escalated"
+	                   : strcmp(m->event, "repeat") == 0 ? "Still open"
+	                                                     : "Alert";
+	json_int_t step = json_integer_value(json_object_get(a, "step"));
+	json_int_t seg = json_integer_value(json_object_get(a, "segment"));
+	char step_s[32], seg_s[32];
+	snprintf(step_s, sizeof(step_s), "%lld", (long long)step);
+	snprintf(seg_s, sizeof(seg_s), "%lld", (long long)seg);
+
+	/* header: plain text, 150 characters at most */
+	char header[HEADER_MAX * 4 + 1];
+	int hn = snprintf(header, sizeof(header), "%s %s: %s %s on %s",
+	                  resolve ? "\xe2\x9c\x85" : sev_icon(sev), verb, sev, det, run);
+	size_t hcut = utf8_cut(header, hn < 0 ? 0 : (size_t)hn, HEADER_MAX - 3);
+	if (hcut < (size_t)hn)
+		strcpy(header + hcut, "\xe2\x80\xa6");
+
+	struct sbuf t = {0}, sum = {0}, ev = {0}, why = {0}, ctx = {0};
+	/* fallback text (notifications): not mrkdwn-rendered by blocks, but
+	 * Slack still parses it, so escape it the same way */
+	sb_str(&t, "[");
+	sb_str(&t, sev);
+	sb_str(&t, resolve ? "] resolved: " : "] ");
+	sb_mrkdwn(&t, det, 200);
+	sb_str(&t, " on run ");
+	sb_mrkdwn(&t, run, 600);
+	sb_str(&t, ", step ");
+	sb_str(&t, step_s);
+	sb_str(&t, ": ");
+	sb_mrkdwn(&t, summary, SECTION_MAX);
+
+	sb_str(&sum, "*");
+	if (resolve)
+		sb_str(&sum, "Resolved. ");
+	sb_mrkdwn(&sum, *summary ? summary : "(no summary)", SECTION_MAX - 2);
+	sb_str(&sum, "*");
+
+	const json_t *evidence = json_object_get(a, "evidence");
+	if (json_object_size(evidence)) {
+		sb_str(&ev, "*Evidence*\n```\n");
+		evidence_lines(&ev, evidence);
+		sb_str(&ev, "```");
+	}
+	const char *cause = str_of(a, "cause"), *action = str_of(a, "action");
+	if (*cause) {
+		sb_str(&why, "*Likely cause*\n");
+		sb_mrkdwn(&why, cause, SECTION_MAX / 2);
+	}
+	if (*action) {
+		sb_str(&why, *cause ? "\n*What to check*\n" : "*What to check*\n");
+		sb_mrkdwn(&why, action, SECTION_MAX - 8);
+	}
+	char c[160];
+	snprintf(c, sizeof(c), "gradwatch alert %s \xc2\xb7 version %lld \xc2\xb7 %s \xc2\xb7 segment %s",
+	         str_of(a, "id"), (long long)m->version, m->event, seg_s);
+	sb_mrkdwn(&ctx, c, SECTION_MAX);
+
+	json_t *fields = json_array();
+	const char *const names[4][2] = {
+		{"Run", run}, {"Step", step_s}, {"Detector", det}, {"Severity", sev},
+	};
+	for (int k = 0; k < 4 && fields; k++) {
+		struct sbuf f = {0};
+		sb_str(&f, "*");
+		sb_str(&f, names[k][0]);
+		sb_str(&f, "*\n");
+		sb_mrkdwn(&f, names[k][1], 1900);
+		if (!f.oom)
+			json_array_append_new(fields, mrkdwn(f.p));
+		free(f.p);
+	}
+	json_t *blocks = json_array();
+	json_array_append_new(blocks, json_pack("{s:s, s:{s:s, s:s, s:b}}", "type", "header", "text",
+	                                        "type", "plain_text", "text", header, "emoji", 1));
+	if (!sum.oom)
+		json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "section", "text",
+		                                        mrkdwn(sum.p)));
+	json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "section", "fields", fields));
+	if (ev.len && !ev.oom)
+		json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "section", "text",
+		                                        mrkdwn(ev.p)));
+	if (why.len && !why.oom)
+		json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "section", "text",
+		                                        mrkdwn(why.p)));
+	if (!ctx.oom)
+		json_array_append_new(blocks, json_pack("{s:s, s:[o]}", "type", "context", "elements",
+		                                        mrkdwn(ctx.p)));
+	json_t *root = t.oom ? NULL : json_pack("{s:s, s:o}", "text", t.p, "blocks", blocks);
+	if (!root)
+		json_decref(blocks);
+	bool oom = t.oom || sum.oom || ev.oom || why.oom || ctx.oom;
+	free(t.p);
+	free(sum.p);
+	free(ev.p);
+	free(why.p);
+	free(ctx.p);
+	(void)s;
+	if (oom) {
+		json_decref(root);
+		root = NULL;
+	}
+	return gw__sink_dump(root, JSON_REAL_PRECISION(10), body, len);
+}
+
+const struct gw_sink_type gw_sink_slack = {
+	.name = "slack",
+	.format = slack_format,
+	.default_group_wait_ms = 0,
+	.default_repeat_ms = 4 * 3600 * 1000ull,
+	.default_rate_count = 20,
+	.default_rate_per_ms = 60000,
+};

@@ -1,0 +1,300 @@
+"""Test helpers for alert delivery (standard library only).
+
+Receiver: a small HTTP/1.1 server on 127.0.0.1 (ephemeral port) that records
+every request (path, headers, body, arrival time on the monotonic clock) and
+can be told how to answer: "ok" (200), "fail" (500), "429" (with
+Retry-After), "hang" (read the request, never answer), "reset" (read the
+request, then reset the connection).  It can be stopped and started again
+on the same port to play a receiver that is down for a while.
+
+Daemon: starts build/daemon/gradwatchd in a temporary directory with free
+ports and a config file, waits for /healthz, sends NDJSON lines over TCP,
+stops it with SIGTERM or SIGKILL, and reads its database.
+
+The lead's tests/integration/gwtest.py has a similar daemon helper; the two
+are to be merged.
+"""
+
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import socketserver
+import sqlite3
+import ssl
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+
+
+def free_port(kind=socket.SOCK_STREAM):
+    s = socket.socket(socket.AF_INET, kind)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_for(pred, timeout=10.0, what="condition", interval=0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+
+
+def http_ok(url, timeout=1.0):
+    """True if GET url answers 200 (False on any connection error)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # quiet
+        pass
+
+    def do_POST(self):
+        rcv = self.server.receiver
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        t = time.monotonic()
+        mode, retry_after = rcv._next_mode()
+        rec = {
+            "path": self.path,
+            "headers": {k.lower(): v for k, v in self.headers.items()},
+            "body": body,
+            "t": t,
+            "answered": mode,
+        }
+        try:
+            rec["json"] = json.loads(body)
+        except ValueError:
+            rec["json"] = None
+        with rcv.cv:
+            rcv.requests.append(rec)
+            rcv.cv.notify_all()
+        if mode == "hang":
+            rcv.hang_event.wait(60)
+            self.close_connection = True
+            return
+        if mode == "reset":
+            # RST instead of FIN: linger on, timeout 0
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.close_connection = True
+            return
+        if mode == "ok":
+            code, payload = 200, b"ok"
+        elif mode == "429":
+            code, payload = 429, b"slow down"
+        elif mode == "400":
+            code, payload = 400, b"invalid_payload"
+        else:
+            code, payload = 500, b"boom"
+        self.send_response(code)
+        if mode == "429":
+            self.send_header("Retry-After", str(retry_after))
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class Receiver:
+    def __init__(self, port=0, tls=None):
+        self.tls = tls            # (certfile, keyfile): serve HTTPS
+        self.requests = []
+        self.cv = threading.Condition()
+        self.mode = "ok"
+        self.script = []          # modes for the next requests, then self.mode
+        self.retry_after = 1
+        self.hang_event = threading.Event()
+        self.port = port
+        self.srv = None
+        self.start()
+
+    def _next_mode(self):
+        with self.cv:
+            if self.script:
+                return self.script.pop(0), self.retry_after
+            return self.mode, self.retry_after
+
+    def start(self):
+        self.srv = _Server(("127.0.0.1", self.port), _Handler)
+        self.srv.receiver = self
+        if self.tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*self.tls)
+            self.srv.socket = ctx.wrap_socket(self.srv.socket, server_side=True)
+        self.port = self.srv.server_address[1]
+        self.thread = threading.Thread(target=self.srv.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        if self.srv:
+            self.srv.shutdown()
+            self.srv.server_close()
+            self.srv = None
+
+    def close(self):
+        self.hang_event.set()
+        self.stop()
+
+    @property
+    def url(self):
+        return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
+
+    def wait(self, n, timeout=15.0, pred=None):
+        """Wait until n requests (matching pred, if given) arrived; return them."""
+        deadline = time.monotonic() + timeout
+        with self.cv:
+            while True:
+                got = [r for r in self.requests if pred is None or pred(r)]
+                if len(got) >= n:
+                    return got
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("receiver: %d of %d requests after %.1fs: %r" % (
+                        len(got), n, timeout, [r["headers"].get("x-gradwatch-delivery")
+                                              for r in self.requests]))
+                self.cv.wait(left)
+
+    def ok_requests(self):
+        with self.cv:
+            return [r for r in self.requests if r["answered"] == "ok"]
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def daemon_binary():
+    b = os.environ.get("GRADWATCHD")
+    if b:
+        return b
+    return os.path.join(ROOT, "build", "daemon", "gradwatchd")
+
+
+class Daemon:
+    def __init__(self, sinks, extra_config=None, tmp=None, env=None):
+        self.tmp = tmp or tempfile.mkdtemp(prefix="gwalerts-")
+        self.sinks = sinks
+        self.extra = extra_config or {}
+        self.env = env or {}
+        self.proc = None
+        self.log_path = os.path.join(self.tmp, "gradwatchd.log")
+
+    @property
+    def db(self):
+        return os.path.join(self.tmp, "gradwatch.db")
+
+    def start(self):
+        self.tcp = free_port()
+        self.http = free_port()
+        cfg = {"sinks": self.sinks, "tick_ms": 1000}
+        cfg.update(self.extra)
+        self.cfg_path = os.path.join(self.tmp, "gradwatch.json")
+        with open(self.cfg_path, "w") as f:
+            json.dump(cfg, f)
+        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
+        env.update(self.env)
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [daemon_binary(), "-c", self.cfg_path, "--state-dir", self.tmp,
+             "--socket", "off", "--udp", "off",
+             "--tcp", "127.0.0.1:%d" % self.tcp, "--http", "127.0.0.1:%d" % self.http],
+            stdout=self.log, stderr=self.log, env=env)
+        wait_for(self._healthy, 15, "gradwatchd /healthz")
+        self.sock = socket.create_connection(("127.0.0.1", self.tcp))
+        return self
+
+    def _healthy(self):
+        if self.proc.poll() is not None:
+            raise AssertionError("gradwatchd exited with %s:\n%s" % (self.proc.returncode,
+                                                                   self.logtext()))
+        return http_ok("http://127.0.0.1:%d/healthz" % self.http)
+
+    def logtext(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def send(self, *lines):
+        data = "".join(l if l.endswith("\n") else l + "\n" for l in lines)
+        self.sock.sendall(data.encode())
+
+    def get(self, path):
+        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.http, path), timeout=5) as r:
+            return json.loads(r.read())
+
+    def sink_stats(self):
+        return {s["name"]: s for s in self.get("/v1/sinks")["sinks"]}
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if not self.proc:
+            return None
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        self.proc.send_signal(sig)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+            raise AssertionError("gradwatchd did not stop in %ss:\n%s" % (timeout, self.logtext()))
+        self.proc = None
+        self.log.close()
+        log = self.logtext()
+        # a sanitizer build reports leaks and undefined behaviour here
+        for bad in ("runtime error:", "AddressSanitizer", "LeakSanitizer", "invariant failed"):
+            if bad in log:
+                raise AssertionError("gradwatchd reported %r:\n%s" % (bad, log[-6000:]))
+        if sig == signal.SIGTERM and rc != 0:
+            raise AssertionError("gradwatchd exited with %d after SIGTERM:\n%s" % (rc, log[-6000:]))
+        return rc
+
+    def kill(self):
+        return self.stop(signal.SIGKILL)
+
+    def remove(self):
+        """Stop if running, then delete the temporary directory."""
+        if self.proc:
+            self.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def query(self, sql, *args):
+        con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=5)
+        try:
+            return con.execute(sql, args).fetchall()
+        finally:
+            con.close()
+
+
+def nan_incident(run, first_step=1, finite=3):
+    """Lines that make the nonfinite detector open a critical alert on run."""
+    lines = ['{"run":"%s","step":%d,"loss":%.3f,"grad_norm":1}' % (run, first_step + i, 2.0 - 0.1 * i)
+             for i in range(finite)]
+    lines.append('{"run":"%s","step":%d,"loss":NaN,"grad_norm":1}' % (run, first_step + finite))
+    return lines
+
+
+def finite_lines(run, first_step, n):
+    return ['{"run":"%s","step":%d,"loss":1.5,"grad_norm":1}' % (run, first_step + i)
+            for i in range(n)]
