@@ -55,6 +55,7 @@ struct gw_paused {
 
 struct gw_server;   /* listeners, stream.c */
 struct gw_http;     /* HTTP server, http.c */
+struct gw_follow;   /* followed files, follow.c */
 
 struct gw_daemon {
 	uv_loop_t *loop;
@@ -72,6 +73,7 @@ struct gw_daemon {
 
 	struct gw_server *server;
 	struct gw_http *http;
+	struct gw_follow *follow;
 
 	struct gw_commit_waiter *waiters;
 	struct gw_paused paused;          /* list head */

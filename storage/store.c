@@ -74,6 +74,7 @@ struct gw_store {
 	struct arena pending;
 	uint64_t seq;            /* last sequence handed out */
 	bool urgent, stop;
+	unsigned held;           /* gw_store_hold() depth: do not take the queue */
 	_Atomic uint64_t committed;
 	_Atomic size_t pending_bytes;
 
@@ -380,6 +381,22 @@ uint64_t gw_store_put_meta(struct gw_store *s, const char *key, const char *valu
 	const char *strs[2] = {key, value};
 	size_t lens[2] = {strlen(key), strlen(value)};
 	return put(s, IT_META, NULL, NULL, NULL, strs, lens, 2);
+}
+
+void gw_store_hold(struct gw_store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->held++;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void gw_store_release(struct gw_store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	GW_REQUIRE(s->held > 0);
+	s->held--;
+	pthread_mutex_unlock(&s->mu);
+	pthread_cond_broadcast(&s->cv);
 }
 
 void gw_store_flush(struct gw_store *s)
@@ -717,6 +734,10 @@ static void *writer_main(void *arg)
 			}
 			pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 		}
+		/* a group of items queued under gw_store_hold() goes into one
+		 * transaction: never split it */
+		while (s->held)
+			pthread_cond_wait(&s->cv, &s->mu);
 		struct arena tmp = s->work;
 		s->work = s->pending;
 		s->pending = tmp;

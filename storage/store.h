@@ -69,6 +69,15 @@ uint64_t gw_store_put_alert(struct gw_store *s, const struct gw_alert *a);
  * position), written in order with the records it describes. */
 uint64_t gw_store_put_meta(struct gw_store *s, const char *key, const char *value);
 
+/* Group the items queued between gw_store_hold() and gw_store_release()
+ * into one transaction: the writer does not take the queue while it is
+ * held (it waits; hold only around a bounded amount of work on the caller's
+ * thread).  A followed file's records and the position that covers them are
+ * queued this way, so a crash can never commit one without the other.
+ * Holds nest. */
+void gw_store_hold(struct gw_store *s);
+void gw_store_release(struct gw_store *s);
+
 /* Ask the writer to commit now rather than at the interval. */
 void gw_store_flush(struct gw_store *s);
 
