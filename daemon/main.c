@@ -14,6 +14,7 @@
 #include "daemon.h"
 #include "follow.h"
 #include "http.h"
+#include "metrics.h"
 
 #include "kern.h"
 #include "log.h"
@@ -501,7 +502,7 @@ int main(int argc, char **argv)
 		            gw_engine_run_count(d.engine));
 
 	if (gw_server_start(&d, err, sizeof(err)) < 0 || gw_http_start(&d, err, sizeof(err)) < 0 ||
-	    gw_follow_start(&d, err, sizeof(err)) < 0) {
+	    gw_metrics_start(&d, err, sizeof(err)) < 0 || gw_follow_start(&d, err, sizeof(err)) < 0) {
 		gw_log_crit("%s", err);
 		goto out_listen;
 	}
