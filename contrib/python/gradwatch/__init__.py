@@ -12,7 +12,7 @@ objects' attributes).  Framework callbacks: gradwatch.hf.GradwatchCallback
 Lightning); both import their framework only when imported themselves.
 """
 from .client import Client, GateUnavailable, ResumeError, default_address
-from .manifest import manifest
+from .manifest import manifest as resume_manifest
 
-__all__ = ['Client', 'ResumeError', 'GateUnavailable', 'default_address', 'manifest']
+__all__ = ['Client', 'ResumeError', 'GateUnavailable', 'default_address', 'resume_manifest']
 __version__ = '0.1.0'

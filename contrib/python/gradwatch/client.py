@@ -25,6 +25,7 @@ import collections
 import json
 import logging
 import os
+import select
 import socket
 import threading
 import time
@@ -251,9 +252,11 @@ class Client:
         return True
 
     def stats(self):
-        """Counters: queued, sent (stream), sent_udp, dropped (queue full),
+        """Counters: queued, in_flight (being written), sent (stream), sent_udp, dropped (queue full),
         lost (no transport took them), rejected (by the daemon), errors."""
-        return {'queued': len(self._q), 'sent': self._sent_stream, 'sent_udp': self._sent_udp,
+        queued = len(self._q)
+        return {'queued': queued, 'in_flight': max(0, self._enqueued - self._handled - queued),
+                'sent': self._sent_stream, 'sent_udp': self._sent_udp,
                 'dropped': self._dropped, 'lost': self._lost, 'rejected': self._rejected,
                 'errors': self._errors, 'last_reject': self._last_reject}
 
@@ -323,7 +326,7 @@ class Client:
     def _drain(self):
         q = self._q
         while q:
-            n = min(len(q), 2000)
+            n = min(len(q), 100)
             lines = []
             for _ in range(n):
                 try:
@@ -340,6 +343,7 @@ class Client:
             if data:
                 self._send(data, len(lines))
             self._handled += n
+            time.sleep(0)   # let the training thread have the GIL between batches
 
     def _connect(self):
         if self._sock is not None:
@@ -363,9 +367,10 @@ class Client:
     def _read_errors(self):
         """The daemon answers a rejected line with one JSON error line."""
         try:
-            data = self._sock.recv(65536, socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
-            return
+            # (a socket with a timeout would wait in recv even with MSG_DONTWAIT)
+            if not select.select([self._sock], [], [], 0)[0]:
+                return
+            data = self._sock.recv(65536)
         except OSError:
             return
         for line in data.decode('utf-8', 'replace').splitlines():
