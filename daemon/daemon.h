@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "lines.h"
 #include "store.h"
 #include "wire.h"
 
@@ -94,6 +95,14 @@ struct gw_ingest_result {
 void gw_ingest_line(struct gw_daemon *d, enum gw_transport t, const char *line,
                     size_t len, uint64_t lineno, const char *default_run,
                     struct gw_ingest_result *res);
+
+/* A line as the line splitter (lines.h) hands it over: GW_LINE_OK is
+ * ingested; GW_LINE_TOO_LONG is counted and reported as line_too_long;
+ * GW_LINE_TRUNCATED (a stream that ended inside its last line) is ingested
+ * if it parses, else counted as truncated rather than as its parse error. */
+void gw_ingest_framed(struct gw_daemon *d, enum gw_transport t, const char *line, size_t len,
+                      uint64_t lineno, enum gw_line_status st, const char *default_run,
+                      struct gw_ingest_result *res);
 
 /* Count a line the framing rejected (too long, truncated). */
 void gw_ingest_reject(struct gw_daemon *d, enum gw_transport t, enum gw_wire_reason r);

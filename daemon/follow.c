@@ -177,21 +177,7 @@ static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
 {
 	struct ffile *f = data;
 	struct gw_ingest_result res;
-	if (st == GW_LINE_TOO_LONG) {
-		gw_ingest_reject(f->d, GW_TR_FOLLOW, GW_REJ_TOO_LONG);
-		res.rc = -EINVAL;
-		res.err = (struct gw_wire_err){.reason = GW_REJ_TOO_LONG};
-		snprintf(res.err.msg, sizeof(res.err.msg),
-		         "line_too_long: longer than %zu bytes (limits.max_line_bytes)", len);
-	} else {
-		gw_ingest_line(f->d, GW_TR_FOLLOW, line, len, lineno, f->run, &res);
-		if (res.rc == -EINVAL && st == GW_LINE_TRUNCATED) {
-			/* count an unfinished last line as truncated, not as its parse error */
-			f->d->stats.rejected[GW_TR_FOLLOW][res.err.reason]--;
-			gw_ingest_reject(f->d, GW_TR_FOLLOW, GW_REJ_TRUNCATED);
-			res.err.reason = GW_REJ_TRUNCATED;
-		}
-	}
+	gw_ingest_framed(f->d, GW_TR_FOLLOW, line, len, lineno, st, f->run, &res);
 	if (res.rc == -EINVAL && ++f->rejected <= LOGGED_ERRORS)
 		gw_log_warn("follow %s:%" PRIu64 ": %s%s", f->path, lineno, res.err.msg,
 		            f->rejected == LOGGED_ERRORS ? " (further errors of this file are counted, not logged)" : "");

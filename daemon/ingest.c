@@ -78,3 +78,27 @@ void gw_ingest_line(struct gw_daemon *d, enum gw_transport t, const char *line,
 	res->seq = seq;
 	res->rc = 0;
 }
+
+void gw_ingest_framed(struct gw_daemon *d, enum gw_transport t, const char *line, size_t len,
+                      uint64_t lineno, enum gw_line_status st, const char *default_run,
+                      struct gw_ingest_result *res)
+{
+	if (st == GW_LINE_TOO_LONG) {
+		gw_ingest_reject(d, t, GW_REJ_TOO_LONG);
+		res->rc = -EINVAL;
+		res->seq = 0;
+		res->err = (struct gw_wire_err){.reason = GW_REJ_TOO_LONG};
+		snprintf(res->err.msg, sizeof(res->err.msg),
+		         "line_too_long: longer than %zu bytes (limits.max_line_bytes)", len);
+		return;
+	}
+	gw_ingest_line(d, t, line, len, lineno, default_run, res);
+	if (res->rc == -EINVAL && st == GW_LINE_TRUNCATED) {
+		char m[sizeof(res->err.msg) + 64];
+		snprintf(m, sizeof(m), "truncated: the input ended inside this line (%s)", res->err.msg);
+		d->stats.rejected[t][res->err.reason]--;
+		gw_ingest_reject(d, t, GW_REJ_TRUNCATED);
+		res->err.reason = GW_REJ_TRUNCATED;
+		gw_strlcpy(res->err.msg, m, sizeof(res->err.msg));
+	}
+}

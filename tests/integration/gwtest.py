@@ -253,11 +253,15 @@ def client_venv(python, where):
     visible) with contrib/python installed by pip, offline
     (--no-build-isolation --no-index: Debian's setuptools builds it).
     Returns the venv's interpreter."""
+    import shutil
     venv = os.path.join(where, 'venv')
     subprocess.run([python, '-m', 'venv', '--system-site-packages', venv], check=True)
     py = os.path.join(venv, 'bin', 'python')
+    # a copy: setuptools builds in the source folder, which must stay clean
+    src = os.path.join(where, 'gradwatch-src')
+    shutil.copytree(CONTRIB_PYTHON, src, ignore=shutil.ignore_patterns('build', '*.egg-info', '__pycache__'))
     r = subprocess.run([py, '-m', 'pip', 'install', '--quiet', '--no-build-isolation', '--no-index',
-                        '--disable-pip-version-check', CONTRIB_PYTHON],
+                        '--disable-pip-version-check', src],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=where)
     if r.returncode != 0:
         raise RuntimeError('pip install contrib/python failed:\n' + r.stdout.decode())
