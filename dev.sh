@@ -17,9 +17,12 @@ BUILD_DEPS="gcc pkg-config meson ninja-build libuv1-dev libsqlite3-dev libcurl4-
 libjansson-dev check libhttp-parser-dev libssl-dev python3 sqlite3 curl ca-certificates"
 # what the test suites use beyond the build: the AArch64 cross toolchain and
 # qemu for the kernel tests, real Alertmanager and Prometheus servers,
-# PyTorch for the end-to-end training test, systemd-analyze for the units
+# PyTorch for the end-to-end training test, systemd-analyze for the units;
+# (sidecar) a venv with pip and setuptools to pip-install contrib/python
+# offline, man-db for systemd-analyze verify's man-page check
 TEST_DEPS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
-prometheus-alertmanager prometheus python3-torch systemd"
+prometheus-alertmanager prometheus python3-torch systemd \
+python3-venv python3-pip python3-setuptools man-db"
 
 as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else

@@ -57,6 +57,7 @@ struct gw_paused {
 struct gw_server;   /* listeners, stream.c */
 struct gw_outbox;   /* alert delivery, alerts/outbox.h */
 struct gw_http;     /* HTTP server, http.c */
+struct gw_follow;   /* followed files, follow.c */
 
 struct gw_daemon {
 	uv_loop_t *loop;
@@ -75,6 +76,7 @@ struct gw_daemon {
 	struct gw_server *server;
 	struct gw_http *http;
 	struct gw_outbox *outbox;         /* NULL when no sinks are configured */
+	struct gw_follow *follow;
 
 	struct gw_commit_waiter *waiters;
 	struct gw_paused paused;          /* list head */

@@ -12,7 +12,9 @@
  * the configuration file.  One cleanup path unwinds in reverse.
  */
 #include "daemon.h"
+#include "follow.h"
 #include "http.h"
+#include "metrics.h"
 
 #include "kern.h"
 #include "log.h"
@@ -45,6 +47,8 @@ static void usage(FILE *f)
 	        "      --http ADDR:PORT|off HTTP API (default 127.0.0.1:%d)\n"
 	        "      --log-level LEVEL   crit, err, warn, info, debug (default info)\n"
 	        "      --kernels NAME      scalar, sse2, avx2, neon (default: best available)\n"
+	        "      --follow FILE       tail NDJSON metrics a job writes to FILE (repeatable)\n"
+	        "      --run NAME          run name of lines without one in the --follow FILE before it\n"
 	        "      --check-config      validate the configuration, print it, exit\n"
 	        "  -V, --version           print version, kernel variant and detectors\n"
 	        "  -h, --help\n",
@@ -180,6 +184,7 @@ static unsigned drain_ticks;
 static void close_all(struct gw_daemon *d)
 {
 	gw_server_stop(d);
+	gw_follow_stop(d);
 	gw_http_close_all(d);
 	gw_outbox_close(d->outbox);
 	uv_walk(d->loop, on_walk_close, NULL);
@@ -225,6 +230,7 @@ static void begin_shutdown(struct gw_daemon *d, const char *why)
 	/* stop accepting; connections already open get a short grace period to
 	 * deliver what they sent before we close them */
 	gw_http_stop(d);
+	gw_follow_stop(d);
 	uv_timer_stop(&d->tick_timer);
 	uv_timer_stop(&d->watchdog_timer);
 	uv_timer_init(d->loop, &grace_timer);
@@ -296,8 +302,22 @@ static void on_watchdog(uv_timer_t *t)
 
 enum {
 	OPT_STATE_DIR = 1000, OPT_DB, OPT_SOCKET, OPT_TCP, OPT_UDP, OPT_HTTP, OPT_LOG,
-	OPT_KERNELS, OPT_CHECK,
+	OPT_KERNELS, OPT_CHECK, OPT_FOLLOW, OPT_RUN,
 };
+
+/* --follow FILE [--run NAME]: one more entry of the config's "follow"
+ * array; --run names the run of the --follow before it. */
+static int add_follow(struct gw_cfg *cfg, int opt, const char *v)
+{
+	size_t n = json_array_size(cfg->follow);
+	if (opt == OPT_FOLLOW)
+		return json_array_append_new(cfg->follow, json_pack("{s:s}", "path", v)) ? -ENOMEM : 0;
+	if (n == 0 || json_object_get(json_array_get(cfg->follow, n - 1), "run")) {
+		fprintf(stderr, "gradwatchd: --run NAME goes after the --follow FILE it names\n");
+		return -EINVAL;
+	}
+	return json_object_set_new(json_array_get(cfg->follow, n - 1), "run", json_string(v));
+}
 
 static int apply_listen(const char *flag, const char *v, struct gw_listen *l)
 {
@@ -322,6 +342,8 @@ int main(int argc, char **argv)
 		{"log-level", required_argument, NULL, OPT_LOG},
 		{"kernels", required_argument, NULL, OPT_KERNELS},
 		{"check-config", no_argument, NULL, OPT_CHECK},
+		{"follow", required_argument, NULL, OPT_FOLLOW},
+		{"run", required_argument, NULL, OPT_RUN},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -390,6 +412,11 @@ int main(int argc, char **argv)
 		case OPT_CHECK:
 			check = true;
 			break;
+		case OPT_FOLLOW:
+		case OPT_RUN:
+			if (add_follow(&cfg, ch, optarg) < 0)
+				goto out_cfg;
+			break;
 		case 'V':
 			version = true;
 			break;
@@ -418,7 +445,8 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto out_cfg;
 	}
-	if (gw_cfg_validate(&cfg, err, sizeof(err)) < 0) {
+	if (gw_cfg_validate(&cfg, err, sizeof(err)) < 0 ||
+	    gw_follow_validate(cfg.follow, err, sizeof(err)) < 0) {
 		fprintf(stderr, "gradwatchd: %s\n", err);
 		goto out_cfg;
 	}
@@ -479,7 +507,8 @@ int main(int argc, char **argv)
 		            gw_engine_run_count(d.engine));
 
 	if (gw_alerting_start(&d, err, sizeof(err)) < 0 ||
-	    gw_server_start(&d, err, sizeof(err)) < 0 || gw_http_start(&d, err, sizeof(err)) < 0) {
+	    gw_server_start(&d, err, sizeof(err)) < 0 || gw_http_start(&d, err, sizeof(err)) < 0 ||
+	    gw_metrics_start(&d, err, sizeof(err)) < 0 || gw_follow_start(&d, err, sizeof(err)) < 0) {
 		gw_log_crit("%s", err);
 		goto out_listen;
 	}
@@ -531,6 +560,7 @@ out_loop:
 	d.waiters = NULL;
 	gw_server_free(&d);
 	gw_http_free(&d);
+	gw_follow_free(&d);
 	if (uv_loop_close(d.loop) != 0)
 		gw_log_debug("loop closed with handles left");
 	gw_log_info("stopped");

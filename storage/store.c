@@ -76,6 +76,7 @@ struct gw_store {
 	struct arena pending;
 	uint64_t seq;            /* last sequence handed out */
 	bool urgent, stop;
+	unsigned held;           /* gw_store_hold() depth: do not take the queue */
 	_Atomic uint64_t committed;
 	_Atomic size_t pending_bytes;
 
@@ -425,6 +426,22 @@ uint64_t gw_store_put_delivery(struct gw_store *s, const struct gw_store_deliver
 	const char *strs[4] = {dv->alert_id, dv->sink, dv->state, err};
 	size_t lens[4] = {strlen(dv->alert_id), strlen(dv->sink), strlen(dv->state), strlen(err)};
 	return put(s, IT_DELIVERY, i, d, NULL, strs, lens, 4);
+}
+
+void gw_store_hold(struct gw_store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->held++;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void gw_store_release(struct gw_store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	GW_REQUIRE(s->held > 0);
+	s->held--;
+	pthread_mutex_unlock(&s->mu);
+	pthread_cond_broadcast(&s->cv);
 }
 
 void gw_store_flush(struct gw_store *s)
@@ -792,6 +809,10 @@ static void *writer_main(void *arg)
 			}
 			pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 		}
+		/* a group of items queued under gw_store_hold() goes into one
+		 * transaction: never split it */
+		while (s->held)
+			pthread_cond_wait(&s->cv, &s->mu);
 		struct arena tmp = s->work;
 		s->work = s->pending;
 		s->pending = tmp;

@@ -88,6 +88,14 @@ struct gw_store_delivery {
 	double updated, delivered; /* wall clock; delivered NaN until then */
 };
 uint64_t gw_store_put_delivery(struct gw_store *s, const struct gw_store_delivery *dv);
+/* Group the items queued between gw_store_hold() and gw_store_release()
+ * into one transaction: the writer does not take the queue while it is
+ * held (it waits; hold only around a bounded amount of work on the caller's
+ * thread).  A followed file's records and the position that covers them are
+ * queued this way, so a crash can never commit one without the other.
+ * Holds nest. */
+void gw_store_hold(struct gw_store *s);
+void gw_store_release(struct gw_store *s);
 
 /* Ask the writer to commit now rather than at the interval. */
 void gw_store_flush(struct gw_store *s);

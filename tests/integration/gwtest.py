@@ -13,6 +13,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -224,3 +225,96 @@ def lines(run, steps, **fixed):
 def replay(*args, timeout=120):
     return subprocess.run([GRADWATCH] + list(args), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, timeout=timeout)
+
+
+# ---- the Python side (contrib/python) and real PyTorch -----------------------------------
+
+SOURCE_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+CONTRIB_PYTHON = os.path.join(SOURCE_ROOT, 'contrib', 'python')
+
+
+def torch_python():
+    """An interpreter that imports torch: $GW_TORCH_PYTHON, Debian's
+    /usr/bin/python3 (python3-torch), or the one running the tests; None if
+    none does."""
+    seen = []
+    for p in (os.environ.get('GW_TORCH_PYTHON'), '/usr/bin/python3', sys.executable):
+        if not p or p in seen or not os.path.exists(p):
+            continue
+        seen.append(p)
+        if subprocess.run([p, '-c', 'import torch'], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0:
+            return p
+    return None
+
+
+def client_venv(python, where):
+    """A venv over `python` (--system-site-packages, so Debian's torch stays
+    visible) with contrib/python installed by pip, offline
+    (--no-build-isolation --no-index: Debian's setuptools builds it).
+    Returns the venv's interpreter."""
+    import shutil
+    venv = os.path.join(where, 'venv')
+    subprocess.run([python, '-m', 'venv', '--system-site-packages', venv], check=True)
+    py = os.path.join(venv, 'bin', 'python')
+    # a copy: setuptools builds in the source folder, which must stay clean
+    src = os.path.join(where, 'gradwatch-src')
+    shutil.copytree(CONTRIB_PYTHON, src, ignore=shutil.ignore_patterns('build', '*.egg-info', '__pycache__'))
+    r = subprocess.run([py, '-m', 'pip', 'install', '--quiet', '--no-build-isolation', '--no-index',
+                        '--disable-pip-version-check', src],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=where)
+    if r.returncode != 0:
+        raise RuntimeError('pip install contrib/python failed:\n' + r.stdout.decode())
+    return py
+
+
+class WebhookReceiver:
+    """A local HTTP server that records every POST body (parsed as JSON when
+    it is JSON) -- the webhook sink's far end."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        received = self.received = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get('Content-Length') or 0)
+                body = self.rfile.read(n)
+                try:
+                    received.append(json.loads(body))
+                except ValueError:
+                    received.append(body.decode('utf-8', 'replace'))
+                self.send_response(200)
+                self.send_header('Content-Length', '0')
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.url = 'http://127.0.0.1:%d/hook' % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def alerts(self):
+        """Every alert object found in the bodies received so far (a body may
+        be one alert, a list, or an envelope with an "alerts" list)."""
+        out = []
+
+        def walk(x):
+            if isinstance(x, dict):
+                if 'detector' in x:
+                    out.append(x)
+                    return
+                for v in x.values():
+                    walk(v)
+            elif isinstance(x, list):
+                for v in x:
+                    walk(v)
+        walk(list(self.received))
+        return out
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,18 @@
+"""gradwatch: the Python side of the gradwatch training-telemetry daemon.
+
+    import gradwatch
+    gw = gradwatch.Client(run="my-run")
+    gw.log(step, loss=..., grad_norm=..., lr=...)      # never blocks, never raises
+    gw.checkpoint_saved(step, model, optimizer)          # after saving a checkpoint
+    gw.resumed(step, model, optimizer, optimizer_state_loaded=True, check=True)
+
+Standard library only; torch is never imported (the manifests read the live
+objects' attributes).  Framework callbacks: gradwatch.hf.GradwatchCallback
+(Hugging Face transformers), gradwatch.lightning.GradwatchCallback (PyTorch
+Lightning); both import their framework only when imported themselves.
+"""
+from .client import Client, GateUnavailable, ResumeError, default_address
+from .manifest import manifest as resume_manifest
+
+__all__ = ['Client', 'ResumeError', 'GateUnavailable', 'default_address', 'resume_manifest']
+__version__ = '0.1.0'

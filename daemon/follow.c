@@ -1,0 +1,498 @@
+/*
+ * follow: tail NDJSON log files a training job already writes.
+ *
+ * Each followed file has a uv_fs_poll_t that stats its path every poll_ms
+ * and one uv_fs_t request at a time (open, fstat, read: all uv_fs_* on the
+ * thread pool, so the loop never waits for the disk).  Whenever the stat
+ * changes, the file is read from the position reached so far up to its end,
+ * in 64 KiB chunks, through the same line splitter and gw_ingest_line as
+ * every socket (transport "follow").  Line numbers are the file's own, so
+ * an alert points into the file.
+ *
+ *   growth      read from the position to the end;
+ *   truncation  (size below the position, as copytruncate does) read again
+ *               from byte 0, line 1; a partial line is dropped;
+ *   rotation    (the path now names another inode, or disappeared) read
+ *               the old file to its end, finish a last unterminated line,
+ *               close it, then read the new file from byte 0;
+ *   missing     wait until the path exists.
+ *
+ * Position: after each chunk the file's (device, inode, byte offset of the
+ * end of its last complete line, line number) is queued with
+ * gw_store_put_meta under key "follow:" + absolute path, between
+ * gw_store_hold()/gw_store_release() together with the records of that
+ * chunk, so the database always holds exactly the lines its stored position
+ * covers.  At start the stored position is used when the file is still the
+ * same inode and at least that long; otherwise (rotated or truncated while
+ * the daemon was down) the file is read from its start.  The tail of a file
+ * that was rotated away while the daemon was down is not read.
+ *
+ * Back-pressure: when the store's queue is over its limit, reading pauses
+ * until it drains, as for stream connections.
+ */
+#include "follow.h"
+
+#include "daemon.h"
+#include "lines.h"
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define CHUNK (64 * 1024)
+#define LOGGED_ERRORS 3
+
+struct ffile {
+	struct gw_daemon *d;
+	char *path;              /* absolute */
+	char *run;               /* run of lines without one, or NULL */
+	char *key;               /* meta key */
+	unsigned poll_ms;
+
+	uv_fs_poll_t poll;
+	bool poll_inited;
+	uv_fs_t req;
+	bool busy;               /* req in flight (or paused between reads) */
+	bool changed;            /* the poll saw a change while busy */
+	int st_status;           /* of the last poll: 0 or a libuv error */
+	uv_stat_t st;            /* the last poll's stat of the path */
+
+	uv_file fd;              /* -1 when no file is open */
+	uint64_t dev, ino;
+	uint64_t off;            /* next byte to read */
+	uint64_t saved_line;     /* lines.lineno at the last stored position */
+	bool draining;           /* rotated: read the old file to its end, then switch */
+	bool waiting_logged;
+	struct gw_lines lines;
+	struct gw_paused paused;
+
+	bool have_saved;         /* position stored by an earlier daemon */
+	uint64_t s_dev, s_ino, s_off, s_line;
+
+	uint64_t rejected;
+	bool stopped;
+	char buf[CHUNK];
+};
+
+struct gw_follow {
+	struct ffile **files;
+	size_t n;
+};
+
+static void do_open(struct ffile *f);
+static void do_read(struct ffile *f);
+static void process(struct ffile *f);
+
+/* ---- configuration ------------------------------------------------------------ */
+
+int gw_follow_validate(const json_t *follow, char *err, size_t errlen)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(follow, i, e) {
+		const char *key;
+		json_t *v;
+		if (!json_is_object(e)) {
+			snprintf(err, errlen, "follow[%zu] must be an object {\"path\": FILE, \"run\": NAME}", i);
+			return -EINVAL;
+		}
+		json_object_foreach(e, key, v) {
+			if (strcmp(key, "path") && strcmp(key, "run") && strcmp(key, "poll_ms")) {
+				snprintf(err, errlen, "follow[%zu]: unknown key \"%s\" (path, run, poll_ms)", i, key);
+				return -EINVAL;
+			}
+		}
+		const char *path = json_string_value(json_object_get(e, "path"));
+		if (!path || !*path) {
+			snprintf(err, errlen, "follow[%zu].path (the file to follow) is required", i);
+			return -EINVAL;
+		}
+		json_t *run = json_object_get(e, "run");
+		if (run && (!json_is_string(run) || !*json_string_value(run))) {
+			snprintf(err, errlen, "follow[%zu].run must be a non-empty string", i);
+			return -EINVAL;
+		}
+		json_t *pm = json_object_get(e, "poll_ms");
+		if (pm && (!json_is_integer(pm) || json_integer_value(pm) < 10 ||
+		           json_integer_value(pm) > 60000)) {
+			snprintf(err, errlen, "follow[%zu].poll_ms must be an integer from 10 to 60000", i);
+			return -EINVAL;
+		}
+		for (size_t k = 0; k < i; k++) {
+			const char *p = json_string_value(json_object_get(json_array_get(follow, k), "path"));
+			if (p && strcmp(p, path) == 0) {
+				snprintf(err, errlen, "follow[%zu]: \"%s\" is already followed (follow[%zu])", i,
+				         path, k);
+				return -EINVAL;
+			}
+		}
+	}
+	return 0;
+}
+
+static char *absolute(const char *path)
+{
+	char *out = NULL;
+	if (path[0] == '/')
+		return strdup(path);
+	char cwd[PATH_MAX];
+	if (!getcwd(cwd, sizeof(cwd)) || asprintf(&out, "%s/%s", cwd, path) < 0)
+		return NULL;
+	return out;
+}
+
+/* The position an earlier daemon stored for f, if any. */
+static void load_saved(struct ffile *f)
+{
+	char *val = NULL;
+	if (gw_store_read_meta(f->d->cfg->db_path, f->key, &val) < 0 || !val)
+		return;
+	json_t *j = json_loads(val, 0, NULL);
+	json_int_t dev, ino, off, line;
+	if (j && json_unpack(j, "{s:I, s:I, s:I, s:I}", "dev", &dev, "ino", &ino, "offset", &off,
+	                     "line", &line) == 0 && off >= 0 && line >= 0) {
+		f->have_saved = true;
+		f->s_dev = (uint64_t)dev;
+		f->s_ino = (uint64_t)ino;
+		f->s_off = (uint64_t)off;
+		f->s_line = (uint64_t)line;
+	} else {
+		gw_log_warn("follow %s: ignoring a stored position that does not parse: %s", f->path, val);
+	}
+	json_decref(j);
+	free(val);
+}
+
+/* ---- lines ---------------------------------------------------------------------- */
+
+static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
+                   enum gw_line_status st)
+{
+	struct ffile *f = data;
+	struct gw_ingest_result res;
+	gw_ingest_framed(f->d, GW_TR_FOLLOW, line, len, lineno, st, f->run, false, &res);
+	if (res.rc == -EINVAL && ++f->rejected <= LOGGED_ERRORS)
+		gw_log_warn("follow %s:%" PRIu64 ": %s%s", f->path, lineno, res.err.msg,
+		            f->rejected == LOGGED_ERRORS ? " (further errors of this file are counted, not logged)" : "");
+	return 0;
+}
+
+/* Queue the position after the last complete line (caller holds the store). */
+static void save_position(struct ffile *f)
+{
+	if (f->lines.discarding || f->lines.lineno == f->saved_line)
+		return;
+	char val[160];
+	snprintf(val, sizeof(val),
+	         "{\"dev\":%" PRIu64 ",\"ino\":%" PRIu64 ",\"offset\":%" PRIu64 ",\"line\":%" PRIu64 "}",
+	         f->dev, f->ino, f->off - f->lines.len, f->lines.lineno);
+	if (gw_store_put_meta(f->d->store, f->key, val))
+		f->saved_line = f->lines.lineno;
+}
+
+static void reset_lines(struct ffile *f, uint64_t lineno)
+{
+	gw_lines_free(&f->lines);
+	gw_lines_init(&f->lines, f->d->cfg->max_line);
+	f->lines.lineno = lineno;
+	f->saved_line = lineno;
+}
+
+/* ---- the file: open, fstat, read -------------------------------------------------- */
+
+/* One operation chain ended: handle what the poll saw meanwhile. */
+static void idle(struct ffile *f)
+{
+	f->busy = false;
+	if (f->stopped || !f->changed)
+		return;
+	f->changed = false;
+	process(f);
+}
+
+static void close_fd(struct ffile *f)
+{
+	if (f->fd >= 0) {
+		uv_fs_t req;
+		uv_fs_close(NULL, &req, f->fd, NULL);
+		uv_fs_req_cleanup(&req);
+		f->fd = -1;
+	}
+}
+
+static void on_read(uv_fs_t *req)
+{
+	struct ffile *f = req->data;
+	ssize_t n = req->result;
+	uv_fs_req_cleanup(req);
+	if (n < 0) {
+		gw_log_warn("follow %s: read failed: %s; reopening it", f->path, uv_strerror((int)n));
+		close_fd(f);
+		reset_lines(f, 0);
+		f->changed = true;
+		idle(f);
+		return;
+	}
+	if (n == 0) {
+		if (f->draining && !f->stopped) {
+			/* the old file is read to its end: a last line without its
+			 * newline is still a line; then the new file from byte 0 */
+			gw_store_hold(f->d->store);
+			gw_lines_finish(&f->lines, on_line, f);
+			gw_store_release(f->d->store);
+			gw_log_info("follow %s: finished the rotated file at line %" PRIu64
+			            "; reading the new one from its start", f->path, f->lines.lineno);
+			close_fd(f);
+			f->draining = false;
+			do_open(f);
+			return;
+		}
+		idle(f);
+		return;
+	}
+	f->d->stats.bytes[GW_TR_FOLLOW] += (uint64_t)n;
+	gw_store_hold(f->d->store);
+	gw_lines_feed(&f->lines, f->buf, (size_t)n, on_line, f);
+	f->off += (uint64_t)n;
+	save_position(f);
+	gw_store_release(f->d->store);
+	if (f->stopped) {
+		idle(f);
+		return;
+	}
+	do_read(f);
+}
+
+static void on_unpause(struct gw_paused *p)
+{
+	struct ffile *f = gw_container_of(p, struct ffile, paused);
+	if (!f->stopped)
+		do_read(f);
+}
+
+static void do_read(struct ffile *f)
+{
+	f->busy = true;
+	if (gw_store_congested(f->d->store)) {
+		gw_daemon_pause(f->d, &f->paused);
+		return;
+	}
+	uv_buf_t b = uv_buf_init(f->buf, sizeof(f->buf));
+	f->req.data = f;
+	int rc = uv_fs_read(f->d->loop, &f->req, f->fd, &b, 1, (int64_t)f->off, on_read);
+	if (rc < 0) {
+		gw_log_warn("follow %s: cannot read: %s", f->path, uv_strerror(rc));
+		idle(f);
+	}
+}
+
+static void on_fstat(uv_fs_t *req)
+{
+	struct ffile *f = req->data;
+	int rc = (int)req->result;
+	uv_stat_t st = req->statbuf;
+	uv_fs_req_cleanup(req);
+	if (rc < 0) {
+		gw_log_warn("follow %s: fstat failed: %s", f->path, uv_strerror(rc));
+		close_fd(f);
+		idle(f);
+		return;
+	}
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->off = 0;
+	uint64_t line = 0;
+	if (f->have_saved) {
+		if (f->s_dev == f->dev && f->s_ino == f->ino && f->s_off <= st.st_size) {
+			f->off = f->s_off;
+			line = f->s_line;
+			gw_log_info("follow %s: continuing after line %" PRIu64 " (byte %" PRIu64 ")",
+			            f->path, line, f->off);
+		} else {
+			gw_log_warn("follow %s: the file is not the one whose position was stored "
+			            "(rotated or truncated while gradwatchd was down); reading it from its start",
+			            f->path);
+		}
+		f->have_saved = false;
+	} else {
+		gw_log_info("follow %s: reading from its start", f->path);
+	}
+	reset_lines(f, line);
+	do_read(f);
+}
+
+static void on_open(uv_fs_t *req)
+{
+	struct ffile *f = req->data;
+	int fd = (int)req->result;
+	uv_fs_req_cleanup(req);
+	if (fd < 0) {
+		if (!f->waiting_logged)
+			gw_log_info("follow %s: %s; waiting for it", f->path, uv_strerror(fd));
+		f->waiting_logged = true;
+		idle(f);
+		return;
+	}
+	f->waiting_logged = false;
+	f->fd = fd;
+	if (f->stopped) {
+		idle(f);
+		return;
+	}
+	int rc = uv_fs_fstat(f->d->loop, &f->req, f->fd, on_fstat);
+	if (rc < 0) {
+		close_fd(f);
+		idle(f);
+	}
+}
+
+static void do_open(struct ffile *f)
+{
+	f->busy = true;
+	f->req.data = f;
+	int rc = uv_fs_open(f->d->loop, &f->req, f->path, O_RDONLY | O_CLOEXEC, 0, on_open);
+	if (rc < 0) {
+		gw_log_warn("follow %s: cannot open: %s", f->path, uv_strerror(rc));
+		idle(f);
+	}
+}
+
+/* The path's stat changed (or a chain ended after it did): decide. */
+static void process(struct ffile *f)
+{
+	if (f->fd < 0) {
+		if (f->st_status == 0)
+			do_open(f);
+		return;
+	}
+	if (f->st_status < 0) {
+		/* renamed away or deleted: read what the writer still appends to
+		 * the open file; switch once a new file has the path */
+		do_read(f);
+		return;
+	}
+	if (f->st.st_ino != f->ino || f->st.st_dev != f->dev) {
+		f->draining = true;
+		do_read(f);
+		return;
+	}
+	if (f->st.st_size < f->off) {
+		gw_log_warn("follow %s: truncated (%" PRIu64 " bytes, was read up to byte %" PRIu64
+		            "); reading it again from its start", f->path, (uint64_t)f->st.st_size, f->off);
+		f->off = 0;
+		reset_lines(f, 0);
+	}
+	do_read(f);
+}
+
+static void on_poll(uv_fs_poll_t *h, int status, const uv_stat_t *prev, const uv_stat_t *curr)
+{
+	struct ffile *f = h->data;
+	if (f->stopped)
+		return;
+	f->st_status = status;
+	if (status == 0)
+		f->st = *curr;
+	if (f->busy) {
+		f->changed = true;
+		return;
+	}
+	process(f);
+}
+
+/* ---- start, stop ------------------------------------------------------------------ */
+
+int gw_follow_start(struct gw_daemon *d, char *err, size_t errlen)
+{
+	json_t *arr = d->cfg->follow;
+	int rc = gw_follow_validate(arr, err, errlen);
+	if (rc < 0 || json_array_size(arr) == 0)
+		return rc;
+	struct gw_follow *fw = calloc(1, sizeof(*fw));
+	if (!fw || !(fw->files = calloc(json_array_size(arr), sizeof(*fw->files)))) {
+		free(fw);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	d->follow = fw;
+	size_t i;
+	json_t *e;
+	json_array_foreach(arr, i, e) {
+		struct ffile *f = calloc(1, sizeof(*f));
+		if (!f) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		fw->files[fw->n++] = f;
+		f->d = d;
+		f->fd = -1;
+		f->path = absolute(json_string_value(json_object_get(e, "path")));
+		const char *run = json_string_value(json_object_get(e, "run"));
+		f->run = run ? strdup(run) : NULL;
+		json_t *pm = json_object_get(e, "poll_ms");
+		f->poll_ms = pm ? (unsigned)json_integer_value(pm) : GW_FOLLOW_POLL_MS;
+		f->paused.resume = on_unpause;
+		gw_lines_init(&f->lines, d->cfg->max_line);
+		if (!f->path || (run && !f->run) || asprintf(&f->key, "follow:%s", f->path) < 0) {
+			f->key = NULL;
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		load_saved(f);
+		uv_fs_poll_init(d->loop, &f->poll);
+		f->poll_inited = true;
+		f->poll.data = f;
+		rc = uv_fs_poll_start(&f->poll, on_poll, f->path, f->poll_ms);
+		if (rc < 0) {
+			snprintf(err, errlen, "follow %s: %s", f->path, uv_strerror(rc));
+			return rc;
+		}
+		gw_log_info("following %s%s%s", f->path, f->run ? " as run " : "", f->run ? f->run : "");
+		do_open(f);
+	}
+	return 0;
+}
+
+void gw_follow_stop(struct gw_daemon *d)
+{
+	struct gw_follow *fw = d->follow;
+	for (size_t i = 0; fw && i < fw->n; i++) {
+		struct ffile *f = fw->files[i];
+		if (f->stopped)
+			continue;
+		f->stopped = true;
+		gw_daemon_unpause(d, &f->paused);
+		if (!f->poll_inited)
+			continue;
+		if (uv_is_active((uv_handle_t *)&f->poll))
+			uv_fs_poll_stop(&f->poll);
+		if (!uv_is_closing((uv_handle_t *)&f->poll))
+			uv_close((uv_handle_t *)&f->poll, NULL);
+	}
+}
+
+void gw_follow_free(struct gw_daemon *d)
+{
+	struct gw_follow *fw = d->follow;
+	if (!fw)
+		return;
+	for (size_t i = 0; i < fw->n; i++) {
+		struct ffile *f = fw->files[i];
+		close_fd(f);
+		gw_lines_free(&f->lines);
+		free(f->path);
+		free(f->run);
+		free(f->key);
+		free(f);
+	}
+	free(fw->files);
+	free(fw);
+	d->follow = NULL;
+}

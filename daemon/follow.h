@@ -1,0 +1,34 @@
+/*
+ * follow: tail NDJSON log files that training jobs already write
+ * (`gradwatchd --follow FILE --run NAME`, or the config's "follow" array),
+ * surviving truncation, rotation and daemon restarts (see follow.c).
+ */
+#ifndef GW_FOLLOW_H
+#define GW_FOLLOW_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+struct gw_daemon;
+
+#define GW_FOLLOW_POLL_MS 200   /* default stat interval */
+
+/* Check the config's "follow" array: objects {"path": FILE, "run": NAME
+ * (optional), "poll_ms": N (optional)}, no path twice.  Returns 0 or
+ * -EINVAL with a message in err. */
+int gw_follow_validate(const json_t *follow, char *err, size_t errlen);
+
+/* Start following every file of d->cfg->follow (before the loop runs: it
+ * reads each file's stored position from the database synchronously).
+ * A file that does not exist yet is waited for.  Returns 0, or a negative
+ * errno with a message in err. */
+int gw_follow_start(struct gw_daemon *d, char *err, size_t errlen);
+
+/* Stop following (shutdown): close the poll handles; reads in flight
+ * finish and are ingested.  Idempotent. */
+void gw_follow_stop(struct gw_daemon *d);
+
+/* Free everything once the loop has ended. */
+void gw_follow_free(struct gw_daemon *d);
+
+#endif

@@ -1,0 +1,294 @@
+/*
+ * metrics: GET /metrics, the daemon's counters and every run's last values
+ * in the Prometheus text exposition format (version 0.0.4).
+ *
+ * Everything is rendered on the loop thread from state that is already in
+ * memory: the ingest counters (struct gw_ingest_stats, the same numbers as
+ * GET /v1/stats), the store's counters, and the engine's per-run state
+ * (gw_engine_foreach_run).  No database read, so a scrape never waits for a
+ * commit; its cost is one line per counter plus a few lines per run.
+ *
+ * Names follow Prometheus conventions: `_total` for counters, base units
+ * (seconds, bytes), one metric family per quantity with labels for the
+ * dimensions (transport, reason, detector, severity, run).  Label values are
+ * escaped as the format demands (\\, \", \n).  Counters that are zero are
+ * still exported for every known label combination, so rate() and alert
+ * rules see a series from the first scrape on.
+ *
+ *   gradwatch_build_info{version,kernels}            1
+ *   gradwatch_start_time_seconds                     daemon start, Unix time
+ *   gradwatch_lines_ingested_total{transport}        accepted lines (records and events)
+ *   gradwatch_events_ingested_total{transport}       of which events
+ *   gradwatch_received_bytes_total{transport}
+ *   gradwatch_lines_rejected_total{transport,reason}
+ *   gradwatch_udp_dropped_total                      datagrams refused under back-pressure
+ *   gradwatch_connections_total
+ *   gradwatch_segments_total                         segments opened (restarts and gaps)
+ *   gradwatch_alerts_total{detector,severity}        incidents opened
+ *   gradwatch_store_commits_total, gradwatch_store_pending_bytes, gradwatch_store_up
+ *   gradwatch_outbox_depth                           (once the alert outbox registers it)
+ *   gradwatch_runs                                   runs the engine tracks
+ *   gradwatch_run_last_step{run}, gradwatch_run_segment{run},
+ *   gradwatch_run_loss{run}, gradwatch_run_grad_norm{run}, gradwatch_run_lr{run},
+ *   gradwatch_run_throughput{run}, gradwatch_run_seconds_since_last_record{run},
+ *   gradwatch_run_open_alerts{run}
+ */
+#include "metrics.h"
+
+#include "daemon.h"
+#include "http.h"
+#include "kern.h"
+#include "util.h"
+
+#include "gw_config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+static struct {
+	uint64_t (*depth)(void *data);
+	void *data;
+} outbox;
+
+void gw_metrics_set_outbox_depth(uint64_t (*depth)(void *data), void *data)
+{
+	outbox.depth = depth;
+	outbox.data = data;
+}
+
+void gw_metrics_label(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		default:
+			fputc(*s, f);
+		}
+	}
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A sample value: integers exactly, the rest with full precision, and the
+ * format's spelling of the non-finite ones. */
+static void value(FILE *f, double v)
+{
+	if (isnan(v))
+		fputs(" NaN\n", f);
+	else if (isinf(v))
+		fputs(v > 0 ? " +Inf\n" : " -Inf\n", f);
+	else {
+		/* the shortest of %.15g and %.17g that reads back exactly */
+		char b[40];
+		snprintf(b, sizeof(b), "%.15g", v);
+		if (strtod(b, NULL) != v)
+			snprintf(b, sizeof(b), "%.17g", v);
+		fprintf(f, " %s\n", b);
+	}
+}
+
+static void u64(FILE *f, uint64_t v)
+{
+	fprintf(f, " %" PRIu64 "\n", v);
+}
+
+/* ---- per-run gauges ---------------------------------------------------------- */
+
+struct run_family {
+	const char *name;
+	const char *help;
+	int role;          /* >= 0: last value of that role; else a special */
+};
+
+enum { R_STEP = -1, R_SEGMENT = -2, R_AGE = -3, R_OPEN = -4 };
+
+static const struct run_family run_families[] = {
+	{"gradwatch_run_last_step", "Last optimizer step the run reported.", R_STEP},
+	{"gradwatch_run_segment", "Segment the run is in (1 + restarts and gaps seen).", R_SEGMENT},
+	{"gradwatch_run_loss", "Last training loss the run reported.", GW_ROLE_LOSS},
+	{"gradwatch_run_grad_norm", "Last gradient norm (before clipping) the run reported.", GW_ROLE_GRAD_NORM},
+	{"gradwatch_run_lr", "Last learning rate the run reported.", GW_ROLE_LR},
+	{"gradwatch_run_throughput", "Last throughput (samples per second) the run reported.", GW_ROLE_THROUGHPUT},
+	{"gradwatch_run_seconds_since_last_record", "Seconds since the daemon last received a line of the run.", R_AGE},
+	{"gradwatch_run_open_alerts", "Incidents of the run that are open.", R_OPEN},
+};
+
+struct run_ctx {
+	FILE *f;
+	const struct run_family *fam;
+	double now;
+};
+
+static void run_sample(void *data, const struct gw_run_info *ri)
+{
+	struct run_ctx *rc = data;
+	double v;
+	if (ri->seg == 0)
+		return;
+	switch (rc->fam->role) {
+	case R_STEP:
+		v = (double)ri->last_step;
+		break;
+	case R_SEGMENT:
+		v = (double)ri->seg;
+		break;
+	case R_AGE:
+		/* runs seeded from the database after a daemon restart have
+		 * no wall clock of their own yet: fall back to their ts */
+		if (isfinite(ri->last_wall))
+			v = rc->now - ri->last_wall;
+		else if (isfinite(ri->last_ts))
+			v = rc->now - ri->last_ts;
+		else
+			return;
+		if (v < 0)
+			v = 0;
+		break;
+	case R_OPEN:
+		v = ri->open_alerts;
+		break;
+	default:
+		if (!(ri->present & (1u << rc->fam->role)))
+			return;
+		v = ri->last[rc->fam->role];
+	}
+	fprintf(rc->f, "%s{run=\"", rc->fam->name);
+	gw_metrics_label(rc->f, ri->run);
+	fputs("\"}", rc->f);
+	value(rc->f, v);
+}
+
+/* ---- the exposition ------------------------------------------------------------- */
+
+int gw_metrics_render(struct gw_daemon *d, FILE *f)
+{
+	const struct gw_ingest_stats *s = &d->stats;
+
+	family(f, "gradwatch_build_info", "gauge", "Version and kernel variant of this gradwatchd.");
+	fprintf(f, "gradwatch_build_info{version=\"");
+	gw_metrics_label(f, GW_VERSION);
+	fprintf(f, "\",kernels=\"");
+	gw_metrics_label(f, gw_kern_name());
+	fputs("\"} 1\n", f);
+	family(f, "gradwatch_start_time_seconds", "gauge", "When this gradwatchd started, Unix time.");
+	fputs("gradwatch_start_time_seconds", f);
+	value(f, d->started);
+
+	static const struct {
+		const char *name, *help;
+		size_t off;
+	} per_transport[] = {
+		{"gradwatch_lines_ingested_total", "Lines accepted (records and events), by transport.",
+		 offsetof(struct gw_ingest_stats, accepted)},
+		{"gradwatch_events_ingested_total", "Event lines accepted, by transport.",
+		 offsetof(struct gw_ingest_stats, events)},
+		{"gradwatch_received_bytes_total", "Bytes received, by transport.",
+		 offsetof(struct gw_ingest_stats, bytes)},
+	};
+	for (size_t k = 0; k < GW_ARRAY_SIZE(per_transport); k++) {
+		const uint64_t *arr = (const uint64_t *)((const char *)s + per_transport[k].off);
+		family(f, per_transport[k].name, "counter", per_transport[k].help);
+		for (int t = 0; t < GW_NTRANSPORTS; t++) {
+			fprintf(f, "%s{transport=\"%s\"}", per_transport[k].name,
+			        gw_transport_name((enum gw_transport)t));
+			u64(f, arr[t]);
+		}
+	}
+	family(f, "gradwatch_lines_rejected_total", "counter",
+	       "Lines rejected, by transport and reason (docs/wire-format.md).");
+	for (int t = 0; t < GW_NTRANSPORTS; t++)
+		for (int r = 0; r < GW_REJ_NREASONS; r++) {
+			fprintf(f, "gradwatch_lines_rejected_total{transport=\"%s\",reason=\"%s\"}",
+			        gw_transport_name((enum gw_transport)t),
+			        gw_wire_reason_name((enum gw_wire_reason)r));
+			u64(f, s->rejected[t][r]);
+		}
+	family(f, "gradwatch_udp_dropped_total", "counter",
+	       "UDP datagrams dropped because the store's queue was full.");
+	fputs("gradwatch_udp_dropped_total", f);
+	u64(f, s->udp_dropped);
+	family(f, "gradwatch_connections_total", "counter", "Stream connections accepted.");
+	fputs("gradwatch_connections_total", f);
+	u64(f, s->connections);
+	family(f, "gradwatch_segments_total", "counter",
+	       "Run segments opened (a run's start, restarts, wall-clock gaps).");
+	fputs("gradwatch_segments_total", f);
+	u64(f, s->segments);
+
+	family(f, "gradwatch_alerts_total", "counter", "Alerts (incidents) opened, by detector and severity.");
+	for (size_t k = 0; gw_det_registry[k]; k++)
+		for (int v = 0; v < 3; v++) {
+			fprintf(f, "gradwatch_alerts_total{detector=\"%s\",severity=\"%s\"}",
+			        gw_det_registry[k]->name, gw_severity_name((enum gw_severity)v));
+			u64(f, s->alerts[k][v]);
+		}
+
+	struct gw_store_stats st;
+	gw_store_stats(d->store, &st);
+	family(f, "gradwatch_store_commits_total", "counter", "SQLite transactions committed.");
+	fputs("gradwatch_store_commits_total", f);
+	u64(f, st.commits);
+	family(f, "gradwatch_store_pending_bytes", "gauge", "Bytes queued for the next commit.");
+	fputs("gradwatch_store_pending_bytes", f);
+	u64(f, st.pending_bytes);
+	family(f, "gradwatch_store_up", "gauge", "1 when the last commit worked, 0 when it failed.");
+	fputs("gradwatch_store_up", f);
+	u64(f, st.last_error == 0);
+	if (outbox.depth) {
+		family(f, "gradwatch_outbox_depth", "gauge", "Alerts waiting for delivery to a sink.");
+		fputs("gradwatch_outbox_depth", f);
+		u64(f, outbox.depth(outbox.data));
+	}
+
+	family(f, "gradwatch_runs", "gauge", "Runs the detector engine tracks.");
+	fputs("gradwatch_runs", f);
+	u64(f, gw_engine_run_count(d->engine));
+	struct run_ctx rc = {.f = f, .now = gw_wall_now()};
+	for (size_t k = 0; k < GW_ARRAY_SIZE(run_families); k++) {
+		rc.fam = &run_families[k];
+		family(f, rc.fam->name, "gauge", rc.fam->help);
+		gw_engine_foreach_run(d->engine, run_sample, &rc);
+	}
+	return ferror(f) ? -EIO : 0;
+}
+
+static void h_metrics(struct hconn *c, const char *arg, const char *query, size_t qlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int rc = f ? gw_metrics_render(gw_http_daemon(c), f) : -ENOMEM;
+	if (f && fclose(f) != 0)
+		rc = -ENOMEM;
+	if (rc < 0) {
+		gw_http_respond_json(c, 500, json_pack("{s:s}", "error", "out of memory rendering /metrics"));
+	} else {
+		gw_http_respond_text(c, 200, CONTENT_TYPE, buf, len);
+	}
+	free(buf);
+}
+
+int gw_metrics_start(struct gw_daemon *d, char *err, size_t errlen)
+{
+	static const struct gw_http_route r = {"GET", "/metrics", false, NULL, h_metrics, NULL};
+	int rc = gw_http_route(d, &r);
+	if (rc < 0)
+		snprintf(err, errlen, "cannot register GET /metrics: %s", strerror(-rc));
+	return rc;
+}

@@ -1,0 +1,33 @@
+/*
+ * metrics: GET /metrics in the Prometheus text exposition format (0.0.4),
+ * so the Prometheus and Alertmanager a cluster already runs can watch a
+ * fleet of sidecars (see metrics.c for the metric names).
+ */
+#ifndef GW_METRICS_H
+#define GW_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct gw_daemon;
+
+/* Register GET /metrics on the daemon's HTTP server (after gw_http_start).
+ * Returns 0 or -ENOSPC (route table full, message in err). */
+int gw_metrics_start(struct gw_daemon *d, char *err, size_t errlen);
+
+/* HOOK for the alert outbox (alerts branch): once registered, `depth(data)`
+ * is exported as the gauge gradwatch_outbox_depth (alerts queued for
+ * delivery, not yet acknowledged by a sink).  Until a depth function is
+ * registered the gauge is not exported at all.  Loop thread only. */
+void gw_metrics_set_outbox_depth(uint64_t (*depth)(void *data), void *data);
+
+/* Write the whole exposition to f (loop thread; reads only in-memory
+ * counters and the engine's per-run state, no I/O but f).  Bounded by the
+ * number of runs.  Returns 0 or -EIO if f failed. */
+int gw_metrics_render(struct gw_daemon *d, FILE *f);
+
+/* Write s as an escaped label value (backslash, double quote, newline). */
+void gw_metrics_label(FILE *f, const char *s);
+
+#endif

@@ -1,0 +1,168 @@
+"""gradwatchd --follow FILE --run NAME (and the config's "follow" array): a
+log file a job already writes is tailed; growth in pieces, truncation,
+rotation, a missing file, and daemon restarts (SIGTERM and SIGKILL) that
+continue from the stored position without losing or double-counting a
+line.  Line numbers are the file's own."""
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+from gwtest import Daemon, GRADWATCHD
+
+
+def metric(step, run=None):
+    rec = {'step': step, 'loss': 2.0 - 0.001 * step, 'grad_norm': 0.5, 'lr': 1e-3}
+    if run:
+        rec['run'] = run
+    return json.dumps(rec) + '\n'
+
+
+def append(path, text):
+    with open(path, 'a') as f:
+        f.write(text)
+        f.flush()
+
+
+class Follow(unittest.TestCase):
+    def setUp(self):
+        self.d = None
+
+    def tearDown(self):
+        if self.d:
+            self.d.close()
+
+    def start(self, config=None):
+        self.d = Daemon(config=config)
+        self.log = os.path.join(self.d.dir, 'train.jsonl')
+        self.d.extra_args = ['--follow', self.log, '--run', 'job']
+        return self.d.start()
+
+    def rows(self, run='job'):
+        return self.d.sql("SELECT r.step, r.line FROM records r JOIN runs u ON u.id=r.run_id "
+                          "WHERE u.name=? ORDER BY r.id", (run,))
+
+    def wait_rows(self, n, run='job', timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            rows = self.rows(run)
+            if len(rows) >= n:
+                return rows
+            time.sleep(0.05)
+        return self.rows(run)
+
+    def test_growth_in_pieces_keeps_the_files_line_numbers(self):
+        d = Daemon()
+        path = os.path.join(d.dir, 'train.jsonl')
+        d.extra_args = ['--follow', path, '--run', 'job']
+        self.d = d.start()
+        # the file does not exist yet: the daemon waits for it
+        append(path, ''.join(metric(s) for s in range(1, 51)))
+        # a line written in two pieces is read once, whole
+        text = metric(51)
+        append(path, text[:10])
+        time.sleep(0.5)
+        append(path, text[10:])
+        append(path, 'not json\n' + metric(52))
+        rows = self.wait_rows(52)
+        self.assertEqual(rows, [(s, s) for s in range(1, 52)] + [(52, 53)])
+        st = d.stats()['transports']['follow']
+        self.assertEqual(st['accepted'], 52)
+        self.assertEqual(st['rejected'], {'malformed_json': 1})
+
+    def test_truncation_reads_again_from_the_start(self):
+        d = self.start()
+        append(self.log, ''.join(metric(s) for s in range(1, 101)))
+        self.assertEqual(len(self.wait_rows(100)), 100)
+        with open(self.log, 'w') as f:            # copytruncate, then the job goes on
+            f.write(''.join(metric(s) for s in range(101, 106)))
+        rows = self.wait_rows(105)
+        self.assertEqual(rows[100:], [(101 + i, 1 + i) for i in range(5)])
+        self.assertEqual(len(rows), 105)
+        self.assertIn('truncated', d.logtext())
+
+    def test_rotation_finishes_the_old_file_then_reads_the_new(self):
+        self.start()
+        append(self.log, ''.join(metric(s) for s in range(1, 101)))
+        self.assertEqual(len(self.wait_rows(100)), 100)
+        os.rename(self.log, self.log + '.1')
+        # the job still writes to the old file until it reopens: the last
+        # line of the old file has no newline
+        append(self.log + '.1', metric(101) + metric(102).rstrip('\n'))
+        time.sleep(0.1)
+        append(self.log, ''.join(metric(s) for s in range(103, 113)))
+        rows = self.wait_rows(112)
+        self.assertEqual(rows[:102], [(s, s) for s in range(1, 103)])
+        self.assertEqual(rows[102:], [(103 + i, 1 + i) for i in range(10)])
+
+    def test_restart_continues_without_double_counting(self):
+        d = self.start()
+        append(self.log, ''.join(metric(s) for s in range(1, 201)))
+        self.assertEqual(len(self.wait_rows(200)), 200)
+        d.stop()
+        append(self.log, ''.join(metric(s) for s in range(201, 301)))
+        d.start()
+        rows = self.wait_rows(300)
+        time.sleep(0.6)    # a few more polls: nothing is read twice
+        self.assertEqual(self.rows(), [(s, s) for s in range(1, 301)])
+        self.assertIn('continuing after line 200', d.logtext())
+
+    def test_sigkill_while_reading_loses_and_repeats_nothing(self):
+        d = self.start(config={'storage': {'commit_interval_ms': 5}})
+        # a large file read in 64 KiB chunks while the daemon is killed
+        append(self.log, ''.join(metric(s) for s in range(1, 20001)))
+        deadline = time.time() + 10
+        while time.time() < deadline and not self.rows():
+            time.sleep(0.005)
+        d.kill()
+        got = len(self.rows())
+        d.start()
+        rows = self.wait_rows(20000, timeout=30)
+        time.sleep(0.5)
+        rows = self.rows()
+        self.assertEqual(len(rows), 20000, 'killed after %d rows' % got)
+        self.assertEqual(rows, [(s, s) for s in range(1, 20001)])
+
+    def test_file_replaced_while_down_is_read_from_its_start(self):
+        d = self.start()
+        append(self.log, ''.join(metric(s) for s in range(1, 51)))
+        self.assertEqual(len(self.wait_rows(50)), 50)
+        d.stop()
+        os.rename(self.log, self.log + '.1')
+        append(self.log, ''.join(metric(s) for s in range(51, 61)))
+        d.start()
+        rows = self.wait_rows(60)
+        self.assertEqual(rows[50:], [(51 + i, 1 + i) for i in range(10)])
+        self.assertIn('not the one whose position was stored', d.logtext())
+
+    def test_several_files_from_the_config(self):
+        d = Daemon()
+        a, b = os.path.join(d.dir, 'a.jsonl'), os.path.join(d.dir, 'b.jsonl')
+        d.config = {'follow': [{'path': a, 'run': 'run-a', 'poll_ms': 50},
+                               {'path': b}]}    # b's lines name their run
+        self.d = d.start()
+        append(a, ''.join(metric(s) for s in range(1, 11)))
+        append(b, ''.join(metric(s, run='run-b') for s in range(1, 21)))
+        self.assertEqual(len(self.wait_rows(10, 'run-a')), 10)
+        self.assertEqual(len(self.wait_rows(20, 'run-b')), 20)
+
+    def test_bad_follow_configuration_stops_the_daemon_with_a_reason(self):
+        for args, config, want in (
+                (['--run', 'x'], None, '--run NAME goes after the --follow FILE'),
+                ([], {'follow': [{'run': 'x'}]}, 'follow[0].path'),
+                ([], {'follow': [{'path': '/tmp/x', 'rn': 'x'}]}, 'unknown key "rn"'),
+                ([], {'follow': [{'path': '/tmp/x'}, {'path': '/tmp/x'}]}, 'already followed')):
+            d = Daemon(args=args, config=config)
+            try:
+                p = subprocess.run(d.command(), cwd=d.dir, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, timeout=20)
+                self.assertEqual(p.returncode, 1)
+                self.assertIn(want, p.stdout.decode())
+            finally:
+                d.close()
+
+
+if __name__ == '__main__':
+    unittest.main()
