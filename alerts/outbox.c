@@ -995,6 +995,14 @@ int gw_outbox_open(const struct gw_outbox_opts *o, struct gw_outbox **out, char 
 
 /* ---- stats, shutdown ------------------------------------------------------------ */
 
+uint64_t gw_outbox_depth(const struct gw_outbox *ob)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; ob && i < ob->n; i++)
+		n += ob->sinks[i].queued + ob->sinks[i].inflight;
+	return n;
+}
+
 json_t *gw_outbox_stats(const struct gw_outbox *ob)
 {
 	json_t *arr = json_array();

@@ -65,6 +65,9 @@ void gw_outbox_committed(struct gw_outbox *ob, uint64_t seq);
 /* Per-sink counters and queue lengths, for the API and tests. */
 json_t *gw_outbox_stats(const struct gw_outbox *ob);
 
+/* Deliveries queued or in flight over all sinks (the outbox depth). */
+uint64_t gw_outbox_depth(const struct gw_outbox *ob);
+
 /* Stop: abort requests in flight (they stay pending in the database and are
  * sent again after a restart) and close every handle.  The loop must run
  * once more for the close callbacks; then call gw_outbox_free. */

@@ -7,6 +7,7 @@
  * notification and shutdown call the outbox directly from main.c.
  */
 #include "daemon.h"
+#include "metrics.h"
 #include "http.h"
 
 #include "outbox.h"
@@ -32,6 +33,11 @@ static void h_sinks(struct hconn *c, const char *arg, const char *query, size_t 
 	gw_http_respond_json(c, 200, json_pack("{s:o}", "sinks", gw_outbox_stats(d->outbox)));
 }
 
+static uint64_t outbox_depth(void *data)
+{
+	return gw_outbox_depth(data);
+}
+
 int gw_alerting_start(struct gw_daemon *d, char *err, size_t errlen)
 {
 	struct gw_sink_cfg *sinks;
@@ -54,11 +60,14 @@ int gw_alerting_start(struct gw_daemon *d, char *err, size_t errlen)
 		.n_sinks = n,
 		.api_base = api[0] ? api : NULL,
 	};
-	return gw_outbox_open(&o, &d->outbox, err, errlen);
+	rc = gw_outbox_open(&o, &d->outbox, err, errlen);
+	if (rc == 0 && d->outbox)
+		gw_metrics_set_outbox_depth(outbox_depth, d->outbox);
+	return rc;
 }
 
 int gw_alerting_routes(struct gw_daemon *d)
 {
-	static const struct gw_http_route r = {"GET", "/v1/sinks", false, false, h_sinks, NULL};
+	static const struct gw_http_route r = {"GET", "/v1/sinks", false, NULL, h_sinks, NULL};
 	return gw_http_route(d, &r);
 }
