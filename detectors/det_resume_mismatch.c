@@ -1,7 +1,9 @@
 /*
  * resume_mismatch: at a `resumed` event, compare what was resumed with the
- * run's last `checkpoint_saved` (resume_check.c) and raise one critical
- * alert naming every difference.  Events are ground truth where telemetry is
+ * `checkpoint_saved` it restarts from (the one saved at its checkpoint_step,
+ * else the newest before it; resume_check.c) and raise one alert naming
+ * every difference: critical when the optimizer state cannot be what was
+ * saved, warning when only hyperparameters changed.  Events are ground truth where telemetry is
  * only a symptom, so this fires at the resumed line itself, before the first
  * step of the new process.
  */
@@ -20,18 +22,30 @@ static void rm_event(void *st, const struct gw_det_ctx *ctx)
 	struct rm_state *s = st;
 	if (strcmp(ctx->rec->event, "resumed") != 0)
 		return;
-	json_t *diffs = gw_resume_diff(ctx->last_checkpoint, ctx->rec->attrs);
+	int64_t S = ctx->restart_step >= 0 ? ctx->restart_step : ctx->rec->step;
+	int64_t cstep;
+	uint64_t cline;
+	const json_t *ckpt = gw_det_checkpoint_for(ctx, S, &cstep, &cline);
+	json_t *diffs = gw_resume_diff(ckpt, ctx->rec->attrs);
 	if (!diffs || !json_array_size(diffs)) {
 		json_decref(diffs);
 		return;
 	}
-	struct gw_verdict v = {.incident = ++s->incident, .severity = GW_SEV_CRITICAL};
+	/* hyperparameter changes alone may be deliberate: warning; a state
+	 * that cannot be what was saved: critical */
+	enum gw_severity sev = GW_SEV_WARNING;
+	size_t i;
+	json_t *d;
+	json_array_foreach(diffs, i, d) {
+		if (strcmp(json_string_value(json_object_get(d, "kind")), "hparams") != 0)
+			sev = GW_SEV_CRITICAL;
+	}
+	struct gw_verdict v = {.incident = ++s->incident, .severity = sev, .step_set = true, .step = S};
 	char step[32], ck[32];
-	int64_t ckpt_step = ctx->restart_step >= 0 ? ctx->restart_step : ctx->rec->step;
-	gw_det_fmt_step(step, sizeof(step), ckpt_step);
+	gw_det_fmt_step(step, sizeof(step), S);
 	size_t off;
-	if (ctx->last_checkpoint) {
-		gw_det_fmt_step(ck, sizeof(ck), ctx->last_checkpoint_step);
+	if (ckpt) {
+		gw_det_fmt_step(ck, sizeof(ck), cstep);
 		off = (size_t)snprintf(v.summary, sizeof(v.summary),
 		                       "the resume from step %s does not match the checkpoint saved at step %s: ",
 		                       step, ck);
@@ -39,8 +53,6 @@ static void rm_event(void *st, const struct gw_det_ctx *ctx)
 		off = (size_t)snprintf(v.summary, sizeof(v.summary),
 		                       "the resume from step %s reports a broken restore: ", step);
 	}
-	size_t i;
-	json_t *d;
 	json_array_foreach(diffs, i, d) {
 		if (off < sizeof(v.summary))
 			off += (size_t)snprintf(v.summary + off, sizeof(v.summary) - off, "%s%s",
@@ -49,8 +61,8 @@ static void rm_event(void *st, const struct gw_det_ctx *ctx)
 	const char *kind = json_string_value(json_object_get(json_array_get(diffs, 0), "kind"));
 	snprintf(v.cause, sizeof(v.cause), "%s", gw_resume_cause(kind));
 	snprintf(v.action, sizeof(v.action), "%s", gw_resume_action(kind));
-	v.evidence = json_pack("{s:I, s:I, s:o}", "resumed_from_step", (json_int_t)ckpt_step,
-	                       "checkpoint_step", (json_int_t)ctx->last_checkpoint_step,
+	v.evidence = json_pack("{s:I, s:I, s:I, s:o}", "resumed_from_step", (json_int_t)S,
+	                       "checkpoint_step", (json_int_t)cstep, "checkpoint_line", (json_int_t)cline,
 	                       "differences", diffs);
 	gw_det_raise(ctx, &v);
 }

@@ -53,6 +53,8 @@ enum gw_col {
 	GW_COL_LR = GW_ROLE_LR,
 	GW_COL_THROUGHPUT = GW_ROLE_THROUGHPUT,
 	GW_COL_TS,
+	GW_COL_LOG_LOSS,        /* ln loss, NaN unless the record is valid */
+	GW_COL_LOG_GRAD_NORM,   /* ln grad norm, NaN unless valid */
 	GW_NCOLS,
 };
 
@@ -61,6 +63,12 @@ enum gw_col {
 
 /* Capacity of the history ring (records per run); a power of two. */
 #define GW_RING_CAP 512u
+
+/* Pre-crash copies kept at a restart for the replayed-step comparison. */
+#define GW_REPLAY_CAP 256u
+
+/* Post-resume samples kept for the regime windows (>= post_window_long). */
+#define GW_POST_CAP 32u
 
 /* A window of one column as at most two contiguous spans, oldest first.
  * Absent values are NaN. */
@@ -82,9 +90,117 @@ static inline double gw_win_at(const struct gw_win *w, size_t i)
 	return i < w->na ? w->a[i] : w->b[i - w->na];
 }
 
-/* History of a run: the current segment's records and, once a run has
- * restarted, a frozen copy of the previous segment's tail. */
+/* History of a run: its *timeline*, the last GW_RING_CAP metric records
+ * that still stand.  At a restart from checkpoint step S the records with
+ * step > S (logged before the crash and thrown away by it) leave the
+ * timeline and become the run's replay copy; the restarted process's
+ * records continue the timeline after S.  The line being processed is
+ * already in it (index 0 of gw_hist_at). */
 struct gw_hist;
+
+/* Window of the last n records of the timeline (fewer if it holds fewer). */
+struct gw_win gw_hist_recent(const struct gw_hist *h, enum gw_col col, size_t n);
+
+/* Records in the timeline. */
+size_t gw_hist_count(const struct gw_hist *h);
+
+/* One record; i = 0 is the newest.  valid: loss and grad norm both finite
+ * and > 0 (only valid records enter statistics). */
+struct gw_hist_rec {
+	int64_t step;
+	uint64_t line;
+	double loss, grad_norm, lr, throughput, ts;
+	bool valid;
+};
+bool gw_hist_at(const struct gw_hist *h, size_t i, struct gw_hist_rec *out);
+
+/* Up to `count` newest *valid* records after skipping the `skip` newest
+ * valid ones, oldest first, into the arrays given (any may be NULL; loss
+ * and grad norm as logged).  Returns how many. */
+size_t gw_hist_last_valid(const struct gw_hist *h, size_t count, size_t skip, double *loss,
+                          double *grad_norm, double *lr, int64_t *step);
+
+/* The same for the logs of loss and grad norm (cached in the history). */
+size_t gw_hist_last_valid_log(const struct gw_hist *h, size_t count, size_t skip,
+                              double *log_loss, double *log_grad_norm);
+
+/* The pre-crash copy of `step`, if the current segment replays it. */
+struct gw_replayed {
+	int64_t step;
+	double loss, grad_norm, lr;
+	bool valid;
+};
+const struct gw_replayed *gw_hist_replayed(const struct gw_hist *h, int64_t step);
+
+/* Pre-crash copies held for the current segment (0 without overlap). */
+size_t gw_hist_replay_count(const struct gw_hist *h);
+
+/* The restart a segment started with, and what the resume detectors share
+ * about it: the pre-checkpoint regime and the post-resume windows.  The
+ * engine maintains it (regime.c); detectors read it. */
+struct gw_post_sample {
+	int64_t k;        /* post-resume line number (1 = first after the restart) */
+	double u;         /* loss - regime median, in loss sigmas (linear) */
+	double ul;        /* log(loss / regime median) */
+	double v;         /* log grad norm - regime median, in log sigmas */
+	double vl;        /* log(grad norm / regime median) */
+	bool lr_ok;       /* LR within or_lr_drift of the LR at S */
+};
+
+struct gw_post_stat {
+	bool ready;       /* enough samples to judge */
+	size_t n;
+	int64_t k0, k1;   /* first and last post-resume line in the window */
+	double mu, mul, mv, mvl;  /* medians of u, ul, v, vl */
+	bool all_lr_ok;
+	double scale;     /* sqrt(post_window / this window): scales sigma thresholds */
+};
+
+struct gw_restart {
+	bool active;             /* the segment started from a restart point S */
+	int64_t S, T;            /* checkpoint step; last pre-crash step (S if none replayed) */
+	uint64_t k;              /* metric lines since the restart */
+	/* pre-checkpoint regime: the last pre_window valid records up to S */
+	bool pre_ok;
+	size_t pre_n;
+	int64_t pre_from, pre_to;
+	double mL, sL;           /* loss median and noise (linear, nats) */
+	double mG, sG;           /* log grad norm median and noise */
+	double lrS, lrS1;        /* LR of the newest and second-newest records up to S (NaN if none) */
+	/* moments of the same window (kernels), for evidence */
+	double loss_mean, loss_sd, loss_slope, log_gn_mean, log_gn_sd, corr;
+	/* the first post-resume record */
+	bool has_first;
+	struct gw_hist_rec first;
+	/* post-resume samples (k >= 2) and the two judged windows */
+	struct gw_post_sample post[GW_POST_CAP];
+	size_t npost;            /* samples held (FIFO, newest last) */
+	struct gw_post_stat win[2];  /* [0] short window, [1] long window */
+};
+
+/* What detectors of one run share beyond the history (bounded, owned by the
+ * engine, zeroed when the run appears). */
+/* The spike detectors' view of a valid line (regime.c, gw_spike_stat): for
+ * loss and grad norm in log space, the median and noise of the baseline
+ * window, the median of the short window (this line included), z, and the
+ * log ratio of the two medians. */
+struct gw_spike_series {
+	double med, s, mc, z, rel;
+};
+struct gw_spike_stat {
+	bool ok;                 /* false while the history is too short */
+	int64_t base_from, base_to, cur_from, cur_to;
+	size_t base_n, cur_n;
+	struct gw_spike_series loss, gn;
+};
+
+struct gw_run_shared {
+	uint64_t valid_records;  /* valid metric records of the run so far */
+	bool gx_mark_set;        /* a grad_explosion episode started ... */
+	uint64_t gx_mark;        /* ... when valid_records was this */
+	uint64_t spike_for;      /* valid_records the cache below was computed at */
+	struct gw_spike_stat spike;
+};
 
 /* What a detector sees of a run. */
 struct gw_det_ctx {
@@ -93,20 +209,19 @@ struct gw_det_ctx {
 	enum gw_seg_reason seg_reason;
 	int64_t seg_first_step;       /* first metric step of the segment, -1 if none yet */
 	int64_t restart_step;         /* S: checkpoint step the segment restarted from, -1 */
-	uint64_t seg_records;         /* metric records in the segment so far */
+	uint64_t seg_records;         /* metric records in the segment so far (k) */
 	const struct gw_thresholds *th;
 	const struct gw_hist *hist;
+	const struct gw_restart *restart;
+	struct gw_run_shared *shared;
 
 	/* The line being processed (record or event) */
 	const struct gw_rec *rec;
 	uint64_t line;
-	double now;                   /* wall clock (live) or the record's ts (replay) */
+	double now;                   /* wall clock (live) or NaN (replay) */
 	bool live;                    /* false in replay: wall-clock detectors stay quiet */
 
-	/* Events of the run: the last checkpoint_saved and the resumed event
-	 * that opened this segment (borrowed; NULL if none). */
-	const json_t *last_checkpoint;
-	int64_t last_checkpoint_step;
+	/* The resumed event that opened this segment (borrowed; NULL if none). */
 	const json_t *resumed;
 
 	/* engine internals for gw_det_raise */
@@ -115,29 +230,20 @@ struct gw_det_ctx {
 	unsigned det_index;
 };
 
-/* Window of the last n metric records of the current segment (fewer if the
- * segment or the ring holds fewer). */
-struct gw_win gw_hist_recent(const struct gw_hist *h, enum gw_col col, size_t n);
+/* The checkpoint_saved a restart from step S restarts from: the one saved
+ * at S if recorded, else the newest before S, else NULL (the engine keeps
+ * the run's last 4).  *step / *line get its step and line. */
+const json_t *gw_det_checkpoint_for(const struct gw_det_ctx *ctx, int64_t S, int64_t *step,
+                                    uint64_t *line);
 
-/* Steps of the same window (same indexing as gw_hist_recent). */
-int64_t gw_hist_step_at(const struct gw_hist *h, size_t n, size_t i);
-
-/* Window of the previous segment's records with step <= upto (the
- * pre-checkpoint regime), at most n of them, ending at the last such record.
- * Empty when the run has not restarted or the ring did not reach that far. */
-struct gw_win gw_hist_prev(const struct gw_hist *h, enum gw_col col, int64_t upto,
-                           size_t n);
-
-/* Value of column col that the previous segment logged at `step`, NaN if
- * none (for the replayed-step comparison). */
-double gw_hist_prev_at_step(const struct gw_hist *h, enum gw_col col, int64_t step);
-
-/* Last step of the previous segment (T), -1 if none. */
-int64_t gw_hist_prev_last_step(const struct gw_hist *h);
+/* Has detector `name` raised a warning or critical alert in this segment? */
+bool gw_det_fired(const struct gw_det_ctx *ctx, const char *name);
 
 /* A verdict. */
 struct gw_verdict {
 	uint32_t incident;          /* detector-chosen key of the incident */
+	bool step_set;              /* report `step` instead of the line's step */
+	int64_t step;
 	enum gw_severity severity;
 	bool force_update;          /* pass the update on even without escalation */
 	char summary[512];          /* one sentence with the numbers in it */

@@ -1,18 +1,26 @@
 /*
  * The detector engine (see engine.h): a hash table of runs, each with its
- * segment bookkeeping, history ring, events, incident table and detector
- * states, and the dispatch of every line to the detectors in registry order.
+ * segment bookkeeping, history, restart context, events, incident table and
+ * detector states, and the dispatch of every line to the detectors in
+ * registry order.
  *
- * History: one ring of GW_RING_CAP slots per run, a column array per metric.
- * A metric record takes the next slot; a record that only adds fields to the
- * step of the previous line (some loggers split one step over several lines)
- * fills the previous slot instead.  When a segment starts, the current
- * segment's slots are copied, oldest first, into the run's "previous
- * segment" arrays, allocated on the first restart; that copy is the
- * pre-checkpoint regime and the source of the replayed-step comparison.
+ * History: one ring of GW_RING_CAP slots per run holds the run's timeline,
+ * a column array per metric (so windows go to the kernels as spans).  A
+ * metric record takes the next slot; a line that only adds fields to the
+ * step of the previous line (some loggers split one step over several
+ * lines) fills that slot instead.  When a segment restarts from checkpoint
+ * step S, the records with step > S are popped from the newest end of the
+ * ring into the replay copy (the pre-crash values of the steps about to be
+ * logged again), the regime before S is snapshotted (regime.c), and the new
+ * segment's records continue the timeline.
+ *
+ * Lines that carry neither a loss nor a grad norm (an lr-only line, an eval
+ * summary) are stored by the daemon but do not enter the history or reach
+ * the detectors: they would only dilute the windows.
  */
 #include "engine.h"
 #include "log.h"
+#include "regime.h"
 #include "util.h"
 
 #include <errno.h>
@@ -23,7 +31,9 @@
 
 #define MAX_INCIDENTS 4       /* open incidents tracked per detector per run */
 #define RING_MASK (GW_RING_CAP - 1)
-#define GAP_MIN_INTERVALS 3   /* step intervals seen before a gap can split */
+#define GAP_HIST 16           /* step intervals kept for the gap rule */
+#define GAP_MIN_INTERVALS 4   /* intervals known before a gap can split */
+#define CKPT_KEEP 4           /* checkpoint_saved events kept per run */
 
 struct incident {
 	uint32_t key;
@@ -36,12 +46,18 @@ struct incident {
 struct gw_hist {
 	double col[GW_NCOLS][GW_RING_CAP];
 	int64_t step[GW_RING_CAP];
+	uint64_t line[GW_RING_CAP];
+	uint8_t valid[GW_RING_CAP];
 	size_t head;        /* slot of the next record */
-	size_t count;       /* records of the current segment in the ring */
-	/* previous segment, oldest first; NULL until the first restart */
-	double (*pcol)[GW_RING_CAP];
-	int64_t *pstep;
-	size_t pcount;
+	size_t count;       /* records in the timeline */
+	struct gw_replayed *rep;   /* GW_REPLAY_CAP, allocated at the first restart */
+	size_t nrep;
+};
+
+struct ckpt {
+	json_t *attrs;
+	int64_t step;
+	uint64_t line;
 };
 
 struct run {
@@ -56,23 +72,25 @@ struct run {
 	int64_t restart_step;
 	uint64_t seg_records;
 	bool seg_from_event;    /* opened by "resumed", no metric line yet */
+	uint32_t seg_fired;     /* detectors that raised (warning+) in this segment */
 
-	int64_t last_step;      /* -1 before the first metric record */
+	int64_t last_step;      /* -1 before the first metric record of the segment */
 	unsigned last_present;  /* roles of the last metric line */
 	double last_ts;         /* NaN if unknown */
-	double interval;        /* EWMA of ts differences per step, NaN until known */
-	unsigned n_intervals;   /* intervals folded into it */
+	double dts[GAP_HIST];   /* recent step intervals */
+	unsigned ndts;
 
 	double last_wall;
 	unsigned present_ever;
 	double last[GW_NROLES];
 	uint64_t records, events;
 
-	json_t *last_ckpt;
-	int64_t last_ckpt_step;
+	struct ckpt ckpts[CKPT_KEEP];
 	json_t *resumed;
 
 	struct gw_hist hist;
+	struct gw_restart restart;
+	struct gw_run_shared shared;
 	struct incident inc[GW_DET_MAX][MAX_INCIDENTS];
 	unsigned char *det_state;
 };
@@ -158,11 +176,10 @@ struct gw_win gw_hist_recent(const struct gw_hist *h, enum gw_col col, size_t n)
 	if (!n)
 		return w;
 	size_t start = (h->head - n) & RING_MASK;
+	w.a = &h->col[col][start];
 	if (start + n <= GW_RING_CAP) {
-		w.a = &h->col[col][start];
 		w.na = n;
 	} else {
-		w.a = &h->col[col][start];
 		w.na = GW_RING_CAP - start;
 		w.b = &h->col[col][0];
 		w.nb = n - w.na;
@@ -170,93 +187,163 @@ struct gw_win gw_hist_recent(const struct gw_hist *h, enum gw_col col, size_t n)
 	return w;
 }
 
-int64_t gw_hist_step_at(const struct gw_hist *h, size_t n, size_t i)
+size_t gw_hist_count(const struct gw_hist *h)
 {
-	if (n > h->count)
-		n = h->count;
-	if (i >= n)
-		return -1;
-	return h->step[(h->head - n + i) & RING_MASK];
+	return h->count;
 }
 
-struct gw_win gw_hist_prev(const struct gw_hist *h, enum gw_col col, int64_t upto,
-                           size_t n)
+bool gw_hist_at(const struct gw_hist *h, size_t i, struct gw_hist_rec *out)
 {
-	struct gw_win w = {0};
-	if (!h->pstep || !h->pcount)
-		return w;
-	/* steps in the previous segment increase; find the last <= upto */
-	size_t lo = 0, hi = h->pcount; /* first index with step > upto */
+	if (i >= h->count)
+		return false;
+	size_t s = (h->head - 1 - i) & RING_MASK;
+	out->step = h->step[s];
+	out->line = h->line[s];
+	out->loss = h->col[GW_COL_LOSS][s];
+	out->grad_norm = h->col[GW_COL_GRAD_NORM][s];
+	out->lr = h->col[GW_COL_LR][s];
+	out->throughput = h->col[GW_COL_THROUGHPUT][s];
+	out->ts = h->col[GW_COL_TS][s];
+	out->valid = h->valid[s];
+	return true;
+}
+
+/* Slots of the newest valid records (after skipping `skip`), newest first. */
+static size_t valid_slots(const struct gw_hist *h, size_t count, size_t skip, size_t *idx)
+{
+	size_t n = 0;
+	if (count > GW_RING_CAP)
+		count = GW_RING_CAP;
+	for (size_t i = 0; i < h->count && n < count; i++) {
+		size_t s = (h->head - 1 - i) & RING_MASK;
+		if (!h->valid[s])
+			continue;
+		if (skip) {
+			skip--;
+			continue;
+		}
+		idx[n++] = s;
+	}
+	return n;
+}
+
+size_t gw_hist_last_valid_log(const struct gw_hist *h, size_t count, size_t skip,
+                              double *log_loss, double *log_gn)
+{
+	size_t idx[GW_RING_CAP];
+	size_t n = valid_slots(h, count, skip, idx);
+	for (size_t j = 0; j < n; j++) {
+		size_t s = idx[n - 1 - j];
+		if (log_loss)
+			log_loss[j] = h->col[GW_COL_LOG_LOSS][s];
+		if (log_gn)
+			log_gn[j] = h->col[GW_COL_LOG_GRAD_NORM][s];
+	}
+	return n;
+}
+
+size_t gw_hist_last_valid(const struct gw_hist *h, size_t count, size_t skip, double *loss,
+                          double *gn, double *lr, int64_t *step)
+{
+	/* walk newest to oldest, then fill the outputs oldest first */
+	size_t idx[GW_RING_CAP];
+	size_t n = valid_slots(h, count, skip, idx);
+	for (size_t j = 0; j < n; j++) {
+		size_t s = idx[n - 1 - j];
+		if (loss)
+			loss[j] = h->col[GW_COL_LOSS][s];
+		if (gn)
+			gn[j] = h->col[GW_COL_GRAD_NORM][s];
+		if (lr)
+			lr[j] = h->col[GW_COL_LR][s];
+		if (step)
+			step[j] = h->step[s];
+	}
+	return n;
+}
+
+const struct gw_replayed *gw_hist_replayed(const struct gw_hist *h, int64_t step)
+{
+	size_t lo = 0, hi = h->nrep;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
-		if (h->pstep[mid] <= upto)
+		if (h->rep[mid].step < step)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	size_t end = lo;
-	size_t k = end < n ? end : n;
-	w.a = &h->pcol[col][end - k];
-	w.na = k;
-	return w;
+	return lo < h->nrep && h->rep[lo].step == step ? &h->rep[lo] : NULL;
 }
 
-double gw_hist_prev_at_step(const struct gw_hist *h, enum gw_col col, int64_t step)
+size_t gw_hist_replay_count(const struct gw_hist *h)
 {
-	if (!h->pstep || !h->pcount)
-		return NAN;
-	size_t lo = 0, hi = h->pcount;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (h->pstep[mid] < step)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < h->pcount && h->pstep[lo] == step)
-		return h->pcol[col][lo];
-	return NAN;
+	return h->nrep;
 }
 
-int64_t gw_hist_prev_last_step(const struct gw_hist *h)
+static bool is_valid(double loss, double gn)
 {
-	return h->pcount ? h->pstep[h->pcount - 1] : -1;
+	return isfinite(loss) && isfinite(gn) && loss > 0 && gn > 0;
 }
 
-static int hist_freeze(struct gw_hist *h)
+/* Restart from S: records with step > S leave the timeline for the replay
+ * copy (the first GW_REPLAY_CAP of them, in step order).  Returns T, the
+ * last pre-crash step (S if none). */
+static int64_t hist_cut(struct gw_hist *h, int64_t S)
 {
-	if (!h->count)
-		return 0; /* keep the older copy: nothing newer to judge against */
-	if (!h->pstep) {
-		h->pcol = malloc(sizeof(*h->pcol) * GW_NCOLS);
-		h->pstep = malloc(sizeof(*h->pstep) * GW_RING_CAP);
-		if (!h->pcol || !h->pstep) {
-			free(h->pcol);
-			free(h->pstep);
-			h->pcol = NULL;
-			h->pstep = NULL;
-			return -ENOMEM;
+	size_t popped = 0;
+	while (popped < h->count && h->step[(h->head - 1 - popped) & RING_MASK] > S)
+		popped++;
+	h->nrep = 0;
+	if (!popped)
+		return S;
+	if (!h->rep && !(h->rep = malloc(sizeof(*h->rep) * GW_REPLAY_CAP))) {
+		gw_log_err("no memory for a replay copy");
+	} else {
+		/* oldest popped first: those are the steps replayed first */
+		size_t keep = popped < GW_REPLAY_CAP ? popped : GW_REPLAY_CAP;
+		for (size_t j = 0; j < keep; j++) {
+			size_t s = (h->head - popped + j) & RING_MASK;
+			h->rep[j] = (struct gw_replayed){
+				.step = h->step[s], .loss = h->col[GW_COL_LOSS][s],
+				.grad_norm = h->col[GW_COL_GRAD_NORM][s], .lr = h->col[GW_COL_LR][s],
+				.valid = h->valid[s],
+			};
+		}
+		h->nrep = keep;
+		/* steps normally rise; keep the copy sorted for the binary search */
+		for (size_t j = 1; j < keep; j++) {
+			struct gw_replayed x = h->rep[j];
+			size_t k = j;
+			while (k > 0 && h->rep[k - 1].step > x.step) {
+				h->rep[k] = h->rep[k - 1];
+				k--;
+			}
+			h->rep[k] = x;
 		}
 	}
-	size_t start = (h->head - h->count) & RING_MASK;
-	for (size_t i = 0; i < h->count; i++) {
-		size_t s = (start + i) & RING_MASK;
-		for (int c = 0; c < GW_NCOLS; c++)
-			h->pcol[c][i] = h->col[c][s];
-		h->pstep[i] = h->step[s];
-	}
-	h->pcount = h->count;
-	h->count = 0;
-	return 0;
+	int64_t T = h->step[(h->head - 1) & RING_MASK];
+	h->head = (h->head - popped) & RING_MASK;
+	h->count -= popped;
+	return T;
 }
 
-static void hist_push(struct gw_hist *h, const struct gw_rec *rec)
+static void set_valid(struct gw_hist *h, size_t s)
+{
+	double l = h->col[GW_COL_LOSS][s], g = h->col[GW_COL_GRAD_NORM][s];
+	h->valid[s] = is_valid(l, g);
+	h->col[GW_COL_LOG_LOSS][s] = h->valid[s] ? log(l) : NAN;
+	h->col[GW_COL_LOG_GRAD_NORM][s] = h->valid[s] ? log(g) : NAN;
+}
+
+static void hist_push(struct gw_hist *h, const struct gw_rec *rec, uint64_t line)
 {
 	size_t s = h->head;
 	for (int c = 0; c < GW_NROLES; c++)
 		h->col[c][s] = gw_rec_has(rec, c) ? rec->v[c] : NAN;
 	h->col[GW_COL_TS][s] = rec->ts;
 	h->step[s] = rec->step;
+	h->line[s] = line;
+	set_valid(h, s);
 	h->head = (s + 1) & RING_MASK;
 	if (h->count < GW_RING_CAP)
 		h->count++;
@@ -270,6 +357,7 @@ static void hist_merge_last(struct gw_hist *h, const struct gw_rec *rec)
 			h->col[c][s] = rec->v[c];
 	if (!isnan(rec->ts))
 		h->col[GW_COL_TS][s] = rec->ts;
+	set_valid(h, s);
 }
 
 /* ---- run table ------------------------------------------------------------ */
@@ -332,12 +420,12 @@ static void ctx_init(struct gw_engine *e, struct run *r, struct gw_det_ctx *ctx,
 	ctx->seg_records = r->seg_records;
 	ctx->th = r->th;
 	ctx->hist = &r->hist;
+	ctx->restart = &r->restart;
+	ctx->shared = &r->shared;
 	ctx->rec = rec;
 	ctx->line = line;
 	ctx->now = now;
 	ctx->live = e->opts.live;
-	ctx->last_checkpoint = r->last_ckpt;
-	ctx->last_checkpoint_step = r->last_ckpt_step;
 	ctx->resumed = r->resumed;
 	ctx->engine = e;
 	ctx->run_state = r;
@@ -358,14 +446,11 @@ static struct run *run_new(struct gw_engine *e, const char *name, size_t len,
 		return NULL;
 	}
 	r->hash = h;
-	r->seg = 0;
 	r->seg_first_step = -1;
 	r->restart_step = -1;
 	r->last_step = -1;
 	r->last_ts = NAN;
-	r->interval = NAN;
 	r->last_wall = NAN;
-	r->last_ckpt_step = -1;
 	for (int c = 0; c < GW_NROLES; c++)
 		r->last[c] = NAN;
 	r->th_gen = e->th_gen - 1;
@@ -383,10 +468,10 @@ static void run_free(struct run *r)
 {
 	if (!r)
 		return;
-	json_decref(r->last_ckpt);
+	for (int k = 0; k < CKPT_KEEP; k++)
+		json_decref(r->ckpts[k].attrs);
 	json_decref(r->resumed);
-	free(r->hist.pcol);
-	free(r->hist.pstep);
+	free(r->hist.rep);
 	free(r->det_state);
 	free(r->name);
 	free(r);
@@ -472,28 +557,40 @@ size_t gw_engine_bytes_per_run(void)
 	size_t det = 0;
 	for (size_t d = 0; gw_det_registry[d]; d++)
 		det += (gw_det_registry[d]->state_size + 15) & ~(size_t)15;
-	/* the previous-segment copy exists once the run restarted */
-	size_t prev = sizeof(double) * GW_NCOLS * GW_RING_CAP +
-	              sizeof(int64_t) * GW_RING_CAP;
-	return sizeof(struct run) + det + prev + GW_WIRE_RUN_MAX;
+	/* the replay copy exists once the run restarted with an overlap */
+	return sizeof(struct run) + det + sizeof(struct gw_replayed) * GW_REPLAY_CAP +
+	       GW_WIRE_RUN_MAX;
+}
+
+static bool det_on(const struct gw_engine *e, size_t d)
+{
+	return !((e->opts.disabled >> d) & 1u) && (!gw_det_registry[d]->live_only || e->opts.live);
 }
 
 static void open_segment(struct gw_engine *e, struct run *r, enum gw_seg_reason why,
                          int64_t first_step, int64_t restart_step, uint64_t line,
                          double ts, double now)
 {
-	if (r->seg > 0 && hist_freeze(&r->hist) < 0)
-		gw_log_err("run %s: no memory for the previous-segment history", r->name);
-	r->hist.count = 0;
 	r->seg++;
 	r->seg_reason = why;
 	r->seg_first_step = why == GW_SEG_RESUMED ? -1 : first_step;
 	r->restart_step = restart_step;
 	r->seg_records = 0;
+	r->seg_fired = 0;
 	r->seg_from_event = why == GW_SEG_RESUMED;
 	if (why != GW_SEG_RESUMED) {
 		json_decref(r->resumed);
 		r->resumed = NULL;
+	}
+	r->hist.nrep = 0;
+	memset(&r->restart, 0, sizeof(r->restart));
+	if (why != GW_SEG_START && restart_step >= 0) {
+		int64_t T = hist_cut(&r->hist, restart_step);
+		if (r->th_gen != e->th_gen) {
+			r->th = resolve_th(e, r->name);
+			r->th_gen = e->th_gen;
+		}
+		gw_regime_open(&r->restart, restart_step, T, &r->hist, r->th);
 	}
 	if (e->hooks.on_segment) {
 		struct gw_segment_info si = {
@@ -509,38 +606,37 @@ static void open_segment(struct gw_engine *e, struct run *r, enum gw_seg_reason 
 	ctx_init(e, r, &ctx, NULL, line, now);
 	for (size_t d = 0; d < e->ndet; d++) {
 		const struct gw_detector *det = gw_det_registry[d];
-		if ((e->opts.disabled >> d) & 1u || !det->on_segment)
-			continue;
-		if (det->live_only && !e->opts.live)
+		if (!det_on(e, d) || !det->on_segment)
 			continue;
 		ctx.det_index = (unsigned)d;
 		det->on_segment(r->det_state + e->det_off[d], &ctx);
 	}
 }
 
-/* Does this metric record start a new segment? */
-static enum gw_seg_reason segment_break(const struct run *r, const struct gw_rec *rec)
+static double median_dts(const struct run *r)
+{
+	double tmp[GAP_HIST];
+	memcpy(tmp, r->dts, r->ndts * sizeof(double));
+	return gw_median(tmp, r->ndts);
+}
+
+/* Does this metric record start a new segment?  -1: no. */
+static int segment_break(const struct run *r, const struct gw_rec *rec)
 {
 	if (r->seg == 0)
 		return GW_SEG_START;
-	if (r->last_step < 0)
-		return (enum gw_seg_reason)-1;
+	if (r->seg_from_event)
+		return -1;   /* the resumed event opened it; this line is its first */
 	bool rewind = rec->step < r->last_step ||
 	              (rec->step == r->last_step && (rec->present & r->last_present));
 	if (rewind)
-		return r->seg_from_event ? (enum gw_seg_reason)-1 : GW_SEG_REWIND;
-	if (!isnan(rec->ts) && !isnan(r->last_ts) && !r->seg_from_event) {
-		double gap = rec->ts - r->last_ts;
-		double need = r->th->gap_min_seconds;
-		/* without a few intervals to go by, a long first step is not a gap */
-		if (r->n_intervals < GAP_MIN_INTERVALS)
-			return (enum gw_seg_reason)-1;
-		if (r->th->gap_factor * r->interval > need)
-			need = r->th->gap_factor * r->interval;
-		if (gap >= need)
+		return GW_SEG_REWIND;
+	if (!isnan(rec->ts) && !isnan(r->last_ts) && r->ndts >= GAP_MIN_INTERVALS) {
+		double need = fmax(r->th->gap_min_seconds, r->th->gap_factor * median_dts(r));
+		if (rec->ts - r->last_ts > need)
 			return GW_SEG_GAP;
 	}
-	return (enum gw_seg_reason)-1;
+	return -1;
 }
 
 static void dispatch(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
@@ -550,9 +646,7 @@ static void dispatch(struct gw_engine *e, struct run *r, const struct gw_rec *re
 	ctx_init(e, r, &ctx, rec, line, now);
 	for (size_t d = 0; d < e->ndet; d++) {
 		const struct gw_detector *det = gw_det_registry[d];
-		if ((e->opts.disabled >> d) & 1u)
-			continue;
-		if (det->live_only && !e->opts.live)
+		if (!det_on(e, d))
 			continue;
 		ctx.det_index = (unsigned)d;
 		void (*fn)(void *, const struct gw_det_ctx *) =
@@ -569,67 +663,76 @@ static void feed_event(struct gw_engine *e, struct run *r, const struct gw_rec *
 	if (strcmp(rec->event, "resumed") == 0) {
 		int64_t s = rec->step;
 		json_t *cs = json_object_get(rec->attrs, "checkpoint_step");
-		if (json_is_integer(cs) && json_integer_value(cs) >= 0)
-			s = json_integer_value(cs);
+		if (json_is_number(cs) && isfinite(json_number_value(cs)) && json_number_value(cs) >= 0)
+			s = (int64_t)json_number_value(cs);
 		json_decref(r->resumed);
 		r->resumed = json_incref(rec->attrs);
 		open_segment(e, r, GW_SEG_RESUMED, rec->step, s, line, rec->ts, now);
-		/* a resumed process starts its step count again */
 		r->last_step = -1;
 		r->last_present = 0;
 	} else if (strcmp(rec->event, "checkpoint_saved") == 0) {
-		json_decref(r->last_ckpt);
-		r->last_ckpt = json_incref(rec->attrs);
-		r->last_ckpt_step = rec->step;
+		json_decref(r->ckpts[0].attrs);
+		memmove(r->ckpts, r->ckpts + 1, sizeof(r->ckpts[0]) * (CKPT_KEEP - 1));
+		r->ckpts[CKPT_KEEP - 1] = (struct ckpt){json_incref(rec->attrs), rec->step, line};
 		if (r->seg == 0)
 			open_segment(e, r, GW_SEG_START, rec->step, -1, line, rec->ts, now);
 	} else if (r->seg == 0) {
 		open_segment(e, r, GW_SEG_START, rec->step, -1, line, rec->ts, now);
 	}
+	dispatch(e, r, rec, line, now, true);
 	if (!isnan(rec->ts))
 		r->last_ts = rec->ts;
-	dispatch(e, r, rec, line, now, true);
 }
 
 static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
                         uint64_t line, double now)
 {
-	int why = (int)segment_break(r, rec);
+	bool metric = gw_rec_has(rec, GW_ROLE_LOSS) || gw_rec_has(rec, GW_ROLE_GRAD_NORM);
+	int why = segment_break(r, rec);
 	if (why >= 0) {
 		int64_t s = why == GW_SEG_REWIND || why == GW_SEG_GAP ? rec->step - 1 : -1;
 		open_segment(e, r, (enum gw_seg_reason)why, rec->step, s, line, rec->ts, now);
 	}
 	bool merge = r->seg_records > 0 && rec->step == r->last_step &&
 	             !(rec->present & r->last_present);
-	if (merge) {
-		hist_merge_last(&r->hist, rec);
-		r->last_present |= rec->present;
-	} else {
-		hist_push(&r->hist, rec);
-		r->seg_records++;
-		r->records++;
-		r->last_present = rec->present;
-		if (r->seg_first_step < 0)
-			r->seg_first_step = rec->step;
-		if (r->seg_from_event) {
-			/* the first metric line after "resumed" */
-			r->seg_from_event = false;
-		}
+	if (!isnan(rec->ts) && !isnan(r->last_ts) && why < 0 && !merge &&
+	    rec->ts >= r->last_ts) {
+		/* step intervals inside a segment, never the restart gap itself */
+		if (r->ndts == GAP_HIST)
+			memmove(r->dts, r->dts + 1, sizeof(double) * (GAP_HIST - 1));
+		else
+			r->ndts++;
+		r->dts[r->ndts - 1] = rec->ts - r->last_ts;
 	}
-	if (!isnan(rec->ts)) {
-		if (!isnan(r->last_ts) && why < 0 && rec->ts > r->last_ts &&
-		    rec->step > r->last_step) {
-			double d = (rec->ts - r->last_ts) / (double)(rec->step - r->last_step);
-			r->interval = isnan(r->interval) ? d : 0.9 * r->interval + 0.1 * d;
-			r->n_intervals++;
-		}
-		r->last_ts = rec->ts;
-	}
-	r->last_step = rec->step;
 	for (int c = 0; c < GW_NROLES; c++)
 		if (gw_rec_has(rec, c))
 			r->last[c] = rec->v[c];
 	r->present_ever |= rec->present;
+	if (merge) {
+		hist_merge_last(&r->hist, rec);
+		r->last_present |= rec->present;
+	} else {
+		r->last_present = rec->present;
+		r->last_step = rec->step;
+		r->records++;
+		if (r->seg_first_step < 0)
+			r->seg_first_step = rec->step;
+		r->seg_from_event = false;
+	}
+	if (!isnan(rec->ts))
+		r->last_ts = rec->ts;
+	if (merge || !metric)
+		return;   /* stored, but nothing new for the detectors */
+	hist_push(&r->hist, rec, line);
+	r->seg_records++;
+	struct gw_hist_rec cur;
+	gw_hist_at(&r->hist, 0, &cur);
+	if (cur.valid)
+		r->shared.valid_records++;
+	if (r->restart.active) {
+		r->restart.k = r->seg_records;
+		gw_regime_update(&r->restart, &cur, r->th);
+	}
 	dispatch(e, r, rec, line, now, false);
 }
 
@@ -664,9 +767,7 @@ void gw_engine_tick(struct gw_engine *e, double now)
 		ctx_init(e, r, &ctx, NULL, 0, now);
 		for (size_t d = 0; d < e->ndet; d++) {
 			const struct gw_detector *det = gw_det_registry[d];
-			if ((e->opts.disabled >> d) & 1u || !det->on_tick)
-				continue;
-			if (det->live_only && !e->opts.live)
+			if (!det_on(e, d) || !det->on_tick)
 				continue;
 			ctx.det_index = (unsigned)d;
 			det->on_tick(r->det_state + e->det_off[d], &ctx);
@@ -739,6 +840,40 @@ void gw_engine_foreach_run(const struct gw_engine *e,
 	}
 }
 
+/* ---- what detectors ask the engine ------------------------------------------ */
+
+const json_t *gw_det_checkpoint_for(const struct gw_det_ctx *ctx, int64_t S, int64_t *step,
+                                    uint64_t *line)
+{
+	const struct run *r = ctx->run_state;
+	const struct ckpt *best = NULL;
+	for (int k = 0; k < CKPT_KEEP; k++) {
+		const struct ckpt *c = &r->ckpts[k];
+		if (!c->attrs || c->step > S)
+			continue;
+		if (c->step == S) {
+			best = c;
+			break;
+		}
+		if (!best || c->step > best->step)
+			best = c;
+	}
+	if (step)
+		*step = best ? best->step : -1;
+	if (line)
+		*line = best ? best->line : 0;
+	return best ? best->attrs : NULL;
+}
+
+bool gw_det_fired(const struct gw_det_ctx *ctx, const char *name)
+{
+	const struct run *r = ctx->run_state;
+	for (size_t d = 0; gw_det_registry[d]; d++)
+		if (strcmp(gw_det_registry[d]->name, name) == 0)
+			return (r->seg_fired >> d) & 1u;
+	return false;
+}
+
 /* ---- verdicts ------------------------------------------------------------- */
 
 static void emit(struct gw_engine *e, struct run *r, const struct gw_det_ctx *ctx,
@@ -752,7 +887,7 @@ static void emit(struct gw_engine *e, struct run *r, const struct gw_det_ctx *ct
 		.kind = kind,
 		.run = r->name,
 		.seg = seg,
-		.step = ctx->rec ? ctx->rec->step : r->last_step,
+		.step = v && v->step_set ? v->step : ctx->rec ? ctx->rec->step : r->last_step,
 		.line = ctx->line,
 		.detector = det->name,
 		.severity = sev,
@@ -773,6 +908,8 @@ void gw_det_raise(const struct gw_det_ctx *ctx, struct gw_verdict *v)
 	struct run *r = ctx->run_state;
 	struct incident *slots = r->inc[ctx->det_index];
 	struct incident *in = NULL, *free_slot = NULL;
+	if (v->severity >= GW_SEV_WARNING)
+		r->seg_fired |= 1u << ctx->det_index;
 	for (int k = 0; k < MAX_INCIDENTS; k++) {
 		if (slots[k].used && slots[k].key == v->incident && slots[k].seg == r->seg)
 			in = &slots[k];

@@ -11,10 +11,25 @@
 
 extern const struct gw_detector gw_det_nonfinite;
 extern const struct gw_detector gw_det_resume_mismatch;
+extern const struct gw_detector gw_det_lr_schedule;
+extern const struct gw_detector gw_det_optimizer_reset;
+extern const struct gw_detector gw_det_resume_regression;
+extern const struct gw_detector gw_det_loss_spike;
+extern const struct gw_detector gw_det_grad_explosion;
+extern const struct gw_detector gw_det_stall;
 
+/* The order matters where detectors defer to each other within a line:
+ * resume evidence first (events, LR, optimizer state, level), then the
+ * generic spike rules, which stay quiet about what a resume rule explained. */
 const struct gw_detector *const gw_det_registry[] = {
 	&gw_det_nonfinite,
 	&gw_det_resume_mismatch,
+	&gw_det_lr_schedule,
+	&gw_det_optimizer_reset,
+	&gw_det_resume_regression,
+	&gw_det_loss_spike,
+	&gw_det_grad_explosion,
+	&gw_det_stall,
 	NULL,
 };
 
@@ -32,14 +47,10 @@ const char *gw_det_fmt_num(char *buf, size_t size, double v)
 		snprintf(buf, size, "NaN");
 	else if (isinf(v))
 		snprintf(buf, size, v > 0 ? "Infinity" : "-Infinity");
-	else if (v != 0 && (fabs(v) < 1e-3 || fabs(v) >= 1e6))
-		snprintf(buf, size, "%.2g", v);
-	else if (fabs(v) >= 100)
+	else if (v != 0 && (fabs(v) < 1e-2 || fabs(v) >= 1e6))
+		snprintf(buf, size, "%.2e", v);
+	else if (fabs(v) >= 1000)
 		snprintf(buf, size, "%.0f", v);
-	else if (fabs(v) >= 10)
-		snprintf(buf, size, "%.1f", v);
-	else if (fabs(v) >= 0.1)
-		snprintf(buf, size, "%.2f", v);
 	else
 		snprintf(buf, size, "%.3g", v);
 	return buf;

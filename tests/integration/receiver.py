@@ -207,7 +207,8 @@ class Daemon:
     def start(self):
         self.tcp = free_port()
         self.http = free_port()
-        cfg = {"sinks": self.sinks, "tick_ms": 1000}
+        # the tests resolve a NaN incident with 50 finite lines
+        cfg = {"sinks": self.sinks, "tick_ms": 1000, "thresholds": {"nonfinite_quiet_steps": 50}}
         cfg.update(self.extra)
         self.cfg_path = os.path.join(self.tmp, "gradwatch.json")
         with open(self.cfg_path, "w") as f:

@@ -183,12 +183,12 @@ START_TEST(nonfinite_incident_and_ids)
 	ck_assert_str_eq(s.det[0], "nonfinite");
 	ck_assert_int_eq(s.kind[0], GW_ALERT_OPEN);
 	ck_assert_int_eq(s.step[0], 11);
-	for (int i = 15; i <= 70; i++)
+	for (int i = 15; i <= 120; i++)
 		rec(e, "n", i, NAN, 2.0, 1.0, ++line);
 	ck_assert_int_eq(s.alerts, 2);
 	ck_assert_int_eq(s.kind[1], GW_ALERT_RESOLVE);
 	ck_assert_str_eq(s.id[1], s.id[0]);
-	rec(e, "n", 71, NAN, INFINITY, 1.0, ++line);
+	rec(e, "n", 121, NAN, INFINITY, 1.0, ++line);
 	ck_assert_int_eq(s.alerts, 3);
 	ck_assert_int_eq(s.kind[2], GW_ALERT_OPEN);
 	ck_assert_str_ne(s.id[2], s.id[0]);
@@ -208,28 +208,34 @@ START_TEST(prev_window)
 	rec(e, "p", 251, NAN, 1000.0, 1.0, 301); /* rewind to the checkpoint at 250 */
 	const struct gw_hist *h = gw_engine_hist(e, "p");
 	ck_assert_ptr_nonnull(h);
-	/* the pre-checkpoint regime: the 100 steps up to 250, not the
-	 * thrown-away 251..300 */
-	struct gw_win w = gw_hist_prev(h, GW_COL_LOSS, 250, 100);
-	ck_assert_uint_eq(gw_win_len(&w), 100);
-	ck_assert_double_eq(gw_win_at(&w, 0), 151.0);
-	ck_assert_double_eq(gw_win_at(&w, 99), 250.0);
-	/* the thrown-away copy of step 251, for the replayed-step comparison */
-	ck_assert_double_eq(gw_hist_prev_at_step(h, GW_COL_LOSS, 251), 251.0);
-	ck_assert(isnan(gw_hist_prev_at_step(h, GW_COL_LOSS, 301)));
-	ck_assert_int_eq(gw_hist_prev_last_step(h), 300);
-	/* the current segment holds only the new line */
-	w = gw_hist_recent(h, GW_COL_LOSS, 10);
-	ck_assert_uint_eq(gw_win_len(&w), 1);
-	ck_assert_double_eq(gw_win_at(&w, 0), 1000.0);
-	/* a ring wrap: 600 more records, the window is split in two spans */
+	/* the timeline: 1..250, then the new 251; the pre-checkpoint regime is
+	 * the 100 valid records up to 250, not the thrown-away 251..300 */
+	double loss[128];
+	int64_t step[128];
+	ck_assert_uint_eq(gw_hist_last_valid(h, 100, 1, loss, NULL, NULL, step), 100);
+	ck_assert_int_eq(step[0], 151);
+	ck_assert_int_eq(step[99], 250);
+	ck_assert_double_eq(loss[99], 250.0);
+	struct gw_hist_rec r;
+	ck_assert(gw_hist_at(h, 0, &r));
+	ck_assert_int_eq(r.step, 251);
+	ck_assert_double_eq(r.loss, 1000.0);
+	/* the thrown-away copies, for the replayed-step comparison */
+	ck_assert_uint_eq(gw_hist_replay_count(h), 50);
+	ck_assert_double_eq(gw_hist_replayed(h, 251)->loss, 251.0);
+	ck_assert_int_eq(gw_hist_replayed(h, 300)->step, 300);
+	ck_assert_ptr_null(gw_hist_replayed(h, 301));
+	/* logs are cached for valid records */
+	double ll[4];
+	ck_assert_uint_eq(gw_hist_last_valid_log(h, 1, 0, ll, NULL), 1);
+	ck_assert_double_eq_tol(ll[0], log(1000.0), 1e-12);
+	/* a ring wrap: 600 more records, a window in two spans */
 	for (int i = 252; i <= 851; i++)
 		rec(e, "p", i, NAN, (double)i, 1.0, (uint64_t)i + 50);
-	w = gw_hist_recent(h, GW_COL_LOSS, GW_RING_CAP);
+	struct gw_win w = gw_hist_recent(h, GW_COL_LOSS, GW_RING_CAP);
 	ck_assert_uint_eq(gw_win_len(&w), GW_RING_CAP);
 	ck_assert_double_eq(gw_win_at(&w, GW_RING_CAP - 1), 851.0);
 	ck_assert_double_eq(gw_win_at(&w, 0), 851.0 - GW_RING_CAP + 1);
-	ck_assert_int_eq(gw_hist_step_at(h, GW_RING_CAP, 0), 851 - GW_RING_CAP + 1);
 	gw_engine_free(e);
 }
 END_TEST
@@ -246,8 +252,8 @@ START_TEST(thresholds_by_glob)
 		rec(e, "exp-1", i, 100 + i, 2, 1, (uint64_t)i);
 		rec(e, "prod-1", i, 100 + i, 2, 1, (uint64_t)i);
 	}
-	rec(e, "exp-1", 6, 145, 2, 1, 6);   /* 40 s: a gap for exp-* (min 10 s) */
-	rec(e, "prod-1", 6, 145, 2, 1, 6);  /* not for others (min 60 s) */
+	rec(e, "exp-1", 6, 130, 2, 1, 6);   /* 25 s: a gap for exp-* (min 10 s) */
+	rec(e, "prod-1", 6, 130, 2, 1, 6);  /* not for others (min 30 s) */
 	struct gw_run_info a, b;
 	gw_engine_run_info(e, "exp-1", &a);
 	gw_engine_run_info(e, "prod-1", &b);

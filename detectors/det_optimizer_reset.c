@@ -1,0 +1,320 @@
+/*
+ * optimizer_reset: the optimizer state was not restored on resume (a fresh
+ * optimizer, another optimizer class, state mapped onto the wrong
+ * parameters, changed betas/eps), or was reset mid-run.  Three paths:
+ *
+ *  replayed divergence  With an overlap (the job crashed at T > S and
+ *      replays S+1..T), the first replayed step is a pure function of the
+ *      weights and the batch: if it matches its pre-crash copy within
+ *      match_tol and the LR is the same, the weights and the data are the
+ *      same.  If the next div_steps steps then part from their copies by
+ *      div_rms (RMS of log ratios) or more, the first update differed: the
+ *      optimizer state is not what was saved.  Batch noise cancels in the
+ *      pairing, which is why this catches small models that heal within
+ *      twenty steps.
+ *  signature  Against the pre-checkpoint regime (regime.c): over the short
+ *      and the long post-resume windows, median loss up (or_z_loss sigmas and
+ *      or_rel_loss) AND median grad norm down (or_z_gn, or_rel_gn) AND the LR
+ *      unchanged.  A grad-norm drop alone is not enough: larger batches and
+ *      LR decays cause it too; the loss rise is what they lack.  The first
+ *      resumed step is left out of the windows because it may carry the
+ *      momentum-tax spike, which is reported as evidence.  Not when
+ *      resume_regression already explained the segment as a level jump.
+ *  mid-run  The same conjunction between the mr_pre records and the last
+ *      mr_post, with thresholds twice as strict, where no restart is being
+ *      watched: a silent reset.
+ * One alert per segment.
+ */
+#include "detector.h"
+#include "kern.h"
+#include "regime.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { DIV_UNDECIDED, DIV_OK, DIV_NO };
+
+struct or_state {
+	uint32_t incident;
+	int div;
+	double d1l, d1g;
+	double dl[32], dg[32];
+	size_t ndiv;
+};
+
+static const char CAUSE[] = "the optimizer state (Adam moments, momentum) was not restored as saved: "
+                            "a model-only resume, another optimizer class, state mapped onto the "
+                            "wrong parameters, or changed optimizer hyperparameters";
+
+static void or_segment(void *st, const struct gw_det_ctx *ctx)
+{
+	struct or_state *s = st;
+	s->div = DIV_UNDECIDED;
+	s->ndiv = 0;
+}
+
+
+static double rms(const double *x, size_t n)
+{
+	struct gw_kern_moments m;
+	gw_kern_moments(x, n, NULL, 0, &m);
+	return sqrt(m.m2 / (double)m.n + m.mean * m.mean);
+}
+
+static void evaluate_divergence(struct or_state *s, const struct gw_det_ctx *ctx,
+                                const struct gw_hist_rec *r)
+{
+	const struct gw_restart *rs = ctx->restart;
+	const struct gw_thresholds *th = ctx->th;
+	size_t n = s->ndiv;
+	bool ok = s->div == DIV_OK;
+	s->div = DIV_NO; /* evaluated once */
+	if (!ok || (double)n < th->div_min_steps)
+		return;
+	double rl = rms(s->dl, n), rg = rms(s->dg, n);
+	double d1 = fmax(fabs(s->d1l), fabs(s->d1g));
+	double thr = fmax(th->div_rms, th->div_rel_first * d1);
+	if (fmax(rl, rg) < thr)
+		return;
+	json_t *ll = json_array(), *lg = json_array();
+	for (size_t i = 0; i < n; i++) {
+		json_array_append_new(ll, json_real(s->dl[i]));
+		json_array_append_new(lg, json_real(s->dg[i]));
+	}
+	struct gw_verdict v = {.incident = ++s->incident, .severity = GW_SEV_WARNING};
+	char a[32], b[32], c[32], d[32];
+	int64_t last = rs->S + 1 + (int64_t)n;
+	snprintf(v.summary, sizeof(v.summary),
+	         "replayed steps %s-%s after the resume from step %s diverge from the pre-crash run "
+	         "(RMS %.1f%% grad norm, %.1f%% loss) although step %s matched to %.2f%% and the LR is "
+	         "identical: the first update after the resume differed, so the optimizer state was not "
+	         "restored as saved",
+	         gw_det_fmt_step(a, sizeof(a), rs->S + 2), gw_det_fmt_step(b, sizeof(b), last),
+	         gw_det_fmt_step(c, sizeof(c), rs->S), rg * 100, rl * 100,
+	         gw_det_fmt_step(d, sizeof(d), rs->S + 1), d1 * 100);
+	snprintf(v.cause, sizeof(v.cause), "%s", CAUSE);
+	snprintf(v.action, sizeof(v.action),
+	         "compare the optimizer class, state keys, param-group order and betas/eps/weight decay "
+	         "of the save and load paths; check that optimizer.load_state_dict() ran");
+	v.evidence = json_pack("{s:s, s:I, s:I, s:{s:f, s:f}, s:[I, I], s:f, s:f, s:f, s:f, s:o, s:o}",
+	                       "rule", "replay_divergence", "restart_step", (json_int_t)rs->S,
+	                       "crash_step", (json_int_t)rs->T, "first_step_log_ratio", "loss", s->d1l,
+	                       "grad_norm", s->d1g, "steps_compared", (json_int_t)(rs->S + 2),
+	                       (json_int_t)last, "rms_log_ratio_loss", rl, "rms_log_ratio_grad_norm", rg,
+	                       "match_tol", th->match_tol, "div_threshold", thr,
+	                       "log_ratios_loss", ll, "log_ratios_grad_norm", lg);
+	(void)r;
+	gw_det_raise(ctx, &v);
+}
+
+static void divergence(struct or_state *s, const struct gw_det_ctx *ctx, const struct gw_hist_rec *r)
+{
+	const struct gw_restart *rs = ctx->restart;
+	const struct gw_thresholds *th = ctx->th;
+	if (s->div == DIV_NO)
+		return;
+	const struct gw_replayed *orig = gw_hist_replayed(ctx->hist, r->step);
+	if (!orig || !orig->valid || !r->valid) {
+		if (s->div == DIV_UNDECIDED && rs->k == 1)
+			s->div = DIV_NO;
+		else if (s->div == DIV_OK)
+			evaluate_divergence(s, ctx, r);
+		return;
+	}
+	bool lr_same = true;
+	if (!isnan(r->lr) && !isnan(orig->lr) && r->lr > 0 && orig->lr > 0)
+		lr_same = fabs(log(r->lr / orig->lr)) <= th->lr_same_tol;
+	double dl = log(r->loss / orig->loss), dg = log(r->grad_norm / orig->grad_norm);
+	if (rs->k == 1) {
+		s->div = fabs(dl) <= th->match_tol && fabs(dg) <= th->match_tol && lr_same ? DIV_OK : DIV_NO;
+		s->d1l = dl;
+		s->d1g = dg;
+		return;
+	}
+	if (s->div != DIV_OK)
+		return;
+	if (!lr_same) {
+		s->div = DIV_NO;
+		return;
+	}
+	if (s->ndiv < (sizeof(s->dl) / sizeof(s->dl[0]))) {
+		s->dl[s->ndiv] = dl;
+		s->dg[s->ndiv] = dg;
+		s->ndiv++;
+	}
+	if ((double)s->ndiv >= th->div_steps)
+		evaluate_divergence(s, ctx, r);
+}
+
+static json_t *regime_evidence(const struct gw_restart *rs, const struct gw_post_stat *w,
+                               const char *rule, json_t *spike)
+{
+	json_t *ev = json_pack(
+		"{s:s, s:I, s:I, s:{s:[I, I], s:I, s:f, s:f, s:f, s:f, s:f?, s:f, s:f, s:f, s:f},"
+		" s:{s:[I, I], s:I, s:f, s:f, s:f, s:f}}",
+		"rule", rule, "restart_step", (json_int_t)rs->S, "crash_step", (json_int_t)rs->T,
+		"pre_window", "steps", (json_int_t)rs->pre_from, (json_int_t)rs->pre_to,
+		"n", (json_int_t)rs->pre_n, "loss_median", rs->mL, "loss_noise", rs->sL,
+		"grad_norm_median", exp(rs->mG), "log_grad_norm_noise", rs->sG,
+		"lr_at_S", isnan(rs->lrS) ? NULL : json_real(rs->lrS),
+		"loss_mean", rs->loss_mean, "loss_sd", rs->loss_sd, "loss_slope_per_step", rs->loss_slope,
+		"corr_loss_log_grad_norm", isfinite(rs->corr) ? rs->corr : 0.0,
+		"post_window", "steps", (json_int_t)(w->k0 + rs->S), (json_int_t)(w->k1 + rs->S),
+		"n", (json_int_t)w->n, "loss_median_sigmas", w->mu, "loss_log_ratio", w->mul,
+		"grad_norm_median_sigmas", w->mv, "grad_norm_log_ratio", w->mvl);
+	if (ev && spike)
+		json_object_set_new(ev, "first_step_grad_norm_spike", spike);
+	else
+		json_decref(spike);
+	return ev;
+}
+
+static void signature(struct or_state *s, const struct gw_det_ctx *ctx, const struct gw_hist_rec *r)
+{
+	const struct gw_restart *rs = ctx->restart;
+	const struct gw_thresholds *th = ctx->th;
+	if (!rs->pre_ok || !r->valid || (double)rs->k > th->post_max)
+		return;
+	for (int w = 0; w < 2; w++) {
+		const struct gw_post_stat *p = &rs->win[w];
+		if (!p->ready || gw_det_fired(ctx, "optimizer_reset"))
+			continue;
+		/* a level jump on this line (short window first) or before is
+		 * resume_regression's: not a reset */
+		if (gw_det_fired(ctx, "resume_regression") || (w == 1 && gw_regime_level_rule(rs, 0, th)))
+			continue;
+		if (!(p->all_lr_ok && p->mu >= th->or_z_loss * p->scale && p->mul >= log(th->or_rel_loss) &&
+		      p->mv <= -th->or_z_gn * p->scale && p->mvl <= log(th->or_rel_gn)))
+			continue;
+		bool crit = p->mu >= th->or_crit_z_loss * p->scale && p->mv <= -th->or_crit_z_gn * p->scale;
+		struct gw_verdict v = {.incident = ++s->incident,
+		                       .severity = crit ? GW_SEV_CRITICAL : GW_SEV_WARNING};
+		char g0[24], g1[24], l0[24], l1[24], a[32], b[32], c[32];
+		int off = snprintf(v.summary, sizeof(v.summary),
+		                   "grad norm fell %.0f%% (%s \u2192 %s) while loss rose %.0f%% (%s \u2192 %s) "
+		                   "over steps %s-%s after the resume from step %s, LR unchanged (medians; "
+		                   "%.1f and %.1f noise sigmas)",
+		                   (1 - exp(p->mvl)) * 100, gw_det_fmt_num(g0, sizeof(g0), exp(rs->mG)),
+		                   gw_det_fmt_num(g1, sizeof(g1), exp(rs->mG + p->mvl)),
+		                   (exp(p->mul) - 1) * 100, gw_det_fmt_num(l0, sizeof(l0), rs->mL),
+		                   gw_det_fmt_num(l1, sizeof(l1), rs->mL * exp(p->mul)),
+		                   gw_det_fmt_step(a, sizeof(a), p->k0 + rs->S),
+		                   gw_det_fmt_step(b, sizeof(b), r->step), gw_det_fmt_step(c, sizeof(c), rs->S),
+		                   p->mu, -p->mv);
+		json_t *spike = NULL;
+		if (rs->has_first && rs->first.valid) {
+			double z1 = (log(rs->first.grad_norm) - rs->mG) / rs->sG;
+			if (z1 >= th->or_spike_z) {
+				spike = json_pack("{s:I, s:f, s:f}", "step", (json_int_t)rs->first.step,
+				                  "grad_norm", rs->first.grad_norm, "sigmas", z1);
+				if (off > 0 && (size_t)off < sizeof(v.summary))
+					snprintf(v.summary + off, sizeof(v.summary) - (size_t)off,
+					         "; grad-norm spike %s at the first resumed step (momentum tax)",
+					         gw_det_fmt_num(g0, sizeof(g0), rs->first.grad_norm));
+			}
+		}
+		snprintf(v.cause, sizeof(v.cause), "%s", CAUSE);
+		snprintf(v.action, sizeof(v.action),
+		         "the resume path probably restored the model but not the optimizer: load "
+		         "optimizer.state_dict() too, check the optimizer class and param-group order against "
+		         "the checkpoint, and roll back to step %s", c);
+		v.evidence = regime_evidence(rs, p, "signature", spike);
+		gw_det_raise(ctx, &v);
+		return;
+	}
+}
+
+static void midrun(struct or_state *s, const struct gw_det_ctx *ctx, const struct gw_hist_rec *r)
+{
+	const struct gw_thresholds *th = ctx->th;
+	const struct gw_restart *rs = ctx->restart;
+	const struct gw_run_shared *sh = ctx->shared;
+	if (!r->valid || gw_det_fired(ctx, "optimizer_reset"))
+		return;
+	if (rs->active && (double)rs->k <= th->post_max)
+		return; /* the resume paths own this stretch */
+	if ((double)sh->valid_records < th->mr_arm)
+		return;
+	if (sh->gx_mark_set && (double)(sh->valid_records - sh->gx_mark) <= th->mr_pre + th->mr_gap + th->mr_post)
+		return; /* the aftermath of a divergence is not a reset */
+	size_t npost = (size_t)th->mr_post, npre = (size_t)th->mr_pre;
+	if (!npost || npost > GW_RING_CAP || !npre || npre > GW_RING_CAP)
+		return;
+	double pl[GW_RING_CAP], pg[GW_RING_CAP], plr[GW_RING_CAP], L[GW_RING_CAP], G[GW_RING_CAP];
+	double Lr[GW_RING_CAP];
+	int64_t pst[GW_RING_CAP], Lst[GW_RING_CAP];
+	if (gw_hist_last_valid(ctx->hist, npost, 0, pl, NULL, plr, pst) < npost ||
+	    gw_hist_last_valid(ctx->hist, npre, npost + (size_t)th->mr_gap, L, NULL, Lr, Lst) < npre)
+		return;
+	gw_hist_last_valid_log(ctx->hist, npost, 0, NULL, pg);
+	gw_hist_last_valid_log(ctx->hist, npre, npost + (size_t)th->mr_gap, NULL, G);
+	/* the relative conditions first: cheap, and almost always false */
+	double tmp[GW_RING_CAP];
+	memcpy(tmp, L, npre * sizeof(double));
+	double mL = gw_median(tmp, npre);
+	memcpy(tmp, G, npre * sizeof(double));
+	double mG = gw_median(tmp, npre);
+	memcpy(tmp, pl, npost * sizeof(double));
+	double pL = gw_median(tmp, npost);
+	memcpy(tmp, pg, npost * sizeof(double));
+	double pG = gw_median(tmp, npost);
+	double mul = log(pL / mL), mvl = pG - mG;
+	if (!(mul >= log(th->mr_rel_loss) && mvl <= log(th->mr_rel_gn)))
+		return;
+	double lr_ref = Lr[npre - 1];
+	for (size_t i = 0; i < npost; i++)
+		if (!(isnan(plr[i]) || isnan(lr_ref) || lr_ref <= 0 || plr[i] <= 0 ||
+		      fabs(log(plr[i] / lr_ref)) <= log(th->or_lr_drift)))
+			return;
+	double d[GW_RING_CAP];
+	double sL = fmax(gw_noise(L, npre, d), th->sigma_floor_rel * fabs(mL));
+	double sG = fmax(gw_noise(G, npre, d), th->sigma_floor_log);
+	double mu = (pL - mL) / sL, mv = mvl / sG;
+	if (!(mu >= th->mr_z_loss && mv <= -th->mr_z_gn))
+		return;
+	struct gw_verdict v = {.incident = ++s->incident, .severity = GW_SEV_WARNING};
+	char g0[24], g1[24], l0[24], l1[24], a[32], b[32], c[32], e[32];
+	snprintf(v.summary, sizeof(v.summary),
+	         "without any visible restart, grad norm fell %.0f%% (%s \u2192 %s) while loss rose %.0f%% "
+	         "(%s \u2192 %s) between steps %s-%s and %s-%s, LR unchanged (%.1f and %.1f noise sigmas)",
+	         (1 - exp(mvl)) * 100, gw_det_fmt_num(g0, sizeof(g0), exp(mG)),
+	         gw_det_fmt_num(g1, sizeof(g1), exp(pG)), (exp(mul) - 1) * 100,
+	         gw_det_fmt_num(l0, sizeof(l0), mL), gw_det_fmt_num(l1, sizeof(l1), pL),
+	         gw_det_fmt_step(a, sizeof(a), Lst[0]), gw_det_fmt_step(b, sizeof(b), Lst[npre - 1]),
+	         gw_det_fmt_step(c, sizeof(c), pst[0]), gw_det_fmt_step(e, sizeof(e), r->step), mu, -mv);
+	snprintf(v.cause, sizeof(v.cause),
+	         "a silent optimizer-state reset: an unlogged restart, or the optimizer re-created in "
+	         "the middle of the run");
+	snprintf(v.action, sizeof(v.action),
+	         "look for an unlogged restart or an optimizer re-creation around step %s; compare the "
+	         "optimizer's state size before and after", c);
+	v.evidence = json_pack("{s:s, s:{s:[I, I], s:I, s:f, s:f, s:f, s:f}, s:{s:[I, I], s:I, s:f, s:f, s:f, s:f}}",
+	                       "rule", "midrun",
+	                       "pre_window", "steps", (json_int_t)Lst[0], (json_int_t)Lst[npre - 1],
+	                       "n", (json_int_t)npre, "loss_median", mL, "loss_noise", sL,
+	                       "grad_norm_median", exp(mG), "log_grad_norm_noise", sG,
+	                       "post_window", "steps", (json_int_t)pst[0], (json_int_t)r->step,
+	                       "n", (json_int_t)npost, "loss_median_sigmas", mu, "loss_log_ratio", mul,
+	                       "grad_norm_median_sigmas", mv, "grad_norm_log_ratio", mvl);
+	gw_det_raise(ctx, &v);
+}
+
+static void or_record(void *st, const struct gw_det_ctx *ctx)
+{
+	struct or_state *s = st;
+	struct gw_hist_rec r;
+	gw_hist_at(ctx->hist, 0, &r);
+	if (ctx->restart->active && !gw_det_fired(ctx, "optimizer_reset")) {
+		divergence(s, ctx, &r);
+		signature(s, ctx, &r);
+	}
+	midrun(s, ctx, &r);
+}
+
+const struct gw_detector gw_det_optimizer_reset = {
+	.name = "optimizer_reset",
+	.state_size = sizeof(struct or_state),
+	.on_segment = or_segment,
+	.on_record = or_record,
+};

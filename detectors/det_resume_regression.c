@@ -1,0 +1,109 @@
+/*
+ * resume_regression: the first steps after a resume do not match the
+ * pre-checkpoint regime (the postmortem's lesson 4: run a few steps after
+ * every resume and check they match).
+ *
+ *  level  The loss median of the post-resume window is far above the
+ *         regime: short window rr_z_loss_short sigmas and rr_rel_loss_short
+ *         (gross jumps: weights corrupted or swapped on load), long window
+ *         rr_z_loss x 0.5 sigmas and rr_rel_loss (sustained, on noisy runs).
+ *  climb  The "false recovery" on poisoned weights: loss looks fine at
+ *         first, then loss AND grad norm both climb above the regime
+ *         (long window, within rr_long_max steps of the resume).
+ * Windows and regime come from regime.c; one alert per segment.
+ */
+#include "detector.h"
+#include "regime.h"
+
+#include <math.h>
+#include <stdio.h>
+
+struct rr_state {
+	uint32_t incident;
+};
+
+static json_t *evidence(const struct gw_restart *rs, const struct gw_post_stat *w, const char *rule)
+{
+	return json_pack(
+		"{s:s, s:I, s:I, s:{s:[I, I], s:I, s:f, s:f, s:f, s:f, s:f, s:f, s:f}, "
+		"s:{s:[I, I], s:I, s:f, s:f, s:f, s:f}}",
+		"rule", rule, "restart_step", (json_int_t)rs->S, "crash_step", (json_int_t)rs->T,
+		"pre_window", "steps", (json_int_t)rs->pre_from, (json_int_t)rs->pre_to,
+		"n", (json_int_t)rs->pre_n, "loss_median", rs->mL, "loss_noise", rs->sL,
+		"grad_norm_median", exp(rs->mG), "log_grad_norm_noise", rs->sG,
+		"loss_mean", rs->loss_mean, "loss_slope_per_step", rs->loss_slope,
+		"corr_loss_log_grad_norm", isfinite(rs->corr) ? rs->corr : 0.0,
+		"post_window", "steps", (json_int_t)(w->k0 + rs->S), (json_int_t)(w->k1 + rs->S),
+		"n", (json_int_t)w->n, "loss_median_sigmas", w->mu, "loss_log_ratio", w->mul,
+		"grad_norm_median_sigmas", w->mv, "grad_norm_log_ratio", w->mvl);
+}
+
+static void rr_record(void *st, const struct gw_det_ctx *ctx)
+{
+	struct rr_state *s = st;
+	const struct gw_restart *rs = ctx->restart;
+	const struct gw_thresholds *th = ctx->th;
+	if (!rs->active || !rs->pre_ok)
+		return;
+	for (int w = 0; w < 2; w++) {
+		const struct gw_post_stat *p = &rs->win[w];
+		if (!p->ready || gw_det_fired(ctx, "resume_regression"))
+			continue;
+		char l0[24], l1[24], g0[24], g1[24], pc[16], a[32], b[32], c[32];
+		struct gw_hist_rec r;
+		gw_hist_at(ctx->hist, 0, &r);
+		if (gw_regime_level_rule(rs, w, th)) {
+			struct gw_verdict v = {.incident = ++s->incident,
+			                       .severity = p->mul >= log(2.0) ? GW_SEV_CRITICAL : GW_SEV_WARNING};
+			snprintf(v.summary, sizeof(v.summary),
+			         "loss after the resume from step %s is %.0f%% above the pre-checkpoint regime "
+			         "(%s \u2192 %s, %.1f noise sigmas; medians of steps %s-%s); grad norm %s "
+			         "(%s \u2192 %s)",
+			         gw_det_fmt_step(c, sizeof(c), rs->S), (exp(p->mul) - 1) * 100,
+			         gw_det_fmt_num(l0, sizeof(l0), rs->mL),
+			         gw_det_fmt_num(l1, sizeof(l1), rs->mL * exp(p->mul)), p->mu,
+			         gw_det_fmt_step(a, sizeof(a), p->k0 + rs->S), gw_det_fmt_step(b, sizeof(b), r.step),
+			         gw_det_fmt_pct(pc, sizeof(pc), p->mvl), gw_det_fmt_num(g0, sizeof(g0), exp(rs->mG)),
+			         gw_det_fmt_num(g1, sizeof(g1), exp(rs->mG + p->mvl)));
+			snprintf(v.cause, sizeof(v.cause),
+			         "the weights were not restored correctly (corrupted or mis-mapped shards), the "
+			         "wrong checkpoint was loaded, the optimizer or LR state was not restored, or the "
+			         "data stream changed");
+			snprintf(v.action, sizeof(v.action),
+			         "evaluate the loaded checkpoint on a fixed batch and compare with the loss logged "
+			         "before step %s; check which checkpoint was loaded and how", c);
+			v.evidence = evidence(rs, p, "level");
+			gw_det_raise(ctx, &v);
+			continue;
+		}
+		if (w == 1 && p->all_lr_ok && p->mu >= th->rr_climb_z && p->mul >= log(th->rr_climb_rel_loss) &&
+		    p->mv >= th->rr_climb_z && p->mvl >= log(th->rr_climb_rel_gn)) {
+			struct gw_verdict v = {.incident = ++s->incident, .severity = GW_SEV_WARNING};
+			char pl[16];
+			snprintf(v.summary, sizeof(v.summary),
+			         "loss and grad norm are both climbing above the pre-checkpoint regime after the "
+			         "resume from step %s: loss %s (%s \u2192 %s), grad norm %s (%s \u2192 %s), "
+			         "medians of the %zu steps to %s",
+			         gw_det_fmt_step(c, sizeof(c), rs->S), gw_det_fmt_pct(pl, sizeof(pl), p->mul),
+			         gw_det_fmt_num(l0, sizeof(l0), rs->mL),
+			         gw_det_fmt_num(l1, sizeof(l1), rs->mL * exp(p->mul)),
+			         gw_det_fmt_pct(pc, sizeof(pc), p->mvl), gw_det_fmt_num(g0, sizeof(g0), exp(rs->mG)),
+			         gw_det_fmt_num(g1, sizeof(g1), exp(rs->mG + p->mvl)), p->n,
+			         gw_det_fmt_step(b, sizeof(b), r.step));
+			snprintf(v.cause, sizeof(v.cause),
+			         "a false recovery on corrupted weights (shards scrambled on load): the run drifts "
+			         "away from the pre-checkpoint trajectory");
+			snprintf(v.action, sizeof(v.action),
+			         "evaluate the checkpoint on a fixed batch before and after loading; check shard "
+			         "reassembly and offload settings of the load path");
+			v.evidence = evidence(rs, p, "climb");
+			gw_det_raise(ctx, &v);
+		}
+	}
+}
+
+const struct gw_detector gw_det_resume_regression = {
+	.name = "resume_regression",
+	.state_size = sizeof(struct rr_state),
+	.on_record = rr_record,
+};
