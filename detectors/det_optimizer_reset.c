@@ -239,29 +239,39 @@ static void midrun(struct or_state *s, const struct gw_det_ctx *ctx, const struc
 	if (sh->gx_mark_set && (double)(sh->valid_records - sh->gx_mark) <= th->mr_pre + th->mr_gap + th->mr_post)
 		return; /* the aftermath of a divergence is not a reset */
 	size_t npost = (size_t)th->mr_post, npre = (size_t)th->mr_pre;
+	size_t skip = npost + (size_t)th->mr_gap;
 	if (!npost || npost > GW_RING_CAP || !npre || npre > GW_RING_CAP)
 		return;
-	double pl[GW_RING_CAP], pg[GW_RING_CAP], plr[GW_RING_CAP], L[GW_RING_CAP], G[GW_RING_CAP];
-	double Lr[GW_RING_CAP];
-	int64_t pst[GW_RING_CAP], Lst[GW_RING_CAP];
-	if (gw_hist_last_valid(ctx->hist, npost, 0, pl, NULL, plr, pst) < npost ||
-	    gw_hist_last_valid(ctx->hist, npre, npost + (size_t)th->mr_gap, L, NULL, Lr, Lst) < npre)
+	const struct gw_hist *h = ctx->hist;
+	struct gw_win wpl = gw_hist_valid(h, GW_V_LOSS, npost, 0);
+	struct gw_win wL = gw_hist_valid(h, GW_V_LOSS, npre, skip);
+	if (gw_win_len(&wpl) < npost || gw_win_len(&wL) < npre)
 		return;
-	gw_hist_last_valid_log(ctx->hist, npost, 0, NULL, pg);
-	gw_hist_last_valid_log(ctx->hist, npre, npost + (size_t)th->mr_gap, NULL, G);
-	/* the relative conditions first: cheap, and almost always false */
-	double tmp[GW_RING_CAP];
+	struct gw_win wpg = gw_hist_valid(h, GW_V_LOG_GRAD_NORM, npost, 0);
+	struct gw_win wG = gw_hist_valid(h, GW_V_LOG_GRAD_NORM, npre, skip);
+	/* the relative conditions first: post medians, then a count over the
+	 * reference window; almost always they rule the line out.
+	 * log(pL / mL) >= log(rel_loss) needs mL <= pL / rel_loss; pG - mG <=
+	 * log(rel_gn) needs mG >= pG - log(rel_gn) */
+	double pL = gw_win_median(&wpl), pG = gw_win_median(&wpg);
+	if (!gw_median_maybe_le(&wL, pL / th->mr_rel_loss) ||
+	    !gw_median_maybe_ge(&wG, pG - log(th->mr_rel_gn)))
+		return;
+	double L[GW_RING_CAP], G[GW_RING_CAP], tmp[GW_RING_CAP];
+	gw_win_copy(&wL, L);
+	gw_win_copy(&wG, G);
 	memcpy(tmp, L, npre * sizeof(double));
 	double mL = gw_median(tmp, npre);
 	memcpy(tmp, G, npre * sizeof(double));
 	double mG = gw_median(tmp, npre);
-	memcpy(tmp, pl, npost * sizeof(double));
-	double pL = gw_median(tmp, npost);
-	memcpy(tmp, pg, npost * sizeof(double));
-	double pG = gw_median(tmp, npost);
 	double mul = log(pL / mL), mvl = pG - mG;
 	if (!(mul >= log(th->mr_rel_loss) && mvl <= log(th->mr_rel_gn)))
 		return;
+	double plr[GW_RING_CAP], Lr[GW_RING_CAP];
+	struct gw_win w = gw_hist_valid(h, GW_V_LR, npost, 0);
+	gw_win_copy(&w, plr);
+	w = gw_hist_valid(h, GW_V_LR, npre, skip);
+	gw_win_copy(&w, Lr);
 	double lr_ref = Lr[npre - 1];
 	for (size_t i = 0; i < npost; i++)
 		if (!(isnan(plr[i]) || isnan(lr_ref) || lr_ref <= 0 || plr[i] <= 0 ||
@@ -281,8 +291,10 @@ static void midrun(struct or_state *s, const struct gw_det_ctx *ctx, const struc
 	         (1 - exp(mvl)) * 100, gw_det_fmt_num(g0, sizeof(g0), exp(mG)),
 	         gw_det_fmt_num(g1, sizeof(g1), exp(pG)), (exp(mul) - 1) * 100,
 	         gw_det_fmt_num(l0, sizeof(l0), mL), gw_det_fmt_num(l1, sizeof(l1), pL),
-	         gw_det_fmt_step(a, sizeof(a), Lst[0]), gw_det_fmt_step(b, sizeof(b), Lst[npre - 1]),
-	         gw_det_fmt_step(c, sizeof(c), pst[0]), gw_det_fmt_step(e, sizeof(e), r->step), mu, -mv);
+	         gw_det_fmt_step(a, sizeof(a), gw_hist_valid_step(h, npre, skip, 0)),
+	         gw_det_fmt_step(b, sizeof(b), gw_hist_valid_step(h, npre, skip, npre - 1)),
+	         gw_det_fmt_step(c, sizeof(c), gw_hist_valid_step(h, npost, 0, 0)),
+	         gw_det_fmt_step(e, sizeof(e), r->step), mu, -mv);
 	snprintf(v.cause, sizeof(v.cause),
 	         "a silent optimizer-state reset: an unlogged restart, or the optimizer re-created in "
 	         "the middle of the run");
@@ -291,10 +303,12 @@ static void midrun(struct or_state *s, const struct gw_det_ctx *ctx, const struc
 	         "optimizer's state size before and after", c);
 	v.evidence = json_pack("{s:s, s:{s:[I, I], s:I, s:f, s:f, s:f, s:f}, s:{s:[I, I], s:I, s:f, s:f, s:f, s:f}}",
 	                       "rule", "midrun",
-	                       "pre_window", "steps", (json_int_t)Lst[0], (json_int_t)Lst[npre - 1],
+	                       "pre_window", "steps", (json_int_t)gw_hist_valid_step(h, npre, skip, 0),
+	                       (json_int_t)gw_hist_valid_step(h, npre, skip, npre - 1),
 	                       "n", (json_int_t)npre, "loss_median", mL, "loss_noise", sL,
 	                       "grad_norm_median", exp(mG), "log_grad_norm_noise", sG,
-	                       "post_window", "steps", (json_int_t)pst[0], (json_int_t)r->step,
+	                       "post_window", "steps", (json_int_t)gw_hist_valid_step(h, npost, 0, 0),
+	                       (json_int_t)r->step,
 	                       "n", (json_int_t)npost, "loss_median_sigmas", mu, "loss_log_ratio", mul,
 	                       "grad_norm_median_sigmas", mv, "grad_norm_log_ratio", mvl);
 	gw_det_raise(ctx, &v);

@@ -40,11 +40,14 @@ static void spike(struct sp_state *s, const struct gw_det_ctx *ctx, bool is_loss
 	gw_hist_at(ctx->hist, 0, &r);
 	if (!r.valid)
 		return;
-	const struct gw_spike_stat *st = gw_spike_stat(ctx);
-	if (!st->ok)
-		return;
 	bool in_resume = rs->active && (double)rs->k <= th->post_max;
 	if (in_resume && (double)rs->k <= th->post_window + 1)
+		return;
+	/* with no episode open, nothing happens unless a ratio can pass */
+	if (!s->active && !gw_spike_possible(ctx))
+		return;
+	const struct gw_spike_stat *st = gw_spike_stat(ctx);
+	if (!st->ok)
 		return;
 	const struct gw_spike_series *me = is_loss ? &st->loss : &st->gn;
 	if (s->active) {

@@ -66,7 +66,12 @@ static void throughput(struct stall_state *s, const struct gw_det_ctx *ctx)
 	}
 	if (nc < THR_CUR || nb < THR_BASE / 2)
 		return;
-	double mc = gw_median(cur, nc), mb = gw_median(base, nb);
+	double mc = gw_median(cur, nc);
+	/* low needs mb > mc / thr_collapse: a count rules most lines out */
+	struct gw_win bw = {.a = base, .na = nb};
+	if (!s->thr_active && !gw_median_maybe_ge(&bw, mc / th->thr_collapse))
+		return;
+	double mb = gw_median(base, nb);
 	bool low = mc < th->thr_collapse * mb;
 	if (s->thr_active) {
 		if (mc >= 0.8 * mb) {

@@ -114,15 +114,37 @@ struct gw_hist_rec {
 };
 bool gw_hist_at(const struct gw_hist *h, size_t i, struct gw_hist_rec *out);
 
-/* Up to `count` newest *valid* records after skipping the `skip` newest
- * valid ones, oldest first, into the arrays given (any may be NULL; loss
- * and grad norm as logged).  Returns how many. */
+/* The valid records only (loss and grad norm finite and > 0), which is
+ * what every statistic reads.  Columns: */
+enum gw_vcol {
+	GW_V_LOSS,
+	GW_V_GRAD_NORM,
+	GW_V_LOG_LOSS,
+	GW_V_LOG_GRAD_NORM,
+	GW_V_LR,
+	GW_NVCOLS,
+};
+
+/* Window of column col over the `count` newest valid records after skipping
+ * the `skip` newest, oldest first, in place (no copy); shorter when the
+ * timeline holds fewer. */
+struct gw_win gw_hist_valid(const struct gw_hist *h, enum gw_vcol col, size_t count, size_t skip);
+
+/* Step of record i (0 = oldest) of the same window, -1 if out of range. */
+int64_t gw_hist_valid_step(const struct gw_hist *h, size_t count, size_t skip, size_t i);
+
+/* The same window copied into arrays (any may be NULL).  Returns its length. */
 size_t gw_hist_last_valid(const struct gw_hist *h, size_t count, size_t skip, double *loss,
                           double *grad_norm, double *lr, int64_t *step);
 
-/* The same for the logs of loss and grad norm (cached in the history). */
-size_t gw_hist_last_valid_log(const struct gw_hist *h, size_t count, size_t skip,
-                              double *log_loss, double *log_grad_norm);
+/* Copy a window into out (gw_win_len(w) doubles). */
+static inline void gw_win_copy(const struct gw_win *w, double *out)
+{
+	for (size_t i = 0; i < w->na; i++)
+		out[i] = w->a[i];
+	for (size_t i = 0; i < w->nb; i++)
+		out[w->na + i] = w->b[i];
+}
 
 /* The pre-crash copy of `step`, if the current segment replays it. */
 struct gw_replayed {

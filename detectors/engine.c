@@ -50,6 +50,12 @@ struct gw_hist {
 	uint8_t valid[GW_RING_CAP];
 	size_t head;        /* slot of the next record */
 	size_t count;       /* records in the timeline */
+	/* the valid records again, in timeline order, in a ring of their own
+	 * (columns of enum gw_vcol), so that "the last n valid records" is one
+	 * or two spans the statistics read in place */
+	double vcol[GW_NVCOLS][GW_RING_CAP];
+	int64_t vstep[GW_RING_CAP];
+	size_t vhead, vcount;
 	struct gw_replayed *rep;   /* GW_REPLAY_CAP, allocated at the first restart */
 	size_t nrep;
 };
@@ -208,57 +214,53 @@ bool gw_hist_at(const struct gw_hist *h, size_t i, struct gw_hist_rec *out)
 	return true;
 }
 
-/* Slots of the newest valid records (after skipping `skip`), newest first. */
-static size_t valid_slots(const struct gw_hist *h, size_t count, size_t skip, size_t *idx)
+struct gw_win gw_hist_valid(const struct gw_hist *h, enum gw_vcol col, size_t count, size_t skip)
 {
-	size_t n = 0;
-	if (count > GW_RING_CAP)
-		count = GW_RING_CAP;
-	for (size_t i = 0; i < h->count && n < count; i++) {
-		size_t s = (h->head - 1 - i) & RING_MASK;
-		if (!h->valid[s])
-			continue;
-		if (skip) {
-			skip--;
-			continue;
-		}
-		idx[n++] = s;
+	struct gw_win w = {0};
+	if (skip >= h->vcount)
+		return w;
+	size_t n = h->vcount - skip < count ? h->vcount - skip : count;
+	if (!n)
+		return w;
+	size_t start = (h->vhead - skip - n) & RING_MASK;
+	w.a = &h->vcol[col][start];
+	if (start + n <= GW_RING_CAP) {
+		w.na = n;
+	} else {
+		w.na = GW_RING_CAP - start;
+		w.b = &h->vcol[col][0];
+		w.nb = n - w.na;
 	}
-	return n;
+	return w;
 }
 
-size_t gw_hist_last_valid_log(const struct gw_hist *h, size_t count, size_t skip,
-                              double *log_loss, double *log_gn)
+int64_t gw_hist_valid_step(const struct gw_hist *h, size_t count, size_t skip, size_t i)
 {
-	size_t idx[GW_RING_CAP];
-	size_t n = valid_slots(h, count, skip, idx);
-	for (size_t j = 0; j < n; j++) {
-		size_t s = idx[n - 1 - j];
-		if (log_loss)
-			log_loss[j] = h->col[GW_COL_LOG_LOSS][s];
-		if (log_gn)
-			log_gn[j] = h->col[GW_COL_LOG_GRAD_NORM][s];
-	}
-	return n;
+	if (skip >= h->vcount)
+		return -1;
+	size_t n = h->vcount - skip < count ? h->vcount - skip : count;
+	if (i >= n)
+		return -1;
+	return h->vstep[(h->vhead - skip - n + i) & RING_MASK];
 }
 
 size_t gw_hist_last_valid(const struct gw_hist *h, size_t count, size_t skip, double *loss,
                           double *gn, double *lr, int64_t *step)
 {
-	/* walk newest to oldest, then fill the outputs oldest first */
-	size_t idx[GW_RING_CAP];
-	size_t n = valid_slots(h, count, skip, idx);
-	for (size_t j = 0; j < n; j++) {
-		size_t s = idx[n - 1 - j];
-		if (loss)
-			loss[j] = h->col[GW_COL_LOSS][s];
-		if (gn)
-			gn[j] = h->col[GW_COL_GRAD_NORM][s];
-		if (lr)
-			lr[j] = h->col[GW_COL_LR][s];
-		if (step)
-			step[j] = h->step[s];
+	struct gw_win w = gw_hist_valid(h, GW_V_LOSS, count, skip);
+	size_t n = gw_win_len(&w);
+	if (loss)
+		gw_win_copy(&w, loss);
+	if (gn) {
+		w = gw_hist_valid(h, GW_V_GRAD_NORM, count, skip);
+		gw_win_copy(&w, gn);
 	}
+	if (lr) {
+		w = gw_hist_valid(h, GW_V_LR, count, skip);
+		gw_win_copy(&w, lr);
+	}
+	for (size_t i = 0; step && i < n; i++)
+		step[i] = gw_hist_valid_step(h, count, skip, i);
 	return n;
 }
 
@@ -283,6 +285,43 @@ size_t gw_hist_replay_count(const struct gw_hist *h)
 static bool is_valid(double loss, double gn)
 {
 	return isfinite(loss) && isfinite(gn) && loss > 0 && gn > 0;
+}
+
+static void valid_pop(struct gw_hist *h)
+{
+	h->vhead = (h->vhead - 1) & RING_MASK;
+	h->vcount--;
+}
+
+static void valid_put(struct gw_hist *h, size_t at, size_t s)
+{
+	double l = h->col[GW_COL_LOSS][s], g = h->col[GW_COL_GRAD_NORM][s];
+	h->vcol[GW_V_LOSS][at] = l;
+	h->vcol[GW_V_GRAD_NORM][at] = g;
+	h->vcol[GW_V_LOG_LOSS][at] = h->col[GW_COL_LOG_LOSS][s];
+	h->vcol[GW_V_LOG_GRAD_NORM][at] = h->col[GW_COL_LOG_GRAD_NORM][s];
+	h->vcol[GW_V_LR][at] = h->col[GW_COL_LR][s];
+	h->vstep[at] = h->step[s];
+}
+
+/* Slot s is the newest record and its values changed: recompute its
+ * validity and logs, and keep the valid ring in step. */
+static void set_valid(struct gw_hist *h, size_t s)
+{
+	double l = h->col[GW_COL_LOSS][s], g = h->col[GW_COL_GRAD_NORM][s];
+	bool was = h->valid[s], now = is_valid(l, g);
+	h->valid[s] = now;
+	h->col[GW_COL_LOG_LOSS][s] = now ? log(l) : NAN;
+	h->col[GW_COL_LOG_GRAD_NORM][s] = now ? log(g) : NAN;
+	if (was && !now) {
+		valid_pop(h);
+	} else if (now && !was) {
+		valid_put(h, h->vhead, s);
+		h->vhead = (h->vhead + 1) & RING_MASK;
+		h->vcount++;
+	} else if (now) {
+		valid_put(h, (h->vhead - 1) & RING_MASK, s);
+	}
 }
 
 /* Restart from S: records with step > S leave the timeline for the replay
@@ -322,22 +361,24 @@ static int64_t hist_cut(struct gw_hist *h, int64_t S)
 		}
 	}
 	int64_t T = h->step[(h->head - 1) & RING_MASK];
+	for (size_t j = 0; j < popped; j++)
+		if (h->valid[(h->head - 1 - j) & RING_MASK])
+			valid_pop(h);
 	h->head = (h->head - popped) & RING_MASK;
 	h->count -= popped;
 	return T;
 }
 
-static void set_valid(struct gw_hist *h, size_t s)
-{
-	double l = h->col[GW_COL_LOSS][s], g = h->col[GW_COL_GRAD_NORM][s];
-	h->valid[s] = is_valid(l, g);
-	h->col[GW_COL_LOG_LOSS][s] = h->valid[s] ? log(l) : NAN;
-	h->col[GW_COL_LOG_GRAD_NORM][s] = h->valid[s] ? log(g) : NAN;
-}
-
 static void hist_push(struct gw_hist *h, const struct gw_rec *rec, uint64_t line)
 {
 	size_t s = h->head;
+	if (h->count == GW_RING_CAP) {
+		/* the oldest record leaves; if valid, it is the oldest valid one */
+		if (h->valid[s])
+			h->vcount--;
+		h->count--;
+	}
+	h->valid[s] = 0;
 	for (int c = 0; c < GW_NROLES; c++)
 		h->col[c][s] = gw_rec_has(rec, c) ? rec->v[c] : NAN;
 	h->col[GW_COL_TS][s] = rec->ts;
@@ -345,8 +386,7 @@ static void hist_push(struct gw_hist *h, const struct gw_rec *rec, uint64_t line
 	h->line[s] = line;
 	set_valid(h, s);
 	h->head = (s + 1) & RING_MASK;
-	if (h->count < GW_RING_CAP)
-		h->count++;
+	h->count++;
 }
 
 static void hist_merge_last(struct gw_hist *h, const struct gw_rec *rec)

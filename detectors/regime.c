@@ -63,6 +63,65 @@ double gw_median(double *x, size_t n)
 	return 0.5 * (lower + upper);
 }
 
+/* The slack that makes the pre-filters safe against rounding: the exact
+ * rules compare differences and logs, the filters compare values. */
+static double slack(double t)
+{
+	return 1e-9 * fabs(t) + 1e-12;
+}
+
+static size_t count_le(const double *x, size_t n, double t)
+{
+	size_t c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += x[i] <= t;
+	return c;
+}
+
+static size_t count_ge(const double *x, size_t n, double t)
+{
+	size_t c = 0;
+	for (size_t i = 0; i < n; i++)
+		c += x[i] >= t;
+	return c;
+}
+
+/* sorted s: odd n, median s[n/2] <= t iff more than n/2 values are <= t;
+ * even n, the mean of s[n/2-1] and s[n/2] can only be <= t if s[n/2-1] is,
+ * i.e. at least n/2 values are */
+static bool enough(size_t c, size_t n)
+{
+	return n % 2 ? c > n / 2 : c >= n / 2;
+}
+
+bool gw_median_maybe_le(const struct gw_win *x, double t)
+{
+	size_t n = gw_win_len(x);
+	if (!n)
+		return true;
+	double tt = t + slack(t);
+	return enough(count_le(x->a, x->na, tt) + count_le(x->b, x->nb, tt), n);
+}
+
+bool gw_median_maybe_ge(const struct gw_win *x, double t)
+{
+	size_t n = gw_win_len(x);
+	if (!n)
+		return true;
+	double tt = t - slack(t);
+	return enough(count_ge(x->a, x->na, tt) + count_ge(x->b, x->nb, tt), n);
+}
+
+double gw_win_median(const struct gw_win *w)
+{
+	double tmp[GW_RING_CAP];
+	size_t n = gw_win_len(w);
+	if (n > GW_RING_CAP)
+		n = GW_RING_CAP;
+	gw_win_copy(w, tmp);
+	return gw_median(tmp, n);
+}
+
 double gw_noise(const double *x, size_t n, double *d)
 {
 	if (n < 3)
@@ -210,15 +269,40 @@ void gw_regime_update(struct gw_restart *rs, const struct gw_hist_rec *r,
 	judge(rs, cap, cap, th->post_window, &rs->win[1]);
 }
 
-static void spike_series(const double *base, size_t nb, const double *cur, size_t nc,
+
+static bool spike_sizes(const struct gw_thresholds *th, size_t *nc, size_t *nb)
+{
+	*nc = (size_t)th->sp_cur_window;
+	*nb = (size_t)th->sp_base_window;
+	return *nc >= 1 && *nc <= 16 && *nb >= 3 && *nb <= GW_RING_CAP;
+}
+
+bool gw_spike_possible(const struct gw_det_ctx *ctx)
+{
+	const struct gw_thresholds *th = ctx->th;
+	size_t nc, nb;
+	if (!spike_sizes(th, &nc, &nb))
+		return false;
+	struct gw_win cl = gw_hist_valid(ctx->hist, GW_V_LOG_LOSS, nc, 0);
+	struct gw_win bl = gw_hist_valid(ctx->hist, GW_V_LOG_LOSS, nb, nc);
+	if (gw_win_len(&cl) < nc || gw_win_len(&bl) < nb)
+		return false;
+	struct gw_win cg = gw_hist_valid(ctx->hist, GW_V_LOG_GRAD_NORM, nc, 0);
+	struct gw_win bg = gw_hist_valid(ctx->hist, GW_V_LOG_GRAD_NORM, nb, nc);
+	/* rel = short median - base median >= log(ratio)  <=>  base median <= short - log(ratio) */
+	return gw_median_maybe_le(&bl, gw_win_median(&cl) - log(th->sp_loss_rel)) ||
+	       gw_median_maybe_le(&bg, gw_win_median(&cg) - log(th->sp_gn_rel));
+}
+
+static void spike_series(const struct gw_win *base, const struct gw_win *cur,
                          const struct gw_thresholds *th, struct gw_spike_series *o)
 {
-	double a[GW_RING_CAP], d[GW_RING_CAP], c[16];
-	memcpy(a, base, nb * sizeof(*a));
-	o->s = fmax(gw_noise(base, nb, d), th->sigma_floor_log);
+	double a[GW_RING_CAP], d[GW_RING_CAP];
+	size_t nb = gw_win_len(base);
+	gw_win_copy(base, a);
+	o->s = fmax(gw_noise(a, nb, d), th->sigma_floor_log);
 	o->med = gw_median(a, nb);
-	memcpy(c, cur, nc * sizeof(*c));
-	o->mc = gw_median(c, nc);
+	o->mc = gw_win_median(cur);
 	o->rel = o->mc - o->med;
 	o->z = o->rel / o->s;
 }
@@ -231,26 +315,24 @@ const struct gw_spike_stat *gw_spike_stat(const struct gw_det_ctx *ctx)
 		return st;
 	sh->spike_for = sh->valid_records;
 	memset(st, 0, sizeof(*st));
-	const struct gw_thresholds *th = ctx->th;
-	size_t nc = (size_t)th->sp_cur_window, nb = (size_t)th->sp_base_window;
-	if (nc < 1 || nc > 16 || nb < 3 || nb > GW_RING_CAP)
+	size_t nc, nb;
+	if (!spike_sizes(ctx->th, &nc, &nb))
 		return st;
-	double cl[16], cg[16], bl[GW_RING_CAP], bg[GW_RING_CAP];
-	int64_t cs[16], bs[GW_RING_CAP];
-	st->cur_n = gw_hist_last_valid_log(ctx->hist, nc, 0, cl, cg);
-	if (st->cur_n < nc)
+	const struct gw_hist *h = ctx->hist;
+	struct gw_win cl = gw_hist_valid(h, GW_V_LOG_LOSS, nc, 0);
+	struct gw_win bl = gw_hist_valid(h, GW_V_LOG_LOSS, nb, nc);
+	struct gw_win cg = gw_hist_valid(h, GW_V_LOG_GRAD_NORM, nc, 0);
+	struct gw_win bg = gw_hist_valid(h, GW_V_LOG_GRAD_NORM, nb, nc);
+	st->cur_n = gw_win_len(&cl);
+	st->base_n = gw_win_len(&bl);
+	if (st->cur_n < nc || st->base_n < nb)
 		return st;
-	st->base_n = gw_hist_last_valid_log(ctx->hist, nb, nc, bl, bg);
-	if (st->base_n < nb)
-		return st;
-	gw_hist_last_valid(ctx->hist, nc, 0, NULL, NULL, NULL, cs);
-	gw_hist_last_valid(ctx->hist, nb, nc, NULL, NULL, NULL, bs);
-	st->cur_from = cs[0];
-	st->cur_to = cs[nc - 1];
-	st->base_from = bs[0];
-	st->base_to = bs[nb - 1];
-	spike_series(bl, nb, cl, nc, th, &st->loss);
-	spike_series(bg, nb, cg, nc, th, &st->gn);
+	st->cur_from = gw_hist_valid_step(h, nc, 0, 0);
+	st->cur_to = gw_hist_valid_step(h, nc, 0, nc - 1);
+	st->base_from = gw_hist_valid_step(h, nb, nc, 0);
+	st->base_to = gw_hist_valid_step(h, nb, nc, nb - 1);
+	spike_series(&bl, &cl, ctx->th, &st->loss);
+	spike_series(&bg, &cg, ctx->th, &st->gn);
 	st->ok = true;
 	return st;
 }

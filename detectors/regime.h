@@ -18,6 +18,16 @@
  * of the two middle values. */
 double gw_median(double *x, size_t n);
 
+/* Could the median of x[0..n) be <= t?  False only when it is surely
+ * above t (by more than rounding): a count, no sort, so rules can skip the
+ * exact statistics on the (almost all) lines where they cannot fire.
+ * gw_median_maybe_ge is the mirror image. */
+bool gw_median_maybe_le(const struct gw_win *x, double t);
+bool gw_median_maybe_ge(const struct gw_win *x, double t);
+
+/* Median of a window (copied, so the history is not reordered). */
+double gw_win_median(const struct gw_win *w);
+
 /* Robust per-step noise of a series in time order (x is not changed):
  * 1.4826 x median(|d - median(d)|) / sqrt(2) over the first differences d.
  * Differencing removes slow trends, the MAD ignores isolated spikes.  NaN
@@ -51,6 +61,12 @@ void gw_regime_update(struct gw_restart *rs, const struct gw_hist_rec *r,
  * included).  Computed once per line, shared by loss_spike and
  * grad_explosion through ctx->shared. */
 const struct gw_spike_stat *gw_spike_stat(const struct gw_det_ctx *ctx);
+
+/* Could either spike rule's ratio condition hold on this line?  False when
+ * neither the loss nor the grad-norm short median can be sp_loss_rel /
+ * sp_gn_rel above its baseline: then a detector with no open episode has
+ * nothing to do and the full statistics are not computed. */
+bool gw_spike_possible(const struct gw_det_ctx *ctx);
 
 /* Printing helpers for summaries: "+12%" from a log ratio. */
 const char *gw_det_fmt_pct(char *buf, size_t size, double logratio);

@@ -226,9 +226,9 @@ START_TEST(prev_window)
 	ck_assert_int_eq(gw_hist_replayed(h, 300)->step, 300);
 	ck_assert_ptr_null(gw_hist_replayed(h, 301));
 	/* logs are cached for valid records */
-	double ll[4];
-	ck_assert_uint_eq(gw_hist_last_valid_log(h, 1, 0, ll, NULL), 1);
-	ck_assert_double_eq_tol(ll[0], log(1000.0), 1e-12);
+	struct gw_win lw = gw_hist_valid(h, GW_V_LOG_LOSS, 1, 0);
+	ck_assert_uint_eq(gw_win_len(&lw), 1);
+	ck_assert_double_eq_tol(gw_win_at(&lw, 0), log(1000.0), 1e-12);
 	/* a ring wrap: 600 more records, a window in two spans */
 	for (int i = 252; i <= 851; i++)
 		rec(e, "p", i, NAN, (double)i, 1.0, (uint64_t)i + 50);
