@@ -15,13 +15,8 @@ resumes from the checkpoint:
   4. `gradwatch replay` of the JSONL each run also wrote gives the same alerts
      as the live daemon.
 
-Depends on work not merged into this branch yet (each such assertion is
-skipped, with the reason, until its dependency is in the build):
-  - webhook delivery (alert-delivery branch; its schema is docs/alerts.md):
-    the webhook assertions of cases 2 and 3;
-  - the metric detectors optimizer_reset / resume_regression (detectors
-    work): case 3 entirely.
-The API assertions of cases 1, 2 and 4 need nothing else.
+Without a Python that imports torch the test is skipped, except in CI
+(.ci/run sets CI=1), where that is a failure.
 """
 import json
 import os
@@ -41,15 +36,6 @@ S, T, END = 200, 230, 300       # checkpoint, crash, last step after the restart
 LR = '0.03'
 WINDOW = 50                     # case 3: alert within 50 steps of the restart
 BAD = ('warning', 'critical')
-
-
-def detectors_built():
-    out = subprocess.run([GRADWATCHD, '--version'], stdout=subprocess.PIPE).stdout.decode()
-    line = next((l for l in out.splitlines() if l.startswith('detectors:')), '')
-    return set(line.split()[1:])
-
-
-WEBHOOKS_MERGED = os.path.exists(os.path.join(SOURCE_ROOT, 'docs', 'alerts.md'))
 
 
 @unittest.skipUnless(torch_python() or os.environ.get('CI'), 'no Python with torch (python3-torch)')
@@ -144,7 +130,6 @@ class EndToEnd(unittest.TestCase):
                          [('state', 'optimizer_state_keys', ['exp_avg', 'exp_avg_sq', 'step'], [])])
         self.assertIn('checkpoint at step %d' % S, gate['message'])
 
-    @unittest.skipUnless(WEBHOOKS_MERGED, 'webhook delivery is the alert-delivery branch (docs/alerts.md)')
     def test_2_model_only_resume_mismatch_reaches_the_webhook(self):
         got = self.hook_alerts(self.out['reset']['run'], {'resume_mismatch'})
         self.assertTrue(got, self.hook.received)
@@ -156,16 +141,12 @@ class EndToEnd(unittest.TestCase):
         return [a for a in alerts if a['detector'] in ('optimizer_reset', 'resume_regression')
                 and a['severity'] in BAD and S + 1 <= a['step'] <= S + WINDOW]
 
-    @unittest.skipUnless({'optimizer_reset', 'resume_regression'} & detectors_built(),
-                         'the metric detectors optimizer_reset/resume_regression are not built yet')
     def test_3_metrics_only_reset_detected_within_50_steps(self):
         run = self.out['metrics']['run']
         alerts = self.api_alerts(run)
         self.assertEqual([a for a in alerts if a['detector'] == 'resume_mismatch'], [])
         self.assertTrue(self.metric_detection(alerts), alerts)
 
-    @unittest.skipUnless({'optimizer_reset', 'resume_regression'} & detectors_built() and WEBHOOKS_MERGED,
-                         'needs the metric detectors and the alert-delivery branch')
     def test_3_metrics_only_reset_reaches_the_webhook(self):
         got = self.hook_alerts(self.out['metrics']['run'], {'optimizer_reset', 'resume_regression'})
         self.assertTrue(self.metric_detection(got), self.hook.received)
