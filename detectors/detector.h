@@ -53,8 +53,6 @@ enum gw_col {
 	GW_COL_LR = GW_ROLE_LR,
 	GW_COL_THROUGHPUT = GW_ROLE_THROUGHPUT,
 	GW_COL_TS,
-	GW_COL_LOG_LOSS,        /* ln loss, NaN unless the record is valid */
-	GW_COL_LOG_GRAD_NORM,   /* ln grad norm, NaN unless valid */
 	GW_NCOLS,
 };
 

@@ -298,8 +298,8 @@ static void valid_put(struct gw_hist *h, size_t at, size_t s)
 	double l = h->col[GW_COL_LOSS][s], g = h->col[GW_COL_GRAD_NORM][s];
 	h->vcol[GW_V_LOSS][at] = l;
 	h->vcol[GW_V_GRAD_NORM][at] = g;
-	h->vcol[GW_V_LOG_LOSS][at] = h->col[GW_COL_LOG_LOSS][s];
-	h->vcol[GW_V_LOG_GRAD_NORM][at] = h->col[GW_COL_LOG_GRAD_NORM][s];
+	h->vcol[GW_V_LOG_LOSS][at] = log(l);
+	h->vcol[GW_V_LOG_GRAD_NORM][at] = log(g);
 	h->vcol[GW_V_LR][at] = h->col[GW_COL_LR][s];
 	h->vstep[at] = h->step[s];
 }
@@ -311,8 +311,6 @@ static void set_valid(struct gw_hist *h, size_t s)
 	double l = h->col[GW_COL_LOSS][s], g = h->col[GW_COL_GRAD_NORM][s];
 	bool was = h->valid[s], now = is_valid(l, g);
 	h->valid[s] = now;
-	h->col[GW_COL_LOG_LOSS][s] = now ? log(l) : NAN;
-	h->col[GW_COL_LOG_GRAD_NORM][s] = now ? log(g) : NAN;
 	if (was && !now) {
 		valid_pop(h);
 	} else if (now && !was) {
