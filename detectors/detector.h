@@ -306,6 +306,10 @@ const struct gw_detector *gw_det_find(const char *name);
  * ("0.61", "2.19", "1.2e-05"), and an integer with thousands separators
  * ("8,500").  Return buf. */
 const char *gw_det_fmt_num(char *buf, size_t size, double v);
+
+/* A number for evidence: a JSON real, or null when not finite (json_pack's
+ * "f" fails on NaN and the whole evidence would be lost). */
+json_t *gw_det_num(double v);
 const char *gw_det_fmt_step(char *buf, size_t size, int64_t step);
 
 #endif

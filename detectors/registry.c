@@ -56,6 +56,11 @@ const char *gw_det_fmt_num(char *buf, size_t size, double v)
 	return buf;
 }
 
+json_t *gw_det_num(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
 const char *gw_det_fmt_step(char *buf, size_t size, int64_t step)
 {
 	char raw[32];

@@ -72,6 +72,25 @@ class Dev(unittest.TestCase):
         self.assertLessEqual(lat, 10)
 
 
+class AlertContent(unittest.TestCase):
+    def test_every_alert_has_numbers_evidence_cause_and_action(self):
+        for corpus in (CORPUS, REALWORLD):
+            for f in sorted(os.listdir(corpus)):
+                if not f.endswith('.jsonl'):
+                    continue
+                r = subprocess.run([GRADWATCH, 'replay', '--format', 'jsonl', os.path.join(corpus, f)],
+                                   stdout=subprocess.PIPE)
+                for line in r.stdout.decode().splitlines():
+                    a = json.loads(line)
+                    if a['kind'] == 'resolve':
+                        continue
+                    where = (f, a['detector'], a['line'])
+                    self.assertTrue(a['evidence'], where)
+                    self.assertRegex(a['summary'], r'\d', where)
+                    self.assertTrue(a['cause'] and a['action'], where)
+                    self.assertIn(a['severity'], ('info', 'warning', 'critical'), where)
+
+
 class RealWorld(unittest.TestCase):
     def test_no_false_alert_and_nonfinite_on_the_nan_run(self):
         rc, out = score(REALWORLD, '--max-false', '0')
