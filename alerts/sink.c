@@ -31,18 +31,6 @@ static const struct gw_sink_type *const types[] = {
 	&gw_sink_slack, &gw_sink_webhook, &gw_sink_alertmanager,
 };
 
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 int gw_sink_parse_duration(const json_t *v, uint64_t *ms)
 {
 	if (json_is_number(v)) {
@@ -119,12 +107,12 @@ static int load_secret(const json_t *o, const char *key, const char *where, char
 	if (!given)
 		return 0;
 	if (given > 1)
-		return errf(err, errlen, "%s: give only one of \"%s\", \"%s\" and \"%s\"", where, key,
+		return gw_errf(err, errlen, -EINVAL, "%s: give only one of \"%s\", \"%s\" and \"%s\"", where, key,
 		            k_env, k_file);
 	const json_t *which = v ? v : ve ? ve : vf;
 	const char *wkey = v ? key : ve ? k_env : k_file;
 	if (!json_is_string(which) || !json_string_length(which))
-		return errf(err, errlen, "%s: \"%s\" must be a non-empty string", where, wkey);
+		return gw_errf(err, errlen, -EINVAL, "%s: \"%s\" must be a non-empty string", where, wkey);
 	const char *s = json_string_value(which);
 	char *val = NULL;
 	size_t len = 0;
@@ -134,7 +122,7 @@ static int load_secret(const json_t *o, const char *key, const char *where, char
 	} else if (ve) {
 		const char *e = getenv(s);
 		if (!e || !*e)
-			return errf(err, errlen, "%s: \"%s\": the environment variable %s is not set",
+			return gw_errf(err, errlen, -EINVAL, "%s: \"%s\": the environment variable %s is not set",
 			            where, wkey, s);
 		val = strdup(e);
 		len = strlen(e);
@@ -151,7 +139,7 @@ static int load_secret(const json_t *o, const char *key, const char *where, char
 			return -ENOMEM;
 		int rc = gw_read_file(path, &val, &len);
 		if (rc < 0) {
-			errf(err, errlen, "%s: \"%s\": cannot read %s: %s", where, wkey, path,
+			gw_errf(err, errlen, -EINVAL, "%s: \"%s\": cannot read %s: %s", where, wkey, path,
 			     strerror(-rc));
 			free(path);
 			return rc;
@@ -163,7 +151,7 @@ static int load_secret(const json_t *o, const char *key, const char *where, char
 	trim_end(val, &len);
 	if (!len) {
 		free(val);
-		return errf(err, errlen, "%s: \"%s\" gives an empty value", where, wkey);
+		return gw_errf(err, errlen, -EINVAL, "%s: \"%s\" gives an empty value", where, wkey);
 	}
 	*out = val;
 	if (out_len)
@@ -187,7 +175,7 @@ static int load_globs(const json_t *o, const char *key, const char *where, char 
 		return 0;
 	}
 	if (!json_is_array(v) || !json_array_size(v))
-		return errf(err, errlen, "%s: \"%s\" must be a glob or a non-empty array of globs",
+		return gw_errf(err, errlen, -EINVAL, "%s: \"%s\" must be a glob or a non-empty array of globs",
 		            where, key);
 	*out = calloc(json_array_size(v), sizeof(char *));
 	if (!*out)
@@ -196,7 +184,7 @@ static int load_globs(const json_t *o, const char *key, const char *where, char 
 	const json_t *g;
 	json_array_foreach(v, i, g) {
 		if (!json_is_string(g))
-			return errf(err, errlen, "%s: \"%s\"[%zu] must be a string", where, key, i);
+			return gw_errf(err, errlen, -EINVAL, "%s: \"%s\"[%zu] must be a string", where, key, i);
 		if (!((*out)[i] = strdup(json_string_value(g))))
 			return -ENOMEM;
 		(*n)++;
@@ -209,7 +197,7 @@ static int get_duration(const json_t *o, const char *key, const char *where, uin
 {
 	const json_t *v = json_object_get(o, key);
 	if (v && gw_sink_parse_duration(v, ms) < 0)
-		return errf(err, errlen, "%s: \"%s\" must be a duration: seconds, or a string like "
+		return gw_errf(err, errlen, -EINVAL, "%s: \"%s\" must be a duration: seconds, or a string like "
 		            "\"500ms\", \"10s\", \"5m\", \"4h\"", where, key);
 	return 0;
 }
@@ -221,7 +209,7 @@ static int get_ms(const json_t *o, const char *key, const char *where, unsigned 
 	if (!v)
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 3600000)
-		return errf(err, errlen, "%s: \"%s\" must be an integer from 1 to 3600000", where, key);
+		return gw_errf(err, errlen, -EINVAL, "%s: \"%s\" must be an integer from 1 to 3600000", where, key);
 	*ms = (unsigned)json_integer_value(v);
 	return 0;
 }
@@ -260,7 +248,7 @@ static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *e
 	char where[96];
 	snprintf(where, sizeof(where), "sinks[%zu]", idx);
 	if (!json_is_object(o))
-		return errf(err, errlen, "%s must be an object", where);
+		return gw_errf(err, errlen, -EINVAL, "%s must be an object", where);
 	const char *key;
 	const json_t *v;
 	json_object_foreach((json_t *)o, key, v) {
@@ -268,14 +256,14 @@ static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *e
 		for (size_t k = 0; known[k]; k++)
 			ok |= strcmp(known[k], key) == 0;
 		if (!ok)
-			return errf(err, errlen, "%s: unknown key \"%s\"", where, key);
+			return gw_errf(err, errlen, -EINVAL, "%s: unknown key \"%s\"", where, key);
 	}
 	const char *type = json_string_value(json_object_get(o, "type"));
 	for (size_t k = 0; type && k < GW_ARRAY_SIZE(types); k++)
 		if (strcmp(types[k]->name, type) == 0)
 			s->type = types[k];
 	if (!s->type)
-		return errf(err, errlen, "%s: \"type\" must be \"slack\", \"webhook\" or \"alertmanager\"",
+		return gw_errf(err, errlen, -EINVAL, "%s: \"type\" must be \"slack\", \"webhook\" or \"alertmanager\"",
 		            where);
 	v = json_object_get(o, "name");
 	if (v) {
@@ -285,7 +273,7 @@ static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *e
 		for (size_t k = 0; good && k < len; k++)
 			good = isalnum((unsigned char)n[k]) || strchr("-_.", n[k]);
 		if (!good)
-			return errf(err, errlen, "%s: \"name\" must be 1-%d letters, digits, '-', '_' or '.'",
+			return gw_errf(err, errlen, -EINVAL, "%s: \"name\" must be 1-%d letters, digits, '-', '_' or '.'",
 			            where, GW_SINK_NAME_MAX - 1);
 		gw_strlcpy(s->name, n, sizeof(s->name));
 	} else {
@@ -312,11 +300,11 @@ static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *e
 	if ((rc = load_secret(o, "url", where, &url, NULL, err, errlen)) < 0)
 		return rc;
 	if (!url)
-		return errf(err, errlen, "%s: one of \"url\", \"url_env\" or \"url_file\" is required",
+		return gw_errf(err, errlen, -EINVAL, "%s: one of \"url\", \"url_env\" or \"url_file\" is required",
 		            where);
 	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8)) {
 		free(url);
-		return errf(err, errlen, "%s: the URL must start with http:// or https://", where);
+		return gw_errf(err, errlen, -EINVAL, "%s: the URL must start with http:// or https://", where);
 	}
 	const char *suffix = s->type->path_suffix;
 	size_t ulen = strlen(url);
@@ -336,12 +324,12 @@ static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *e
 	if ((rc = load_secret(o, "secret", where, &s->secret, &s->secret_len, err, errlen)) < 0)
 		return rc;
 	if (s->secret && !s->type->may_sign)
-		return errf(err, errlen, "%s: only webhook sinks take a signing secret", where);
+		return gw_errf(err, errlen, -EINVAL, "%s: only webhook sinks take a signing secret", where);
 
 	if ((v = json_object_get(o, "min_severity"))) {
 		int sev = json_is_string(v) ? gw_severity_parse(json_string_value(v)) : -1;
 		if (sev < 0)
-			return errf(err, errlen, "%s: \"min_severity\" must be \"info\", \"warning\" or "
+			return gw_errf(err, errlen, -EINVAL, "%s: \"min_severity\" must be \"info\", \"warning\" or "
 			            "\"critical\"", where);
 		s->min_severity = sev;
 	}
@@ -357,9 +345,9 @@ static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *e
 	    (rc = get_duration(o, "give_up_after", where, &s->give_up_ms, err, errlen)) < 0)
 		return rc;
 	if (!s->retry_initial_ms || s->retry_max_ms < s->retry_initial_ms)
-		return errf(err, errlen, "%s: need 0 < retry_initial <= retry_max", where);
+		return gw_errf(err, errlen, -EINVAL, "%s: need 0 < retry_initial <= retry_max", where);
 	if (s->type == &gw_sink_alertmanager && s->repeat_ms < 1000)
-		return errf(err, errlen, "%s: \"repeat_interval\" (Alertmanager's resend interval) "
+		return gw_errf(err, errlen, -EINVAL, "%s: \"repeat_interval\" (Alertmanager's resend interval) "
 		            "must be at least 1s", where);
 	if ((v = json_object_get(o, "rate_limit"))) {
 		if (json_is_null(v) || (json_is_string(v) && !strcmp(json_string_value(v), "off"))) {
@@ -367,23 +355,23 @@ static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *e
 			s->rate_per_ms = 0;
 		} else if (!json_is_string(v) ||
 		           parse_rate(json_string_value(v), &s->rate_count, &s->rate_per_ms) < 0) {
-			return errf(err, errlen, "%s: \"rate_limit\" must be like \"20/min\", \"1/s\" or "
+			return gw_errf(err, errlen, -EINVAL, "%s: \"rate_limit\" must be like \"20/min\", \"1/s\" or "
 			            "\"off\"", where);
 		}
 	}
 	if ((v = json_object_get(o, "max_in_flight"))) {
 		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 64)
-			return errf(err, errlen, "%s: \"max_in_flight\" must be 1 to 64", where);
+			return gw_errf(err, errlen, -EINVAL, "%s: \"max_in_flight\" must be 1 to 64", where);
 		s->max_in_flight = (unsigned)json_integer_value(v);
 	}
 	if ((v = json_object_get(o, "tls_verify"))) {
 		if (!json_is_boolean(v))
-			return errf(err, errlen, "%s: \"tls_verify\" must be true or false", where);
+			return gw_errf(err, errlen, -EINVAL, "%s: \"tls_verify\" must be true or false", where);
 		s->tls_verify = json_is_true(v);
 	}
 	if ((v = json_object_get(o, "ca_file"))) {
 		if (!json_is_string(v))
-			return errf(err, errlen, "%s: \"ca_file\" must be a path", where);
+			return gw_errf(err, errlen, -EINVAL, "%s: \"ca_file\" must be a path", where);
 		if (!(s->ca_file = strdup(json_string_value(v))))
 			return -ENOMEM;
 	}
@@ -398,7 +386,7 @@ int gw_sink_parse(const json_t *sinks, struct gw_sink_cfg **out, size_t *n, char
 	if (!sinks || !json_array_size(sinks))
 		return 0;
 	if (!json_is_array(sinks))
-		return errf(err, errlen, "sinks must be an array");
+		return gw_errf(err, errlen, -EINVAL, "sinks must be an array");
 	size_t cnt = json_array_size(sinks);
 	struct gw_sink_cfg *s = calloc(cnt, sizeof(*s));
 	if (!s)
@@ -408,7 +396,7 @@ int gw_sink_parse(const json_t *sinks, struct gw_sink_cfg **out, size_t *n, char
 		rc = parse_one(json_array_get(sinks, i), i, &s[i], err, errlen);
 		for (size_t k = 0; rc == 0 && k < i; k++)
 			if (strcmp(s[k].name, s[i].name) == 0)
-				rc = errf(err, errlen, "sinks[%zu]: the name \"%s\" is already used by "
+				rc = gw_errf(err, errlen, -EINVAL, "sinks[%zu]: the name \"%s\" is already used by "
 				          "sinks[%zu]", i, s[i].name, k);
 	}
 	if (rc < 0) {

@@ -99,18 +99,6 @@ void gw_cfg_free(struct gw_cfg *c)
 	memset(c, 0, sizeof(*c));
 }
 
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 int gw_cfg_parse_listen(const char *s, struct gw_listen *l, char *err, size_t errlen)
 {
 	if (!strcmp(s, "off") || !strcmp(s, "false") || !strcmp(s, "none") || !*s) {
@@ -122,7 +110,7 @@ int gw_cfg_parse_listen(const char *s, struct gw_listen *l, char *err, size_t er
 	if (s[0] == '[') {
 		const char *end = strchr(s, ']');
 		if (!end || end[1] != ':' || (size_t)(end - s - 1) >= sizeof(host))
-			return errf(err, errlen, "listen address \"%s\": expected [v6-address]:port", s);
+			return gw_errf(err, errlen, -EINVAL, "listen address \"%s\": expected [v6-address]:port", s);
 		memcpy(host, s + 1, (size_t)(end - s - 1));
 		host[end - s - 1] = '\0';
 		port_s = end + 2;
@@ -130,7 +118,7 @@ int gw_cfg_parse_listen(const char *s, struct gw_listen *l, char *err, size_t er
 		const char *colon = strrchr(s, ':');
 		if (colon) {
 			if ((size_t)(colon - s) >= sizeof(host))
-				return errf(err, errlen, "listen address \"%s\": host too long", s);
+				return gw_errf(err, errlen, -EINVAL, "listen address \"%s\": host too long", s);
 			memcpy(host, s, (size_t)(colon - s));
 			host[colon - s] = '\0';
 			port_s = colon + 1;
@@ -139,12 +127,12 @@ int gw_cfg_parse_listen(const char *s, struct gw_listen *l, char *err, size_t er
 	char *end;
 	long port = strtol(port_s, &end, 10);
 	if (!*port_s || *end || port < 0 || port > 65535)
-		return errf(err, errlen, "listen address \"%s\": port must be 0..65535", s);
+		return gw_errf(err, errlen, -EINVAL, "listen address \"%s\": port must be 0..65535", s);
 	unsigned char buf[16];
 	if (strcmp(host, "localhost") == 0)
 		strcpy(host, "127.0.0.1");
 	if (inet_pton(AF_INET, host, buf) != 1 && inet_pton(AF_INET6, host, buf) != 1)
-		return errf(err, errlen, "listen address \"%s\": \"%s\" is not a numeric IPv4 or IPv6 address", s, host);
+		return gw_errf(err, errlen, -EINVAL, "listen address \"%s\": \"%s\" is not a numeric IPv4 or IPv6 address", s, host);
 	l->enabled = true;
 	gw_strlcpy(l->host, host, sizeof(l->host));
 	l->port = (int)port;
@@ -171,19 +159,19 @@ int gw_cfg_validate(const struct gw_cfg *c, char *err, size_t errlen)
 	} ls[] = {{"tcp", &c->tcp}, {"udp", &c->udp}, {"http", &c->http}};
 	for (size_t i = 0; i < GW_ARRAY_SIZE(ls); i++) {
 		if (ls[i].l->enabled && !is_loopback(ls[i].l->host) && !c->allow_remote)
-			return errf(err, errlen,
+			return gw_errf(err, errlen, -EINVAL,
 			            "%s listens on %s, which is not a loopback address; set "
 			            "\"allow_remote\": true in the config file to allow that",
 			            ls[i].name, ls[i].l->host);
 	}
 	if (c->max_line < 256)
-		return errf(err, errlen, "limits.max_line_bytes must be at least 256");
+		return gw_errf(err, errlen, -EINVAL, "limits.max_line_bytes must be at least 256");
 	if (c->max_body < c->max_line)
-		return errf(err, errlen, "limits.max_body_bytes must be at least max_line_bytes");
+		return gw_errf(err, errlen, -EINVAL, "limits.max_body_bytes must be at least max_line_bytes");
 	if (!c->commit_interval_ms || !c->commit_max_records)
-		return errf(err, errlen, "storage.commit_interval_ms and commit_max_records must be > 0");
+		return gw_errf(err, errlen, -EINVAL, "storage.commit_interval_ms and commit_max_records must be > 0");
 	if (c->socket_path && strlen(c->socket_path) >= 108)
-		return errf(err, errlen, "socket path \"%s\" is longer than a Unix socket address allows (107 bytes)",
+		return gw_errf(err, errlen, -EINVAL, "socket path \"%s\" is longer than a Unix socket address allows (107 bytes)",
 		            c->socket_path);
 	return 0;
 }
@@ -207,7 +195,7 @@ static int unknown_keys(struct loader *L, json_t *obj, const char *where,
 		for (size_t i = 0; known[i]; i++)
 			ok |= strcmp(known[i], key) == 0;
 		if (!ok)
-			return errf(L->err, L->errlen, "%s: unknown key \"%s%s\"", L->file, where, key);
+			return gw_errf(L->err, L->errlen, -EINVAL, "%s: unknown key \"%s%s\"", L->file, where, key);
 	}
 	return 0;
 }
@@ -220,7 +208,7 @@ static int get_uint(struct loader *L, json_t *obj, const char *key, const char *
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 	    (unsigned long long)json_integer_value(v) > max)
-		return errf(L->err, L->errlen, "%s: \"%s%s\" must be an integer from 0 to %llu",
+		return gw_errf(L->err, L->errlen, -EINVAL, "%s: \"%s%s\" must be an integer from 0 to %llu",
 		            L->file, where, key, max);
 	unsigned long long x = (unsigned long long)json_integer_value(v);
 	if (size == sizeof(unsigned))
@@ -237,7 +225,7 @@ static int get_str(struct loader *L, json_t *obj, const char *key, const char *w
 	if (!v)
 		return 0;
 	if (!json_is_string(v))
-		return errf(L->err, L->errlen, "%s: \"%s%s\" must be a string", L->file, where, key);
+		return gw_errf(L->err, L->errlen, -EINVAL, "%s: \"%s%s\" must be a string", L->file, where, key);
 	*out = json_string_value(v);
 	return 1;
 }
@@ -252,10 +240,10 @@ static int load_listen(struct loader *L, json_t *root, const char *key, struct g
 		return 0;
 	}
 	if (!json_is_string(v))
-		return errf(L->err, L->errlen, "%s: \"%s\" must be \"host:port\" or false", L->file, key);
+		return gw_errf(L->err, L->errlen, -EINVAL, "%s: \"%s\" must be \"host:port\" or false", L->file, key);
 	char e[200];
 	if (gw_cfg_parse_listen(json_string_value(v), l, e, sizeof(e)) < 0)
-		return errf(L->err, L->errlen, "%s: \"%s\": %s", L->file, key, e);
+		return gw_errf(L->err, L->errlen, -EINVAL, "%s: \"%s\": %s", L->file, key, e);
 	return 0;
 }
 
@@ -266,14 +254,14 @@ static int load_thresholds(struct loader *L, json_t *obj, const char *where,
 	json_t *v;
 	json_object_foreach(obj, key, v) {
 		if (!json_is_number(v))
-			return errf(L->err, L->errlen, "%s: \"%s%s\" must be a number", L->file, where, key);
+			return gw_errf(L->err, L->errlen, -EINVAL, "%s: \"%s%s\" must be a number", L->file, where, key);
 		int rc = gw_thresholds_set(th, key, json_number_value(v));
 		if (rc == -ENOENT)
-			return errf(L->err, L->errlen,
+			return gw_errf(L->err, L->errlen, -EINVAL,
 			            "%s: unknown threshold \"%s%s\" (`gradwatch thresholds` lists them)",
 			            L->file, where, key);
 		if (rc < 0)
-			return errf(L->err, L->errlen, "%s: \"%s%s\" must be finite", L->file, where, key);
+			return gw_errf(L->err, L->errlen, -EINVAL, "%s: \"%s%s\" must be finite", L->file, where, key);
 	}
 	return 0;
 }
@@ -285,21 +273,21 @@ static int load_aliases(struct loader *L, json_t *obj)
 	json_object_foreach(obj, key, v) {
 		int role = gw_role_parse(key);
 		if (role < 0)
-			return errf(L->err, L->errlen,
+			return gw_errf(L->err, L->errlen, -EINVAL,
 			            "%s: aliases: \"%s\" is not a role (loss, grad_norm, lr, throughput, ts)",
 			            L->file, key);
 		if (!json_is_array(v))
-			return errf(L->err, L->errlen, "%s: aliases.%s must be an array of field names",
+			return gw_errf(L->err, L->errlen, -EINVAL, "%s: aliases.%s must be an array of field names",
 			            L->file, key);
 		size_t i;
 		json_t *n;
 		json_array_foreach(v, i, n) {
 			if (!json_is_string(n))
-				return errf(L->err, L->errlen, "%s: aliases.%s[%zu] must be a string",
+				return gw_errf(L->err, L->errlen, -EINVAL, "%s: aliases.%s[%zu] must be a string",
 				            L->file, key, i);
 			int rc = gw_alias_add(L->c->aliases, role, json_string_value(n));
 			if (rc == -EEXIST)
-				return errf(L->err, L->errlen, "%s: aliases.%s: \"%s\" is already an alias of another role",
+				return gw_errf(L->err, L->errlen, -EINVAL, "%s: aliases.%s: \"%s\" is already an alias of another role",
 				            L->file, key, json_string_value(n));
 			if (rc < 0)
 				return rc;
@@ -318,7 +306,7 @@ static int load_detectors(struct loader *L, json_t *obj)
 	if (!dis)
 		return 0;
 	if (!json_is_array(dis))
-		return errf(L->err, L->errlen, "%s: detectors.disabled must be an array", L->file);
+		return gw_errf(L->err, L->errlen, -EINVAL, "%s: detectors.disabled must be an array", L->file);
 	uint64_t mask = 0;
 	size_t i;
 	json_t *n;
@@ -329,7 +317,7 @@ static int load_detectors(struct loader *L, json_t *obj)
 			if (strcmp(gw_det_registry[k]->name, name) == 0)
 				break;
 		if (!name || !gw_det_registry[k])
-			return errf(L->err, L->errlen, "%s: detectors.disabled[%zu]: no detector named \"%s\"",
+			return gw_errf(L->err, L->errlen, -EINVAL, "%s: detectors.disabled[%zu]: no detector named \"%s\"",
 			            L->file, i, name ? name : "(not a string)");
 		mask |= 1ull << k;
 	}
@@ -340,7 +328,7 @@ static int load_detectors(struct loader *L, json_t *obj)
 static int load_runs(struct loader *L, json_t *arr)
 {
 	if (!json_is_array(arr))
-		return errf(L->err, L->errlen, "%s: \"runs\" must be an array", L->file);
+		return gw_errf(L->err, L->errlen, -EINVAL, "%s: \"runs\" must be an array", L->file);
 	static const char *const known[] = {"match", "thresholds", NULL};
 	size_t n = json_array_size(arr);
 	struct gw_th_override *ov = calloc(n ? n : 1, sizeof(*ov));
@@ -353,12 +341,12 @@ static int load_runs(struct loader *L, json_t *arr)
 		char where[48];
 		snprintf(where, sizeof(where), "runs[%zu].", i);
 		if (!json_is_object(r) || (rc = unknown_keys(L, r, where, known)) < 0) {
-			rc = rc < 0 ? rc : errf(L->err, L->errlen, "%s: runs[%zu] must be an object", L->file, i);
+			rc = rc < 0 ? rc : gw_errf(L->err, L->errlen, -EINVAL, "%s: runs[%zu] must be an object", L->file, i);
 			break;
 		}
 		const char *glob = NULL;
 		if (get_str(L, r, "match", where, &glob) <= 0) {
-			rc = errf(L->err, L->errlen, "%s: runs[%zu].match (a run-name glob) is required", L->file, i);
+			rc = gw_errf(L->err, L->errlen, -EINVAL, "%s: runs[%zu].match (a run-name glob) is required", L->file, i);
 			break;
 		}
 		ov[i].glob = strdup(glob);
@@ -386,7 +374,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	json_error_t je;
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
-		return errf(err, errlen, "%s:%d:%d: %s", path, je.line, je.column, je.text);
+		return gw_errf(err, errlen, -EINVAL, "%s:%d:%d: %s", path, je.line, je.column, je.text);
 	struct loader L = {.c = c, .err = err, .errlen = errlen, .file = path};
 	int rc = 0;
 	static const char *const known[] = {
@@ -404,7 +392,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	const char *s;
 	json_t *v;
 	if (!json_is_object(root)) {
-		rc = errf(err, errlen, "%s: the configuration must be a JSON object", path);
+		rc = gw_errf(err, errlen, -EINVAL, "%s: the configuration must be a JSON object", path);
 		goto out;
 	}
 	if ((rc = unknown_keys(&L, root, "", known)) < 0)
@@ -438,7 +426,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		char *end;
 		unsigned long m = strtoul(s, &end, 8);
 		if (*end || m > 0777) {
-			rc = errf(err, errlen, "%s: socket_mode must be an octal mode like \"0660\"", path);
+			rc = gw_errf(err, errlen, -EINVAL, "%s: socket_mode must be an octal mode like \"0660\"", path);
 			goto out;
 		}
 		c->socket_mode = (unsigned)m;
@@ -450,7 +438,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	v = json_object_get(root, "allow_remote");
 	if (v) {
 		if (!json_is_boolean(v)) {
-			rc = errf(err, errlen, "%s: allow_remote must be true or false", path);
+			rc = gw_errf(err, errlen, -EINVAL, "%s: allow_remote must be true or false", path);
 			goto out;
 		}
 		c->allow_remote = json_is_true(v);
@@ -458,7 +446,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	if ((rc = get_str(&L, root, "log_level", "", &s)) < 0)
 		goto out;
 	if (rc > 0 && gw_log_parse_level(s, &c->log_level) < 0) {
-		rc = errf(err, errlen, "%s: log_level \"%s\" is not one of crit, err, warn, info, debug", path, s);
+		rc = gw_errf(err, errlen, -EINVAL, "%s: log_level \"%s\" is not one of crit, err, warn, info, debug", path, s);
 		goto out;
 	}
 	if ((rc = get_str(&L, root, "kernels", "", &s)) < 0)
@@ -469,7 +457,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		goto out;
 	if ((v = json_object_get(root, "limits"))) {
 		if (!json_is_object(v) || (rc = unknown_keys(&L, v, "limits.", known_limits)) < 0) {
-			rc = rc < 0 ? rc : errf(err, errlen, "%s: limits must be an object", path);
+			rc = rc < 0 ? rc : gw_errf(err, errlen, -EINVAL, "%s: limits must be an object", path);
 			goto out;
 		}
 		if ((rc = get_uint(&L, v, "max_line_bytes", "limits.", 1u << 30, &c->max_line, sizeof(size_t))) < 0 ||
@@ -483,7 +471,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	}
 	if ((v = json_object_get(root, "storage"))) {
 		if (!json_is_object(v) || (rc = unknown_keys(&L, v, "storage.", known_storage)) < 0) {
-			rc = rc < 0 ? rc : errf(err, errlen, "%s: storage must be an object", path);
+			rc = rc < 0 ? rc : gw_errf(err, errlen, -EINVAL, "%s: storage must be an object", path);
 			goto out;
 		}
 		if ((rc = get_uint(&L, v, "commit_interval_ms", "storage.", 60000, &c->commit_interval_ms, sizeof(unsigned))) < 0 ||
@@ -494,7 +482,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 			goto out;
 		if (rc > 0) {
 			if (strcmp(s, "full") && strcmp(s, "normal")) {
-				rc = errf(err, errlen, "%s: storage.synchronous must be \"full\" or \"normal\"", path);
+				rc = gw_errf(err, errlen, -EINVAL, "%s: storage.synchronous must be \"full\" or \"normal\"", path);
 				goto out;
 			}
 			c->sync_full = strcmp(s, "full") == 0;
@@ -502,7 +490,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	}
 	if ((v = json_object_get(root, "aliases"))) {
 		if (!json_is_object(v)) {
-			rc = errf(err, errlen, "%s: aliases must be an object", path);
+			rc = gw_errf(err, errlen, -EINVAL, "%s: aliases must be an object", path);
 			goto out;
 		}
 		if ((rc = load_aliases(&L, v)) < 0)
@@ -510,7 +498,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	}
 	if ((v = json_object_get(root, "thresholds"))) {
 		if (!json_is_object(v)) {
-			rc = errf(err, errlen, "%s: thresholds must be an object", path);
+			rc = gw_errf(err, errlen, -EINVAL, "%s: thresholds must be an object", path);
 			goto out;
 		}
 		if ((rc = load_thresholds(&L, v, "thresholds.", &c->engine.th)) < 0)
@@ -521,7 +509,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		goto out;
 	if ((v = json_object_get(root, "detectors"))) {
 		if (!json_is_object(v)) {
-			rc = errf(err, errlen, "%s: detectors must be an object", path);
+			rc = gw_errf(err, errlen, -EINVAL, "%s: detectors must be an object", path);
 			goto out;
 		}
 		if ((rc = load_detectors(&L, v)) < 0)
@@ -529,7 +517,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	}
 	if ((v = json_object_get(root, "sinks"))) {
 		if (!json_is_array(v)) {
-			rc = errf(err, errlen, "%s: sinks must be an array", path);
+			rc = gw_errf(err, errlen, -EINVAL, "%s: sinks must be an array", path);
 			goto out;
 		}
 		json_decref(c->sinks);
@@ -537,7 +525,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	}
 	if ((v = json_object_get(root, "follow"))) {
 		if (!json_is_array(v)) {
-			rc = errf(err, errlen, "%s: follow must be an array", path);
+			rc = gw_errf(err, errlen, -EINVAL, "%s: follow must be an array", path);
 			goto out;
 		}
 		json_decref(c->follow);
@@ -596,7 +584,7 @@ int gw_cfg_init_kernels(const char *name, char *err, size_t errlen)
 	size_t o = 0;
 	for (const struct gw_kern_ops *const *k = gw_kern_available(); *k && o < sizeof(avail); k++)
 		o += (size_t)snprintf(avail + o, sizeof(avail) - o, "%s%s", o ? ", " : "", (*k)->name);
-	return errf(err, errlen, "kernel variant \"%s\" is %s; this machine has: %s",
+	return gw_errf(err, errlen, -EINVAL, "kernel variant \"%s\" is %s; this machine has: %s",
 	            asked ? asked : "?",
 	            rc == -ENOTSUP ? "not built in or not supported by this CPU" : "unknown",
 	            avail);

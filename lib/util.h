@@ -39,6 +39,11 @@ size_t gw_strlcpy(char *dst, const char *src, size_t dst_size);
 /* Shell-style glob match of a whole string ('*', '?', '[...]'). */
 int gw_glob_match(const char *pattern, const char *s);
 
+/* Format a message into err (if err and errlen) and return rc: the one
+ * way modules report a failure's reason next to its negative errno. */
+int gw_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 /* Read a whole file into a NUL-terminated heap buffer (caller frees).
  * Returns 0 or a negative errno; *len (may be NULL) gets the length. */
 int gw_read_file(const char *path, char **out, size_t *len);

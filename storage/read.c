@@ -5,6 +5,8 @@
  */
 #include "store.h"
 
+#include "util.h"
+
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -12,25 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
 {
 	int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
-		errf(err, errlen, 0, "cannot open %s: %s", path,
+		gw_errf(err, errlen, 0, "cannot open %s: %s", path,
 		     *db ? sqlite3_errmsg(*db) : sqlite3_errstr(rc));
 		sqlite3_close(*db);
 		*db = NULL;
@@ -57,7 +45,7 @@ static int query(sqlite3 *db, const char *sql, const char *const *binds, int nbi
 {
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
+		return gw_errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
 	for (int k = 0; k < nbind; k++)
 		sqlite3_bind_text(st, k + 1, binds[k], -1, SQLITE_STATIC);
 	json_t *arr = json_array();
@@ -80,7 +68,7 @@ static int query(sqlite3 *db, const char *sql, const char *const *binds, int nbi
 	}
 	if (rc != SQLITE_DONE) {
 		json_decref(arr);
-		int e = errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
+		int e = gw_errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
 		sqlite3_finalize(st);
 		return e;
 	}
@@ -120,7 +108,7 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
 	if (rc < 0)
 		goto out;
 	if (!json_array_size(runs)) {
-		rc = errf(err, errlen, -ENOENT, "no run named \"%s\"", run);
+		rc = gw_errf(err, errlen, -ENOENT, "no run named \"%s\"", run);
 		goto out;
 	}
 	rc = query(db,
@@ -190,7 +178,7 @@ int gw_store_read_run_positions(const char *path,
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(db, "SELECT name, last_seg, last_step, last_ts FROM runs", -1, &st,
 	                       NULL) != SQLITE_OK) {
-		rc = errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
+		rc = gw_errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
 		sqlite3_close(db);
 		return rc;
 	}
@@ -225,7 +213,7 @@ int gw_store_read_last_event(const char *path, const char *run, const char *name
 	json_t *row = json_array_get(rows, 0);
 	if (!row) {
 		json_decref(rows);
-		return errf(err, errlen, -ENOENT, "run \"%s\" has no %s event", run, name);
+		return gw_errf(err, errlen, -ENOENT, "run \"%s\" has no %s event", run, name);
 	}
 	*step = json_integer_value(json_object_get(row, "step"));
 	*attrs = json_incref(json_object_get(row, "attrs"));
@@ -277,7 +265,7 @@ static int each_row(const char *path, const char *sql,
 		return rc;
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		rc = errf(err, errlen, -EIO, "%s: %s", path, sqlite3_errmsg(db));
+		rc = gw_errf(err, errlen, -EIO, "%s: %s", path, sqlite3_errmsg(db));
 		sqlite3_close(db);
 		return rc;
 	}
@@ -285,7 +273,7 @@ static int each_row(const char *path, const char *sql,
 		row(st, ctx);
 	int out = 0;
 	if (rc != SQLITE_DONE)
-		out = errf(err, errlen, -EIO, "%s: %s", path, sqlite3_errmsg(db));
+		out = gw_errf(err, errlen, -EIO, "%s: %s", path, sqlite3_errmsg(db));
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return out;

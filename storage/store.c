@@ -177,20 +177,6 @@ static const char *const migrations[] = {
 
 #define SCHEMA_VERSION ((int)GW_ARRAY_SIZE(migrations))
 
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int errf(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -EIO;
-}
-
 static int sqlite_errno(int rc)
 {
 	switch (rc & 0xff) {
@@ -868,7 +854,7 @@ static int exec(sqlite3 *db, const char *sql, char *err, size_t errlen)
 	char *msg = NULL;
 	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
 	if (rc != SQLITE_OK) {
-		errf(err, errlen, "%s", msg ? msg : sqlite3_errstr(rc));
+		gw_errf(err, errlen, -EIO, "%s", msg ? msg : sqlite3_errstr(rc));
 		sqlite3_free(msg);
 		return sqlite_errno(rc);
 	}
@@ -885,7 +871,7 @@ static int migrate(sqlite3 *db, const char *path, char *err, size_t errlen)
 		sqlite3_finalize(st);
 	}
 	if (version > SCHEMA_VERSION) {
-		errf(err, errlen, "%s has schema version %d; this gradwatchd knows up to %d "
+		gw_errf(err, errlen, -EIO, "%s has schema version %d; this gradwatchd knows up to %d "
 		     "(a newer gradwatch wrote it)", path, version, SCHEMA_VERSION);
 		return -EPROTO;
 	}
@@ -895,13 +881,13 @@ static int migrate(sqlite3 *db, const char *path, char *err, size_t errlen)
 		if ((rc = exec(db, "BEGIN IMMEDIATE", e, sizeof(e))) < 0 ||
 		    (rc = exec(db, migrations[v], e, sizeof(e))) < 0) {
 			exec(db, "ROLLBACK", NULL, 0);
-			errf(err, errlen, "%s: migrating the schema from version %d failed: %s", path, v, e);
+			gw_errf(err, errlen, -EIO, "%s: migrating the schema from version %d failed: %s", path, v, e);
 			return rc;
 		}
 		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
 		if ((rc = exec(db, sql, e, sizeof(e))) < 0 || (rc = exec(db, "COMMIT", e, sizeof(e))) < 0) {
 			exec(db, "ROLLBACK", NULL, 0);
-			errf(err, errlen, "%s: migrating the schema from version %d failed: %s", path, v, e);
+			gw_errf(err, errlen, -EIO, "%s: migrating the schema from version %d failed: %s", path, v, e);
 			return rc;
 		}
 		if (version > 0 || v > 0)
@@ -929,7 +915,7 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	int rc = sqlite3_open_v2(o->path, &s->db,
 	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
-		errf(err, errlen, "cannot open database %s: %s", o->path,
+		gw_errf(err, errlen, -EIO, "cannot open database %s: %s", o->path,
 		     s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 		rc = sqlite_errno(rc);
 		goto fail;
@@ -941,7 +927,7 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	               e, sizeof(e))) < 0 ||
 	    (rc = exec(s->db, "PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536; "
 	                      "PRAGMA wal_autocheckpoint = 4000", e, sizeof(e))) < 0) {
-		errf(err, errlen, "database %s: %s", o->path, e);
+		gw_errf(err, errlen, -EIO, "database %s: %s", o->path, e);
 		goto fail;
 	}
 	if ((rc = migrate(s->db, o->path, err, errlen)) < 0)
@@ -949,7 +935,7 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	for (int k = 0; k < S_COUNT; k++) {
 		if (sqlite3_prepare_v3(s->db, stmt_sql[k], -1, SQLITE_PREPARE_PERSISTENT,
 		                       &s->st[k], NULL) != SQLITE_OK) {
-			errf(err, errlen, "database %s: preparing a statement: %s", o->path,
+			gw_errf(err, errlen, -EIO, "database %s: preparing a statement: %s", o->path,
 			     sqlite3_errmsg(s->db));
 			rc = -EIO;
 			goto fail;
@@ -961,7 +947,7 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	}
 	if (pthread_create(&s->thread, NULL, writer_main, s) != 0) {
 		rc = -EAGAIN;
-		errf(err, errlen, "cannot start the storage writer thread");
+		gw_errf(err, errlen, -EIO, "cannot start the storage writer thread");
 		goto fail;
 	}
 	s->started = true;
