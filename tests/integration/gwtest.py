@@ -114,7 +114,7 @@ class Daemon:
         self.log.close()
         self.proc = None
         text = self.logtext()
-        for marker in ('AddressSanitizer', 'LeakSanitizer', 'runtime error:'):
+        for marker in ('AddressSanitizer', 'LeakSanitizer', 'runtime error:', 'invariant failed'):
             if marker in text:
                 raise AssertionError('sanitizer report in gradwatchd log:\n' + text)
         if sig == signal.SIGTERM and rc != 0:

@@ -31,13 +31,10 @@ import threading
 import time
 import urllib.request
 
+import gwtest
 
-def free_port(kind=socket.SOCK_STREAM):
-    s = socket.socket(socket.AF_INET, kind)
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+
+free_port = gwtest.free_port
 
 
 def wait_for(pred, timeout=10.0, what="condition", interval=0.02):
@@ -181,111 +178,49 @@ class Receiver:
             return [r for r in self.requests if r["answered"] == "ok"]
 
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+class Daemon(gwtest.Daemon):
+    """gwtest's daemon with alert sinks configured, a TCP connection to send
+    lines on, and the names the alert tests use."""
 
-
-def daemon_binary():
-    b = os.environ.get("GRADWATCHD")
-    if b:
-        return b
-    return os.path.join(ROOT, "build", "daemon", "gradwatchd")
-
-
-class Daemon:
     def __init__(self, sinks, extra_config=None, tmp=None, env=None):
-        self.tmp = tmp or tempfile.mkdtemp(prefix="gwalerts-")
-        self.sinks = sinks
-        self.extra = extra_config or {}
-        self.env = env or {}
-        self.proc = None
-        self.log_path = os.path.join(self.tmp, "gradwatchd.log")
+        # the tests resolve a NaN incident with 50 finite lines
+        cfg = {"sinks": sinks, "tick_ms": 1000, "thresholds": {"nonfinite_quiet_steps": 50}}
+        cfg.update(extra_config or {})
+        super().__init__(workdir=tmp, config=cfg, env=env)
+        self.conn = None
 
-    @property
-    def db(self):
-        return os.path.join(self.tmp, "gradwatch.db")
+    tmp = property(lambda self: self.dir)
+    http = property(lambda self: self.http_port)
+    tcp = property(lambda self: self.port)
 
     def start(self):
-        self.tcp = free_port()
-        self.http = free_port()
-        # the tests resolve a NaN incident with 50 finite lines
-        cfg = {"sinks": self.sinks, "tick_ms": 1000, "thresholds": {"nonfinite_quiet_steps": 50}}
-        cfg.update(self.extra)
-        self.cfg_path = os.path.join(self.tmp, "gradwatch.json")
-        with open(self.cfg_path, "w") as f:
-            json.dump(cfg, f)
-        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
-        env.update(self.env)
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [daemon_binary(), "-c", self.cfg_path, "--state-dir", self.tmp,
-             "--socket", "off", "--udp", "off",
-             "--tcp", "127.0.0.1:%d" % self.tcp, "--http", "127.0.0.1:%d" % self.http],
-            stdout=self.log, stderr=self.log, env=env)
-        wait_for(self._healthy, 15, "gradwatchd /healthz")
-        self.sock = socket.create_connection(("127.0.0.1", self.tcp))
+        super().start()
+        self.conn = socket.create_connection(("127.0.0.1", self.port))
         return self
-
-    def _healthy(self):
-        if self.proc.poll() is not None:
-            raise AssertionError("gradwatchd exited with %s:\n%s" % (self.proc.returncode,
-                                                                   self.logtext()))
-        return http_ok("http://127.0.0.1:%d/healthz" % self.http)
-
-    def logtext(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
 
     def send(self, *lines):
         data = "".join(l if l.endswith("\n") else l + "\n" for l in lines)
-        self.sock.sendall(data.encode())
-
-    def get(self, path):
-        with urllib.request.urlopen("http://127.0.0.1:%d%s" % (self.http, path), timeout=5) as r:
-            return json.loads(r.read())
+        self.conn.sendall(data.encode())
 
     def sink_stats(self):
-        return {s["name"]: s for s in self.get("/v1/sinks")["sinks"]}
+        return {s["name"]: s for s in self.get("/v1/sinks")[1]["sinks"]}
 
     def stop(self, sig=signal.SIGTERM, timeout=20):
-        if not self.proc:
-            return None
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-        self.proc.send_signal(sig)
-        try:
-            rc = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-            raise AssertionError("gradwatchd did not stop in %ss:\n%s" % (timeout, self.logtext()))
-        self.proc = None
-        self.log.close()
-        log = self.logtext()
-        # a sanitizer build reports leaks and undefined behaviour here
-        for bad in ("runtime error:", "AddressSanitizer", "LeakSanitizer", "invariant failed"):
-            if bad in log:
-                raise AssertionError("gradwatchd reported %r:\n%s" % (bad, log[-6000:]))
-        if sig == signal.SIGTERM and rc != 0:
-            raise AssertionError("gradwatchd exited with %d after SIGTERM:\n%s" % (rc, log[-6000:]))
-        return rc
-
-    def kill(self):
-        return self.stop(signal.SIGKILL)
+        if self.conn:
+            try:
+                self.conn.close()
+            except OSError:
+                pass
+            self.conn = None
+        return super().stop(sig, timeout)
 
     def remove(self):
         """Stop if running, then delete the temporary directory."""
-        if self.proc:
-            self.stop()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def query(self, sql, *args):
-        con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=5)
-        try:
-            return con.execute(sql, args).fetchall()
-        finally:
-            con.close()
+        return self.sql(sql, args)
 
 
 def nan_incident(run, first_step=1, finite=3):
