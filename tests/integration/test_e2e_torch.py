@@ -26,7 +26,7 @@ import tempfile
 import time
 import unittest
 
-from gwtest import (Daemon, GRADWATCHD, SOURCE_ROOT, WebhookReceiver, client_venv, replay,
+from gwtest import (Daemon, SOURCE_ROOT, WebhookReceiver, client_venv, replay,
                     torch_python)
 
 TRAIN = os.path.join(SOURCE_ROOT, 'tests', 'e2e', 'train_tiny.py')
