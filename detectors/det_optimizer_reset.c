@@ -147,29 +147,6 @@ static void divergence(struct or_state *s, const struct gw_det_ctx *ctx, const s
 		evaluate_divergence(s, ctx, r);
 }
 
-static json_t *regime_evidence(const struct gw_restart *rs, const struct gw_post_stat *w,
-                               const char *rule, json_t *spike)
-{
-	json_t *ev = json_pack(
-		"{s:s, s:I, s:I, s:{s:[I, I], s:I, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o},"
-		" s:{s:[I, I], s:I, s:f, s:f, s:f, s:f}}",
-		"rule", rule, "restart_step", (json_int_t)rs->S, "crash_step", (json_int_t)rs->T,
-		"pre_window", "steps", (json_int_t)rs->pre_from, (json_int_t)rs->pre_to,
-		"n", (json_int_t)rs->pre_n, "loss_median", rs->mL, "loss_noise", rs->sL,
-		"grad_norm_median", exp(rs->mG), "log_grad_norm_noise", rs->sG,
-		"lr_at_S", gw_det_num(rs->lrS), "loss_mean", gw_det_num(rs->loss_mean),
-		"loss_sd", gw_det_num(rs->loss_sd), "loss_slope_per_step", gw_det_num(rs->loss_slope),
-		"corr_loss_log_grad_norm", gw_det_num(rs->corr),
-		"post_window", "steps", (json_int_t)(w->k0 + rs->S), (json_int_t)(w->k1 + rs->S),
-		"n", (json_int_t)w->n, "loss_median_sigmas", w->mu, "loss_log_ratio", w->mul,
-		"grad_norm_median_sigmas", w->mv, "grad_norm_log_ratio", w->mvl);
-	if (ev && spike)
-		json_object_set_new(ev, "first_step_grad_norm_spike", spike);
-	else
-		json_decref(spike);
-	return ev;
-}
-
 static void signature(struct or_state *s, const struct gw_det_ctx *ctx, const struct gw_hist_rec *r)
 {
 	const struct gw_restart *rs = ctx->restart;
@@ -219,7 +196,11 @@ static void signature(struct or_state *s, const struct gw_det_ctx *ctx, const st
 		         "the resume path probably restored the model but not the optimizer: load "
 		         "optimizer.state_dict() too, check the optimizer class and param-group order against "
 		         "the checkpoint, and roll back to step %s", c);
-		v.evidence = regime_evidence(rs, p, "signature", spike);
+		v.evidence = gw_regime_evidence(rs, p, "signature");
+		if (v.evidence && spike)
+			json_object_set_new(v.evidence, "first_step_grad_norm_spike", spike);
+		else
+			json_decref(spike);
 		gw_det_raise(ctx, &v);
 		return;
 	}

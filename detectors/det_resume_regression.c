@@ -22,22 +22,6 @@ struct rr_state {
 	uint32_t incident;
 };
 
-static json_t *evidence(const struct gw_restart *rs, const struct gw_post_stat *w, const char *rule)
-{
-	return json_pack(
-		"{s:s, s:I, s:I, s:{s:[I, I], s:I, s:f, s:f, s:f, s:f, s:o, s:o, s:o}, "
-		"s:{s:[I, I], s:I, s:f, s:f, s:f, s:f}}",
-		"rule", rule, "restart_step", (json_int_t)rs->S, "crash_step", (json_int_t)rs->T,
-		"pre_window", "steps", (json_int_t)rs->pre_from, (json_int_t)rs->pre_to,
-		"n", (json_int_t)rs->pre_n, "loss_median", rs->mL, "loss_noise", rs->sL,
-		"grad_norm_median", exp(rs->mG), "log_grad_norm_noise", rs->sG,
-		"loss_mean", gw_det_num(rs->loss_mean), "loss_slope_per_step", gw_det_num(rs->loss_slope),
-		"corr_loss_log_grad_norm", gw_det_num(rs->corr),
-		"post_window", "steps", (json_int_t)(w->k0 + rs->S), (json_int_t)(w->k1 + rs->S),
-		"n", (json_int_t)w->n, "loss_median_sigmas", w->mu, "loss_log_ratio", w->mul,
-		"grad_norm_median_sigmas", w->mv, "grad_norm_log_ratio", w->mvl);
-}
-
 static void rr_record(void *st, const struct gw_det_ctx *ctx)
 {
 	struct rr_state *s = st;
@@ -72,7 +56,7 @@ static void rr_record(void *st, const struct gw_det_ctx *ctx)
 			snprintf(v.action, sizeof(v.action),
 			         "evaluate the loaded checkpoint on a fixed batch and compare with the loss logged "
 			         "before step %s; check which checkpoint was loaded and how", c);
-			v.evidence = evidence(rs, p, "level");
+			v.evidence = gw_regime_evidence(rs, p, "level");
 			gw_det_raise(ctx, &v);
 			continue;
 		}
@@ -96,7 +80,7 @@ static void rr_record(void *st, const struct gw_det_ctx *ctx)
 			snprintf(v.action, sizeof(v.action),
 			         "evaluate the checkpoint on a fixed batch before and after loading; check shard "
 			         "reassembly and offload settings of the load path");
-			v.evidence = evidence(rs, p, "climb");
+			v.evidence = gw_regime_evidence(rs, p, "climb");
 			gw_det_raise(ctx, &v);
 		}
 	}

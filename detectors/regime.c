@@ -352,3 +352,21 @@ bool gw_regime_level_rule(const struct gw_restart *rs, int w, const struct gw_th
 	double rel = w == 0 ? th->rr_rel_loss_short : th->rr_rel_loss;
 	return p->mu >= z && p->mul >= log(rel);
 }
+
+json_t *gw_regime_evidence(const struct gw_restart *rs, const struct gw_post_stat *w,
+                           const char *rule)
+{
+	return json_pack(
+		"{s:s, s:I, s:I, s:{s:[I, I], s:I, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o},"
+		" s:{s:[I, I], s:I, s:f, s:f, s:f, s:f}}",
+		"rule", rule, "restart_step", (json_int_t)rs->S, "crash_step", (json_int_t)rs->T,
+		"pre_window", "steps", (json_int_t)rs->pre_from, (json_int_t)rs->pre_to,
+		"n", (json_int_t)rs->pre_n, "loss_median", rs->mL, "loss_noise", rs->sL,
+		"grad_norm_median", exp(rs->mG), "log_grad_norm_noise", rs->sG,
+		"lr_at_S", gw_det_num(rs->lrS), "loss_mean", gw_det_num(rs->loss_mean),
+		"loss_sd", gw_det_num(rs->loss_sd), "loss_slope_per_step", gw_det_num(rs->loss_slope),
+		"corr_loss_log_grad_norm", gw_det_num(rs->corr),
+		"post_window", "steps", (json_int_t)(w->k0 + rs->S), (json_int_t)(w->k1 + rs->S),
+		"n", (json_int_t)w->n, "loss_median_sigmas", w->mu, "loss_log_ratio", w->mul,
+		"grad_norm_median_sigmas", w->mv, "grad_norm_log_ratio", w->mvl);
+}

@@ -71,6 +71,12 @@ bool gw_spike_possible(const struct gw_det_ctx *ctx);
 /* Printing helpers for summaries: "+12%" from a log ratio. */
 const char *gw_det_fmt_pct(char *buf, size_t size, double logratio);
 
+/* The evidence of a regime rule: the restart, the pre-checkpoint window
+ * (medians, noise, moments) and the judged post-resume window (new
+ * reference). */
+json_t *gw_regime_evidence(const struct gw_restart *rs, const struct gw_post_stat *w,
+                           const char *rule);
+
 /* Does the resume_regression level rule hold for window w (0 short, 1
  * long) on this line?  optimizer_reset asks it so that a gross level jump
  * found on the same line is not also reported as a reset. */
