@@ -312,11 +312,8 @@ static int load_detectors(struct loader *L, json_t *obj)
 	json_t *n;
 	json_array_foreach(dis, i, n) {
 		const char *name = json_string_value(n);
-		size_t k;
-		for (k = 0; name && gw_det_registry[k]; k++)
-			if (strcmp(gw_det_registry[k]->name, name) == 0)
-				break;
-		if (!name || !gw_det_registry[k])
+		int k = name ? gw_det_index(name) : -1;
+		if (k < 0)
 			return gw_errf(L->err, L->errlen, -EINVAL, "%s: detectors.disabled[%zu]: no detector named \"%s\"",
 			            L->file, i, name ? name : "(not a string)");
 		mask |= 1ull << k;

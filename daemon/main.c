@@ -152,9 +152,9 @@ static void on_alert(void *data, const struct gw_alert *a)
 	gw_store_put_alert(d->store, a);
 	gw_outbox_alert(d->outbox, a);   /* after the alert: it is stored first */
 	if (a->kind == GW_ALERT_OPEN) {
-		for (size_t k = 0; gw_det_registry[k]; k++)
-			if (gw_det_registry[k]->name == a->detector)
-				d->stats.alerts[k][a->severity]++;
+		int k = gw_det_index(a->detector);
+		if (k >= 0)
+			d->stats.alerts[k][a->severity]++;
 		gw_log_info("alert %s [%s] %s run %s step %" PRId64 ": %s", a->id,
 		            gw_severity_name(a->severity), a->detector, a->run, a->step, a->summary);
 	} else {

@@ -44,8 +44,6 @@ struct conn {
 	bool reading;
 	bool closing;
 	struct conn *next, *prev;
-	char *stash;            /* bytes read but not consumed when paused */
-	size_t stash_len;
 };
 
 struct gw_server {
@@ -117,7 +115,6 @@ static void on_close_conn(uv_handle_t *h)
 {
 	struct conn *c = gw_container_of(h, struct conn, u.h);
 	gw_lines_free(&c->lines);
-	free(c->stash);
 	free(c);
 }
 

@@ -99,9 +99,6 @@ struct gw_hist;
 /* Window of the last n records of the timeline (fewer if it holds fewer). */
 struct gw_win gw_hist_recent(const struct gw_hist *h, enum gw_col col, size_t n);
 
-/* Records in the timeline. */
-size_t gw_hist_count(const struct gw_hist *h);
-
 /* One record; i = 0 is the newest.  valid: loss and grad norm both finite
  * and > 0 (only valid records enter statistics). */
 struct gw_hist_rec {
@@ -299,8 +296,8 @@ struct gw_detector {
 /* The registry: NULL-terminated, in run order. */
 extern const struct gw_detector *const gw_det_registry[];
 
-/* Detector by name, or NULL. */
-const struct gw_detector *gw_det_find(const char *name);
+/* Index of a detector in the registry by name, or -1. */
+int gw_det_index(const char *name);
 
 /* Format helpers for summaries: a number with 2-3 significant digits
  * ("0.61", "2.19", "1.2e-05"), and an integer with thousands separators

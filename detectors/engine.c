@@ -193,11 +193,6 @@ struct gw_win gw_hist_recent(const struct gw_hist *h, enum gw_col col, size_t n)
 	return w;
 }
 
-size_t gw_hist_count(const struct gw_hist *h)
-{
-	return h->count;
-}
-
 bool gw_hist_at(const struct gw_hist *h, size_t i, struct gw_hist_rec *out)
 {
 	if (i >= h->count)
@@ -906,10 +901,8 @@ const json_t *gw_det_checkpoint_for(const struct gw_det_ctx *ctx, int64_t S, int
 bool gw_det_fired(const struct gw_det_ctx *ctx, const char *name)
 {
 	const struct run *r = ctx->run_state;
-	for (size_t d = 0; gw_det_registry[d]; d++)
-		if (strcmp(gw_det_registry[d]->name, name) == 0)
-			return (r->seg_fired >> d) & 1u;
-	return false;
+	int d = gw_det_index(name);
+	return d >= 0 && ((r->seg_fired >> d) & 1u);
 }
 
 /* ---- verdicts ------------------------------------------------------------- */

@@ -33,12 +33,12 @@ const struct gw_detector *const gw_det_registry[] = {
 	NULL,
 };
 
-const struct gw_detector *gw_det_find(const char *name)
+int gw_det_index(const char *name)
 {
-	for (size_t i = 0; gw_det_registry[i]; i++)
+	for (int i = 0; gw_det_registry[i]; i++)
 		if (strcmp(gw_det_registry[i]->name, name) == 0)
-			return gw_det_registry[i];
-	return NULL;
+			return i;
+	return -1;
 }
 
 const char *gw_det_fmt_num(char *buf, size_t size, double v)
