@@ -304,6 +304,9 @@ int gw_det_index(const char *name);
  * ("8,500").  Return buf. */
 const char *gw_det_fmt_num(char *buf, size_t size, double v);
 
+/* A change given as a log ratio, as a signed percentage ("+12%", "-33%"). */
+const char *gw_det_fmt_pct(char *buf, size_t size, double logratio);
+
 /* A number for evidence: a JSON real, or null when not finite (json_pack's
  * "f" fails on NaN and the whole evidence would be lost). */
 json_t *gw_det_num(double v);

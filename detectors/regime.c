@@ -337,12 +337,6 @@ const struct gw_spike_stat *gw_spike_stat(const struct gw_det_ctx *ctx)
 	return st;
 }
 
-const char *gw_det_fmt_pct(char *buf, size_t size, double logratio)
-{
-	snprintf(buf, size, "%+.0f%%", (exp(logratio) - 1) * 100);
-	return buf;
-}
-
 bool gw_regime_level_rule(const struct gw_restart *rs, int w, const struct gw_thresholds *th)
 {
 	const struct gw_post_stat *p = &rs->win[w];

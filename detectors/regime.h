@@ -68,8 +68,6 @@ const struct gw_spike_stat *gw_spike_stat(const struct gw_det_ctx *ctx);
  * nothing to do and the full statistics are not computed. */
 bool gw_spike_possible(const struct gw_det_ctx *ctx);
 
-/* Printing helpers for summaries: "+12%" from a log ratio. */
-const char *gw_det_fmt_pct(char *buf, size_t size, double logratio);
 
 /* The evidence of a regime rule: the restart, the pre-checkpoint window
  * (medians, noise, moments) and the judged post-resume window (new

@@ -56,6 +56,12 @@ const char *gw_det_fmt_num(char *buf, size_t size, double v)
 	return buf;
 }
 
+const char *gw_det_fmt_pct(char *buf, size_t size, double logratio)
+{
+	snprintf(buf, size, "%+.0f%%", (exp(logratio) - 1) * 100);
+	return buf;
+}
+
 json_t *gw_det_num(double v)
 {
 	return isfinite(v) ? json_real(v) : json_null();

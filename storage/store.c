@@ -772,6 +772,20 @@ fail:
 	return rc;
 }
 
+/* Wait on cv (mu held) for at most ms milliseconds. */
+static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(cv, mu, &ts);
+}
+
 static void *writer_main(void *arg)
 {
 	struct gw_store *s = arg;
@@ -787,16 +801,7 @@ static void *writer_main(void *arg)
 			uint64_t now = gw_mono_ms();
 			if (now >= due)
 				break;
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			uint64_t wait = due - now;
-			ts.tv_sec += (time_t)(wait / 1000);
-			ts.tv_nsec += (long)(wait % 1000) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+			timed_wait(&s->cv, &s->mu, due - now);
 		}
 		/* a group of items queued under gw_store_hold() goes into one
 		 * transaction: never split it */
@@ -872,14 +877,7 @@ static void *checkpointer_main(void *arg)
 	}
 	pthread_mutex_lock(&s->mu);
 	while (!s->stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += CKPT_EVERY_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&s->ckpt_cv, &s->mu, &ts);
+		timed_wait(&s->ckpt_cv, &s->mu, CKPT_EVERY_MS);
 		if (s->stop)
 			break;
 		pthread_mutex_unlock(&s->mu);
