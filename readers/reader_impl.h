@@ -1,0 +1,58 @@
+/*
+ * What a format module (readers/rd_*.c) uses to build the points it reads
+ * and hand them over; shared-internal (gw__rd_ prefix), not for callers of
+ * reader.h.
+ *
+ * A point is built between gw__rd_begin and gw__rd_emit: every named number
+ * goes through gw__rd_metric, which maps the name to a role through the
+ * alias table (the alias added first wins when a point has several names
+ * of one role; the others stay extra metrics) and keeps every other number
+ * as an extra metric (names are copied).  gw__rd_emit hands the point to
+ * the sink only when it carries at least one role, and applies the run
+ * splitting described in reader.h to points of the default run.
+ */
+#ifndef GW_READER_IMPL_H
+#define GW_READER_IMPL_H
+
+#include "reader.h"
+
+#define GW_RD_MAX_EXTRA 64   /* extra metrics kept per point; more are dropped */
+
+/* Start a point of run `run` (run_len bytes; NULL: the reader's default run)
+ * at `step`; forgets what the previous point had. */
+void gw__rd_begin(struct gw_reader *r, const char *run, size_t run_len, int64_t step);
+
+/* The point's wall-clock time, Unix seconds (NaN: none, the default). */
+void gw__rd_ts(struct gw_reader *r, double ts);
+
+/* Add a named number to the point (may be NaN or +-Inf).  Returns 0, or
+ * -ENOSPC when the point already has GW_RD_MAX_EXTRA extras (dropped). */
+int gw__rd_metric(struct gw_reader *r, const char *name, size_t len, double v);
+
+/* True when the point being built has a value for `role`. */
+bool gw__rd_has(const struct gw_reader *r, enum gw_role role);
+
+/* Hand the point over, from source line `line`.  Returns 0 (also when it
+ * was skipped for carrying no role) or the sink's negative errno. */
+int gw__rd_emit(struct gw_reader *r, uint64_t line);
+
+/* An event (a checkpoint saved, a resume) of run `run` (NULL: default) at
+ * `step`, with attributes `attrs` (borrowed; may be NULL), as the wire
+ * format's event lines (docs/wire-format.md). */
+int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t step,
+                 json_t *attrs, uint64_t line);
+
+/* Report input that could not be read at `line` (0 if unknown). */
+void gw__rd_error(struct gw_reader *r, uint64_t line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* The alias table and the default run name. */
+const struct gw_alias *gw__rd_aliases(const struct gw_reader *r);
+const char *gw__rd_default_run(const struct gw_reader *r);
+
+/* Mark the input up to the current position as fully processed (byte
+ * formats call it after each complete record; line formats get it from
+ * the line splitter). */
+void gw__rd_consumed(struct gw_reader *r, uint64_t bytes);
+
+#endif
