@@ -75,6 +75,7 @@ struct gw_store {
 	pthread_cond_t ckpt_cv;
 
 	pthread_mutex_t mu;
+	pthread_mutex_t notify_mu;     /* held while o.notify runs (gw_store_set_notify) */
 	pthread_cond_t cv;
 	struct arena pending;
 	uint64_t seq;            /* last sequence handed out */
@@ -847,8 +848,10 @@ static void *writer_main(void *arg)
 		s->work.len = s->work.n = 0;
 		atomic_store(&s->pending_bytes, s->pending.len);
 		pthread_mutex_unlock(&s->mu);
+		pthread_mutex_lock(&s->notify_mu);
 		if (s->o.notify)
 			s->o.notify(s->o.notify_data);
+		pthread_mutex_unlock(&s->notify_mu);
 		pthread_mutex_lock(&s->mu);
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -954,6 +957,7 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 		s->o.max_pending_bytes = 256u << 20;
 	s->path = strdup(o->path);
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->notify_mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	pthread_cond_init(&s->ckpt_cv, NULL);
 	int rc = sqlite3_open_v2(o->path, &s->db,
@@ -1006,6 +1010,14 @@ fail:
 	return rc;
 }
 
+void gw_store_set_notify(struct gw_store *s, void (*fn)(void *data), void *data)
+{
+	pthread_mutex_lock(&s->notify_mu);
+	s->o.notify = fn;
+	s->o.notify_data = data;
+	pthread_mutex_unlock(&s->notify_mu);
+}
+
 int gw_store_close(struct gw_store *s)
 {
 	if (!s)
@@ -1039,6 +1051,7 @@ int gw_store_close(struct gw_store *s)
 	free(s->work.buf);
 	free(s->path);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->notify_mu);
 	pthread_cond_destroy(&s->cv);
 	pthread_cond_destroy(&s->ckpt_cv);
 	free(s);

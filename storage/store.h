@@ -42,7 +42,7 @@ struct gw_store_opts {
 	unsigned commit_max_records;
 	size_t max_pending_bytes;      /* gw_store_congested() above this */
 	void (*notify)(void *data);    /* called from the writer thread after a commit */
-	void *notify_data;
+	void *notify_data;             /* (or set later with gw_store_set_notify) */
 };
 
 struct gw_store;
@@ -51,6 +51,11 @@ struct gw_store;
  * Returns 0 or a negative errno with a message in err. */
 int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
                   char *err, size_t errlen);
+
+/* Replace the commit notification (fn NULL: none).  When it returns, the
+ * old one is not running and will not be called again, so its target may be
+ * closed. */
+void gw_store_set_notify(struct gw_store *s, void (*fn)(void *data), void *data);
 
 /* Commit everything queued, stop the writer, close.  Returns 0 or the
  * negative errno of the last failed commit. */
