@@ -12,12 +12,15 @@
 #include "config.h"
 #include "log.h"
 #include "outbox.h"
+#include "outbox_db.h"
 #include "sink.h"
 #include "util.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const transport_names[GW_NTRANSPORTS] = {
@@ -35,18 +38,57 @@ static void on_segment(void *data, const struct gw_segment_info *si)
 {
 	struct gw_ingest *in = data;
 	in->n.segments++;
-	gw_store_put_segment(in->store, si, gw_wall_now());
+	gw_store_put_segment(in->store, si->run, si->seg, gw_seg_reason_name(si->reason),
+	                     si->first_step, si->restart_step, si->line, si->ts, gw_wall_now());
 	if (si->seg > 1)
 		gw_log_info("run %s: segment %" PRId64 " starts at step %" PRId64 " (%s%s)", si->run,
 		            si->seg, si->first_step, gw_seg_reason_name(si->reason),
 		            si->restart_step >= 0 ? ", restart from a checkpoint" : "");
 }
 
+/* The alert's row in the alerts table: open (insert or reopen), update or
+ * resolve. */
+static uint64_t put_alert(struct gw_store *st, const struct gw_alert *a)
+{
+	double wall = isnan(a->wall) ? gw_wall_now() : a->wall;
+	char *ev = a->evidence ? json_dumps(a->evidence, JSON_COMPACT | JSON_REAL_PRECISION(12))
+	                       : strdup("{}");
+	if (!ev)
+		return 0;
+	const struct gw_sv id = gw_sv_text(a->id), summary = gw_sv_text(a->summary ? a->summary : ""),
+	                   cause = gw_sv_text(a->cause), action = gw_sv_text(a->action),
+	                   evidence = gw_sv_text(ev), sev = gw_sv_text(gw_severity_name(a->severity));
+	uint64_t seq;
+	if (a->kind == GW_ALERT_OPEN) {
+		const struct gw_sv v[] = {
+			id, gw_sv_run(a->run, strlen(a->run)), gw_sv_int(a->seg), gw_sv_int(a->step),
+			gw_sv_int((int64_t)a->line), gw_sv_text(a->detector), sev, summary, cause, action,
+			evidence, gw_sv_real(a->ts), gw_sv_real(wall),
+		};
+		seq = gw_store_put(st, NULL, GW_STORE_ALERT_OPEN, v, GW_ARRAY_SIZE(v));
+	} else if (a->kind == GW_ALERT_UPDATE) {
+		const struct gw_sv v[] = {
+			id, sev, summary, cause, action, evidence, gw_sv_real(wall), gw_sv_int(a->step),
+			gw_sv_int((int64_t)a->line),
+		};
+		seq = gw_store_put(st, NULL, GW_STORE_ALERT_UPDATE, v, GW_ARRAY_SIZE(v));
+	} else {
+		const struct gw_sv v[] = {id, gw_sv_real(wall), gw_sv_int(a->step)};
+		seq = gw_store_put(st, NULL, GW_STORE_ALERT_RESOLVE, v, GW_ARRAY_SIZE(v));
+	}
+	free(ev);
+	return seq;
+}
+
 static void on_alert(void *data, const struct gw_alert *a)
 {
 	struct gw_ingest *in = data;
-	gw_store_put_alert(in->store, a);
+	/* the alert and its outbox rows commit together or not at all: an
+	 * alert stored without them would never be delivered */
+	gw_store_hold(in->store);
+	put_alert(in->store, a);
 	gw_outbox_alert(in->outbox, a);   /* after the alert: it is stored first */
+	gw_store_release(in->store);
 	if (a->kind == GW_ALERT_OPEN) {
 		int k = gw_det_index(a->detector);
 		if (k >= 0)

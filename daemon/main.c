@@ -19,6 +19,7 @@
 
 #include "kern.h"
 #include "log.h"
+#include "outbox_db.h"
 #include "util.h"
 
 #include "gw_config.h"
@@ -374,12 +375,15 @@ int main(int argc, char **argv)
 	uv_timer_init(d.loop, &d.grace_timer);
 	d.tick_timer.data = d.grace_timer.data = &d;
 
+	static const struct gw_store_schema *const schemas[] = {&gw_outbox_schema};
 	struct gw_store_opts so = {
 		.path = cfg.db_path,
 		.sync_full = cfg.sync_full,
 		.commit_interval_ms = cfg.commit_interval_ms,
 		.commit_max_records = cfg.commit_max_records,
 		.max_pending_bytes = cfg.max_pending_bytes,
+		.schemas = schemas,
+		.n_schemas = GW_ARRAY_SIZE(schemas),
 	};
 	struct gw_http_opts ho = {
 		.loop = d.loop,
