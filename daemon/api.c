@@ -67,8 +67,10 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 	gw_http_conn_set_state(c, q);
 	int rc = gw_http_query_param(r->query, r->query_len, "run", q->default_run,
 	                             sizeof(q->default_run));
-	if (rc < 0) {
-		gw_http_respond_error(c, 400, "bad ?run= parameter");
+	char why[128] = "bad percent-encoding";
+	if (rc < 0 || (rc > 0 && gw_wire_check_run(q->default_run, strlen(q->default_run), why,
+	                                           sizeof(why)) < 0)) {
+		gw_http_respond_error(c, 400, "bad ?run= parameter: %s", why);
 		return -EINVAL;
 	}
 	if (rc > 0)

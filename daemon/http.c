@@ -424,7 +424,10 @@ static int find_route(struct gw_http_conn *c)
 			al -= sl;
 			if (memchr(a, '/', al))
 				continue;
-			if (pct_decode(a, al, c->arg, sizeof(c->arg)) <= 0)
+			/* the argument is a run name (or an id): the same rule as
+			 * in the wire format */
+			int an = pct_decode(a, al, c->arg, sizeof(c->arg));
+			if (an <= 0 || gw_wire_check_run(c->arg, (size_t)an, NULL, 0) < 0)
 				return 400;
 		}
 		path_found = true;
@@ -442,7 +445,9 @@ static void route_error(struct gw_http_conn *c, int status, bool fatal)
 {
 	const struct gw_http_req *r = &c->req;
 	if (status == 400)
-		(fatal ? respond_fatal : gw_http_respond_error)(c, 400, "bad percent-encoding in the path");
+		(fatal ? respond_fatal : gw_http_respond_error)(c, 400, "bad run name in the path: not "
+		                                                 "percent-encoded UTF-8 of 1 to %d bytes without "
+		                                                 "control characters", GW_WIRE_RUN_MAX);
 	else if (status == 405)
 		(fatal ? respond_fatal : gw_http_respond_error)(c, 405, "method %s not allowed on %.*s",
 		                                                 r->method, (int)r->path_len, r->path);
