@@ -18,10 +18,13 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define ERR_WRITE_LIMIT (64 * 1024)
@@ -50,6 +53,8 @@ struct gw_server {
 	uv_tcp_t tcp_srv;
 	uv_udp_t udp;
 	bool unix_on, tcp_on, udp_on;
+	bool unix_bound;        /* we made the socket file: remove it at stop */
+	bool unix_activated;    /* systemd made it: leave it */
 	struct conn conns;      /* list head */
 	size_t nconns;
 	uint64_t next_id;
@@ -264,6 +269,57 @@ static void on_udp(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf,
 
 /* ---- start / stop ------------------------------------------------------------------- */
 
+/* The listening Unix stream socket systemd passed (socket activation:
+ * LISTEN_PID is us, LISTEN_FDS >= 1, the first is fd 3), or -1. */
+static int activated_socket(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid() || strtol(fds, NULL, 10) < 1)
+		return -1;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	int fd = 3, type = 0, listening = 0;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss), tl = sizeof(type), ll = sizeof(listening);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || ss.ss_family != AF_UNIX ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) < 0 || !listening) {
+		gw_log_warn("systemd passed fd 3, but it is not a listening Unix stream socket; ignoring it");
+		return -1;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
+}
+
+/* A socket file left by a daemon that was killed is removed; one that a
+ * live daemon listens on is not (-EADDRINUSE): a second instance must never
+ * take the first one's socket away. */
+static int remove_stale_socket(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return 0;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return 0;   /* uv_pipe_bind reports it */
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return gw_errf(err, errlen, -errno, "unix socket %s: %s", path, strerror(errno));
+	int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	int e = errno;
+	close(fd);
+	if (rc == 0 || e == EAGAIN)
+		return gw_errf(err, errlen, -EADDRINUSE, "unix socket %s: another process is listening on "
+		               "it (a second gradwatchd?); not taking it over", path);
+	if (e == ECONNREFUSED) {
+		gw_log_info("removing the stale socket %s (nobody listens on it)", path);
+		unlink(path);
+	}
+	return 0;
+}
+
 int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 {
 	struct gw_server *sv = calloc(1, sizeof(*sv));
@@ -273,19 +329,29 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 	sv->conns.next = sv->conns.prev = &sv->conns;
 	struct gw_cfg *c = d->cfg;
 	int rc;
-	if (c->socket_path && *c->socket_path) {
+	int fd = activated_socket();
+	if (fd >= 0) {
+		/* systemd made the socket (gradwatchd@.socket: its group and mode) */
 		uv_pipe_init(d->loop, &sv->unix_srv, 0);
 		sv->unix_srv.data = d;
 		sv->unix_on = true;
-		/* a stale socket file from a killed daemon: remove it if nobody listens */
-		struct stat st;
-		if (lstat(c->socket_path, &st) == 0 && S_ISSOCK(st.st_mode))
-			unlink(c->socket_path);
+		sv->unix_activated = true;
+		if ((rc = uv_pipe_open(&sv->unix_srv, fd)) < 0 ||
+		    (rc = uv_listen((uv_stream_t *)&sv->unix_srv, 256, on_connection)) < 0)
+			return gw_errf(err, errlen, rc, "the unix socket systemd passed: %s", uv_strerror(rc));
+		gw_log_info("listening on the unix socket systemd passed (NDJSON)");
+	} else if (c->socket_path && *c->socket_path) {
+		uv_pipe_init(d->loop, &sv->unix_srv, 0);
+		sv->unix_srv.data = d;
+		sv->unix_on = true;
+		if ((rc = remove_stale_socket(c->socket_path, err, errlen)) < 0)
+			return rc;
 		if ((rc = uv_pipe_bind(&sv->unix_srv, c->socket_path)) < 0 ||
 		    (rc = uv_listen((uv_stream_t *)&sv->unix_srv, 256, on_connection)) < 0) {
 			snprintf(err, errlen, "unix socket %s: %s", c->socket_path, uv_strerror(rc));
 			return rc;
 		}
+		sv->unix_bound = true;
 		chmod(c->socket_path, c->socket_mode);
 		gw_log_info("listening on unix:%s (NDJSON)", c->socket_path);
 	}
@@ -336,7 +402,7 @@ void gw_server_stop(struct gw_daemon *d)
 		return;
 	if (sv->unix_on && !uv_is_closing((uv_handle_t *)&sv->unix_srv)) {
 		uv_close((uv_handle_t *)&sv->unix_srv, NULL);
-		if (d->cfg->socket_path)
+		if (sv->unix_bound)
 			unlink(d->cfg->socket_path);
 	}
 	if (sv->tcp_on && !uv_is_closing((uv_handle_t *)&sv->tcp_srv))
