@@ -128,14 +128,7 @@ static int load_secret(const json_t *o, const char *key, const char *where, char
 		len = strlen(e);
 	} else {
 		char *path = NULL;
-		const char *cred = getenv("CREDENTIALS_DIRECTORY");
-		if (s[0] != '/' && cred && *cred) {
-			if (asprintf(&path, "%s/%s", cred, s) < 0)
-				return -ENOMEM;
-		} else {
-			path = strdup(s);
-		}
-		if (!path)
+		if (gw_credential_path(s, &path) < 0)
 			return -ENOMEM;
 		int rc = gw_read_file(path, &val, &len);
 		if (rc < 0) {

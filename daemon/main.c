@@ -12,6 +12,7 @@
  * the configuration file.  One cleanup path unwinds in reverse.
  */
 #include "api.h"
+#include "auth.h"
 #include "daemon.h"
 #include "follow.h"
 #include "http.h"
@@ -425,12 +426,17 @@ int main(int argc, char **argv)
 		.schemas = schemas,
 		.n_schemas = GW_ARRAY_SIZE(schemas),
 	};
+	if (gw_auth_load(cfg.auth, &d.auth, err, sizeof(err)) < 0) {
+		gw_log_crit("%s", err);
+		goto out;
+	}
 	struct gw_http_opts ho = {
 		.loop = d.loop,
 		.cfg = &cfg,
 		.barrier = http_barrier,
 		.cancel = http_cancel,
 		.barrier_data = &d.ingest,
+		.auth = d.auth,
 	};
 	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0 ||
 	    gw_ingest_init(&d.ingest, d.loop, &cfg, d.store, err, sizeof(err)) < 0 ||
@@ -473,6 +479,7 @@ out:
 	gw_server_free(&d);
 	gw_http_free(d.http);
 	gw_follow_free(&d);
+	gw_auth_free(d.auth);
 	if (uv_loop_close(d.loop) != 0) {
 		/* a handle some owner did not close: a bug, made visible */
 		gw_log_err("exit with libuv handles still open");

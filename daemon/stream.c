@@ -14,6 +14,7 @@
  */
 #include "daemon.h"
 
+#include "auth.h"
 #include "log.h"
 #include "util.h"
 
@@ -43,6 +44,10 @@ struct conn {
 	struct gw_paused paused;
 	uint64_t id;
 	char peer[64];
+	/* TCP with tokens configured: the first line {"auth": TOKEN} */
+	bool need_auth;
+	char auth[GW_AUTH_TOKEN_MAX + 64];
+	size_t auth_len;
 	bool reading;
 	bool closing;
 	struct conn *next, *prev;
@@ -139,6 +144,54 @@ static void feed(struct conn *c, const char *p, size_t n)
 		conn_pause(c);
 }
 
+/* Answer one JSON error line and close (a refused connection hears why). */
+static void refuse(struct conn *c, const char *reason, const char *msg)
+{
+	json_t *j = json_pack("{s:s, s:s}", "error", reason, "message", msg);
+	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	size_t n = t ? strlen(t) : 0;
+	struct err_write *w = t ? malloc(sizeof(*w) + n + 1) : NULL;
+	if (w) {
+		memcpy(w->buf, t, n);
+		w->buf[n] = '\n';
+		uv_buf_t b = uv_buf_init(w->buf, (unsigned)n + 1);
+		if (uv_write(&w->req, &c->u.s, &b, 1, on_err_written) < 0)
+			free(w);
+	}
+	free(t);
+	gw_log_warn("%s connection %" PRIu64 " (%s) refused: %s", gw_transport_name(c->t), c->id,
+	            c->peer, msg);
+	conn_close(c);
+}
+
+/* Before its first line, a connection that needs a token sends it.  Returns
+ * the bytes of p consumed, or -1 when the connection was refused. */
+static ssize_t read_auth(struct conn *c, const char *p, size_t n)
+{
+	const char *nl = memchr(p, '\n', n);
+	size_t take = nl ? (size_t)(nl - p) + 1 : n;
+	if (c->auth_len + take > sizeof(c->auth)) {
+		refuse(c, "unauthorized", "unauthorized: the first line must be {\"auth\": TOKEN}");
+		return -1;
+	}
+	memcpy(c->auth + c->auth_len, p, take);
+	c->auth_len += take;
+	if (!nl)
+		return (ssize_t)take;
+	char why[128];
+	const struct gw_token *t = gw_auth_line(c->d->auth, c->auth, c->auth_len - 1, why, sizeof(why));
+	if (!t) {
+		gw_ingest_count_reject(&c->d->ingest, c->t, GW_REJ_UNAUTHORIZED);
+		refuse(c, "unauthorized", why);
+		return -1;
+	}
+	c->src.token = t;
+	c->need_auth = false;
+	c->src.lines.lineno = 1;   /* the auth line is line 1 */
+	return (ssize_t)take;
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct conn *c = gw_container_of(s, struct conn, u.s);
@@ -149,7 +202,17 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
-	feed(c, buf->base, (size_t)nread);
+	const char *p = buf->base;
+	size_t n = (size_t)nread;
+	if (c->need_auth) {
+		ssize_t k = read_auth(c, p, n);
+		if (k < 0)
+			return;
+		p += k;
+		n -= (size_t)k;
+	}
+	if (n)
+		feed(c, p, n);
 }
 
 static void conn_resume(struct gw_paused *p)
@@ -186,6 +249,7 @@ static void on_connection(uv_stream_t *srv, int status)
 	c->d = d;
 	c->t = is_unix ? GW_TR_UNIX : GW_TR_TCP;
 	c->id = ++sv->next_id;
+	c->need_auth = !is_unix && gw_auth_enabled(d->auth);
 	gw_ingest_src_init(&c->src, &d->ingest, c->t, 0);
 	c->src.on_reject = answer_error;
 	c->src.data = c;
@@ -262,7 +326,23 @@ static void on_udp(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf,
 	gw_ingest_src_init(&src, &d->ingest, GW_TR_UDP, 0);
 	src.eof_ends_line = true;
 	src.on_reject = dgram_reject;
-	gw_ingest_src_feed(&src, buf->base, (size_t)nread);
+	const char *p = buf->base;
+	size_t n = (size_t)nread;
+	if (gw_auth_enabled(d->auth)) {
+		/* with tokens configured, each datagram starts with its auth line */
+		const char *nl = memchr(p, '\n', n);
+		char why[128];
+		src.token = nl ? gw_auth_line(d->auth, p, (size_t)(nl - p), why, sizeof(why)) : NULL;
+		if (!src.token) {
+			gw_ingest_count_reject(&d->ingest, GW_TR_UDP, GW_REJ_UNAUTHORIZED);
+			gw_ingest_src_deinit(&src);
+			return;
+		}
+		src.lines.lineno = 1;
+		n -= (size_t)(nl + 1 - p);
+		p = nl + 1;
+	}
+	gw_ingest_src_feed(&src, p, n);
 	gw_ingest_src_finish(&src);
 	gw_ingest_src_deinit(&src);
 }

@@ -54,6 +54,7 @@ enum gw_wire_reason {
 	GW_REJ_BAD_EVENT,   /* bad_event */
 	GW_REJ_TOO_LONG,    /* line_too_long (set by the framing, not the parser) */
 	GW_REJ_TRUNCATED,   /* truncated (a peer closed mid-line) */
+	GW_REJ_UNAUTHORIZED, /* unauthorized (no or a wrong token; set by the daemon) */
 	GW_REJ_NREASONS,
 };
 
