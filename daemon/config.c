@@ -69,6 +69,9 @@ int gw_cfg_defaults(struct gw_cfg *c)
 	c->http_header_timeout_ms = 10000;
 	c->http_idle_timeout_ms = 60000;
 	c->http_body_timeout_ms = 30000;
+	c->http_reserved_connections = 16;
+	c->stream_idle_timeout_ms = 900000;
+	c->stream_evict_idle_ms = 30000;
 	c->commit_interval_ms = 100;
 	c->commit_max_records = 20000;
 	c->sync_full = true;
@@ -234,16 +237,19 @@ static int unknown_keys(struct loader *L, json_t *obj, const char *where,
 	return 0;
 }
 
+/* An integer option in [min, max]: a zero time-out or connection limit
+ * would hold or lock out clients forever, so those have min >= 1. */
 static int get_uint(struct loader *L, json_t *obj, const char *key, const char *where,
-                    unsigned long long max, void *out, size_t size)
+                    unsigned long long min, unsigned long long max, void *out, size_t size)
 {
 	json_t *v = json_object_get(obj, key);
 	if (!v)
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (unsigned long long)json_integer_value(v) < min ||
 	    (unsigned long long)json_integer_value(v) > max)
-		return gw_errf(L->err, L->errlen, -EINVAL, "%s: \"%s%s\" must be an integer from 0 to %llu",
-		            L->file, where, key, max);
+		return gw_errf(L->err, L->errlen, -EINVAL, "%s: \"%s%s\" must be an integer from %llu to %llu",
+		            L->file, where, key, min, max);
 	unsigned long long x = (unsigned long long)json_integer_value(v);
 	if (size == sizeof(unsigned))
 		*(unsigned *)out = (unsigned)x;
@@ -415,7 +421,8 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	};
 	static const char *const known_limits[] = {
 		"max_line_bytes", "max_body_bytes", "max_connections", "max_runs",
-		"http_header_timeout_ms", "http_idle_timeout_ms", "http_body_timeout_ms", NULL,
+		"http_header_timeout_ms", "http_idle_timeout_ms", "http_body_timeout_ms",
+		"http_reserved_connections", "stream_idle_timeout_ms", "stream_evict_idle_ms", NULL,
 	};
 	static const char *const known_storage[] = {
 		"commit_interval_ms", "commit_max_records", "synchronous", "max_pending_bytes", NULL,
@@ -484,20 +491,23 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		goto out;
 	if (rc > 0)
 		gw_cfg_set_str(&c->kernels, s);
-	if ((rc = get_uint(&L, root, "tick_ms", "", 3600000, &c->tick_ms, sizeof(unsigned))) < 0)
+	if ((rc = get_uint(&L, root, "tick_ms", "", 10, 60000, &c->tick_ms, sizeof(unsigned))) < 0)
 		goto out;
 	if ((v = json_object_get(root, "limits"))) {
 		if (!json_is_object(v) || (rc = unknown_keys(&L, v, "limits.", known_limits)) < 0) {
 			rc = rc < 0 ? rc : gw_errf(err, errlen, -EINVAL, "%s: limits must be an object", path);
 			goto out;
 		}
-		if ((rc = get_uint(&L, v, "max_line_bytes", "limits.", 1u << 30, &c->max_line, sizeof(size_t))) < 0 ||
-		    (rc = get_uint(&L, v, "max_body_bytes", "limits.", 1ull << 34, &c->max_body, sizeof(size_t))) < 0 ||
-		    (rc = get_uint(&L, v, "max_connections", "limits.", 1000000, &c->max_connections, sizeof(size_t))) < 0 ||
-		    (rc = get_uint(&L, v, "max_runs", "limits.", 100000000, &c->max_runs, sizeof(size_t))) < 0 ||
-		    (rc = get_uint(&L, v, "http_header_timeout_ms", "limits.", 86400000, &c->http_header_timeout_ms, sizeof(unsigned))) < 0 ||
-		    (rc = get_uint(&L, v, "http_idle_timeout_ms", "limits.", 86400000, &c->http_idle_timeout_ms, sizeof(unsigned))) < 0 ||
-		    (rc = get_uint(&L, v, "http_body_timeout_ms", "limits.", 86400000, &c->http_body_timeout_ms, sizeof(unsigned))) < 0)
+		if ((rc = get_uint(&L, v, "max_line_bytes", "limits.", 256, 1u << 30, &c->max_line, sizeof(size_t))) < 0 ||
+		    (rc = get_uint(&L, v, "max_body_bytes", "limits.", 256, 1ull << 34, &c->max_body, sizeof(size_t))) < 0 ||
+		    (rc = get_uint(&L, v, "max_connections", "limits.", 1, 1000000, &c->max_connections, sizeof(size_t))) < 0 ||
+		    (rc = get_uint(&L, v, "max_runs", "limits.", 0, 100000000, &c->max_runs, sizeof(size_t))) < 0 ||
+		    (rc = get_uint(&L, v, "http_header_timeout_ms", "limits.", 100, 86400000, &c->http_header_timeout_ms, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "http_idle_timeout_ms", "limits.", 100, 86400000, &c->http_idle_timeout_ms, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "http_body_timeout_ms", "limits.", 100, 86400000, &c->http_body_timeout_ms, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "http_reserved_connections", "limits.", 0, 10000, &c->http_reserved_connections, sizeof(size_t))) < 0 ||
+		    (rc = get_uint(&L, v, "stream_idle_timeout_ms", "limits.", 1000, 86400000, &c->stream_idle_timeout_ms, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "stream_evict_idle_ms", "limits.", 1000, 86400000, &c->stream_evict_idle_ms, sizeof(unsigned))) < 0)
 			goto out;
 	}
 	if ((v = json_object_get(root, "storage"))) {
@@ -505,9 +515,9 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 			rc = rc < 0 ? rc : gw_errf(err, errlen, -EINVAL, "%s: storage must be an object", path);
 			goto out;
 		}
-		if ((rc = get_uint(&L, v, "commit_interval_ms", "storage.", 60000, &c->commit_interval_ms, sizeof(unsigned))) < 0 ||
-		    (rc = get_uint(&L, v, "commit_max_records", "storage.", 10000000, &c->commit_max_records, sizeof(unsigned))) < 0 ||
-		    (rc = get_uint(&L, v, "max_pending_bytes", "storage.", 1ull << 40, &c->max_pending_bytes, sizeof(size_t))) < 0)
+		if ((rc = get_uint(&L, v, "commit_interval_ms", "storage.", 1, 60000, &c->commit_interval_ms, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "commit_max_records", "storage.", 1, 10000000, &c->commit_max_records, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "max_pending_bytes", "storage.", 1u << 20, 1ull << 40, &c->max_pending_bytes, sizeof(size_t))) < 0)
 			goto out;
 		if ((rc = get_str(&L, v, "synchronous", "storage.", &s)) < 0)
 			goto out;

@@ -41,7 +41,10 @@ struct gw_cfg {
 
 	size_t max_line;            /* bytes per NDJSON line */
 	size_t max_body;            /* bytes per HTTP request body */
-	size_t max_connections;
+	size_t max_connections;     /* per transport (Unix, TCP, HTTP each) */
+	size_t http_reserved_connections; /* more HTTP ones, for /healthz and /metrics only */
+	unsigned stream_idle_timeout_ms;  /* close a stream connection silent this long */
+	unsigned stream_evict_idle_ms;    /* a full transport closes one idle this long */
 	size_t max_runs;
 	unsigned http_header_timeout_ms;
 	unsigned http_idle_timeout_ms;

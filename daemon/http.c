@@ -55,6 +55,8 @@ struct gw_http_conn {
 	bool keep_alive;
 	bool closing;
 	bool draining;         /* answered early: read and drop the rest, then close */
+	bool reserve;          /* over max_connections: /healthz and /metrics only */
+	int armed;             /* the state whose deadline the timer holds, -1 none */
 	int handles_open;
 
 	char url[URL_MAX + 1];
@@ -212,7 +214,8 @@ static void respond(struct gw_http_conn *c, int status, const char *ctype, const
 	                    "%s%s"
 	                    "\r\n",
 	                    status, reason_phrase(status), ctype, blen,
-	                    status == 401 ? "WWW-Authenticate: Bearer realm=\"gradwatch\"\r\n" : "",
+	                    status == 401 ? "WWW-Authenticate: Bearer realm=\"gradwatch\"\r\n"
+	                    : status == 503 ? "Retry-After: 1\r\n" : "",
 	                    close_after ? "Connection: close\r\n" : "");
 	c->state = H_CLOSING;
 	send_raw(c, head, (size_t)hlen, body, blen, close_after, !close_after);
@@ -632,6 +635,13 @@ static int cb_headers_complete(http_parser *p)
 		route_error(c, st);
 		return refuse_early(c);
 	}
+	if (c->reserve && !(strcmp(c->req.method, "GET") == 0 &&
+	                    ((c->req.path_len == 8 && !memcmp(c->req.path, "/healthz", 8)) ||
+	                     (c->req.path_len == 8 && !memcmp(c->req.path, "/metrics", 8))))) {
+		respond_fatal(c, 503, "too many HTTP connections (limits.max_connections = %zu); "
+		              "retry later", c->srv->o.cfg->max_connections);
+		return refuse_early(c);
+	}
 	if (authorize(c) < 0)
 		return refuse_early(c);
 	if (c->idem_len && !idem_ok(c->idem, c->idem_len)) {
@@ -687,6 +697,7 @@ static int cb_message_complete(http_parser *p)
 {
 	struct gw_http_conn *c = p->data;
 	c->state = H_RESPOND;
+	c->armed = -1;
 	uv_timer_stop(&c->timer);
 	http_parser_pause(p, 1);
 	return 0;
@@ -701,9 +712,14 @@ static void on_drain_timer(uv_timer_t *t)
 	conn_close(t->data);
 }
 
+/* Each state has one deadline from when it began (a request's headers,
+ * its body, an idle keep-alive): bytes trickling in do not extend it. */
 static void arm_timer(struct gw_http_conn *c)
 {
 	const struct gw_cfg *cfg = c->srv->o.cfg;
+	if (c->armed == (int)c->state)
+		return;
+	c->armed = (int)c->state;
 	unsigned ms = 0;
 	switch (c->state) {
 	case H_IDLE: ms = cfg->http_idle_timeout_ms; break;
@@ -720,6 +736,7 @@ static void arm_timer(struct gw_http_conn *c)
 static void on_timer(uv_timer_t *t)
 {
 	struct gw_http_conn *c = t->data;
+	c->armed = -1;
 	if (c->state == H_IDLE) {
 		conn_close(c);
 		return;
@@ -873,10 +890,26 @@ static void on_connection(uv_stream_t *srv, int status)
 	h->conns.next->prev = c;
 	h->conns.next = c;
 	h->nconns++;
-	if (uv_accept(srv, (uv_stream_t *)&c->tcp) < 0 || h->nconns > h->o.cfg->max_connections) {
+	c->armed = -1;
+	if (uv_accept(srv, (uv_stream_t *)&c->tcp) < 0) {
 		conn_close(c);
 		return;
 	}
+	const struct gw_cfg *cfg = h->o.cfg;
+	if (h->nconns > cfg->max_connections + cfg->http_reserved_connections) {
+		/* refused loudly: the client reads why instead of a reset */
+		static const char body[] = "{\"error\":\"too many HTTP connections; retry later\"}\n";
+		char head[256];
+		int n = snprintf(head, sizeof(head), "HTTP/1.1 503 Service Unavailable\r\n"
+		                 "Content-Type: application/json\r\nRetry-After: 1\r\n"
+		                 "Connection: close\r\nContent-Length: %zu\r\n\r\n", sizeof(body) - 1);
+		gw_log_warn("http: %zu connections (limits.max_connections %zu + %zu reserved); refusing one",
+		            h->nconns - 1, cfg->max_connections, cfg->http_reserved_connections);
+		c->state = H_CLOSING;
+		send_raw(c, head, (size_t)n, body, sizeof(body) - 1, true, false);
+		return;
+	}
+	c->reserve = h->nconns > cfg->max_connections;
 	uv_tcp_nodelay(&c->tcp, 1);
 	http_parser_init(&c->parser, HTTP_REQUEST);
 	c->parser.data = c;

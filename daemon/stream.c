@@ -50,7 +50,8 @@ struct conn {
 	size_t auth_len;
 	bool reading;
 	bool closing;
-	struct conn *next, *prev;
+	uint64_t active_ms;     /* monotonic ms of the last bytes read */
+	struct conn *next, *prev;   /* its transport's list, most recently active first */
 };
 
 struct gw_server {
@@ -60,8 +61,10 @@ struct gw_server {
 	bool unix_on, tcp_on, udp_on;
 	bool unix_bound;        /* we made the socket file: remove it at stop */
 	bool unix_activated;    /* systemd made it: leave it */
-	struct conn conns;      /* list head */
-	size_t nconns;
+	struct conn conns[2];   /* per stream transport (unix, tcp): list heads */
+	size_t nconns[2];
+	uv_timer_t sweep;       /* closes connections idle too long */
+	bool sweep_on;
 	uint64_t next_id;
 	char *udp_buf;
 };
@@ -124,13 +127,14 @@ static void conn_close(struct conn *c)
 	gw_ingest_src_finish(&c->src);
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
-	c->d->server->nconns--;
+	c->d->server->nconns[c->t == GW_TR_TCP]--;
 	gw_log_debug("%s connection %" PRIu64 " (%s) closed: %" PRIu64 " lines accepted, %" PRIu64 " rejected",
 	             gw_transport_name(c->t), c->id, c->peer, c->src.accepted, c->src.rejected);
 	uv_close(&c->u.h, on_close_conn);
 }
 
 static void conn_pause(struct conn *c);
+static bool make_room(struct gw_server *sv, int k);
 
 static void feed(struct conn *c, const char *p, size_t n)
 {
@@ -142,6 +146,25 @@ static void feed(struct conn *c, const char *p, size_t n)
 	}
 	if (gw_ingest_congested(&c->d->ingest))
 		conn_pause(c);
+}
+
+static void link_front(struct conn *head, struct conn *c)
+{
+	c->next = head->next;
+	c->prev = head;
+	head->next->prev = c;
+	head->next = c;
+}
+
+/* Bytes arrived: the connection moves to the front of its list. */
+static void touch(struct conn *c)
+{
+	c->active_ms = gw_mono_ms();
+	if (c->prev == &c->d->server->conns[c->t == GW_TR_TCP])
+		return;
+	c->prev->next = c->next;
+	c->next->prev = c->prev;
+	link_front(&c->d->server->conns[c->t == GW_TR_TCP], c);
 }
 
 /* Answer one JSON error line and close (a refused connection hears why). */
@@ -202,6 +225,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
+	touch(c);
 	const char *p = buf->base;
 	size_t n = (size_t)nread;
 	if (c->need_auth) {
@@ -261,16 +285,18 @@ static void on_connection(uv_stream_t *srv, int status)
 		uv_close(&c->u.h, on_close_conn);
 		return;
 	}
-	c->next = sv->conns.next;
-	c->prev = &sv->conns;
-	sv->conns.next->prev = c;
-	sv->conns.next = c;
-	sv->nconns++;
+	int k = c->t == GW_TR_TCP;
+	c->active_ms = gw_mono_ms();
+	link_front(&sv->conns[k], c);
+	sv->nconns[k]++;
 	gw_ingest_count_connection(&d->ingest);
-	if (sv->nconns > d->cfg->max_connections) {
-		gw_log_warn("too many connections (limits.max_connections = %zu); refusing one",
-		            d->cfg->max_connections);
-		conn_close(c);
+	if (sv->nconns[k] > d->cfg->max_connections && !make_room(sv, k)) {
+		snprintf(c->peer, sizeof(c->peer), "%s", is_unix ? "unix" : "tcp");
+		char msg[160];
+		snprintf(msg, sizeof(msg), "too many %s connections (limits.max_connections = %zu), "
+		         "none idle long enough to close; try again later",
+		         gw_transport_name(c->t), d->cfg->max_connections);
+		refuse(c, "too_many_connections", msg);
 		return;
 	}
 	if (is_unix) {
@@ -290,6 +316,42 @@ static void on_connection(uv_stream_t *srv, int status)
 	}
 	c->reading = true;
 	uv_read_start(&c->u.s, gw_ingest_alloc_slab, on_read);
+}
+
+/* ---- idle connections ------------------------------------------------------------ */
+
+/* Transport k is full: close its least recently active connection if it
+ * has been idle for limits.stream_evict_idle_ms, so that a flood of idle
+ * connections cannot lock out a job that has something to send.  Returns
+ * whether there is room now. */
+static bool make_room(struct gw_server *sv, int k)
+{
+	struct conn *old = sv->conns[k].prev;
+	if (old == &sv->conns[k] || old->closing)
+		return false;
+	const struct gw_cfg *cfg = old->d->cfg;
+	if (gw_mono_ms() - old->active_ms < cfg->stream_evict_idle_ms)
+		return false;
+	refuse(old, "idle_evicted", "closed after being idle while the transport was full; "
+	                            "reconnect to send more");
+	return true;
+}
+
+/* Every second: close connections idle longer than limits.stream_idle_timeout_ms
+ * (oldest first; the lists are ordered by activity). */
+static void on_sweep(uv_timer_t *t)
+{
+	struct gw_server *sv = t->data;
+	uint64_t now = gw_mono_ms();
+	for (int k = 0; k < 2; k++) {
+		struct conn *c;
+		while ((c = sv->conns[k].prev) != &sv->conns[k] && !c->closing) {
+			if (now - c->active_ms < c->d->cfg->stream_idle_timeout_ms)
+				break;
+			refuse(c, "idle_timeout", "closed after limits.stream_idle_timeout_ms without data; "
+			                          "reconnect to send more");
+		}
+	}
 }
 
 /* ---- UDP ------------------------------------------------------------------------ */
@@ -406,7 +468,13 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 	if (!sv)
 		return -ENOMEM;
 	d->server = sv;
-	sv->conns.next = sv->conns.prev = &sv->conns;
+	for (int k = 0; k < 2; k++)
+		sv->conns[k].next = sv->conns[k].prev = &sv->conns[k];
+	uv_timer_init(d->loop, &sv->sweep);
+	sv->sweep.data = sv;
+	sv->sweep_on = true;
+	if (d->cfg->stream_idle_timeout_ms)
+		uv_timer_start(&sv->sweep, on_sweep, 1000, 1000);
 	struct gw_cfg *c = d->cfg;
 	int rc;
 	int fd = activated_socket();
@@ -489,8 +557,11 @@ void gw_server_stop(struct gw_daemon *d)
 		uv_close((uv_handle_t *)&sv->tcp_srv, NULL);
 	if (sv->udp_on && !uv_is_closing((uv_handle_t *)&sv->udp))
 		uv_close((uv_handle_t *)&sv->udp, on_close_free_buf);
-	while (sv->conns.next != &sv->conns)
-		conn_close(sv->conns.next);
+	if (sv->sweep_on && !uv_is_closing((uv_handle_t *)&sv->sweep))
+		uv_close((uv_handle_t *)&sv->sweep, NULL);
+	for (int k = 0; k < 2; k++)
+		while (sv->conns[k].next != &sv->conns[k])
+			conn_close(sv->conns[k].next);
 }
 
 void gw_server_free(struct gw_daemon *d)

@@ -37,7 +37,7 @@ class Auth(unittest.TestCase):
             f.write('# tokens that may write\n%s\n%s team-a-*\n' % (INGEST, TEAM))
         with open(os.path.join(d.dir, 'read.tokens'), 'w') as f:
             f.write('%s\n' % READ)
-        return d.start()
+        return d   # started by `with`
 
     def count(self, d, run):
         return d.sql('SELECT count(*) FROM records r JOIN runs n ON n.id = r.run_id WHERE n.name = ?',

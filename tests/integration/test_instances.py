@@ -48,7 +48,7 @@ class Instances(unittest.TestCase):
         s.bind(d.sock)
         s.close()
         self.assertTrue(os.path.exists(d.sock))
-        with d.start():
+        with d:
             self.assert_alive(d)
             self.assertIn('removing the stale socket', d.logtext())
 

@@ -1,0 +1,125 @@
+"""Hostile and careless clients on the connection level: a flood of idle
+stream connections cannot lock out a job (per-transport limits, idle
+eviction, idle time-out), refused connections hear why, HTTP deadlines are
+not extended by trickling bytes, and /healthz and /metrics answer from a
+reserve when HTTP is full."""
+import json
+import resource
+import selectors
+import socket
+import time
+import unittest
+
+from gwtest import Daemon, read_all
+
+
+def raise_fd_limit(n):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < n:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(n, hard), hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def http_get(port, path, timeout=10):
+    s = socket.create_connection(('127.0.0.1', port), timeout=timeout)
+    s.sendall(('GET %s HTTP/1.1\r\nHost: x\r\n\r\n' % path).encode())
+    head = s.recv(65536)
+    s.close()
+    return int(head.split(b' ')[1])
+
+
+class Connections(unittest.TestCase):
+    def test_idle_tcp_flood_does_not_lock_out_a_job(self):
+        if raise_fd_limit(5000) < 4500:
+            self.skipTest('cannot open 2,000 connections here (RLIMIT_NOFILE)')
+        cfg = {'limits': {'max_connections': 1024, 'stream_evict_idle_ms': 1000}}
+        with Daemon(config=cfg) as d:
+            idle = []
+            for _ in range(2000):
+                idle.append(socket.create_connection(('127.0.0.1', d.port)))
+            # the Unix socket has its own limit: a job there is unaffected
+            d.send_unix(b'{"run":"job","step":1,"loss":1}\n')
+            d.wait_committed("SELECT count(*) FROM records", 1)
+            # beyond the limit, connections were told why, not dropped silently
+            # (which ones is the kernel's accept order: look at all of them)
+            sel = selectors.DefaultSelector()
+            for s in idle:
+                sel.register(s, selectors.EVENT_READ)
+            told = {}
+            deadline = time.monotonic() + 60
+            while len(told) < 2000 - 1024 and time.monotonic() < deadline:
+                for key, _ in sel.select(timeout=1):
+                    told[key.fileobj] = key.fileobj.recv(4096)
+                    sel.unregister(key.fileobj)
+            sel.close()
+            self.assertEqual(len(told), 2000 - 1024)
+            for line in told.values():
+                # refused, or an older idle one closed to make room for it
+                self.assertIn(json.loads(line.splitlines()[0])['error'],
+                              ('too_many_connections', 'idle_evicted'))
+            # once the idle ones are old enough, a new TCP job gets in
+            time.sleep(1.2)   # the eviction age under test (stream_evict_idle_ms)
+            with socket.create_connection(('127.0.0.1', d.port)) as s:
+                s.sendall(b'{"run":"job","step":2,"loss":1}\n')
+                s.shutdown(socket.SHUT_WR)
+                self.assertEqual(read_all(s), b'')
+            d.wait_committed("SELECT count(*) FROM records", 2)
+            self.assertEqual(d.get('/healthz')[0], 200)
+            for s in idle:
+                s.close()
+
+    def test_idle_timeout(self):
+        with Daemon(config={'limits': {'stream_idle_timeout_ms': 1000}}) as d:
+            with socket.create_connection(('127.0.0.1', d.port)) as s:
+                s.sendall(b'{"run":"r","step":1,"loss":1}\n')
+                ans = read_all(s, timeout=30)
+            self.assertEqual(json.loads(ans.splitlines()[0])['error'], 'idle_timeout')
+            d.wait_committed("SELECT count(*) FROM records", 1)
+
+    def test_trickling_bytes_do_not_extend_the_header_deadline(self):
+        with Daemon(config={'limits': {'http_header_timeout_ms': 1500}}) as d:
+            s = socket.create_connection(('127.0.0.1', d.http_port), timeout=30)
+            request = b'GET /v1/runs HTTP/1.1\r\nHost: x\r\nX-Slow: ' + b'a' * 200 + b'\r\n\r\n'
+            answer = b''
+            for i in range(len(request)):
+                try:
+                    s.sendall(request[i:i + 1])
+                except OSError:
+                    break
+                s.settimeout(0.1)
+                try:
+                    answer = s.recv(4096)
+                except socket.timeout:
+                    continue
+                if answer:
+                    break
+            s.close()
+            # the whole header would take 20+ s at this pace; the deadline cut it
+            self.assertTrue(answer.startswith(b'HTTP/1.1 408 '), answer[:80])
+            self.assertLess(i, len(request) - 1)
+
+    def test_http_full_keeps_healthz_and_metrics(self):
+        cfg = {'limits': {'max_connections': 8, 'http_reserved_connections': 2}}
+        with Daemon(config=cfg) as d:
+            held = [socket.create_connection(('127.0.0.1', d.http_port)) for _ in range(8)]
+            time.sleep(0.2)   # let the daemon accept them (no request is sent on them)
+            self.assertEqual(http_get(d.http_port, '/healthz'), 200)
+            self.assertEqual(http_get(d.http_port, '/metrics'), 200)
+            self.assertEqual(http_get(d.http_port, '/v1/runs'), 503)
+            more = [socket.create_connection(('127.0.0.1', d.http_port)) for _ in range(2)]
+            s = socket.create_connection(('127.0.0.1', d.http_port), timeout=10)
+            head = s.recv(4096)
+            self.assertTrue(head.startswith(b'HTTP/1.1 503 '), head)
+            self.assertIn(b'Retry-After', head)
+            for x in held + more + [s]:
+                x.close()
+            # once they are gone, everything answers again
+            for _ in range(100):
+                if http_get(d.http_port, '/v1/runs') == 200:
+                    break
+                time.sleep(0.05)
+            self.assertEqual(http_get(d.http_port, '/v1/runs'), 200)
+
+
+if __name__ == '__main__':
+    unittest.main()
