@@ -49,9 +49,31 @@ static void on_reject(struct gw_ingest_src *s, uint64_t lineno, const struct gw_
 		json_array_append_new(q->errors, gw_ingest_err_json(lineno, e));
 }
 
+/* The answer to a request the storage cannot take now: 507 when the disk
+ * is full, 503 (with Retry-After) when it fails otherwise or its queue is
+ * over storage.max_pending_bytes. */
+static void respond_storage(struct gw_http_conn *c, int error, const char *why)
+{
+	if (error == -ENOSPC)
+		gw_http_respond_error(c, 507, "not committed: the database cannot grow (disk full): %s; "
+		                      "retry later with the same Idempotency-Key", why);
+	else if (error)
+		gw_http_respond_error(c, 503, "not committed: the database cannot be written: %s; "
+		                      "retry later with the same Idempotency-Key", why);
+	else
+		gw_http_respond_error(c, 503, "the daemon's write queue is full "
+		                      "(storage.max_pending_bytes); retry in a moment");
+}
+
 static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 {
 	struct gw_daemon *d = r->data;
+	char why[200];
+	int serr = gw_ingest_store_error(&d->ingest, why, sizeof(why));
+	if (serr || gw_ingest_congested(&d->ingest)) {
+		respond_storage(c, serr, why);
+		return -EAGAIN;
+	}
 	struct ingest_req *q = calloc(1, sizeof(*q));
 	if (!q || !(q->errors = json_array())) {
 		free(q);
@@ -68,7 +90,7 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 	gw_http_conn_set_state(c, q);
 	int rc = gw_http_query_param(r->query, r->query_len, "run", q->default_run,
 	                             sizeof(q->default_run));
-	char why[128] = "bad percent-encoding";
+	snprintf(why, sizeof(why), "bad percent-encoding");
 	if (rc < 0 || (rc > 0 && gw_wire_check_run(q->default_run, strlen(q->default_run), why,
 	                                           sizeof(why)) < 0)) {
 		gw_http_respond_error(c, 400, "bad ?run= parameter: %s", why);
@@ -97,6 +119,11 @@ static void ingest_committed(struct gw_commit_waiter *w)
 {
 	struct ingest_req *q = gw_container_of(w, struct ingest_req, waiter);
 	q->waiting = false;
+	if (w->error) {
+		gw_http_conn_close_after(q->c);
+		respond_storage(q->c, w->error, w->why);
+		return;
+	}
 	json_t *j = json_pack("{s:I, s:I, s:b, s:O}", "accepted", (json_int_t)q->src.accepted,
 	                      "rejected", (json_int_t)q->src.rejected, "committed", 1,
 	                      "errors", q->errors);

@@ -328,6 +328,12 @@ static void work_done(uv_work_t *req, int status)
 static void query_after_barrier(struct gw_commit_waiter *w)
 {
 	struct gw_http_conn *c = gw_container_of(w, struct gw_http_conn, waiter);
+	if (w->error) {
+		/* a read must see what came before it, and that cannot be written */
+		gw_http_respond_error(c, 503, "the database cannot be written (%s); reads wait for "
+		                      "what was received before them, so retry later", w->why);
+		return;
+	}
 	c->work_busy = true;
 	if (uv_queue_work(c->srv->o.loop, &c->work, work_run, work_done) < 0) {
 		c->work_busy = false;

@@ -115,11 +115,14 @@ static void on_commit(uv_async_t *a)
 	struct gw_ingest *in = a->data;
 	uint64_t done = gw_store_committed(in->store);
 	gw_outbox_committed(in->outbox, done);
-	/* answer every waiter that is now covered, oldest registration last */
+	struct gw_store_stats st;
+	gw_store_stats(in->store, &st);
+	/* answer every waiter that is now covered, or all of them with the
+	 * cause when the last commit failed (they must not hang on a full disk) */
 	struct gw_commit_waiter *ready = NULL;
 	for (struct gw_commit_waiter **p = &in->waiters; *p;) {
 		struct gw_commit_waiter *w = *p;
-		if (w->seq <= done) {
+		if (w->seq <= done || st.last_error) {
 			*p = w->next;
 			w->next = ready;
 			ready = w;
@@ -130,6 +133,8 @@ static void on_commit(uv_async_t *a)
 	while (ready) {
 		struct gw_commit_waiter *w = ready;
 		ready = w->next;
+		w->error = w->seq <= done ? 0 : st.last_error;
+		w->why = w->error ? st.last_error_msg : NULL;
 		w->fn(w);
 	}
 	if (!gw_store_congested(in->store)) {
@@ -148,6 +153,8 @@ static void store_notify(void *data)
 
 void gw_ingest_wait_commit(struct gw_ingest *in, struct gw_commit_waiter *w)
 {
+	w->error = 0;
+	w->why = NULL;
 	if (gw_store_committed(in->store) >= w->seq) {
 		w->fn(w);
 		return;
@@ -177,6 +184,15 @@ void gw_ingest_barrier(struct gw_ingest *in, struct gw_commit_waiter *w)
 bool gw_ingest_congested(const struct gw_ingest *in)
 {
 	return gw_store_congested(in->store);
+}
+
+int gw_ingest_store_error(const struct gw_ingest *in, char *why, size_t whylen)
+{
+	struct gw_store_stats st;
+	gw_store_stats(in->store, &st);
+	if (st.last_error && why)
+		gw_strlcpy(why, st.last_error_msg, whylen);
+	return st.last_error;
 }
 
 void gw_ingest_pause(struct gw_ingest *in, struct gw_paused *p)

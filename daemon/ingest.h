@@ -68,10 +68,15 @@ struct gw_ingest_counters {
 	uint64_t udp_dropped;             /* datagrams refused under back-pressure */
 };
 
-/* Someone waiting for the store to commit up to `seq`. */
+/* Someone waiting for the store to commit up to `seq`.  fn runs once: with
+ * error 0 when it is committed, or with the store's negative errno (-ENOSPC:
+ * the disk is full) and `why` (valid during the call) when a commit failed
+ * first; the items stay queued and may still commit later. */
 struct gw_commit_waiter {
 	uint64_t seq;
 	void (*fn)(struct gw_commit_waiter *w);
+	int error;
+	const char *why;
 	struct gw_commit_waiter *next;
 };
 
@@ -164,6 +169,9 @@ void gw_ingest_barrier(struct gw_ingest *in, struct gw_commit_waiter *w);
 
 /* True while the store's queue is over its limit: stop reading. */
 bool gw_ingest_congested(const struct gw_ingest *in);
+/* The store's last commit failed: its negative errno and message (into why);
+ * 0 while commits work. */
+int gw_ingest_store_error(const struct gw_ingest *in, char *why, size_t whylen);
 /* Park a source until the queue drains; unpause removes it (on close). */
 void gw_ingest_pause(struct gw_ingest *in, struct gw_paused *p);
 void gw_ingest_unpause(struct gw_ingest *in, struct gw_paused *p);

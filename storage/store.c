@@ -163,8 +163,9 @@ struct gw_store {
 
 	/* stats, under mu */
 	uint64_t commits, n[C_N];
+	uint64_t dropped;        /* items given up at shutdown (never committed) */
 	int last_error;
-	char last_error_msg[160];
+	char last_error_msg[200];
 };
 
 /* Schema migrations: migrations[v] takes the database from version v to
@@ -482,6 +483,7 @@ void gw_store_stats(const struct gw_store *s, struct gw_store_stats *out)
 	out->segments = m->n[C_SEGMENTS];
 	out->alerts = m->n[C_ALERTS];
 	out->last_error = m->last_error;
+	out->dropped = m->dropped;
 	memcpy(out->last_error_msg, m->last_error_msg, sizeof(out->last_error_msg));
 	pthread_mutex_unlock(&m->mu);
 }
@@ -649,12 +651,28 @@ static int write_item(struct gw_store *s, const struct item *it, double now,
 	return rc;
 }
 
-static int write_batch(struct gw_store *s, uint64_t counts[C_N])
+/* Why the last statement failed, as SQLite says it ("database or disk is
+ * full"), with its code name; taken before the rollback, whose own error
+ * ("cannot rollback - no transaction is active") would hide it. */
+static void failure(struct gw_store *s, int rc, char *why, size_t whylen)
+{
+	int ext = sqlite3_extended_errcode(s->db);
+	const char *name = (rc & 0xff) == SQLITE_FULL ? "SQLITE_FULL"
+	                 : (rc & 0xff) == SQLITE_IOERR ? "SQLITE_IOERR"
+	                 : (rc & 0xff) == SQLITE_BUSY ? "SQLITE_BUSY"
+	                 : (rc & 0xff) == SQLITE_READONLY ? "SQLITE_READONLY"
+	                 : (rc & 0xff) == SQLITE_CORRUPT ? "SQLITE_CORRUPT" : "SQLite error";
+	snprintf(why, whylen, "%s (%s, code %d)", sqlite3_errmsg(s->db), name, ext);
+}
+
+static int write_batch(struct gw_store *s, uint64_t counts[C_N], char *why, size_t whylen)
 {
 	double now = wall_now();
 	int rc = step_done(s->tx[T_BEGIN]);
-	if (rc != SQLITE_OK)
+	if (rc != SQLITE_OK) {
+		failure(s, rc, why, whylen);
 		return rc;
+	}
 	for (size_t off = 0; off < s->work.len;) {
 		const struct item *it = (const struct item *)(s->work.buf + off);
 		if ((rc = write_item(s, it, now, counts)) != SQLITE_OK)
@@ -682,6 +700,7 @@ static int write_batch(struct gw_store *s, uint64_t counts[C_N])
 		goto fail;
 	return SQLITE_OK;
 fail:
+	failure(s, rc, why, whylen);
 	step_done(s->tx[T_ROLLBACK]);
 	/* the cache may hold ids of rows the rollback removed */
 	for (size_t i = 0; i < s->runs_cap; i++)
@@ -689,6 +708,16 @@ fail:
 	memset(s->runs, 0, s->runs_cap * sizeof(*s->runs));
 	s->runs_n = 0;
 	return rc;
+}
+
+/* Tell the owner a commit ended (or failed): under notify_mu, see
+ * gw_store_set_notify. */
+static void notify(struct gw_store *s)
+{
+	pthread_mutex_lock(&s->notify_mu);
+	if (s->o.notify)
+		s->o.notify(s->o.notify_data);
+	pthread_mutex_unlock(&s->notify_mu);
 }
 
 /* Wait on cv (mu held) for at most ms milliseconds. */
@@ -737,21 +766,35 @@ static void *writer_main(void *arg)
 		uint64_t counts[C_N] = {0};
 		int rc;
 		unsigned attempt = 0;
-		while ((rc = write_batch(s, counts)) != SQLITE_OK) {
-			const char *msg = sqlite3_errmsg(s->db);
+		char why[200];
+		while ((rc = write_batch(s, counts, why, sizeof(why))) != SQLITE_OK) {
 			pthread_mutex_lock(&s->mu);
 			s->last_error = sqlite_errno(rc);
-			snprintf(s->last_error_msg, sizeof(s->last_error_msg), "%s", msg);
+			snprintf(s->last_error_msg, sizeof(s->last_error_msg), "%s", why);
 			bool stopping = s->stop;
 			pthread_mutex_unlock(&s->mu);
-			gw_log_err("store: commit of %zu items failed: %s (retrying)", s->work.n, msg);
+			if (attempt++ == 0)
+				gw_log_err("store: commit of %zu items failed: %s (retrying every 200 ms; "
+				           "nothing is acknowledged until it works)", s->work.n, why);
 			memset(counts, 0, sizeof(counts));
+			/* the loop hears of the failure at once: requests waiting for
+			 * this commit are answered with the cause instead of hanging */
+			notify(s);
 			/* retry with back-off; at shutdown give up after a few tries */
-			if (stopping && ++attempt >= 5)
+			if (stopping && attempt >= 5) {
+				pthread_mutex_lock(&s->mu);
+				s->dropped += s->work.n;
+				pthread_mutex_unlock(&s->mu);
+				gw_log_crit("store: shutting down with %zu queued items that could not be "
+				            "committed: %s; they are LOST (records, events, alerts or outbox "
+				            "rows received but never acknowledged)", s->work.n, why);
 				break;
+			}
 			struct timespec d = {0, 200 * 1000000L};
 			nanosleep(&d, NULL);
 		}
+		if (rc == SQLITE_OK && attempt)
+			gw_log_warn("store: the commit works again after %u failed attempts", attempt);
 		pthread_mutex_lock(&s->mu);
 		if (rc == SQLITE_OK) {
 			s->last_error = 0;
@@ -764,10 +807,7 @@ static void *writer_main(void *arg)
 		s->work.len = s->work.n = 0;
 		atomic_store(&s->pending_bytes, s->pending.len);
 		pthread_mutex_unlock(&s->mu);
-		pthread_mutex_lock(&s->notify_mu);
-		if (s->o.notify)
-			s->o.notify(s->o.notify_data);
-		pthread_mutex_unlock(&s->notify_mu);
+		notify(s);
 		pthread_mutex_lock(&s->mu);
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -1022,7 +1062,7 @@ int gw_store_close(struct gw_store *s)
 		pthread_cond_signal(&s->ckpt_cv);
 		pthread_join(s->ckpt_thread, NULL);
 	}
-	int rc = s->last_error;
+	int rc = s->dropped ? -EIO : s->last_error;
 	for (size_t k = 0; k < s->n_st; k++)
 		sqlite3_finalize(s->st[k]);
 	free(s->st);

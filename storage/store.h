@@ -109,8 +109,10 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
  * closed. */
 void gw_store_set_notify(struct gw_store *s, void (*fn)(void *data), void *data);
 
-/* Commit everything queued, stop the writer, close.  Returns 0 or the
- * negative errno of the last failed commit. */
+/* Commit everything queued, stop the writer, close.  When a commit keeps
+ * failing at close, the writer gives up after a few tries and says so
+ * loudly (what was lost and why).  Returns 0, or the negative errno of the
+ * last failed commit (-EIO when anything was given up). */
 int gw_store_close(struct gw_store *s);
 
 /* ---- queueing rows ----------------------------------------------------------------- */
@@ -174,8 +176,9 @@ struct gw_store_stats {
 	size_t pending_bytes;
 	uint64_t commits;
 	uint64_t records, events, segments, alerts;
-	int last_error;
-	char last_error_msg[160];
+	int last_error;            /* of the last commit: 0, or -ENOSPC (disk full), -EIO... */
+	char last_error_msg[200];  /* SQLite's message and code name */
+	uint64_t dropped;          /* items given up at shutdown */
 };
 void gw_store_stats(const struct gw_store *s, struct gw_store_stats *out);
 
