@@ -68,7 +68,15 @@ const char *gw_wire_reason_name(enum gw_wire_reason r)
  * train_samples_per_second), Megatron-LM text logs ("lm loss",
  * "grad norm", "learning rate"), llm.c (norm, tok_per_s), composer/OLMo
  * ("train/loss", "optim/total grad norm"), Lightning/W&B ("train/loss",
- * "lr-AdamW"), ms-swift ("train_speed(iter/s)"). */
+ * "lr-AdamW"), ms-swift ("train_speed(iter/s)"), Lightning's
+ * on_step/on_epoch split ("train_loss_step"; the "_epoch" aggregate is
+ * deliberately not an alias: it repeats an epoch's last step with a
+ * different value) and its grad_norm() utility ("grad_2.0_norm_total"),
+ * Keras' TensorBoard callback ("epoch_loss"; Keras logs only per epoch, and
+ * validation goes to another file under the same tag), the TF2 Object
+ * Detection API ("Loss/total_loss"; its per-part losses stay extras).
+ * Nothing named val_* / eval_* / test_* is an alias: they are evaluations,
+ * not training points. */
 static const struct {
 	enum gw_role role;
 	const char *name;
@@ -83,6 +91,10 @@ static const struct {
 	{GW_ROLE_LOSS, "loss/train"},
 	{GW_ROLE_LOSS, "train/ce_loss"},
 	{GW_ROLE_LOSS, "trl"},
+	{GW_ROLE_LOSS, "train_loss_step"},
+	{GW_ROLE_LOSS, "train/loss_step"},
+	{GW_ROLE_LOSS, "epoch_loss"},
+	{GW_ROLE_LOSS, "Loss/total_loss"},
 	{GW_ROLE_GRAD_NORM, "grad_norm"},
 	{GW_ROLE_GRAD_NORM, "grad norm"},
 	{GW_ROLE_GRAD_NORM, "gradient_norm"},
@@ -93,6 +105,7 @@ static const struct {
 	{GW_ROLE_GRAD_NORM, "grad_norm/total"},
 	{GW_ROLE_GRAD_NORM, "gnorm"},
 	{GW_ROLE_GRAD_NORM, "norm"},
+	{GW_ROLE_GRAD_NORM, "grad_2.0_norm_total"},
 	{GW_ROLE_LR, "lr"},
 	{GW_ROLE_LR, "learning_rate"},
 	{GW_ROLE_LR, "learning rate"},
@@ -103,6 +116,8 @@ static const struct {
 	{GW_ROLE_LR, "lr-AdamW"},
 	{GW_ROLE_LR, "lr-Adam"},
 	{GW_ROLE_LR, "lr-SGD"},
+	{GW_ROLE_LR, "epoch_lr"},
+	{GW_ROLE_LR, "epoch_learning_rate"},
 	{GW_ROLE_THROUGHPUT, "throughput"},
 	{GW_ROLE_THROUGHPUT, "samples_per_second"},
 	{GW_ROLE_THROUGHPUT, "samples_per_sec"},

@@ -117,6 +117,21 @@ void gw__rd_consumed(struct gw_reader *r, uint64_t bytes)
 	r->records++;
 }
 
+int gw__rd_fail(struct gw_reader *r, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	va_end(ap);
+	r->failed = -EPROTO;
+	return -EPROTO;
+}
+
+uint64_t gw__rd_first_line(const struct gw_reader *r)
+{
+	return r->o.first_line;
+}
+
 void gw__rd_error(struct gw_reader *r, uint64_t line, const char *fmt, ...)
 {
 	char msg[512];
@@ -392,11 +407,16 @@ const char *gw__rd_find(const char *s, size_t n, const char *needle)
 /* ---- registry ------------------------------------------------------------- */
 
 extern const struct gw_reader_format gw_rd_ndjson;
+extern const struct gw_reader_format gw_rd_tfevents;
+extern const struct gw_reader_format gw_rd_lightning_csv;
+extern const struct gw_reader_format gw_rd_wandb_csv;
 
-/* Best first when two are equally sure.  R2's binary and CSV formats are
- * added here when they are merged. */
+/* Best first when two are equally sure. */
 const struct gw_reader_format *const gw_reader_formats[] = {
 	&gw_rd_ndjson,
+	&gw_rd_tfevents,
+	&gw_rd_wandb_csv,
+	&gw_rd_lightning_csv,
 	NULL,
 };
 

@@ -59,6 +59,15 @@ const char *gw__rd_default_run(const struct gw_reader *r);
  * splitter. */
 void gw__rd_consumed(struct gw_reader *r, uint64_t bytes);
 
+/* The input cannot be read (any further): keep the message for
+ * gw_reader_error() and return -EPROTO, for the format to return from its
+ * callback (a byte format's feed/finish, or a line format's header). */
+int gw__rd_fail(struct gw_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Lines (records) before the input's first byte: gw_reader_opts.first_line,
+ * for byte formats that number their records themselves. */
+uint64_t gw__rd_first_line(const struct gw_reader *r);
+
 /* Hand over a record the format built itself (the NDJSON parser fills a
  * struct gw_rec): as is, without the role filter or run splitting. */
 int gw__rd_emit_rec(struct gw_reader *r, const struct gw_rec *rec, uint64_t line);
