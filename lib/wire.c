@@ -68,7 +68,8 @@ const char *gw_wire_reason_name(enum gw_wire_reason r)
  * train_samples_per_second), Megatron-LM text logs ("lm loss",
  * "grad norm", "learning rate"), llm.c (norm, tok_per_s), composer/OLMo
  * ("train/loss", "optim/total grad norm"), Lightning/W&B ("train/loss",
- * "lr-AdamW"), ms-swift ("train_speed(iter/s)"). */
+ * "lr-AdamW"), ms-swift ("train_speed(iter/s)"), build-nanoGPT stdout
+ * ("tok/sec"). */
 static const struct {
 	enum gw_role role;
 	const char *name;
@@ -112,6 +113,7 @@ static const struct {
 	{GW_ROLE_THROUGHPUT, "tokens_per_second"},
 	{GW_ROLE_THROUGHPUT, "tok_per_s"},
 	{GW_ROLE_THROUGHPUT, "tok/s"},
+	{GW_ROLE_THROUGHPUT, "tok/sec"},
 	{GW_ROLE_THROUGHPUT, "throughput/tokens_per_sec"},
 	{GW_ROLE_THROUGHPUT, "train_speed(iter/s)"},
 	{GW_ROLE_TS, "ts"},
