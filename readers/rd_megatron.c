@@ -134,7 +134,8 @@ static double stamp(const char *s, size_t n)
 	return t;
 }
 
-static int fields(struct gw_reader *r, const char *s, size_t n, uint64_t lineno)
+/* The fields at s[0..n), which starts at byte `base` of the line. */
+static int fields(struct gw_reader *r, const char *s, size_t n, size_t base, uint64_t lineno)
 {
 	size_t i = 0;
 	while (i < n) {
@@ -156,7 +157,7 @@ static int fields(struct gw_reader *r, const char *s, size_t n, uint64_t lineno)
 				gw__rd_metric(r, name, nl, v);
 			else if (nl && v0 < end && gw_alias_lookup(gw__rd_aliases(r), name, nl, NULL) >= 0)
 				gw__rd_error(r, lineno, "bad_value: field \"%s\" at column %zu: expected a number",
-				             name, v0 + 1);
+				             name, base + v0 + 1);
 		}
 		i = end + 1;
 	}
@@ -210,7 +211,7 @@ static int meg_line(struct gw_reader *r, void *state, const char *s, size_t n, u
 	double ts = stamp(s, (size_t)(it - s));
 	if (ts >= 0)
 		gw__rd_ts(r, ts);
-	fields(r, s + f, n - f, lineno);
+	fields(r, s + f, n - f, f, lineno);
 	return gw__rd_emit(r, lineno);
 }
 
