@@ -9,7 +9,9 @@
  * metrics under their own names; an event as run, step, "event" and its
  * attributes.  Numbers are written as Python's json module would (shortest
  * round trip; NaN, Infinity, -Infinity bare), through gw_wire_fmt_double,
- * so converting and reading back gives the same doubles.
+ * so converting and reading back gives the same doubles.  Points that a
+ * checkpoint copy repeats from one converted before are left out
+ * (input.h, gw_input_seen).
  */
 #include "convert.h"
 
@@ -168,6 +170,11 @@ int gw_convert_main(struct gw_cfg *cfg, int argc, char **argv)
 	}
 	struct out o = {.f = stdout};
 	int status = 0;
+	struct gw_input_seen *seen = gw_input_seen_new();
+	if (!seen) {
+		fprintf(stderr, "gradwatch convert: out of memory\n");
+		return 2;
+	}
 	for (int i = optind; i < argc; i++) {
 		struct gw_input in = {
 			.cmd = "convert",
@@ -178,6 +185,7 @@ int gw_convert_main(struct gw_cfg *cfg, int argc, char **argv)
 			.max_line = cfg->max_line > (16u << 20) ? cfg->max_line : (16u << 20),
 			.on_rec = on_rec,
 			.data = &o,
+			.seen = seen,
 		};
 		int rc = gw_input_read(&in);
 		if (rc == -EIO || rc == -ENOMEM) {
@@ -193,6 +201,7 @@ int gw_convert_main(struct gw_cfg *cfg, int argc, char **argv)
 		status = 2;
 	}
 	free(o.buf);
+	gw_input_seen_free(seen);
 	return status;
 }
 

@@ -297,6 +297,40 @@ class Replay(unittest.TestCase):
             self.assertEqual([(a['id'], a['line']) for a in got if a['kind'] != 'resolve'],
                              [(a['id'], a['line']) for a in want])
 
+    def test_checkpoint_copies_are_one_run(self):
+        # out/checkpoint-500/trainer_state.json and checkpoint-1000/: the
+        # second repeats the first's history; in any order, one run with
+        # each point once.  Another run's state under the same name is not
+        # a copy: its points are all kept.
+        with open(os.path.join(RAW, 'hf-mistral-translator-8660.trainer_state.json')) as f:
+            doc = json.load(f)
+        hist = doc['log_history']
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for n in (500, 1000):
+                os.mkdir(os.path.join(d, 'checkpoint-%d' % n))
+                p = os.path.join(d, 'checkpoint-%d' % n, 'trainer_state.json')
+                with open(p, 'w') as f:
+                    json.dump(dict(doc, log_history=[e for e in hist if e['step'] <= n],
+                                   global_step=n), f, indent=2)
+                paths.append(p)
+            for order in (paths, paths[::-1]):
+                r = run('convert', *order)
+                lines = [json.loads(l) for l in r.stdout.decode().splitlines()]
+                self.assertEqual(sorted(d['step'] for d in lines), list(range(10, 1001, 10)))
+                self.assertEqual({d['run'] for d in lines}, {'trainer_state'})
+            r = run('replay', *paths)
+            self.assertEqual(r.returncode, 0)
+            self.assertIn('(100 records, 0 events, 0 rejected, 50 repeated in checkpoint copies)',
+                          r.stderr.decode())
+            other = os.path.join(d, 'other', 'trainer_state.json')
+            os.mkdir(os.path.dirname(other))
+            with open(other, 'w') as f:
+                json.dump(dict(doc, log_history=[dict(e, loss=e.get('loss', 0) + 1) for e in hist
+                                                 if e['step'] <= 500]), f)
+            r = run('convert', paths[0], other)
+            self.assertEqual(len(r.stdout.decode().splitlines()), 100)
+
     def test_default_run_is_the_file_name(self):
         lines = convert(os.path.join(RAW, 'hf-nsllm-2178.trainer_state.json'))
         self.assertEqual({d['run'] for d in lines}, {'hf-nsllm-2178'})
@@ -340,6 +374,40 @@ class Replay(unittest.TestCase):
             self.assertIn('%s:2: bad_value: field "lm_loss" at column' % f.name, err)
             self.assertIn('… and 1,078 more errors', err)
             self.assertIn('1098 rejected', err)
+
+    def test_progress_line_on_a_terminal_only(self):
+        # stderr a terminal, an input that takes more than two seconds: a
+        # progress line, erased before the summary; not when stderr is a file
+        import pty
+        import time
+        src = os.path.join(RAW, 'llmc-gpt2-124m-hector-killed.log')
+        with open(src, 'rb') as f:
+            data = f.read()
+        master, slave = pty.openpty()
+        p = subprocess.Popen([GRADWATCH, 'replay', '-'], stdin=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        p.stdin.write(data[:50000])
+        p.stdin.flush()
+        time.sleep(2.5)
+        p.stdin.write(data[50000:])
+        p.stdin.close()
+        out = b''
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(master)
+        self.assertEqual(p.wait(), 0)
+        text = out.decode()
+        self.assertRegex(text, r'\r\x1b\[Kreplay: -: [0-9.]+ MB, [0-9,]+ lines')
+        self.assertIn('\r\x1b[Kreplayed 824 lines', text)
+        r = run('replay', src)
+        self.assertNotIn('MB,', r.stderr.decode())
 
     def test_formats_lists_every_format(self):
         out = run('formats').stdout.decode().splitlines()
