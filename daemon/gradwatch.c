@@ -134,11 +134,16 @@ static int cmd_replay(struct gw_cfg *cfg, int argc, char **argv)
 		fprintf(stderr, "gradwatch replay: %s\n", strerror(-rc));
 		return 2;
 	}
-	if (o.format == GW_REPLAY_TEXT)
-		fprintf(stderr, "replayed %llu lines (%llu records, %llu events, %llu rejected) of %zu run(s): %llu alert(s)\n",
+	if (o.format == GW_REPLAY_TEXT) {
+		char dup[96] = "";
+		if (st.duplicates)
+			snprintf(dup, sizeof(dup), ", %llu repeated in checkpoint copies",
+			         (unsigned long long)st.duplicates);
+		fprintf(stderr, "replayed %llu lines (%llu records, %llu events, %llu rejected%s) of %zu run(s): %llu alert(s)\n",
 		        (unsigned long long)st.lines, (unsigned long long)st.records,
-		        (unsigned long long)st.events, (unsigned long long)st.rejected, st.runs,
+		        (unsigned long long)st.events, (unsigned long long)st.rejected, dup, st.runs,
 		        (unsigned long long)st.alerts);
+	}
 	if (rc < 0)
 		return 2;
 	return st.serious ? 1 : 0;

@@ -24,8 +24,80 @@
 #define PROGRESS_AFTER_MS 2000
 #define PROGRESS_EVERY_MS 250
 
+struct gw_input_seen {
+	uint64_t *slot;  /* 0: empty */
+	size_t cap, count;
+};
+
+struct gw_input_seen *gw_input_seen_new(void)
+{
+	return calloc(1, sizeof(struct gw_input_seen));
+}
+
+void gw_input_seen_free(struct gw_input_seen *s)
+{
+	if (s)
+		free(s->slot);
+	free(s);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t point_key(const struct gw_rec *rec)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < rec->run_len; i++)
+		h = mix(h, (unsigned char)rec->run[i]);
+	h = mix(h, (uint64_t)rec->step);
+	h = mix(h, rec->present);
+	for (int r = 0; r < GW_NROLES; r++) {
+		if (!gw_rec_has(rec, (enum gw_role)r))
+			continue;
+		uint64_t bits;
+		memcpy(&bits, &rec->v[r], sizeof(bits));
+		h = mix(h, bits);
+	}
+	return h ? h : 1;
+}
+
+/* 1 if key was there, 0 if it was added, -ENOMEM. */
+static int seen_add(struct gw_input_seen *s, uint64_t key)
+{
+	if ((s->count + 1) * 2 > s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 1024;
+		uint64_t *n = calloc(cap, sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->slot[i])
+				continue;
+			size_t j = s->slot[i] & (cap - 1);
+			while (n[j])
+				j = (j + 1) & (cap - 1);
+			n[j] = s->slot[i];
+		}
+		free(s->slot);
+		s->slot = n;
+		s->cap = cap;
+	}
+	size_t j = key & (s->cap - 1);
+	while (s->slot[j]) {
+		if (s->slot[j] == key)
+			return 1;
+		j = (j + 1) & (s->cap - 1);
+	}
+	s->slot[j] = key;
+	s->count++;
+	return 0;
+}
+
 struct ctx {
 	struct gw_input *in;
+	struct gw_reader *r;
 	unsigned cap;
 	uint64_t shown;
 	bool tty, progress_on;
@@ -76,6 +148,16 @@ static void draw_progress(struct ctx *c)
 static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 {
 	struct ctx *c = data;
+	const struct gw_reader_format *f = gw_reader_format(c->r);
+	if (c->in->seen && !rec->event && f && !(f->flags & GW_RDF_STREAM)) {
+		int rc = seen_add(c->in->seen, point_key(rec));
+		if (rc < 0)
+			return rc;
+		if (rc) {
+			c->in->duplicates++;
+			return 0;
+		}
+	}
 	c->in->handed++;
 	return c->in->on_rec(c->in->data, rec, line);
 }
@@ -127,7 +209,7 @@ int gw_input_read(struct gw_input *in)
 {
 	struct ctx c = {.in = in, .cap = in->max_errors ? in->max_errors : 20};
 	char run[GW_WIRE_RUN_MAX + 1], err[512];
-	in->lines = in->handed = in->errors = 0;
+	in->lines = in->handed = in->errors = in->duplicates = 0;
 	in->format_used = NULL;
 	if (!in->run)
 		gw_input_run_name(in->path, run, sizeof(run));
@@ -153,6 +235,7 @@ int gw_input_read(struct gw_input *in)
 	struct gw_reader_sink sink = {.data = &c, .on_rec = on_rec, .on_error = on_error};
 	struct gw_reader *r = NULL;
 	int rc = gw_reader_new(&ro, &sink, &r, err, sizeof(err));
+	c.r = r;
 	if (rc < 0) {
 		fprintf(stderr, "gradwatch %s: %s\n", in->cmd, err);
 		goto out;

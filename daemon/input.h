@@ -16,6 +16,17 @@
 
 #include "reader.h"
 
+/* Points already read from whole-file formats (files rewritten at every
+ * checkpoint, such as trainer_state.json): each checkpoint-N copy of a run
+ * holds the run's history up to N, so replaying several copies would give
+ * the same points again.  A point equal to one read before (same run, step
+ * and role values) is skipped and counted.  Points of stream formats are
+ * never skipped (a repeated step there is a restart). */
+struct gw_input_seen;
+
+struct gw_input_seen *gw_input_seen_new(void);
+void gw_input_seen_free(struct gw_input_seen *s);
+
 struct gw_input {
 	/* in */
 	const char *cmd;             /* "replay", for messages */
@@ -27,8 +38,10 @@ struct gw_input {
 	unsigned max_errors;         /* error lines printed (0: 20) */
 	int (*on_rec)(void *data, const struct gw_rec *rec, uint64_t line);
 	void *data;
+	struct gw_input_seen *seen;  /* shared by the files of one command, or NULL */
 	/* out */
 	uint64_t lines, handed, errors;
+	uint64_t duplicates;         /* points skipped as copies (see gw_input_seen) */
 	const char *format_used;     /* name of the format read, or NULL */
 };
 

@@ -7,7 +7,9 @@
  * reads, compressed or not; the format is sniffed per file unless
  * --input-format forces one.  Files are read in the order given, each with
  * its own line numbers, into one engine, so a run split over rotated files
- * is one run.  Bad lines are reported on stderr (file:line: reason, capped
+ * is one run; the points a checkpoint copy of a whole-file format
+ * (trainer_state.json) repeats from a copy read before are skipped
+ * (input.h).  Bad lines are reported on stderr (file:line: reason, capped
  * per file) and skipped; they never stop the replay.  A file with nothing
  * readable is reported and skipped, and makes the replay fail.  Output is
  * text for people or JSON lines (--format jsonl), one alert per line, which
@@ -31,7 +33,7 @@ struct replay {
 	struct gw_engine *engine;
 	const char *file;
 	FILE *out;
-	uint64_t lines, records, events, rejected, unreadable;
+	uint64_t lines, records, events, rejected, unreadable, duplicates;
 	uint64_t alerts, serious;
 	int err;
 };
@@ -93,11 +95,13 @@ int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
               struct gw_replay_stats *stats)
 {
 	struct replay r = {.o = o, .out = o->out ? o->out : stdout};
+	struct gw_input_seen *seen = NULL;
 	struct gw_alias *aliases = o->aliases;
 	int rc = 0;
 	struct gw_engine_hooks hooks = {.data = &r, .on_alert = print_alert};
 	r.engine = gw_engine_new(&o->engine, &hooks);
-	if (!r.engine) {
+	seen = gw_input_seen_new();
+	if (!r.engine || !seen) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -113,10 +117,12 @@ int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
 			.max_errors = o->max_errors,
 			.on_rec = on_rec,
 			.data = &r,
+			.seen = seen,
 		};
 		int frc = gw_input_read(&in);
 		r.lines += in.lines;
 		r.rejected += in.errors;
+		r.duplicates += in.duplicates;
 		if (frc == -ENOMEM || frc == -ENOSPC) {
 			rc = frc;
 			goto out;
@@ -135,10 +141,12 @@ out:
 		stats->events = r.events;
 		stats->rejected = r.rejected;
 		stats->unreadable = r.unreadable;
+		stats->duplicates = r.duplicates;
 		stats->alerts = r.alerts;
 		stats->serious = r.serious;
 		stats->runs = r.engine ? gw_engine_run_count(r.engine) : 0;
 	}
 	gw_engine_free(r.engine);
+	gw_input_seen_free(seen);
 	return rc;
 }

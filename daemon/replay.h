@@ -33,6 +33,7 @@ struct gw_replay_opts {
 struct gw_replay_stats {
 	uint64_t lines, records, events, rejected, alerts, serious;
 	uint64_t unreadable;          /* files with nothing readable */
+	uint64_t duplicates;          /* points skipped as checkpoint copies */
 	size_t runs;
 };
 

@@ -404,16 +404,156 @@ const char *gw__rd_find(const char *s, size_t n, const char *needle)
 	return memmem(s, n, needle, strlen(needle));
 }
 
+/* ---- flat objects: JSON or Python dict reprs ---------------------------- */
+
+void gw__rd_obj_init(struct gw_rd_obj *o, const char *s, size_t n)
+{
+	o->s = s;
+	o->n = n;
+	o->i = 1;
+	o->first = true;
+}
+
+static void obj_ws(struct gw_rd_obj *o)
+{
+	while (o->i < o->n && (o->s[o->i] == ' ' || o->s[o->i] == '\t' || o->s[o->i] == '\n' ||
+	                       o->s[o->i] == '\r'))
+		o->i++;
+}
+
+/* A quoted string at o->i: its raw contents; o->i past the closing quote. */
+static int obj_str(struct gw_rd_obj *o, const char **str, size_t *len)
+{
+	char q = o->s[o->i++];
+	size_t start = o->i;
+	while (o->i < o->n) {
+		char c = o->s[o->i];
+		if (c == '\\') {
+			o->i += 2;
+			continue;
+		}
+		if (c == q) {
+			*str = o->s + start;
+			*len = o->i - start;
+			o->i++;
+			return 0;
+		}
+		if (c == '\n')
+			return -1;
+		o->i++;
+	}
+	o->i = o->n;
+	return -1;
+}
+
+/* A nested value or a call's parentheses: skip to the matching closer. */
+static int obj_skip_nested(struct gw_rd_obj *o)
+{
+	char stack[64];
+	size_t depth = 0;
+	while (o->i < o->n) {
+		char c = o->s[o->i];
+		if (c == '"' || c == '\'') {
+			const char *x;
+			size_t xl;
+			if (obj_str(o, &x, &xl) < 0)
+				return -1;
+			continue;
+		}
+		if (c == '{' || c == '[' || c == '(') {
+			if (depth == sizeof(stack))
+				return -1;
+			stack[depth++] = c == '{' ? '}' : c == '[' ? ']' : ')';
+		} else if (c == '}' || c == ']' || c == ')') {
+			if (!depth || stack[depth - 1] != c)
+				return -1;
+			if (--depth == 0) {
+				o->i++;
+				return 0;
+			}
+		}
+		o->i++;
+	}
+	return -1;
+}
+
+int gw__rd_obj_next(struct gw_rd_obj *o, struct gw_rd_kv *kv)
+{
+	obj_ws(o);
+	if (o->i >= o->n)
+		return -1;
+	if (o->s[o->i] == '}') {
+		o->i++;
+		return 0;
+	}
+	if (!o->first) {
+		if (o->s[o->i] != ',')
+			return -1;
+		o->i++;
+		obj_ws(o);
+		if (o->i < o->n && o->s[o->i] == '}') {
+			o->i++;
+			return 0;
+		}
+	}
+	o->first = false;
+	if (o->i >= o->n || (o->s[o->i] != '"' && o->s[o->i] != '\''))
+		return -1;
+	if (obj_str(o, &kv->key, &kv->key_len) < 0)
+		return -1;
+	obj_ws(o);
+	if (o->i >= o->n || o->s[o->i] != ':')
+		return -1;
+	o->i++;
+	obj_ws(o);
+	if (o->i >= o->n)
+		return -1;
+	char c = o->s[o->i];
+	kv->kind = GW_RD_OTHER;
+	if (c == '"' || c == '\'') {
+		kv->kind = GW_RD_STR;
+		return obj_str(o, &kv->str, &kv->str_len) < 0 ? -1 : 1;
+	}
+	if (c == '{' || c == '[')
+		return obj_skip_nested(o) < 0 ? -1 : 1;
+	size_t used = gw__rd_num(o->s + o->i, o->n - o->i, &kv->num);
+	if (used) {
+		kv->kind = GW_RD_NUM;
+		o->i += used;
+	} else {
+		/* null, true, None, a call such as tensor(1.5, device='cuda:0') */
+		size_t start = o->i;
+		while (o->i < o->n && ((o->s[o->i] >= 'a' && o->s[o->i] <= 'z') ||
+		                       (o->s[o->i] >= 'A' && o->s[o->i] <= 'Z') ||
+		                       (o->s[o->i] >= '0' && o->s[o->i] <= '9') ||
+		                       o->s[o->i] == '_' || o->s[o->i] == '.'))
+			o->i++;
+		if (o->i == start)
+			return -1;
+		if (o->i < o->n && o->s[o->i] == '(' && obj_skip_nested(o) < 0)
+			return -1;
+	}
+	size_t save = o->i;
+	obj_ws(o);
+	if (o->i < o->n && o->s[o->i] != ',' && o->s[o->i] != '}')
+		return -1;
+	o->i = save;
+	return 1;
+}
+
 /* ---- registry ------------------------------------------------------------- */
 
-extern const struct gw_reader_format gw_rd_ndjson;
-extern const struct gw_reader_format gw_rd_tfevents;
-extern const struct gw_reader_format gw_rd_lightning_csv;
-extern const struct gw_reader_format gw_rd_wandb_csv;
+extern const struct gw_reader_format gw_rd_ndjson, gw_rd_hf_state, gw_rd_swift, gw_rd_megatron,
+	gw_rd_llmc, gw_rd_nanogpt, gw_rd_tfevents, gw_rd_wandb_csv, gw_rd_lightning_csv;
 
 /* Best first when two are equally sure. */
 const struct gw_reader_format *const gw_reader_formats[] = {
 	&gw_rd_ndjson,
+	&gw_rd_hf_state,
+	&gw_rd_swift,
+	&gw_rd_megatron,
+	&gw_rd_llmc,
+	&gw_rd_nanogpt,
 	&gw_rd_tfevents,
 	&gw_rd_wandb_csv,
 	&gw_rd_lightning_csv,

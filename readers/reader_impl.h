@@ -90,4 +90,34 @@ size_t gw__rd_int(const char *s, size_t n, int64_t *v);
 /* The first occurrence of `needle` in s[0..n), or NULL. */
 const char *gw__rd_find(const char *s, size_t n, const char *needle);
 
+/* The members of one flat object, written as JSON ({"k": 1.5, ...}, with
+ * Python's bare NaN/Infinity) or as a Python dict repr ({'k': '1.5', ...},
+ * None/True/False): what the HF Trainer and ms-swift write.  Nested
+ * values are skipped over (strings in them respected).  Keys and strings
+ * are raw spans (escapes not decoded).  Allocation-free. */
+enum gw_rd_kind { GW_RD_NUM, GW_RD_STR, GW_RD_OTHER };
+
+struct gw_rd_kv {
+	const char *key;
+	size_t key_len;
+	enum gw_rd_kind kind;
+	double num;          /* GW_RD_NUM */
+	const char *str;     /* GW_RD_STR: between the quotes */
+	size_t str_len;
+};
+
+struct gw_rd_obj {
+	const char *s;
+	size_t n, i;
+	bool first;
+};
+
+/* Start at s[0], which must be '{'. */
+void gw__rd_obj_init(struct gw_rd_obj *o, const char *s, size_t n);
+
+/* The next member into *kv: 1; the end of the object: 0 (o->i is then
+ * just past its '}'); not an object of this kind: -1 (o->i is where it
+ * stops being one, 0-based). */
+int gw__rd_obj_next(struct gw_rd_obj *o, struct gw_rd_kv *kv);
+
 #endif
