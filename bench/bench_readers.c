@@ -153,6 +153,13 @@ int main(int argc, char **argv)
 		"raw-more/buildnanogpt-124m-2.5ep-killed.log.txt",
 		"raw-more/swift-stdout-gemma4-ds-zero3.log",
 		"raw/swift-deepclima-qwen3-8b-lora.logging.jsonl",
+		"raw/keras-yj-cbam-rms10-train.tfevents",
+		"raw-more/tb-tf2-objdet-resumed.v2.tfevents",
+		"raw-more/tb-lightning-lstm-textgen.tfevents",
+		"raw-more/tb-swift-gemma4-fsdp2-gradnorm.tfevents",
+		"raw/lightning-slm-wikitext-v0.metrics.csv",
+		"raw-more/wandb-export-sd15-dtu400-train-loss.csv",
+		"raw/wandb-export-zip2zip-phi35-training-loss.csv",
 		NULL,
 	};
 	aliases = gw_alias_new();

@@ -52,39 +52,46 @@ struct tfev {
 	uint64_t line;            /* record of its first value */
 	uint64_t start;           /* byte offset of that record */
 	size_t ntags;
-	uint64_t tags[TAGSET_CAP]; /* hashes of its tags; 0 = free slot */
+	uint32_t gen;             /* a slot is taken when its gen is this one */
+	uint32_t tag_gen[TAGSET_CAP];
+	uint64_t tags[TAGSET_CAP]; /* hashes of the point's tags */
 };
 
-/* 64-bit FNV-1a; never 0 (the free-slot mark). */
+/* 64-bit FNV-1a. */
 static uint64_t tag_hash(const char *s, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h ? h : 1;
+	return h;
 }
 
 /* Add h to the point's tags; false if it was there already. */
 static bool tag_add(struct tfev *st, uint64_t h)
 {
 	size_t i = (size_t)h & (TAGSET_CAP - 1);
-	while (st->tags[i]) {
+	while (st->tag_gen[i] == st->gen) {
 		if (st->tags[i] == h)
 			return false;
 		i = (i + 1) & (TAGSET_CAP - 1);
 	}
+	st->tag_gen[i] = st->gen;
 	st->tags[i] = h;
 	st->ntags++;
 	return true;
 }
 
+/* Hand the point over; its tag set empties by moving to the next gen. */
 static int flush(struct tfev *st)
 {
 	if (!st->open)
 		return 0;
 	st->open = false;
-	memset(st->tags, 0, sizeof(st->tags));
 	st->ntags = 0;
+	if (++st->gen == 0) {
+		memset(st->tag_gen, 0, sizeof(st->tag_gen));
+		st->gen = 1;
+	}
 	return gw__rd_emit(st->r, st->line);
 }
 
@@ -258,6 +265,7 @@ static int init(struct gw_reader *r, void *state)
 {
 	struct tfev *st = state;
 	st->r = r;
+	st->gen = 1;
 	gw__tfr_init(&st->tfr, 0, gw__rd_first_line(r), 0);
 	return 0;
 }
