@@ -1,8 +1,8 @@
 /*
  * crc32c: CRC-32C (Castagnoli; reflected polynomial 0x82F63B78), the
  * checksum of TFRecord framing (TensorBoard event files), LevelDB and iSCSI.
- * One table-driven implementation for every module that needs it; a byte at
- * a time, about 0.5 GB/s, which is far from being what limits a reader.
+ * One table-driven implementation (slicing by 8, portable C, about 1 GB/s)
+ * for every module that needs it.
  */
 #ifndef GW_CRC32C_H
 #define GW_CRC32C_H

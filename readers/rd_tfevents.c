@@ -228,6 +228,54 @@ static int on_summary(struct tfev *st, const struct gw__tfr_rec *rec, const GwTb
 	return 0;
 }
 
+/* A protobuf varint at p[*i..n); false if it runs past n or 10 bytes. */
+static bool varint(const uint8_t *p, size_t n, size_t *i, uint64_t *v)
+{
+	*v = 0;
+	for (int shift = 0; shift < 64 && *i < n; shift += 7) {
+		uint8_t b = p[(*i)++];
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return true;
+	}
+	return false;
+}
+
+/* Does the serialized Event p[0..n) hold a Summary (field 5)?  1, 0, or -1
+ * when its top level does not parse.  Graphs and the other big records are
+ * thereby skipped without protobuf-c copying them. */
+static int event_has_summary(const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		uint64_t key, len;
+		if (!varint(p, n, &i, &key))
+			return -1;
+		switch (key & 7) {
+		case 0:
+			if (!varint(p, n, &i, &len))
+				return -1;
+			break;
+		case 1:
+			i += 8;
+			break;
+		case 5:
+			i += 4;
+			break;
+		case 2:
+			if (!varint(p, n, &i, &len) || len > n - i)
+				return -1;
+			if (key >> 3 == 5)
+				return 1;
+			i += (size_t)len;
+			break;
+		default:
+			return -1;
+		}
+	}
+	return i == n ? 0 : -1;
+}
+
 static int on_record(void *data, const struct gw__tfr_rec *rec)
 {
 	struct tfev *st = data;
@@ -238,14 +286,16 @@ static int on_record(void *data, const struct gw__tfr_rec *rec)
 		             " data bytes does not match (stored 0x%08x, computed 0x%08x); skipped",
 		             rec->recno, rec->offset, rec->len, rec->crc_stored, rec->crc_computed);
 	} else if (rec->status == GW_TFR_OK) {
-		GwTb__Event *ev = gw_tb__event__unpack(NULL, (size_t)rec->len, (const uint8_t *)rec->data);
-		if (!ev)
+		const uint8_t *p = (const uint8_t *)rec->data;
+		int has = event_has_summary(p, (size_t)rec->len);
+		GwTb__Event *ev = has > 0 ? gw_tb__event__unpack(NULL, (size_t)rec->len, p) : NULL;
+		if (has < 0 || (has > 0 && !ev))
 			gw__rd_error(st->r, rec->recno,
 			             "bad_record: record %" PRIu64 " at byte %" PRIu64 ": its %" PRIu64
 			             " bytes are not a TensorBoard Event (protobuf does not decode); "
 			             "skipped",
 			             rec->recno, rec->offset, rec->len);
-		else if (ev->what_case == GW_TB__EVENT__WHAT_SUMMARY)
+		else if (ev && ev->what_case == GW_TB__EVENT__WHAT_SUMMARY)
 			rc = on_summary(st, rec, ev);
 		if (ev)
 			gw_tb__event__free_unpacked(ev, NULL);
@@ -286,7 +336,7 @@ static int finish(struct gw_reader *r, void *state)
 	if (rc == -EPROTO)
 		return gw__rd_fail(r, "%s", st->tfr.err);
 	if (rc == -ENODATA)
-		gw__rd_error(r, st->tfr.recno + 1, "%s", st->tfr.err);
+		gw__rd_error(r, st->tfr.recno + 1, "truncated: %s", st->tfr.err);
 	return flush(st);
 }
 

@@ -321,8 +321,8 @@ class Damage(unittest.TestCase):
     def test_cut_end(self):
         off, n = self.recs[-1]
         points, err = convert(self.write('cut', self.data[:off + 20]))
-        self.assertIn(':%d: record %d at byte %d is cut: the input ends after 8 of its %d data '
-                      'bytes' % (len(self.recs), len(self.recs), off, n), err)
+        self.assertIn(':%d: truncated: record %d at byte %d is cut: the input ends after 8 of its '
+                      '%d data bytes' % (len(self.recs), len(self.recs), off, n), err)
         self.assertEqual(len(points), 109)
 
     def test_gzip_and_stdin(self):
