@@ -12,17 +12,6 @@
 #include "crc32c.h"
 #include "fuzz_reader.h"
 
-static struct gw_alias *aliases;
-
-int LLVMFuzzerInitialize(int *argc, char ***argv);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	aliases = gw_alias_new();
-	return aliases ? 0 : -1;
-}
-
 static void put32(uint8_t *b, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
@@ -51,14 +40,14 @@ static size_t frame(const uint8_t *p, size_t n, uint8_t *out)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	fuzz_both(aliases, "tfevents", false, data, size);
-	fuzz_both(aliases, "tfevents", true, data, size);
+	fuzz_both("tfevents", false, data, size);
+	fuzz_both("tfevents", true, data, size);
 	/* framing adds 14 bytes per 2-byte length: at most 8x the input */
 	uint8_t *framed = malloc(size * 8 + 16);
 	if (!framed)
 		return 0;
 	size_t n = frame(data, size, framed);
-	fuzz_both(aliases, "tfevents", false, framed, n);
+	fuzz_both("tfevents", false, framed, n);
 	free(framed);
 	return 0;
 }

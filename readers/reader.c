@@ -586,18 +586,6 @@ static size_t format_list(char *buf, size_t len, bool follow)
 
 /* ---- life cycle -------------------------------------------------------------- */
 
-static int fail(struct gw_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(struct gw_reader *r, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(r->err, sizeof(r->err), fmt, ap);
-	va_end(ap);
-	r->failed = -EPROTO;
-	return -EPROTO;
-}
-
 static int start_format(struct gw_reader *r, const struct gw_reader_format *f)
 {
 	r->fmt = f;
@@ -761,8 +749,8 @@ static int nothing_readable(struct gw_reader *r)
 	char list[512];
 	format_list(list, sizeof(list), r->o.follow);
 	if (r->in_bytes == 0 && r->head_len == 0)
-		return fail(r, "nothing readable: the input is empty");
-	return fail(r, "nothing readable: not a format gradwatch reads (tried: %s)", list);
+		return gw__rd_fail(r, "nothing readable: the input is empty");
+	return gw__rd_fail(r, "nothing readable: not a format gradwatch reads (tried: %s)", list);
 }
 
 /* Sniff at every size threshold the head has reached (or at its end when
@@ -836,7 +824,7 @@ static int inflate_some(struct gw_reader *r, const unsigned char *p, size_t n)
 				return 0;
 			/* another gzip member follows (concatenated .gz files) */
 			if (inflateReset(&r->zs) != Z_OK)
-				return fail(r, "gzip: cannot start the next member");
+				return gw__rd_fail(r, "gzip: cannot start the next member");
 			r->z_ended = false;
 		}
 		r->zs.next_out = (unsigned char *)r->zbuf;
@@ -855,9 +843,9 @@ static int inflate_some(struct gw_reader *r, const unsigned char *p, size_t n)
 		if (zr == Z_BUF_ERROR)
 			return 0; /* needs more input */
 		if (zr != Z_OK)
-			return fail(r, "gzip: corrupt compressed data near compressed byte %llu: %s",
-			            (unsigned long long)(r->in_raw - r->zs.avail_in),
-			            r->zs.msg ? r->zs.msg : zError(zr));
+			return gw__rd_fail(r, "gzip: corrupt compressed data near compressed byte %llu: %s",
+			                   (unsigned long long)(r->in_raw - r->zs.avail_in),
+			                   r->zs.msg ? r->zs.msg : zError(zr));
 	} while (r->zs.avail_in || r->zs.avail_out == 0);
 	return 0;
 }
@@ -869,7 +857,7 @@ static int unzstd_some(struct gw_reader *r, const void *p, size_t n)
 		ZSTD_outBuffer out = {r->zbuf, ZBUF, 0};
 		size_t zr = ZSTD_decompressStream(r->zd, &out, &in);
 		if (ZSTD_isError(zr))
-			return fail(r, "zstd: corrupt compressed data: %s", ZSTD_getErrorName(zr));
+			return gw__rd_fail(r, "zstd: corrupt compressed data: %s", ZSTD_getErrorName(zr));
 		r->zd_hint = zr;
 		if (out.pos) {
 			int rc = stage2(r, r->zbuf, out.pos);
@@ -953,8 +941,8 @@ int gw_reader_feed(struct gw_reader *r, const void *data, size_t n)
 
 static int cut_short(struct gw_reader *r, const char *what)
 {
-	return fail(r, "%s: the compressed stream is cut short (the input ends inside "
-	               "compressed data, after %llu bytes)", what, (unsigned long long)r->in_raw);
+	return gw__rd_fail(r, "%s: the compressed stream is cut short (the input ends inside "
+	                      "compressed data, after %llu bytes)", what, (unsigned long long)r->in_raw);
 }
 
 int gw_reader_finish(struct gw_reader *r)
@@ -991,10 +979,10 @@ int gw_reader_finish(struct gw_reader *r)
 	if (!r->handed) {
 		char list[512];
 		format_list(list, sizeof(list), r->o.follow);
-		return fail(r, "nothing readable: read as %s, but no training point or event was "
-		               "found in %llu line(s)%s (formats: %s)", r->fmt->name,
-		            (unsigned long long)gw_reader_lines(r),
-		            r->errors ? ", every candidate line was rejected" : "", list);
+		return gw__rd_fail(r, "nothing readable: read as %s, but no training point or event was "
+		                      "found in %llu line(s)%s (formats: %s)", r->fmt->name,
+		                   (unsigned long long)gw_reader_lines(r),
+		                   r->errors ? ", every candidate line was rejected" : "", list);
 	}
 	return 0;
 }
