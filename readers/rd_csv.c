@@ -91,6 +91,7 @@ struct csvst {
 	uint64_t line;          /* line being fed */
 	uint64_t start_line;    /* where a row starting now would start */
 	bool odd_quotes;        /* inside a quoted field across lines */
+	bool row_ended;         /* a row ended in the line being fed */
 };
 
 /* ---- header sniffing --------------------------------------------------- */
@@ -496,6 +497,7 @@ static void cb_row(int c, void *data)
 	if (!st->in_row)
 		return;
 	st->in_row = false;
+	st->row_ended = true;
 	if (!st->err) {
 		int rc = on_row(st);
 		if (rc < 0)
@@ -524,7 +526,10 @@ static int line(struct gw_reader *r, void *state, const char *s, size_t n, uint6
 	int rc = parse(st, s, n);
 	if (!rc)
 		rc = parse(st, "\n", 1);
-	if (!rc && csv_get_buffer_size(&st->p) > ROW_MAX) {
+	if (st->row_ended && !st->in_row)
+		st->odd_quotes = false; /* a stray quote in an unquoted cell: resync */
+	st->row_ended = false;
+	if (!rc && st->p.entry_pos > ROW_MAX) {
 		/* a quoted field that never ends: start afresh on the next line */
 		gw__rd_error(r, st->start_line, "line_too_long: a quoted field over %u bytes; skipped",
 		             ROW_MAX);

@@ -931,6 +931,22 @@ START_TEST(csv_quoted_newline_and_line_numbers)
 }
 END_TEST
 
+START_TEST(csv_stray_quote_keeps_line_numbers)
+{
+	/* a quote inside an unquoted cell is kept as text (not a quoted field),
+	 * and the rows after it keep their own line numbers */
+	const char *in = "step,loss\n"
+	                 "1,2\"5\n"
+	                 "2,2.5\n";
+	struct got g;
+	ck_assert_int_eq(read_both(in, strlen(in), "lightning_csv", &g, NULL), 0);
+	ck_assert_str_eq(g.text, "3 r 2 loss=2.5\n");
+	ck_assert_int_eq(g.errors, 1);
+	ck_assert_uint_eq(g.errline[0], 2);
+	ck_assert_str_eq(g.errmsg[0], "bad_value: column \"loss\": \"2\"5\" is not a number; skipped");
+}
+END_TEST
+
 START_TEST(csv_sniffing)
 {
 	struct got g;
@@ -992,6 +1008,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, csv_wandb_quoted_several_runs);
 	tcase_add_test(tc, csv_wandb_unquoted_step_column_and_errors);
 	tcase_add_test(tc, csv_quoted_newline_and_line_numbers);
+	tcase_add_test(tc, csv_stray_quote_keeps_line_numbers);
 	tcase_add_test(tc, csv_sniffing);
 	suite_add_tcase(s, tc);
 	return s;
