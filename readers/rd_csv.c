@@ -96,19 +96,25 @@ struct csvst {
 
 /* ---- header sniffing --------------------------------------------------- */
 
-/* The first line of head: [*from, *to) without a byte-order mark or the
- * '\r' of a CRLF; false while it is not complete. */
-static bool head_line(const char *head, size_t n, bool all, size_t *from, size_t *to)
+/* The line of head that starts at `start`: [*from, *to) without the '\r'
+ * of a CRLF (nor, on the first line, a byte-order mark); *next is where
+ * the line after it starts.  Returns 1, 0 while the line is not complete,
+ * -1 when there is no line there (the input ended). */
+static int head_line(const char *head, size_t n, bool all, size_t start, size_t *from, size_t *to,
+                     size_t *next)
 {
-	const char *nl = n ? memchr(head, '\n', n) : NULL;
+	if (start >= n)
+		return all ? -1 : 0;
+	const char *nl = memchr(head + start, '\n', n - start);
 	if (!nl && !all)
-		return false;
+		return 0;
 	size_t end = nl ? (size_t)(nl - head) : n;
-	*from = end >= 3 && memcmp(head, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+	*next = end + 1;
+	*from = start == 0 && end >= 3 && memcmp(head, "\xef\xbb\xbf", 3) == 0 ? 3 : start;
 	if (end > *from && head[end - 1] == '\r')
 		end--;
 	*to = end;
-	return true;
+	return 1;
 }
 
 /* The next cell of s[*i..end) into out (quotes removed, "" read as one
@@ -151,38 +157,79 @@ static bool is_number(const char *s)
 	return *e == '\0';
 }
 
+/* The first data row, after the header (which ended at `start`): 1 when it
+ * has `ncells` cells and a number in cell `numcol`, 2 when there is none
+ * (the input is a header only), 0 while it is not complete, -1 otherwise. */
+static int first_row(const char *head, size_t n, bool all, size_t start, int ncells, int numcol)
+{
+	size_t i, end, next;
+	bool more = true;
+	char cell[128];
+	int k = head_line(head, n, all, start, &i, &end, &next);
+	if (k <= 0)
+		return k < 0 ? 2 : 0;
+	int nc = 0;
+	bool num = false;
+	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++)
+		if (nc == numcol)
+			num = is_number(cell);
+	return nc == ncells && num ? 1 : -1;
+}
+
+/* Lightning: a header of names (no numbers, no " - ") with a `step`
+ * column, and a first row of as many cells with a number there. */
 static int sniff_lightning(const char *head, size_t n, bool all)
 {
-	size_t i, end;
-	bool more = true, step = false, epoch = false;
+	size_t i, end, next;
+	bool more = true, epoch = false;
 	char cell[128];
-	int nc = 0;
-	if (!head_line(head, n, all, &i, &end))
+	int nc = 0, step = -1;
+	if (head_line(head, n, all, 0, &i, &end, &next) <= 0)
 		return 0;
-	while (next_cell(head, &i, end, &more, cell, sizeof(cell))) {
+	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++) {
 		if (!cell[0] || is_number(cell) || strstr(cell, " - ") || strchr(cell, '{') ||
 		    strchr(cell, ':'))
 			return 0;
-		step |= strcmp(cell, "step") == 0;
+		if (strcmp(cell, "step") == 0 && step < 0)
+			step = nc;
 		epoch |= strcmp(cell, "epoch") == 0;
-		nc++;
 	}
-	return nc < 2 || !step ? 0 : epoch ? 90 : 70;
+	if (nc < 2 || step < 0)
+		return 0;
+	switch (first_row(head, n, all, next, nc, step)) {
+	case 1:
+		return epoch ? 90 : 70;
+	case 2:
+		return 40;
+	default:
+		return 0;
+	}
 }
 
+/* W&B: a header whose first cell names the x axis and every other cell is
+ * "<run> - <metric>", and a first row of as many cells, a number first. */
 static int sniff_wandb(const char *head, size_t n, bool all)
 {
-	size_t i, end;
+	size_t i, end, next;
 	bool more = true;
 	char cell[512], first[128];
 	int nc = 1;
-	if (!head_line(head, n, all, &i, &end) ||
+	if (head_line(head, n, all, 0, &i, &end, &next) <= 0 ||
 	    !next_cell(head, &i, end, &more, first, sizeof(first)) || !first[0] || is_number(first))
 		return 0;
 	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++)
 		if (!strstr(cell, " - "))
 			return 0;
-	return nc < 2 ? 0 : strcmp(first, "Step") == 0 ? 95 : 80;
+	if (nc < 2)
+		return 0;
+	switch (first_row(head, n, all, next, nc, 0)) {
+	case 1:
+		return strcmp(first, "Step") == 0 ? 95 : 80;
+	case 2:
+		return 40;
+	default:
+		return 0;
+	}
 }
 
 /* ---- numbers ------------------------------------------------------------ */

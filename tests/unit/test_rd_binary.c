@@ -966,6 +966,13 @@ START_TEST(csv_sniffing)
 	ck_assert_int_eq(read_in(in, (size_t)n, NULL, 0, 0, &g, fmt, err), 0);
 	ck_assert_str_eq(fmt, "wandb_csv");
 	ck_assert_int_eq(g.points, 12);
+	/* prose that looks like a header for a line is not a table: the first
+	 * row must have as many cells, with a number for the step */
+	const char *prose = "Starting, model - gpt2, data - owt\nloading data, please wait, ok\n";
+	ck_assert_int_eq(read_in(prose, strlen(prose), NULL, 0, 0, &g, fmt, err), -EPROTO);
+	ck_assert_msg(strstr(err, "nothing readable"), "%s", err);
+	const char *prose2 = "step,then,more\nnot,a,number\n";
+	ck_assert_int_eq(read_in(prose2, strlen(prose2), NULL, 0, 0, &g, fmt, err), -EPROTO);
 	/* a table with neither layout is not read as one */
 	const char *other = "a,b,c\n1,2,3\n";
 	ck_assert_int_eq(read_in(other, strlen(other), NULL, 0, 0, &g, fmt, err), -EPROTO);
