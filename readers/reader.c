@@ -389,6 +389,36 @@ const char *gw__rd_find(const char *s, size_t n, const char *needle)
 	return memmem(s, n, needle, strlen(needle));
 }
 
+bool gw__rd_sniff_line(const char **p, const char *end, bool all, const char **line, size_t *len)
+{
+	if (*p >= end)
+		return false;
+	const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+	if (!nl && !all)
+		return false; /* an incomplete last line says nothing yet */
+	size_t n = nl ? (size_t)(nl - *p) : (size_t)(end - *p);
+	*line = *p;
+	*p += n + 1;
+	if (n && (*line)[n - 1] == '\r')
+		n--;
+	*len = n;
+	return true;
+}
+
+int gw__rd_cr_segments(struct gw_reader *r, void *state, const char *s, size_t n,
+                       uint64_t lineno, gw_rd_segment_fn fn)
+{
+	for (;;) {
+		const char *cr = memchr(s, '\r', n);
+		size_t len = cr ? (size_t)(cr - s) : n;
+		int rc = fn(r, state, s, len, lineno);
+		if (rc || !cr)
+			return rc;
+		s += len + 1;
+		n -= len + 1;
+	}
+}
+
 /* ---- flat objects: JSON or Python dict reprs ---------------------------- */
 
 void gw__rd_obj_init(struct gw_rd_obj *o, const char *s, size_t n)
@@ -792,16 +822,8 @@ static int stage2(struct gw_reader *r, const char *p, size_t n)
 		return stage3(r, p, n);
 	if (!n)
 		return 0;
-	if (r->head_len + n > r->head_cap) {
-		size_t cap = r->head_cap ? r->head_cap : 4096;
-		while (cap < r->head_len + n)
-			cap *= 2;
-		char *h = realloc(r->head, cap);
-		if (!h)
-			return -ENOMEM;
-		r->head = h;
-		r->head_cap = cap;
-	}
+	if (gw_reserve((void **)&r->head, &r->head_cap, r->head_len + n, 1) < 0)
+		return -ENOMEM;
 	memcpy(r->head + r->head_len, p, n);
 	r->head_len += n;
 	return decide(r, false);
