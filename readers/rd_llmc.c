@@ -24,6 +24,7 @@
  * "s:N eval:X" (HellaSwag) are evaluations and skipped.
  */
 #include "reader_impl.h"
+#include "util.h"
 
 #include <string.h>
 
@@ -138,8 +139,10 @@ static int stdout_fields(struct gw_reader *r, const char *s, size_t n)
 		else if (n - j >= 5 && !memcmp(s + j, "tok/s", 5))
 			gw__rd_metric(r, "tok_per_s", 9, v);
 		else if (i < n && s[i] == '%') {
-			const char *e = memchr(s + i, '|', n - i);
-			if (gw__rd_find(s + i, e ? (size_t)(e - s) - i : n - i, "MFU"))
+			/* "31.9% bf16 MFU": the unit within the next few bytes */
+			size_t w = GW_MIN(n - i, (size_t)24);
+			const char *e = memchr(s + i, '|', w);
+			if (gw__rd_find(s + i, e ? (size_t)(e - s) - i : w, "MFU"))
 				gw__rd_metric(r, "mfu_pct", 7, v);
 		}
 	}

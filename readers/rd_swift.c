@@ -103,11 +103,17 @@ static int object(struct gw_reader *r, struct sw *st, const char *s, size_t n, u
 	return gw__rd_emit(r, lineno);
 }
 
+/* Objects that fail to parse before a segment is given up: each failure
+ * may have read to the segment's end, so this bounds the work on a long
+ * line of garbage to that many passes. */
+#define MAX_FAILED 32
+
 static int segment(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
 {
 	struct sw *st = state;
 	size_t i = 0;
-	while (i + 1 < n) {
+	int failed = 0;
+	while (i + 1 < n && failed < MAX_FAILED) {
 		const char *b = memchr(s + i, '{', n - i - 1);
 		if (!b)
 			return 0;
@@ -120,6 +126,8 @@ static int segment(struct gw_reader *r, void *state, const char *s, size_t n, ui
 		int rc = object(r, st, b, n - at, lineno, &len);
 		if (rc)
 			return rc;
+		if (!len)
+			failed++;
 		i = len ? at + len : at + 1;
 	}
 	return 0;
