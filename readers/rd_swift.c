@@ -153,7 +153,7 @@ static int sw_sniff(const char *h, size_t n, bool all)
 		if (gw__rd_find(p, len, "{'loss': ") || gw__rd_find(p, len, "{'train_loss': "))
 			best = best > 70 ? best : 70;
 		if (gw__rd_find(p, len, "[INFO:swift]"))
-			best = best > 55 ? best : 55;
+			best = best > 30 ? best : 30; /* weak: ms-swift also runs Megatron */
 	}
 	return best;
 }

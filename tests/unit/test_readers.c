@@ -438,6 +438,13 @@ START_TEST(megatron_lines)
 	ck_assert_int_eq(r.g.errline[0], 11);
 	ck_assert_str_eq(r.g.errmsg[0], "bad_value: field \"lm_loss\" at column 41: expected a number");
 	free(r.g.text);
+
+	/* ms-swift launching Megatron: swift's banner does not decide */
+	read_str("[INFO:swift] Start time of running main: 2026-04-24\n"
+	         " iteration        1/     500 | lm loss: 1.263599E+01 | grad norm: 20.203 |\n", NULL, &r);
+	ck_assert_str_eq(r.format, "megatron");
+	ck_assert_int_eq(r.g.points, 1);
+	free(r.g.text);
 }
 END_TEST
 
