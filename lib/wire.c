@@ -779,21 +779,6 @@ static int parse_value(struct cur *c, int depth, json_t **out)
 	return fail(c, GW_REJ_SYNTAX, c->i + 1, c->field, "unexpected character '%c'", ch);
 }
 
-static int reserve(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	void *np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 /* First pass: the top-level object into w->ent. */
 static int read_object(struct cur *c)
 {
@@ -818,7 +803,7 @@ static int read_object(struct cur *c)
 	for (;;) {
 		if (c->i >= c->n || c->s[c->i] != '"')
 			return fail(c, GW_REJ_SYNTAX, c->i + 1, NULL, "field name expected");
-		if ((rc = reserve((void **)&w->ent, &w->ent_cap, w->n_ent + 1, sizeof(*w->ent))) < 0)
+		if ((rc = gw_reserve((void **)&w->ent, &w->ent_cap, w->n_ent + 1, sizeof(*w->ent))) < 0)
 			return rc;
 		struct entry *e = &w->ent[w->n_ent];
 		memset(e, 0, sizeof(*e));
@@ -955,7 +940,7 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 	/* Decoded strings never exceed their raw text; one byte per string for
 	 * the terminator fits in the quotes.  So len + 1 bytes is enough and the
 	 * buffer never moves during a parse. */
-	if (reserve((void **)&w->scratch, &w->scratch_cap, len + 16, 1) < 0)
+	if (gw_reserve((void **)&w->scratch, &w->scratch_cap, len + 16, 1) < 0)
 		return -ENOMEM;
 	w->scratch_len = 0;
 	w->n_ent = 0;
@@ -972,7 +957,7 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 	for (int r = 0; r < GW_NROLES; r++)
 		prio[r] = 1 << 30;
 	size_t n_metrics = 0;
-	if (reserve((void **)&w->metrics, &w->metrics_cap, w->n_ent + 1,
+	if (gw_reserve((void **)&w->metrics, &w->metrics_cap, w->n_ent + 1,
 	            sizeof(*w->metrics)) < 0)
 		return -ENOMEM;
 
@@ -1092,16 +1077,8 @@ int gw_wire_fmt_double(char *buf, double v)
 
 static int put(struct gw_wire_buf *b, const char *s, size_t n)
 {
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 1024;
-		while (cap < b->len + n)
-			cap *= 2;
-		char *p = realloc(b->p, cap);
-		if (!p)
-			return -ENOMEM;
-		b->p = p;
-		b->cap = cap;
-	}
+	if (gw_reserve((void **)&b->p, &b->cap, b->len + n, 1) < 0)
+		return -ENOMEM;
 	memcpy(b->p + b->len, s, n);
 	b->len += n;
 	return 0;

@@ -33,6 +33,7 @@
  * again (the engine sees the rewind); read the newest one.
  */
 #include "reader_impl.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -56,16 +57,8 @@ static int keep(struct hf *h, const char *s, size_t n)
 {
 	if (h->len + n > ENTRY_MAX)
 		return -E2BIG;
-	if (h->len + n > h->cap) {
-		size_t cap = h->cap ? h->cap : 4096;
-		while (cap < h->len + n)
-			cap *= 2;
-		char *b = realloc(h->buf, cap);
-		if (!b)
-			return -ENOMEM;
-		h->buf = b;
-		h->cap = cap;
-	}
+	if (gw_reserve((void **)&h->buf, &h->cap, h->len + n, 1) < 0)
+		return -ENOMEM;
 	memcpy(h->buf + h->len, s, n);
 	h->len += n;
 	return 0;

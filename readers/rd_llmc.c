@@ -24,6 +24,7 @@
  * "s:N eval:X" (HellaSwag) are evaluations and skipped.
  */
 #include "reader_impl.h"
+#include "util.h"
 
 #include <string.h>
 
@@ -138,8 +139,10 @@ static int stdout_fields(struct gw_reader *r, const char *s, size_t n)
 		else if (n - j >= 5 && !memcmp(s + j, "tok/s", 5))
 			gw__rd_metric(r, "tok_per_s", 9, v);
 		else if (i < n && s[i] == '%') {
-			const char *e = memchr(s + i, '|', n - i);
-			if (gw__rd_find(s + i, e ? (size_t)(e - s) - i : n - i, "MFU"))
+			/* "31.9% bf16 MFU": the unit within the next few bytes */
+			size_t w = GW_MIN(n - i, (size_t)24);
+			const char *e = memchr(s + i, '|', w);
+			if (gw__rd_find(s + i, e ? (size_t)(e - s) - i : w, "MFU"))
 				gw__rd_metric(r, "mfu_pct", 7, v);
 		}
 	}
@@ -179,8 +182,9 @@ static int mainlog_line(struct gw_reader *r, const char *s, size_t n, uint64_t l
 	return gw__rd_emit(r, lineno);
 }
 
-static int segment(struct gw_reader *r, struct llmc *st, const char *s, size_t n, uint64_t lineno)
+static int segment(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
 {
+	struct llmc *st = state;
 	while (n && is_space(*s))
 		s++, n--;
 	if (n > 2 && s[0] == 's' && s[1] == ':')
@@ -211,29 +215,15 @@ static int llmc_init(struct gw_reader *r, void *state)
 
 static int llmc_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
 {
-	while (n) {
-		const char *cr = memchr(s, '\r', n);
-		size_t len = cr ? (size_t)(cr - s) : n;
-		int rc = segment(r, state, s, len, lineno);
-		if (rc)
-			return rc;
-		if (!cr)
-			break;
-		s += len + 1;
-		n -= len + 1;
-	}
-	return 0;
+	return gw__rd_cr_segments(r, state, s, n, lineno, segment);
 }
 
 static int llmc_sniff(const char *h, size_t n, bool all)
 {
 	int best = 0;
-	const char *p = h, *end = h + n;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		if (!nl && !all)
-			break; /* an incomplete last line says nothing yet */
+	const char *p, *q = h;
+	size_t len;
+	while (gw__rd_sniff_line(&q, h + n, all, &p, &len)) {
 		int64_t step;
 		size_t k = step_header(p, len, &step);
 		if (k && gw__rd_find(p, len, "loss ")) {
@@ -246,7 +236,6 @@ static int llmc_sniff(const char *h, size_t n, bool all)
 			return 90;
 		if (gw__rd_find(p, len, "| Parameter ") && gw__rd_find(p, len, "| Value "))
 			best = 60; /* llm.c's configuration table */
-		p += len + 1;
 	}
 	return best;
 }

@@ -225,19 +225,15 @@ static int meg_init(struct gw_reader *r, void *state)
 static int meg_sniff(const char *h, size_t n, bool all)
 {
 	int best = 0;
-	const char *p = h, *end = h + n;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		if (!nl && !all)
-			break;
+	const char *p, *q = h;
+	size_t len;
+	while (gw__rd_sniff_line(&q, h + n, all, &p, &len)) {
 		int64_t step;
 		size_t f;
 		if (find_header(p, len, &step, &f) && gw__rd_find(p + f, len - f, ":"))
 			return 95;
 		if (gw__rd_find(p, len, "------------------------ arguments ------------------------"))
 			best = 60;
-		p += len + 1;
 	}
 	return best;
 }

@@ -158,14 +158,9 @@ static bool logtxt_line(const char *p, size_t len)
 static int ng_sniff(const char *h, size_t n, bool all)
 {
 	int best = 0, logtxt = 0;
-	const char *p = h, *end = h + n;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t raw = nl ? (size_t)(nl - p) : (size_t)(end - p), len = raw;
-		if (!nl && !all)
-			break;
-		if (len && p[len - 1] == '\r')
-			len--;
+	const char *p, *q = h;
+	size_t len;
+	while (gw__rd_sniff_line(&q, h + n, all, &p, &len)) {
 		if (len > 5 && !memcmp(p, "iter ", 5) && gw__rd_find(p, len, ": loss "))
 			return 95;
 		if (len > 5 && !memcmp(p, "step ", 5) && gw__rd_find(p, len, "| loss: "))
@@ -179,7 +174,6 @@ static int ng_sniff(const char *h, size_t n, bool all)
 		if (gw__rd_find(p, len, "tokens per iteration will be:") ||
 		    gw__rd_find(p, len, "calculated gradient accumulation steps:"))
 			best = 60; /* nanoGPT's / build-nanoGPT's first lines */
-		p += raw + 1;
 	}
 	if (logtxt > 0 && all)
 		return 90;

@@ -103,10 +103,17 @@ static int object(struct gw_reader *r, struct sw *st, const char *s, size_t n, u
 	return gw__rd_emit(r, lineno);
 }
 
-static int segment(struct gw_reader *r, struct sw *st, const char *s, size_t n, uint64_t lineno)
+/* Objects that fail to parse before a segment is given up: each failure
+ * may have read to the segment's end, so this bounds the work on a long
+ * line of garbage to that many passes. */
+#define MAX_FAILED 32
+
+static int segment(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
 {
+	struct sw *st = state;
 	size_t i = 0;
-	while (i + 1 < n) {
+	int failed = 0;
+	while (i + 1 < n && failed < MAX_FAILED) {
 		const char *b = memchr(s + i, '{', n - i - 1);
 		if (!b)
 			return 0;
@@ -119,6 +126,8 @@ static int segment(struct gw_reader *r, struct sw *st, const char *s, size_t n, 
 		int rc = object(r, st, b, n - at, lineno, &len);
 		if (rc)
 			return rc;
+		if (!len)
+			failed++;
 		i = len ? at + len : at + 1;
 	}
 	return 0;
@@ -126,31 +135,17 @@ static int segment(struct gw_reader *r, struct sw *st, const char *s, size_t n, 
 
 static int sw_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
 {
-	while (n) {
-		const char *cr = memchr(s, '\r', n);
-		size_t len = cr ? (size_t)(cr - s) : n;
-		if (len && memchr(s, '{', len)) {
-			int rc = segment(r, state, s, len, lineno);
-			if (rc)
-				return rc;
-		}
-		if (!cr)
-			break;
-		s += len + 1;
-		n -= len + 1;
-	}
-	return 0;
+	if (!memchr(s, '{', n))
+		return 0;
+	return gw__rd_cr_segments(r, state, s, n, lineno, segment);
 }
 
 static int sw_sniff(const char *h, size_t n, bool all)
 {
 	int best = 0;
-	const char *p = h, *end = h + n;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		if (!nl && !all)
-			break;
+	const char *p, *q = h;
+	size_t len;
+	while (gw__rd_sniff_line(&q, h + n, all, &p, &len)) {
 		if (len > 2 && p[0] == '{' && p[1] == '"' && gw__rd_find(p, len, "\"global_step/max_steps\""))
 			return 95;
 		if (gw__rd_find(p, len, "'global_step/max_steps': '"))
@@ -158,8 +153,7 @@ static int sw_sniff(const char *h, size_t n, bool all)
 		if (gw__rd_find(p, len, "{'loss': ") || gw__rd_find(p, len, "{'train_loss': "))
 			best = best > 70 ? best : 70;
 		if (gw__rd_find(p, len, "[INFO:swift]"))
-			best = best > 55 ? best : 55;
-		p += len + 1;
+			best = best > 30 ? best : 30; /* weak: ms-swift also runs Megatron */
 	}
 	return best;
 }

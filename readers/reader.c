@@ -1,16 +1,16 @@
 /*
- * The readers framework (see reader.h): decompression, format sniffing,
- * line splitting, the point builder of reader_impl.h, run splitting and the
- * consumed offset.  The formats themselves live in rd_*.c and are listed in
- * the registry at the end of this file.
+ * The readers framework (see reader.h): sniffing, line splitting, the point
+ * builder of reader_impl.h, run splitting, the consumed offset and the
+ * registry.  Decompression is decompress.c, the text helpers formats share
+ * rd_text.c, the formats themselves rd_*.c.
  *
- * How bytes flow: gw_reader_feed -> stage 1 (gzip/zstd by magic bytes, or
- * pass-through) -> stage 2 (until a format is chosen, the decompressed bytes
- * are kept in `head`; sniffing happens at fixed sizes, 256 bytes doubling to
- * GW_READER_SNIFF_MAX, and at the end of the input, each time over exactly
- * that many bytes, so the choice never depends on how the input was cut into
- * chunks) -> stage 3 (lib/lines.c for line formats, the format's own feed
- * for byte formats).
+ * How bytes flow: gw_reader_feed -> stage 1 (decompress.c: gzip/zstd by
+ * magic bytes, or pass-through) -> stage 2 (until a format is chosen, the
+ * decompressed bytes are kept in `head`; sniffing happens at fixed sizes,
+ * 256 bytes doubling to GW_READER_SNIFF_MAX, and at the end of the input,
+ * each time over exactly that many bytes, so the choice never depends on
+ * how the input was cut into chunks) -> stage 3 (lib/lines.c for line
+ * formats, the format's own feed for byte formats).
  *
  * A point is built in the reader itself (one at a time): names are copied
  * into a small arena, roles are found through the alias table, and the
@@ -19,6 +19,7 @@
  */
 #include "reader_impl.h"
 
+#include "decompress.h"
 #include "lines.h"
 #include "util.h"
 
@@ -28,15 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
-#include <zstd.h>
 
 #define SNIFF_FIRST 256       /* first sniff size; doubles up to GW_READER_SNIFF_MAX */
 #define SNIFF_SURE 50         /* a score at least this high decides at once */
 #define NAMES_MAX 8192        /* bytes of metric names per point */
-#define ZBUF 65536            /* decompression output chunk */
-
-enum dc { DC_UNDECIDED, DC_PLAIN, DC_GZIP, DC_ZSTD };
 
 struct gw_reader {
 	struct gw_reader_opts o;
@@ -46,15 +42,7 @@ struct gw_reader {
 	bool finished;
 
 	/* stage 1: decompression */
-	enum dc dc;
-	unsigned char magic[4];
-	size_t magic_len;
-	z_stream zs;
-	bool zs_live, z_ended;         /* inflate initialised; last member ended */
-	ZSTD_DStream *zd;
-	size_t zd_hint;                /* last ZSTD_decompressStream result (0: frame done) */
-	char *zbuf;
-	uint64_t in_raw;               /* bytes fed (compressed) */
+	struct gw_rd_dc dc;
 
 	/* stage 2: sniffing */
 	const struct gw_reader_format *fmt;
@@ -93,6 +81,8 @@ struct gw_reader {
 	uint64_t handed;               /* records and events given to the sink */
 	uint64_t errors;
 };
+
+static int dc_out(void *data, const char *p, size_t n);
 
 /* ---- helpers for format modules --------------------------------------- */
 
@@ -318,229 +308,6 @@ int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t
 	return rc;
 }
 
-/* ---- numbers in text ---------------------------------------------------- */
-
-static bool word_ci(const char *s, size_t n, const char *w)
-{
-	size_t k = strlen(w);
-	if (n < k)
-		return false;
-	for (size_t i = 0; i < k; i++) {
-		char c = s[i];
-		if (c >= 'A' && c <= 'Z')
-			c = (char)(c - 'A' + 'a');
-		if (c != w[i])
-			return false;
-	}
-	return true;
-}
-
-size_t gw__rd_num(const char *s, size_t n, double *v)
-{
-	size_t i = 0;
-	bool neg = false;
-	if (i < n && (s[i] == '+' || s[i] == '-'))
-		neg = s[i++] == '-';
-	if (word_ci(s + i, n - i, "nan")) {
-		*v = NAN;
-		return i + 3;
-	}
-	if (word_ci(s + i, n - i, "infinity")) {
-		*v = neg ? -INFINITY : INFINITY;
-		return i + 8;
-	}
-	if (word_ci(s + i, n - i, "inf")) {
-		*v = neg ? -INFINITY : INFINITY;
-		return i + 3;
-	}
-	size_t start = i, digits = 0;
-	while (i < n && s[i] >= '0' && s[i] <= '9')
-		i++, digits++;
-	if (i < n && s[i] == '.') {
-		i++;
-		while (i < n && s[i] >= '0' && s[i] <= '9')
-			i++, digits++;
-	}
-	if (!digits)
-		return 0;
-	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-		size_t j = i + 1;
-		if (j < n && (s[j] == '+' || s[j] == '-'))
-			j++;
-		if (j < n && s[j] >= '0' && s[j] <= '9') {
-			while (j < n && s[j] >= '0' && s[j] <= '9')
-				j++;
-			i = j;
-		}
-	}
-	char buf[64];
-	size_t len = i - start;
-	if (len >= sizeof(buf))
-		return 0;
-	memcpy(buf, s + start, len);
-	buf[len] = '\0';
-	double x = strtod(buf, NULL);
-	*v = neg ? -x : x;
-	return i;
-}
-
-size_t gw__rd_int(const char *s, size_t n, int64_t *v)
-{
-	size_t i = 0;
-	int64_t x = 0;
-	while (i < n && s[i] >= '0' && s[i] <= '9') {
-		if (x > (INT64_MAX - 9) / 10)
-			return 0;
-		x = x * 10 + (s[i] - '0');
-		i++;
-	}
-	if (i)
-		*v = x;
-	return i;
-}
-
-const char *gw__rd_find(const char *s, size_t n, const char *needle)
-{
-	return memmem(s, n, needle, strlen(needle));
-}
-
-/* ---- flat objects: JSON or Python dict reprs ---------------------------- */
-
-void gw__rd_obj_init(struct gw_rd_obj *o, const char *s, size_t n)
-{
-	o->s = s;
-	o->n = n;
-	o->i = 1;
-	o->first = true;
-}
-
-static void obj_ws(struct gw_rd_obj *o)
-{
-	while (o->i < o->n && (o->s[o->i] == ' ' || o->s[o->i] == '\t' || o->s[o->i] == '\n' ||
-	                       o->s[o->i] == '\r'))
-		o->i++;
-}
-
-/* A quoted string at o->i: its raw contents; o->i past the closing quote. */
-static int obj_str(struct gw_rd_obj *o, const char **str, size_t *len)
-{
-	char q = o->s[o->i++];
-	size_t start = o->i;
-	while (o->i < o->n) {
-		char c = o->s[o->i];
-		if (c == '\\') {
-			o->i += 2;
-			continue;
-		}
-		if (c == q) {
-			*str = o->s + start;
-			*len = o->i - start;
-			o->i++;
-			return 0;
-		}
-		if (c == '\n')
-			return -1;
-		o->i++;
-	}
-	o->i = o->n;
-	return -1;
-}
-
-/* A nested value or a call's parentheses: skip to the matching closer. */
-static int obj_skip_nested(struct gw_rd_obj *o)
-{
-	char stack[64];
-	size_t depth = 0;
-	while (o->i < o->n) {
-		char c = o->s[o->i];
-		if (c == '"' || c == '\'') {
-			const char *x;
-			size_t xl;
-			if (obj_str(o, &x, &xl) < 0)
-				return -1;
-			continue;
-		}
-		if (c == '{' || c == '[' || c == '(') {
-			if (depth == sizeof(stack))
-				return -1;
-			stack[depth++] = c == '{' ? '}' : c == '[' ? ']' : ')';
-		} else if (c == '}' || c == ']' || c == ')') {
-			if (!depth || stack[depth - 1] != c)
-				return -1;
-			if (--depth == 0) {
-				o->i++;
-				return 0;
-			}
-		}
-		o->i++;
-	}
-	return -1;
-}
-
-int gw__rd_obj_next(struct gw_rd_obj *o, struct gw_rd_kv *kv)
-{
-	obj_ws(o);
-	if (o->i >= o->n)
-		return -1;
-	if (o->s[o->i] == '}') {
-		o->i++;
-		return 0;
-	}
-	if (!o->first) {
-		if (o->s[o->i] != ',')
-			return -1;
-		o->i++;
-		obj_ws(o);
-		if (o->i < o->n && o->s[o->i] == '}') {
-			o->i++;
-			return 0;
-		}
-	}
-	o->first = false;
-	if (o->i >= o->n || (o->s[o->i] != '"' && o->s[o->i] != '\''))
-		return -1;
-	if (obj_str(o, &kv->key, &kv->key_len) < 0)
-		return -1;
-	obj_ws(o);
-	if (o->i >= o->n || o->s[o->i] != ':')
-		return -1;
-	o->i++;
-	obj_ws(o);
-	if (o->i >= o->n)
-		return -1;
-	char c = o->s[o->i];
-	kv->kind = GW_RD_OTHER;
-	if (c == '"' || c == '\'') {
-		kv->kind = GW_RD_STR;
-		return obj_str(o, &kv->str, &kv->str_len) < 0 ? -1 : 1;
-	}
-	if (c == '{' || c == '[')
-		return obj_skip_nested(o) < 0 ? -1 : 1;
-	size_t used = gw__rd_num(o->s + o->i, o->n - o->i, &kv->num);
-	if (used) {
-		kv->kind = GW_RD_NUM;
-		o->i += used;
-	} else {
-		/* null, true, None, a call such as tensor(1.5, device='cuda:0') */
-		size_t start = o->i;
-		while (o->i < o->n && ((o->s[o->i] >= 'a' && o->s[o->i] <= 'z') ||
-		                       (o->s[o->i] >= 'A' && o->s[o->i] <= 'Z') ||
-		                       (o->s[o->i] >= '0' && o->s[o->i] <= '9') ||
-		                       o->s[o->i] == '_' || o->s[o->i] == '.'))
-			o->i++;
-		if (o->i == start)
-			return -1;
-		if (o->i < o->n && o->s[o->i] == '(' && obj_skip_nested(o) < 0)
-			return -1;
-	}
-	size_t save = o->i;
-	obj_ws(o);
-	if (o->i < o->n && o->s[o->i] != ',' && o->s[o->i] != '}')
-		return -1;
-	o->i = save;
-	return 1;
-}
-
 /* ---- registry ------------------------------------------------------------- */
 
 extern const struct gw_reader_format gw_rd_ndjson, gw_rd_hf_state, gw_rd_swift, gw_rd_megatron,
@@ -630,6 +397,7 @@ int gw_reader_new(const struct gw_reader_opts *opts, const struct gw_reader_sink
 	if (!r->o.max_line)
 		r->o.max_line = 16u << 20;
 	r->sink = *sink;
+	gw__rd_dc_init(&r->dc, dc_out, r, r->err, sizeof(r->err));
 	r->next_sniff = SNIFF_FIRST;
 	gw_strlcpy(r->cur_run, r->o.run, sizeof(r->cur_run));
 	r->run_no = 1;
@@ -652,10 +420,7 @@ void gw_reader_free(struct gw_reader *r)
 	if (r->state_live && r->fmt->deinit)
 		r->fmt->deinit(r->state);
 	free(r->state);
-	if (r->zs_live)
-		inflateEnd(&r->zs);
-	ZSTD_freeDStream(r->zd);
-	free(r->zbuf);
+	gw__rd_dc_free(&r->dc);
 	free(r->head);
 	gw_lines_free(&r->lines);
 	free(r);
@@ -797,152 +562,30 @@ static int stage2(struct gw_reader *r, const char *p, size_t n)
 		return stage3(r, p, n);
 	if (!n)
 		return 0;
-	if (r->head_len + n > r->head_cap) {
-		size_t cap = r->head_cap ? r->head_cap : 4096;
-		while (cap < r->head_len + n)
-			cap *= 2;
-		char *h = realloc(r->head, cap);
-		if (!h)
-			return -ENOMEM;
-		r->head = h;
-		r->head_cap = cap;
-	}
+	if (gw_reserve((void **)&r->head, &r->head_cap, r->head_len + n, 1) < 0)
+		return -ENOMEM;
 	memcpy(r->head + r->head_len, p, n);
 	r->head_len += n;
 	return decide(r, false);
 }
 
-/* ---- stage 1: decompression ----------------------------------------------- */
+/* ---- feeding ------------------------------------------------------------- */
 
-static int inflate_some(struct gw_reader *r, const unsigned char *p, size_t n)
+static int dc_out(void *data, const char *p, size_t n)
 {
-	r->zs.next_in = (unsigned char *)p;
-	r->zs.avail_in = (uInt)n;
-	do {
-		if (r->z_ended) {
-			if (!r->zs.avail_in)
-				return 0;
-			/* another gzip member follows (concatenated .gz files) */
-			if (inflateReset(&r->zs) != Z_OK)
-				return gw__rd_fail(r, "gzip: cannot start the next member");
-			r->z_ended = false;
-		}
-		r->zs.next_out = (unsigned char *)r->zbuf;
-		r->zs.avail_out = ZBUF;
-		int zr = inflate(&r->zs, Z_NO_FLUSH);
-		size_t got = ZBUF - r->zs.avail_out;
-		if (got) {
-			int rc = stage2(r, r->zbuf, got);
-			if (rc)
-				return rc;
-		}
-		if (zr == Z_STREAM_END) {
-			r->z_ended = true;
-			continue;
-		}
-		if (zr == Z_BUF_ERROR)
-			return 0; /* needs more input */
-		if (zr != Z_OK)
-			return gw__rd_fail(r, "gzip: corrupt compressed data near compressed byte %llu: %s",
-			                   (unsigned long long)(r->in_raw - r->zs.avail_in),
-			                   r->zs.msg ? r->zs.msg : zError(zr));
-	} while (r->zs.avail_in || r->zs.avail_out == 0);
-	return 0;
-}
-
-static int unzstd_some(struct gw_reader *r, const void *p, size_t n)
-{
-	ZSTD_inBuffer in = {p, n, 0};
-	for (;;) {
-		ZSTD_outBuffer out = {r->zbuf, ZBUF, 0};
-		size_t zr = ZSTD_decompressStream(r->zd, &out, &in);
-		if (ZSTD_isError(zr))
-			return gw__rd_fail(r, "zstd: corrupt compressed data: %s", ZSTD_getErrorName(zr));
-		r->zd_hint = zr;
-		if (out.pos) {
-			int rc = stage2(r, r->zbuf, out.pos);
-			if (rc)
-				return rc;
-		}
-		if (in.pos == in.size && out.pos < out.size)
-			return 0;
-	}
-}
-
-static int stage1_start(struct gw_reader *r)
-{
-	static const unsigned char gz[2] = {0x1f, 0x8b}, zst[4] = {0x28, 0xb5, 0x2f, 0xfd};
-	if (r->magic_len >= 2 && !memcmp(r->magic, gz, 2)) {
-		r->dc = DC_GZIP;
-		if (inflateInit2(&r->zs, 15 + 16) != Z_OK)
-			return -ENOMEM;
-		r->zs_live = true;
-	} else if (r->magic_len >= 4 && !memcmp(r->magic, zst, 4)) {
-		r->dc = DC_ZSTD;
-		if (!(r->zd = ZSTD_createDStream()))
-			return -ENOMEM;
-		ZSTD_initDStream(r->zd);
-	} else {
-		r->dc = DC_PLAIN;
-		return 0;
-	}
-	if (!(r->zbuf = malloc(ZBUF)))
-		return -ENOMEM;
-	return 0;
-}
-
-static int stage1(struct gw_reader *r, const unsigned char *p, size_t n)
-{
-	switch (r->dc) {
-	case DC_PLAIN:
-		return stage2(r, (const char *)p, n);
-	case DC_GZIP:
-		return inflate_some(r, p, n);
-	case DC_ZSTD:
-		return unzstd_some(r, p, n);
-	default:
-		return 0;
-	}
-}
-
-/* Could the bytes seen so far still be a compression magic? */
-static bool maybe_magic(const unsigned char *m, size_t n)
-{
-	static const unsigned char gz[2] = {0x1f, 0x8b}, zst[4] = {0x28, 0xb5, 0x2f, 0xfd};
-	return !memcmp(m, gz, GW_MIN(n, 2u)) || !memcmp(m, zst, GW_MIN(n, 4u));
+	return stage2(data, p, n);
 }
 
 int gw_reader_feed(struct gw_reader *r, const void *data, size_t n)
 {
-	const unsigned char *p = data;
 	if (r->failed)
 		return r->failed;
 	if (r->finished)
 		return -EINVAL;
-	r->in_raw += n;
-	if (r->dc == DC_UNDECIDED) {
-		while (n && r->magic_len < 4) {
-			r->magic[r->magic_len++] = *p++;
-			n--;
-			if (!maybe_magic(r->magic, r->magic_len))
-				break;
-		}
-		if (r->magic_len < 4 && maybe_magic(r->magic, r->magic_len) &&
-		    !(r->magic_len >= 2 && r->magic[0] == 0x1f))
-			return 0; /* wait for more bytes */
-		int rc = stage1_start(r);
-		if (rc < 0)
-			return rc;
-		if ((rc = stage1(r, r->magic, r->magic_len)) != 0)
-			return rc;
-	}
-	return stage1(r, p, n);
-}
-
-static int cut_short(struct gw_reader *r, const char *what)
-{
-	return gw__rd_fail(r, "%s: the compressed stream is cut short (the input ends inside "
-	                      "compressed data, after %llu bytes)", what, (unsigned long long)r->in_raw);
+	int rc = gw__rd_dc_feed(&r->dc, data, n);
+	if (rc == -EPROTO)
+		r->failed = -EPROTO;
+	return rc;
 }
 
 int gw_reader_finish(struct gw_reader *r)
@@ -952,20 +595,15 @@ int gw_reader_finish(struct gw_reader *r)
 	if (r->finished)
 		return 0;
 	r->finished = true;
-	int rc;
-	if (r->dc == DC_UNDECIDED) {
-		if ((rc = stage1_start(r)) < 0)
-			return rc;
-		if ((rc = stage1(r, r->magic, r->magic_len)) != 0)
-			return rc;
+	const char *cut;
+	int rc = gw__rd_dc_finish(&r->dc, &cut);
+	if (rc) {
+		if (rc == -EPROTO)
+			r->failed = -EPROTO;
+		return rc;
 	}
-	const char *cut = NULL;
-	if (r->dc == DC_GZIP && !r->z_ended)
-		cut = "gzip";
-	if (r->dc == DC_ZSTD && r->zd_hint != 0)
-		cut = "zstd";
 	if (!r->fmt && (rc = decide(r, true)) != 0)
-		return cut && rc == -EPROTO ? cut_short(r, cut) : rc;
+		return cut && rc == -EPROTO ? (r->failed = gw__rd_dc_cut_msg(&r->dc, cut)) : rc;
 	if (r->fmt->line) {
 		r->chunk = NULL;
 		if ((rc = gw_lines_finish(&r->lines, on_line, r)) != 0)
@@ -975,7 +613,7 @@ int gw_reader_finish(struct gw_reader *r)
 	if (r->fmt->finish && (rc = r->fmt->finish(r, r->state)) != 0)
 		return rc;
 	if (cut)
-		return cut_short(r, cut);
+		return r->failed = gw__rd_dc_cut_msg(&r->dc, cut);
 	if (!r->handed) {
 		char list[512];
 		format_list(list, sizeof(list), r->o.follow);

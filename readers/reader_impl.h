@@ -90,6 +90,19 @@ size_t gw__rd_int(const char *s, size_t n, int64_t *v);
 /* The first occurrence of `needle` in s[0..n), or NULL. */
 const char *gw__rd_find(const char *s, size_t n, const char *needle);
 
+/* For sniffers: the next line of the head at *p (up to end) into *line,
+ * *len (without its '\n' or a final '\r'), and *p past it.  False when
+ * none is left; an incomplete last line counts only when `all`. */
+bool gw__rd_sniff_line(const char **p, const char *end, bool all, const char **line, size_t *len);
+
+/* For line formats whose lines hold several records between bare '\r's
+ * (tqdm bars and other progress redraws): fn on each '\r'-separated
+ * segment of s[0..n) in order, until it returns non-zero (returned). */
+typedef int (*gw_rd_segment_fn)(struct gw_reader *r, void *state, const char *s, size_t n,
+                                uint64_t lineno);
+int gw__rd_cr_segments(struct gw_reader *r, void *state, const char *s, size_t n,
+                       uint64_t lineno, gw_rd_segment_fn fn);
+
 /* The members of one flat object, written as JSON ({"k": 1.5, ...}, with
  * Python's bare NaN/Infinity) or as a Python dict repr ({'k': '1.5', ...},
  * None/True/False): what the HF Trainer and ms-swift write.  Nested

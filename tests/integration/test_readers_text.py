@@ -237,6 +237,19 @@ class RawMore(unittest.TestCase):
         # the "[2026-08-18 03:14:52.592739]" stamp is the ts (UTC)
         self.assertAlmostEqual(core[0]['ts'], 1787022789.974126, places=5)
 
+    def test_negative_zero_and_alternating_entries(self):
+        # GRPO: loss exactly 0.0 on 665 steps and -0.0 on 127 (README note 4);
+        # full and short entries alternate, reward only on odd steps
+        path = os.path.join(MORE, 'hf-llada-grpo-ckpt1000.trainer_state.json')
+        lines = convert(path)
+        loss = [d['loss'] for d in lines]
+        self.assertEqual(sum(1 for v in loss if v == 0.0), 665 + 127)
+        # the sign is kept ("-0": Python's json reads it as int 0, so count the text)
+        text = run('convert', path).stdout.decode()
+        self.assertEqual(text.count('"loss":-0,'), 127)
+        self.assertEqual([d['step'] for d in lines if 'reward' in d], list(range(1, 1000, 2)))
+        self.assertEqual(lines[0]['lr'], 0.0)
+
     def test_glued_records_and_string_values(self):
         # steps 3, 77 and 81 are glued to the end of a tqdm bar; values are strings
         lines = convert(os.path.join(MORE, 'swift-stdout-gemma4-ds-zero3.log'))

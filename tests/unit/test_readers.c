@@ -438,6 +438,13 @@ START_TEST(megatron_lines)
 	ck_assert_int_eq(r.g.errline[0], 11);
 	ck_assert_str_eq(r.g.errmsg[0], "bad_value: field \"lm_loss\" at column 41: expected a number");
 	free(r.g.text);
+
+	/* ms-swift launching Megatron: swift's banner does not decide */
+	read_str("[INFO:swift] Start time of running main: 2026-04-24\n"
+	         " iteration        1/     500 | lm loss: 1.263599E+01 | grad norm: 20.203 |\n", NULL, &r);
+	ck_assert_str_eq(r.format, "megatron");
+	ck_assert_int_eq(r.g.points, 1);
+	free(r.g.text);
 }
 END_TEST
 
@@ -618,6 +625,75 @@ START_TEST(aliases_and_extras)
 }
 END_TEST
 
+/* The real text logs of ../shared/realworld, whole and in chunks of
+ * changing odd sizes (1 byte at first, so every boundary is crossed): the
+ * same points, the same errors, the same format. */
+START_TEST(real_logs_in_chunks)
+{
+	const char *shared = getenv("GW_SHARED");
+	static const char *const files[] = {
+		"realworld/raw/llmc-gpt2-124m-hector-nan.log",
+		"realworld/raw/llmc-gpt2-124m-siddanth.main.log",
+		"realworld/raw/hf-kevin-compressor-1000.trainer_state.json",
+		"realworld/raw/bs-gpt2-meg-n8-tp4-pp8.out",
+		"realworld/raw/swift-deepclima-qwen3-8b-lora.logging.jsonl",
+		"realworld/raw-more/megatron-core-llama3-1b-ranked.out",
+		"realworld/raw-more/swift-stdout-gemma4-ds-zero3.log",
+		"realworld/raw-more/nanogpt-shakespeare-char-nan.train.log",
+		"realworld/raw-more/buildnanogpt-124m-2.5ep-killed.log.txt",
+		"realworld/raw-more/hf-gemma3-1b-ckpt2000.trainer_state.json",
+		NULL,
+	};
+	if (!shared)
+		return; /* run outside meson: no ../shared */
+	static const size_t sizes[] = {1, 7, 333, 4093, 65521};
+	for (size_t i = 0; files[i]; i++) {
+		char path[1024];
+		snprintf(path, sizeof(path), "%s/%s", shared, files[i]);
+		FILE *f = fopen(path, "rb");
+		ck_assert_msg(f != NULL, "%s", path);
+		fseek(f, 0, SEEK_END);
+		size_t n = (size_t)ftell(f);
+		fseek(f, 0, SEEK_SET);
+		char *buf = malloc(n);
+		ck_assert_int_eq(fread(buf, 1, n, f), n);
+		fclose(f);
+
+		struct res whole, parts;
+		read_with(buf, n, 0, NULL, &whole);
+		ck_assert_msg(whole.rc == 0 && whole.g.points > 0, "%s: %s", path, whole.err);
+		memset(&parts, 0, sizeof(parts));
+		struct gw_reader_opts o = {.aliases = aliases, .run = "r"};
+		struct gw_reader_sink sk = {.data = &parts.g, .on_rec = on_rec, .on_error = on_error};
+		struct gw_reader *r;
+		char err[256];
+		ck_assert_int_eq(gw_reader_new(&o, &sk, &r, err, sizeof(err)), 0);
+		size_t off = 0, k = 0;
+		while (off < n) {
+			size_t c = off < 70000 ? 1 : sizes[k++ % 5];
+			if (c > n - off)
+				c = n - off;
+			ck_assert_int_eq(gw_reader_feed(r, buf + off, c), 0);
+			off += c;
+			/* the consumed offset only ever ends a complete line */
+			uint64_t cons = gw_reader_consumed(r);
+			ck_assert(cons <= off);
+			ck_assert(cons == 0 || buf[cons - 1] == '\n');
+		}
+		ck_assert_int_eq(gw_reader_finish(r), 0);
+		ck_assert_str_eq(gw_reader_format(r)->name, whole.format);
+		ck_assert_int_eq(gw_reader_lines(r), whole.lines);
+		gw_reader_free(r);
+		ck_assert_int_eq(parts.g.errors, whole.g.errors);
+		ck_assert_int_eq(parts.g.points, whole.g.points);
+		ck_assert_msg(!strcmp(parts.g.text, whole.g.text), "%s: different points", path);
+		free(whole.g.text);
+		free(parts.g.text);
+		free(buf);
+	}
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("readers");
@@ -640,6 +716,8 @@ static Suite *suite(void)
 	tcase_add_test(t, hf_state);
 	tcase_add_test(t, runs_split_on_restarts_only);
 	tcase_add_test(t, aliases_and_extras);
+	tcase_set_timeout(t, 300);
+	tcase_add_test(t, real_logs_in_chunks);
 	suite_add_tcase(s, t);
 	return s;
 }
