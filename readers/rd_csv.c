@@ -29,6 +29,8 @@
  * W&B: that run's point) is skipped.  A header without a `step` column
  * (Lightning) ends the input.  Memory: the header, one row, and libcsv's
  * field buffer (a row over ROW_MAX bytes is dropped and reported).
+ * (Some 640 lines: both layouts in one file, as they share the sniffing,
+ * the libcsv plumbing and the row state.)
  */
 #include "reader_impl.h"
 #include "util.h"
@@ -78,7 +80,7 @@ struct csvst {
 	size_t ncols;
 	size_t stepcol;
 	struct run *runs;
-	size_t nruns;
+	size_t nruns, capruns;
 	size_t *order;          /* value columns grouped by run */
 
 	/* the row being read */
@@ -285,10 +287,8 @@ static size_t run_index(struct csvst *st, const char *s, size_t n)
 	for (size_t i = 0; i < st->nruns; i++)
 		if (st->runs[i].len == n && memcmp(st->runs[i].name, s, n) == 0)
 			return i;
-	struct run *nr = realloc(st->runs, (st->nruns + 1) * sizeof(*nr));
-	if (!nr)
+	if (gw_reserve((void **)&st->runs, &st->capruns, st->nruns + 1, sizeof(*st->runs)) < 0)
 		return SIZE_MAX;
-	st->runs = nr;
 	struct run *ru = &st->runs[st->nruns];
 	*ru = (struct run){.name = dup_n(s, n), .len = n, .stepcol = SIZE_MAX};
 	if (!ru->name)
@@ -510,25 +510,10 @@ static void cb_field(void *s, size_t n, void *data)
 		st->row_too_long = true;
 		return;
 	}
-	if (st->ncell == st->capcell) {
-		size_t nc = st->capcell ? 2 * st->capcell : 32;
-		size_t *p = realloc(st->cell, nc * sizeof(*p));
-		if (!p) {
-			st->err = -ENOMEM;
-			return;
-		}
-		st->cell = p;
-		st->capcell = nc;
-	}
-	if (st->len + n + 1 > st->cap) {
-		size_t nc = GW_MAX(2 * st->cap, st->len + n + 1);
-		char *p = realloc(st->buf, nc);
-		if (!p) {
-			st->err = -ENOMEM;
-			return;
-		}
-		st->buf = p;
-		st->cap = nc;
+	if (gw_reserve((void **)&st->cell, &st->capcell, st->ncell + 1, sizeof(*st->cell)) < 0 ||
+	    gw_reserve((void **)&st->buf, &st->cap, st->len + n + 1, 1) < 0) {
+		st->err = -ENOMEM;
+		return;
 	}
 	st->cell[st->ncell++] = st->len;
 	if (n)
