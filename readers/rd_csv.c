@@ -98,24 +98,21 @@ struct csvst {
 
 /* ---- header sniffing --------------------------------------------------- */
 
-/* The line of head that starts at `start`: [*from, *to) without the '\r'
- * of a CRLF (nor, on the first line, a byte-order mark); *next is where
- * the line after it starts.  Returns 1, 0 while the line is not complete,
- * -1 when there is no line there (the input ended). */
-static int head_line(const char *head, size_t n, bool all, size_t start, size_t *from, size_t *to,
-                     size_t *next)
+/* The next line of the head at *p (gw__rd_sniff_line): [*from, *to) as
+ * offsets into head, without a byte-order mark on the first line.  Returns
+ * 1, or when there is none: -1 if the input ended there, 0 while it may
+ * still come. */
+static int head_line(const char *head, size_t n, bool all, const char **p, size_t *from,
+                     size_t *to)
 {
-	if (start >= n)
+	const char *line;
+	size_t len;
+	if (!n || !gw__rd_sniff_line(p, head + n, all, &line, &len))
 		return all ? -1 : 0;
-	const char *nl = memchr(head + start, '\n', n - start);
-	if (!nl && !all)
-		return 0;
-	size_t end = nl ? (size_t)(nl - head) : n;
-	*next = end + 1;
-	*from = start == 0 && end >= 3 && memcmp(head, "\xef\xbb\xbf", 3) == 0 ? 3 : start;
-	if (end > *from && head[end - 1] == '\r')
-		end--;
-	*to = end;
+	*from = (size_t)(line - head);
+	*to = *from + len;
+	if (*from == 0 && len >= 3 && memcmp(head, "\xef\xbb\xbf", 3) == 0)
+		*from = 3;
 	return 1;
 }
 
@@ -159,15 +156,15 @@ static bool is_number(const char *s)
 	return *e == '\0';
 }
 
-/* The first data row, after the header (which ended at `start`): 1 when it
+/* The first data row, after the header (which ended at p): 1 when it
  * has `ncells` cells and a number in cell `numcol`, 2 when there is none
  * (the input is a header only), 0 while it is not complete, -1 otherwise. */
-static int first_row(const char *head, size_t n, bool all, size_t start, int ncells, int numcol)
+static int first_row(const char *head, size_t n, bool all, const char *p, int ncells, int numcol)
 {
-	size_t i, end, next;
+	size_t i, end;
 	bool more = true;
 	char cell[128];
-	int k = head_line(head, n, all, start, &i, &end, &next);
+	int k = head_line(head, n, all, &p, &i, &end);
 	if (k <= 0)
 		return k < 0 ? 2 : 0;
 	int nc = 0;
@@ -182,11 +179,12 @@ static int first_row(const char *head, size_t n, bool all, size_t start, int nce
  * column, and a first row of as many cells with a number there. */
 static int sniff_lightning(const char *head, size_t n, bool all)
 {
-	size_t i, end, next;
+	size_t i, end;
+	const char *next = head;
 	bool more = true, epoch = false;
 	char cell[128];
 	int nc = 0, step = -1;
-	if (head_line(head, n, all, 0, &i, &end, &next) <= 0)
+	if (head_line(head, n, all, &next, &i, &end) <= 0)
 		return 0;
 	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++) {
 		if (!cell[0] || is_number(cell) || strstr(cell, " - ") || strchr(cell, '{') ||
@@ -212,11 +210,12 @@ static int sniff_lightning(const char *head, size_t n, bool all)
  * "<run> - <metric>", and a first row of as many cells, a number first. */
 static int sniff_wandb(const char *head, size_t n, bool all)
 {
-	size_t i, end, next;
+	size_t i, end;
+	const char *next = head;
 	bool more = true;
 	char cell[512], first[128];
 	int nc = 1;
-	if (head_line(head, n, all, 0, &i, &end, &next) <= 0 ||
+	if (head_line(head, n, all, &next, &i, &end) <= 0 ||
 	    !next_cell(head, &i, end, &more, first, sizeof(first)) || !first[0] || is_number(first))
 		return 0;
 	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++)
