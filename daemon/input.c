@@ -203,6 +203,15 @@ void gw_input_run_name(const char *path, char *buf, size_t len)
 	}
 	if (!*buf)
 		gw_strlcpy(buf, base, len);
+	/* the run-name rule: at most GW_WIRE_RUN_MAX bytes of UTF-8 without
+	 * control characters; a file name that breaks it becomes ASCII */
+	size_t n = strlen(buf);
+	if (n > GW_WIRE_RUN_MAX)
+		buf[n = GW_WIRE_RUN_MAX] = '\0';
+	if (gw_wire_check_run(buf, n, NULL, 0) < 0)
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] >= 0x7f)
+				buf[i] = '_';
 }
 
 int gw_input_read(struct gw_input *in)

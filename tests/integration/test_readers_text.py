@@ -349,6 +349,13 @@ class Replay(unittest.TestCase):
         self.assertEqual({d['run'] for d in lines}, {'hf-nsllm-2178'})
         lines = convert(os.path.join(RAW, 'hf-nsllm-2178.trainer_state.json'), '--run', 'mine')
         self.assertEqual({d['run'] for d in lines}, {'mine'})
+        # a file name that breaks the run-name rule becomes a valid name
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, 'run\x01\xe9.log')
+            shutil.copy(os.path.join(RAW, 'llmc-gpt2-124m-hector-killed.log'), p)
+            lines = convert(p)
+            self.assertEqual({x['run'] for x in lines}, {'run___'})  # \x01 and the 2 bytes of é
+        self.assertEqual(run('convert', '--run', 'a\x01b', os.path.join(RAW, 'hf-nsllm-2178.trainer_state.json')).returncode, 2)
 
     def test_nothing_readable_exits_two_naming_the_formats(self):
         with tempfile.NamedTemporaryFile('w', suffix='.log') as f:

@@ -254,8 +254,8 @@ START_TEST(append_rec_roundtrip)
 {
 	/* a record and an event written back and read again are the same */
 	const char *lines[] = {
-		"{\"run\":\"r \\\"q\\\" \\u0001 \u00e9\",\"step\":7,\"ts\":1754012345.678,"
-		"\"train/loss\":2.5,\"lr\":NaN,\"grad norm\":-Infinity,\"x\":0.1,\"y\":1e300}",
+		"{\"run\":\"r \\\"q\\\" \\\\ \u00e9\",\"step\":7,\"ts\":1754012345.678,"
+		"\"train/loss\":2.5,\"lr\":NaN,\"grad norm\":-Infinity,\"x\\u0001\":0.1,\"y\":1e300}",
 		"{\"run\":\"r\",\"step\":8,\"event\":\"resumed\",\"checkpoint_step\":5,\"h\":{\"lr\":0.002}}",
 	};
 	struct gw_wire_buf b = {0};
