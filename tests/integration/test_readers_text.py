@@ -394,6 +394,14 @@ class Replay(unittest.TestCase):
             self.assertIn('%s:2: bad_value: field "lm_loss" at column' % f.name, err)
             self.assertIn('… and 1,078 more errors', err)
             self.assertIn('1098 rejected', err)
+        # control characters from the input are escaped, not sent to the terminal
+        with tempfile.NamedTemporaryFile('wb', suffix='.log') as f:
+            f.write(b"{'loss': 'x\x1b[2J', 'global_step/max_steps': '1/2'}\n"
+                    b"{'loss': '1.5', 'global_step/max_steps': '2/2'}\n")
+            f.flush()
+            err = run('replay', f.name).stderr
+            self.assertIn(b'bad_value: field "loss": expected a number, got "x\\x1b[2J"', err)
+            self.assertNotIn(b'\x1b', err)
 
     def test_progress_line_on_a_terminal_only(self):
         # stderr a terminal, an input that takes more than two seconds: a
