@@ -2,7 +2,8 @@
  * input: a file through a reader for the command-line tools (see input.h).
  *
  * Errors are printed as they come, up to the cap, so the first ones appear
- * at once; the rest are only counted.  The progress line is redrawn at most
+ * at once; the rest are only counted.  Control characters from the input
+ * are printed as \xNN.  The progress line is redrawn at most
  * four times a second with '\r', and erased before anything else is printed
  * and at the end, so it never mixes with error lines or output.
  */
@@ -162,6 +163,20 @@ static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 	return c->in->on_rec(c->in->data, rec, line);
 }
 
+/* Text from the input (a field name, a value) or a file name, with control
+ * characters as \xNN, as the daemon's log writes them: no input can split
+ * a line or send escape sequences to the terminal. */
+static void put_escaped(const char *s)
+{
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch < 0x20 || ch == 0x7f)
+			fprintf(stderr, "\\x%02x", ch);
+		else
+			fputc(ch, stderr);
+	}
+}
+
 static void on_error(void *data, uint64_t line, const char *msg)
 {
 	struct ctx *c = data;
@@ -170,10 +185,12 @@ static void on_error(void *data, uint64_t line, const char *msg)
 		return;
 	c->shown++;
 	erase_progress(c);
+	put_escaped(c->in->path);
 	if (line)
-		fprintf(stderr, "%s:%" PRIu64 ": %s\n", c->in->path, line, msg);
-	else
-		fprintf(stderr, "%s: %s\n", c->in->path, msg);
+		fprintf(stderr, ":%" PRIu64, line);
+	fputs(": ", stderr);
+	put_escaped(msg);
+	fputc('\n', stderr);
 }
 
 void gw_input_run_name(const char *path, char *buf, size_t len)
@@ -203,6 +220,15 @@ void gw_input_run_name(const char *path, char *buf, size_t len)
 	}
 	if (!*buf)
 		gw_strlcpy(buf, base, len);
+	/* the run-name rule: at most GW_WIRE_RUN_MAX bytes of UTF-8 without
+	 * control characters; a file name that breaks it becomes ASCII */
+	size_t n = strlen(buf);
+	if (n > GW_WIRE_RUN_MAX)
+		buf[n = GW_WIRE_RUN_MAX] = '\0';
+	if (gw_wire_check_run(buf, n, NULL, 0) < 0)
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)buf[i] < 0x20 || (unsigned char)buf[i] >= 0x7f)
+				buf[i] = '_';
 }
 
 int gw_input_read(struct gw_input *in)

@@ -55,7 +55,9 @@ int gw_input_read(struct gw_input *in);
 /* The default run name of a path: the file name without its directory and
  * without the extensions gradwatch knows (.gz .zst .jsonl .json .log .out
  * .txt .csv, and .trainer_state / .logging / .main / .metrics / .train
- * before them); "stdin" for "-".  A label only: nothing is chosen by it. */
+ * before them); "stdin" for "-"; cut to 256 bytes, and made ASCII ('_'
+ * for other bytes) if it is not valid UTF-8 without control characters.
+ * A label only: nothing is chosen by it. */
 void gw_input_run_name(const char *path, char *buf, size_t len);
 
 /* "65,000": n with thousands separators. */

@@ -1,8 +1,9 @@
 /*
  * Stream and datagram listeners: NDJSON over a Unix socket, TCP and UDP.
  *
- * A stream connection feeds its bytes through a line splitter (lines.c) into
- * gw_ingest_line.  Accepted lines get no answer; a rejected line is answered
+ * A stream connection is an ingest source (ingest.h): its bytes go through
+ * the line splitter into the record path.  Accepted lines get no answer; a
+ * rejected line is answered
  * with one JSON line {"error": reason, "line": N, "field": ..., "message":
  * ...} as long as the client reads them (we stop writing errors when our
  * write queue to it passes 64 KiB), is counted, and logged (the first few per
@@ -13,15 +14,18 @@
  */
 #include "daemon.h"
 
-#include "lines.h"
+#include "auth.h"
 #include "log.h"
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define ERR_WRITE_LIMIT (64 * 1024)
@@ -36,11 +40,14 @@ struct conn {
 	} u;
 	struct gw_daemon *d;
 	enum gw_transport t;
-	struct gw_lines lines;
+	struct gw_ingest_src src;
 	struct gw_paused paused;
 	uint64_t id;
-	uint64_t accepted, rejected;
 	char peer[64];
+	/* TCP with tokens configured: the first line {"auth": TOKEN} */
+	bool need_auth;
+	char auth[GW_AUTH_TOKEN_MAX + 64];
+	size_t auth_len;
 	bool reading;
 	bool closing;
 	struct conn *next, *prev;
@@ -51,6 +58,8 @@ struct gw_server {
 	uv_tcp_t tcp_srv;
 	uv_udp_t udp;
 	bool unix_on, tcp_on, udp_on;
+	bool unix_bound;        /* we made the socket file: remove it at stop */
+	bool unix_activated;    /* systemd made it: leave it */
 	struct conn conns;      /* list head */
 	size_t nconns;
 	uint64_t next_id;
@@ -67,13 +76,13 @@ static void on_err_written(uv_write_t *req, int status)
 	free(gw_container_of(req, struct err_write, req));
 }
 
-static void answer_error(struct conn *c, uint64_t lineno, const struct gw_wire_err *e)
+static void answer_error(struct gw_ingest_src *src, uint64_t lineno, const struct gw_wire_err *e)
 {
-	c->rejected++;
-	if (c->rejected <= LOGGED_ERRORS)
+	struct conn *c = src->data;
+	if (src->rejected <= LOGGED_ERRORS)
 		gw_log_warn("%s connection %" PRIu64 " (%s) line %" PRIu64 ": %s%s",
 		            gw_transport_name(c->t), c->id, c->peer, lineno, e->msg,
-		            c->rejected == LOGGED_ERRORS ? " (further errors of this connection are counted, not logged)" : "");
+		            src->rejected == LOGGED_ERRORS ? " (further errors of this connection are counted, not logged)" : "");
 	if (c->closing || uv_stream_get_write_queue_size(&c->u.s) > ERR_WRITE_LIMIT)
 		return;
 	json_t *j = gw_ingest_err_json(lineno, e);
@@ -98,23 +107,10 @@ static void answer_error(struct conn *c, uint64_t lineno, const struct gw_wire_e
 	free(s);
 }
 
-static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
-                   enum gw_line_status st)
-{
-	struct conn *c = data;
-	struct gw_ingest_result res;
-	gw_ingest_framed(c->d, c->t, line, len, lineno, st, NULL, false, &res);
-	if (res.rc == 0)
-		c->accepted++;
-	else if (res.rc == -EINVAL)
-		answer_error(c, lineno, &res.err);
-	return 0;
-}
-
 static void on_close_conn(uv_handle_t *h)
 {
 	struct conn *c = gw_container_of(h, struct conn, u.h);
-	gw_lines_free(&c->lines);
+	gw_ingest_src_deinit(&c->src);
 	free(c);
 }
 
@@ -123,14 +119,14 @@ static void conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
-	gw_daemon_unpause(c->d, &c->paused);
+	gw_ingest_unpause(&c->d->ingest, &c->paused);
 	/* a last line without its newline is still a line */
-	gw_lines_finish(&c->lines, on_line, c);
+	gw_ingest_src_finish(&c->src);
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
 	c->d->server->nconns--;
 	gw_log_debug("%s connection %" PRIu64 " (%s) closed: %" PRIu64 " lines accepted, %" PRIu64 " rejected",
-	             gw_transport_name(c->t), c->id, c->peer, c->accepted, c->rejected);
+	             gw_transport_name(c->t), c->id, c->peer, c->src.accepted, c->src.rejected);
 	uv_close(&c->u.h, on_close_conn);
 }
 
@@ -138,14 +134,62 @@ static void conn_pause(struct conn *c);
 
 static void feed(struct conn *c, const char *p, size_t n)
 {
-	int rc = gw_lines_feed(&c->lines, p, n, on_line, c);
+	int rc = gw_ingest_src_feed(&c->src, p, n);
 	if (rc == -ENOMEM) {
 		gw_log_err("%s connection %" PRIu64 ": out of memory, closing", gw_transport_name(c->t), c->id);
 		conn_close(c);
 		return;
 	}
-	if (gw_store_congested(c->d->store))
+	if (gw_ingest_congested(&c->d->ingest))
 		conn_pause(c);
+}
+
+/* Answer one JSON error line and close (a refused connection hears why). */
+static void refuse(struct conn *c, const char *reason, const char *msg)
+{
+	json_t *j = json_pack("{s:s, s:s}", "error", reason, "message", msg);
+	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	size_t n = t ? strlen(t) : 0;
+	struct err_write *w = t ? malloc(sizeof(*w) + n + 1) : NULL;
+	if (w) {
+		memcpy(w->buf, t, n);
+		w->buf[n] = '\n';
+		uv_buf_t b = uv_buf_init(w->buf, (unsigned)n + 1);
+		if (uv_write(&w->req, &c->u.s, &b, 1, on_err_written) < 0)
+			free(w);
+	}
+	free(t);
+	gw_log_warn("%s connection %" PRIu64 " (%s) refused: %s", gw_transport_name(c->t), c->id,
+	            c->peer, msg);
+	conn_close(c);
+}
+
+/* Before its first line, a connection that needs a token sends it.  Returns
+ * the bytes of p consumed, or -1 when the connection was refused. */
+static ssize_t read_auth(struct conn *c, const char *p, size_t n)
+{
+	const char *nl = memchr(p, '\n', n);
+	size_t take = nl ? (size_t)(nl - p) + 1 : n;
+	if (c->auth_len + take > sizeof(c->auth)) {
+		refuse(c, "unauthorized", "unauthorized: the first line must be {\"auth\": TOKEN}");
+		return -1;
+	}
+	memcpy(c->auth + c->auth_len, p, take);
+	c->auth_len += take;
+	if (!nl)
+		return (ssize_t)take;
+	char why[128];
+	const struct gw_token *t = gw_auth_line(c->d->auth, c->auth, c->auth_len - 1, why, sizeof(why));
+	if (!t) {
+		gw_ingest_count_reject(&c->d->ingest, c->t, GW_REJ_UNAUTHORIZED);
+		refuse(c, "unauthorized", why);
+		return -1;
+	}
+	c->src.token = t;
+	c->need_auth = false;
+	c->src.lines.lineno = 1;   /* the auth line is line 1 */
+	return (ssize_t)take;
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -158,8 +202,17 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
-	c->d->stats.bytes[c->t] += (uint64_t)nread;
-	feed(c, buf->base, (size_t)nread);
+	const char *p = buf->base;
+	size_t n = (size_t)nread;
+	if (c->need_auth) {
+		ssize_t k = read_auth(c, p, n);
+		if (k < 0)
+			return;
+		p += k;
+		n -= (size_t)k;
+	}
+	if (n)
+		feed(c, p, n);
 }
 
 static void conn_resume(struct gw_paused *p)
@@ -168,7 +221,7 @@ static void conn_resume(struct gw_paused *p)
 	if (c->closing || c->reading)
 		return;
 	c->reading = true;
-	uv_read_start(&c->u.s, gw_daemon_alloc_slab, on_read);
+	uv_read_start(&c->u.s, gw_ingest_alloc_slab, on_read);
 }
 
 static void conn_pause(struct conn *c)
@@ -178,7 +231,7 @@ static void conn_pause(struct conn *c)
 	uv_read_stop(&c->u.s);
 	c->reading = false;
 	c->paused.resume = conn_resume;
-	gw_daemon_pause(c->d, &c->paused);
+	gw_ingest_pause(&c->d->ingest, &c->paused);
 }
 
 static void on_connection(uv_stream_t *srv, int status)
@@ -196,7 +249,10 @@ static void on_connection(uv_stream_t *srv, int status)
 	c->d = d;
 	c->t = is_unix ? GW_TR_UNIX : GW_TR_TCP;
 	c->id = ++sv->next_id;
-	gw_lines_init(&c->lines, d->cfg->max_line);
+	c->need_auth = !is_unix && gw_auth_enabled(d->auth);
+	gw_ingest_src_init(&c->src, &d->ingest, c->t, 0);
+	c->src.on_reject = answer_error;
+	c->src.data = c;
 	if (is_unix)
 		uv_pipe_init(d->loop, &c->u.pipe, 0);
 	else
@@ -210,7 +266,7 @@ static void on_connection(uv_stream_t *srv, int status)
 	sv->conns.next->prev = c;
 	sv->conns.next = c;
 	sv->nconns++;
-	d->stats.connections++;
+	gw_ingest_count_connection(&d->ingest);
 	if (sv->nconns > d->cfg->max_connections) {
 		gw_log_warn("too many connections (limits.max_connections = %zu); refusing one",
 		            d->cfg->max_connections);
@@ -233,25 +289,15 @@ static void on_connection(uv_stream_t *srv, int status)
 		uv_tcp_nodelay(&c->u.tcp, 1);
 	}
 	c->reading = true;
-	uv_read_start(&c->u.s, gw_daemon_alloc_slab, on_read);
+	uv_read_start(&c->u.s, gw_ingest_alloc_slab, on_read);
 }
 
 /* ---- UDP ------------------------------------------------------------------------ */
 
-struct dgram_ctx {
-	struct gw_daemon *d;
-	uint64_t rejected;
-};
-
-static int on_dgram_line(void *data, const char *line, size_t len, uint64_t lineno,
-                         enum gw_line_status st)
+static void dgram_reject(struct gw_ingest_src *s, uint64_t lineno, const struct gw_wire_err *e)
 {
-	struct dgram_ctx *x = data;
-	struct gw_ingest_result res;
-	gw_ingest_framed(x->d, GW_TR_UDP, line, len, lineno, st, NULL, true, &res);
-	if (res.rc == -EINVAL && x->rejected++ == 0)
-		gw_log_debug("udp datagram line %" PRIu64 ": %s", lineno, res.err.msg);
-	return 0;
+	if (s->rejected == 1)
+		gw_log_debug("udp datagram line %" PRIu64 ": %s", lineno, e->msg);
 }
 
 static void on_udp_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -268,30 +314,90 @@ static void on_udp(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf,
 	if (nread <= 0 || !addr)
 		return;
 	if (flags & UV_UDP_PARTIAL) {
-		gw_ingest_reject(d, GW_TR_UDP, GW_REJ_TOO_LONG);
+		gw_ingest_count_reject(&d->ingest, GW_TR_UDP, GW_REJ_TOO_LONG);
 		return;
 	}
-	if (gw_store_congested(d->store)) {
-		d->stats.udp_dropped++;
+	if (gw_ingest_congested(&d->ingest)) {
+		gw_ingest_count_udp_dropped(&d->ingest);
 		return;
 	}
-	d->stats.bytes[GW_TR_UDP] += (uint64_t)nread;
 	/* every datagram is a whole number of lines; the last needs no newline */
-	struct gw_lines l;
-	gw_lines_init(&l, d->cfg->max_line);
-	struct dgram_ctx x = {.d = d};
-	gw_lines_feed(&l, buf->base, (size_t)nread, on_dgram_line, &x);
-	gw_lines_finish(&l, on_dgram_line, &x);
-	gw_lines_free(&l);
+	struct gw_ingest_src src;
+	gw_ingest_src_init(&src, &d->ingest, GW_TR_UDP, 0);
+	src.eof_ends_line = true;
+	src.on_reject = dgram_reject;
+	const char *p = buf->base;
+	size_t n = (size_t)nread;
+	if (gw_auth_enabled(d->auth)) {
+		/* with tokens configured, each datagram starts with its auth line */
+		const char *nl = memchr(p, '\n', n);
+		char why[128];
+		src.token = nl ? gw_auth_line(d->auth, p, (size_t)(nl - p), why, sizeof(why)) : NULL;
+		if (!src.token) {
+			gw_ingest_count_reject(&d->ingest, GW_TR_UDP, GW_REJ_UNAUTHORIZED);
+			gw_ingest_src_deinit(&src);
+			return;
+		}
+		src.lines.lineno = 1;
+		n -= (size_t)(nl + 1 - p);
+		p = nl + 1;
+	}
+	gw_ingest_src_feed(&src, p, n);
+	gw_ingest_src_finish(&src);
+	gw_ingest_src_deinit(&src);
 }
 
 /* ---- start / stop ------------------------------------------------------------------- */
 
-static int addr_of(const struct gw_listen *l, struct sockaddr_storage *ss)
+/* The listening Unix stream socket systemd passed (socket activation:
+ * LISTEN_PID is us, LISTEN_FDS >= 1, the first is fd 3), or -1. */
+static int activated_socket(void)
 {
-	if (strchr(l->host, ':'))
-		return uv_ip6_addr(l->host, l->port, (struct sockaddr_in6 *)ss);
-	return uv_ip4_addr(l->host, l->port, (struct sockaddr_in *)ss);
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid() || strtol(fds, NULL, 10) < 1)
+		return -1;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	int fd = 3, type = 0, listening = 0;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss), tl = sizeof(type), ll = sizeof(listening);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || ss.ss_family != AF_UNIX ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) < 0 || !listening) {
+		gw_log_warn("systemd passed fd 3, but it is not a listening Unix stream socket; ignoring it");
+		return -1;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
+}
+
+/* A socket file left by a daemon that was killed is removed; one that a
+ * live daemon listens on is not (-EADDRINUSE): a second instance must never
+ * take the first one's socket away. */
+static int remove_stale_socket(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return 0;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return 0;   /* uv_pipe_bind reports it */
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return gw_errf(err, errlen, -errno, "unix socket %s: %s", path, strerror(errno));
+	int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	int e = errno;
+	close(fd);
+	if (rc == 0 || e == EAGAIN)
+		return gw_errf(err, errlen, -EADDRINUSE, "unix socket %s: another process is listening on "
+		               "it (a second gradwatchd?); not taking it over", path);
+	if (e == ECONNREFUSED) {
+		gw_log_info("removing the stale socket %s (nobody listens on it)", path);
+		unlink(path);
+	}
+	return 0;
 }
 
 int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
@@ -303,19 +409,29 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 	sv->conns.next = sv->conns.prev = &sv->conns;
 	struct gw_cfg *c = d->cfg;
 	int rc;
-	if (c->socket_path && *c->socket_path) {
+	int fd = activated_socket();
+	if (fd >= 0) {
+		/* systemd made the socket (gradwatchd@.socket: its group and mode) */
 		uv_pipe_init(d->loop, &sv->unix_srv, 0);
 		sv->unix_srv.data = d;
 		sv->unix_on = true;
-		/* a stale socket file from a killed daemon: remove it if nobody listens */
-		struct stat st;
-		if (lstat(c->socket_path, &st) == 0 && S_ISSOCK(st.st_mode))
-			unlink(c->socket_path);
+		sv->unix_activated = true;
+		if ((rc = uv_pipe_open(&sv->unix_srv, fd)) < 0 ||
+		    (rc = uv_listen((uv_stream_t *)&sv->unix_srv, 256, on_connection)) < 0)
+			return gw_errf(err, errlen, rc, "the unix socket systemd passed: %s", uv_strerror(rc));
+		gw_log_info("listening on the unix socket systemd passed (NDJSON)");
+	} else if (c->socket_path && *c->socket_path) {
+		uv_pipe_init(d->loop, &sv->unix_srv, 0);
+		sv->unix_srv.data = d;
+		sv->unix_on = true;
+		if ((rc = remove_stale_socket(c->socket_path, err, errlen)) < 0)
+			return rc;
 		if ((rc = uv_pipe_bind(&sv->unix_srv, c->socket_path)) < 0 ||
 		    (rc = uv_listen((uv_stream_t *)&sv->unix_srv, 256, on_connection)) < 0) {
 			snprintf(err, errlen, "unix socket %s: %s", c->socket_path, uv_strerror(rc));
 			return rc;
 		}
+		sv->unix_bound = true;
 		chmod(c->socket_path, c->socket_mode);
 		gw_log_info("listening on unix:%s (NDJSON)", c->socket_path);
 	}
@@ -324,7 +440,7 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 		uv_tcp_init(d->loop, &sv->tcp_srv);
 		sv->tcp_srv.data = d;
 		sv->tcp_on = true;
-		if ((rc = addr_of(&c->tcp, &ss)) < 0 ||
+		if ((rc = gw_cfg_sockaddr(&c->tcp, &ss)) < 0 ||
 		    (rc = uv_tcp_bind(&sv->tcp_srv, (struct sockaddr *)&ss, 0)) < 0 ||
 		    (rc = uv_listen((uv_stream_t *)&sv->tcp_srv, 256, on_connection)) < 0) {
 			snprintf(err, errlen, "tcp %s:%d: %s", c->tcp.host, c->tcp.port, uv_strerror(rc));
@@ -339,7 +455,7 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 		uv_udp_init(d->loop, &sv->udp);
 		sv->udp.data = d;
 		sv->udp_on = true;
-		if ((rc = addr_of(&c->udp, &ss)) < 0 ||
+		if ((rc = gw_cfg_sockaddr(&c->udp, &ss)) < 0 ||
 		    (rc = uv_udp_bind(&sv->udp, (struct sockaddr *)&ss, 0)) < 0 ||
 		    (rc = uv_udp_recv_start(&sv->udp, on_udp_alloc, on_udp)) < 0) {
 			snprintf(err, errlen, "udp %s:%d: %s", c->udp.host, c->udp.port, uv_strerror(rc));
@@ -366,7 +482,7 @@ void gw_server_stop(struct gw_daemon *d)
 		return;
 	if (sv->unix_on && !uv_is_closing((uv_handle_t *)&sv->unix_srv)) {
 		uv_close((uv_handle_t *)&sv->unix_srv, NULL);
-		if (d->cfg->socket_path)
+		if (sv->unix_bound)
 			unlink(d->cfg->socket_path);
 	}
 	if (sv->tcp_on && !uv_is_closing((uv_handle_t *)&sv->tcp_srv))

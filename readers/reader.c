@@ -246,7 +246,17 @@ static const char *default_run(struct gw_reader *r, int64_t step, bool point)
 		if (r->run_any && step < r->run_last && step <= r->run_first) {
 			r->run_no++;
 			r->run_any = false;
-			snprintf(r->cur_run, sizeof(r->cur_run), "%s#%u", r->o.run, r->run_no);
+			/* NAME#k, NAME cut (at a character) to keep it in the limit */
+			char suffix[16];
+			size_t sl = (size_t)snprintf(suffix, sizeof(suffix), "#%u", r->run_no);
+			size_t n = strlen(r->o.run);
+			if (n + sl > GW_WIRE_RUN_MAX) {
+				n = GW_WIRE_RUN_MAX - sl;
+				while (n && ((unsigned char)r->o.run[n] & 0xC0) == 0x80)
+					n--;
+			}
+			memcpy(r->cur_run, r->o.run, n);
+			memcpy(r->cur_run + n, suffix, sl + 1);
 		}
 		if (!r->run_any) {
 			r->run_any = true;
@@ -267,11 +277,22 @@ static int check_step(struct gw_reader *r, int64_t step, uint64_t line)
 	return 0;
 }
 
+/* A run a format names: the rule of every entry point (gw_wire_check_run). */
+static int check_run(struct gw_reader *r, const char *run, uint64_t line)
+{
+	char why[128];
+	if (gw_wire_check_run(run, strlen(run), why, sizeof(why)) < 0) {
+		gw__rd_error(r, line, "bad_run: %s", why);
+		return -1;
+	}
+	return 0;
+}
+
 int gw__rd_emit(struct gw_reader *r, uint64_t line)
 {
 	if (!r->rec.present)
 		return 0;
-	if (check_step(r, r->rec.step, line) < 0)
+	if (check_step(r, r->rec.step, line) < 0 || (r->run_set && check_run(r, r->run, line) < 0))
 		return 0;
 	r->rec.run = r->run_set ? r->run : default_run(r, r->rec.step, true);
 	r->rec.run_len = strlen(r->rec.run);
@@ -289,7 +310,7 @@ int gw__rd_emit_rec(struct gw_reader *r, const struct gw_rec *rec, uint64_t line
 int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t step,
                  json_t *attrs, uint64_t line)
 {
-	if (check_step(r, step, line) < 0)
+	if (check_step(r, step, line) < 0 || (run && check_run(r, run, line) < 0))
 		return 0;
 	struct gw_rec ev;
 	memset(&ev, 0, sizeof(ev));
@@ -388,6 +409,9 @@ int gw_reader_new(const struct gw_reader_opts *opts, const struct gw_reader_sink
 			               "input format \"%s\" cannot be followed while it grows "
 			               "(its files are rewritten, not appended)", forced->name);
 	}
+	char why[128];
+	if (opts->run && gw_wire_check_run(opts->run, strlen(opts->run), why, sizeof(why)) < 0)
+		return gw_errf(err, errlen, -EINVAL, "bad run name: %s", why);
 	struct gw_reader *r = calloc(1, sizeof(*r));
 	if (!r)
 		return gw_errf(err, errlen, -ENOMEM, "out of memory");

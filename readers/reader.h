@@ -115,8 +115,11 @@ extern const struct gw_reader_format *const gw_reader_formats[];
 const struct gw_reader_format *gw_reader_format_find(const char *name);
 
 /* Create a reader; opts and sink are copied (the strings they point to are
- * borrowed).  Returns 0, -ENOENT for an unknown opts.format (message in
- * err), -ENOMEM. */
+ * borrowed).  Returns 0, -ENOENT for an unknown opts.format, -EINVAL for
+ * an opts.run that breaks the run-name rule (gw_wire_check_run) or a
+ * format that cannot be followed (message in err), -ENOMEM.  Run names a
+ * format reads from its input follow the same rule (a point with a bad
+ * one is reported as bad_run and skipped). */
 int gw_reader_new(const struct gw_reader_opts *opts, const struct gw_reader_sink *sink,
                   struct gw_reader **out, char *err, size_t errlen);
 void gw_reader_free(struct gw_reader *r);

@@ -349,6 +349,13 @@ class Replay(unittest.TestCase):
         self.assertEqual({d['run'] for d in lines}, {'hf-nsllm-2178'})
         lines = convert(os.path.join(RAW, 'hf-nsllm-2178.trainer_state.json'), '--run', 'mine')
         self.assertEqual({d['run'] for d in lines}, {'mine'})
+        # a file name that breaks the run-name rule becomes a valid name
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, 'run\x01\xe9.log')
+            shutil.copy(os.path.join(RAW, 'llmc-gpt2-124m-hector-killed.log'), p)
+            lines = convert(p)
+            self.assertEqual({x['run'] for x in lines}, {'run___'})  # \x01 and the 2 bytes of é
+        self.assertEqual(run('convert', '--run', 'a\x01b', os.path.join(RAW, 'hf-nsllm-2178.trainer_state.json')).returncode, 2)
 
     def test_nothing_readable_exits_two_naming_the_formats(self):
         with tempfile.NamedTemporaryFile('w', suffix='.log') as f:
@@ -387,6 +394,14 @@ class Replay(unittest.TestCase):
             self.assertIn('%s:2: bad_value: field "lm_loss" at column' % f.name, err)
             self.assertIn('… and 1,078 more errors', err)
             self.assertIn('1098 rejected', err)
+        # control characters from the input are escaped, not sent to the terminal
+        with tempfile.NamedTemporaryFile('wb', suffix='.log') as f:
+            f.write(b"{'loss': 'x\x1b[2J', 'global_step/max_steps': '1/2'}\n"
+                    b"{'loss': '1.5', 'global_step/max_steps': '2/2'}\n")
+            f.flush()
+            err = run('replay', f.name).stderr
+            self.assertIn(b'bad_value: field "loss": expected a number, got "x\\x1b[2J"', err)
+            self.assertNotIn(b'\x1b', err)
 
     def test_progress_line_on_a_terminal_only(self):
         # stderr a terminal, an input that takes more than two seconds: a

@@ -43,7 +43,7 @@ static void app(struct got *g, const char *s)
 static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 {
 	struct got *g = data;
-	char b[256];
+	char b[512];
 	snprintf(b, sizeof(b), "%llu %s %lld", (unsigned long long)line, rec->run, (long long)rec->step);
 	app(g, b);
 	if (rec->event) {
@@ -612,6 +612,39 @@ START_TEST(runs_split_on_restarts_only)
 }
 END_TEST
 
+START_TEST(run_name_rule)
+{
+	struct gw_reader_opts o = {.aliases = aliases, .run = "bad\x01name"};
+	struct gw_reader_sink sk = {.on_rec = on_rec};
+	struct gw_reader *r;
+	char err[256];
+	ck_assert_int_eq(gw_reader_new(&o, &sk, &r, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "bad run name"), "%s", err);
+
+	/* NAME#2 stays within 256 bytes, cut at a character */
+	char name[257];
+	memset(name, 'a', 255);
+	memcpy(name + 253, "\xc3\xa9", 2); /* an e-acute across the cut */
+	name[255] = '\0';
+	struct got g = {0};
+	struct gw_reader_sink sk2 = {.data = &g, .on_rec = on_rec, .on_error = on_error};
+	o.run = name;
+	o.format = "llmc";
+	ck_assert_int_eq(gw_reader_new(&o, &sk2, &r, err, sizeof(err)), 0);
+	const char *in = "s:1 trl:1 lr:1 norm:1\ns:2 trl:1 lr:1 norm:1\ns:1 trl:1 lr:1 norm:1\n";
+	ck_assert_int_eq(gw_reader_feed(r, in, strlen(in)), 0);
+	ck_assert_int_eq(gw_reader_finish(r), 0);
+	gw_reader_free(r);
+	ck_assert_int_eq(g.points, 3);
+	const char *third = strstr(g.text, "\n3 ");
+	ck_assert_ptr_ne(third, NULL);
+	char want[300];
+	snprintf(want, sizeof(want), "\n3 %.253s#2 1 ", name);
+	ck_assert_msg(!strncmp(third, want, strlen(want)), "[%.300s] want [%.300s]", third + 1, want + 1);
+	free(g.text);
+}
+END_TEST
+
 START_TEST(aliases_and_extras)
 {
 	struct res r;
@@ -716,6 +749,7 @@ static Suite *suite(void)
 	tcase_add_test(t, hf_state);
 	tcase_add_test(t, runs_split_on_restarts_only);
 	tcase_add_test(t, aliases_and_extras);
+	tcase_add_test(t, run_name_rule);
 	tcase_set_timeout(t, 300);
 	tcase_add_test(t, real_logs_in_chunks);
 	suite_add_tcase(s, t);
