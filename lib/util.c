@@ -99,6 +99,21 @@ int gw_read_file(const char *path, char **out, size_t *len)
 	return 0;
 }
 
+int gw_reserve(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap : 16;
+	while (ncap < need)
+		ncap *= 2;
+	void *np = realloc(*p, ncap * elem);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = ncap;
+	return 0;
+}
+
 int gw_credential_path(const char *name, char **out)
 {
 	const char *cred = getenv("CREDENTIALS_DIRECTORY");

@@ -44,6 +44,11 @@ int gw_glob_match(const char *pattern, const char *s);
 int gw_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/* Make the array *p (of *cap elements of `elem` bytes) hold at least
+ * `need` elements, doubling its capacity (from 16); *p and *cap are updated.
+ * Returns 0 or -ENOMEM (the array is then as it was). */
+int gw_reserve(void **p, size_t *cap, size_t need, size_t elem);
+
 /* Read a whole file into a NUL-terminated heap buffer (caller frees).
  * Returns 0 or a negative errno; *len (may be NULL) gets the length. */
 int gw_read_file(const char *path, char **out, size_t *len);

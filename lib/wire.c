@@ -69,7 +69,15 @@ const char *gw_wire_reason_name(enum gw_wire_reason r)
  * train_samples_per_second), Megatron-LM text logs ("lm loss",
  * "grad norm", "learning rate"), llm.c (norm, tok_per_s), composer/OLMo
  * ("train/loss", "optim/total grad norm"), Lightning/W&B ("train/loss",
- * "lr-AdamW"), ms-swift ("train_speed(iter/s)"). */
+ * "lr-AdamW"), ms-swift ("train_speed(iter/s)"), build-nanoGPT stdout
+ * ("tok/sec"), Lightning's on_step/on_epoch split ("train_loss_step"; the
+ * "_epoch" aggregate is deliberately not an alias: it repeats an epoch's
+ * last step with a different value) and its grad_norm() utility
+ * ("grad_2.0_norm_total"), Keras' TensorBoard callback ("epoch_loss"; Keras
+ * logs only per epoch, and validation goes to another file under the same
+ * tag), the TF2 Object Detection API ("Loss/total_loss"; its per-part losses
+ * stay extras).  Nothing named val_* / eval_* / test_* is an alias: they are
+ * evaluations, not training points. */
 static const struct {
 	enum gw_role role;
 	const char *name;
@@ -84,6 +92,10 @@ static const struct {
 	{GW_ROLE_LOSS, "loss/train"},
 	{GW_ROLE_LOSS, "train/ce_loss"},
 	{GW_ROLE_LOSS, "trl"},
+	{GW_ROLE_LOSS, "train_loss_step"},
+	{GW_ROLE_LOSS, "train/loss_step"},
+	{GW_ROLE_LOSS, "epoch_loss"},
+	{GW_ROLE_LOSS, "Loss/total_loss"},
 	{GW_ROLE_GRAD_NORM, "grad_norm"},
 	{GW_ROLE_GRAD_NORM, "grad norm"},
 	{GW_ROLE_GRAD_NORM, "gradient_norm"},
@@ -94,6 +106,7 @@ static const struct {
 	{GW_ROLE_GRAD_NORM, "grad_norm/total"},
 	{GW_ROLE_GRAD_NORM, "gnorm"},
 	{GW_ROLE_GRAD_NORM, "norm"},
+	{GW_ROLE_GRAD_NORM, "grad_2.0_norm_total"},
 	{GW_ROLE_LR, "lr"},
 	{GW_ROLE_LR, "learning_rate"},
 	{GW_ROLE_LR, "learning rate"},
@@ -104,6 +117,8 @@ static const struct {
 	{GW_ROLE_LR, "lr-AdamW"},
 	{GW_ROLE_LR, "lr-Adam"},
 	{GW_ROLE_LR, "lr-SGD"},
+	{GW_ROLE_LR, "epoch_lr"},
+	{GW_ROLE_LR, "epoch_learning_rate"},
 	{GW_ROLE_THROUGHPUT, "throughput"},
 	{GW_ROLE_THROUGHPUT, "samples_per_second"},
 	{GW_ROLE_THROUGHPUT, "samples_per_sec"},
@@ -113,6 +128,7 @@ static const struct {
 	{GW_ROLE_THROUGHPUT, "tokens_per_second"},
 	{GW_ROLE_THROUGHPUT, "tok_per_s"},
 	{GW_ROLE_THROUGHPUT, "tok/s"},
+	{GW_ROLE_THROUGHPUT, "tok/sec"},
 	{GW_ROLE_THROUGHPUT, "throughput/tokens_per_sec"},
 	{GW_ROLE_THROUGHPUT, "train_speed(iter/s)"},
 	{GW_ROLE_TS, "ts"},
@@ -792,21 +808,6 @@ static int parse_value(struct cur *c, int depth, json_t **out)
 	return fail(c, GW_REJ_SYNTAX, c->i + 1, c->field, "unexpected character '%c'", ch);
 }
 
-static int reserve(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	void *np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 /* First pass: the top-level object into w->ent. */
 static int read_object(struct cur *c)
 {
@@ -831,7 +832,7 @@ static int read_object(struct cur *c)
 	for (;;) {
 		if (c->i >= c->n || c->s[c->i] != '"')
 			return fail(c, GW_REJ_SYNTAX, c->i + 1, NULL, "field name expected");
-		if ((rc = reserve((void **)&w->ent, &w->ent_cap, w->n_ent + 1, sizeof(*w->ent))) < 0)
+		if ((rc = gw_reserve((void **)&w->ent, &w->ent_cap, w->n_ent + 1, sizeof(*w->ent))) < 0)
 			return rc;
 		struct entry *e = &w->ent[w->n_ent];
 		memset(e, 0, sizeof(*e));
@@ -968,7 +969,7 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 	/* Decoded strings never exceed their raw text; one byte per string for
 	 * the terminator fits in the quotes.  So len + 1 bytes is enough and the
 	 * buffer never moves during a parse. */
-	if (reserve((void **)&w->scratch, &w->scratch_cap, len + 16, 1) < 0)
+	if (gw_reserve((void **)&w->scratch, &w->scratch_cap, len + 16, 1) < 0)
 		return -ENOMEM;
 	w->scratch_len = 0;
 	w->n_ent = 0;
@@ -985,7 +986,7 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 	for (int r = 0; r < GW_NROLES; r++)
 		prio[r] = 1 << 30;
 	size_t n_metrics = 0;
-	if (reserve((void **)&w->metrics, &w->metrics_cap, w->n_ent + 1,
+	if (gw_reserve((void **)&w->metrics, &w->metrics_cap, w->n_ent + 1,
 	            sizeof(*w->metrics)) < 0)
 		return -ENOMEM;
 
@@ -1103,4 +1104,87 @@ int gw_wire_fmt_double(char *buf, double v)
 			return n;
 	}
 	return 0;
+}
+
+static int put(struct gw_wire_buf *b, const char *s, size_t n)
+{
+	if (gw_reserve((void **)&b->p, &b->cap, b->len + n, 1) < 0)
+		return -ENOMEM;
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	return 0;
+}
+
+/* A JSON string: quote, backslash and control characters escaped; other
+ * bytes (UTF-8 included) as they are. */
+static int put_str(struct gw_wire_buf *b, const char *s, size_t n)
+{
+	int rc = put(b, "\"", 1);
+	size_t i = 0, start = 0;
+	for (; i < n && !rc; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch >= 0x20 && ch != '"' && ch != '\\')
+			continue;
+		char esc[8];
+		int k = ch == '"' || ch == '\\' ? snprintf(esc, sizeof(esc), "\\%c", ch)
+		                                 : snprintf(esc, sizeof(esc), "\\u%04x", ch);
+		rc = put(b, s + start, i - start);
+		if (!rc)
+			rc = put(b, esc, (size_t)k);
+		start = i + 1;
+	}
+	if (!rc)
+		rc = put(b, s + start, i - start);
+	return rc ? rc : put(b, "\"", 1);
+}
+
+static int put_member(struct gw_wire_buf *b, const char *name, double v)
+{
+	char num[32];
+	int n = gw_wire_fmt_double(num, v);
+	int rc = put(b, ",", 1);
+	if (!rc)
+		rc = put_str(b, name, strlen(name));
+	if (!rc)
+		rc = put(b, ":", 1);
+	return rc ? rc : put(b, num, (size_t)n);
+}
+
+int gw_wire_append_rec(struct gw_wire_buf *b, const struct gw_rec *rec)
+{
+	size_t mark = b->len;
+	char num[48];
+	int rc = put(b, "{\"run\":", 7);
+	if (!rc)
+		rc = put_str(b, rec->run, rec->run_len);
+	if (!rc) {
+		int n = snprintf(num, sizeof(num), ",\"step\":%lld", (long long)rec->step);
+		rc = put(b, num, (size_t)n);
+	}
+	if (!rc && !isnan(rec->ts))
+		rc = put_member(b, "ts", rec->ts);
+	if (rec->event) {
+		if (!rc)
+			rc = put(b, ",\"event\":", 9);
+		if (!rc)
+			rc = put_str(b, rec->event, strlen(rec->event));
+		if (!rc && rec->attrs && json_object_size(rec->attrs)) {
+			char *a = json_dumps(rec->attrs, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17));
+			rc = a ? put(b, ",", 1) : -ENOMEM;
+			if (!rc) /* the attributes' members after ours */
+				rc = put(b, a + 1, strlen(a) - 2);
+			free(a);
+		}
+	} else {
+		for (int r = 0; r < GW_NROLES && !rc; r++)
+			if (gw_rec_has(rec, (enum gw_role)r))
+				rc = put_member(b, role_names[r], rec->v[r]);
+		for (size_t i = 0; i < rec->n_extra && !rc; i++)
+			rc = put_member(b, rec->extra[i].name, rec->extra[i].value);
+	}
+	if (!rc)
+		rc = put(b, "}\n", 2);
+	if (rc)
+		b->len = mark;
+	return rc;
 }

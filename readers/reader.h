@@ -37,8 +37,9 @@
  * sees the rewind and opens a segment.
  *
  * Threads: a reader is used from one thread.  Memory: bounded by the
- * longest line (opts.max_line) except for whole-document formats
- * (trainer_state.json), which hold the document until gw_reader_finish.
+ * longest line (opts.max_line), the sniffing buffer (GW_READER_SNIFF_MAX,
+ * until the format is chosen) and, for trainer_state.json, the largest
+ * log_history entry (the document itself is read as it comes).
  */
 #ifndef GW_READER_H
 #define GW_READER_H
@@ -87,7 +88,12 @@ struct gw_reader_format {
 	unsigned flags;          /* GW_RDF_* */
 	/* How sure the format is (0 = not this format, 100 = certain) that
 	 * the input starting with head[0..n) is its own; `all` is true when
-	 * head is the whole input.  Must not depend on the file name. */
+	 * head is the whole input.  Must not depend on the file name.  It is
+	 * asked at n = 256, 512, ... GW_READER_SNIFF_MAX and at the end of a
+	 * shorter input; 50 or more decides at once (the best wins, the
+	 * earlier in gw_reader_formats on a tie), below that the best score
+	 * above 0 is taken only at GW_READER_SNIFF_MAX or at the end.  An
+	 * incomplete last line of head should not count. */
 	int (*sniff)(const char *head, size_t n, bool all);
 	size_t state_size;       /* bytes of per-reader state (zeroed) */
 	int (*init)(struct gw_reader *r, void *state);
@@ -109,8 +115,11 @@ extern const struct gw_reader_format *const gw_reader_formats[];
 const struct gw_reader_format *gw_reader_format_find(const char *name);
 
 /* Create a reader; opts and sink are copied (the strings they point to are
- * borrowed).  Returns 0, -ENOENT for an unknown opts.format (message in
- * err), -ENOMEM. */
+ * borrowed).  Returns 0, -ENOENT for an unknown opts.format, -EINVAL for
+ * an opts.run that breaks the run-name rule (gw_wire_check_run) or a
+ * format that cannot be followed (message in err), -ENOMEM.  Run names a
+ * format reads from its input follow the same rule (a point with a bad
+ * one is reported as bad_run and skipped). */
 int gw_reader_new(const struct gw_reader_opts *opts, const struct gw_reader_sink *sink,
                   struct gw_reader **out, char *err, size_t errlen);
 void gw_reader_free(struct gw_reader *r);
@@ -132,8 +141,9 @@ const char *gw_reader_error(const struct gw_reader *r);
 
 /* Bytes of the input that are fully processed: everything before this
  * offset has been handed over and nothing after it has (the end of the last
- * complete line or record; of the decompressed input when compressed).  A
- * follower stores it as its position. */
+ * complete line or record; of the decompressed input when compressed),
+ * counted from the first byte fed to this reader.  A follower stores its
+ * starting offset plus this as its position. */
 uint64_t gw_reader_consumed(const struct gw_reader *r);
 
 /* Source lines (or binary records) seen so far. */

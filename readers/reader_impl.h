@@ -42,7 +42,9 @@ int gw__rd_emit(struct gw_reader *r, uint64_t line);
 int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t step,
                  json_t *attrs, uint64_t line);
 
-/* Report input that could not be read at `line` (0 if unknown). */
+/* Report input that could not be read at `line` (0 if unknown); the
+ * message names the field ("bad_value: field \"loss\": ...").  It is not
+ * an error of the reader: reading goes on. */
 void gw__rd_error(struct gw_reader *r, uint64_t line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -50,9 +52,85 @@ void gw__rd_error(struct gw_reader *r, uint64_t line, const char *fmt, ...)
 const struct gw_alias *gw__rd_aliases(const struct gw_reader *r);
 const char *gw__rd_default_run(const struct gw_reader *r);
 
-/* Mark the input up to the current position as fully processed (byte
- * formats call it after each complete record; line formats get it from
- * the line splitter). */
+/* Byte formats: everything before offset `bytes` of the (decompressed)
+ * input, counted from the first byte fed to this reader, is fully
+ * processed.  Call it once after each complete record: each call counts one
+ * record for gw_reader_lines().  Line formats get it from the line
+ * splitter. */
 void gw__rd_consumed(struct gw_reader *r, uint64_t bytes);
+
+/* The input cannot be read (any further): keep the message for
+ * gw_reader_error() and return -EPROTO, for the format to return from its
+ * callback (a byte format's feed/finish, or a line format's header). */
+int gw__rd_fail(struct gw_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Lines (records) before the input's first byte: gw_reader_opts.first_line,
+ * for byte formats that number their records themselves. */
+uint64_t gw__rd_first_line(const struct gw_reader *r);
+
+/* Hand over a record the format built itself (the NDJSON parser fills a
+ * struct gw_rec): as is, without the role filter or run splitting. */
+int gw__rd_emit_rec(struct gw_reader *r, const struct gw_rec *rec, uint64_t line);
+
+/* Line formats: true while the line being handed over is a last line
+ * without its '\n' (the input ended inside it). */
+bool gw__rd_line_truncated(const struct gw_reader *r);
+
+/* Text helpers for line formats. */
+
+/* A number at s[0..n): [+-] digits [. digits] [e[+-]digits], or nan / inf /
+ * infinity in any case; *v gets it.  Returns the bytes it used, 0 if s does
+ * not start with a number. */
+size_t gw__rd_num(const char *s, size_t n, double *v);
+
+/* Unsigned decimal digits at s[0..n) into *v; returns the bytes used, 0 if
+ * none (or the value does not fit in int64_t). */
+size_t gw__rd_int(const char *s, size_t n, int64_t *v);
+
+/* The first occurrence of `needle` in s[0..n), or NULL. */
+const char *gw__rd_find(const char *s, size_t n, const char *needle);
+
+/* For sniffers: the next line of the head at *p (up to end) into *line,
+ * *len (without its '\n' or a final '\r'), and *p past it.  False when
+ * none is left; an incomplete last line counts only when `all`. */
+bool gw__rd_sniff_line(const char **p, const char *end, bool all, const char **line, size_t *len);
+
+/* For line formats whose lines hold several records between bare '\r's
+ * (tqdm bars and other progress redraws): fn on each '\r'-separated
+ * segment of s[0..n) in order, until it returns non-zero (returned). */
+typedef int (*gw_rd_segment_fn)(struct gw_reader *r, void *state, const char *s, size_t n,
+                                uint64_t lineno);
+int gw__rd_cr_segments(struct gw_reader *r, void *state, const char *s, size_t n,
+                       uint64_t lineno, gw_rd_segment_fn fn);
+
+/* The members of one flat object, written as JSON ({"k": 1.5, ...}, with
+ * Python's bare NaN/Infinity) or as a Python dict repr ({'k': '1.5', ...},
+ * None/True/False): what the HF Trainer and ms-swift write.  Nested
+ * values are skipped over (strings in them respected).  Keys and strings
+ * are raw spans (escapes not decoded).  Allocation-free. */
+enum gw_rd_kind { GW_RD_NUM, GW_RD_STR, GW_RD_OTHER };
+
+struct gw_rd_kv {
+	const char *key;
+	size_t key_len;
+	enum gw_rd_kind kind;
+	double num;          /* GW_RD_NUM */
+	const char *str;     /* GW_RD_STR: between the quotes */
+	size_t str_len;
+};
+
+struct gw_rd_obj {
+	const char *s;
+	size_t n, i;
+	bool first;
+};
+
+/* Start at s[0], which must be '{'. */
+void gw__rd_obj_init(struct gw_rd_obj *o, const char *s, size_t n);
+
+/* The next member into *kv: 1; the end of the object: 0 (o->i is then
+ * just past its '}'); not an object of this kind: -1 (o->i is where it
+ * stops being one, 0-based). */
+int gw__rd_obj_next(struct gw_rd_obj *o, struct gw_rd_kv *kv);
 
 #endif

@@ -1,0 +1,81 @@
+#!/bin/sh
+# fuzz/run.sh [SECONDS]: build every fuzz target with clang (libFuzzer,
+# AddressSanitizer, UndefinedBehaviorSanitizer) and run each for SECONDS
+# (default 60); exit 1 if any of them crashed, leaked or tripped a sanitizer.
+#
+#   - A target is a file fuzz/fuzz_NAME.c defining LLVMFuzzerTestOneInput;
+#     its committed seeds are fuzz/corpus/NAME/ (read, never written).
+#   - Every target links lib/*.c, readers/*.c and the generated protobuf-c
+#     code, compiled once with coverage instrumentation.  A target that needs
+#     more names it in its header comment:
+#         * fuzz-sources: daemon/http.c daemon/other.c
+#         * fuzz-libs: -lhttp_parser -luv
+#   - Everything goes to $FUZZ_BUILD (default build-fuzz/): objects, the
+#     target binaries, the inputs each run found (work/NAME/, kept between
+#     runs) and crash reproducers (crash-NAME-*).  Replay one with
+#         build-fuzz/fuzz_NAME build-fuzz/crash-NAME-...
+#   - FUZZ_TARGETS="csv tfevents" limits the run to those targets.
+#
+# Needs clang and libclang-rt-*-dev (libFuzzer), protoc-c and the build
+# dependencies of the readers (Debian: clang libclang-rt-14-dev
+# protobuf-c-compiler libprotobuf-c-dev libcsv-dev libjansson-dev zlib1g-dev
+# libzstd-dev).
+set -eu
+cd "$(dirname "$0")/.."
+
+secs=${1:-60}
+out=${FUZZ_BUILD:-build-fuzz}
+cc=${CC_FUZZ:-clang}
+san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+cflags="-g -O1 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter $san"
+incs="-Ilib -Ireaders -I$out/gen"
+libs="-lprotobuf-c -lcsv -ljansson -lz -lzstd -lm"
+
+mkdir -p "$out/gen" "$out/obj"
+protoc-c --proto_path=readers/proto --c_out="$out/gen" readers/proto/tbevent.proto
+
+# the code under test, instrumented for coverage, in one archive
+objs=""
+for src in lib/*.c readers/*.c "$out"/gen/*.c; do
+	obj="$out/obj/$(echo "$src" | tr / _ | sed 's/\.c$/.o/')"
+	"$cc" $cflags -fsanitize=fuzzer-no-link $incs -c "$src" -o "$obj"
+	objs="$objs $obj"
+done
+rm -f "$out/libgw-fuzz.a"
+ar rcs "$out/libgw-fuzz.a" $objs
+
+failed=""
+for harness in fuzz/fuzz_*.c; do
+	name=$(basename "$harness" .c)
+	name=${name#fuzz_}
+	if [ -n "${FUZZ_TARGETS:-}" ] && ! echo " $FUZZ_TARGETS " | grep -q " $name "; then
+		continue
+	fi
+	extra_src=$(sed -n 's/^ \* fuzz-sources: //p' "$harness")
+	extra_libs=$(sed -n 's/^ \* fuzz-libs: //p' "$harness")
+	bin="$out/fuzz_$name"
+	"$cc" $cflags -fsanitize=fuzzer $incs "$harness" $extra_src "$out/libgw-fuzz.a" \
+		$libs $extra_libs -o "$bin"
+	mkdir -p "$out/work/$name" "fuzz/corpus/$name"
+	echo "fuzz: $name for ${secs}s (seeds: fuzz/corpus/$name/)"
+	# the first corpus directory receives what the run finds; the committed
+	# seeds are only read
+	if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 \
+	   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	   "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -max_len=65536 \
+	          -print_final_stats=1 -artifact_prefix="$out/crash-$name-" \
+	          "$out/work/$name" "fuzz/corpus/$name" >"$out/$name.log" 2>&1; then
+		grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ *DONE)' \
+			"$out/$name.log" | sed "s/^/fuzz: $name: /" || true
+	else
+		echo "fuzz: $name FAILED; the end of $out/$name.log:" >&2
+		tail -n 40 "$out/$name.log" >&2
+		failed="$failed $name"
+	fi
+done
+
+if [ -n "$failed" ]; then
+	echo "fuzz: crashed:$failed" >&2
+	exit 1
+fi
+echo "fuzz: no crash"

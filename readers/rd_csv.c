@@ -1,0 +1,643 @@
+/*
+ * rd_csv: metrics tables in CSV, read with libcsv (RFC 4180 quoting, CRLF
+ * or LF, a last row without a newline).  Two layouts, told apart by the
+ * header row:
+ *
+ *   lightning_csv  PyTorch Lightning CSVLogger's metrics.csv: one column
+ *                  per logged name plus `step` (and usually `epoch`), in
+ *                  sorted or insertion order.  Rows are sparse: a training
+ *                  row, a validation row and an epoch row fill different
+ *                  columns.  Every row is a point at its `step`; the named
+ *                  numbers map to roles through the alias table, so a row
+ *                  that fills no role column (validation, epoch
+ *                  aggregates) is skipped.
+ *   wandb_csv      a W&B panel export: `Step,<run> - <metric>,...`, each
+ *                  metric optionally followed by `__MIN` / `__MAX` columns
+ *                  (dropped), every field quoted or none.  Several runs per
+ *                  file: each row gives one point per run that has a value
+ *                  in it, named after the run (the header text before the
+ *                  last " - ").  The step is the first column, or the run's
+ *                  own `<run> - _step` column when the export has one.
+ *
+ * The framework hands over lines (line numbers, CRLF, the last line); each
+ * goes to libcsv with its '\n' put back, so a quoted field may span lines.
+ * A point's line is the line its row starts on.  Both files are rewritten
+ * whole by their writers, so neither is read while it grows.
+ *
+ * Errors: a cell that is not a number, a bad step or a row with more cells
+ * than the header is reported with its line and column and the row (for
+ * W&B: that run's point) is skipped.  A header without a `step` column
+ * (Lightning) ends the input.  Memory: the header, one row, and libcsv's
+ * field buffer (a row over ROW_MAX bytes is dropped and reported).
+ * (Some 640 lines: both layouts in one file, as they share the sniffing,
+ * the libcsv plumbing and the row state.)
+ */
+#include "reader_impl.h"
+#include "util.h"
+
+#include <csv.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROW_MAX (16u * 1024 * 1024)   /* bytes of one row */
+#define COLS_MAX 65536
+
+enum col_kind {
+	COL_SKIP,     /* __MIN/__MAX, a W&B column naming no run */
+	COL_STEP,     /* the step (Lightning `step`, W&B first column) */
+	COL_RUNSTEP,  /* W&B `<run> - _step` */
+	COL_VALUE,
+};
+
+struct col {
+	enum col_kind kind;
+	const char *name;       /* metric name (after "<run> - " for W&B) */
+	size_t len;
+	char *head;             /* the whole header cell, for messages */
+	size_t run;             /* W&B: index into runs */
+};
+
+struct run {
+	char *name;
+	size_t len;
+	size_t stepcol;         /* its _step column, or SIZE_MAX */
+	size_t first, n;        /* its value columns: order[first..first+n) */
+};
+
+struct csvst {
+	struct gw_reader *r;
+	bool wandb;
+	struct csv_parser p;
+	bool header_done;
+	bool failed;            /* the header was unusable: ignore the rest */
+	int err;                /* -ENOMEM from a callback */
+
+	struct col *cols;
+	size_t ncols;
+	size_t stepcol;
+	struct run *runs;
+	size_t nruns, capruns;
+	size_t *order;          /* value columns grouped by run */
+
+	/* the row being read */
+	char *buf;              /* its cells, each NUL-terminated */
+	size_t len, cap;
+	size_t *cell;           /* offset of each cell in buf */
+	size_t ncell, capcell;
+	bool in_row, row_too_long;
+	uint64_t row_line;      /* line the row started on */
+	uint64_t line;          /* line being fed */
+	uint64_t start_line;    /* where a row starting now would start */
+	bool odd_quotes;        /* inside a quoted field across lines */
+	bool row_ended;         /* a row ended in the line being fed */
+};
+
+/* ---- header sniffing --------------------------------------------------- */
+
+/* The next line of the head at *p (gw__rd_sniff_line): [*from, *to) as
+ * offsets into head, without a byte-order mark on the first line.  Returns
+ * 1, or when there is none: -1 if the input ended there, 0 while it may
+ * still come. */
+static int head_line(const char *head, size_t n, bool all, const char **p, size_t *from,
+                     size_t *to)
+{
+	const char *line;
+	size_t len;
+	if (!n || !gw__rd_sniff_line(p, head + n, all, &line, &len))
+		return all ? -1 : 0;
+	*from = (size_t)(line - head);
+	*to = *from + len;
+	if (*from == 0 && len >= 3 && memcmp(head, "\xef\xbb\xbf", 3) == 0)
+		*from = 3;
+	return 1;
+}
+
+/* The next cell of s[*i..end) into out (quotes removed, "" read as one
+ * quote, cut to outlen - 1 bytes); false after the last one. */
+static bool next_cell(const char *s, size_t *i, size_t end, bool *more, char *out, size_t outlen)
+{
+	if (!*more)
+		return false;
+	size_t o = 0, k = *i;
+	bool q = k < end && s[k] == '"';
+	if (q)
+		k++;
+	for (; k < end; k++) {
+		char c = s[k];
+		if (q && c == '"') {
+			if (k + 1 < end && s[k + 1] == '"') {
+				k++;
+			} else {
+				q = false;
+				continue;
+			}
+		} else if (!q && c == ',') {
+			break;
+		}
+		if (o + 1 < outlen)
+			out[o++] = c;
+	}
+	out[o] = '\0';
+	*more = k < end;
+	*i = k + 1;
+	return true;
+}
+
+static bool is_number(const char *s)
+{
+	char *e;
+	if (!*s)
+		return false;
+	strtod(s, &e);
+	return *e == '\0';
+}
+
+/* The first data row, after the header (which ended at p): 1 when it
+ * has `ncells` cells and a number in cell `numcol`, 2 when there is none
+ * (the input is a header only), 0 while it is not complete, -1 otherwise. */
+static int first_row(const char *head, size_t n, bool all, const char *p, int ncells, int numcol)
+{
+	size_t i, end;
+	bool more = true;
+	char cell[128];
+	int k = head_line(head, n, all, &p, &i, &end);
+	if (k <= 0)
+		return k < 0 ? 2 : 0;
+	int nc = 0;
+	bool num = false;
+	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++)
+		if (nc == numcol)
+			num = is_number(cell);
+	return nc == ncells && num ? 1 : -1;
+}
+
+/* Lightning: a header of names (no numbers, no " - ") with a `step`
+ * column, and a first row of as many cells with a number there. */
+static int sniff_lightning(const char *head, size_t n, bool all)
+{
+	size_t i, end;
+	const char *next = head;
+	bool more = true, epoch = false;
+	char cell[128];
+	int nc = 0, step = -1;
+	if (head_line(head, n, all, &next, &i, &end) <= 0)
+		return 0;
+	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++) {
+		if (!cell[0] || is_number(cell) || strstr(cell, " - ") || strchr(cell, '{') ||
+		    strchr(cell, ':'))
+			return 0;
+		if (strcmp(cell, "step") == 0 && step < 0)
+			step = nc;
+		epoch |= strcmp(cell, "epoch") == 0;
+	}
+	if (nc < 2 || step < 0)
+		return 0;
+	switch (first_row(head, n, all, next, nc, step)) {
+	case 1:
+		return epoch ? 90 : 70;
+	case 2:
+		return 40;
+	default:
+		return 0;
+	}
+}
+
+/* W&B: a header whose first cell names the x axis and every other cell is
+ * "<run> - <metric>", and a first row of as many cells, a number first. */
+static int sniff_wandb(const char *head, size_t n, bool all)
+{
+	size_t i, end;
+	const char *next = head;
+	bool more = true;
+	char cell[512], first[128];
+	int nc = 1;
+	if (head_line(head, n, all, &next, &i, &end) <= 0 ||
+	    !next_cell(head, &i, end, &more, first, sizeof(first)) || !first[0] || is_number(first))
+		return 0;
+	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++)
+		if (!strstr(cell, " - "))
+			return 0;
+	if (nc < 2)
+		return 0;
+	switch (first_row(head, n, all, next, nc, 0)) {
+	case 1:
+		return strcmp(first, "Step") == 0 ? 95 : 80;
+	case 2:
+		return 40;
+	default:
+		return 0;
+	}
+}
+
+/* ---- numbers ------------------------------------------------------------ */
+
+/* A cell as a number: 0, 1 when empty, -1 when not a number. */
+static int cell_number(const char *s, double *v)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (!*s)
+		return 1;
+	char *e;
+	*v = strtod(s, &e);
+	while (*e == ' ' || *e == '\t')
+		e++;
+	return e == s || *e ? -1 : 0;
+}
+
+/* A cell as a step: 0, 1 when empty, -1 when not a whole number in range. */
+static int cell_step(const char *s, int64_t *step)
+{
+	double v;
+	int rc = cell_number(s, &v);
+	if (rc)
+		return rc;
+	if (!(v >= 0 && v <= (double)GW_WIRE_STEP_MAX) || v != floor(v))
+		return -1;
+	*step = (int64_t)v;
+	return 0;
+}
+
+/* ---- the header ----------------------------------------------------------- */
+
+static char *dup_n(const char *s, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (d) {
+		memcpy(d, s, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+static bool ends_with(const char *s, size_t n, const char *suf)
+{
+	size_t k = strlen(suf);
+	return n >= k && memcmp(s + n - k, suf, k) == 0;
+}
+
+/* The run named s[0..n), added if new; SIZE_MAX on allocation failure. */
+static size_t run_index(struct csvst *st, const char *s, size_t n)
+{
+	for (size_t i = 0; i < st->nruns; i++)
+		if (st->runs[i].len == n && memcmp(st->runs[i].name, s, n) == 0)
+			return i;
+	if (gw_reserve((void **)&st->runs, &st->capruns, st->nruns + 1, sizeof(*st->runs)) < 0)
+		return SIZE_MAX;
+	struct run *ru = &st->runs[st->nruns];
+	*ru = (struct run){.name = dup_n(s, n), .len = n, .stepcol = SIZE_MAX};
+	if (!ru->name)
+		return SIZE_MAX;
+	return st->nruns++;
+}
+
+static int header_wandb(struct csvst *st)
+{
+	for (size_t i = 0; i < st->ncols; i++) {
+		struct col *c = &st->cols[i];
+		if (i == 0) {
+			c->kind = COL_STEP;
+			continue;
+		}
+		const char *h = c->head, *sep = NULL;
+		for (const char *q = strstr(h, " - "); q; q = strstr(q + 1, " - "))
+			sep = q;
+		size_t hl = strlen(h);
+		if (!sep || ends_with(h, hl, "__MIN") || ends_with(h, hl, "__MAX")) {
+			c->kind = COL_SKIP;
+			continue;
+		}
+		c->run = run_index(st, h, (size_t)(sep - h));
+		if (c->run == SIZE_MAX)
+			return -ENOMEM;
+		c->name = sep + 3;
+		c->len = hl - (size_t)(sep + 3 - h);
+		if (c->len == 5 && memcmp(c->name, "_step", 5) == 0) {
+			c->kind = COL_RUNSTEP;
+			st->runs[c->run].stepcol = i;
+		} else {
+			c->kind = COL_VALUE;
+			st->runs[c->run].n++;
+		}
+	}
+	/* value columns grouped by run, in header order within a run */
+	st->order = malloc((st->ncols ? st->ncols : 1) * sizeof(*st->order));
+	if (!st->order)
+		return -ENOMEM;
+	size_t at = 0;
+	for (size_t k = 0; k < st->nruns; k++) {
+		st->runs[k].first = at;
+		for (size_t i = 0; i < st->ncols; i++)
+			if (st->cols[i].kind == COL_VALUE && st->cols[i].run == k)
+				st->order[at++] = i;
+	}
+	return 0;
+}
+
+static int header_lightning(struct csvst *st)
+{
+	st->stepcol = SIZE_MAX;
+	for (size_t i = 0; i < st->ncols; i++) {
+		struct col *c = &st->cols[i];
+		if (strcmp(c->head, "step") == 0 && st->stepcol == SIZE_MAX) {
+			c->kind = COL_STEP;
+			st->stepcol = i;
+		} else {
+			c->kind = COL_VALUE;
+			c->name = c->head;
+			c->len = strlen(c->head);
+		}
+	}
+	if (st->stepcol == SIZE_MAX) {
+		st->failed = true;
+		return gw__rd_fail(st->r, "line %" PRIu64 ": the header has no 'step' column "
+		                   "(not a Lightning metrics.csv)", st->row_line);
+	}
+	return 0;
+}
+
+static int on_header(struct csvst *st)
+{
+	st->header_done = true;
+	if (st->ncell > COLS_MAX) {
+		st->failed = true;
+		return gw__rd_fail(st->r, "line %" PRIu64 ": the header has %zu columns (at most %d)",
+		                   st->row_line, st->ncell, COLS_MAX);
+	}
+	st->cols = calloc(st->ncell ? st->ncell : 1, sizeof(*st->cols));
+	if (!st->cols)
+		return -ENOMEM;
+	st->ncols = st->ncell;
+	for (size_t i = 0; i < st->ncols; i++) {
+		const char *h = st->buf + st->cell[i];
+		if (i == 0 && strncmp(h, "\xef\xbb\xbf", 3) == 0)
+			h += 3; /* a UTF-8 byte-order mark */
+		if (!(st->cols[i].head = strdup(h)))
+			return -ENOMEM;
+	}
+	st->stepcol = 0;
+	return st->wandb ? header_wandb(st) : header_lightning(st);
+}
+
+/* ---- rows ------------------------------------------------------------------- */
+
+static const char *cell_at(const struct csvst *st, size_t i)
+{
+	return i < st->ncell ? st->buf + st->cell[i] : "";
+}
+
+static void bad_cell(struct csvst *st, size_t i, const char *reason, const char *what)
+{
+	gw__rd_error(st->r, st->row_line, "%s: column \"%.80s\": \"%.40s\" is not %s; skipped",
+	             reason, st->cols[i].head, cell_at(st, i), what);
+}
+
+static void no_step(struct csvst *st)
+{
+	gw__rd_error(st->r, st->row_line, "missing_step: column \"%.80s\" is empty; skipped",
+	             st->cols[st->stepcol].head);
+}
+
+static int row_lightning(struct csvst *st)
+{
+	int64_t step;
+	int k = cell_step(cell_at(st, st->stepcol), &step);
+	if (k) {
+		if (k < 0)
+			bad_cell(st, st->stepcol, "bad_step", "a step (a whole number from 0)");
+		else
+			no_step(st);
+		return 0;
+	}
+	gw__rd_begin(st->r, NULL, 0, step);
+	for (size_t i = 0; i < st->ncell; i++) {
+		if (st->cols[i].kind != COL_VALUE)
+			continue;
+		double v;
+		k = cell_number(cell_at(st, i), &v);
+		if (k < 0) {
+			bad_cell(st, i, "bad_value", "a number");
+			return 0;
+		}
+		if (k == 0)
+			gw__rd_metric(st->r, st->cols[i].name, st->cols[i].len, v);
+	}
+	return gw__rd_emit(st->r, st->row_line);
+}
+
+static int row_wandb(struct csvst *st)
+{
+	int64_t xstep = 0;
+	int xk = cell_step(cell_at(st, 0), &xstep);
+	for (size_t ri = 0; ri < st->nruns; ri++) {
+		const struct run *ru = &st->runs[ri];
+		int64_t step = xstep;
+		int sk = xk;
+		size_t scol = 0;
+		if (ru->stepcol != SIZE_MAX && cell_at(st, ru->stepcol)[0]) {
+			scol = ru->stepcol;
+			sk = cell_step(cell_at(st, scol), &step);
+		}
+		bool begun = false, bad = false;
+		for (size_t j = 0; j < ru->n && !bad; j++) {
+			size_t i = st->order[ru->first + j];
+			double v;
+			int k = cell_number(cell_at(st, i), &v);
+			if (k > 0)
+				continue;
+			if (k < 0) {
+				bad_cell(st, i, "bad_value", "a number");
+				bad = true;
+			} else if (sk) {
+				if (sk < 0)
+					bad_cell(st, scol, "bad_step", "a step (a whole number from 0)");
+				else
+					no_step(st);
+				bad = true;
+			} else {
+				if (!begun)
+					gw__rd_begin(st->r, ru->name, ru->len, step);
+				begun = true;
+				gw__rd_metric(st->r, st->cols[i].name, st->cols[i].len, v);
+			}
+		}
+		int rc;
+		if (begun && !bad && (rc = gw__rd_emit(st->r, st->row_line)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int on_row(struct csvst *st)
+{
+	if (st->row_too_long) {
+		gw__rd_error(st->r, st->row_line, "line_too_long: a row over %u bytes; skipped",
+		             ROW_MAX);
+		return 0;
+	}
+	if (!st->header_done)
+		return on_header(st);
+	if (st->failed)
+		return 0;
+	if (st->ncell > st->ncols) {
+		gw__rd_error(st->r, st->row_line,
+		             "bad_row: %zu cells, but the header has %zu columns; skipped", st->ncell,
+		             st->ncols);
+		return 0;
+	}
+	return st->wandb ? row_wandb(st) : row_lightning(st);
+}
+
+/* libcsv: a field ended. */
+static void cb_field(void *s, size_t n, void *data)
+{
+	struct csvst *st = data;
+	if (!st->in_row) {
+		st->in_row = true;
+		st->row_too_long = false;
+		st->row_line = st->start_line;
+		st->len = 0;
+		st->ncell = 0;
+	}
+	if (st->err || st->row_too_long)
+		return;
+	if (st->len + n + 1 > ROW_MAX) {
+		st->row_too_long = true;
+		return;
+	}
+	if (gw_reserve((void **)&st->cell, &st->capcell, st->ncell + 1, sizeof(*st->cell)) < 0 ||
+	    gw_reserve((void **)&st->buf, &st->cap, st->len + n + 1, 1) < 0) {
+		st->err = -ENOMEM;
+		return;
+	}
+	st->cell[st->ncell++] = st->len;
+	if (n)
+		memcpy(st->buf + st->len, s, n);
+	st->len += n;
+	st->buf[st->len++] = '\0';
+}
+
+/* libcsv: a row ended. */
+static void cb_row(int c, void *data)
+{
+	struct csvst *st = data;
+	if (!st->in_row)
+		return;
+	st->in_row = false;
+	st->row_ended = true;
+	if (!st->err) {
+		int rc = on_row(st);
+		if (rc < 0)
+			st->err = rc;
+	}
+}
+
+static int parse(struct csvst *st, const char *s, size_t n)
+{
+	if (csv_parse(&st->p, s, n, cb_field, cb_row, st) != n && !st->err)
+		st->err = csv_error(&st->p) == CSV_ENOMEM ? -ENOMEM : -EPROTO;
+	return st->err;
+}
+
+static int line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
+{
+	struct csvst *st = state;
+	if (st->failed)
+		return 0;
+	st->line = lineno;
+	if (!st->odd_quotes)
+		st->start_line = lineno;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '"')
+			st->odd_quotes = !st->odd_quotes;
+	int rc = parse(st, s, n);
+	if (!rc)
+		rc = parse(st, "\n", 1);
+	if (st->row_ended && !st->in_row)
+		st->odd_quotes = false; /* a stray quote in an unquoted cell: resync */
+	st->row_ended = false;
+	if (!rc && st->p.entry_pos > ROW_MAX) {
+		/* a quoted field that never ends: start afresh on the next line */
+		gw__rd_error(r, st->start_line, "line_too_long: a quoted field over %u bytes; skipped",
+		             ROW_MAX);
+		csv_free(&st->p);
+		csv_init(&st->p, CSV_APPEND_NULL);
+		st->in_row = false;
+		st->odd_quotes = false;
+	}
+	return rc;
+}
+
+static int finish(struct gw_reader *r, void *state)
+{
+	struct csvst *st = state;
+	if (st->failed)
+		return 0;
+	if (csv_fini(&st->p, cb_field, cb_row, st) != 0 && !st->err)
+		st->err = -EPROTO;
+	if (!st->err && !st->header_done)
+		return gw__rd_fail(r, "no header row");
+	return st->err;
+}
+
+static int init_common(struct gw_reader *r, struct csvst *st, bool wandb)
+{
+	st->r = r;
+	st->wandb = wandb;
+	if (csv_init(&st->p, CSV_APPEND_NULL) != 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static int init_lightning(struct gw_reader *r, void *state)
+{
+	return init_common(r, state, false);
+}
+
+static int init_wandb(struct gw_reader *r, void *state)
+{
+	return init_common(r, state, true);
+}
+
+static void deinit(void *state)
+{
+	struct csvst *st = state;
+	csv_free(&st->p);
+	for (size_t i = 0; i < st->ncols; i++)
+		free(st->cols[i].head);
+	free(st->cols);
+	for (size_t i = 0; i < st->nruns; i++)
+		free(st->runs[i].name);
+	free(st->runs);
+	free(st->order);
+	free(st->buf);
+	free(st->cell);
+}
+
+const struct gw_reader_format gw_rd_lightning_csv = {
+	.name = "lightning_csv",
+	.describe = "PyTorch Lightning CSVLogger metrics.csv (sparse rows, step column)",
+	.flags = 0,
+	.sniff = sniff_lightning,
+	.state_size = sizeof(struct csvst),
+	.init = init_lightning,
+	.line = line,
+	.finish = finish,
+	.deinit = deinit,
+};
+
+const struct gw_reader_format gw_rd_wandb_csv = {
+	.name = "wandb_csv",
+	.describe = "W&B panel CSV export (Step,<run> - <metric>; several runs; __MIN/__MAX dropped)",
+	.flags = 0,
+	.sniff = sniff_wandb,
+	.state_size = sizeof(struct csvst),
+	.init = init_wandb,
+	.line = line,
+	.finish = finish,
+	.deinit = deinit,
+};

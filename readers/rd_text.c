@@ -1,0 +1,265 @@
+/*
+ * Text helpers of the format modules (reader_impl.h): numbers as logs spell
+ * them (nan, inf, 1.2E+01), substring search, the lines of a sniffing head,
+ * '\r'-separated segments, and a reader of flat objects written as JSON or
+ * as Python dict reprs.  None of them allocates or needs NUL-terminated
+ * input: lines handed to formats point into the reader's buffers.
+ */
+#include "reader_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- numbers in text ---------------------------------------------------- */
+
+static bool word_ci(const char *s, size_t n, const char *w)
+{
+	size_t k = strlen(w);
+	if (n < k)
+		return false;
+	for (size_t i = 0; i < k; i++) {
+		char c = s[i];
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (c != w[i])
+			return false;
+	}
+	return true;
+}
+
+size_t gw__rd_num(const char *s, size_t n, double *v)
+{
+	size_t i = 0;
+	bool neg = false;
+	if (i < n && (s[i] == '+' || s[i] == '-'))
+		neg = s[i++] == '-';
+	if (word_ci(s + i, n - i, "nan")) {
+		*v = NAN;
+		return i + 3;
+	}
+	if (word_ci(s + i, n - i, "infinity")) {
+		*v = neg ? -INFINITY : INFINITY;
+		return i + 8;
+	}
+	if (word_ci(s + i, n - i, "inf")) {
+		*v = neg ? -INFINITY : INFINITY;
+		return i + 3;
+	}
+	size_t start = i, digits = 0;
+	while (i < n && s[i] >= '0' && s[i] <= '9')
+		i++, digits++;
+	if (i < n && s[i] == '.') {
+		i++;
+		while (i < n && s[i] >= '0' && s[i] <= '9')
+			i++, digits++;
+	}
+	if (!digits)
+		return 0;
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		size_t j = i + 1;
+		if (j < n && (s[j] == '+' || s[j] == '-'))
+			j++;
+		if (j < n && s[j] >= '0' && s[j] <= '9') {
+			while (j < n && s[j] >= '0' && s[j] <= '9')
+				j++;
+			i = j;
+		}
+	}
+	char buf[64];
+	size_t len = i - start;
+	if (len >= sizeof(buf))
+		return 0;
+	memcpy(buf, s + start, len);
+	buf[len] = '\0';
+	double x = strtod(buf, NULL);
+	*v = neg ? -x : x;
+	return i;
+}
+
+size_t gw__rd_int(const char *s, size_t n, int64_t *v)
+{
+	size_t i = 0;
+	int64_t x = 0;
+	while (i < n && s[i] >= '0' && s[i] <= '9') {
+		if (x > (INT64_MAX - 9) / 10)
+			return 0;
+		x = x * 10 + (s[i] - '0');
+		i++;
+	}
+	if (i)
+		*v = x;
+	return i;
+}
+
+const char *gw__rd_find(const char *s, size_t n, const char *needle)
+{
+	return memmem(s, n, needle, strlen(needle));
+}
+
+bool gw__rd_sniff_line(const char **p, const char *end, bool all, const char **line, size_t *len)
+{
+	if (*p >= end)
+		return false;
+	const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+	if (!nl && !all)
+		return false; /* an incomplete last line says nothing yet */
+	size_t n = nl ? (size_t)(nl - *p) : (size_t)(end - *p);
+	*line = *p;
+	*p += n + 1;
+	if (n && (*line)[n - 1] == '\r')
+		n--;
+	*len = n;
+	return true;
+}
+
+int gw__rd_cr_segments(struct gw_reader *r, void *state, const char *s, size_t n,
+                       uint64_t lineno, gw_rd_segment_fn fn)
+{
+	for (;;) {
+		const char *cr = memchr(s, '\r', n);
+		size_t len = cr ? (size_t)(cr - s) : n;
+		int rc = fn(r, state, s, len, lineno);
+		if (rc || !cr)
+			return rc;
+		s += len + 1;
+		n -= len + 1;
+	}
+}
+
+/* ---- flat objects: JSON or Python dict reprs ---------------------------- */
+
+void gw__rd_obj_init(struct gw_rd_obj *o, const char *s, size_t n)
+{
+	o->s = s;
+	o->n = n;
+	o->i = 1;
+	o->first = true;
+}
+
+static void obj_ws(struct gw_rd_obj *o)
+{
+	while (o->i < o->n && (o->s[o->i] == ' ' || o->s[o->i] == '\t' || o->s[o->i] == '\n' ||
+	                       o->s[o->i] == '\r'))
+		o->i++;
+}
+
+/* A quoted string at o->i: its raw contents; o->i past the closing quote. */
+static int obj_str(struct gw_rd_obj *o, const char **str, size_t *len)
+{
+	char q = o->s[o->i++];
+	size_t start = o->i;
+	while (o->i < o->n) {
+		char c = o->s[o->i];
+		if (c == '\\') {
+			o->i += 2;
+			continue;
+		}
+		if (c == q) {
+			*str = o->s + start;
+			*len = o->i - start;
+			o->i++;
+			return 0;
+		}
+		if (c == '\n')
+			return -1;
+		o->i++;
+	}
+	o->i = o->n;
+	return -1;
+}
+
+/* A nested value or a call's parentheses: skip to the matching closer. */
+static int obj_skip_nested(struct gw_rd_obj *o)
+{
+	char stack[64];
+	size_t depth = 0;
+	while (o->i < o->n) {
+		char c = o->s[o->i];
+		if (c == '"' || c == '\'') {
+			const char *x;
+			size_t xl;
+			if (obj_str(o, &x, &xl) < 0)
+				return -1;
+			continue;
+		}
+		if (c == '{' || c == '[' || c == '(') {
+			if (depth == sizeof(stack))
+				return -1;
+			stack[depth++] = c == '{' ? '}' : c == '[' ? ']' : ')';
+		} else if (c == '}' || c == ']' || c == ')') {
+			if (!depth || stack[depth - 1] != c)
+				return -1;
+			if (--depth == 0) {
+				o->i++;
+				return 0;
+			}
+		}
+		o->i++;
+	}
+	return -1;
+}
+
+int gw__rd_obj_next(struct gw_rd_obj *o, struct gw_rd_kv *kv)
+{
+	obj_ws(o);
+	if (o->i >= o->n)
+		return -1;
+	if (o->s[o->i] == '}') {
+		o->i++;
+		return 0;
+	}
+	if (!o->first) {
+		if (o->s[o->i] != ',')
+			return -1;
+		o->i++;
+		obj_ws(o);
+		if (o->i < o->n && o->s[o->i] == '}') {
+			o->i++;
+			return 0;
+		}
+	}
+	o->first = false;
+	if (o->i >= o->n || (o->s[o->i] != '"' && o->s[o->i] != '\''))
+		return -1;
+	if (obj_str(o, &kv->key, &kv->key_len) < 0)
+		return -1;
+	obj_ws(o);
+	if (o->i >= o->n || o->s[o->i] != ':')
+		return -1;
+	o->i++;
+	obj_ws(o);
+	if (o->i >= o->n)
+		return -1;
+	char c = o->s[o->i];
+	kv->kind = GW_RD_OTHER;
+	if (c == '"' || c == '\'') {
+		kv->kind = GW_RD_STR;
+		return obj_str(o, &kv->str, &kv->str_len) < 0 ? -1 : 1;
+	}
+	if (c == '{' || c == '[')
+		return obj_skip_nested(o) < 0 ? -1 : 1;
+	size_t used = gw__rd_num(o->s + o->i, o->n - o->i, &kv->num);
+	if (used) {
+		kv->kind = GW_RD_NUM;
+		o->i += used;
+	} else {
+		/* null, true, None, a call such as tensor(1.5, device='cuda:0') */
+		size_t start = o->i;
+		while (o->i < o->n && ((o->s[o->i] >= 'a' && o->s[o->i] <= 'z') ||
+		                       (o->s[o->i] >= 'A' && o->s[o->i] <= 'Z') ||
+		                       (o->s[o->i] >= '0' && o->s[o->i] <= '9') ||
+		                       o->s[o->i] == '_' || o->s[o->i] == '.'))
+			o->i++;
+		if (o->i == start)
+			return -1;
+		if (o->i < o->n && o->s[o->i] == '(' && obj_skip_nested(o) < 0)
+			return -1;
+	}
+	size_t save = o->i;
+	obj_ws(o);
+	if (o->i < o->n && o->s[o->i] != ',' && o->s[o->i] != '}')
+		return -1;
+	o->i = save;
+	return 1;
+}
