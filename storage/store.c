@@ -9,6 +9,7 @@
  * each touched run's last position once per transaction.
  */
 #include "store.h"
+#include "series.h"
 
 #include "log.h"
 #include "util.h"
@@ -88,6 +89,7 @@ struct gw_store {
 	struct run_slot *runs;
 	size_t runs_cap, runs_n;
 	sqlite3_stmt *st[16];
+	struct gw__tiles *tiles;   /* chart extremes of this batch (series.c) */
 
 	/* stats, under mu */
 	uint64_t commits, n_rec, n_ev, n_seg, n_alert;
@@ -176,6 +178,10 @@ static const char *const migrations[] = {
 	"  updated REAL, delivered REAL, last_status INTEGER, last_error TEXT,"
 	"  PRIMARY KEY(alert_id, version, sink)) WITHOUT ROWID;"
 	"CREATE INDEX deliveries_pending ON deliveries(state) WHERE state = 'pending';",
+	/* 2 -> 3: per 256-step tile of each run and segment, the steps of the
+	 * records holding the chart's extremes (storage/series.c), filled from
+	 * the records already stored; the writer keeps it current. */
+	GW_SERIES_TILES_MIGRATION,
 };
 
 #define SCHEMA_VERSION ((int)GW_ARRAY_SIZE(migrations))
@@ -608,6 +614,9 @@ static int write_item(struct gw_store *s, const struct item *it, double now,
 		else
 			sqlite3_bind_null(st, 12);
 		rc = step_done(st);
+		if (rc == SQLITE_OK &&
+		    gw__tiles_add(s->tiles, r->id, it->i[0], it->i[1], &it->d[2], it->u[1]) < 0)
+			rc = SQLITE_NOMEM;
 		r->last_step = it->i[1];
 		r->seg = it->i[0];
 		if (!isnan(it->d[0]))
@@ -759,11 +768,14 @@ static int write_batch(struct gw_store *s, uint64_t counts[4])
 			goto fail;
 		r->dirty = false;
 	}
+	if ((rc = gw__tiles_flush(s->tiles, s->db)) != SQLITE_OK)
+		goto fail;
 	if ((rc = step_done(s->st[S_COMMIT])) != SQLITE_OK)
 		goto fail;
 	return SQLITE_OK;
 fail:
 	step_done(s->st[S_ROLLBACK]);
+	gw__tiles_clear(s->tiles);
 	/* the cache may hold ids of rows the rollback removed */
 	for (size_t i = 0; i < s->runs_cap; i++)
 		free(s->runs[i].name);
@@ -985,7 +997,7 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 			goto fail;
 		}
 	}
-	if (runs_grow(s) < 0) {
+	if (runs_grow(s) < 0 || !(s->tiles = gw__tiles_new())) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -1027,6 +1039,7 @@ int gw_store_close(struct gw_store *s)
 	int rc = s->last_error;
 	for (int k = 0; k < S_COUNT; k++)
 		sqlite3_finalize(s->st[k]);
+	gw__tiles_free(s->tiles);
 	if (s->db) {
 		/* fold the WAL back so the file is complete on its own */
 		sqlite3_exec(s->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);

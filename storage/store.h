@@ -33,7 +33,7 @@
 #include "engine.h"
 #include "wire.h"
 
-#define GW_STORE_SCHEMA_VERSION 2 /* see migrations[] in store.c */
+#define GW_STORE_SCHEMA_VERSION 3 /* see migrations[] in store.c */
 
 struct gw_store_opts {
 	const char *path;
