@@ -68,6 +68,6 @@ int gw_alerting_start(struct gw_daemon *d, char *err, size_t errlen)
 
 int gw_alerting_routes(struct gw_daemon *d)
 {
-	static const struct gw_http_route r = {"GET", "/v1/sinks", false, NULL, h_sinks, NULL};
+	static const struct gw_http_route r = {"GET", "/v1/sinks", false, NULL, h_sinks, NULL, NULL};
 	return gw_http_route(d, &r);
 }

@@ -191,24 +191,42 @@ static void send_raw(struct hconn *c, const char *head, size_t hlen, const char 
 	}
 }
 
-/* Send a complete response.  `body` is sent as is with content type ctype. */
-static void respond(struct hconn *c, int status, const char *ctype, const char *body,
-                    size_t blen, bool force_close)
+/* Send a complete response.  `body` is sent as is with content type ctype;
+ * `headers` are extra header lines, each ending in CRLF (may be ""). */
+static void respond_h(struct hconn *c, int status, const char *ctype, const char *headers,
+                      const char *body, size_t blen, bool force_close)
 {
 	bool close_after = force_close || !c->keep_alive || c->d->stopping;
-	char head[512];
+	char head[1536];
 	int hlen = snprintf(head, sizeof(head),
 	                    "HTTP/1.1 %d %s\r\n"
 	                    "Content-Type: %s\r\n"
 	                    "Content-Length: %zu\r\n"
 	                    "Cache-Control: no-store\r\n"
+	                    "X-Content-Type-Options: nosniff\r\n"
 	                    "Server: gradwatchd/" GW_VERSION "\r\n"
-	                    "%s"
+	                    "%s%s"
 	                    "\r\n",
-	                    status, reason_phrase(status), ctype, blen,
+	                    status, reason_phrase(status), ctype, blen, headers,
 	                    close_after ? "Connection: close\r\n" : "");
+	if (hlen < 0 || (size_t)hlen >= sizeof(head)) {
+		hconn_close(c);
+		return;
+	}
 	c->state = H_CLOSING;
 	send_raw(c, head, (size_t)hlen, body, blen, close_after, !close_after);
+}
+
+static void respond(struct hconn *c, int status, const char *ctype, const char *body,
+                    size_t blen, bool force_close)
+{
+	respond_h(c, status, ctype, "", body, blen, force_close);
+}
+
+void gw_http_respond_page(struct hconn *c, int status, const char *ctype, const char *headers,
+                          const char *body, size_t len)
+{
+	respond_h(c, status, ctype, headers, body, len, false);
 }
 
 void gw_http_respond_json(struct hconn *c, int status, json_t *j)
@@ -271,6 +289,13 @@ static void work_run(uv_work_t *req)
 {
 	struct hconn *c = gw_container_of(req, struct hconn, work);
 	c->qresult = NULL;
+	if (c->route->query_qs) {
+		/* the URL stays as it is until the next request begins */
+		const char *q = strchr(c->url, '?');
+		c->qstatus = c->route->query_qs(c->d, c->arg[0] ? c->arg : NULL, q ? q + 1 : "",
+		                                q ? strlen(q + 1) : 0, &c->qresult);
+		return;
+	}
 	c->qstatus = c->route->query(c->d, c->arg[0] ? c->arg : NULL, c->body ? c->body : "",
 	                             c->body_len, &c->qresult);
 }
@@ -450,14 +475,14 @@ static void h_stats(struct hconn *c, const char *arg, const char *query, size_t 
 }
 
 static const struct gw_http_route builtin_routes[] = {
-	{"GET", "/healthz", false, NULL, h_healthz, NULL},
-	{"GET", "/v1/stats", false, NULL, h_stats, NULL},
-	{"GET", "/v1/runs", false, NULL, NULL, q_runs},
-	{"GET", "/v1/alerts", false, NULL, NULL, q_alerts},
-	{"POST", "/v1/ingest", false, NULL, NULL, NULL}, /* handled as the body streams */
-	{"GET", "/v1/runs/", true, NULL, NULL, q_run},
-	{"GET", "/v1/runs/", true, "/alerts", NULL, q_alerts},
-	{"POST", "/v1/runs/", true, "/resume-check", NULL, q_resume_check},
+	{"GET", "/healthz", false, NULL, h_healthz, NULL, NULL},
+	{"GET", "/v1/stats", false, NULL, h_stats, NULL, NULL},
+	{"GET", "/v1/runs", false, NULL, NULL, q_runs, NULL},
+	{"GET", "/v1/alerts", false, NULL, NULL, q_alerts, NULL},
+	{"POST", "/v1/ingest", false, NULL, NULL, NULL, NULL}, /* handled as the body streams */
+	{"GET", "/v1/runs/", true, NULL, NULL, q_run, NULL},
+	{"GET", "/v1/runs/", true, "/alerts", NULL, q_alerts, NULL},
+	{"POST", "/v1/runs/", true, "/resume-check", NULL, q_resume_check, NULL},
 };
 
 int gw_http_route(struct gw_daemon *d, const struct gw_http_route *r)
@@ -566,7 +591,7 @@ static void dispatch_route(struct hconn *c)
 			if (strcmp(method, r->method) != 0)
 				continue;
 			c->route = r;
-			if (!r->handler && !r->query) {
+			if (!r->handler && !r->query && !r->query_qs) {
 				respond_error(c, 500, false, "no handler");
 				return;
 			}

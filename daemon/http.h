@@ -25,6 +25,10 @@ struct gw_http_route {
 	 * request body (empty for GET). */
 	int (*query)(struct gw_daemon *d, const char *arg, const char *body, size_t blen,
 	             json_t **out);
+	/* ... or the same with the request's query string (not decoded; read
+	 * it with gw_http_query_param) instead of the body (GET routes). */
+	int (*query_qs)(struct gw_daemon *d, const char *arg, const char *query, size_t qlen,
+	                json_t **out);
 };
 
 /* Register a route (before or after start); -ENOSPC when the table is full. */
@@ -34,6 +38,10 @@ int gw_http_route(struct gw_daemon *d, const struct gw_http_route *r);
 void gw_http_respond_json(struct hconn *c, int status, json_t *j);
 void gw_http_respond_text(struct hconn *c, int status, const char *ctype, const char *body,
                           size_t len);
+/* The same with extra header lines (each ending in "\r\n"), e.g. a
+ * Content-Security-Policy.  The body is copied. */
+void gw_http_respond_page(struct hconn *c, int status, const char *ctype, const char *headers,
+                          const char *body, size_t len);
 
 /* The body of a POST for handler routes that read one (raw bytes so far are
  * not kept for non-ingest routes; see gw_http_body). */

@@ -15,6 +15,7 @@
 #include "follow.h"
 #include "http.h"
 #include "metrics.h"
+#include "web.h"
 
 #include "kern.h"
 #include "log.h"
@@ -508,7 +509,8 @@ int main(int argc, char **argv)
 
 	if (gw_alerting_start(&d, err, sizeof(err)) < 0 ||
 	    gw_server_start(&d, err, sizeof(err)) < 0 || gw_http_start(&d, err, sizeof(err)) < 0 ||
-	    gw_metrics_start(&d, err, sizeof(err)) < 0 || gw_follow_start(&d, err, sizeof(err)) < 0) {
+	    gw_metrics_start(&d, err, sizeof(err)) < 0 || gw_web_start(&d, err, sizeof(err)) < 0 ||
+	    gw_follow_start(&d, err, sizeof(err)) < 0) {
 		gw_log_crit("%s", err);
 		goto out_listen;
 	}

@@ -286,7 +286,7 @@ static void h_metrics(struct hconn *c, const char *arg, const char *query, size_
 
 int gw_metrics_start(struct gw_daemon *d, char *err, size_t errlen)
 {
-	static const struct gw_http_route r = {"GET", "/metrics", false, NULL, h_metrics, NULL};
+	static const struct gw_http_route r = {"GET", "/metrics", false, NULL, h_metrics, NULL, NULL};
 	int rc = gw_http_route(d, &r);
 	if (rc < 0)
 		snprintf(err, errlen, "cannot register GET /metrics: %s", strerror(-rc));

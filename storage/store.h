@@ -133,6 +133,9 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
 int gw_store_read_alerts(const char *path, const char *run, size_t limit,
                          json_t **out, char *err, size_t errlen);
 
+/* One alert by id (the columns of gw_store_read_alerts); -ENOENT if none. */
+int gw_store_read_alert(const char *path, const char *id, json_t **out, char *err, size_t errlen);
+
 /* Every run's last segment, step and ts, to seed the engine after a daemon
  * restart: fn is called once per run. */
 int gw_store_read_run_positions(const char *path,
