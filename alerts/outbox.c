@@ -28,6 +28,7 @@
  * whole sink that long.  Other statuses are final ("failed", logged once).
  */
 #include "outbox.h"
+#include "outbox_db.h"
 
 #include "curl_uv.h"
 #include "log.h"
@@ -245,7 +246,7 @@ static void put_state(struct sink *sk, const struct delivery *d, const char *sta
 	if (d->repeat_no)
 		return;
 	double now = gw_wall_now();
-	struct gw_store_delivery dv = {
+	struct gw_outbox_delivery dv = {
 		.alert_id = d->ev->alert_id,
 		.version = d->ev->version,
 		.sink = sk->cfg->name,
@@ -256,7 +257,7 @@ static void put_state(struct sink *sk, const struct delivery *d, const char *sta
 		.updated = now,
 		.delivered = strcmp(state, "delivered") == 0 ? now : NAN,
 	};
-	if (!gw_store_put_delivery(sk->ob->store, &dv))
+	if (!gw_outbox_db_put_delivery(sk->ob->store, &dv))
 		gw_log_err("alerts: out of memory recording a delivery of %s", d->ev->alert_id);
 }
 
@@ -774,13 +775,13 @@ void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a)
 			ev = event_new(a->id, version, kind, json_incref(snap), wall);
 			if (!ev)
 				break;
-			seq = gw_store_put_outbox(ob->store, a->id, version, kind, a->run, text, wall);
+			seq = gw_outbox_db_put_event(ob->store, a->id, version, kind, a->run, text, wall);
 		}
-		struct gw_store_delivery dv = {
+		struct gw_outbox_delivery dv = {
 			.alert_id = a->id, .version = version, .sink = sk->cfg->name, .state = "pending",
 			.updated = wall, .delivered = NAN,
 		};
-		uint64_t s = gw_store_put_delivery(ob->store, &dv);
+		uint64_t s = gw_outbox_db_put_delivery(ob->store, &dv);
 		if (!seq || !s)
 			gw_log_err("alerts: out of memory storing the delivery of %s to %s; "
 			           "sending it anyway", a->id, sk->cfg->name);
@@ -947,9 +948,9 @@ int gw_outbox_open(const struct gw_outbox_opts *o, struct gw_outbox **out, char 
 	}
 	/* what the database says first, then the handles */
 	struct load_ctx L = {.ob = ob, .now = now};
-	int rc = gw_store_read_alert_versions(o->db_path, load_version, &L, err, errlen);
+	int rc = gw_outbox_db_read_versions(o->db_path, load_version, &L, err, errlen);
 	if (rc == 0 && L.err == 0)
-		rc = gw_store_read_outbox(o->db_path, load_pending, &L, err, errlen);
+		rc = gw_outbox_db_read_pending(o->db_path, load_pending, &L, err, errlen);
 	event_unref(L.last);
 	if (rc == 0 && L.err < 0) {
 		rc = L.err;

@@ -3,10 +3,12 @@
  * (docs/alerts.md, "Delivery").
  *
  * Life of an alert event (open, update or resolve of one alert id):
- *   1. the engine hook stores the alert (gw_store_put_alert) and then calls
- *      gw_outbox_alert(), which gives the event the alert's next version,
- *      queues one `outbox` row and one `deliveries` row per matching sink
- *      through the store's writer, and asks the writer to commit now;
+ *   1. the engine hook stores the alert (its row in the alerts table) and
+ *      then calls gw_outbox_alert(), which gives the event the alert's next
+ *      version, queues one `outbox` row and one `deliveries` row per
+ *      matching sink through the store's writer (outbox_db.c), and asks the
+ *      writer to commit now; the hook holds the store around both, so the
+ *      alert and its outbox rows are committed in one transaction;
  *   2. nothing is sent before gw_store_committed() covers those rows (the
  *      daemon forwards every commit with gw_outbox_committed()), so an
  *      alert is in SQLite before any receiver hears of it;

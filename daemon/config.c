@@ -99,6 +99,21 @@ void gw_cfg_free(struct gw_cfg *c)
 	memset(c, 0, sizeof(*c));
 }
 
+int gw_cfg_sockaddr(const struct gw_listen *l, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (strchr(l->host, ':')) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)l->port);
+		return inet_pton(AF_INET6, l->host, &a->sin6_addr) == 1 ? 0 : -EINVAL;
+	}
+	struct sockaddr_in *a = (struct sockaddr_in *)ss;
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)l->port);
+	return inet_pton(AF_INET, l->host, &a->sin_addr) == 1 ? 0 : -EINVAL;
+}
+
 int gw_cfg_parse_listen(const char *s, struct gw_listen *l, char *err, size_t errlen)
 {
 	if (!strcmp(s, "off") || !strcmp(s, "false") || !strcmp(s, "none") || !*s) {

@@ -71,6 +71,11 @@ int gw_cfg_defaults(struct gw_cfg *c);
  * err. */
 int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen);
 
+/* The socket address of a listen address (numeric host).  Returns 0 or
+ * -EINVAL. */
+struct sockaddr_storage;
+int gw_cfg_sockaddr(const struct gw_listen *l, struct sockaddr_storage *ss);
+
 /* Parse "host:port", "[v6]:port", "port", or "off"/"false" into l. */
 int gw_cfg_parse_listen(const char *s, struct gw_listen *l, char *err, size_t errlen);
 

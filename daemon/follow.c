@@ -5,8 +5,8 @@
  * and one uv_fs_t request at a time (open, fstat, read: all uv_fs_* on the
  * thread pool, so the loop never waits for the disk).  Whenever the stat
  * changes, the file is read from the position reached so far up to its end,
- * in 64 KiB chunks, through the same line splitter and gw_ingest_line as
- * every socket (transport "follow").  Line numbers are the file's own, so
+ * in 64 KiB chunks, into the record path as an ingest source (ingest.h),
+ * like every socket (transport "follow").  Line numbers are the file's own, so
  * an alert points into the file.
  *
  *   growth      read from the position to the end;
@@ -33,7 +33,6 @@
 #include "follow.h"
 
 #include "daemon.h"
-#include "lines.h"
 #include "log.h"
 #include "util.h"
 
@@ -70,13 +69,12 @@ struct ffile {
 	uint64_t saved_line;     /* lines.lineno at the last stored position */
 	bool draining;           /* rotated: read the old file to its end, then switch */
 	bool waiting_logged;
-	struct gw_lines lines;
+	struct gw_ingest_src src;
 	struct gw_paused paused;
 
 	bool have_saved;         /* position stored by an earlier daemon */
 	uint64_t s_dev, s_ino, s_off, s_line;
 
-	uint64_t rejected;
 	bool stopped;
 	char buf[CHUNK];
 };
@@ -172,36 +170,35 @@ static void load_saved(struct ffile *f)
 
 /* ---- lines ---------------------------------------------------------------------- */
 
-static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
-                   enum gw_line_status st)
+static void on_reject(struct gw_ingest_src *s, uint64_t lineno, const struct gw_wire_err *e)
 {
-	struct ffile *f = data;
-	struct gw_ingest_result res;
-	gw_ingest_framed(f->d, GW_TR_FOLLOW, line, len, lineno, st, f->run, false, &res);
-	if (res.rc == -EINVAL && ++f->rejected <= LOGGED_ERRORS)
-		gw_log_warn("follow %s:%" PRIu64 ": %s%s", f->path, lineno, res.err.msg,
-		            f->rejected == LOGGED_ERRORS ? " (further errors of this file are counted, not logged)" : "");
-	return 0;
+	struct ffile *f = s->data;
+	if (s->rejected <= LOGGED_ERRORS)
+		gw_log_warn("follow %s:%" PRIu64 ": %s%s", f->path, lineno, e->msg,
+		            s->rejected == LOGGED_ERRORS ? " (further errors of this file are counted, not logged)" : "");
 }
 
 /* Queue the position after the last complete line (caller holds the store). */
 static void save_position(struct ffile *f)
 {
-	if (f->lines.discarding || f->lines.lineno == f->saved_line)
+	const struct gw_lines *l = &f->src.lines;
+	if (l->discarding || l->lineno == f->saved_line)
 		return;
 	char val[160];
 	snprintf(val, sizeof(val),
 	         "{\"dev\":%" PRIu64 ",\"ino\":%" PRIu64 ",\"offset\":%" PRIu64 ",\"line\":%" PRIu64 "}",
-	         f->dev, f->ino, f->off - f->lines.len, f->lines.lineno);
+	         f->dev, f->ino, f->off - l->len, l->lineno);
 	if (gw_store_put_meta(f->d->store, f->key, val))
-		f->saved_line = f->lines.lineno;
+		f->saved_line = l->lineno;
 }
 
 static void reset_lines(struct ffile *f, uint64_t lineno)
 {
-	gw_lines_free(&f->lines);
-	gw_lines_init(&f->lines, f->d->cfg->max_line);
-	f->lines.lineno = lineno;
+	gw_ingest_src_deinit(&f->src);
+	gw_ingest_src_init(&f->src, &f->d->ingest, GW_TR_FOLLOW, lineno);
+	f->src.default_run = f->run;
+	f->src.on_reject = on_reject;
+	f->src.data = f;
 	f->saved_line = lineno;
 }
 
@@ -245,10 +242,10 @@ static void on_read(uv_fs_t *req)
 			/* the old file is read to its end: a last line without its
 			 * newline is still a line; then the new file from byte 0 */
 			gw_store_hold(f->d->store);
-			gw_lines_finish(&f->lines, on_line, f);
+			gw_ingest_src_finish(&f->src);
 			gw_store_release(f->d->store);
 			gw_log_info("follow %s: finished the rotated file at line %" PRIu64
-			            "; reading the new one from its start", f->path, f->lines.lineno);
+			            "; reading the new one from its start", f->path, f->src.lines.lineno);
 			close_fd(f);
 			f->draining = false;
 			do_open(f);
@@ -257,9 +254,8 @@ static void on_read(uv_fs_t *req)
 		idle(f);
 		return;
 	}
-	f->d->stats.bytes[GW_TR_FOLLOW] += (uint64_t)n;
 	gw_store_hold(f->d->store);
-	gw_lines_feed(&f->lines, f->buf, (size_t)n, on_line, f);
+	gw_ingest_src_feed(&f->src, f->buf, (size_t)n);
 	f->off += (uint64_t)n;
 	save_position(f);
 	gw_store_release(f->d->store);
@@ -280,8 +276,8 @@ static void on_unpause(struct gw_paused *p)
 static void do_read(struct ffile *f)
 {
 	f->busy = true;
-	if (gw_store_congested(f->d->store)) {
-		gw_daemon_pause(f->d, &f->paused);
+	if (gw_ingest_congested(&f->d->ingest)) {
+		gw_ingest_pause(&f->d->ingest, &f->paused);
 		return;
 	}
 	uv_buf_t b = uv_buf_init(f->buf, sizeof(f->buf));
@@ -439,7 +435,7 @@ int gw_follow_start(struct gw_daemon *d, char *err, size_t errlen)
 		json_t *pm = json_object_get(e, "poll_ms");
 		f->poll_ms = pm ? (unsigned)json_integer_value(pm) : GW_FOLLOW_POLL_MS;
 		f->paused.resume = on_unpause;
-		gw_lines_init(&f->lines, d->cfg->max_line);
+		gw_ingest_src_init(&f->src, &d->ingest, GW_TR_FOLLOW, 0);
 		if (!f->path || (run && !f->run) || asprintf(&f->key, "follow:%s", f->path) < 0) {
 			f->key = NULL;
 			snprintf(err, errlen, "out of memory");
@@ -468,7 +464,7 @@ void gw_follow_stop(struct gw_daemon *d)
 		if (f->stopped)
 			continue;
 		f->stopped = true;
-		gw_daemon_unpause(d, &f->paused);
+		gw_ingest_unpause(&d->ingest, &f->paused);
 		if (!f->poll_inited)
 			continue;
 		if (uv_is_active((uv_handle_t *)&f->poll))
@@ -486,7 +482,7 @@ void gw_follow_free(struct gw_daemon *d)
 	for (size_t i = 0; i < fw->n; i++) {
 		struct ffile *f = fw->files[i];
 		close_fd(f);
-		gw_lines_free(&f->lines);
+		gw_ingest_src_deinit(&f->src);
 		free(f->path);
 		free(f->run);
 		free(f->key);

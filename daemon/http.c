@@ -1,24 +1,23 @@
 /*
- * HTTP/1.1 API on loopback (docs/api.md): POST /v1/ingest, GET /healthz,
- * GET /v1/runs, GET /v1/runs/{run}, GET /v1/runs/{run}/alerts, and the
- * routes other modules register with gw_http_route().
+ * HTTP/1.1 transport (see http.h): loopback by default, keep-alive and
+ * pipelining, requests parsed by Debian's http-parser.
  *
- * Requests are parsed by Debian's http-parser.  One request is handled at a
- * time per connection: when a message is complete the parser is paused and
- * reading stops until the response is written, so pipelined requests are
- * answered in order.  An ingest body is split into lines as it streams in
- * and every line goes through gw_ingest_line at once; the response waits
- * (without blocking the loop) until the store has committed the body's last
- * line.  Database reads run on the libuv thread pool.  Limits: header time,
- * body time and body size (413 before reading a too-large body when
- * Content-Length says so), and keep-alive idle time.
+ * One request is handled at a time per connection: when a message is
+ * complete the parser is paused and reading stops until the response is
+ * written, so pipelined requests are answered in order.  A streamed body
+ * (gw_http_body_ops) reaches its route as it arrives; other bodies are kept
+ * (at most BODY_KEEP bytes) for the route.  Thread-pool queries run after
+ * the server's barrier (everything received so far committed) and get only
+ * the request and the read-only database path, never loop-owned state.
+ *
+ * Limits: header time, body time and body size (413 before reading a
+ * too-large body when Content-Length says so), keep-alive idle time, and
+ * limits.max_connections.
  */
-#include "daemon.h"
 #include "http.h"
 
-#include "kern.h"
-#include "resume_check.h"
-#include "lines.h"
+#include "config.h"
+#include "ingest.h"
 #include "log.h"
 #include "util.h"
 
@@ -26,15 +25,14 @@
 
 #include <errno.h>
 #include <http_parser.h>
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #define URL_MAX 4096
-#define MAX_REPORTED_ERRORS 20
 #define BODY_KEEP (1024 * 1024)
+#define MAX_ROUTES 32
 
 enum hstate {
 	H_IDLE,      /* between requests (keep-alive) */
@@ -44,10 +42,9 @@ enum hstate {
 	H_CLOSING,
 };
 
-struct hconn {
+struct gw_http_conn {
 	uv_tcp_t tcp;
 	uv_timer_t timer;
-	struct gw_daemon *d;
 	struct gw_http *srv;
 	http_parser parser;
 	enum hstate state;
@@ -66,17 +63,15 @@ struct hconn {
 	bool expect_continue;
 	bool rejected_early;   /* a response was sent before the body was read */
 
-	/* ingest body */
-	bool ingest;
-	char default_run[GW_WIRE_RUN_MAX + 1];
-	struct gw_lines lines;
-	uint64_t body_bytes;
-	uint64_t accepted, rejected, last_seq;
-	json_t *errors;
-	bool too_large;
-	struct gw_commit_waiter waiter;
+	const struct gw_http_route *route;
+	struct gw_http_req req;
+	char arg[GW_WIRE_RUN_MAX * 3 + 1];
 
-	/* body of a non-ingest request (at most BODY_KEEP bytes) */
+	/* a streamed body: the route's state */
+	bool streaming;
+	void *rstate;
+
+	/* body of a non-streamed request (at most BODY_KEEP bytes) */
 	char *body;
 	size_t body_len;
 
@@ -87,35 +82,35 @@ struct hconn {
 	/* a thread-pool query */
 	uv_work_t work;
 	bool work_busy;
-	const struct gw_http_route *route;
-	char arg[GW_WIRE_RUN_MAX * 3 + 1];
+	struct gw_commit_waiter waiter;
 	int qstatus;
 	json_t *qresult;
 
-	struct hconn *next, *prev;
+	struct gw_http_conn *next, *prev;
 };
 
 struct gw_http {
+	struct gw_http_opts o;
 	uv_tcp_t srv;
 	bool on;
-	struct hconn conns;
+	struct gw_http_conn conns;   /* list head */
 	size_t nconns;
 	http_parser_settings settings;
-	struct gw_http_route extra[16];
-	size_t nextra;
+	struct gw_http_route routes[MAX_ROUTES];
+	size_t nroutes;
 };
 
 struct wreq {
 	uv_write_t req;
-	struct hconn *c;
+	struct gw_http_conn *c;
 	bool close_after;
 	bool then_continue;
 	char buf[];
 };
 
-static void hconn_close(struct hconn *c);
-static void hconn_continue(struct hconn *c);
-static void start_reading(struct hconn *c);
+static void conn_close(struct gw_http_conn *c);
+static void conn_continue(struct gw_http_conn *c);
+static void start_reading(struct gw_http_conn *c);
 static void on_drain_timer(uv_timer_t *t);
 
 /* ---- responses -------------------------------------------------------------------- */
@@ -135,6 +130,7 @@ static const char *reason_phrase(int status)
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
 	case 503: return "Service Unavailable";
+	case 507: return "Insufficient Storage";
 	default: return "Status";
 	}
 }
@@ -147,7 +143,7 @@ static void on_shutdown(uv_shutdown_t *req, int status)
 static void on_written(uv_write_t *req, int status)
 {
 	struct wreq *w = gw_container_of(req, struct wreq, req);
-	struct hconn *c = w->c;
+	struct gw_http_conn *c = w->c;
 	bool close_after = w->close_after || status < 0;
 	bool cont = w->then_continue;
 	free(w);
@@ -159,23 +155,23 @@ static void on_written(uv_write_t *req, int status)
 		if (sd && uv_shutdown(sd, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
 			free(sd);
 		start_reading(c);
-		uv_timer_start(&c->timer, on_drain_timer, c->d->cfg->http_body_timeout_ms, 0);
+		uv_timer_start(&c->timer, on_drain_timer, c->srv->o.cfg->http_body_timeout_ms, 0);
 		return;
 	}
 	if (close_after) {
-		hconn_close(c);
+		conn_close(c);
 		return;
 	}
 	if (cont)
-		hconn_continue(c);
+		conn_continue(c);
 }
 
-static void send_raw(struct hconn *c, const char *head, size_t hlen, const char *body,
+static void send_raw(struct gw_http_conn *c, const char *head, size_t hlen, const char *body,
                      size_t blen, bool close_after, bool then_continue)
 {
 	struct wreq *w = malloc(sizeof(*w) + hlen + blen);
 	if (!w) {
-		hconn_close(c);
+		conn_close(c);
 		return;
 	}
 	w->c = c;
@@ -187,16 +183,16 @@ static void send_raw(struct hconn *c, const char *head, size_t hlen, const char 
 	uv_buf_t b = uv_buf_init(w->buf, (unsigned)(hlen + blen));
 	if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_written) < 0) {
 		free(w);
-		hconn_close(c);
+		conn_close(c);
 	}
 }
 
-/* Send a complete response.  `body` is sent as is with content type ctype;
- * `headers` are extra header lines, each ending in CRLF (may be ""). */
-static void respond_h(struct hconn *c, int status, const char *ctype, const char *headers,
+/* Send a complete response. */
+/* `headers`: extra header lines, each ending in CRLF ("" for none). */
+static void respond_h(struct gw_http_conn *c, int status, const char *ctype, const char *headers,
                       const char *body, size_t blen, bool force_close)
 {
-	bool close_after = force_close || !c->keep_alive || c->d->stopping;
+	bool close_after = force_close || !c->keep_alive || !c->srv->on;
 	char head[1536];
 	int hlen = snprintf(head, sizeof(head),
 	                    "HTTP/1.1 %d %s\r\n"
@@ -209,288 +205,144 @@ static void respond_h(struct hconn *c, int status, const char *ctype, const char
 	                    "\r\n",
 	                    status, reason_phrase(status), ctype, blen, headers,
 	                    close_after ? "Connection: close\r\n" : "");
-	if (hlen < 0 || (size_t)hlen >= sizeof(head)) {
-		hconn_close(c);
-		return;
-	}
+	GW_REQUIRE(hlen > 0 && (size_t)hlen < sizeof(head));
 	c->state = H_CLOSING;
 	send_raw(c, head, (size_t)hlen, body, blen, close_after, !close_after);
 }
 
-static void respond(struct hconn *c, int status, const char *ctype, const char *body,
+static void respond(struct gw_http_conn *c, int status, const char *ctype, const char *body,
                     size_t blen, bool force_close)
 {
 	respond_h(c, status, ctype, "", body, blen, force_close);
 }
 
-void gw_http_respond_page(struct hconn *c, int status, const char *ctype, const char *headers,
-                          const char *body, size_t len)
+void gw_http_respond_page(struct gw_http_conn *c, int status, const char *ctype,
+                          const char *headers, const char *body, size_t len)
 {
 	respond_h(c, status, ctype, headers, body, len, false);
 }
 
-void gw_http_respond_json(struct hconn *c, int status, json_t *j)
+static void respond_json_str(struct gw_http_conn *c, int status, char *s, bool force_close)
 {
-	char *s = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(12));
-	json_decref(j);
 	if (!s) {
-		respond(c, 500, "application/json", "{\"error\":\"out of memory\"}", 25, true);
+		static const char oom[] = "{\"error\":\"out of memory\"}\n";
+		respond(c, 500, "application/json", oom, sizeof(oom) - 1, true);
 		return;
 	}
 	size_t n = strlen(s);
-	s = realloc(s, n + 2);
-	s[n++] = '\n';
-	respond(c, status, "application/json", s, n, false);
+	char *t = realloc(s, n + 2);
+	if (t) {
+		s = t;
+		s[n++] = '\n';
+	}
+	respond(c, status, "application/json", s, n, force_close);
 	free(s);
 }
 
-void gw_http_respond_text(struct hconn *c, int status, const char *ctype, const char *body,
-                          size_t len)
+void gw_http_respond_json(struct gw_http_conn *c, int status, json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
+	json_decref(j);
+	respond_json_str(c, status, s, false);
+}
+
+void gw_http_respond_text(struct gw_http_conn *c, int status, const char *ctype,
+                          const char *body, size_t len)
 {
 	respond(c, status, ctype, body, len, false);
 }
 
-static void respond_error(struct hconn *c, int status, bool force_close, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static void respond_error(struct hconn *c, int status, bool force_close, const char *fmt, ...)
+static void respond_verror(struct gw_http_conn *c, int status, bool force_close,
+                           const char *fmt, va_list ap)
 {
 	char msg[512];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	json_t *j = json_pack("{s:s}", "error", msg);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	respond_json_str(c, status, s, force_close);
+}
+
+void gw_http_respond_error(struct gw_http_conn *c, int status, const char *fmt, ...)
+{
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	respond_verror(c, status, false, fmt, ap);
 	va_end(ap);
-	json_t *j = json_pack("{s:s}", "error", msg);
-	char *s = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	size_t n = s ? strlen(s) : 0;
-	if (s) {
-		s = realloc(s, n + 2);
-		s[n++] = '\n';
-	}
-	respond(c, status, "application/json", s ? s : "", n, force_close);
-	free(s);
 }
 
-const char *gw_http_body(struct hconn *c, size_t *len)
+/* An error that ends the connection (the request could not be read). */
+static void respond_fatal(struct gw_http_conn *c, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void respond_fatal(struct gw_http_conn *c, int status, const char *fmt, ...)
 {
-	*len = c->body_len;
-	return c->body ? c->body : "";
+	va_list ap;
+	va_start(ap, fmt);
+	respond_verror(c, status, true, fmt, ap);
+	va_end(ap);
 }
 
-struct gw_daemon *gw_http_daemon(struct hconn *c)
+void *gw_http_conn_state(const struct gw_http_conn *c)
 {
-	return c->d;
+	return c->rstate;
+}
+
+void gw_http_conn_set_state(struct gw_http_conn *c, void *state)
+{
+	c->rstate = state;
+}
+
+void gw_http_conn_close_after(struct gw_http_conn *c)
+{
+	c->keep_alive = false;
 }
 
 /* ---- thread-pool queries ------------------------------------------------------------ */
 
 static void work_run(uv_work_t *req)
 {
-	struct hconn *c = gw_container_of(req, struct hconn, work);
+	struct gw_http_conn *c = gw_container_of(req, struct gw_http_conn, work);
 	c->qresult = NULL;
-	if (c->route->query_qs) {
-		/* the URL stays as it is until the next request begins */
-		const char *q = strchr(c->url, '?');
-		c->qstatus = c->route->query_qs(c->d, c->arg[0] ? c->arg : NULL, q ? q + 1 : "",
-		                                q ? strlen(q + 1) : 0, &c->qresult);
-		return;
-	}
-	c->qstatus = c->route->query(c->d, c->arg[0] ? c->arg : NULL, c->body ? c->body : "",
-	                             c->body_len, &c->qresult);
+	c->qstatus = c->route->query(&c->req, &c->qresult);
 }
 
 static void work_done(uv_work_t *req, int status)
 {
-	struct hconn *c = gw_container_of(req, struct hconn, work);
+	struct gw_http_conn *c = gw_container_of(req, struct gw_http_conn, work);
 	c->work_busy = false;
-	if (c->closing) {
-		json_decref(c->qresult);
-		c->qresult = NULL;
-		hconn_close(c); /* finish the close that waited for us */
-		return;
-	}
 	json_t *r = c->qresult;
 	c->qresult = NULL;
-	if (status < 0 || !r)
-		respond_error(c, 500, false, "query failed");
-	else
+	if (c->closing) {
+		json_decref(r);
+		conn_close(c); /* finish the close that waited for us */
+		return;
+	}
+	if (status < 0 || !r) {
+		json_decref(r);
+		gw_http_respond_error(c, 500, "query failed");
+	} else {
 		gw_http_respond_json(c, c->qstatus, r);
+	}
 }
 
-static void query_after_commit(struct gw_commit_waiter *w)
+static void query_after_barrier(struct gw_commit_waiter *w)
 {
-	struct hconn *c = gw_container_of(w, struct hconn, waiter);
+	struct gw_http_conn *c = gw_container_of(w, struct gw_http_conn, waiter);
 	c->work_busy = true;
-	if (uv_queue_work(c->d->loop, &c->work, work_run, work_done) < 0) {
+	if (uv_queue_work(c->srv->o.loop, &c->work, work_run, work_done) < 0) {
 		c->work_busy = false;
-		respond_error(c, 500, false, "cannot queue the query");
+		gw_http_respond_error(c, 500, "cannot queue the query");
 	}
 }
 
-/* ---- routes ----------------------------------------------------------------------------- */
+/* ---- routing ------------------------------------------------------------------------ */
 
-static int q_runs(struct gw_daemon *d, const char *arg, const char *body, size_t blen,
-                  json_t **out)
+int gw_http_route(struct gw_http *h, const struct gw_http_route *r)
 {
-	char err[256];
-	json_t *runs;
-	if (gw_store_read_runs(d->cfg->db_path, &runs, err, sizeof(err)) < 0) {
-		*out = json_pack("{s:s}", "error", err);
-		return 500;
-	}
-	*out = json_pack("{s:o}", "runs", runs);
-	return 200;
-}
-
-static int q_run(struct gw_daemon *d, const char *arg, const char *body, size_t blen,
-                 json_t **out)
-{
-	char err[256];
-	json_t *run;
-	int rc = gw_store_read_run(d->cfg->db_path, arg, &run, err, sizeof(err));
-	if (rc < 0) {
-		*out = json_pack("{s:s}", "error", err);
-		return rc == -ENOENT ? 404 : 500;
-	}
-	*out = run;
-	return 200;
-}
-
-static int q_alerts(struct gw_daemon *d, const char *arg, const char *body, size_t blen,
-                    json_t **out)
-{
-	char err[256];
-	json_t *alerts;
-	if (gw_store_read_alerts(d->cfg->db_path, arg, 1000, &alerts, err, sizeof(err)) < 0) {
-		*out = json_pack("{s:s}", "error", err);
-		return 500;
-	}
-	*out = json_pack("{s:s?, s:o}", "run", arg, "alerts", alerts);
-	return 200;
-}
-
-/* The resume gate: is this live manifest what the run's last checkpoint
- * saved?  The same comparison the resume_mismatch detector makes. */
-static int q_resume_check(struct gw_daemon *d, const char *arg, const char *body, size_t blen,
-                          json_t **out)
-{
-	json_error_t je;
-	json_t *live = json_loadb(body, blen, 0, &je);
-	if (!json_is_object(live)) {
-		*out = json_pack("{s:s}", "error", live ? "the body must be a JSON object (the resume manifest)"
-		                                         : je.text);
-		json_decref(live);
-		return 400;
-	}
-	char err[256];
-	json_t *ckpt = NULL;
-	int64_t step = -1;
-	int rc = gw_store_read_last_event(d->cfg->db_path, arg, "checkpoint_saved", &ckpt, &step,
-	                                  err, sizeof(err));
-	if (rc < 0 && rc != -ENOENT) {
-		json_decref(live);
-		*out = json_pack("{s:s}", "error", err);
-		return 500;
-	}
-	json_t *diffs = gw_resume_diff(ckpt, live);
-	bool ok = json_array_size(diffs) == 0;
-	json_t *first = json_array_get(diffs, 0);
-	const char *kind = json_string_value(json_object_get(first, "kind"));
-	*out = json_pack("{s:s, s:b, s:o, s:o}", "run", arg, "ok", ok,
-	                 "checkpoint_step", step >= 0 ? json_integer((json_int_t)step) : json_null(),
-	                 "differences", diffs);
-	if (!ckpt)
-		json_object_set_new(*out, "note", json_string("the run has no checkpoint_saved event to compare with; "
-		                                              "only the manifest itself was checked"));
-	if (!ok) {
-		json_object_set_new(*out, "cause", json_string(gw_resume_cause(kind)));
-		json_object_set_new(*out, "action", json_string(gw_resume_action(kind)));
-	}
-	json_decref(ckpt);
-	json_decref(live);
-	return 200;
-}
-
-static void h_healthz(struct hconn *c, const char *arg, const char *query, size_t qlen)
-{
-	struct gw_daemon *d = c->d;
-	struct gw_store_stats st;
-	gw_store_stats(d->store, &st);
-	bool ok = st.last_error == 0;
-	json_t *j = json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:I, s:s}",
-	                      "status", ok ? "ok" : "degraded",
-	                      "version", GW_VERSION,
-	                      "kernels", gw_kern_name(),
-	                      "uptime_s", gw_wall_now() - d->started,
-	                      "runs", (json_int_t)gw_engine_run_count(d->engine),
-	                      "committed", (json_int_t)gw_store_committed(d->store),
-	                      "pending_bytes", (json_int_t)st.pending_bytes,
-	                      "store", ok ? "ok" : st.last_error_msg);
-	gw_http_respond_json(c, ok ? 200 : 503, j);
-}
-
-/* Ingest counters: accepted, events and rejected lines by transport and
- * reason, bytes, segments, alerts by detector and severity. */
-json_t *gw_http_stats_json(struct gw_daemon *d)
-{
-	json_t *tr = json_object();
-	for (int t = 0; t < GW_NTRANSPORTS; t++) {
-		json_t *rej = json_object();
-		for (int r = 0; r < GW_REJ_NREASONS; r++)
-			if (d->stats.rejected[t][r])
-				json_object_set_new(rej, gw_wire_reason_name((enum gw_wire_reason)r),
-				                    json_integer((json_int_t)d->stats.rejected[t][r]));
-		json_object_set_new(tr, gw_transport_name((enum gw_transport)t),
-		                    json_pack("{s:I, s:I, s:I, s:o}",
-		                              "accepted", (json_int_t)d->stats.accepted[t],
-		                              "events", (json_int_t)d->stats.events[t],
-		                              "bytes", (json_int_t)d->stats.bytes[t],
-		                              "rejected", rej));
-	}
-	json_t *al = json_object();
-	for (size_t k = 0; gw_det_registry[k]; k++) {
-		json_t *sev = json_object();
-		for (int v = 0; v < 3; v++)
-			json_object_set_new(sev, gw_severity_name((enum gw_severity)v),
-			                    json_integer((json_int_t)d->stats.alerts[k][v]));
-		json_object_set_new(al, gw_det_registry[k]->name, sev);
-	}
-	struct gw_store_stats st;
-	gw_store_stats(d->store, &st);
-	return json_pack("{s:o, s:o, s:I, s:I, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
-	                 "transports", tr, "alerts", al,
-	                 "segments", (json_int_t)d->stats.segments,
-	                 "connections", (json_int_t)d->stats.connections,
-	                 "udp_dropped", (json_int_t)d->stats.udp_dropped,
-	                 "store", "committed_seq", (json_int_t)gw_store_committed(d->store),
-	                 "commits", (json_int_t)st.commits, "records", (json_int_t)st.records,
-	                 "events", (json_int_t)st.events, "alerts", (json_int_t)st.alerts,
-	                 "pending_bytes", (json_int_t)st.pending_bytes);
-}
-
-static void h_stats(struct hconn *c, const char *arg, const char *query, size_t qlen)
-{
-	gw_http_respond_json(c, 200, gw_http_stats_json(c->d));
-}
-
-static const struct gw_http_route builtin_routes[] = {
-	{"GET", "/healthz", false, NULL, h_healthz, NULL, NULL},
-	{"GET", "/v1/stats", false, NULL, h_stats, NULL, NULL},
-	{"GET", "/v1/runs", false, NULL, NULL, q_runs, NULL},
-	{"GET", "/v1/alerts", false, NULL, NULL, q_alerts, NULL},
-	{"POST", "/v1/ingest", false, NULL, NULL, NULL, NULL}, /* handled as the body streams */
-	{"GET", "/v1/runs/", true, NULL, NULL, q_run, NULL},
-	{"GET", "/v1/runs/", true, "/alerts", NULL, q_alerts, NULL},
-	{"POST", "/v1/runs/", true, "/resume-check", NULL, q_resume_check, NULL},
-};
-
-int gw_http_route(struct gw_daemon *d, const struct gw_http_route *r)
-{
-	struct gw_http *h = d->http;
-	if (!h || h->nextra >= GW_ARRAY_SIZE(h->extra))
+	if (!h || h->nroutes >= MAX_ROUTES)
 		return -ENOSPC;
-	h->extra[h->nextra++] = *r;
+	h->routes[h->nroutes++] = *r;
 	return 0;
 }
 
@@ -505,7 +357,8 @@ static int hexval(char ch)
 	return -1;
 }
 
-/* Percent-decode s[0..n) into out (size cap); -1 on bad escapes or overflow. */
+/* Percent-decode s[0..n) into out (size cap); -1 on bad escapes, a NUL, or
+ * overflow. */
 static int pct_decode(const char *s, size_t n, char *out, size_t cap)
 {
 	size_t o = 0;
@@ -532,7 +385,6 @@ static int pct_decode(const char *s, size_t n, char *out, size_t cap)
 	return (int)o;
 }
 
-/* Value of query parameter `name` (decoded) into out; 1 if present. */
 int gw_http_query_param(const char *query, size_t qlen, const char *name, char *out,
                         size_t cap)
 {
@@ -549,143 +401,127 @@ int gw_http_query_param(const char *query, size_t qlen, const char *name, char *
 	return 0;
 }
 
-static void dispatch_route(struct hconn *c)
+/* Find the route of the request in c->url; fills c->route and c->req.
+ * Returns 0, or the status to answer (400 bad path, 404, 405). */
+static int find_route(struct gw_http_conn *c)
 {
 	const char *method = http_method_str((enum http_method)c->parser.method);
 	const char *url = c->url;
 	const char *q = strchr(url, '?');
 	size_t plen = q ? (size_t)(q - url) : c->url_len;
-	const char *query = q ? q + 1 : "";
-	size_t qlen = q ? c->url_len - plen - 1 : 0;
 	bool path_found = false;
-
-	const struct gw_http_route *tables[2] = {builtin_routes, c->srv->extra};
-	size_t sizes[2] = {GW_ARRAY_SIZE(builtin_routes), c->srv->nextra};
-	for (int t = 0; t < 2; t++) {
-		for (size_t i = 0; i < sizes[t]; i++) {
-			const struct gw_http_route *r = &tables[t][i];
-			size_t rl = strlen(r->path);
-			c->arg[0] = '\0';
-			if (!r->prefix) {
-				if (plen != rl || memcmp(url, r->path, rl) != 0)
-					continue;
-			} else {
-				/* prefix + one percent-encoded run name (no raw '/'),
-				 * then the route's suffix if it has one */
-				if (plen <= rl || memcmp(url, r->path, rl) != 0)
-					continue;
-				const char *a = url + rl;
-				size_t al = plen - rl;
-				size_t sl = r->suffix ? strlen(r->suffix) : 0;
-				if (sl && (al <= sl || memcmp(a + al - sl, r->suffix, sl) != 0))
-					continue;
-				al -= sl;
-				if (memchr(a, '/', al))
-					continue;
-				if (pct_decode(a, al, c->arg, sizeof(c->arg)) <= 0) {
-					respond_error(c, 400, false, "bad percent-encoding in the path");
-					return;
-				}
-			}
-			path_found = true;
-			if (strcmp(method, r->method) != 0)
+	c->req = (struct gw_http_req){
+		.method = method,
+		.path = url,
+		.path_len = plen,
+		.query = q ? q + 1 : "",
+		.query_len = q ? c->url_len - plen - 1 : 0,
+		.body = "",
+		.db_path = c->srv->o.cfg->db_path,
+	};
+	for (size_t i = 0; i < c->srv->nroutes; i++) {
+		const struct gw_http_route *r = &c->srv->routes[i];
+		size_t rl = strlen(r->path);
+		c->arg[0] = '\0';
+		if (!r->prefix) {
+			if (plen != rl || memcmp(url, r->path, rl) != 0)
 				continue;
-			c->route = r;
-			if (!r->handler && !r->query && !r->query_qs) {
-				respond_error(c, 500, false, "no handler");
-				return;
-			}
-			if (r->handler) {
-				r->handler(c, c->arg[0] ? c->arg : NULL, query, qlen);
-				return;
-			}
-			/* answer from the database once what came before is in it */
-			c->waiter.seq = c->d->seq_seen;
-			c->waiter.fn = query_after_commit;
-			gw_store_flush(c->d->store);
-			gw_daemon_wait_commit(c->d, &c->waiter);
-			return;
+		} else {
+			/* prefix + one percent-encoded run name (no raw '/'), then
+			 * the route's suffix if it has one */
+			if (plen <= rl || memcmp(url, r->path, rl) != 0)
+				continue;
+			const char *a = url + rl;
+			size_t al = plen - rl;
+			size_t sl = r->suffix ? strlen(r->suffix) : 0;
+			if (sl && (al <= sl || memcmp(a + al - sl, r->suffix, sl) != 0))
+				continue;
+			al -= sl;
+			if (memchr(a, '/', al))
+				continue;
+			if (pct_decode(a, al, c->arg, sizeof(c->arg)) <= 0)
+				return 400;
 		}
+		path_found = true;
+		if (strcmp(method, r->method) != 0)
+			continue;
+		c->route = r;
+		c->req.arg = c->arg[0] ? c->arg : NULL;
+		c->req.data = r->data;
+		return 0;
 	}
-	if (path_found)
-		respond_error(c, 405, false, "method %s not allowed on %.*s", method, (int)plen, url);
+	return path_found ? 405 : 404;
+}
+
+static void route_error(struct gw_http_conn *c, int status, bool fatal)
+{
+	const struct gw_http_req *r = &c->req;
+	if (status == 400)
+		(fatal ? respond_fatal : gw_http_respond_error)(c, 400, "bad percent-encoding in the path");
+	else if (status == 405)
+		(fatal ? respond_fatal : gw_http_respond_error)(c, 405, "method %s not allowed on %.*s",
+		                                                 r->method, (int)r->path_len, r->path);
 	else
-		respond_error(c, 404, false, "no such endpoint: %.*s", (int)plen, url);
+		(fatal ? respond_fatal : gw_http_respond_error)(c, 404, "no such endpoint: %.*s",
+		                                                 (int)r->path_len, r->path);
 }
 
-/* ---- ingest ----------------------------------------------------------------------------- */
-
-static int on_body_line(void *data, const char *line, size_t len, uint64_t lineno,
-                        enum gw_line_status st)
+/* A whole (non-streamed) request is in: answer it. */
+static void dispatch(struct gw_http_conn *c)
 {
-	struct hconn *c = data;
-	struct gw_ingest_result res;
-	gw_ingest_framed(c->d, GW_TR_HTTP, line, len, lineno, st,
-	                 c->default_run[0] ? c->default_run : NULL, true, &res);
-	if (res.rc == 0) {
-		c->accepted++;
-		c->last_seq = res.seq;
-	} else if (res.rc == -EINVAL) {
-		c->rejected++;
-		if (json_array_size(c->errors) < MAX_REPORTED_ERRORS)
-			json_array_append_new(c->errors, gw_ingest_err_json(lineno, &res.err));
+	if (c->streaming) {
+		c->route->body->end(c);
+		return;
 	}
-	return 0;
+	int st = find_route(c);
+	if (st) {
+		route_error(c, st, false);
+		return;
+	}
+	const struct gw_http_route *r = c->route;
+	c->req.body = c->body ? c->body : "";
+	c->req.body_len = c->body_len;
+	if (r->handler) {
+		r->handler(c, &c->req);
+	} else if (r->query) {
+		/* answer from the database once what came before is in it */
+		c->waiter.fn = query_after_barrier;
+		c->srv->o.barrier(c->srv->o.barrier_data, &c->waiter);
+	} else {
+		gw_http_respond_error(c, 500, "no handler");
+	}
 }
 
-static void ingest_committed(struct gw_commit_waiter *w)
+/* ---- parser callbacks -------------------------------------------------------------- */
+
+static void end_stream(struct gw_http_conn *c, bool complete)
 {
-	struct hconn *c = gw_container_of(w, struct hconn, waiter);
-	json_t *j = json_pack("{s:I, s:I, s:b, s:O}", "accepted", (json_int_t)c->accepted,
-	                      "rejected", (json_int_t)c->rejected, "committed", 1,
-	                      "errors", c->errors);
-	if (c->rejected > json_array_size(c->errors))
-		json_object_set_new(j, "errors_truncated", json_true());
-	if (c->too_large)
-		json_object_set_new(j, "error", json_sprintf("the body is larger than %zu bytes (limits.max_body_bytes); lines after the limit were not read",
-		                                             c->d->cfg->max_body));
-	int status = c->too_large ? 413 : c->rejected ? 422 : 200;
-	if (c->too_large)
-		c->keep_alive = false;
-	gw_http_respond_json(c, status, j);
+	if (!c->streaming)
+		return;
+	c->streaming = false;
+	c->route->body->free(c, complete);
+	c->rstate = NULL;
 }
-
-static void finish_ingest(struct hconn *c)
-{
-	gw_lines_finish(&c->lines, on_body_line, c);
-	c->waiter.seq = c->last_seq;
-	c->waiter.fn = ingest_committed;
-	if (c->last_seq)
-		gw_store_flush(c->d->store);
-	gw_daemon_wait_commit(c->d, &c->waiter);
-}
-
-/* ---- parser callbacks -------------------------------------------------------------------- */
 
 static int cb_message_begin(http_parser *p)
 {
-	struct hconn *c = p->data;
+	struct gw_http_conn *c = p->data;
 	c->state = H_HEADERS;
 	c->url_len = 0;
 	c->url_too_long = false;
 	c->hfield_len = 0;
 	c->expect_continue = false;
 	c->rejected_early = false;
-	c->ingest = false;
-	c->too_large = false;
-	c->body_bytes = c->accepted = c->rejected = c->last_seq = 0;
-	c->default_run[0] = '\0';
+	c->route = NULL;
 	free(c->body);
 	c->body = NULL;
 	c->body_len = 0;
-	json_decref(c->errors);
-	c->errors = json_array();
 	return 0;
 }
 
 static int cb_url(http_parser *p, const char *at, size_t len)
 {
-	struct hconn *c = p->data;
+	struct gw_http_conn *c = p->data;
 	if (c->url_len + len > URL_MAX) {
 		c->url_too_long = true;
 		return 0;
@@ -698,7 +534,7 @@ static int cb_url(http_parser *p, const char *at, size_t len)
 
 static int cb_header_field(http_parser *p, const char *at, size_t len)
 {
-	struct hconn *c = p->data;
+	struct gw_http_conn *c = p->data;
 	if (c->hfield_len == SIZE_MAX)
 		c->hfield_len = 0;
 	if (c->hfield_len + len < sizeof(c->hfield)) {
@@ -712,44 +548,47 @@ static int cb_header_field(http_parser *p, const char *at, size_t len)
 
 static int cb_header_value(http_parser *p, const char *at, size_t len)
 {
-	struct hconn *c = p->data;
+	struct gw_http_conn *c = p->data;
 	if (c->hfield_expect && len >= 12 && strncasecmp(at, "100-continue", 12) == 0)
 		c->expect_continue = true;
 	c->hfield_len = SIZE_MAX; /* next field starts fresh */
 	return 0;
 }
 
+/* Refuse the request before its body: answer, then read and drop the body
+ * the client may still send, and close. */
+static int refuse_early(struct gw_http_conn *c)
+{
+	c->rejected_early = c->draining = true;
+	return -1;
+}
+
 static int cb_headers_complete(http_parser *p)
 {
-	struct hconn *c = p->data;
+	struct gw_http_conn *c = p->data;
+	const struct gw_cfg *cfg = c->srv->o.cfg;
 	c->keep_alive = http_should_keep_alive(p);
 	if (c->url_too_long) {
-		respond_error(c, 431, true, "the URL is longer than %d bytes", URL_MAX);
-		c->rejected_early = c->draining = true;
-		return -1;
+		respond_fatal(c, 431, "the URL is longer than %d bytes", URL_MAX);
+		return refuse_early(c);
 	}
-	const char *q = strchr(c->url, '?');
-	size_t plen = q ? (size_t)(q - c->url) : c->url_len;
-	c->ingest = p->method == HTTP_POST && plen == 10 && memcmp(c->url, "/v1/ingest", 10) == 0;
-	if (c->ingest) {
-		if (q) {
-			int r = gw_http_query_param(q + 1, c->url_len - plen - 1, "run", c->default_run,
-			                            sizeof(c->default_run));
-			if (r < 0) {
-				respond_error(c, 400, true, "bad ?run= parameter");
-				c->rejected_early = c->draining = true;
-				return -1;
-			}
+	int st = find_route(c);
+	if (st == 0 && c->route->body) {
+		if (p->content_length != ULLONG_MAX && p->content_length > cfg->max_body) {
+			respond_fatal(c, 413, "the body has %llu bytes; limits.max_body_bytes is %zu",
+			              (unsigned long long)p->content_length, cfg->max_body);
+			return refuse_early(c);
 		}
-		if (p->content_length != ULLONG_MAX && p->content_length > c->d->cfg->max_body) {
-			respond_error(c, 413, true,
-			              "the body has %llu bytes; limits.max_body_bytes is %zu",
-			              (unsigned long long)p->content_length, c->d->cfg->max_body);
-			c->rejected_early = c->draining = true;
-			return -1;
+		/* begin refuses by answering: then the body is not read and
+		 * the connection closes after that answer */
+		bool keep = c->keep_alive;
+		c->keep_alive = false;
+		c->streaming = true;
+		if (c->route->body->begin(c, &c->req) < 0) {
+			end_stream(c, false);
+			return refuse_early(c);
 		}
-		gw_lines_free(&c->lines);
-		gw_lines_init(&c->lines, c->d->cfg->max_line);
+		c->keep_alive = keep;
 	}
 	if (c->expect_continue) {
 		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -761,59 +600,49 @@ static int cb_headers_complete(http_parser *p)
 
 static int cb_body(http_parser *p, const char *at, size_t len)
 {
-	struct hconn *c = p->data;
-	if (!c->ingest) {
-		if (c->body_len + len > BODY_KEEP) {
-			respond_error(c, 413, true, "the body is larger than %d bytes", BODY_KEEP);
-			c->rejected_early = c->draining = true;
-			return -1;
-		}
-		char *nb = realloc(c->body, c->body_len + len + 1);
-		if (!nb)
-			return -1;
-		memcpy(nb + c->body_len, at, len);
-		c->body = nb;
-		c->body_len += len;
-		c->body[c->body_len] = '\0';
-		return 0;
+	struct gw_http_conn *c = p->data;
+	if (c->streaming)
+		return c->route->body->data(c, at, len) < 0 ? -1 : 0;
+	if (c->body_len + len > BODY_KEEP) {
+		respond_fatal(c, 413, "the body is larger than %d bytes", BODY_KEEP);
+		return refuse_early(c);
 	}
-	if (c->too_large)
-		return 0;
-	if (c->body_bytes + len > c->d->cfg->max_body) {
-		len = c->d->cfg->max_body - c->body_bytes;
-		c->too_large = true;
-	}
-	c->body_bytes += len;
-	if (gw_lines_feed(&c->lines, at, len, on_body_line, c) == -ENOMEM)
+	char *nb = realloc(c->body, c->body_len + len + 1);
+	if (!nb)
 		return -1;
+	memcpy(nb + c->body_len, at, len);
+	c->body = nb;
+	c->body_len += len;
+	c->body[c->body_len] = '\0';
 	return 0;
 }
 
 static int cb_message_complete(http_parser *p)
 {
-	struct hconn *c = p->data;
+	struct gw_http_conn *c = p->data;
 	c->state = H_RESPOND;
 	uv_timer_stop(&c->timer);
 	http_parser_pause(p, 1);
 	return 0;
 }
 
-/* ---- connection ------------------------------------------------------------------------- */
+/* ---- connection ------------------------------------------------------------------- */
 
 static void on_timer(uv_timer_t *t);
 
 static void on_drain_timer(uv_timer_t *t)
 {
-	hconn_close(t->data);
+	conn_close(t->data);
 }
 
-static void arm_timer(struct hconn *c)
+static void arm_timer(struct gw_http_conn *c)
 {
+	const struct gw_cfg *cfg = c->srv->o.cfg;
 	unsigned ms = 0;
 	switch (c->state) {
-	case H_IDLE: ms = c->d->cfg->http_idle_timeout_ms; break;
-	case H_HEADERS: ms = c->d->cfg->http_header_timeout_ms; break;
-	case H_BODY: ms = c->d->cfg->http_body_timeout_ms; break;
+	case H_IDLE: ms = cfg->http_idle_timeout_ms; break;
+	case H_HEADERS: ms = cfg->http_header_timeout_ms; break;
+	case H_BODY: ms = cfg->http_body_timeout_ms; break;
 	default: break;
 	}
 	if (ms)
@@ -824,30 +653,25 @@ static void arm_timer(struct hconn *c)
 
 static void on_timer(uv_timer_t *t)
 {
-	struct hconn *c = t->data;
+	struct gw_http_conn *c = t->data;
 	if (c->state == H_IDLE) {
-		hconn_close(c);
+		conn_close(c);
 		return;
 	}
 	if (c->state == H_HEADERS || c->state == H_BODY) {
 		const char *what = c->state == H_HEADERS ? "headers" : "body";
 		gw_log_debug("http: %s timeout, closing", what);
-		if (c->ingest && c->state == H_BODY) {
-			/* keep what arrived; the partial last line is lost */
-			if (c->lines.len) {
-				gw_ingest_reject(c->d, GW_TR_HTTP, GW_REJ_TRUNCATED);
-				c->lines.len = 0;
-			}
-		}
+		/* a streamed body keeps what arrived; its partial last line is lost */
+		end_stream(c, false);
 		if (c->reading) {
 			uv_read_stop((uv_stream_t *)&c->tcp);
 			c->reading = false;
 		}
-		respond_error(c, 408, true, "the request %s did not arrive in time", what);
+		respond_fatal(c, 408, "the request %s did not arrive in time", what);
 	}
 }
 
-static void process(struct hconn *c, const char *data, size_t len)
+static void process(struct gw_http_conn *c, const char *data, size_t len)
 {
 	size_t n = http_parser_execute(&c->parser, &c->srv->settings, data, len);
 	enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
@@ -858,7 +682,7 @@ static void process(struct hconn *c, const char *data, size_t len)
 		if (n < len) {
 			char *r = malloc(len - n);
 			if (!r) {
-				hconn_close(c);
+				conn_close(c);
 				return;
 			}
 			memcpy(r, data + n, len - n);
@@ -870,17 +694,14 @@ static void process(struct hconn *c, const char *data, size_t len)
 			uv_read_stop((uv_stream_t *)&c->tcp);
 			c->reading = false;
 		}
-		if (c->ingest)
-			finish_ingest(c);
-		else
-			dispatch_route(c);
+		dispatch(c);
 		return;
 	}
 	if (e != HPE_OK) {
-		if (c->ingest && c->state == H_BODY)
-			respond_error(c, 400, true, "malformed HTTP request body: %s", http_errno_description(e));
-		else
-			respond_error(c, 400, true, "malformed HTTP request: %s", http_errno_description(e));
+		bool in_body = c->streaming;
+		end_stream(c, false);
+		respond_fatal(c, 400, "malformed HTTP request%s: %s", in_body ? " body" : "",
+		              http_errno_description(e));
 		return;
 	}
 	arm_timer(c);
@@ -888,41 +709,39 @@ static void process(struct hconn *c, const char *data, size_t len)
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
-	struct hconn *c = s->data;
+	struct gw_http_conn *c = s->data;
 	if (c->draining) {
 		if (nread < 0)
-			hconn_close(c);
+			conn_close(c);
 		return;
 	}
 	if (nread < 0) {
-		if (c->ingest && c->state == H_BODY && c->lines.len)
-			gw_ingest_reject(c->d, GW_TR_HTTP, GW_REJ_TRUNCATED);
 		if (c->state == H_BODY || c->state == H_HEADERS)
 			gw_log_debug("http: client went away mid-request");
-		hconn_close(c);
+		conn_close(c);
 		return;
 	}
 	if (nread == 0)
 		return;
-	c->d->stats.bytes[GW_TR_HTTP] += (uint64_t)nread;
 	if (c->state == H_IDLE)
 		c->state = H_HEADERS;
 	process(c, buf->base, (size_t)nread);
 }
 
-static void start_reading(struct hconn *c)
+static void start_reading(struct gw_http_conn *c)
 {
 	if (c->reading || c->closing)
 		return;
 	c->reading = true;
-	uv_read_start((uv_stream_t *)&c->tcp, gw_daemon_alloc_slab, on_read);
+	uv_read_start((uv_stream_t *)&c->tcp, gw_ingest_alloc_slab, on_read);
 }
 
 /* The response is out: take the next pipelined request or wait for one. */
-static void hconn_continue(struct hconn *c)
+static void conn_continue(struct gw_http_conn *c)
 {
 	if (c->closing)
 		return;
+	end_stream(c, true);
 	c->state = H_IDLE;
 	http_parser_pause(&c->parser, 0);
 	arm_timer(c);
@@ -942,21 +761,21 @@ static void hconn_continue(struct hconn *c)
 
 static void on_close_handle(uv_handle_t *h)
 {
-	struct hconn *c = h->data;
+	struct gw_http_conn *c = h->data;
 	if (--c->handles_open == 0) {
-		gw_lines_free(&c->lines);
-		json_decref(c->errors);
 		free(c->rest);
 		free(c->body);
 		free(c);
 	}
 }
 
-static void hconn_close(struct hconn *c)
+static void conn_close(struct gw_http_conn *c)
 {
 	if (!c->closing) {
 		c->closing = true;
-		gw_daemon_cancel_wait(c->d, &c->waiter);
+		end_stream(c, c->state == H_CLOSING || c->state == H_RESPOND);
+		if (c->srv->o.cancel)
+			c->srv->o.cancel(c->srv->o.barrier_data, &c->waiter);
 		c->prev->next = c->next;
 		c->next->prev = c->prev;
 		c->srv->nconns--;
@@ -971,17 +790,15 @@ static void hconn_close(struct hconn *c)
 
 static void on_connection(uv_stream_t *srv, int status)
 {
-	struct gw_daemon *d = srv->data;
-	struct gw_http *h = d->http;
+	struct gw_http *h = srv->data;
 	if (status < 0)
 		return;
-	struct hconn *c = calloc(1, sizeof(*c));
+	struct gw_http_conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return;
-	c->d = d;
 	c->srv = h;
-	uv_tcp_init(d->loop, &c->tcp);
-	uv_timer_init(d->loop, &c->timer);
+	uv_tcp_init(h->o.loop, &c->tcp);
+	uv_timer_init(h->o.loop, &c->timer);
 	c->tcp.data = c;
 	c->timer.data = c;
 	c->handles_open = 2;
@@ -990,27 +807,25 @@ static void on_connection(uv_stream_t *srv, int status)
 	h->conns.next->prev = c;
 	h->conns.next = c;
 	h->nconns++;
-	if (uv_accept(srv, (uv_stream_t *)&c->tcp) < 0 || h->nconns > d->cfg->max_connections) {
-		hconn_close(c);
+	if (uv_accept(srv, (uv_stream_t *)&c->tcp) < 0 || h->nconns > h->o.cfg->max_connections) {
+		conn_close(c);
 		return;
 	}
 	uv_tcp_nodelay(&c->tcp, 1);
 	http_parser_init(&c->parser, HTTP_REQUEST);
 	c->parser.data = c;
-	c->state = H_IDLE;
-	c->errors = json_array();
-	gw_lines_init(&c->lines, d->cfg->max_line);
 	c->state = H_HEADERS;
 	arm_timer(c);
 	start_reading(c);
 }
 
-int gw_http_start(struct gw_daemon *d, char *err, size_t errlen)
+int gw_http_start(const struct gw_http_opts *o, struct gw_http **out, char *err, size_t errlen)
 {
 	struct gw_http *h = calloc(1, sizeof(*h));
+	*out = h;
 	if (!h)
-		return -ENOMEM;
-	d->http = h;
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
+	h->o = *o;
 	h->conns.next = h->conns.prev = &h->conns;
 	h->settings.on_message_begin = cb_message_begin;
 	h->settings.on_url = cb_url;
@@ -1019,67 +834,59 @@ int gw_http_start(struct gw_daemon *d, char *err, size_t errlen)
 	h->settings.on_headers_complete = cb_headers_complete;
 	h->settings.on_body = cb_body;
 	h->settings.on_message_complete = cb_message_complete;
-	if (!d->cfg->http.enabled)
+	const struct gw_listen *l = &o->cfg->http;
+	if (!l->enabled)
 		return 0;
 	struct sockaddr_storage ss;
 	int rc;
-	const struct gw_listen *l = &d->cfg->http;
-	uv_tcp_init(d->loop, &h->srv);
-	h->srv.data = d;
+	uv_tcp_init(o->loop, &h->srv);
+	h->srv.data = h;
 	h->on = true;
-	if (strchr(l->host, ':'))
-		rc = uv_ip6_addr(l->host, l->port, (struct sockaddr_in6 *)&ss);
-	else
-		rc = uv_ip4_addr(l->host, l->port, (struct sockaddr_in *)&ss);
-	if (rc < 0 || (rc = uv_tcp_bind(&h->srv, (struct sockaddr *)&ss, 0)) < 0 ||
-	    (rc = uv_listen((uv_stream_t *)&h->srv, 256, on_connection)) < 0) {
-		snprintf(err, errlen, "http %s:%d: %s", l->host, l->port, uv_strerror(rc));
-		return rc;
-	}
+	if ((rc = gw_cfg_sockaddr(l, &ss)) < 0 ||
+	    (rc = uv_tcp_bind(&h->srv, (struct sockaddr *)&ss, 0)) < 0 ||
+	    (rc = uv_listen((uv_stream_t *)&h->srv, 256, on_connection)) < 0)
+		return gw_errf(err, errlen, rc, "http %s:%d: %s", l->host, l->port, uv_strerror(rc));
 	gw_log_info("listening on http://%s:%d", l->host, l->port);
 	return 0;
 }
 
-void gw_http_stop(struct gw_daemon *d)
+void gw_http_stop(struct gw_http *h)
 {
-	struct gw_http *h = d->http;
 	if (!h)
 		return;
 	if (h->on && !uv_is_closing((uv_handle_t *)&h->srv))
 		uv_close((uv_handle_t *)&h->srv, NULL);
+	h->on = false;
 	/* idle keep-alive connections go now; busy ones close after answering */
-	struct hconn *c = h->conns.next;
+	struct gw_http_conn *c = h->conns.next;
 	while (c != &h->conns) {
-		struct hconn *next = c->next;
+		struct gw_http_conn *next = c->next;
 		if (c->state == H_IDLE || c->state == H_HEADERS)
-			hconn_close(c);
+			conn_close(c);
 		c = next;
 	}
 }
 
-size_t gw_http_busy(struct gw_daemon *d)
+size_t gw_http_busy(const struct gw_http *h)
 {
-	struct gw_http *h = d->http;
 	size_t n = 0;
 	if (!h)
 		return 0;
-	for (struct hconn *c = h->conns.next; c != &h->conns; c = c->next)
+	for (const struct gw_http_conn *c = h->conns.next; c != &h->conns; c = c->next)
 		n += c->state == H_RESPOND || c->state == H_CLOSING || c->state == H_BODY;
 	return n;
 }
 
-void gw_http_close_all(struct gw_daemon *d)
+void gw_http_close_all(struct gw_http *h)
 {
-	struct gw_http *h = d->http;
 	if (!h)
 		return;
-	gw_http_stop(d);
+	gw_http_stop(h);
 	while (h->conns.next != &h->conns)
-		hconn_close(h->conns.next);
+		conn_close(h->conns.next);
 }
 
-void gw_http_free(struct gw_daemon *d)
+void gw_http_free(struct gw_http *h)
 {
-	free(d->http);
-	d->http = NULL;
+	free(h);
 }

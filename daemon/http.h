@@ -1,6 +1,18 @@
 /*
- * The HTTP API's extension points: other modules (metrics, resume check)
- * register routes and answer through these helpers (see http.c).
+ * http: the HTTP/1.1 transport of gradwatchd (see http.c): connections,
+ * request parsing, limits, the route table, responses.  What the routes do
+ * lives with their owners (api.c for the /v1 API, metrics.c, alerting.c),
+ * which register them with gw_http_route().
+ *
+ * A route answers in one of three ways:
+ *   handler  on the loop thread, right away (it must call one
+ *            gw_http_respond_*; or keep the connection and respond later);
+ *   query    on the libuv thread pool, after everything ingested so far is
+ *            committed (the server's barrier): it gets the read-only
+ *            database path and the request, returns an HTTP status and a
+ *            JSON body, and the loop sends it;
+ *   body     the request body is streamed to the route as it arrives
+ *            (POST /v1/ingest): begin / data / end callbacks on the loop.
  */
 #ifndef GW_HTTP_H
 #define GW_HTTP_H
@@ -8,58 +20,104 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
 
-struct gw_daemon;
-struct hconn;
+struct gw_cfg;
+struct gw_commit_waiter;
+struct gw_http;
+struct gw_http_conn;
+
+/* What a handler or a query sees of the request. */
+struct gw_http_req {
+	const char *method;
+	const char *path;          /* without the query */
+	size_t path_len;
+	const char *arg;           /* decoded {run} of a prefix route, or NULL */
+	const char *query;         /* after '?', not decoded ("" if none) */
+	size_t query_len;
+	const char *body;          /* the body of a non-streamed request ("" if none) */
+	size_t body_len;
+	const char *db_path;       /* queries: the read-only database to read */
+	void *data;                /* the route's data */
+};
+
+/* A streamed body (POST /v1/ingest).  The connection's route state
+ * (gw_http_conn_state) is the route's own between begin and free. */
+struct gw_http_body_ops {
+	/* Headers are in: set up (return a negative value after responding
+	 * with an error to refuse the request). */
+	int (*begin)(struct gw_http_conn *c, const struct gw_http_req *r);
+	/* The next bytes of the body. */
+	int (*data)(struct gw_http_conn *c, const char *p, size_t n);
+	/* The whole body is in: respond (now or later). */
+	void (*end)(struct gw_http_conn *c);
+	/* The connection goes away (after end, or instead of it): release the
+	 * route state; `complete` is false when the body was cut off. */
+	void (*free)(struct gw_http_conn *c, bool complete);
+};
 
 struct gw_http_route {
-	const char *method;        /* "GET", "POST" */
+	const char *method;        /* "GET", "POST", "DELETE" */
 	const char *path;          /* exact path, or prefix when `prefix` */
 	bool prefix;               /* path + "{run}" (percent-encoded, no '/') */
 	const char *suffix;        /* ... + this ("/alerts"), or NULL */
-	/* Answer on the loop thread (must call one gw_http_respond_*)... */
-	void (*handler)(struct hconn *c, const char *arg, const char *query, size_t qlen);
-	/* ... or compute on the thread pool, after everything ingested so far
-	 * is committed: return the HTTP status and a JSON body in *out (the
-	 * loop sends it).  arg is the decoded {run} or NULL; body/blen the
-	 * request body (empty for GET). */
-	int (*query)(struct gw_daemon *d, const char *arg, const char *body, size_t blen,
-	             json_t **out);
-	/* ... or the same with the request's query string (not decoded; read
-	 * it with gw_http_query_param) instead of the body (GET routes). */
-	int (*query_qs)(struct gw_daemon *d, const char *arg, const char *query, size_t qlen,
-	                json_t **out);
+	void (*handler)(struct gw_http_conn *c, const struct gw_http_req *r);
+	int (*query)(const struct gw_http_req *r, json_t **out);
+	const struct gw_http_body_ops *body;
+	void *data;                /* handed to handler/query/body as r->data */
 };
 
-/* Register a route (before or after start); -ENOSPC when the table is full. */
-int gw_http_route(struct gw_daemon *d, const struct gw_http_route *r);
+struct gw_http_opts {
+	uv_loop_t *loop;
+	const struct gw_cfg *cfg;  /* address, limits, database path (borrowed) */
+	/* Run w->fn once everything received so far is committed (before a
+	 * query reads the database). */
+	void (*barrier)(void *data, struct gw_commit_waiter *w);
+	void (*cancel)(void *data, struct gw_commit_waiter *w);  /* the connection went away */
+	void *barrier_data;
+};
 
-/* Respond with a JSON body (steals j). */
-void gw_http_respond_json(struct hconn *c, int status, json_t *j);
-void gw_http_respond_text(struct hconn *c, int status, const char *ctype, const char *body,
-                          size_t len);
-/* The same with extra header lines (each ending in "\r\n"), e.g. a
- * Content-Security-Policy.  The body is copied. */
-void gw_http_respond_page(struct hconn *c, int status, const char *ctype, const char *headers,
+/* Listen (when the configuration enables HTTP).  Returns 0 or a negative
+ * errno with a message in err; on failure call gw_http_free anyway. */
+int gw_http_start(const struct gw_http_opts *o, struct gw_http **out, char *err, size_t errlen);
+
+/* Register a route; -ENOSPC when the table is full. */
+int gw_http_route(struct gw_http *h, const struct gw_http_route *r);
+
+/* Stop accepting; idle connections close now, busy ones after answering. */
+void gw_http_stop(struct gw_http *h);
+/* Connections in the middle of a request or response. */
+size_t gw_http_busy(const struct gw_http *h);
+/* Close every connection (shutdown); the loop must run for the callbacks. */
+void gw_http_close_all(struct gw_http *h);
+/* Free the server once every handle is closed. */
+void gw_http_free(struct gw_http *h);
+
+/* ---- answering --------------------------------------------------------------- */
+
+/* Respond with a JSON body (steals j; j NULL answers 500). */
+void gw_http_respond_json(struct gw_http_conn *c, int status, json_t *j);
+/* Respond with {"error": message}. */
+void gw_http_respond_error(struct gw_http_conn *c, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void gw_http_respond_text(struct gw_http_conn *c, int status, const char *ctype,
                           const char *body, size_t len);
+/* The same with extra header lines (each ending in "\r\n", at most 1 KiB
+ * in all: a constant such as a Content-Security-Policy).  The body is
+ * copied. */
+void gw_http_respond_page(struct gw_http_conn *c, int status, const char *ctype,
+                          const char *headers, const char *body, size_t len);
 
-/* The body of a POST for handler routes that read one (raw bytes so far are
- * not kept for non-ingest routes; see gw_http_body). */
-const char *gw_http_body(struct hconn *c, size_t *len);
+/* The route state of a streamed body (see gw_http_body_ops). */
+void *gw_http_conn_state(const struct gw_http_conn *c);
+void gw_http_conn_set_state(struct gw_http_conn *c, void *state);
+/* Do not keep the connection alive after the response. */
+void gw_http_conn_close_after(struct gw_http_conn *c);
 
-struct gw_daemon *gw_http_daemon(struct hconn *c);
-
-/* The ingest counters as JSON (GET /v1/stats). */
-json_t *gw_http_stats_json(struct gw_daemon *d);
-
-/* Decoded value of query parameter `name` into out: 1 present, 0 absent, -1 bad. */
+/* Decoded value of query parameter `name` into out: 1 present, 0 absent,
+ * -1 bad escape or too long. */
 int gw_http_query_param(const char *query, size_t qlen, const char *name, char *out,
                         size_t cap);
-
-/* Connections in the middle of a request or response. */
-size_t gw_http_busy(struct gw_daemon *d);
-/* Close every connection (shutdown). */
-void gw_http_close_all(struct gw_daemon *d);
-void gw_http_free(struct gw_daemon *d);
 
 #endif

@@ -1,19 +1,26 @@
 /*
- * ingest: the one path every transport's lines take: parse (wire), detect
- * (engine, whose hooks queue segments and alerts), store (queue the record).
- * Order matters: a segment row and an alert are queued before the record
- * that caused them, and all of them before the next line, so the database
- * reads in the order things happened.
+ * ingest: parse, detect, queue; acknowledgement and back-pressure; the
+ * counters (see ingest.h for the contract).
+ *
+ * Order matters: the engine's hooks queue a segment's row and an alert
+ * (with its outbox rows) before the record that caused them, and all of
+ * them before the next line, so the database reads in the order things
+ * happened and an alert is never committed without the record it cites.
  */
-#include "daemon.h"
+#include "ingest.h"
 
+#include "config.h"
 #include "log.h"
+#include "outbox.h"
+#include "outbox_db.h"
+#include "sink.h"
 #include "util.h"
 
-#include <stdio.h>
-
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const transport_names[GW_NTRANSPORTS] = {
@@ -25,86 +32,369 @@ const char *gw_transport_name(enum gw_transport t)
 	return (unsigned)t < GW_NTRANSPORTS ? transport_names[t] : "?";
 }
 
-void gw_ingest_reject(struct gw_daemon *d, enum gw_transport t, enum gw_wire_reason r)
+/* ---- engine hooks ------------------------------------------------------------- */
+
+static void on_segment(void *data, const struct gw_segment_info *si)
 {
-	d->stats.rejected[t][r]++;
+	struct gw_ingest *in = data;
+	in->n.segments++;
+	gw_store_put_segment(in->store, si->run, si->seg, gw_seg_reason_name(si->reason),
+	                     si->first_step, si->restart_step, si->line, si->ts, gw_wall_now());
+	if (si->seg > 1)
+		gw_log_info("run %s: segment %" PRId64 " starts at step %" PRId64 " (%s%s)", si->run,
+		            si->seg, si->first_step, gw_seg_reason_name(si->reason),
+		            si->restart_step >= 0 ? ", restart from a checkpoint" : "");
 }
 
-void gw_ingest_line(struct gw_daemon *d, enum gw_transport t, const char *line,
-                    size_t len, uint64_t lineno, const char *default_run,
-                    struct gw_ingest_result *res)
+/* The alert's row in the alerts table: open (insert or reopen), update or
+ * resolve. */
+static uint64_t put_alert(struct gw_store *st, const struct gw_alert *a)
 {
-	struct gw_rec rec;
-	res->seq = 0;
-	res->rc = gw_wire_parse(d->wire, line, len, default_run, &rec, &res->err);
-	if (res->rc == -ENODATA)
-		return;
-	if (res->rc < 0) {
-		if (res->rc == -ENOMEM) {
-			res->err.reason = GW_REJ_SYNTAX;
-			snprintf(res->err.msg, sizeof(res->err.msg), "out of memory");
+	double wall = isnan(a->wall) ? gw_wall_now() : a->wall;
+	char *ev = a->evidence ? json_dumps(a->evidence, JSON_COMPACT | JSON_REAL_PRECISION(12))
+	                       : strdup("{}");
+	if (!ev)
+		return 0;
+	const struct gw_sv id = gw_sv_text(a->id), summary = gw_sv_text(a->summary ? a->summary : ""),
+	                   cause = gw_sv_text(a->cause), action = gw_sv_text(a->action),
+	                   evidence = gw_sv_text(ev), sev = gw_sv_text(gw_severity_name(a->severity));
+	uint64_t seq;
+	if (a->kind == GW_ALERT_OPEN) {
+		const struct gw_sv v[] = {
+			id, gw_sv_run(a->run, strlen(a->run)), gw_sv_int(a->seg), gw_sv_int(a->step),
+			gw_sv_int((int64_t)a->line), gw_sv_text(a->detector), sev, summary, cause, action,
+			evidence, gw_sv_real(a->ts), gw_sv_real(wall),
+		};
+		seq = gw_store_put(st, NULL, GW_STORE_ALERT_OPEN, v, GW_ARRAY_SIZE(v));
+	} else if (a->kind == GW_ALERT_UPDATE) {
+		const struct gw_sv v[] = {
+			id, sev, summary, cause, action, evidence, gw_sv_real(wall), gw_sv_int(a->step),
+			gw_sv_int((int64_t)a->line),
+		};
+		seq = gw_store_put(st, NULL, GW_STORE_ALERT_UPDATE, v, GW_ARRAY_SIZE(v));
+	} else {
+		const struct gw_sv v[] = {id, gw_sv_real(wall), gw_sv_int(a->step)};
+		seq = gw_store_put(st, NULL, GW_STORE_ALERT_RESOLVE, v, GW_ARRAY_SIZE(v));
+	}
+	free(ev);
+	return seq;
+}
+
+static void on_alert(void *data, const struct gw_alert *a)
+{
+	struct gw_ingest *in = data;
+	/* the alert and its outbox rows commit together or not at all: an
+	 * alert stored without them would never be delivered */
+	gw_store_hold(in->store);
+	put_alert(in->store, a);
+	gw_outbox_alert(in->outbox, a);   /* after the alert: it is stored first */
+	gw_store_release(in->store);
+	if (a->kind == GW_ALERT_OPEN) {
+		int k = gw_det_index(a->detector);
+		if (k >= 0)
+			in->n.alerts[k][a->severity]++;
+		gw_log_info("alert %s [%s] %s run %s step %" PRId64 ": %s", a->id,
+		            gw_severity_name(a->severity), a->detector, a->run, a->step, a->summary);
+	} else {
+		gw_log_info("alert %s %s", a->id, gw_alert_kind_name(a->kind));
+	}
+}
+
+static void seed_run(void *data, const char *run, int64_t seg, int64_t last_step, double last_ts)
+{
+	struct gw_ingest *in = data;
+	if (seg > 0)
+		gw_engine_seed_run(in->engine, run, seg, last_step, last_ts);
+}
+
+/* ---- commit notifications --------------------------------------------------------- */
+
+static void on_commit(uv_async_t *a)
+{
+	struct gw_ingest *in = a->data;
+	uint64_t done = gw_store_committed(in->store);
+	gw_outbox_committed(in->outbox, done);
+	/* answer every waiter that is now covered, oldest registration last */
+	struct gw_commit_waiter *ready = NULL;
+	for (struct gw_commit_waiter **p = &in->waiters; *p;) {
+		struct gw_commit_waiter *w = *p;
+		if (w->seq <= done) {
+			*p = w->next;
+			w->next = ready;
+			ready = w;
+		} else {
+			p = &w->next;
 		}
-		d->stats.rejected[t][res->err.reason]++;
-		res->rc = -EINVAL;
+	}
+	while (ready) {
+		struct gw_commit_waiter *w = ready;
+		ready = w->next;
+		w->fn(w);
+	}
+	if (!gw_store_congested(in->store)) {
+		while (in->paused.next != &in->paused) {
+			struct gw_paused *p = in->paused.next;
+			gw_ingest_unpause(in, p);
+			p->resume(p);
+		}
+	}
+}
+
+static void store_notify(void *data)
+{
+	uv_async_send(data);
+}
+
+void gw_ingest_wait_commit(struct gw_ingest *in, struct gw_commit_waiter *w)
+{
+	if (gw_store_committed(in->store) >= w->seq) {
+		w->fn(w);
 		return;
+	}
+	w->next = in->waiters;
+	in->waiters = w;
+}
+
+void gw_ingest_cancel_wait(struct gw_ingest *in, struct gw_commit_waiter *w)
+{
+	for (struct gw_commit_waiter **p = &in->waiters; *p; p = &(*p)->next) {
+		if (*p == w) {
+			*p = w->next;
+			return;
+		}
+	}
+}
+
+void gw_ingest_barrier(struct gw_ingest *in, struct gw_commit_waiter *w)
+{
+	w->seq = in->seq_seen;
+	if (gw_store_committed(in->store) < w->seq)
+		gw_store_flush(in->store);
+	gw_ingest_wait_commit(in, w);
+}
+
+bool gw_ingest_congested(const struct gw_ingest *in)
+{
+	return gw_store_congested(in->store);
+}
+
+void gw_ingest_pause(struct gw_ingest *in, struct gw_paused *p)
+{
+	if (p->linked)
+		return;
+	p->next = in->paused.next;
+	p->prev = &in->paused;
+	in->paused.next->prev = p;
+	in->paused.next = p;
+	p->linked = true;
+}
+
+void gw_ingest_unpause(struct gw_ingest *in, struct gw_paused *p)
+{
+	if (!p->linked)
+		return;
+	p->prev->next = p->next;
+	p->next->prev = p->prev;
+	p->linked = false;
+}
+
+/* ---- set-up ---------------------------------------------------------------------- */
+
+static int open_outbox(struct gw_ingest *in, char *err, size_t errlen)
+{
+	struct gw_sink_cfg *sinks;
+	size_t n;
+	int rc = gw_sink_parse(in->cfg->sinks, &sinks, &n, err, errlen);
+	if (rc < 0)
+		return rc;
+	char api[128] = "";
+	const struct gw_listen *l = &in->cfg->http;
+	if (l->enabled) {
+		bool v6 = strchr(l->host, ':') != NULL;
+		snprintf(api, sizeof(api), "http://%s%s%s:%d", v6 ? "[" : "", l->host, v6 ? "]" : "",
+		         l->port);
+	}
+	struct gw_outbox_opts o = {
+		.loop = in->loop,
+		.store = in->store,
+		.db_path = in->cfg->db_path,
+		.sinks = sinks,
+		.n_sinks = n,
+		.api_base = api[0] ? api : NULL,
+	};
+	return gw_outbox_open(&o, &in->outbox, err, errlen);
+}
+
+int gw_ingest_init(struct gw_ingest *in, uv_loop_t *loop, const struct gw_cfg *cfg,
+                   struct gw_store *store, char *err, size_t errlen)
+{
+	memset(in, 0, sizeof(*in));
+	in->loop = loop;
+	in->cfg = cfg;
+	in->store = store;
+	in->paused.next = in->paused.prev = &in->paused;
+	uv_async_init(loop, &in->commit_async, on_commit);
+	in->commit_async.data = in;
+	gw_store_set_notify(store, store_notify, &in->commit_async);
+
+	struct gw_engine_opts eo = cfg->engine;
+	eo.overrides = cfg->overrides;
+	eo.n_overrides = cfg->n_overrides;
+	eo.live = true;
+	eo.max_runs = cfg->max_runs;
+	struct gw_engine_hooks hooks = {.data = in, .on_alert = on_alert, .on_segment = on_segment};
+	in->engine = gw_engine_new(&eo, &hooks);
+	in->wire = gw_wire_new(cfg->aliases);
+	if (!in->engine || !in->wire)
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
+	char rerr[256];
+	if (gw_store_read_run_positions(cfg->db_path, seed_run, in, rerr, sizeof(rerr)) < 0)
+		gw_log_warn("could not read where known runs stood: %s", rerr);
+	else if (gw_engine_run_count(in->engine))
+		gw_log_info("%zu known run(s) continue from their stored positions",
+		            gw_engine_run_count(in->engine));
+	return open_outbox(in, err, errlen);
+}
+
+void gw_ingest_close(struct gw_ingest *in)
+{
+	gw_outbox_close(in->outbox);
+	if (in->store)
+		gw_store_set_notify(in->store, NULL, NULL);
+	if (in->loop && !uv_is_closing((uv_handle_t *)&in->commit_async))
+		uv_close((uv_handle_t *)&in->commit_async, NULL);
+}
+
+void gw_ingest_deinit(struct gw_ingest *in)
+{
+	gw_outbox_free(in->outbox);
+	in->outbox = NULL;
+	gw_engine_free(in->engine);
+	in->engine = NULL;
+	gw_wire_free(in->wire);
+	in->wire = NULL;
+	in->waiters = NULL;
+}
+
+/* ---- one line --------------------------------------------------------------------- */
+
+static void count_reject(struct gw_ingest *in, enum gw_transport t, struct gw_wire_err *e,
+                         enum gw_wire_reason r)
+{
+	e->reason = r;
+	in->n.rejected[t][r]++;
+}
+
+/* Parse, detect, queue one line; 0 accepted, -EINVAL rejected (*e filled),
+ * -ENODATA blank. */
+static int ingest_line(struct gw_ingest_src *s, const char *line, size_t len, uint64_t lineno,
+                       struct gw_wire_err *e)
+{
+	struct gw_ingest *in = s->in;
+	struct gw_rec rec;
+	int rc = gw_wire_parse(in->wire, line, len, s->default_run, &rec, e);
+	if (rc == -ENODATA)
+		return rc;
+	if (rc < 0) {
+		if (rc == -ENOMEM) {
+			e->column = 0;
+			e->field[0] = '\0';
+			snprintf(e->msg, sizeof(e->msg), "out of memory");
+			e->reason = GW_REJ_SYNTAX;
+		}
+		in->n.rejected[s->t][e->reason]++;
+		return -EINVAL;
 	}
 	double now = gw_wall_now();
 	int64_t seg = 0;
-	int rc = gw_engine_feed(d->engine, &rec, lineno, now, &seg);
+	rc = gw_engine_feed(in->engine, &rec, lineno, now, &seg);
 	if (rc < 0) {
-		res->rc = -EINVAL;
-		res->err.reason = GW_REJ_BAD_RUN;
-		res->err.column = 0;
-		gw_strlcpy(res->err.field, "run", sizeof(res->err.field));
-		snprintf(res->err.msg, sizeof(res->err.msg), "%s",
+		*e = (struct gw_wire_err){.column = 0};
+		gw_strlcpy(e->field, "run", sizeof(e->field));
+		snprintf(e->msg, sizeof(e->msg), "%s",
 		         rc == -ENOSPC ? "bad_run: too many runs (limits.max_runs reached)"
 		                       : "bad_run: out of memory for a new run");
-		d->stats.rejected[t][GW_REJ_BAD_RUN]++;
-		return;
+		count_reject(in, s->t, e, GW_REJ_BAD_RUN);
+		return -EINVAL;
 	}
-	uint64_t seq = rec.event ? gw_store_put_event(d->store, &rec, seg, lineno, now)
-	                         : gw_store_put_record(d->store, &rec, seg, lineno, now);
+	uint64_t seq = rec.event ? gw_store_put_event(in->store, &rec, seg, lineno, now)
+	                         : gw_store_put_record(in->store, &rec, seg, lineno, now);
 	if (!seq) {
-		res->rc = -EINVAL;
-		res->err.reason = GW_REJ_SYNTAX;
-		snprintf(res->err.msg, sizeof(res->err.msg), "out of memory queueing the line");
-		d->stats.rejected[t][GW_REJ_SYNTAX]++;
-		return;
+		*e = (struct gw_wire_err){.column = 0};
+		snprintf(e->msg, sizeof(e->msg), "out of memory queueing the line");
+		count_reject(in, s->t, e, GW_REJ_SYNTAX);
+		return -EINVAL;
 	}
 	if (rec.event)
-		d->stats.events[t]++;
-	d->stats.accepted[t]++;
-	d->seq_seen = seq;
-	res->seq = seq;
-	res->rc = 0;
+		in->n.events[s->t]++;
+	in->n.accepted[s->t]++;
+	in->seq_seen = seq;
+	s->last_seq = seq;
+	return 0;
 }
 
-void gw_ingest_framed(struct gw_daemon *d, enum gw_transport t, const char *line, size_t len,
-                      uint64_t lineno, enum gw_line_status st, const char *default_run,
-                      bool eof_ends_line, struct gw_ingest_result *res)
+static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
+                   enum gw_line_status st)
 {
+	struct gw_ingest_src *s = data;
+	struct gw_ingest *in = s->in;
+	struct gw_wire_err e = {.reason = GW_REJ_SYNTAX};
+	int rc;
 	if (st == GW_LINE_TOO_LONG) {
-		gw_ingest_reject(d, t, GW_REJ_TOO_LONG);
-		res->rc = -EINVAL;
-		res->seq = 0;
-		res->err = (struct gw_wire_err){.reason = GW_REJ_TOO_LONG};
-		snprintf(res->err.msg, sizeof(res->err.msg),
+		snprintf(e.msg, sizeof(e.msg),
 		         "line_too_long: the line is longer than %zu bytes (limits.max_line_bytes); skipped",
 		         len);
-		return;
+		count_reject(in, s->t, &e, GW_REJ_TOO_LONG);
+		rc = -EINVAL;
+	} else {
+		rc = ingest_line(s, line, len, lineno, &e);
+		if (rc == -EINVAL && st == GW_LINE_TRUNCATED && !s->eof_ends_line) {
+			/* the peer went away inside this line: count it as truncated
+			 * rather than as whatever the parser tripped over */
+			char m[sizeof(e.msg) + 64];
+			snprintf(m, sizeof(m), "truncated: the connection closed inside this line (%s)",
+			         e.msg);
+			in->n.rejected[s->t][e.reason]--;
+			count_reject(in, s->t, &e, GW_REJ_TRUNCATED);
+			gw_strlcpy(e.msg, m, sizeof(e.msg));
+		}
 	}
-	gw_ingest_line(d, t, line, len, lineno, default_run, res);
-	if (res->rc == -EINVAL && st == GW_LINE_TRUNCATED && !eof_ends_line) {
-		/* the peer went away inside this line: count it as truncated
-		 * rather than as whatever the parser tripped over */
-		char m[sizeof(res->err.msg) + 64];
-		snprintf(m, sizeof(m), "truncated: the connection closed inside this line (%s)",
-		         res->err.msg);
-		d->stats.rejected[t][res->err.reason]--;
-		gw_ingest_reject(d, t, GW_REJ_TRUNCATED);
-		res->err.reason = GW_REJ_TRUNCATED;
-		gw_strlcpy(res->err.msg, m, sizeof(res->err.msg));
+	if (rc == 0) {
+		s->accepted++;
+	} else if (rc == -EINVAL) {
+		s->rejected++;
+		if (s->on_reject)
+			s->on_reject(s, lineno, &e);
 	}
+	return 0;
+}
+
+/* ---- sources ------------------------------------------------------------------------ */
+
+void gw_ingest_src_init(struct gw_ingest_src *s, struct gw_ingest *in, enum gw_transport t,
+                        uint64_t first_line)
+{
+	memset(s, 0, sizeof(*s));
+	s->in = in;
+	s->t = t;
+	gw_lines_init(&s->lines, in->cfg->max_line);
+	s->lines.lineno = first_line;
+}
+
+void gw_ingest_src_deinit(struct gw_ingest_src *s)
+{
+	gw_lines_free(&s->lines);
+}
+
+int gw_ingest_src_feed(struct gw_ingest_src *s, const char *p, size_t n)
+{
+	s->in->n.bytes[s->t] += n;
+	return gw_lines_feed(&s->lines, p, n, on_line, s);
+}
+
+void gw_ingest_src_finish(struct gw_ingest_src *s)
+{
+	gw_lines_finish(&s->lines, on_line, s);
 }
 
 json_t *gw_ingest_err_json(uint64_t lineno, const struct gw_wire_err *e)
@@ -118,13 +408,106 @@ json_t *gw_ingest_err_json(uint64_t lineno, const struct gw_wire_err *e)
 	return j;
 }
 
-void gw_daemon_alloc_slab(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+void gw_ingest_count_connection(struct gw_ingest *in)
 {
-	/* one read buffer for every connection: the loop thread is the only
-	 * reader and a read callback consumes its buffer before returning */
+	in->n.connections++;
+}
+
+void gw_ingest_count_udp_dropped(struct gw_ingest *in)
+{
+	in->n.udp_dropped++;
+}
+
+void gw_ingest_count_reject(struct gw_ingest *in, enum gw_transport t, enum gw_wire_reason r)
+{
+	in->n.rejected[t][r]++;
+}
+
+void gw_ingest_alloc_slab(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
 	static char slab[256 * 1024];
 	(void)h;
 	(void)hint;
 	buf->base = slab;
 	buf->len = sizeof(slab);
+}
+
+/* ---- counters ------------------------------------------------------------------------ */
+
+enum dims { D_NONE, D_TRANSPORT, D_TRANSPORT_REASON, D_DETECTOR_SEVERITY };
+
+/* The one table both /v1/stats and /metrics are rendered from. */
+static const struct counter {
+	const char *metric, *key, *help;
+	enum dims dims;
+	size_t off;
+} counters[] = {
+	{"gradwatch_lines_ingested_total", "accepted",
+	 "Lines accepted (records and events), by transport.", D_TRANSPORT,
+	 offsetof(struct gw_ingest_counters, accepted)},
+	{"gradwatch_events_ingested_total", "events", "Event lines accepted, by transport.",
+	 D_TRANSPORT, offsetof(struct gw_ingest_counters, events)},
+	{"gradwatch_received_bytes_total", "bytes", "Bytes received, by transport.", D_TRANSPORT,
+	 offsetof(struct gw_ingest_counters, bytes)},
+	{"gradwatch_lines_rejected_total", "rejected",
+	 "Lines rejected, by transport and reason (docs/wire-format.md).", D_TRANSPORT_REASON,
+	 offsetof(struct gw_ingest_counters, rejected)},
+	{"gradwatch_udp_dropped_total", "udp_dropped",
+	 "UDP datagrams dropped because the store's queue was full.", D_NONE,
+	 offsetof(struct gw_ingest_counters, udp_dropped)},
+	{"gradwatch_connections_total", "connections", "Stream connections accepted.", D_NONE,
+	 offsetof(struct gw_ingest_counters, connections)},
+	{"gradwatch_segments_total", "segments",
+	 "Run segments opened (a run's start, restarts, wall-clock gaps).", D_NONE,
+	 offsetof(struct gw_ingest_counters, segments)},
+	{"gradwatch_alerts_total", "alerts", "Alerts (incidents) opened, by detector and severity.",
+	 D_DETECTOR_SEVERITY, offsetof(struct gw_ingest_counters, alerts)},
+};
+
+void gw_ingest_counters_foreach(const struct gw_ingest *in,
+                                void (*fn)(void *data, const struct gw_counter_sample *s),
+                                void *data)
+{
+	for (size_t k = 0; k < GW_ARRAY_SIZE(counters); k++) {
+		const struct counter *c = &counters[k];
+		const uint64_t *base = (const uint64_t *)((const char *)&in->n + c->off);
+		struct gw_counter_sample s = {.metric = c->metric, .key = c->key, .help = c->help,
+		                              .first = true};
+		switch (c->dims) {
+		case D_NONE:
+			s.n = *base;
+			fn(data, &s);
+			break;
+		case D_TRANSPORT:
+			s.label[0] = "transport";
+			for (int t = 0; t < GW_NTRANSPORTS; t++, s.first = false) {
+				s.value[0] = gw_transport_name((enum gw_transport)t);
+				s.n = base[t];
+				fn(data, &s);
+			}
+			break;
+		case D_TRANSPORT_REASON:
+			s.label[0] = "transport";
+			s.label[1] = "reason";
+			for (int t = 0; t < GW_NTRANSPORTS; t++)
+				for (int r = 0; r < GW_REJ_NREASONS; r++, s.first = false) {
+					s.value[0] = gw_transport_name((enum gw_transport)t);
+					s.value[1] = gw_wire_reason_name((enum gw_wire_reason)r);
+					s.n = base[t * GW_REJ_NREASONS + r];
+					fn(data, &s);
+				}
+			break;
+		case D_DETECTOR_SEVERITY:
+			s.label[0] = "detector";
+			s.label[1] = "severity";
+			for (size_t d = 0; gw_det_registry[d]; d++)
+				for (int v = 0; v < 3; v++, s.first = false) {
+					s.value[0] = gw_det_registry[d]->name;
+					s.value[1] = gw_severity_name((enum gw_severity)v);
+					s.n = base[d * 3 + v];
+					fn(data, &s);
+				}
+			break;
+		}
+	}
 }

@@ -11,6 +11,7 @@
  * SIGHUP reloads thresholds, per-run overrides and disabled detectors from
  * the configuration file.  One cleanup path unwinds in reverse.
  */
+#include "api.h"
 #include "daemon.h"
 #include "follow.h"
 #include "http.h"
@@ -19,7 +20,7 @@
 
 #include "kern.h"
 #include "log.h"
-#include "outbox.h"
+#include "outbox_db.h"
 #include "util.h"
 
 #include "gw_config.h"
@@ -56,139 +57,33 @@ static void usage(FILE *f)
 	        GW_DEFAULT_PORT, GW_DEFAULT_PORT, GW_DEFAULT_HTTP_PORT);
 }
 
-/* ---- commit notifications, back-pressure -------------------------------------------- */
-
-void gw_daemon_wait_commit(struct gw_daemon *d, struct gw_commit_waiter *w)
-{
-	if (gw_store_committed(d->store) >= w->seq) {
-		w->fn(w);
-		return;
-	}
-	w->next = d->waiters;
-	d->waiters = w;
-}
-
-void gw_daemon_cancel_wait(struct gw_daemon *d, struct gw_commit_waiter *w)
-{
-	for (struct gw_commit_waiter **p = &d->waiters; *p; p = &(*p)->next) {
-		if (*p == w) {
-			*p = w->next;
-			return;
-		}
-	}
-}
-
-void gw_daemon_pause(struct gw_daemon *d, struct gw_paused *p)
-{
-	if (p->linked)
-		return;
-	p->next = d->paused.next;
-	p->prev = &d->paused;
-	d->paused.next->prev = p;
-	d->paused.next = p;
-	p->linked = true;
-}
-
-void gw_daemon_unpause(struct gw_daemon *d, struct gw_paused *p)
-{
-	if (!p->linked)
-		return;
-	p->prev->next = p->next;
-	p->next->prev = p->prev;
-	p->linked = false;
-}
-
-static void on_commit(uv_async_t *a)
-{
-	struct gw_daemon *d = a->data;
-	uint64_t done = gw_store_committed(d->store);
-	gw_outbox_committed(d->outbox, done);
-	/* answer every waiter that is now covered */
-	struct gw_commit_waiter *ready = NULL;
-	for (struct gw_commit_waiter **p = &d->waiters; *p;) {
-		struct gw_commit_waiter *w = *p;
-		if (w->seq <= done) {
-			*p = w->next;
-			w->next = ready;
-			ready = w;
-		} else {
-			p = &w->next;
-		}
-	}
-	while (ready) {
-		struct gw_commit_waiter *w = ready;
-		ready = w->next;
-		w->fn(w);
-	}
-	if (!gw_store_congested(d->store)) {
-		while (d->paused.next != &d->paused) {
-			struct gw_paused *p = d->paused.next;
-			gw_daemon_unpause(d, p);
-			p->resume(p);
-		}
-	}
-}
-
-static void store_notify(void *data)
-{
-	uv_async_send(data);
-}
-
-/* ---- engine hooks --------------------------------------------------------------------- */
-
-static void on_segment(void *data, const struct gw_segment_info *si)
-{
-	struct gw_daemon *d = data;
-	d->stats.segments++;
-	gw_store_put_segment(d->store, si, gw_wall_now());
-	if (si->seg > 1)
-		gw_log_info("run %s: segment %" PRId64 " starts at step %" PRId64 " (%s%s)", si->run,
-		            si->seg, si->first_step, gw_seg_reason_name(si->reason),
-		            si->restart_step >= 0 ? ", restart from a checkpoint" : "");
-}
-
-static void on_alert(void *data, const struct gw_alert *a)
-{
-	struct gw_daemon *d = data;
-	gw_store_put_alert(d->store, a);
-	gw_outbox_alert(d->outbox, a);   /* after the alert: it is stored first */
-	if (a->kind == GW_ALERT_OPEN) {
-		int k = gw_det_index(a->detector);
-		if (k >= 0)
-			d->stats.alerts[k][a->severity]++;
-		gw_log_info("alert %s [%s] %s run %s step %" PRId64 ": %s", a->id,
-		            gw_severity_name(a->severity), a->detector, a->run, a->step, a->summary);
-	} else {
-		gw_log_info("alert %s %s", a->id, gw_alert_kind_name(a->kind));
-	}
-}
-
-static void seed_run(void *data, const char *run, int64_t seg, int64_t last_step, double last_ts)
-{
-	struct gw_daemon *d = data;
-	if (seg > 0)
-		gw_engine_seed_run(d->engine, run, seg, last_step, last_ts);
-}
-
 /* ---- signals, timers ------------------------------------------------------------------ */
 
-static void on_walk_close(uv_handle_t *h, void *arg)
+/* The HTTP server's barrier: queries wait for everything ingested so far. */
+static void http_barrier(void *data, struct gw_commit_waiter *w)
 {
-	if (!uv_is_closing(h))
-		uv_close(h, NULL);
+	gw_ingest_barrier(data, w);
 }
 
-static uv_timer_t grace_timer;
-static unsigned drain_ticks;
+static void http_cancel(void *data, struct gw_commit_waiter *w)
+{
+	gw_ingest_cancel_wait(data, w);
+}
 
-/* Close every handle the daemon still holds; the loop then ends. */
+/* Close every handle the daemon still holds, each through its owner; the
+ * loop then ends. */
 static void close_all(struct gw_daemon *d)
 {
 	gw_server_stop(d);
 	gw_follow_stop(d);
-	gw_http_close_all(d);
-	gw_outbox_close(d->outbox);
-	uv_walk(d->loop, on_walk_close, NULL);
+	gw_http_close_all(d->http);
+	gw_ingest_close(&d->ingest);
+	uv_close((uv_handle_t *)&d->sig_term, NULL);
+	uv_close((uv_handle_t *)&d->sig_int, NULL);
+	uv_close((uv_handle_t *)&d->sig_hup, NULL);
+	uv_close((uv_handle_t *)&d->tick_timer, NULL);
+	uv_close((uv_handle_t *)&d->watchdog_timer, NULL);
+	uv_close((uv_handle_t *)&d->grace_timer, NULL);
 }
 
 /* After the grace period: every line read is queued.  Wait (without
@@ -203,8 +98,8 @@ static void on_drain(uv_timer_t *t)
 	bool committed = gw_store_committed(d->store) >= gw_store_queued(d->store);
 	if (!committed)
 		gw_store_flush(d->store);
-	drain_ticks++;
-	if ((committed && !gw_http_busy(d)) || drain_ticks * DRAIN_TICK_MS > DRAIN_MAX_MS) {
+	d->drain_ticks++;
+	if ((committed && !gw_http_busy(d->http)) || d->drain_ticks * DRAIN_TICK_MS > DRAIN_MAX_MS) {
 		if (!committed)
 			gw_log_warn("shutdown: storage still busy after %d ms; closing anyway "
 			            "(the store commits the rest before exit)", DRAIN_MAX_MS);
@@ -230,13 +125,11 @@ static void begin_shutdown(struct gw_daemon *d, const char *why)
 	gw_notify("STOPPING=1");
 	/* stop accepting; connections already open get a short grace period to
 	 * deliver what they sent before we close them */
-	gw_http_stop(d);
+	gw_http_stop(d->http);
 	gw_follow_stop(d);
 	uv_timer_stop(&d->tick_timer);
 	uv_timer_stop(&d->watchdog_timer);
-	uv_timer_init(d->loop, &grace_timer);
-	grace_timer.data = d;
-	uv_timer_start(&grace_timer, on_grace_over, SHUTDOWN_GRACE_MS, 0);
+	uv_timer_start(&d->grace_timer, on_grace_over, SHUTDOWN_GRACE_MS, 0);
 }
 
 static int reload(struct gw_daemon *d)
@@ -268,7 +161,7 @@ static int reload(struct gw_daemon *d)
 	struct gw_engine_opts eo = d->cfg->engine;
 	eo.overrides = d->cfg->overrides;
 	eo.n_overrides = d->cfg->n_overrides;
-	gw_engine_reconfigure(d->engine, &eo);
+	gw_engine_reconfigure(d->ingest.engine, &eo);
 	gw_log_init(d->cfg->log_level, getenv("JOURNAL_STREAM") != NULL);
 	gw_cfg_free(&fresh);
 	gw_log_info("SIGHUP: reloaded thresholds, run overrides, detectors and log level from %s",
@@ -291,7 +184,7 @@ static void on_signal(uv_signal_t *s, int signum)
 static void on_tick(uv_timer_t *t)
 {
 	struct gw_daemon *d = t->data;
-	gw_engine_tick(d->engine, gw_wall_now());
+	gw_engine_tick(d->ingest.engine, gw_wall_now());
 }
 
 static void on_watchdog(uv_timer_t *t)
@@ -471,79 +364,64 @@ int main(int argc, char **argv)
 	d.cfg = &cfg;
 	d.loop = uv_default_loop();
 	d.started = gw_wall_now();
-	d.paused.next = d.paused.prev = &d.paused;
 	signal(SIGPIPE, SIG_IGN);
+	/* handles main.c owns: set up first, so one close_all() closes them
+	 * on every path */
+	uv_signal_init(d.loop, &d.sig_term);
+	uv_signal_init(d.loop, &d.sig_int);
+	uv_signal_init(d.loop, &d.sig_hup);
+	d.sig_term.data = d.sig_int.data = d.sig_hup.data = &d;
+	uv_timer_init(d.loop, &d.tick_timer);
+	uv_timer_init(d.loop, &d.watchdog_timer);
+	uv_timer_init(d.loop, &d.grace_timer);
+	d.tick_timer.data = d.grace_timer.data = &d;
 
-	uv_async_init(d.loop, &d.commit_async, on_commit);
-	d.commit_async.data = &d;
+	static const struct gw_store_schema *const schemas[] = {&gw_outbox_schema};
 	struct gw_store_opts so = {
 		.path = cfg.db_path,
 		.sync_full = cfg.sync_full,
 		.commit_interval_ms = cfg.commit_interval_ms,
 		.commit_max_records = cfg.commit_max_records,
 		.max_pending_bytes = cfg.max_pending_bytes,
-		.notify = store_notify,
-		.notify_data = &d.commit_async,
+		.schemas = schemas,
+		.n_schemas = GW_ARRAY_SIZE(schemas),
 	};
-	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0) {
+	struct gw_http_opts ho = {
+		.loop = d.loop,
+		.cfg = &cfg,
+		.barrier = http_barrier,
+		.cancel = http_cancel,
+		.barrier_data = &d.ingest,
+	};
+	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0 ||
+	    gw_ingest_init(&d.ingest, d.loop, &cfg, d.store, err, sizeof(err)) < 0 ||
+	    gw_http_start(&ho, &d.http, err, sizeof(err)) < 0 ||
+	    gw_api_start(&d, err, sizeof(err)) < 0 || gw_metrics_start(&d, err, sizeof(err)) < 0 ||
+	    gw_web_start(&d, err, sizeof(err)) < 0 ||
+	    gw_alerting_start(&d, err, sizeof(err)) < 0 ||
+	    gw_server_start(&d, err, sizeof(err)) < 0 || gw_follow_start(&d, err, sizeof(err)) < 0) {
 		gw_log_crit("%s", err);
-		goto out_loop;
+		goto out;
 	}
-	struct gw_engine_opts eo = cfg.engine;
-	eo.overrides = cfg.overrides;
-	eo.n_overrides = cfg.n_overrides;
-	eo.live = true;
-	eo.max_runs = cfg.max_runs;
-	struct gw_engine_hooks hooks = {.data = &d, .on_alert = on_alert, .on_segment = on_segment};
-	d.engine = gw_engine_new(&eo, &hooks);
-	d.wire = gw_wire_new(cfg.aliases);
-	if (!d.engine || !d.wire) {
-		gw_log_crit("out of memory");
-		goto out_store;
-	}
-	if (gw_store_read_run_positions(cfg.db_path, seed_run, &d, err, sizeof(err)) < 0)
-		gw_log_warn("could not read where known runs stood: %s", err);
-	else if (gw_engine_run_count(d.engine))
-		gw_log_info("%zu known run(s) continue from their stored positions",
-		            gw_engine_run_count(d.engine));
-
-	if (gw_alerting_start(&d, err, sizeof(err)) < 0 ||
-	    gw_server_start(&d, err, sizeof(err)) < 0 || gw_http_start(&d, err, sizeof(err)) < 0 ||
-	    gw_metrics_start(&d, err, sizeof(err)) < 0 || gw_web_start(&d, err, sizeof(err)) < 0 ||
-	    gw_follow_start(&d, err, sizeof(err)) < 0) {
-		gw_log_crit("%s", err);
-		goto out_listen;
-	}
-	if (d.outbox && gw_alerting_routes(&d) < 0)
-		gw_log_warn("no room for the GET /v1/sinks route");
-	uv_signal_init(d.loop, &d.sig_term);
-	uv_signal_init(d.loop, &d.sig_int);
-	uv_signal_init(d.loop, &d.sig_hup);
-	d.sig_term.data = d.sig_int.data = d.sig_hup.data = &d;
 	uv_signal_start(&d.sig_term, on_signal, SIGTERM);
 	uv_signal_start(&d.sig_int, on_signal, SIGINT);
 	uv_signal_start(&d.sig_hup, on_signal, SIGHUP);
-	uv_timer_init(d.loop, &d.tick_timer);
-	d.tick_timer.data = &d;
 	if (cfg.tick_ms)
 		uv_timer_start(&d.tick_timer, on_tick, cfg.tick_ms, cfg.tick_ms);
-	uv_timer_init(d.loop, &d.watchdog_timer);
-	d.watchdog_usec = gw_notify_watchdog_usec();
-	if (d.watchdog_usec) {
-		uint64_t ms = d.watchdog_usec / 2000;
+	uint64_t watchdog_usec = gw_notify_watchdog_usec();
+	if (watchdog_usec) {
+		uint64_t ms = watchdog_usec / 2000;
 		uv_timer_start(&d.watchdog_timer, on_watchdog, ms ? ms : 1, ms ? ms : 1);
 	}
 
 	gw_notify("READY=1");
 	gw_log_info("ready");
-	uv_run(d.loop, UV_RUN_DEFAULT);
+	uv_run(d.loop, UV_RUN_DEFAULT);   /* until on_drain's close_all() */
 	rc = 0;
-
-out_listen:
+out:
 	if (rc != 0)
 		close_all(&d);
-	uv_run(d.loop, UV_RUN_DEFAULT);
-out_store:
+	uv_run(d.loop, UV_RUN_DEFAULT);   /* the close callbacks */
 	if (d.store) {
 		/* everything ingested is queued; commit it before going */
 		int src = gw_store_close(d.store);
@@ -553,18 +431,15 @@ out_store:
 			rc = 1;
 		}
 	}
-	gw_engine_free(d.engine);
-	gw_wire_free(d.wire);
-out_loop:
-	uv_walk(d.loop, on_walk_close, NULL);
-	uv_run(d.loop, UV_RUN_DEFAULT);
-	gw_outbox_free(d.outbox);
-	d.waiters = NULL;
+	gw_ingest_deinit(&d.ingest);
 	gw_server_free(&d);
-	gw_http_free(&d);
+	gw_http_free(d.http);
 	gw_follow_free(&d);
-	if (uv_loop_close(d.loop) != 0)
-		gw_log_debug("loop closed with handles left");
+	if (uv_loop_close(d.loop) != 0) {
+		/* a handle some owner did not close: a bug, made visible */
+		gw_log_err("exit with libuv handles still open");
+		rc = 1;
+	}
 	gw_log_info("stopped");
 out_cfg:
 	gw_cfg_free(&cfg);

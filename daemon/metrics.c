@@ -3,8 +3,8 @@
  * in the Prometheus text exposition format (version 0.0.4).
  *
  * Everything is rendered on the loop thread from state that is already in
- * memory: the ingest counters (struct gw_ingest_stats, the same numbers as
- * GET /v1/stats), the store's counters, and the engine's per-run state
+ * memory: the ingest counters (the one table in ingest.c that GET /v1/stats
+ * renders too), the store's counters, and the engine's per-run state
  * (gw_engine_foreach_run).  No database read, so a scrape never waits for a
  * commit; its cost is one line per counter plus a few lines per run.
  *
@@ -176,9 +176,25 @@ static void run_sample(void *data, const struct gw_run_info *ri)
 
 /* ---- the exposition ------------------------------------------------------------- */
 
+/* One sample of the ingest counter table (ingest.c). */
+static void counter_sample(void *data, const struct gw_counter_sample *s)
+{
+	FILE *f = data;
+	if (s->first)
+		family(f, s->metric, "counter", s->help);
+	fputs(s->metric, f);
+	for (int k = 0; k < 2 && s->label[k]; k++) {
+		fprintf(f, "%s%s=\"", k ? "," : "{", s->label[k]);
+		gw_metrics_label(f, s->value[k]);
+		fputc('"', f);
+	}
+	if (s->label[0])
+		fputc('}', f);
+	u64(f, s->n);
+}
+
 int gw_metrics_render(struct gw_daemon *d, FILE *f)
 {
-	const struct gw_ingest_stats *s = &d->stats;
 
 	family(f, "gradwatch_build_info", "gauge", "Version and kernel variant of this gradwatchd.");
 	fprintf(f, "gradwatch_build_info{version=\"");
@@ -190,54 +206,7 @@ int gw_metrics_render(struct gw_daemon *d, FILE *f)
 	fputs("gradwatch_start_time_seconds", f);
 	value(f, d->started);
 
-	static const struct {
-		const char *name, *help;
-		size_t off;
-	} per_transport[] = {
-		{"gradwatch_lines_ingested_total", "Lines accepted (records and events), by transport.",
-		 offsetof(struct gw_ingest_stats, accepted)},
-		{"gradwatch_events_ingested_total", "Event lines accepted, by transport.",
-		 offsetof(struct gw_ingest_stats, events)},
-		{"gradwatch_received_bytes_total", "Bytes received, by transport.",
-		 offsetof(struct gw_ingest_stats, bytes)},
-	};
-	for (size_t k = 0; k < GW_ARRAY_SIZE(per_transport); k++) {
-		const uint64_t *arr = (const uint64_t *)((const char *)s + per_transport[k].off);
-		family(f, per_transport[k].name, "counter", per_transport[k].help);
-		for (int t = 0; t < GW_NTRANSPORTS; t++) {
-			fprintf(f, "%s{transport=\"%s\"}", per_transport[k].name,
-			        gw_transport_name((enum gw_transport)t));
-			u64(f, arr[t]);
-		}
-	}
-	family(f, "gradwatch_lines_rejected_total", "counter",
-	       "Lines rejected, by transport and reason (docs/wire-format.md).");
-	for (int t = 0; t < GW_NTRANSPORTS; t++)
-		for (int r = 0; r < GW_REJ_NREASONS; r++) {
-			fprintf(f, "gradwatch_lines_rejected_total{transport=\"%s\",reason=\"%s\"}",
-			        gw_transport_name((enum gw_transport)t),
-			        gw_wire_reason_name((enum gw_wire_reason)r));
-			u64(f, s->rejected[t][r]);
-		}
-	family(f, "gradwatch_udp_dropped_total", "counter",
-	       "UDP datagrams dropped because the store's queue was full.");
-	fputs("gradwatch_udp_dropped_total", f);
-	u64(f, s->udp_dropped);
-	family(f, "gradwatch_connections_total", "counter", "Stream connections accepted.");
-	fputs("gradwatch_connections_total", f);
-	u64(f, s->connections);
-	family(f, "gradwatch_segments_total", "counter",
-	       "Run segments opened (a run's start, restarts, wall-clock gaps).");
-	fputs("gradwatch_segments_total", f);
-	u64(f, s->segments);
-
-	family(f, "gradwatch_alerts_total", "counter", "Alerts (incidents) opened, by detector and severity.");
-	for (size_t k = 0; gw_det_registry[k]; k++)
-		for (int v = 0; v < 3; v++) {
-			fprintf(f, "gradwatch_alerts_total{detector=\"%s\",severity=\"%s\"}",
-			        gw_det_registry[k]->name, gw_severity_name((enum gw_severity)v));
-			u64(f, s->alerts[k][v]);
-		}
+	gw_ingest_counters_foreach(&d->ingest, counter_sample, f);
 
 	struct gw_store_stats st;
 	gw_store_stats(d->store, &st);
@@ -258,22 +227,22 @@ int gw_metrics_render(struct gw_daemon *d, FILE *f)
 
 	family(f, "gradwatch_runs", "gauge", "Runs the detector engine tracks.");
 	fputs("gradwatch_runs", f);
-	u64(f, gw_engine_run_count(d->engine));
+	u64(f, gw_engine_run_count(d->ingest.engine));
 	struct run_ctx rc = {.f = f, .now = gw_wall_now()};
 	for (size_t k = 0; k < GW_ARRAY_SIZE(run_families); k++) {
 		rc.fam = &run_families[k];
 		family(f, rc.fam->name, "gauge", rc.fam->help);
-		gw_engine_foreach_run(d->engine, run_sample, &rc);
+		gw_engine_foreach_run(d->ingest.engine, run_sample, &rc);
 	}
 	return ferror(f) ? -EIO : 0;
 }
 
-static void h_metrics(struct hconn *c, const char *arg, const char *query, size_t qlen)
+static void h_metrics(struct gw_http_conn *c, const struct gw_http_req *r)
 {
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	int rc = f ? gw_metrics_render(gw_http_daemon(c), f) : -ENOMEM;
+	int rc = f ? gw_metrics_render(r->data, f) : -ENOMEM;
 	if (f && fclose(f) != 0)
 		rc = -ENOMEM;
 	if (rc < 0) {
@@ -286,8 +255,8 @@ static void h_metrics(struct hconn *c, const char *arg, const char *query, size_
 
 int gw_metrics_start(struct gw_daemon *d, char *err, size_t errlen)
 {
-	static const struct gw_http_route r = {"GET", "/metrics", false, NULL, h_metrics, NULL, NULL};
-	int rc = gw_http_route(d, &r);
+	const struct gw_http_route r = {"GET", "/metrics", false, NULL, h_metrics, NULL, NULL, d};
+	int rc = gw_http_route(d->http, &r);
 	if (rc < 0)
 		snprintf(err, errlen, "cannot register GET /metrics: %s", strerror(-rc));
 	return rc;

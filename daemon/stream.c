@@ -1,8 +1,9 @@
 /*
  * Stream and datagram listeners: NDJSON over a Unix socket, TCP and UDP.
  *
- * A stream connection feeds its bytes through a line splitter (lines.c) into
- * gw_ingest_line.  Accepted lines get no answer; a rejected line is answered
+ * A stream connection is an ingest source (ingest.h): its bytes go through
+ * the line splitter into the record path.  Accepted lines get no answer; a
+ * rejected line is answered
  * with one JSON line {"error": reason, "line": N, "field": ..., "message":
  * ...} as long as the client reads them (we stop writing errors when our
  * write queue to it passes 64 KiB), is counted, and logged (the first few per
@@ -13,7 +14,6 @@
  */
 #include "daemon.h"
 
-#include "lines.h"
 #include "log.h"
 #include "util.h"
 
@@ -36,10 +36,9 @@ struct conn {
 	} u;
 	struct gw_daemon *d;
 	enum gw_transport t;
-	struct gw_lines lines;
+	struct gw_ingest_src src;
 	struct gw_paused paused;
 	uint64_t id;
-	uint64_t accepted, rejected;
 	char peer[64];
 	bool reading;
 	bool closing;
@@ -67,13 +66,13 @@ static void on_err_written(uv_write_t *req, int status)
 	free(gw_container_of(req, struct err_write, req));
 }
 
-static void answer_error(struct conn *c, uint64_t lineno, const struct gw_wire_err *e)
+static void answer_error(struct gw_ingest_src *src, uint64_t lineno, const struct gw_wire_err *e)
 {
-	c->rejected++;
-	if (c->rejected <= LOGGED_ERRORS)
+	struct conn *c = src->data;
+	if (src->rejected <= LOGGED_ERRORS)
 		gw_log_warn("%s connection %" PRIu64 " (%s) line %" PRIu64 ": %s%s",
 		            gw_transport_name(c->t), c->id, c->peer, lineno, e->msg,
-		            c->rejected == LOGGED_ERRORS ? " (further errors of this connection are counted, not logged)" : "");
+		            src->rejected == LOGGED_ERRORS ? " (further errors of this connection are counted, not logged)" : "");
 	if (c->closing || uv_stream_get_write_queue_size(&c->u.s) > ERR_WRITE_LIMIT)
 		return;
 	json_t *j = gw_ingest_err_json(lineno, e);
@@ -98,23 +97,10 @@ static void answer_error(struct conn *c, uint64_t lineno, const struct gw_wire_e
 	free(s);
 }
 
-static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
-                   enum gw_line_status st)
-{
-	struct conn *c = data;
-	struct gw_ingest_result res;
-	gw_ingest_framed(c->d, c->t, line, len, lineno, st, NULL, false, &res);
-	if (res.rc == 0)
-		c->accepted++;
-	else if (res.rc == -EINVAL)
-		answer_error(c, lineno, &res.err);
-	return 0;
-}
-
 static void on_close_conn(uv_handle_t *h)
 {
 	struct conn *c = gw_container_of(h, struct conn, u.h);
-	gw_lines_free(&c->lines);
+	gw_ingest_src_deinit(&c->src);
 	free(c);
 }
 
@@ -123,14 +109,14 @@ static void conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
-	gw_daemon_unpause(c->d, &c->paused);
+	gw_ingest_unpause(&c->d->ingest, &c->paused);
 	/* a last line without its newline is still a line */
-	gw_lines_finish(&c->lines, on_line, c);
+	gw_ingest_src_finish(&c->src);
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
 	c->d->server->nconns--;
 	gw_log_debug("%s connection %" PRIu64 " (%s) closed: %" PRIu64 " lines accepted, %" PRIu64 " rejected",
-	             gw_transport_name(c->t), c->id, c->peer, c->accepted, c->rejected);
+	             gw_transport_name(c->t), c->id, c->peer, c->src.accepted, c->src.rejected);
 	uv_close(&c->u.h, on_close_conn);
 }
 
@@ -138,13 +124,13 @@ static void conn_pause(struct conn *c);
 
 static void feed(struct conn *c, const char *p, size_t n)
 {
-	int rc = gw_lines_feed(&c->lines, p, n, on_line, c);
+	int rc = gw_ingest_src_feed(&c->src, p, n);
 	if (rc == -ENOMEM) {
 		gw_log_err("%s connection %" PRIu64 ": out of memory, closing", gw_transport_name(c->t), c->id);
 		conn_close(c);
 		return;
 	}
-	if (gw_store_congested(c->d->store))
+	if (gw_ingest_congested(&c->d->ingest))
 		conn_pause(c);
 }
 
@@ -158,7 +144,6 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
-	c->d->stats.bytes[c->t] += (uint64_t)nread;
 	feed(c, buf->base, (size_t)nread);
 }
 
@@ -168,7 +153,7 @@ static void conn_resume(struct gw_paused *p)
 	if (c->closing || c->reading)
 		return;
 	c->reading = true;
-	uv_read_start(&c->u.s, gw_daemon_alloc_slab, on_read);
+	uv_read_start(&c->u.s, gw_ingest_alloc_slab, on_read);
 }
 
 static void conn_pause(struct conn *c)
@@ -178,7 +163,7 @@ static void conn_pause(struct conn *c)
 	uv_read_stop(&c->u.s);
 	c->reading = false;
 	c->paused.resume = conn_resume;
-	gw_daemon_pause(c->d, &c->paused);
+	gw_ingest_pause(&c->d->ingest, &c->paused);
 }
 
 static void on_connection(uv_stream_t *srv, int status)
@@ -196,7 +181,9 @@ static void on_connection(uv_stream_t *srv, int status)
 	c->d = d;
 	c->t = is_unix ? GW_TR_UNIX : GW_TR_TCP;
 	c->id = ++sv->next_id;
-	gw_lines_init(&c->lines, d->cfg->max_line);
+	gw_ingest_src_init(&c->src, &d->ingest, c->t, 0);
+	c->src.on_reject = answer_error;
+	c->src.data = c;
 	if (is_unix)
 		uv_pipe_init(d->loop, &c->u.pipe, 0);
 	else
@@ -210,7 +197,7 @@ static void on_connection(uv_stream_t *srv, int status)
 	sv->conns.next->prev = c;
 	sv->conns.next = c;
 	sv->nconns++;
-	d->stats.connections++;
+	gw_ingest_count_connection(&d->ingest);
 	if (sv->nconns > d->cfg->max_connections) {
 		gw_log_warn("too many connections (limits.max_connections = %zu); refusing one",
 		            d->cfg->max_connections);
@@ -233,25 +220,15 @@ static void on_connection(uv_stream_t *srv, int status)
 		uv_tcp_nodelay(&c->u.tcp, 1);
 	}
 	c->reading = true;
-	uv_read_start(&c->u.s, gw_daemon_alloc_slab, on_read);
+	uv_read_start(&c->u.s, gw_ingest_alloc_slab, on_read);
 }
 
 /* ---- UDP ------------------------------------------------------------------------ */
 
-struct dgram_ctx {
-	struct gw_daemon *d;
-	uint64_t rejected;
-};
-
-static int on_dgram_line(void *data, const char *line, size_t len, uint64_t lineno,
-                         enum gw_line_status st)
+static void dgram_reject(struct gw_ingest_src *s, uint64_t lineno, const struct gw_wire_err *e)
 {
-	struct dgram_ctx *x = data;
-	struct gw_ingest_result res;
-	gw_ingest_framed(x->d, GW_TR_UDP, line, len, lineno, st, NULL, true, &res);
-	if (res.rc == -EINVAL && x->rejected++ == 0)
-		gw_log_debug("udp datagram line %" PRIu64 ": %s", lineno, res.err.msg);
-	return 0;
+	if (s->rejected == 1)
+		gw_log_debug("udp datagram line %" PRIu64 ": %s", lineno, e->msg);
 }
 
 static void on_udp_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -268,31 +245,24 @@ static void on_udp(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf,
 	if (nread <= 0 || !addr)
 		return;
 	if (flags & UV_UDP_PARTIAL) {
-		gw_ingest_reject(d, GW_TR_UDP, GW_REJ_TOO_LONG);
+		gw_ingest_count_reject(&d->ingest, GW_TR_UDP, GW_REJ_TOO_LONG);
 		return;
 	}
-	if (gw_store_congested(d->store)) {
-		d->stats.udp_dropped++;
+	if (gw_ingest_congested(&d->ingest)) {
+		gw_ingest_count_udp_dropped(&d->ingest);
 		return;
 	}
-	d->stats.bytes[GW_TR_UDP] += (uint64_t)nread;
 	/* every datagram is a whole number of lines; the last needs no newline */
-	struct gw_lines l;
-	gw_lines_init(&l, d->cfg->max_line);
-	struct dgram_ctx x = {.d = d};
-	gw_lines_feed(&l, buf->base, (size_t)nread, on_dgram_line, &x);
-	gw_lines_finish(&l, on_dgram_line, &x);
-	gw_lines_free(&l);
+	struct gw_ingest_src src;
+	gw_ingest_src_init(&src, &d->ingest, GW_TR_UDP, 0);
+	src.eof_ends_line = true;
+	src.on_reject = dgram_reject;
+	gw_ingest_src_feed(&src, buf->base, (size_t)nread);
+	gw_ingest_src_finish(&src);
+	gw_ingest_src_deinit(&src);
 }
 
 /* ---- start / stop ------------------------------------------------------------------- */
-
-static int addr_of(const struct gw_listen *l, struct sockaddr_storage *ss)
-{
-	if (strchr(l->host, ':'))
-		return uv_ip6_addr(l->host, l->port, (struct sockaddr_in6 *)ss);
-	return uv_ip4_addr(l->host, l->port, (struct sockaddr_in *)ss);
-}
 
 int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 {
@@ -324,7 +294,7 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 		uv_tcp_init(d->loop, &sv->tcp_srv);
 		sv->tcp_srv.data = d;
 		sv->tcp_on = true;
-		if ((rc = addr_of(&c->tcp, &ss)) < 0 ||
+		if ((rc = gw_cfg_sockaddr(&c->tcp, &ss)) < 0 ||
 		    (rc = uv_tcp_bind(&sv->tcp_srv, (struct sockaddr *)&ss, 0)) < 0 ||
 		    (rc = uv_listen((uv_stream_t *)&sv->tcp_srv, 256, on_connection)) < 0) {
 			snprintf(err, errlen, "tcp %s:%d: %s", c->tcp.host, c->tcp.port, uv_strerror(rc));
@@ -339,7 +309,7 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 		uv_udp_init(d->loop, &sv->udp);
 		sv->udp.data = d;
 		sv->udp_on = true;
-		if ((rc = addr_of(&c->udp, &ss)) < 0 ||
+		if ((rc = gw_cfg_sockaddr(&c->udp, &ss)) < 0 ||
 		    (rc = uv_udp_bind(&sv->udp, (struct sockaddr *)&ss, 0)) < 0 ||
 		    (rc = uv_udp_recv_start(&sv->udp, on_udp_alloc, on_udp)) < 0) {
 			snprintf(err, errlen, "udp %s:%d: %s", c->udp.host, c->udp.port, uv_strerror(rc));

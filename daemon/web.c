@@ -37,17 +37,17 @@
 	"X-Frame-Options: DENY\r\n" \
 	"Referrer-Policy: no-referrer\r\n"
 
-static void h_page(struct hconn *c, const char *arg, const char *query, size_t qlen)
+static void h_page(struct gw_http_conn *c, const struct gw_http_req *r)
 {
 	const struct gw_web_asset *a = gw_web_asset_find("index.html", 10);
 	gw_http_respond_page(c, 200, a->ctype, PAGE_HEADERS, (const char *)a->data, a->len);
 }
 
-static void h_static(struct hconn *c, const char *arg, const char *query, size_t qlen)
+static void h_static(struct gw_http_conn *c, const struct gw_http_req *r)
 {
-	const struct gw_web_asset *a = arg ? gw_web_asset_find(arg, strlen(arg)) : NULL;
+	const struct gw_web_asset *a = r->arg ? gw_web_asset_find(r->arg, strlen(r->arg)) : NULL;
 	if (!a) {
-		gw_http_respond_json(c, 404, json_pack("{s:s}", "error", "no such file under /static/"));
+		gw_http_respond_error(c, 404, "no such file under /static/");
 		return;
 	}
 	gw_http_respond_page(c, 200, a->ctype, PAGE_HEADERS, (const char *)a->data, a->len);
@@ -73,11 +73,12 @@ static int int_param(const char *qs, size_t qlen, const char *name, long long mi
 	return 1;
 }
 
-static int q_records(struct gw_daemon *d, const char *arg, const char *qs, size_t qlen,
-                     json_t **out)
+static int q_records(const struct gw_http_req *req, json_t **out)
 {
 	char err[256];
-	struct gw_series_query q = {.run = arg, .max_points = GW_SERIES_DEFAULT_POINTS};
+	const char *qs = req->query;
+	size_t qlen = req->query_len;
+	struct gw_series_query q = {.run = req->arg, .max_points = GW_SERIES_DEFAULT_POINTS};
 	long long v;
 	int r;
 	const long long big = GW_WIRE_STEP_MAX;
@@ -113,7 +114,7 @@ static int q_records(struct gw_daemon *d, const char *arg, const char *qs, size_
 		q.cursor_seg = cs;
 		q.cursor_step = ct;
 	}
-	int rc = gw_store_read_series(d->cfg->db_path, &q, out, err, sizeof(err));
+	int rc = gw_store_read_series(req->db_path, &q, out, err, sizeof(err));
 	if (rc == 0)
 		return 200;
 	*out = json_pack("{s:s}", "error", err);
@@ -123,11 +124,10 @@ bad:
 	return 400;
 }
 
-static int q_alert(struct gw_daemon *d, const char *arg, const char *body, size_t blen,
-                   json_t **out)
+static int q_alert(const struct gw_http_req *req, json_t **out)
 {
 	char err[256];
-	int rc = gw_store_read_alert(d->cfg->db_path, arg, out, err, sizeof(err));
+	int rc = gw_store_read_alert(req->db_path, req->arg, out, err, sizeof(err));
 	if (rc == 0)
 		return 200;
 	*out = json_pack("{s:s}", "error", err);
@@ -137,15 +137,15 @@ static int q_alert(struct gw_daemon *d, const char *arg, const char *body, size_
 int gw_web_start(struct gw_daemon *d, char *err, size_t errlen)
 {
 	static const struct gw_http_route routes[] = {
-		{"GET", "/", false, NULL, h_page, NULL, NULL},
-		{"GET", "/runs/", true, NULL, h_page, NULL, NULL},
-		{"GET", "/alerts/", true, NULL, h_page, NULL, NULL},
-		{"GET", "/static/", true, NULL, h_static, NULL, NULL},
-		{"GET", "/v1/runs/", true, "/records", NULL, NULL, q_records},
-		{"GET", "/v1/alerts/", true, NULL, NULL, q_alert, NULL},
+		{"GET", "/", false, NULL, h_page, NULL, NULL, NULL},
+		{"GET", "/runs/", true, NULL, h_page, NULL, NULL, NULL},
+		{"GET", "/alerts/", true, NULL, h_page, NULL, NULL, NULL},
+		{"GET", "/static/", true, NULL, h_static, NULL, NULL, NULL},
+		{"GET", "/v1/runs/", true, "/records", NULL, q_records, NULL, NULL},
+		{"GET", "/v1/alerts/", true, NULL, NULL, q_alert, NULL, NULL},
 	};
 	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++)
-		if (gw_http_route(d, &routes[i]) < 0)
+		if (gw_http_route(d->http, &routes[i]) < 0)
 			return gw_errf(err, errlen, -ENOSPC, "web: the HTTP route table is full");
 	return 0;
 }

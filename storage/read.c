@@ -271,19 +271,11 @@ int gw_store_read_meta(const char *path, const char *key, char **out)
 	return rc;
 }
 
-/* ---- alert delivery outbox (alerts/outbox.c) ------------------------------------
- * Start-up reads: the daemon calls them once, before the event loop runs, so
- * the outbox can rebuild what it must still send and each alert's version. */
+/* ---- generic reads ------------------------------------------------------------------ */
 
-static const char *text(sqlite3_stmt *st, int k)
-{
-	return (const char *)sqlite3_column_text(st, k);
-}
-
-/* Run sql and hand each row to row(); the connection is closed after. */
-static int each_row(const char *path, const char *sql,
-                    void (*row)(sqlite3_stmt *st, void *ctx), void *ctx,
-                    char *err, size_t errlen)
+int gw_store_read_each(const char *path, const char *sql, const struct gw_sv *binds,
+                       size_t nbind, void (*fn)(void *ctx, sqlite3_stmt *row), void *ctx,
+                       char *err, size_t errlen)
 {
 	sqlite3 *db = NULL;
 	int rc = open_ro(path, &db, err, errlen);
@@ -295,70 +287,24 @@ static int each_row(const char *path, const char *sql,
 		sqlite3_close(db);
 		return rc;
 	}
+	for (size_t k = 0; k < nbind; k++) {
+		const struct gw_sv *b = &binds[k];
+		int i = (int)k + 1;
+		if (b->t == GW_SV_INT)
+			sqlite3_bind_int64(st, i, b->i);
+		else if (b->t == GW_SV_REAL)
+			sqlite3_bind_double(st, i, b->d);
+		else if (b->t == GW_SV_TEXT || b->t == GW_SV_RUN)
+			sqlite3_bind_text(st, i, b->s, (int)b->n, SQLITE_STATIC);
+		else
+			sqlite3_bind_null(st, i);
+	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
-		row(st, ctx);
+		fn(ctx, st);
 	int out = 0;
 	if (rc != SQLITE_DONE)
 		out = gw_errf(err, errlen, -EIO, "%s: %s", path, sqlite3_errmsg(db));
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	return out;
-}
-
-struct outbox_ctx {
-	void (*fn)(void *data, const char *sink, const char *alert_id, int64_t version,
-	           const char *kind, const char *run, double created, const char *alert_json,
-	           int64_t attempts);
-	void *data;
-};
-
-static void outbox_row(sqlite3_stmt *st, void *ctx)
-{
-	struct outbox_ctx *c = ctx;
-	c->fn(c->data, text(st, 0), text(st, 1), sqlite3_column_int64(st, 2), text(st, 3),
-	      text(st, 4), sqlite3_column_double(st, 5), text(st, 6), sqlite3_column_int64(st, 7));
-}
-
-int gw_store_read_outbox(const char *path,
-                         void (*fn)(void *data, const char *sink, const char *alert_id,
-                                    int64_t version, const char *kind, const char *run,
-                                    double created, const char *alert_json, int64_t attempts),
-                         void *data, char *err, size_t errlen)
-{
-	struct outbox_ctx c = {fn, data};
-	return each_row(path,
-	                "SELECT d.sink, o.alert_id, o.version, o.kind, o.run, o.created, o.alert, "
-	                "d.attempts FROM deliveries d JOIN outbox o "
-	                "ON o.alert_id = d.alert_id AND o.version = d.version "
-	                "WHERE d.state = 'pending' ORDER BY o.seq",
-	                outbox_row, &c, err, errlen);
-}
-
-struct versions_ctx {
-	void (*fn)(void *data, const char *alert_id, int64_t version, bool open,
-	           const char *alert_json);
-	void *data;
-};
-
-static void versions_row(sqlite3_stmt *st, void *ctx)
-{
-	struct versions_ctx *c = ctx;
-	c->fn(c->data, text(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int(st, 2) != 0,
-	      text(st, 3));
-}
-
-int gw_store_read_alert_versions(const char *path,
-                                 void (*fn)(void *data, const char *alert_id, int64_t version,
-                                            bool open, const char *alert_json),
-                                 void *data, char *err, size_t errlen)
-{
-	struct versions_ctx c = {fn, data};
-	return each_row(path,
-	                "SELECT a.id, a.version, a.state = 'open', "
-	                "CASE WHEN a.state = 'open' THEN (SELECT o.alert FROM outbox o "
-	                "  WHERE o.alert_id = a.id AND o.kind != 'resolve' "
-	                "  ORDER BY o.version DESC LIMIT 1) END "
-	                "FROM alerts a JOIN runs r ON r.id = a.run_id "
-	                "WHERE a.state = 'open' OR a.seg = r.last_seg",
-	                versions_row, &c, err, errlen);
 }

@@ -1,8 +1,9 @@
 /*
  * SQLite storage with a writer thread (see store.h).
  *
- * The queue is an arena of variable-size items (a fixed head of numbers
- * followed by NUL-terminated strings).  Producers append under the mutex;
+ * The queue is an arena of variable-size items: a row's statement, its
+ * typed values, then the bytes of its text values.  Producers append under
+ * the mutex;
  * the writer swaps the whole arena for an empty one under the mutex and
  * writes it outside it, so producers wait at most for a pointer swap, never
  * for the disk.  The writer keeps a cache of run name -> runs.id and updates
@@ -25,27 +26,23 @@
 #include <string.h>
 #include <time.h>
 
-enum item_type {
-	IT_RECORD = 1,
-	IT_EVENT,
-	IT_SEGMENT,
-	IT_ALERT,
-	IT_META,
-	IT_OUTBOX,      /* alert delivery (alerts/outbox.c): one alert event */
-	IT_DELIVERY,    /* alert delivery: one (event, sink) state */
+/* One queued row: statement index, values, then the text bytes. */
+struct val {
+	uint32_t type;        /* enum gw_sv_type */
+	uint32_t len;         /* TEXT, RUN: bytes (the text is NUL-terminated too) */
+	union {
+		int64_t i;
+		double d;
+		uint64_t off;     /* TEXT, RUN: offset of the bytes from the item start */
+	} u;
 };
 
-#define NSTR 10
-
 struct item {
-	uint32_t type;
 	uint32_t size;        /* whole item, 8-aligned */
+	uint16_t stmt;        /* index into gw_store.st */
+	uint16_t nval;
 	uint64_t seq;
-	int64_t i[4];
-	double d[7];
-	uint32_t u[2];
-	uint32_t slen[NSTR];
-	char str[];           /* the strings, each NUL-terminated, in order */
+	struct val v[];
 };
 
 struct arena {
@@ -65,6 +62,73 @@ struct run_slot {
 	bool dirty;
 };
 
+
+/* The store's own statements: the public ones (enum gw_store_stmt) first.
+ * `counter` is the stats counter a row bumps; pos_* are the indices of the
+ * values that move the run's position (seg, step, ts), -1 when unused. */
+enum {
+	S_RECORD = GW_STORE_NSTMT_PUBLIC, S_EVENT, S_SEGMENT, S_META, S_NCORE,
+};
+
+enum counter { C_NONE, C_RECORDS, C_EVENTS, C_SEGMENTS, C_ALERTS, C_N };
+
+static const struct core_stmt {
+	const char *sql;
+	enum counter counter;
+	int pos_seg, pos_step, pos_ts;
+} core[S_NCORE] = {
+	[GW_STORE_ALERT_OPEN] = {
+		"INSERT INTO alerts(id, run_id, seg, step, line, detector, severity, state, "
+		"summary, cause, action, evidence, ts, created, updated, version) "
+		"VALUES(?1,?2,?3,?4,?5,?6,?7,'open',?8,?9,?10,?11,?12,?13,?13,1) "
+		"ON CONFLICT(id) DO UPDATE SET severity = excluded.severity, state = 'open', "
+		"summary = excluded.summary, cause = excluded.cause, action = excluded.action, "
+		"evidence = excluded.evidence, updated = excluded.updated, "
+		"last_step = excluded.step, version = version + 1",
+		C_ALERTS, -1, -1, -1},
+	[GW_STORE_ALERT_UPDATE] = {
+		"UPDATE alerts SET severity = ?2, summary = ?3, cause = ?4, action = ?5, "
+		"evidence = ?6, updated = ?7, last_step = ?8, last_line = ?9, "
+		"version = version + 1 WHERE id = ?1",
+		C_ALERTS, -1, -1, -1},
+	[GW_STORE_ALERT_RESOLVE] = {
+		"UPDATE alerts SET state = 'resolved', resolved = ?2, updated = ?2, "
+		"last_step = ?3, version = version + 1 WHERE id = ?1",
+		C_ALERTS, -1, -1, -1},
+	[S_RECORD] = {
+		"INSERT INTO records(run_id, seg, step, line, ts, recv, loss, grad_norm, lr, "
+		"throughput, nonfinite, extra) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
+		C_RECORDS, 1, 2, 4},
+	[S_EVENT] = {
+		"INSERT INTO events(run_id, seg, step, line, ts, recv, name, attrs) "
+		"VALUES(?1,?2,?3,?4,?5,?6,?7,?8)",
+		C_EVENTS, 1, -1, 4},
+	[S_SEGMENT] = {
+		"INSERT OR REPLACE INTO segments(run_id, seg, reason, first_step, "
+		"restart_step, first_line, ts, opened) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)",
+		C_SEGMENTS, 1, -1, -1},
+	[S_META] = {
+		"INSERT INTO meta(key, value) VALUES(?1, ?2) "
+		"ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+		C_NONE, -1, -1, -1},
+};
+
+/* Transaction control and the runs table, the writer's own. */
+enum { T_BEGIN, T_COMMIT, T_ROLLBACK, T_RUN_GET, T_RUN_INS, T_RUN_UPD, T_COUNT };
+
+static const char *const tx_sql[T_COUNT] = {
+	[T_BEGIN] = "BEGIN IMMEDIATE",
+	[T_COMMIT] = "COMMIT",
+	[T_ROLLBACK] = "ROLLBACK",
+	[T_RUN_GET] = "SELECT id, last_seg, last_step, last_ts FROM runs WHERE name = ?1",
+	[T_RUN_INS] = "INSERT INTO runs(name, first_seen, last_seen, last_seg, last_step, last_ts) "
+	              "VALUES(?1, ?2, ?2, 0, NULL, NULL)",
+	[T_RUN_UPD] = "UPDATE runs SET last_seen = ?2, last_seg = ?3, last_step = ?4, "
+	              "last_ts = ?5 WHERE id = ?1",
+};
+
+#define MAX_SCHEMAS 8
+
 struct gw_store {
 	struct gw_store_opts o;
 	char *path;
@@ -76,6 +140,7 @@ struct gw_store {
 	pthread_cond_t ckpt_cv;
 
 	pthread_mutex_t mu;
+	pthread_mutex_t notify_mu;     /* held while o.notify runs (gw_store_set_notify) */
 	pthread_cond_t cv;
 	struct arena pending;
 	uint64_t seq;            /* last sequence handed out */
@@ -84,63 +149,24 @@ struct gw_store {
 	_Atomic uint64_t committed;
 	_Atomic size_t pending_bytes;
 
+	/* the statements: the store's own (S_NCORE), then each schema's */
+	const struct gw_store_schema *schemas[MAX_SCHEMAS];
+	unsigned schema_base[MAX_SCHEMAS];
+	size_t n_schemas;
+	sqlite3_stmt **st;
+	size_t n_st;
+	sqlite3_stmt *tx[T_COUNT];
+
 	/* writer-thread only */
 	struct arena work;
 	struct run_slot *runs;
+	struct gw__tiles *tiles;       /* chart extremes of this batch (series.c) */
 	size_t runs_cap, runs_n;
-	sqlite3_stmt *st[16];
-	struct gw__tiles *tiles;   /* chart extremes of this batch (series.c) */
 
 	/* stats, under mu */
-	uint64_t commits, n_rec, n_ev, n_seg, n_alert;
+	uint64_t commits, n[C_N];
 	int last_error;
 	char last_error_msg[160];
-};
-
-enum {
-	S_BEGIN, S_COMMIT, S_ROLLBACK, S_RUN_GET, S_RUN_INS, S_RUN_UPD,
-	S_RECORD, S_EVENT, S_SEGMENT, S_ALERT_OPEN, S_ALERT_UPDATE, S_ALERT_RESOLVE,
-	S_META, S_OUTBOX, S_DELIVERY, S_COUNT,
-};
-
-static const char *const stmt_sql[S_COUNT] = {
-	[S_BEGIN] = "BEGIN IMMEDIATE",
-	[S_COMMIT] = "COMMIT",
-	[S_ROLLBACK] = "ROLLBACK",
-	[S_RUN_GET] = "SELECT id, last_seg, last_step, last_ts FROM runs WHERE name = ?1",
-	[S_RUN_INS] = "INSERT INTO runs(name, first_seen, last_seen, last_seg, last_step, last_ts) "
-	              "VALUES(?1, ?2, ?2, 0, NULL, NULL)",
-	[S_RUN_UPD] = "UPDATE runs SET last_seen = ?2, last_seg = ?3, last_step = ?4, "
-	              "last_ts = ?5 WHERE id = ?1",
-	[S_RECORD] = "INSERT INTO records(run_id, seg, step, line, ts, recv, loss, grad_norm, lr, "
-	             "throughput, nonfinite, extra) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
-	[S_EVENT] = "INSERT INTO events(run_id, seg, step, line, ts, recv, name, attrs) "
-	            "VALUES(?1,?2,?3,?4,?5,?6,?7,?8)",
-	[S_SEGMENT] = "INSERT OR REPLACE INTO segments(run_id, seg, reason, first_step, "
-	              "restart_step, first_line, ts, opened) VALUES(?1,?2,?3,?4,?5,?6,?7,?8)",
-	[S_ALERT_OPEN] = "INSERT INTO alerts(id, run_id, seg, step, line, detector, severity, state, "
-	                 "summary, cause, action, evidence, ts, created, updated, version) "
-	                 "VALUES(?1,?2,?3,?4,?5,?6,?7,'open',?8,?9,?10,?11,?12,?13,?13,1) "
-	                 "ON CONFLICT(id) DO UPDATE SET severity = excluded.severity, state = 'open', "
-	                 "summary = excluded.summary, cause = excluded.cause, action = excluded.action, "
-	                 "evidence = excluded.evidence, updated = excluded.updated, "
-	                 "last_step = excluded.step, version = version + 1",
-	[S_ALERT_UPDATE] = "UPDATE alerts SET severity = ?2, summary = ?3, cause = ?4, action = ?5, "
-	                   "evidence = ?6, updated = ?7, last_step = ?8, last_line = ?9, "
-	                   "version = version + 1 WHERE id = ?1",
-	[S_ALERT_RESOLVE] = "UPDATE alerts SET state = 'resolved', resolved = ?2, updated = ?2, "
-	                    "last_step = ?3, version = version + 1 WHERE id = ?1",
-	[S_META] = "INSERT INTO meta(key, value) VALUES(?1, ?2) "
-	           "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-	/* alert delivery (alerts/outbox.c) */
-	[S_OUTBOX] = "INSERT INTO outbox(alert_id, version, kind, run, created, alert) "
-	             "VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT(alert_id, version) DO NOTHING",
-	[S_DELIVERY] = "INSERT INTO deliveries(alert_id, version, sink, state, attempts, updated, "
-	               "delivered, last_status, last_error) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9) "
-	               "ON CONFLICT(alert_id, version, sink) DO UPDATE SET state = excluded.state, "
-	               "attempts = excluded.attempts, updated = excluded.updated, "
-	               "delivered = excluded.delivered, last_status = excluded.last_status, "
-	               "last_error = excluded.last_error",
 };
 
 /* Schema migrations: migrations[v] takes the database from version v to
@@ -167,24 +193,18 @@ static const char *const migrations[] = {
 	"  ts REAL, created REAL, updated REAL, resolved REAL, last_step INTEGER, last_line INTEGER,"
 	"  version INTEGER NOT NULL DEFAULT 1);"
 	"CREATE INDEX alerts_by_run ON alerts(run_id, created);",
-	/* 1 -> 2: the alert delivery outbox (alerts/outbox.c, docs/alerts.md).
-	 * outbox: one row per alert event (open, update, resolve) with the
-	 * alert as it was then; deliveries: its state at each sink. */
-	"CREATE TABLE outbox(seq INTEGER PRIMARY KEY, alert_id TEXT NOT NULL,"
-	"  version INTEGER NOT NULL, kind TEXT NOT NULL, run TEXT NOT NULL, created REAL NOT NULL,"
-	"  alert TEXT NOT NULL, UNIQUE(alert_id, version));"
-	"CREATE TABLE deliveries(alert_id TEXT NOT NULL, version INTEGER NOT NULL,"
-	"  sink TEXT NOT NULL, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,"
-	"  updated REAL, delivered REAL, last_status INTEGER, last_error TEXT,"
-	"  PRIMARY KEY(alert_id, version, sink)) WITHOUT ROWID;"
-	"CREATE INDEX deliveries_pending ON deliveries(state) WHERE state = 'pending';",
+	/* 1 -> 2: created the alert delivery outbox; those tables now belong to
+	 * the alerts module's own schema (alerts/outbox_db.c), whose first
+	 * step creates them if this one did not */
+	"SELECT 1",
 	/* 2 -> 3: per 256-step tile of each run and segment, the steps of the
 	 * records holding the chart's extremes (storage/series.c), filled from
 	 * the records already stored; the writer keeps it current. */
 	GW_SERIES_TILES_MIGRATION,
 };
 
-#define SCHEMA_VERSION ((int)GW_ARRAY_SIZE(migrations))
+_Static_assert(GW_ARRAY_SIZE(migrations) == GW_STORE_SCHEMA_VERSION,
+               "GW_STORE_SCHEMA_VERSION is the number of migration steps");
 
 static int sqlite_errno(int rc)
 {
@@ -232,35 +252,56 @@ static struct item *arena_alloc(struct arena *a, size_t size)
 	return it;
 }
 
-/* Append an item with the given strings; returns its seq or 0. */
-static uint64_t put(struct gw_store *s, uint32_t type, const int64_t i[4],
-                    const double d[7], const uint32_t u[2], const char *const strs[],
-                    const size_t lens[], int nstr)
+struct gw_sv gw_sv_text(const char *s)
 {
-	size_t total = sizeof(struct item);
-	for (int k = 0; k < nstr; k++)
-		total += lens[k] + 1;
+	return gw_sv_textn(s, s ? strlen(s) : 0);
+}
+
+struct gw_sv gw_sv_run(const char *s, size_t len)
+{
+	return (struct gw_sv){.t = GW_SV_RUN, .s = s, .n = len};
+}
+
+static bool has_bytes(enum gw_sv_type t)
+{
+	return t == GW_SV_TEXT || t == GW_SV_RUN;
+}
+
+/* Append a row of statement st; returns its seq or 0. */
+static uint64_t put(struct gw_store *s, unsigned st, const struct gw_sv *v, size_t n)
+{
+	size_t total = sizeof(struct item) + n * sizeof(struct val);
+	for (size_t k = 0; k < n; k++)
+		if (has_bytes(v[k].t))
+			total += v[k].n + 1;
+	if (n > UINT16_MAX || total > UINT32_MAX / 2)
+		return 0;
 	pthread_mutex_lock(&s->mu);
 	struct item *it = arena_alloc(&s->pending, total);
 	if (!it) {
 		pthread_mutex_unlock(&s->mu);
 		return 0;
 	}
-	it->type = type;
+	it->stmt = (uint16_t)st;
+	it->nval = (uint16_t)n;
 	it->seq = ++s->seq;
-	if (i)
-		memcpy(it->i, i, sizeof(it->i));
-	if (d)
-		memcpy(it->d, d, sizeof(it->d));
-	if (u)
-		memcpy(it->u, u, sizeof(it->u));
-	char *p = it->str;
-	for (int k = 0; k < nstr; k++) {
-		it->slen[k] = (uint32_t)lens[k];
-		if (lens[k])
-			memcpy(p, strs[k], lens[k]);
-		p[lens[k]] = '\0';
-		p += lens[k] + 1;
+	size_t off = sizeof(struct item) + n * sizeof(struct val);
+	for (size_t k = 0; k < n; k++) {
+		struct val *x = &it->v[k];
+		x->type = v[k].t;
+		if (v[k].t == GW_SV_INT) {
+			x->u.i = v[k].i;
+		} else if (v[k].t == GW_SV_REAL) {
+			x->u.d = v[k].d;
+		} else if (has_bytes(v[k].t)) {
+			char *p = (char *)it + off;
+			if (v[k].n)
+				memcpy(p, v[k].s, v[k].n);
+			p[v[k].n] = '\0';
+			x->len = (uint32_t)v[k].n;
+			x->u.off = off;
+			off += v[k].n + 1;
+		}
 	}
 	struct arena *a = &s->pending;
 	a->last_seq = it->seq;
@@ -275,15 +316,23 @@ static uint64_t put(struct gw_store *s, uint32_t type, const int64_t i[4],
 	return seq;
 }
 
-static const char *item_str(const struct item *it, int k)
+static const char *val_text(const struct item *it, const struct val *x)
 {
-	const char *p = it->str;
-	for (int j = 0; j < k; j++)
-		p += it->slen[j] + 1;
-	return p;
+	return (const char *)it + x->u.off;
 }
 
-/* ---- producers ------------------------------------------------------------------ */
+uint64_t gw_store_put(struct gw_store *s, const struct gw_store_schema *schema, unsigned stmt,
+                      const struct gw_sv *v, size_t n)
+{
+	if (!schema)
+		return stmt < GW_STORE_NSTMT_PUBLIC ? put(s, stmt, v, n) : 0;
+	for (size_t k = 0; k < s->n_schemas; k++)
+		if (s->schemas[k] == schema)
+			return stmt < schema->n_statements ? put(s, s->schema_base[k] + stmt, v, n) : 0;
+	return 0;
+}
+
+/* ---- the store's own rows --------------------------------------------------------- */
 
 /* Extras as a JSON object text. */
 static char *extras_json(const struct gw_rec *rec, size_t *len)
@@ -329,21 +378,24 @@ static char *extras_json(const struct gw_rec *rec, size_t *len)
 uint64_t gw_store_put_record(struct gw_store *s, const struct gw_rec *rec,
                              int64_t seg, uint64_t line, double recv)
 {
-	int64_t i[4] = {seg, rec->step, (int64_t)line, 0};
-	double d[7] = {rec->ts, recv};
-	uint32_t u[2] = {rec->present, 0};
+	unsigned nonfinite = 0;
+	struct gw_sv v[12] = {
+		gw_sv_run(rec->run, rec->run_len), gw_sv_int(seg), gw_sv_int(rec->step),
+		gw_sv_int((int64_t)line), gw_sv_real(rec->ts), gw_sv_real(recv),
+	};
 	for (int r = 0; r < GW_NROLES; r++) {
-		d[2 + r] = gw_rec_has(rec, r) ? rec->v[r] : NAN;
-		if (gw_rec_has(rec, r) && isnan(rec->v[r]))
-			u[1] |= 1u << r;
+		bool has = gw_rec_has(rec, r);
+		v[6 + r] = gw_sv_real(has ? rec->v[r] : NAN);
+		if (has && isnan(rec->v[r]))
+			nonfinite |= 1u << r;
 	}
+	v[10] = gw_sv_int(nonfinite);
 	size_t elen = 0;
 	char *ex = rec->n_extra ? extras_json(rec, &elen) : NULL;
 	if (rec->n_extra && !ex)
 		return 0;
-	const char *strs[2] = {rec->run, ex ? ex : ""};
-	size_t lens[2] = {rec->run_len, elen};
-	uint64_t seq = put(s, IT_RECORD, i, d, u, strs, lens, 2);
+	v[11] = gw_sv_textn(ex, elen);
+	uint64_t seq = put(s, S_RECORD, v, 12);
 	free(ex);
 	return seq;
 }
@@ -351,76 +403,35 @@ uint64_t gw_store_put_record(struct gw_store *s, const struct gw_rec *rec,
 uint64_t gw_store_put_event(struct gw_store *s, const struct gw_rec *rec,
                             int64_t seg, uint64_t line, double recv)
 {
-	int64_t i[4] = {seg, rec->step, (int64_t)line, 0};
-	double d[7] = {rec->ts, recv};
 	char *attrs = json_dumps(rec->attrs, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
 	if (!attrs)
 		return 0;
-	const char *strs[3] = {rec->run, rec->event, attrs};
-	size_t lens[3] = {rec->run_len, strlen(rec->event), strlen(attrs)};
-	uint64_t seq = put(s, IT_EVENT, i, d, NULL, strs, lens, 3);
+	struct gw_sv v[8] = {
+		gw_sv_run(rec->run, rec->run_len), gw_sv_int(seg), gw_sv_int(rec->step),
+		gw_sv_int((int64_t)line), gw_sv_real(rec->ts), gw_sv_real(recv),
+		gw_sv_text(rec->event), gw_sv_text(attrs),
+	};
+	uint64_t seq = put(s, S_EVENT, v, 8);
 	free(attrs);
 	return seq;
 }
 
-uint64_t gw_store_put_segment(struct gw_store *s, const struct gw_segment_info *si,
-                              double wall)
+uint64_t gw_store_put_segment(struct gw_store *s, const char *run, int64_t seg,
+                              const char *reason, int64_t first_step, int64_t restart_step,
+                              uint64_t line, double ts, double wall)
 {
-	int64_t i[4] = {si->seg, si->first_step, si->restart_step, (int64_t)si->line};
-	double d[7] = {si->ts, wall};
-	const char *reason = gw_seg_reason_name(si->reason);
-	const char *strs[2] = {si->run, reason};
-	size_t lens[2] = {strlen(si->run), strlen(reason)};
-	return put(s, IT_SEGMENT, i, d, NULL, strs, lens, 2);
-}
-
-uint64_t gw_store_put_alert(struct gw_store *s, const struct gw_alert *a)
-{
-	int64_t i[4] = {a->seg, a->step, (int64_t)a->line, 0};
-	double d[7] = {a->ts, isnan(a->wall) ? wall_now() : a->wall};
-	uint32_t u[2] = {(uint32_t)a->kind, (uint32_t)a->severity};
-	char *ev = a->evidence ? json_dumps(a->evidence, JSON_COMPACT | JSON_REAL_PRECISION(12))
-	                       : strdup("{}");
-	if (!ev)
-		return 0;
-	const char *strs[7] = {a->id, a->run, a->detector, a->summary ? a->summary : "",
-	                       a->cause ? a->cause : "", a->action ? a->action : "", ev};
-	size_t lens[7];
-	for (int k = 0; k < 7; k++)
-		lens[k] = strlen(strs[k]);
-	uint64_t seq = put(s, IT_ALERT, i, d, u, strs, lens, 7);
-	free(ev);
-	return seq;
+	struct gw_sv v[8] = {
+		gw_sv_run(run, strlen(run)), gw_sv_int(seg), gw_sv_text(reason), gw_sv_int(first_step),
+		restart_step >= 0 ? gw_sv_int(restart_step) : (struct gw_sv){.t = GW_SV_NULL},
+		gw_sv_int((int64_t)line), gw_sv_real(ts), gw_sv_real(wall),
+	};
+	return put(s, S_SEGMENT, v, 8);
 }
 
 uint64_t gw_store_put_meta(struct gw_store *s, const char *key, const char *value)
 {
-	const char *strs[2] = {key, value};
-	size_t lens[2] = {strlen(key), strlen(value)};
-	return put(s, IT_META, NULL, NULL, NULL, strs, lens, 2);
-}
-
-/* ---- alert delivery (alerts/outbox.c) ---------------------------------------- */
-
-uint64_t gw_store_put_outbox(struct gw_store *s, const char *alert_id, int64_t version,
-                             const char *kind, const char *run, const char *alert_json,
-                             double created)
-{
-	int64_t i[4] = {version};
-	double d[7] = {created};
-	const char *strs[4] = {alert_id, kind, run, alert_json};
-	size_t lens[4] = {strlen(alert_id), strlen(kind), strlen(run), strlen(alert_json)};
-	return put(s, IT_OUTBOX, i, d, NULL, strs, lens, 4);
-}
-
-uint64_t gw_store_put_delivery(struct gw_store *s, const struct gw_store_delivery *dv)
-{
-	int64_t i[4] = {dv->version, dv->attempts, dv->last_status};
-	double d[7] = {dv->updated, dv->delivered};
-	const char *err = dv->last_error ? dv->last_error : "";
-	const char *strs[4] = {dv->alert_id, dv->sink, dv->state, err};
-	size_t lens[4] = {strlen(dv->alert_id), strlen(dv->sink), strlen(dv->state), strlen(err)};
-	return put(s, IT_DELIVERY, i, d, NULL, strs, lens, 4);
+	struct gw_sv v[2] = {gw_sv_text(key), gw_sv_text(value)};
+	return put(s, S_META, v, 2);
 }
 
 void gw_store_hold(struct gw_store *s)
@@ -472,10 +483,10 @@ void gw_store_stats(const struct gw_store *s, struct gw_store_stats *out)
 	pthread_mutex_lock(&m->mu);
 	out->pending_bytes = m->pending.len + m->work.len;
 	out->commits = m->commits;
-	out->records = m->n_rec;
-	out->events = m->n_ev;
-	out->segments = m->n_seg;
-	out->alerts = m->n_alert;
+	out->records = m->n[C_RECORDS];
+	out->events = m->n[C_EVENTS];
+	out->segments = m->n[C_SEGMENTS];
+	out->alerts = m->n[C_ALERTS];
 	out->last_error = m->last_error;
 	memcpy(out->last_error_msg, m->last_error_msg, sizeof(out->last_error_msg));
 	pthread_mutex_unlock(&m->mu);
@@ -550,7 +561,7 @@ static int run_id(struct gw_store *s, const char *name, double now, struct run_s
 			return SQLITE_NOMEM;
 		r = run_find(s, name, h);
 	}
-	sqlite3_stmt *st = s->st[S_RUN_GET];
+	sqlite3_stmt *st = s->tx[T_RUN_GET];
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	int64_t id = -1, seg = 0, last_step = -1;
@@ -567,7 +578,7 @@ static int run_id(struct gw_store *s, const char *name, double now, struct run_s
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return rc;
 	if (id < 0) {
-		st = s->st[S_RUN_INS];
+		st = s->tx[T_RUN_INS];
 		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 		sqlite3_bind_double(st, 2, now);
 		if ((rc = step_done(st)) != SQLITE_OK)
@@ -588,161 +599,75 @@ static int run_id(struct gw_store *s, const char *name, double now, struct run_s
 	return 0;
 }
 
-static int write_item(struct gw_store *s, const struct item *it, double now,
-                      uint64_t counts[4])
+/* The core statement of an item, or NULL for a schema's statement. */
+static const struct core_stmt *core_of(const struct item *it)
 {
+	return it->stmt < S_NCORE ? &core[it->stmt] : NULL;
+}
+
+static int write_item(struct gw_store *s, const struct item *it, double now,
+                      uint64_t counts[C_N])
+{
+	sqlite3_stmt *st = s->st[it->stmt];
 	struct run_slot *r = NULL;
-	int rc = SQLITE_OK;
-	bool has_run = it->type != IT_META && it->type != IT_OUTBOX && it->type != IT_DELIVERY;
-	if (has_run && (rc = run_id(s, item_str(it, it->type == IT_ALERT ? 1 : 0), now, &r)))
-		return rc;
-	sqlite3_stmt *st;
-	switch (it->type) {
-	case IT_RECORD:
-		st = s->st[S_RECORD];
-		sqlite3_bind_int64(st, 1, r->id);
-		sqlite3_bind_int64(st, 2, it->i[0]);
-		sqlite3_bind_int64(st, 3, it->i[1]);
-		sqlite3_bind_int64(st, 4, it->i[2]);
-		bind_real(st, 5, it->d[0]);
-		bind_real(st, 6, it->d[1]);
-		for (int k = 0; k < GW_NROLES; k++)
-			bind_real(st, 7 + k, it->d[2 + k]);
-		sqlite3_bind_int(st, 11, (int)it->u[1]);
-		if (it->slen[1])
-			sqlite3_bind_text(st, 12, item_str(it, 1), (int)it->slen[1], SQLITE_STATIC);
-		else
-			sqlite3_bind_null(st, 12);
-		rc = step_done(st);
-		if (rc == SQLITE_OK &&
-		    gw__tiles_add(s->tiles, r->id, it->i[0], it->i[1], &it->d[2], it->u[1]) < 0)
-			rc = SQLITE_NOMEM;
-		r->last_step = it->i[1];
-		r->seg = it->i[0];
-		if (!isnan(it->d[0]))
-			r->last_ts = it->d[0];
-		r->last_seen = now;
-		r->dirty = true;
-		counts[0]++;
-		break;
-	case IT_EVENT:
-		st = s->st[S_EVENT];
-		sqlite3_bind_int64(st, 1, r->id);
-		sqlite3_bind_int64(st, 2, it->i[0]);
-		sqlite3_bind_int64(st, 3, it->i[1]);
-		sqlite3_bind_int64(st, 4, it->i[2]);
-		bind_real(st, 5, it->d[0]);
-		bind_real(st, 6, it->d[1]);
-		sqlite3_bind_text(st, 7, item_str(it, 1), (int)it->slen[1], SQLITE_STATIC);
-		sqlite3_bind_text(st, 8, item_str(it, 2), (int)it->slen[2], SQLITE_STATIC);
-		rc = step_done(st);
-		r->seg = it->i[0];
-		if (!isnan(it->d[0]))
-			r->last_ts = it->d[0];
-		r->last_seen = now;
-		r->dirty = true;
-		counts[1]++;
-		break;
-	case IT_SEGMENT:
-		st = s->st[S_SEGMENT];
-		sqlite3_bind_int64(st, 1, r->id);
-		sqlite3_bind_int64(st, 2, it->i[0]);
-		sqlite3_bind_text(st, 3, item_str(it, 1), (int)it->slen[1], SQLITE_STATIC);
-		sqlite3_bind_int64(st, 4, it->i[1]);
-		if (it->i[2] >= 0)
-			sqlite3_bind_int64(st, 5, it->i[2]);
-		else
-			sqlite3_bind_null(st, 5);
-		sqlite3_bind_int64(st, 6, it->i[3]);
-		bind_real(st, 7, it->d[0]);
-		bind_real(st, 8, it->d[1]);
-		rc = step_done(st);
-		r->seg = it->i[0];
-		r->dirty = true;
-		counts[2]++;
-		break;
-	case IT_ALERT: {
-		enum gw_alert_kind kind = (enum gw_alert_kind)it->u[0];
-		const char *sev = gw_severity_name((enum gw_severity)it->u[1]);
-		if (kind == GW_ALERT_OPEN) {
-			st = s->st[S_ALERT_OPEN];
-			sqlite3_bind_text(st, 1, item_str(it, 0), -1, SQLITE_STATIC);
-			sqlite3_bind_int64(st, 2, r->id);
-			sqlite3_bind_int64(st, 3, it->i[0]);
-			sqlite3_bind_int64(st, 4, it->i[1]);
-			sqlite3_bind_int64(st, 5, it->i[2]);
-			sqlite3_bind_text(st, 6, item_str(it, 2), -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 7, sev, -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 8, item_str(it, 3), -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 9, item_str(it, 4), -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 10, item_str(it, 5), -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 11, item_str(it, 6), -1, SQLITE_STATIC);
-			bind_real(st, 12, it->d[0]);
-			bind_real(st, 13, it->d[1]);
-		} else if (kind == GW_ALERT_UPDATE) {
-			st = s->st[S_ALERT_UPDATE];
-			sqlite3_bind_text(st, 1, item_str(it, 0), -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 2, sev, -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 3, item_str(it, 3), -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 4, item_str(it, 4), -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 5, item_str(it, 5), -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 6, item_str(it, 6), -1, SQLITE_STATIC);
-			bind_real(st, 7, it->d[1]);
-			sqlite3_bind_int64(st, 8, it->i[1]);
-			sqlite3_bind_int64(st, 9, it->i[2]);
-		} else {
-			st = s->st[S_ALERT_RESOLVE];
-			sqlite3_bind_text(st, 1, item_str(it, 0), -1, SQLITE_STATIC);
-			bind_real(st, 2, it->d[1]);
-			sqlite3_bind_int64(st, 3, it->i[1]);
+	int rc;
+	for (int k = 0; k < it->nval; k++) {
+		const struct val *x = &it->v[k];
+		switch ((enum gw_sv_type)x->type) {
+		case GW_SV_NULL:
+			sqlite3_bind_null(st, k + 1);
+			break;
+		case GW_SV_INT:
+			sqlite3_bind_int64(st, k + 1, x->u.i);
+			break;
+		case GW_SV_REAL:
+			sqlite3_bind_double(st, k + 1, x->u.d);
+			break;
+		case GW_SV_TEXT:
+			sqlite3_bind_text(st, k + 1, val_text(it, x), (int)x->len, SQLITE_STATIC);
+			break;
+		case GW_SV_RUN:
+			if ((rc = run_id(s, val_text(it, x), now, &r)) != SQLITE_OK) {
+				sqlite3_clear_bindings(st);
+				return rc;
+			}
+			sqlite3_bind_int64(st, k + 1, r->id);
+			break;
 		}
-		rc = step_done(st);
-		counts[3]++;
-		break;
 	}
-	case IT_META:
-		st = s->st[S_META];
-		sqlite3_bind_text(st, 1, item_str(it, 0), (int)it->slen[0], SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, item_str(it, 1), (int)it->slen[1], SQLITE_STATIC);
-		rc = step_done(st);
-		break;
-	case IT_OUTBOX:
-		st = s->st[S_OUTBOX];
-		sqlite3_bind_text(st, 1, item_str(it, 0), (int)it->slen[0], SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, it->i[0]);
-		sqlite3_bind_text(st, 3, item_str(it, 1), (int)it->slen[1], SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, item_str(it, 2), (int)it->slen[2], SQLITE_STATIC);
-		bind_real(st, 5, it->d[0]);
-		sqlite3_bind_text(st, 6, item_str(it, 3), (int)it->slen[3], SQLITE_STATIC);
-		rc = step_done(st);
-		break;
-	case IT_DELIVERY:
-		st = s->st[S_DELIVERY];
-		sqlite3_bind_text(st, 1, item_str(it, 0), (int)it->slen[0], SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, it->i[0]);
-		sqlite3_bind_text(st, 3, item_str(it, 1), (int)it->slen[1], SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, item_str(it, 2), (int)it->slen[2], SQLITE_STATIC);
-		sqlite3_bind_int64(st, 5, it->i[1]);
-		bind_real(st, 6, it->d[0]);
-		bind_real(st, 7, it->d[1]);
-		if (it->i[2])
-			sqlite3_bind_int64(st, 8, it->i[2]);
-		else
-			sqlite3_bind_null(st, 8);
-		if (it->slen[3])
-			sqlite3_bind_text(st, 9, item_str(it, 3), (int)it->slen[3], SQLITE_STATIC);
-		else
-			sqlite3_bind_null(st, 9);
-		rc = step_done(st);
-		break;
+	rc = step_done(st);
+	sqlite3_clear_bindings(st);
+	const struct core_stmt *c = core_of(it);
+	if (rc != SQLITE_OK || !c)
+		return rc;
+	if (it->stmt == S_RECORD && r) {
+		/* v: run, seg, step, line, ts, recv, loss, grad_norm, lr, throughput, nonfinite */
+		double v[GW_NROLES];
+		for (int k = 0; k < GW_NROLES; k++)
+			v[k] = it->v[6 + k].type == GW_SV_REAL ? it->v[6 + k].u.d : NAN;
+		if (gw__tiles_add(s->tiles, r->id, it->v[1].u.i, it->v[2].u.i, v,
+		                  (unsigned)it->v[10].u.i) < 0)
+			return SQLITE_NOMEM;
+	}
+	counts[c->counter]++;
+	if (r && c->pos_seg >= 0) {
+		/* the run's position moves with its records, events, segments */
+		r->seg = it->v[c->pos_seg].u.i;
+		if (c->pos_step >= 0)
+			r->last_step = it->v[c->pos_step].u.i;
+		if (c->pos_ts >= 0 && it->v[c->pos_ts].type == GW_SV_REAL)
+			r->last_ts = it->v[c->pos_ts].u.d;
+		if (c->counter != C_SEGMENTS)
+			r->last_seen = now;
+		r->dirty = true;
 	}
 	return rc;
 }
 
-static int write_batch(struct gw_store *s, uint64_t counts[4])
+static int write_batch(struct gw_store *s, uint64_t counts[C_N])
 {
 	double now = wall_now();
-	int rc = step_done(s->st[S_BEGIN]);
+	int rc = step_done(s->tx[T_BEGIN]);
 	if (rc != SQLITE_OK)
 		return rc;
 	for (size_t off = 0; off < s->work.len;) {
@@ -755,7 +680,7 @@ static int write_batch(struct gw_store *s, uint64_t counts[4])
 		struct run_slot *r = &s->runs[i];
 		if (!r->name || !r->dirty)
 			continue;
-		sqlite3_stmt *st = s->st[S_RUN_UPD];
+		sqlite3_stmt *st = s->tx[T_RUN_UPD];
 		sqlite3_bind_int64(st, 1, r->id);
 		sqlite3_bind_double(st, 2, r->last_seen);
 		sqlite3_bind_int64(st, 3, r->seg);
@@ -768,13 +693,12 @@ static int write_batch(struct gw_store *s, uint64_t counts[4])
 			goto fail;
 		r->dirty = false;
 	}
-	if ((rc = gw__tiles_flush(s->tiles, s->db)) != SQLITE_OK)
-		goto fail;
-	if ((rc = step_done(s->st[S_COMMIT])) != SQLITE_OK)
+	if ((rc = gw__tiles_flush(s->tiles, s->db)) != SQLITE_OK ||
+	    (rc = step_done(s->tx[T_COMMIT])) != SQLITE_OK)
 		goto fail;
 	return SQLITE_OK;
 fail:
-	step_done(s->st[S_ROLLBACK]);
+	step_done(s->tx[T_ROLLBACK]);
 	gw__tiles_clear(s->tiles);
 	/* the cache may hold ids of rows the rollback removed */
 	for (size_t i = 0; i < s->runs_cap; i++)
@@ -827,7 +751,7 @@ static void *writer_main(void *arg)
 		atomic_store(&s->pending_bytes, s->work.len);
 		pthread_mutex_unlock(&s->mu);
 
-		uint64_t counts[4] = {0};
+		uint64_t counts[C_N] = {0};
 		int rc;
 		unsigned attempt = 0;
 		while ((rc = write_batch(s, counts)) != SQLITE_OK) {
@@ -850,17 +774,17 @@ static void *writer_main(void *arg)
 			s->last_error = 0;
 			s->last_error_msg[0] = '\0';
 			s->commits++;
-			s->n_rec += counts[0];
-			s->n_ev += counts[1];
-			s->n_seg += counts[2];
-			s->n_alert += counts[3];
+			for (int k = 0; k < C_N; k++)
+				s->n[k] += counts[k];
 			atomic_store(&s->committed, s->work.last_seq);
 		}
 		s->work.len = s->work.n = 0;
 		atomic_store(&s->pending_bytes, s->pending.len);
 		pthread_mutex_unlock(&s->mu);
+		pthread_mutex_lock(&s->notify_mu);
 		if (s->o.notify)
 			s->o.notify(s->o.notify_data);
+		pthread_mutex_unlock(&s->notify_mu);
 		pthread_mutex_lock(&s->mu);
 	}
 	pthread_mutex_unlock(&s->mu);
@@ -916,37 +840,107 @@ static int exec(sqlite3 *db, const char *sql, char *err, size_t errlen)
 	return 0;
 }
 
-static int migrate(sqlite3 *db, const char *path, char *err, size_t errlen)
+/* Run migration steps [from, n) of one schema, each in its own transaction
+ * with the statement that records the new version (set_version, with %d). */
+static int run_steps(sqlite3 *db, const char *path, const char *what,
+                     const char *const *steps, int from, int n, const char *set_version,
+                     char *err, size_t errlen)
+{
+	for (int v = from; v < n; v++) {
+		char sql[320], e[256];
+		int rc;
+		snprintf(sql, sizeof(sql), set_version, v + 1);
+		if ((rc = exec(db, "BEGIN IMMEDIATE", e, sizeof(e))) < 0 ||
+		    (rc = exec(db, steps[v], e, sizeof(e))) < 0 || (rc = exec(db, sql, e, sizeof(e))) < 0 ||
+		    (rc = exec(db, "COMMIT", e, sizeof(e))) < 0) {
+			exec(db, "ROLLBACK", NULL, 0);
+			return gw_errf(err, errlen, rc, "%s: migrating %s from version %d failed: %s", path,
+			               what, v, e);
+		}
+		if (from > 0)
+			gw_log_info("store: %s: %s migrated to version %d", path, what, v + 1);
+	}
+	return 0;
+}
+
+static int int_query(sqlite3 *db, const char *sql, const char *bind, int *out)
 {
 	sqlite3_stmt *st;
-	int version = 0;
-	if (sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK) {
-		if (sqlite3_step(st) == SQLITE_ROW)
-			version = sqlite3_column_int(st, 0);
-		sqlite3_finalize(st);
-	}
-	if (version > SCHEMA_VERSION) {
-		gw_errf(err, errlen, -EIO, "%s has schema version %d; this gradwatchd knows up to %d "
-		     "(a newer gradwatch wrote it)", path, version, SCHEMA_VERSION);
-		return -EPROTO;
-	}
-	for (int v = version; v < SCHEMA_VERSION; v++) {
-		char sql[64], e[256];
-		int rc;
-		if ((rc = exec(db, "BEGIN IMMEDIATE", e, sizeof(e))) < 0 ||
-		    (rc = exec(db, migrations[v], e, sizeof(e))) < 0) {
-			exec(db, "ROLLBACK", NULL, 0);
-			gw_errf(err, errlen, -EIO, "%s: migrating the schema from version %d failed: %s", path, v, e);
+	*out = 0;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	if (bind)
+		sqlite3_bind_text(st, 1, bind, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*out = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* The store's tables (PRAGMA user_version), then each schema's (meta
+ * "schema:<name>").  A database written by a newer gradwatch is refused. */
+static int migrate(struct gw_store *s, const char *path, char *err, size_t errlen)
+{
+	int version = 0, rc;
+	int_query(s->db, "PRAGMA user_version", NULL, &version);
+	if (version > GW_STORE_SCHEMA_VERSION)
+		return gw_errf(err, errlen, -EPROTO, "%s has schema version %d; this gradwatchd knows up "
+		               "to %d (a newer gradwatch wrote it)", path, version,
+		               GW_STORE_SCHEMA_VERSION);
+	if ((rc = run_steps(s->db, path, "the schema", migrations, version, GW_STORE_SCHEMA_VERSION,
+	                    "PRAGMA user_version = %d", err, errlen)) < 0)
+		return rc;
+	for (size_t k = 0; k < s->n_schemas; k++) {
+		const struct gw_store_schema *sc = s->schemas[k];
+		char key[96], set[256];
+		snprintf(key, sizeof(key), "schema:%s", sc->name);
+		int_query(s->db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?1", key, &version);
+		if (version > (int)sc->n_migrations)
+			return gw_errf(err, errlen, -EPROTO, "%s: the %s tables have version %d; this "
+			               "gradwatchd knows up to %zu (a newer gradwatch wrote them)", path,
+			               sc->name, version, sc->n_migrations);
+		snprintf(set, sizeof(set), "INSERT INTO meta(key, value) VALUES('%s', '%%d') "
+		         "ON CONFLICT(key) DO UPDATE SET value = excluded.value", key);
+		if ((rc = run_steps(s->db, path, sc->name, sc->migrations, version,
+		                    (int)sc->n_migrations, set, err, errlen)) < 0)
 			return rc;
+	}
+	return 0;
+}
+
+/* Prepare the writer's statements: transaction control, the store's rows,
+ * each schema's rows. */
+static int prepare_all(struct gw_store *s, char *err, size_t errlen)
+{
+	size_t n = S_NCORE;
+	for (size_t k = 0; k < s->n_schemas; k++) {
+		s->schema_base[k] = (unsigned)n;
+		n += s->schemas[k]->n_statements;
+	}
+	if (n > UINT16_MAX || !(s->st = calloc(n, sizeof(*s->st))))
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
+	s->n_st = n;
+	for (size_t k = 0; k < T_COUNT + n; k++) {
+		const char *sql;
+		sqlite3_stmt **out;
+		if (k < T_COUNT) {
+			sql = tx_sql[k];
+			out = &s->tx[k];
+		} else {
+			size_t i = k - T_COUNT;
+			out = &s->st[i];
+			if (i < S_NCORE) {
+				sql = core[i].sql;
+			} else {
+				size_t j = s->n_schemas;
+				while (j > 0 && s->schema_base[j - 1] > i)
+					j--;
+				sql = s->schemas[j - 1]->statements[i - s->schema_base[j - 1]];
+			}
 		}
-		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
-		if ((rc = exec(db, sql, e, sizeof(e))) < 0 || (rc = exec(db, "COMMIT", e, sizeof(e))) < 0) {
-			exec(db, "ROLLBACK", NULL, 0);
-			gw_errf(err, errlen, -EIO, "%s: migrating the schema from version %d failed: %s", path, v, e);
-			return rc;
-		}
-		if (version > 0 || v > 0)
-			gw_log_info("store: %s migrated to schema version %d", path, v + 1);
+		if (sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, out, NULL) != SQLITE_OK)
+			return gw_errf(err, errlen, -EIO, "database %s: preparing \"%.60s...\": %s", s->path,
+			               sql, sqlite3_errmsg(s->db));
 	}
 	return 0;
 }
@@ -965,7 +959,17 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	if (!s->o.max_pending_bytes)
 		s->o.max_pending_bytes = 256u << 20;
 	s->path = strdup(o->path);
+	if (o->n_schemas > MAX_SCHEMAS) {
+		free(s->path);
+		free(s);
+		return gw_errf(err, errlen, -EINVAL, "too many schemas");
+	}
+	for (size_t k = 0; k < o->n_schemas; k++)
+		s->schemas[k] = o->schemas[k];
+	s->n_schemas = o->n_schemas;
+	s->o.schemas = NULL;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->notify_mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	pthread_cond_init(&s->ckpt_cv, NULL);
 	int rc = sqlite3_open_v2(o->path, &s->db,
@@ -986,17 +990,8 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 		gw_errf(err, errlen, -EIO, "database %s: %s", o->path, e);
 		goto fail;
 	}
-	if ((rc = migrate(s->db, o->path, err, errlen)) < 0)
+	if ((rc = migrate(s, o->path, err, errlen)) < 0 || (rc = prepare_all(s, err, errlen)) < 0)
 		goto fail;
-	for (int k = 0; k < S_COUNT; k++) {
-		if (sqlite3_prepare_v3(s->db, stmt_sql[k], -1, SQLITE_PREPARE_PERSISTENT,
-		                       &s->st[k], NULL) != SQLITE_OK) {
-			gw_errf(err, errlen, -EIO, "database %s: preparing a statement: %s", o->path,
-			     sqlite3_errmsg(s->db));
-			rc = -EIO;
-			goto fail;
-		}
-	}
 	if (runs_grow(s) < 0 || !(s->tiles = gw__tiles_new())) {
 		rc = -ENOMEM;
 		goto fail;
@@ -1018,6 +1013,14 @@ fail:
 	return rc;
 }
 
+void gw_store_set_notify(struct gw_store *s, void (*fn)(void *data), void *data)
+{
+	pthread_mutex_lock(&s->notify_mu);
+	s->o.notify = fn;
+	s->o.notify_data = data;
+	pthread_mutex_unlock(&s->notify_mu);
+}
+
 int gw_store_close(struct gw_store *s)
 {
 	if (!s)
@@ -1037,8 +1040,11 @@ int gw_store_close(struct gw_store *s)
 		pthread_join(s->ckpt_thread, NULL);
 	}
 	int rc = s->last_error;
-	for (int k = 0; k < S_COUNT; k++)
+	for (size_t k = 0; k < s->n_st; k++)
 		sqlite3_finalize(s->st[k]);
+	free(s->st);
+	for (int k = 0; k < T_COUNT; k++)
+		sqlite3_finalize(s->tx[k]);
 	gw__tiles_free(s->tiles);
 	if (s->db) {
 		/* fold the WAL back so the file is complete on its own */
@@ -1052,6 +1058,7 @@ int gw_store_close(struct gw_store *s)
 	free(s->work.buf);
 	free(s->path);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->notify_mu);
 	pthread_cond_destroy(&s->cv);
 	pthread_cond_destroy(&s->ckpt_cv);
 	free(s);

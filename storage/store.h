@@ -21,6 +21,14 @@
  * `nonfinite` column (SQLite cannot store NaN); +-Inf are stored as is.
  * Extra metrics are a JSON object in `extra`, where non-finite values are
  * the strings "NaN", "Infinity", "-Infinity" (valid JSON for json_extract).
+ *
+ * Rows are typed: a row is one SQL statement of a schema with its values
+ * (struct gw_sv: integer, real, text, NULL, or a run name that the writer
+ * turns into the run's runs.id, creating the run).  The store's own schema
+ * is the telemetry: runs, segments, records, events, the alerts (incident)
+ * table and meta; other modules bring their own tables (struct
+ * gw_store_schema: migrations and statements, e.g. the alert delivery
+ * outbox in alerts/), so storage knows nothing of detectors or delivery.
  */
 #ifndef GW_STORE_H
 #define GW_STORE_H
@@ -30,10 +38,52 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine.h"
 #include "wire.h"
 
-#define GW_STORE_SCHEMA_VERSION 3 /* see migrations[] in store.c */
+#define GW_STORE_SCHEMA_VERSION 3 /* the store's own tables: see migrations[] in store.c */
+
+/* ---- typed values -------------------------------------------------------------- */
+
+enum gw_sv_type { GW_SV_NULL, GW_SV_INT, GW_SV_REAL, GW_SV_TEXT, GW_SV_RUN };
+
+struct gw_sv {
+	enum gw_sv_type t;
+	int64_t i;
+	double d;
+	const char *s;       /* TEXT, RUN: copied when the row is queued */
+	size_t n;            /* its length in bytes */
+};
+
+static inline struct gw_sv gw_sv_int(int64_t i)
+{
+	return (struct gw_sv){.t = GW_SV_INT, .i = i};
+}
+/* A real; NaN is stored as NULL (SQLite has no NaN). */
+static inline struct gw_sv gw_sv_real(double d)
+{
+	return (struct gw_sv){.t = d == d ? GW_SV_REAL : GW_SV_NULL, .d = d};
+}
+/* Text of len bytes; NULL s is NULL. */
+static inline struct gw_sv gw_sv_textn(const char *s, size_t len)
+{
+	return (struct gw_sv){.t = s ? GW_SV_TEXT : GW_SV_NULL, .s = s, .n = len};
+}
+struct gw_sv gw_sv_text(const char *s);
+/* The runs.id of the run called s (the run is created if new). */
+struct gw_sv gw_sv_run(const char *s, size_t len);
+
+/* A module's tables.  migrations[v] takes the module from version v to
+ * v + 1 (its version is kept in the meta table as "schema:<name>"; never
+ * edit a released step, add one); statements are the SQL its rows run,
+ * with the row's values bound as ?1, ?2, ...  Register it with the store's
+ * options; the schema must outlive the store. */
+struct gw_store_schema {
+	const char *name;
+	const char *const *migrations;
+	size_t n_migrations;
+	const char *const *statements;
+	size_t n_statements;
+};
 
 struct gw_store_opts {
 	const char *path;
@@ -42,58 +92,68 @@ struct gw_store_opts {
 	unsigned commit_max_records;
 	size_t max_pending_bytes;      /* gw_store_congested() above this */
 	void (*notify)(void *data);    /* called from the writer thread after a commit */
-	void *notify_data;
+	void *notify_data;             /* (or set later with gw_store_set_notify) */
+	const struct gw_store_schema *const *schemas; /* other modules' tables */
+	size_t n_schemas;
 };
 
 struct gw_store;
 
-/* Open (create, migrate) the database and start the writer thread.
- * Returns 0 or a negative errno with a message in err. */
+/* Open (create, migrate: the store's tables, then each schema's) and start
+ * the writer thread.  Returns 0 or a negative errno with a message in err. */
 int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
                   char *err, size_t errlen);
+
+/* Replace the commit notification (fn NULL: none).  When it returns, the
+ * old one is not running and will not be called again, so its target may be
+ * closed. */
+void gw_store_set_notify(struct gw_store *s, void (*fn)(void *data), void *data);
 
 /* Commit everything queued, stop the writer, close.  Returns 0 or the
  * negative errno of the last failed commit. */
 int gw_store_close(struct gw_store *s);
 
-/* Queue items.  Each returns the item's sequence number (> 0), or 0 when
- * out of memory.  The arguments are copied. */
+/* ---- queueing rows ----------------------------------------------------------------- */
+
+/* Queue a row: statement `stmt` of `schema` (NULL: the store's own, enum
+ * gw_store_stmt) with values v[0..n) bound as ?1..?n.  Returns the row's
+ * sequence number (> 0), or 0 when out of memory.  Values are copied. */
+uint64_t gw_store_put(struct gw_store *s, const struct gw_store_schema *schema, unsigned stmt,
+                      const struct gw_sv *v, size_t n);
+
+/* The store's own statements, for gw_store_put with schema NULL. */
+enum gw_store_stmt {
+	/* alerts (incidents): OPEN (id, run, seg, step, line, detector, severity,
+	 * summary, cause, action, evidence JSON, ts, created) inserts or reopens;
+	 * UPDATE (id, severity, summary, cause, action, evidence, updated,
+	 * last_step, last_line); RESOLVE (id, resolved, last_step). */
+	GW_STORE_ALERT_OPEN,
+	GW_STORE_ALERT_UPDATE,
+	GW_STORE_ALERT_RESOLVE,
+	GW_STORE_NSTMT_PUBLIC,
+};
+
+/* A metric record or an event line (lib/wire.h) of segment `seg`, source line
+ * `line`, received at wall-clock `recv`. */
 uint64_t gw_store_put_record(struct gw_store *s, const struct gw_rec *rec,
                              int64_t seg, uint64_t line, double recv);
 uint64_t gw_store_put_event(struct gw_store *s, const struct gw_rec *rec,
                             int64_t seg, uint64_t line, double recv);
-uint64_t gw_store_put_segment(struct gw_store *s, const struct gw_segment_info *si,
-                              double wall);
-uint64_t gw_store_put_alert(struct gw_store *s, const struct gw_alert *a);
+/* A segment of a run: why it opened, the step of its first line, the
+ * checkpoint step it restarts from (-1 unknown), its first line, ts. */
+uint64_t gw_store_put_segment(struct gw_store *s, const char *run, int64_t seg,
+                              const char *reason, int64_t first_step, int64_t restart_step,
+                              uint64_t line, double ts, double wall);
 /* A small key/value fact kept in the `meta` table (e.g. a followed file's
  * position), written in order with the records it describes. */
 uint64_t gw_store_put_meta(struct gw_store *s, const char *key, const char *value);
 
-/* ---- alert delivery outbox (alerts/outbox.c, docs/alerts.md) ---------------- */
-
-/* One alert event (the alert JSON as it was at that event) to deliver. */
-uint64_t gw_store_put_outbox(struct gw_store *s, const char *alert_id, int64_t version,
-                             const char *kind, const char *run, const char *alert_json,
-                             double created);
-
-/* The delivery state of one event at one sink (insert or replace). */
-struct gw_store_delivery {
-	const char *alert_id;
-	int64_t version;
-	const char *sink;
-	const char *state;         /* "pending", "delivered", "superseded", "failed" */
-	int64_t attempts;
-	int64_t last_status;       /* HTTP status of the last attempt, 0 if none */
-	const char *last_error;    /* NULL or "" if none */
-	double updated, delivered; /* wall clock; delivered NaN until then */
-};
-uint64_t gw_store_put_delivery(struct gw_store *s, const struct gw_store_delivery *dv);
 /* Group the items queued between gw_store_hold() and gw_store_release()
  * into one transaction: the writer does not take the queue while it is
  * held (it waits; hold only around a bounded amount of work on the caller's
- * thread).  A followed file's records and the position that covers them are
- * queued this way, so a crash can never commit one without the other.
- * Holds nest. */
+ * thread).  A followed file's records and the position that covers them,
+ * an alert and its outbox rows, are queued this way, so a crash can never
+ * commit one without the other.  Holds nest. */
 void gw_store_hold(struct gw_store *s);
 void gw_store_release(struct gw_store *s);
 
@@ -151,21 +211,15 @@ int gw_store_read_last_event(const char *path, const char *run, const char *name
 /* Value of a meta key (heap string in *out, NULL if absent). */
 int gw_store_read_meta(const char *path, const char *key, char **out);
 
-/* ---- alert delivery outbox, start-up reads (read.c) ---------------------------- */
+/* ---- generic reads ------------------------------------------------------------------ */
 
-/* Called once before the loop runs.  gw_store_read_outbox calls fn for
- * every pending delivery, oldest event first.  gw_store_read_alert_versions
- * calls fn for every alert that can still change (open, or in its run's
- * last segment) with its version and, when open, the JSON of its last
- * open/update event that went through the outbox (NULL if none). */
-int gw_store_read_outbox(const char *path,
-                         void (*fn)(void *data, const char *sink, const char *alert_id,
-                                    int64_t version, const char *kind, const char *run,
-                                    double created, const char *alert_json, int64_t attempts),
-                         void *data, char *err, size_t errlen);
-int gw_store_read_alert_versions(const char *path,
-                                 void (*fn)(void *data, const char *alert_id, int64_t version,
-                                            bool open, const char *alert_json),
-                                 void *data, char *err, size_t errlen);
+/* Run one read-only query on its own connection and call fn for each row
+ * with the SQLite statement (read it with sqlite3_column_*; valid only
+ * during the call).  `binds` are bound as ?1..?n (GW_SV_RUN binds the run's
+ * name).  For modules that read their own tables. */
+typedef struct sqlite3_stmt sqlite3_stmt;
+int gw_store_read_each(const char *path, const char *sql, const struct gw_sv *binds,
+                       size_t nbind, void (*fn)(void *ctx, sqlite3_stmt *row), void *ctx,
+                       char *err, size_t errlen);
 
 #endif

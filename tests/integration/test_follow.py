@@ -44,7 +44,7 @@ class Follow(unittest.TestCase):
         return self.d.sql("SELECT r.step, r.line FROM records r JOIN runs u ON u.id=r.run_id "
                           "WHERE u.name=? ORDER BY r.id", (run,))
 
-    def wait_rows(self, n, run='job', timeout=10):
+    def wait_rows(self, n, run='job', timeout=60):
         deadline = time.time() + timeout
         while time.time() < deadline:
             rows = self.rows(run)

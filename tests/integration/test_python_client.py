@@ -341,7 +341,8 @@ class RealTorch(unittest.TestCase):
                 self.assertEqual(saved[k], resumed[k], k)
             self.assertEqual(d.get('/v1/runs/plain-loop/alerts')[1]['alerts'], [])
 
-    def test_log_latency_with_the_daemon_up_down_and_slow(self):
+    def test_log_accounting_with_the_daemon_up_down_and_slow(self):
+        # how fast log() is, is bench/client_log_latency.py; here: nothing vanishes
         with Daemon(args=['--log-level', 'warn']) as d:
             r = subprocess.run([TORCH, os.path.join(CONTRIB_PYTHON, 'bench_log.py'), '--up', d.sock,
                                 '--n', '100000'], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -354,8 +355,6 @@ class RealTorch(unittest.TestCase):
             for c, x in res.items()))
         self.assertEqual(set(res), {'up', 'down', 'slow'})
         for case, x in res.items():
-            self.assertLess(x['p50_us'], 5, x)
-            self.assertLess(x['p99_us'], 50, x)
             # nothing vanished: every line was sent, dropped or lost, and counted
             self.assertEqual(x['sent'] + x['dropped'] + x['lost'] + x['queued'], x['n'], x)
         self.assertEqual(res['up']['sent'], res['up']['n'])

@@ -67,15 +67,11 @@ static void setup(void)
 	struct gw_store *s = NULL;
 	char err[256];
 	ck_assert_msg(gw_store_open(&o, &s, err, sizeof(err)) == 0, "%s", err);
-	struct gw_segment_info s1 = {.run = "r", .seg = 1, .reason = GW_SEG_START,
-	                             .first_step = 0, .restart_step = -1, .line = 1, .ts = 1000};
-	gw_store_put_segment(s, &s1, 1.0);
+	gw_store_put_segment(s, "r", 1, "start", 0, -1, 1, 1000, 1.0);
 	uint64_t line = 1;
 	for (int64_t i = 0; i < 3000; i++)
 		put_row(s, 1, i, line++);
-	struct gw_segment_info s2 = {.run = "r", .seg = 2, .reason = GW_SEG_REWIND,
-	                             .first_step = 2000, .restart_step = 1999, .line = line, .ts = 4000};
-	gw_store_put_segment(s, &s2, 2.0);
+	gw_store_put_segment(s, "r", 2, "rewind", 2000, 1999, line, 4000, 2.0);
 	for (int64_t i = 2000; i < 5000; i++)
 		put_row(s, 2, i, line++);
 	ck_assert_int_eq(gw_store_close(s), 0);

@@ -118,23 +118,25 @@ START_TEST(events_segments_alerts)
 	struct gw_rec ev = {.run = "r", .run_len = 1, .step = 500, .ts = NAN,
 	                    .event = "checkpoint_saved", .attrs = attrs};
 	gw_store_put_event(s, &ev, 1, 501, 1.0);
-	struct gw_segment_info si = {.run = "r", .seg = 2, .reason = GW_SEG_REWIND,
-	                             .first_step = 401, .restart_step = 400, .line = 900, .ts = 5.0};
-	gw_store_put_segment(s, &si, 2.0);
-	json_t *evid = json_pack("{s:f}", "loss_before", 1.19);
-	struct gw_alert a = {.kind = GW_ALERT_OPEN, .run = "r", .seg = 2, .step = 420, .line = 920,
-	                     .detector = "optimizer_reset", .severity = GW_SEV_WARNING,
-	                     .summary = "grad norm fell", .cause = "c", .action = "a",
-	                     .evidence = evid, .ts = 9.0, .wall = 10.0};
-	gw_alert_make_id(a.id, "r", 2, "optimizer_reset", 1);
-	gw_store_put_alert(s, &a);
-	a.kind = GW_ALERT_UPDATE;
-	a.severity = GW_SEV_CRITICAL;
-	a.step = 430;
-	gw_store_put_alert(s, &a);
-	a.kind = GW_ALERT_RESOLVE;
-	a.step = 800;
-	uint64_t seq = gw_store_put_alert(s, &a);
+	gw_store_put_segment(s, "r", 2, "rewind", 401, 400, 900, 5.0, 2.0);
+	/* an alert opened, escalated and resolved: typed rows of the alerts table */
+	const struct gw_sv open[] = {
+		gw_sv_text("gw-1"), gw_sv_run("r", 1), gw_sv_int(2), gw_sv_int(420), gw_sv_int(920),
+		gw_sv_text("optimizer_reset"), gw_sv_text("warning"), gw_sv_text("grad norm fell"),
+		gw_sv_text("c"), gw_sv_text("a"), gw_sv_text("{\"loss_before\":1.19}"),
+		gw_sv_real(9.0), gw_sv_real(10.0),
+	};
+	ck_assert_uint_gt(gw_store_put(s, NULL, GW_STORE_ALERT_OPEN, open, 13), 0);
+	const struct gw_sv update[] = {
+		gw_sv_text("gw-1"), gw_sv_text("critical"), gw_sv_text("grad norm fell more"),
+		gw_sv_text("c"), gw_sv_text("a"), gw_sv_text("{\"loss_before\":1.19}"),
+		gw_sv_real(11.0), gw_sv_int(430), gw_sv_int(930),
+	};
+	ck_assert_uint_gt(gw_store_put(s, NULL, GW_STORE_ALERT_UPDATE, update, 9), 0);
+	const struct gw_sv resolve[] = {gw_sv_text("gw-1"), gw_sv_real(12.0), gw_sv_int(800)};
+	uint64_t seq = gw_store_put(s, NULL, GW_STORE_ALERT_RESOLVE, resolve, 3);
+	/* statements out of range are refused, not written */
+	ck_assert_uint_eq(gw_store_put(s, NULL, GW_STORE_NSTMT_PUBLIC, resolve, 3), 0);
 	wait_committed(s, seq);
 	ck_assert_int_eq(scalar("SELECT count(*) FROM events WHERE name = 'checkpoint_saved' AND "
 	                        "json_extract(attrs, '$.optimizer') = 'AdamW'"), 1);
@@ -157,8 +159,49 @@ START_TEST(events_segments_alerts)
 	json_decref(out);
 	ck_assert_int_eq(gw_store_read_run(path, "nope", &out, err, sizeof(err)), -ENOENT);
 	json_decref(attrs);
-	json_decref(evid);
 	gw_store_close(s);
+}
+END_TEST
+
+/* A module's own tables: migrated at open, version kept in meta, rows go
+ * through the same writer, a newer version is refused. */
+static const char *const mod_v1[] = {"CREATE TABLE notes(run_id INTEGER, note TEXT)"};
+static const char *const mod_v2[] = {"CREATE TABLE notes(run_id INTEGER, note TEXT)",
+                                     "ALTER TABLE notes ADD COLUMN weight REAL"};
+static const char *const mod_stmts[] = {"INSERT INTO notes(run_id, note) VALUES(?1, ?2)",
+                                        "INSERT INTO notes(run_id, note, weight) VALUES(?1, ?2, ?3)"};
+
+START_TEST(module_schema)
+{
+	unlink(path);
+	struct gw_store_schema v1 = {"notes", mod_v1, 1, mod_stmts, 1};
+	const struct gw_store_schema *list[] = {&v1};
+	struct gw_store_opts o = {.path = path, .commit_interval_ms = 20, .schemas = list, .n_schemas = 1};
+	struct gw_store *s;
+	char err[256];
+	ck_assert_int_eq(gw_store_open(&o, &s, err, sizeof(err)), 0);
+	const struct gw_sv row[] = {gw_sv_run("r", 1), gw_sv_text("first")};
+	uint64_t seq = gw_store_put(s, &v1, 0, row, 2);
+	ck_assert_uint_eq(gw_store_put(s, &v1, 1, row, 2), 0); /* v1 has one statement */
+	wait_committed(s, seq);
+	ck_assert_int_eq(gw_store_close(s), 0);
+	ck_assert_int_eq(scalar("SELECT value FROM meta WHERE key = 'schema:notes'"), 1);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM notes n JOIN runs r ON r.id = n.run_id "
+	                        "WHERE r.name = 'r' AND n.note = 'first'"), 1);
+
+	struct gw_store_schema v2 = {"notes", mod_v2, 2, mod_stmts, 2};
+	list[0] = &v2;
+	ck_assert_int_eq(gw_store_open(&o, &s, err, sizeof(err)), 0);
+	const struct gw_sv row2[] = {gw_sv_run("r", 1), gw_sv_text("second"), gw_sv_real(0.5)};
+	seq = gw_store_put(s, &v2, 1, row2, 3);
+	wait_committed(s, seq);
+	ck_assert_int_eq(gw_store_close(s), 0);
+	ck_assert_int_eq(scalar("SELECT value FROM meta WHERE key = 'schema:notes'"), 2);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM notes WHERE weight = 0.5"), 1);
+
+	list[0] = &v1;   /* an older gradwatch meets the newer tables */
+	ck_assert_int_eq(gw_store_open(&o, &s, err, sizeof(err)), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(err, "notes"));
 }
 END_TEST
 
@@ -243,6 +286,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, records_and_repeats);
 	tcase_add_test(tc, events_segments_alerts);
+	tcase_add_test(tc, module_schema);
 	tcase_add_test(tc, close_commits_everything);
 	tcase_add_test(tc, newer_schema_refused);
 	tcase_add_test(tc, bad_path);

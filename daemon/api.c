@@ -1,0 +1,314 @@
+/*
+ * api: the routes of gradwatchd's HTTP API (docs/api.md) on the transport
+ * of http.c: POST /v1/ingest, GET /healthz, GET /v1/stats, GET /v1/runs,
+ * GET /v1/runs/{run}, GET /v1/runs/{run}/alerts, GET /v1/alerts,
+ * POST /v1/runs/{run}/resume-check.
+ *
+ * An ingest body is a gw_ingest_src: its lines go through the record path
+ * as they stream in, and the answer waits (without blocking the loop) until
+ * the store has committed the body's last line.  Reads run on the thread
+ * pool with only the read-only database path; /healthz and /v1/stats are
+ * answered from memory on the loop.
+ */
+#include "api.h"
+
+#include "daemon.h"
+#include "http.h"
+#include "ingest.h"
+
+#include "kern.h"
+#include "resume_check.h"
+#include "util.h"
+
+#include "gw_config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_REPORTED_ERRORS 20
+
+/* ---- POST /v1/ingest ------------------------------------------------------------ */
+
+struct ingest_req {
+	struct gw_http_conn *c;
+	struct gw_daemon *d;
+	struct gw_ingest_src src;
+	char default_run[GW_WIRE_RUN_MAX + 1];
+	uint64_t body_bytes;
+	bool too_large;
+	json_t *errors;
+	struct gw_commit_waiter waiter;
+	bool waiting;
+};
+
+static void on_reject(struct gw_ingest_src *s, uint64_t lineno, const struct gw_wire_err *e)
+{
+	struct ingest_req *q = s->data;
+	if (json_array_size(q->errors) < MAX_REPORTED_ERRORS)
+		json_array_append_new(q->errors, gw_ingest_err_json(lineno, e));
+}
+
+static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
+{
+	struct gw_daemon *d = r->data;
+	struct ingest_req *q = calloc(1, sizeof(*q));
+	if (!q || !(q->errors = json_array())) {
+		free(q);
+		gw_http_respond_error(c, 500, "out of memory");
+		return -ENOMEM;
+	}
+	q->c = c;
+	q->d = d;
+	gw_ingest_src_init(&q->src, &d->ingest, GW_TR_HTTP, 0);
+	q->src.eof_ends_line = true;
+	q->src.on_reject = on_reject;
+	q->src.data = q;
+	gw_http_conn_set_state(c, q);
+	int rc = gw_http_query_param(r->query, r->query_len, "run", q->default_run,
+	                             sizeof(q->default_run));
+	if (rc < 0) {
+		gw_http_respond_error(c, 400, "bad ?run= parameter");
+		return -EINVAL;
+	}
+	if (rc > 0)
+		q->src.default_run = q->default_run;
+	return 0;
+}
+
+static int ingest_data(struct gw_http_conn *c, const char *p, size_t n)
+{
+	struct ingest_req *q = gw_http_conn_state(c);
+	size_t max = q->d->cfg->max_body;
+	if (q->too_large)
+		return 0;
+	if (q->body_bytes + n > max) {
+		n = max - q->body_bytes;
+		q->too_large = true;
+	}
+	q->body_bytes += n;
+	return gw_ingest_src_feed(&q->src, p, n) == -ENOMEM ? -1 : 0;
+}
+
+static void ingest_committed(struct gw_commit_waiter *w)
+{
+	struct ingest_req *q = gw_container_of(w, struct ingest_req, waiter);
+	q->waiting = false;
+	json_t *j = json_pack("{s:I, s:I, s:b, s:O}", "accepted", (json_int_t)q->src.accepted,
+	                      "rejected", (json_int_t)q->src.rejected, "committed", 1,
+	                      "errors", q->errors);
+	if (j && q->src.rejected > json_array_size(q->errors))
+		json_object_set_new(j, "errors_truncated", json_true());
+	if (j && q->too_large)
+		json_object_set_new(j, "error", json_sprintf("the body is larger than %zu bytes (limits.max_body_bytes); lines after the limit were not read",
+		                                             q->d->cfg->max_body));
+	int status = q->too_large ? 413 : q->src.rejected ? 422 : 200;
+	if (q->too_large)
+		gw_http_conn_close_after(q->c);
+	gw_http_respond_json(q->c, status, j);
+}
+
+static void ingest_end(struct gw_http_conn *c)
+{
+	struct ingest_req *q = gw_http_conn_state(c);
+	gw_ingest_src_finish(&q->src);
+	q->waiter.seq = q->src.last_seq;
+	q->waiter.fn = ingest_committed;
+	if (q->src.last_seq)
+		gw_store_flush(q->d->store);
+	q->waiting = true;
+	gw_ingest_wait_commit(&q->d->ingest, &q->waiter);
+}
+
+static void ingest_free(struct gw_http_conn *c, bool complete)
+{
+	struct ingest_req *q = gw_http_conn_state(c);
+	if (!q)
+		return;
+	/* a body cut off keeps what arrived; its partial last line is lost */
+	if (!complete && q->src.lines.len)
+		gw_ingest_count_reject(&q->d->ingest, GW_TR_HTTP, GW_REJ_TRUNCATED);
+	if (q->waiting)
+		gw_ingest_cancel_wait(&q->d->ingest, &q->waiter);
+	gw_ingest_src_deinit(&q->src);
+	json_decref(q->errors);
+	free(q);
+}
+
+static const struct gw_http_body_ops ingest_ops = {
+	.begin = ingest_begin,
+	.data = ingest_data,
+	.end = ingest_end,
+	.free = ingest_free,
+};
+
+/* ---- reads (thread pool) --------------------------------------------------------------- */
+
+static int q_runs(const struct gw_http_req *r, json_t **out)
+{
+	char err[256];
+	json_t *runs;
+	if (gw_store_read_runs(r->db_path, &runs, err, sizeof(err)) < 0) {
+		*out = json_pack("{s:s}", "error", err);
+		return 500;
+	}
+	*out = json_pack("{s:o}", "runs", runs);
+	return 200;
+}
+
+static int q_run(const struct gw_http_req *r, json_t **out)
+{
+	char err[256];
+	json_t *run;
+	int rc = gw_store_read_run(r->db_path, r->arg, &run, err, sizeof(err));
+	if (rc < 0) {
+		*out = json_pack("{s:s}", "error", err);
+		return rc == -ENOENT ? 404 : 500;
+	}
+	*out = run;
+	return 200;
+}
+
+static int q_alerts(const struct gw_http_req *r, json_t **out)
+{
+	char err[256];
+	json_t *alerts;
+	if (gw_store_read_alerts(r->db_path, r->arg, 1000, &alerts, err, sizeof(err)) < 0) {
+		*out = json_pack("{s:s}", "error", err);
+		return 500;
+	}
+	*out = json_pack("{s:s?, s:o}", "run", r->arg, "alerts", alerts);
+	return 200;
+}
+
+/* The resume gate: is this live manifest what the run's last checkpoint
+ * saved?  The same comparison the resume_mismatch detector makes. */
+static int q_resume_check(const struct gw_http_req *r, json_t **out)
+{
+	json_error_t je;
+	json_t *live = json_loadb(r->body, r->body_len, 0, &je);
+	if (!json_is_object(live)) {
+		*out = json_pack("{s:s}", "error", live ? "the body must be a JSON object (the resume manifest)"
+		                                         : je.text);
+		json_decref(live);
+		return 400;
+	}
+	char err[256];
+	json_t *ckpt = NULL;
+	int64_t step = -1;
+	int rc = gw_store_read_last_event(r->db_path, r->arg, "checkpoint_saved", &ckpt, &step,
+	                                  err, sizeof(err));
+	if (rc < 0 && rc != -ENOENT) {
+		json_decref(live);
+		*out = json_pack("{s:s}", "error", err);
+		return 500;
+	}
+	json_t *diffs = gw_resume_diff(ckpt, live);
+	bool ok = json_array_size(diffs) == 0;
+	/* the cause and action are looked up while diffs is still ours */
+	const char *kind = json_string_value(json_object_get(json_array_get(diffs, 0), "kind"));
+	const char *cause = ok ? NULL : gw_resume_cause(kind);
+	const char *action = ok ? NULL : gw_resume_action(kind);
+	*out = json_pack("{s:s, s:b, s:o, s:o, s:s?, s:s?}", "run", r->arg, "ok", ok,
+	                 "checkpoint_step", step >= 0 ? json_integer((json_int_t)step) : json_null(),
+	                 "differences", diffs, "cause", cause, "action", action);
+	if (*out && !ckpt)
+		json_object_set_new(*out, "note", json_string("the run has no checkpoint_saved event to compare with; "
+		                                              "only the manifest itself was checked"));
+	json_decref(ckpt);
+	json_decref(live);
+	return *out ? 200 : 500;
+}
+
+/* ---- from memory (loop) ------------------------------------------------------------------ */
+
+static void h_healthz(struct gw_http_conn *c, const struct gw_http_req *r)
+{
+	struct gw_daemon *d = r->data;
+	struct gw_store_stats st;
+	gw_store_stats(d->store, &st);
+	bool ok = st.last_error == 0;
+	json_t *j = json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:I, s:s}",
+	                      "status", ok ? "ok" : "degraded",
+	                      "version", GW_VERSION,
+	                      "kernels", gw_kern_name(),
+	                      "uptime_s", gw_wall_now() - d->started,
+	                      "runs", (json_int_t)gw_engine_run_count(d->ingest.engine),
+	                      "committed", (json_int_t)gw_store_committed(d->store),
+	                      "pending_bytes", (json_int_t)st.pending_bytes,
+	                      "store", ok ? "ok" : st.last_error_msg);
+	gw_http_respond_json(c, ok ? 200 : 503, j);
+}
+
+/* /v1/stats: {transports: {unix: {accepted, events, bytes, rejected: {reason: n}}},
+ * alerts: {detector: {severity: n}}, udp_dropped, connections, segments} from
+ * the counter table; zero rejections are left out. */
+static void stats_sample(void *data, const struct gw_counter_sample *s)
+{
+	json_t *root = data;
+	if (!s->label[0]) {
+		json_object_set_new(root, s->key, json_integer((json_int_t)s->n));
+		return;
+	}
+	bool by_transport = strcmp(s->label[0], "transport") == 0;
+	json_t *top = json_object_get(root, by_transport ? "transports" : s->key);
+	json_t *o = json_object_get(top, s->value[0]);
+	if (!o)
+		json_object_set_new(top, s->value[0], o = json_object());
+	if (!s->label[1]) {
+		json_object_set_new(o, s->key, json_integer((json_int_t)s->n));
+		return;
+	}
+	if (by_transport) {
+		json_t *sub = json_object_get(o, s->key);
+		if (!sub)
+			json_object_set_new(o, s->key, sub = json_object());
+		o = sub;
+		if (!s->n)
+			return;
+	}
+	json_object_set_new(o, s->value[1], json_integer((json_int_t)s->n));
+}
+
+json_t *gw_api_stats_json(struct gw_daemon *d)
+{
+	json_t *root = json_pack("{s:{}, s:{}}", "transports", "alerts");
+	if (!root)
+		return NULL;
+	gw_ingest_counters_foreach(&d->ingest, stats_sample, root);
+	struct gw_store_stats st;
+	gw_store_stats(d->store, &st);
+	json_object_set_new(root, "store",
+	                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+	                              "committed_seq", (json_int_t)gw_store_committed(d->store),
+	                              "commits", (json_int_t)st.commits, "records", (json_int_t)st.records,
+	                              "events", (json_int_t)st.events, "alerts", (json_int_t)st.alerts,
+	                              "pending_bytes", (json_int_t)st.pending_bytes));
+	return root;
+}
+
+static void h_stats(struct gw_http_conn *c, const struct gw_http_req *r)
+{
+	gw_http_respond_json(c, 200, gw_api_stats_json(r->data));
+}
+
+int gw_api_start(struct gw_daemon *d, char *err, size_t errlen)
+{
+	const struct gw_http_route routes[] = {
+		{"GET", "/healthz", false, NULL, h_healthz, NULL, NULL, d},
+		{"GET", "/v1/stats", false, NULL, h_stats, NULL, NULL, d},
+		{"GET", "/v1/runs", false, NULL, NULL, q_runs, NULL, d},
+		{"GET", "/v1/alerts", false, NULL, NULL, q_alerts, NULL, d},
+		{"POST", "/v1/ingest", false, NULL, NULL, NULL, &ingest_ops, d},
+		{"GET", "/v1/runs/", true, NULL, NULL, q_run, NULL, d},
+		{"GET", "/v1/runs/", true, "/alerts", NULL, q_alerts, NULL, d},
+		{"POST", "/v1/runs/", true, "/resume-check", NULL, q_resume_check, NULL, d},
+	};
+	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++) {
+		int rc = gw_http_route(d->http, &routes[i]);
+		if (rc < 0)
+			return gw_errf(err, errlen, rc, "cannot register %s %s", routes[i].method,
+			               routes[i].path);
+	}
+	return 0;
+}

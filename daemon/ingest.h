@@ -1,0 +1,188 @@
+/*
+ * ingest: the one path every line takes, from whichever transport, to the
+ * detectors, the database and the alert sinks (docs/architecture.md, "The
+ * path of a record").
+ *
+ * struct gw_ingest owns the wire parser, the detector engine, the ingest
+ * counters and the alert outbox, and borrows the store.  A transport owns
+ * one struct gw_ingest_src per connection (or per followed file, HTTP
+ * request body, datagram) and feeds it bytes; the source splits them into
+ * lines, numbers them, and sends each through parse -> detect -> queue:
+ *
+ *   parse   gw_wire_parse (a rejected line gets its reason, column, field;
+ *           the source's on_reject hook answers the client);
+ *   detect  gw_engine_feed, whose hooks queue a new segment's row and each
+ *           alert (and its outbox rows) before the record that caused them;
+ *   queue   gw_store_put_record / _event; the item's sequence number is the
+ *           source's last_seq.
+ *
+ * Acknowledgement: the store's writer commits in the background and wakes
+ * the loop (commit_async); waiters registered with gw_ingest_wait_commit
+ * (an HTTP response, a read that must see its own writes) run once the
+ * committed sequence covers theirs.  Back-pressure: while the store's queue
+ * is over its limit, sources that can wait are parked (gw_ingest_pause) and
+ * resumed after the commit that drains it.
+ *
+ * Only this file writes the counters; /v1/stats and /metrics render them
+ * through gw_ingest_counters_foreach, from one table.
+ *
+ * Threads: everything here runs on the loop thread except the store's
+ * writer, which only calls uv_async_send.
+ */
+#ifndef GW_INGEST_H
+#define GW_INGEST_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "engine.h"
+#include "lines.h"
+#include "store.h"
+#include "wire.h"
+
+struct gw_cfg;
+struct gw_outbox;
+
+enum gw_transport {
+	GW_TR_UNIX,
+	GW_TR_TCP,
+	GW_TR_UDP,
+	GW_TR_HTTP,
+	GW_TR_FOLLOW,
+	GW_NTRANSPORTS,
+};
+
+const char *gw_transport_name(enum gw_transport t);
+
+struct gw_ingest_counters {
+	uint64_t accepted[GW_NTRANSPORTS];
+	uint64_t rejected[GW_NTRANSPORTS][GW_REJ_NREASONS];
+	uint64_t events[GW_NTRANSPORTS];
+	uint64_t bytes[GW_NTRANSPORTS];
+	uint64_t alerts[GW_DET_MAX][3];   /* opened, by detector and severity */
+	uint64_t segments;
+	uint64_t connections;
+	uint64_t udp_dropped;             /* datagrams refused under back-pressure */
+};
+
+/* Someone waiting for the store to commit up to `seq`. */
+struct gw_commit_waiter {
+	uint64_t seq;
+	void (*fn)(struct gw_commit_waiter *w);
+	struct gw_commit_waiter *next;
+};
+
+/* A source parked for back-pressure; resume() is called once the store's
+ * queue has drained. */
+struct gw_paused {
+	void (*resume)(struct gw_paused *p);
+	struct gw_paused *next, *prev;
+	bool linked;
+};
+
+struct gw_ingest {
+	uv_loop_t *loop;
+	const struct gw_cfg *cfg;         /* borrowed */
+	struct gw_store *store;           /* borrowed */
+	struct gw_engine *engine;
+	struct gw_wire *wire;
+	struct gw_outbox *outbox;         /* NULL when no sinks are configured */
+	uv_async_t commit_async;
+	struct gw_commit_waiter *waiters;
+	struct gw_paused paused;          /* list head */
+	uint64_t seq_seen;                /* store sequence of the last line queued */
+	struct gw_ingest_counters n;
+};
+
+/* Set up: the engine (seeded with where every run in the database stood),
+ * the wire parser, the alert outbox (reads what is still undelivered: call
+ * before uv_run) and the commit notification.  Returns 0 or a negative
+ * errno with a message in err; on failure call gw_ingest_deinit anyway. */
+int gw_ingest_init(struct gw_ingest *in, uv_loop_t *loop, const struct gw_cfg *cfg,
+                   struct gw_store *store, char *err, size_t errlen);
+
+/* Stop delivering alerts and close the handles (the loop must run once more
+ * for their close callbacks); then gw_ingest_deinit frees everything. */
+void gw_ingest_close(struct gw_ingest *in);
+void gw_ingest_deinit(struct gw_ingest *in);
+
+/* ---- sources ---------------------------------------------------------------- */
+
+/* One stream of lines.  The owner fills the public fields, then feeds. */
+struct gw_ingest_src {
+	struct gw_ingest *in;
+	enum gw_transport t;
+	const char *default_run;      /* run of lines without one, or NULL (borrowed) */
+	bool eof_ends_line;           /* the end of the stream legitimately ends a line
+	                                 (HTTP body, datagram): not "truncated" */
+	/* A rejected line (may be NULL): answer or log it. */
+	void (*on_reject)(struct gw_ingest_src *s, uint64_t lineno, const struct gw_wire_err *e);
+	void *data;                   /* the owner's */
+
+	struct gw_lines lines;
+	uint64_t accepted, rejected;
+	uint64_t last_seq;            /* store sequence of the last accepted line */
+};
+
+/* Initialise (lines numbered from `first_line` + 1). */
+void gw_ingest_src_init(struct gw_ingest_src *s, struct gw_ingest *in, enum gw_transport t,
+                        uint64_t first_line);
+void gw_ingest_src_deinit(struct gw_ingest_src *s);
+
+/* Feed the next n bytes (counted as received bytes of the transport).
+ * Returns 0 or -ENOMEM. */
+int gw_ingest_src_feed(struct gw_ingest_src *s, const char *p, size_t n);
+
+/* The stream ended: a last line without its newline is still parsed (and
+ * counted as truncated if it does not parse, unless eof_ends_line). */
+void gw_ingest_src_finish(struct gw_ingest_src *s);
+
+/* A rejected line as the JSON error object clients get:
+ * {line, reason, message, field?, column?} (new reference). */
+json_t *gw_ingest_err_json(uint64_t lineno, const struct gw_wire_err *e);
+
+/* Count what a transport refused before parsing. */
+void gw_ingest_count_connection(struct gw_ingest *in);
+void gw_ingest_count_udp_dropped(struct gw_ingest *in);
+void gw_ingest_count_reject(struct gw_ingest *in, enum gw_transport t, enum gw_wire_reason r);
+
+/* uv_alloc_cb for stream reads (one shared slab; the loop thread is the
+ * only reader and a read callback consumes its buffer before returning). */
+void gw_ingest_alloc_slab(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+
+/* ---- acknowledgement and back-pressure ---------------------------------------- */
+
+/* Call w->fn once the store has committed w->seq (maybe right away). */
+void gw_ingest_wait_commit(struct gw_ingest *in, struct gw_commit_waiter *w);
+void gw_ingest_cancel_wait(struct gw_ingest *in, struct gw_commit_waiter *w);
+/* Wait for everything queued so far (a read that must see its own writes). */
+void gw_ingest_barrier(struct gw_ingest *in, struct gw_commit_waiter *w);
+
+/* True while the store's queue is over its limit: stop reading. */
+bool gw_ingest_congested(const struct gw_ingest *in);
+/* Park a source until the queue drains; unpause removes it (on close). */
+void gw_ingest_pause(struct gw_ingest *in, struct gw_paused *p);
+void gw_ingest_unpause(struct gw_ingest *in, struct gw_paused *p);
+
+/* ---- counters ------------------------------------------------------------------ */
+
+/* One counter value with its labels, as /v1/stats and /metrics render it. */
+struct gw_counter_sample {
+	const char *metric;     /* Prometheus name ("gradwatch_lines_ingested_total") */
+	const char *key;        /* its key in /v1/stats ("accepted") */
+	const char *help;
+	const char *label[2];   /* label names, NULL when unused ("transport", "reason") */
+	const char *value[2];   /* label values */
+	uint64_t n;
+	bool first;             /* the first sample of its family */
+};
+
+/* Call fn for every counter sample, family by family (zero ones too, so a
+ * series exists from the first scrape on). */
+void gw_ingest_counters_foreach(const struct gw_ingest *in,
+                                void (*fn)(void *data, const struct gw_counter_sample *s),
+                                void *data);
+
+#endif
