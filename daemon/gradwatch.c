@@ -2,6 +2,8 @@
  * gradwatch: the command-line tool.
  *
  *   gradwatch replay [--format text|jsonl] FILE...   detectors over saved logs
+ *   gradwatch convert FILE...                       any log format as NDJSON
+ *   gradwatch formats                               the log formats it reads
  *   gradwatch send [--run NAME] [FILE]              NDJSON to a running daemon
  *   gradwatch runs / alerts [RUN]                   query the daemon or the database
  *   gradwatch thresholds                            every threshold and its reason
@@ -12,9 +14,11 @@
  */
 #include "client.h"
 #include "config.h"
+#include "convert.h"
 #include "engine.h"
 #include "kern.h"
 #include "log.h"
+#include "reader.h"
 #include "replay.h"
 #include "util.h"
 
@@ -32,9 +36,14 @@ static void usage(FILE *f)
 	        "usage: gradwatch [--config FILE] [--kernels NAME] COMMAND [ARGS]\n"
 	        "\n"
 	        "commands:\n"
-	        "  replay [--format text|jsonl] [--run NAME] [--min-severity S] [--resolved] FILE...\n"
-	        "        run the detectors over saved NDJSON logs, in file order ('-' = stdin);\n"
-	        "        exit 0: no warning/critical alert, 1: alerts, 2: error\n"
+	        "  replay [--format text|jsonl] [--input-format NAME] [--run NAME] [--min-severity S]\n"
+	        "         [--resolved] FILE...\n"
+	        "        run the detectors over saved logs (NDJSON or any format gradwatch reads,\n"
+	        "        gzip/zstd too), in file order ('-' = stdin); exit 0: no warning/critical\n"
+	        "        alert, 1: alerts, 2: error (also a file with nothing readable)\n"
+	        "  convert [--input-format NAME] [--run NAME] FILE...\n"
+	        "        read logs in any format gradwatch reads, write gradwatch NDJSON on stdout\n"
+	        "  formats       list the log formats (name, stream or whole file, description)\n"
 	        "  send [--url URL] [--run NAME] [--batch N] [FILE...]\n"
 	        "        send NDJSON (stdin by default) to a running gradwatchd over HTTP;\n"
 	        "        returns when the daemon has committed it; exit 1 if lines were rejected\n"
@@ -67,6 +76,7 @@ static int cmd_replay(struct gw_cfg *cfg, int argc, char **argv)
 	static const struct option lo[] = {
 		{"format", required_argument, NULL, 'f'},
 		{"run", required_argument, NULL, 'r'},
+		{"input-format", required_argument, NULL, 'i'},
 		{"min-severity", required_argument, NULL, 's'},
 		{"resolved", no_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},
@@ -74,7 +84,7 @@ static int cmd_replay(struct gw_cfg *cfg, int argc, char **argv)
 	};
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "f:r:s:Rh", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "f:r:i:s:Rh", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
 			if (strcmp(optarg, "jsonl") == 0 || strcmp(optarg, "json") == 0)
@@ -88,6 +98,14 @@ static int cmd_replay(struct gw_cfg *cfg, int argc, char **argv)
 			break;
 		case 'r':
 			o.default_run = optarg;
+			break;
+		case 'i':
+			if (!gw_reader_format_find(optarg)) {
+				fprintf(stderr, "gradwatch replay: unknown input format \"%s\" "
+				        "(gradwatch formats lists them)\n", optarg);
+				return 2;
+			}
+			o.input_format = optarg;
 			break;
 		case 's':
 			o.min_severity = gw_severity_parse(optarg);
@@ -112,13 +130,22 @@ static int cmd_replay(struct gw_cfg *cfg, int argc, char **argv)
 	}
 	struct gw_replay_stats st;
 	int rc = gw_replay(&o, argv + optind, argc - optind, &st);
+	if (rc == -ENOMEM || rc == -ENOSPC) {
+		fprintf(stderr, "gradwatch replay: %s\n", strerror(-rc));
+		return 2;
+	}
+	if (o.format == GW_REPLAY_TEXT) {
+		char dup[96] = "";
+		if (st.duplicates)
+			snprintf(dup, sizeof(dup), ", %llu repeated in checkpoint copies",
+			         (unsigned long long)st.duplicates);
+		fprintf(stderr, "replayed %llu lines (%llu records, %llu events, %llu rejected%s) of %zu run(s): %llu alert(s)\n",
+		        (unsigned long long)st.lines, (unsigned long long)st.records,
+		        (unsigned long long)st.events, (unsigned long long)st.rejected, dup, st.runs,
+		        (unsigned long long)st.alerts);
+	}
 	if (rc < 0)
 		return 2;
-	if (o.format == GW_REPLAY_TEXT)
-		fprintf(stderr, "replayed %llu lines (%llu records, %llu events, %llu rejected) of %zu run(s): %llu alert(s)\n",
-		        (unsigned long long)st.lines, (unsigned long long)st.records,
-		        (unsigned long long)st.events, (unsigned long long)st.rejected, st.runs,
-		        (unsigned long long)st.alerts);
 	return st.serious ? 1 : 0;
 }
 
@@ -189,6 +216,10 @@ int main(int argc, char **argv)
 	char **sub_argv = argv + i;
 	if (!strcmp(cmd, "replay"))
 		rc = cmd_replay(&cfg, sub_argc, sub_argv);
+	else if (!strcmp(cmd, "convert"))
+		rc = gw_convert_main(&cfg, sub_argc, sub_argv);
+	else if (!strcmp(cmd, "formats"))
+		rc = gw_formats_main();
 	else if (!strcmp(cmd, "send"))
 		rc = gw_client_send(&cfg, sub_argc, sub_argv);
 	else if (!strcmp(cmd, "runs"))

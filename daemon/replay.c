@@ -1,36 +1,39 @@
 /*
- * replay: run saved NDJSON logs through the detector engine, the same engine
- * the daemon runs live, and print the alerts.
+ * replay: run saved training logs through the detector engine, the same
+ * engine the daemon runs live, and print the alerts.
  *
- * Files are read in the order given, each with its own line numbers, into
- * one engine, so a run split over rotated files is one run.  Bad lines are
- * reported on stderr (file:line: reason) and skipped; they never stop the
- * replay.  Output is text for people or JSON lines (--format jsonl), one
- * alert per line, which is what ../shared/eval/score.py reads.
+ * Every file is read through the readers layer (readers/reader.h, via
+ * input.c), so it may be gradwatch NDJSON or any log format gradwatch
+ * reads, compressed or not; the format is sniffed per file unless
+ * --input-format forces one.  Files are read in the order given, each with
+ * its own line numbers, into one engine, so a run split over rotated files
+ * is one run; the points a checkpoint copy of a whole-file format
+ * (trainer_state.json) repeats from a copy read before are skipped
+ * (input.h).  Bad lines are reported on stderr (file:line: reason, capped
+ * per file) and skipped; they never stop the replay.  A file with nothing
+ * readable is reported and skipped, and makes the replay fail.  Output is
+ * text for people or JSON lines (--format jsonl), one alert per line, which
+ * is what ../shared/eval/score.py reads.
  */
 #include "replay.h"
 
 #include "engine.h"
-#include "lines.h"
-#include "log.h"
+#include "input.h"
 #include "wire.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 struct replay {
 	const struct gw_replay_opts *o;
-	struct gw_wire *wire;
 	struct gw_engine *engine;
 	const char *file;
 	FILE *out;
-	uint64_t lines, records, events, rejected;
+	uint64_t lines, records, events, rejected, unreadable, duplicates;
 	uint64_t alerts, serious;
 	int err;
 };
@@ -75,97 +78,59 @@ static void print_alert(void *data, const struct gw_alert *a)
 	        a->summary, a->cause, a->action);
 }
 
-static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
-                   enum gw_line_status st)
+static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 {
 	struct replay *r = data;
-	r->lines++;
-	if (st == GW_LINE_TOO_LONG) {
-		r->rejected++;
-		fprintf(stderr, "%s:%" PRIu64 ": line_too_long: longer than %zu bytes, skipped\n",
-		        r->file, lineno, len);
-		return 0;
-	}
-	struct gw_rec rec;
-	struct gw_wire_err err;
-	int rc = gw_wire_parse(r->wire, line, len, r->o->default_run, &rec, &err);
-	if (rc == -ENODATA)
-		return 0;
-	if (rc < 0) {
-		if (rc == -ENOMEM)
-			return rc;
-		r->rejected++;
-		fprintf(stderr, "%s:%" PRIu64 ": %s%s\n", r->file, lineno,
-		        st == GW_LINE_TRUNCATED ? "(last line, no newline) " : "", err.msg);
-		return 0;
-	}
-	if (rec.event)
+	if (rec->event)
 		r->events++;
 	else
 		r->records++;
-	rc = gw_engine_feed(r->engine, &rec, lineno, r->o->live_clock ? rec.ts : NAN, NULL);
+	int rc = gw_engine_feed(r->engine, rec, line, r->o->live_clock ? rec->ts : NAN, NULL);
 	if (rc < 0)
 		return rc;
 	return r->err;
-}
-
-static int replay_fd(struct replay *r, int fd)
-{
-	struct gw_lines lines;
-	gw_lines_init(&lines, r->o->max_line);
-	size_t cap = 1 << 20;
-	char *buf = malloc(cap);
-	if (!buf)
-		return -ENOMEM;
-	int rc = 0;
-	for (;;) {
-		ssize_t n = read(fd, buf, cap);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = -errno;
-			break;
-		}
-		if (n == 0) {
-			rc = gw_lines_finish(&lines, on_line, r);
-			break;
-		}
-		rc = gw_lines_feed(&lines, buf, (size_t)n, on_line, r);
-		if (rc)
-			break;
-	}
-	free(buf);
-	gw_lines_free(&lines);
-	return rc;
 }
 
 int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
               struct gw_replay_stats *stats)
 {
 	struct replay r = {.o = o, .out = o->out ? o->out : stdout};
+	struct gw_input_seen *seen = NULL;
 	struct gw_alias *aliases = o->aliases;
 	int rc = 0;
-	r.wire = gw_wire_new(aliases);
 	struct gw_engine_hooks hooks = {.data = &r, .on_alert = print_alert};
 	r.engine = gw_engine_new(&o->engine, &hooks);
-	if (!r.wire || !r.engine) {
+	seen = gw_input_seen_new();
+	if (!r.engine || !seen) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	for (int i = 0; i < nfiles; i++) {
 		r.file = files[i];
-		int fd = strcmp(files[i], "-") == 0 ? STDIN_FILENO : open(files[i], O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			rc = -errno;
-			fprintf(stderr, "gradwatch replay: %s: %s\n", files[i], strerror(errno));
+		struct gw_input in = {
+			.cmd = "replay",
+			.path = files[i],
+			.run = o->default_run,
+			.format = o->input_format,
+			.aliases = aliases,
+			.max_line = o->max_line,
+			.max_errors = o->max_errors,
+			.on_rec = on_rec,
+			.data = &r,
+			.seen = seen,
+		};
+		int frc = gw_input_read(&in);
+		r.lines += in.lines;
+		r.rejected += in.errors;
+		r.duplicates += in.duplicates;
+		if (frc == -ENOMEM || frc == -ENOSPC) {
+			rc = frc;
 			goto out;
 		}
-		rc = replay_fd(&r, fd);
-		if (fd != STDIN_FILENO)
-			close(fd);
-		if (rc < 0) {
-			fprintf(stderr, "gradwatch replay: %s: %s\n", files[i], strerror(-rc));
-			goto out;
+		if (frc < 0) {
+			/* this file is not readable (reported); the others still are */
+			r.unreadable++;
+			rc = frc;
 		}
 	}
 out:
@@ -175,11 +140,13 @@ out:
 		stats->records = r.records;
 		stats->events = r.events;
 		stats->rejected = r.rejected;
+		stats->unreadable = r.unreadable;
+		stats->duplicates = r.duplicates;
 		stats->alerts = r.alerts;
 		stats->serious = r.serious;
 		stats->runs = r.engine ? gw_engine_run_count(r.engine) : 0;
 	}
 	gw_engine_free(r.engine);
-	gw_wire_free(r.wire);
+	gw_input_seen_free(seen);
 	return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * replay: saved NDJSON logs through the detector engine (see replay.c).
+ * replay: saved training logs through the detector engine (see replay.c).
  */
 #ifndef GW_REPLAY_H
 #define GW_REPLAY_H
@@ -20,8 +20,10 @@ struct gw_replay_opts {
 	enum gw_replay_format format;
 	struct gw_engine_opts engine;
 	struct gw_alias *aliases;     /* borrowed */
-	const char *default_run;      /* for lines without "run", or NULL */
+	const char *default_run;      /* for points that name no run; NULL: from the file name */
+	const char *input_format;     /* a reader format to force, or NULL: sniff */
 	size_t max_line;
+	unsigned max_errors;          /* error lines printed per file (0: 20) */
 	int min_severity;             /* print alerts at or above it */
 	bool show_resolved;
 	bool live_clock;              /* give detectors the record ts as "now" */
@@ -30,11 +32,15 @@ struct gw_replay_opts {
 
 struct gw_replay_stats {
 	uint64_t lines, records, events, rejected, alerts, serious;
+	uint64_t unreadable;          /* files with nothing readable */
+	uint64_t duplicates;          /* points skipped as checkpoint copies */
 	size_t runs;
 };
 
-/* Replay files in order ("-" is standard input).  Returns 0 or a negative
- * errno for an I/O or memory error (bad lines are not errors). */
+/* Replay files in order ("-" is standard input).  Returns 0, or a negative
+ * errno when a file could not be read (-EPROTO: nothing readable in it;
+ * the other files are still replayed) or memory ran out (bad lines are not
+ * errors).  Blocks on the files. */
 int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
               struct gw_replay_stats *stats);
 

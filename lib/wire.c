@@ -68,7 +68,8 @@ const char *gw_wire_reason_name(enum gw_wire_reason r)
  * train_samples_per_second), Megatron-LM text logs ("lm loss",
  * "grad norm", "learning rate"), llm.c (norm, tok_per_s), composer/OLMo
  * ("train/loss", "optim/total grad norm"), Lightning/W&B ("train/loss",
- * "lr-AdamW"), ms-swift ("train_speed(iter/s)"). */
+ * "lr-AdamW"), ms-swift ("train_speed(iter/s)"), build-nanoGPT stdout
+ * ("tok/sec"). */
 static const struct {
 	enum gw_role role;
 	const char *name;
@@ -112,6 +113,7 @@ static const struct {
 	{GW_ROLE_THROUGHPUT, "tokens_per_second"},
 	{GW_ROLE_THROUGHPUT, "tok_per_s"},
 	{GW_ROLE_THROUGHPUT, "tok/s"},
+	{GW_ROLE_THROUGHPUT, "tok/sec"},
 	{GW_ROLE_THROUGHPUT, "throughput/tokens_per_sec"},
 	{GW_ROLE_THROUGHPUT, "train_speed(iter/s)"},
 	{GW_ROLE_TS, "ts"},
@@ -1072,4 +1074,95 @@ int gw_wire_fmt_double(char *buf, double v)
 			return n;
 	}
 	return 0;
+}
+
+static int put(struct gw_wire_buf *b, const char *s, size_t n)
+{
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 1024;
+		while (cap < b->len + n)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p)
+			return -ENOMEM;
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	return 0;
+}
+
+/* A JSON string: quote, backslash and control characters escaped; other
+ * bytes (UTF-8 included) as they are. */
+static int put_str(struct gw_wire_buf *b, const char *s, size_t n)
+{
+	int rc = put(b, "\"", 1);
+	size_t i = 0, start = 0;
+	for (; i < n && !rc; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch >= 0x20 && ch != '"' && ch != '\\')
+			continue;
+		char esc[8];
+		int k = ch == '"' || ch == '\\' ? snprintf(esc, sizeof(esc), "\\%c", ch)
+		                                 : snprintf(esc, sizeof(esc), "\\u%04x", ch);
+		rc = put(b, s + start, i - start);
+		if (!rc)
+			rc = put(b, esc, (size_t)k);
+		start = i + 1;
+	}
+	if (!rc)
+		rc = put(b, s + start, i - start);
+	return rc ? rc : put(b, "\"", 1);
+}
+
+static int put_member(struct gw_wire_buf *b, const char *name, double v)
+{
+	char num[32];
+	int n = gw_wire_fmt_double(num, v);
+	int rc = put(b, ",", 1);
+	if (!rc)
+		rc = put_str(b, name, strlen(name));
+	if (!rc)
+		rc = put(b, ":", 1);
+	return rc ? rc : put(b, num, (size_t)n);
+}
+
+int gw_wire_append_rec(struct gw_wire_buf *b, const struct gw_rec *rec)
+{
+	size_t mark = b->len;
+	char num[48];
+	int rc = put(b, "{\"run\":", 7);
+	if (!rc)
+		rc = put_str(b, rec->run, rec->run_len);
+	if (!rc) {
+		int n = snprintf(num, sizeof(num), ",\"step\":%lld", (long long)rec->step);
+		rc = put(b, num, (size_t)n);
+	}
+	if (!rc && !isnan(rec->ts))
+		rc = put_member(b, "ts", rec->ts);
+	if (rec->event) {
+		if (!rc)
+			rc = put(b, ",\"event\":", 9);
+		if (!rc)
+			rc = put_str(b, rec->event, strlen(rec->event));
+		if (!rc && rec->attrs && json_object_size(rec->attrs)) {
+			char *a = json_dumps(rec->attrs, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17));
+			rc = a ? put(b, ",", 1) : -ENOMEM;
+			if (!rc) /* the attributes' members after ours */
+				rc = put(b, a + 1, strlen(a) - 2);
+			free(a);
+		}
+	} else {
+		for (int r = 0; r < GW_NROLES && !rc; r++)
+			if (gw_rec_has(rec, (enum gw_role)r))
+				rc = put_member(b, role_names[r], rec->v[r]);
+		for (size_t i = 0; i < rec->n_extra && !rc; i++)
+			rc = put_member(b, rec->extra[i].name, rec->extra[i].value);
+	}
+	if (!rc)
+		rc = put(b, "}\n", 2);
+	if (rc)
+		b->len = mark;
+	return rc;
 }

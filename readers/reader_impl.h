@@ -42,7 +42,9 @@ int gw__rd_emit(struct gw_reader *r, uint64_t line);
 int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t step,
                  json_t *attrs, uint64_t line);
 
-/* Report input that could not be read at `line` (0 if unknown). */
+/* Report input that could not be read at `line` (0 if unknown); the
+ * message names the field ("bad_value: field \"loss\": ...").  It is not
+ * an error of the reader: reading goes on. */
 void gw__rd_error(struct gw_reader *r, uint64_t line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -50,9 +52,63 @@ void gw__rd_error(struct gw_reader *r, uint64_t line, const char *fmt, ...)
 const struct gw_alias *gw__rd_aliases(const struct gw_reader *r);
 const char *gw__rd_default_run(const struct gw_reader *r);
 
-/* Mark the input up to the current position as fully processed (byte
- * formats call it after each complete record; line formats get it from
- * the line splitter). */
+/* Byte formats: everything before offset `bytes` of the (decompressed)
+ * input, counted from the first byte fed to this reader, is fully
+ * processed.  Call it once after each complete record: each call counts one
+ * record for gw_reader_lines().  Line formats get it from the line
+ * splitter. */
 void gw__rd_consumed(struct gw_reader *r, uint64_t bytes);
+
+/* Hand over a record the format built itself (the NDJSON parser fills a
+ * struct gw_rec): as is, without the role filter or run splitting. */
+int gw__rd_emit_rec(struct gw_reader *r, const struct gw_rec *rec, uint64_t line);
+
+/* Line formats: true while the line being handed over is a last line
+ * without its '\n' (the input ended inside it). */
+bool gw__rd_line_truncated(const struct gw_reader *r);
+
+/* Text helpers for line formats. */
+
+/* A number at s[0..n): [+-] digits [. digits] [e[+-]digits], or nan / inf /
+ * infinity in any case; *v gets it.  Returns the bytes it used, 0 if s does
+ * not start with a number. */
+size_t gw__rd_num(const char *s, size_t n, double *v);
+
+/* Unsigned decimal digits at s[0..n) into *v; returns the bytes used, 0 if
+ * none (or the value does not fit in int64_t). */
+size_t gw__rd_int(const char *s, size_t n, int64_t *v);
+
+/* The first occurrence of `needle` in s[0..n), or NULL. */
+const char *gw__rd_find(const char *s, size_t n, const char *needle);
+
+/* The members of one flat object, written as JSON ({"k": 1.5, ...}, with
+ * Python's bare NaN/Infinity) or as a Python dict repr ({'k': '1.5', ...},
+ * None/True/False): what the HF Trainer and ms-swift write.  Nested
+ * values are skipped over (strings in them respected).  Keys and strings
+ * are raw spans (escapes not decoded).  Allocation-free. */
+enum gw_rd_kind { GW_RD_NUM, GW_RD_STR, GW_RD_OTHER };
+
+struct gw_rd_kv {
+	const char *key;
+	size_t key_len;
+	enum gw_rd_kind kind;
+	double num;          /* GW_RD_NUM */
+	const char *str;     /* GW_RD_STR: between the quotes */
+	size_t str_len;
+};
+
+struct gw_rd_obj {
+	const char *s;
+	size_t n, i;
+	bool first;
+};
+
+/* Start at s[0], which must be '{'. */
+void gw__rd_obj_init(struct gw_rd_obj *o, const char *s, size_t n);
+
+/* The next member into *kv: 1; the end of the object: 0 (o->i is then
+ * just past its '}'); not an object of this kind: -1 (o->i is where it
+ * stops being one, 0-based). */
+int gw__rd_obj_next(struct gw_rd_obj *o, struct gw_rd_kv *kv);
 
 #endif

@@ -1,0 +1,123 @@
+/*
+ * convert: read logs through the readers layer and write every point and
+ * event as one line of gradwatch's wire format (docs/wire-format.md) on
+ * stdout, so that `gradwatch send`, `gradwatch replay` and any tool that
+ * reads our NDJSON can take logs in any format gradwatch reads.
+ *
+ * A point is written as run, step, ts (when known), the role values under
+ * their canonical names (loss, grad_norm, lr, throughput), then its extra
+ * metrics under their own names; an event as run, step, "event" and its
+ * attributes (gw_wire_append_rec).  Numbers are written as Python's json
+ * module would (shortest round trip; NaN, Infinity, -Infinity bare), so
+ * converting and reading back gives the same doubles.  Points that a
+ * checkpoint copy repeats from one converted before are left out
+ * (input.h, gw_input_seen).
+ */
+#include "convert.h"
+
+#include "input.h"
+#include "reader.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct out {
+	FILE *f;
+	struct gw_wire_buf buf;
+};
+
+static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
+{
+	struct out *o = data;
+	o->buf.len = 0;
+	if (gw_wire_append_rec(&o->buf, rec) < 0)
+		return -ENOMEM;
+	if (fwrite(o->buf.p, 1, o->buf.len, o->f) != o->buf.len)
+		return -EIO;
+	return 0;
+}
+
+int gw_convert_main(struct gw_cfg *cfg, int argc, char **argv)
+{
+	const char *run = NULL, *format = NULL;
+	static const struct option lo[] = {
+		{"input-format", required_argument, NULL, 'i'},
+		{"run", required_argument, NULL, 'r'},
+		{"help", no_argument, NULL, 'h'},
+		{0},
+	};
+	int ch;
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "i:r:h", lo, NULL)) != -1) {
+		switch (ch) {
+		case 'i':
+			format = optarg;
+			break;
+		case 'r':
+			run = optarg;
+			break;
+		case 'h':
+			printf("usage: gradwatch convert [--input-format NAME] [--run NAME] FILE...\n");
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "gradwatch convert: no file given (use - for standard input)\n");
+		return 2;
+	}
+	if (format && !gw_reader_format_find(format)) {
+		fprintf(stderr, "gradwatch convert: unknown input format \"%s\" (gradwatch formats lists them)\n",
+		        format);
+		return 2;
+	}
+	struct out o = {.f = stdout};
+	int status = 0;
+	struct gw_input_seen *seen = gw_input_seen_new();
+	if (!seen) {
+		fprintf(stderr, "gradwatch convert: out of memory\n");
+		return 2;
+	}
+	for (int i = optind; i < argc; i++) {
+		struct gw_input in = {
+			.cmd = "convert",
+			.path = argv[i],
+			.run = run,
+			.format = format,
+			.aliases = cfg->aliases,
+			.max_line = cfg->max_line > (16u << 20) ? cfg->max_line : (16u << 20),
+			.on_rec = on_rec,
+			.data = &o,
+			.seen = seen,
+		};
+		int rc = gw_input_read(&in);
+		if (rc == -EIO || rc == -ENOMEM) {
+			fprintf(stderr, "gradwatch convert: cannot write the output: %s\n", strerror(-rc));
+			status = 2;
+			break;
+		}
+		if (rc < 0)
+			status = 2;
+	}
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "gradwatch convert: cannot write the output: %s\n", strerror(errno));
+		status = 2;
+	}
+	free(o.buf.p);
+	gw_input_seen_free(seen);
+	return status;
+}
+
+int gw_formats_main(void)
+{
+	for (size_t i = 0; gw_reader_formats[i]; i++) {
+		const struct gw_reader_format *f = gw_reader_formats[i];
+		printf("%-18s %-7s %s\n", f->name, f->flags & GW_RDF_STREAM ? "stream" : "whole",
+		       f->describe);
+	}
+	return 0;
+}

@@ -1,0 +1,653 @@
+/*
+ * Unit tests of the readers layer (readers/): the framework (compression,
+ * sniffing, line splitting, run splitting, the consumed offset, "nothing
+ * readable") and every text format's hazards.  Every input is fed twice,
+ * in one piece and byte by byte, and must give the same points.
+ */
+#include "gwcheck.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "reader.h"
+#include "wire.h"
+
+#define GW_MIN_(a, b) ((a) < (b) ? (a) : (b))
+
+/* ---- a sink that writes every point as one line of text ----------------- */
+
+struct got {
+	char *text;         /* "line run step role=value ... | extra=value ...\n" per point */
+	size_t len, cap;
+	int points, events, errors;
+	char errmsg[8][256];
+	uint64_t errline[8];
+};
+
+static void app(struct got *g, const char *s)
+{
+	size_t n = strlen(s);
+	if (g->len + n + 1 > g->cap) {
+		g->cap = (g->len + n + 1) * 2;
+		g->text = realloc(g->text, g->cap);
+	}
+	memcpy(g->text + g->len, s, n + 1);
+	g->len += n;
+}
+
+static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
+{
+	struct got *g = data;
+	char b[256];
+	snprintf(b, sizeof(b), "%llu %s %lld", (unsigned long long)line, rec->run, (long long)rec->step);
+	app(g, b);
+	if (rec->event) {
+		g->events++;
+		snprintf(b, sizeof(b), " event=%s", rec->event);
+		app(g, b);
+		json_t *v = json_object_get(rec->attrs, "checkpoint_step");
+		if (v) {
+			snprintf(b, sizeof(b), " checkpoint_step=%lld", (long long)json_integer_value(v));
+			app(g, b);
+		}
+	} else {
+		g->points++;
+	}
+	char num[32];
+	if (rec->ts == rec->ts) {
+		gw_wire_fmt_double(num, rec->ts);
+		snprintf(b, sizeof(b), " ts=%s", num);
+		app(g, b);
+	}
+	for (int r = 0; r < GW_NROLES; r++) {
+		if (!gw_rec_has(rec, (enum gw_role)r))
+			continue;
+		gw_wire_fmt_double(num, rec->v[r]);
+		snprintf(b, sizeof(b), " %s=%s", gw_role_name((enum gw_role)r), num);
+		app(g, b);
+	}
+	if (rec->n_extra)
+		app(g, " |");
+	for (size_t i = 0; i < rec->n_extra; i++) {
+		gw_wire_fmt_double(num, rec->extra[i].value);
+		snprintf(b, sizeof(b), " %s=%s", rec->extra[i].name, num);
+		app(g, b);
+	}
+	app(g, "\n");
+	return 0;
+}
+
+static void on_error(void *data, uint64_t line, const char *msg)
+{
+	struct got *g = data;
+	if (g->errors < 8) {
+		snprintf(g->errmsg[g->errors], sizeof(g->errmsg[0]), "%s", msg);
+		g->errline[g->errors] = line;
+	}
+	g->errors++;
+}
+
+static struct gw_alias *aliases;
+
+struct res {
+	struct got g;
+	int rc;
+	char err[512];
+	char format[32];
+	uint64_t consumed, lines;
+};
+
+/* Read `in` with the given chunk size (0: one piece). */
+static void read_with(const void *in, size_t n, size_t chunk, const char *format, struct res *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct gw_reader_opts o = {.aliases = aliases, .run = "r", .format = format};
+	struct gw_reader_sink s = {.data = &out->g, .on_rec = on_rec, .on_error = on_error};
+	struct gw_reader *r;
+	char err[256];
+	ck_assert_int_eq(gw_reader_new(&o, &s, &r, err, sizeof(err)), 0);
+	const char *p = in;
+	size_t off = 0;
+	int rc = 0;
+	while (off < n && !rc) {
+		size_t k = chunk ? GW_MIN_(chunk, n - off) : n;
+		rc = gw_reader_feed(r, p + off, k);
+		off += k;
+	}
+	if (!rc)
+		rc = gw_reader_finish(r);
+	out->rc = rc;
+	snprintf(out->err, sizeof(out->err), "%s", gw_reader_error(r));
+	if (gw_reader_format(r))
+		snprintf(out->format, sizeof(out->format), "%s", gw_reader_format(r)->name);
+	out->consumed = gw_reader_consumed(r);
+	out->lines = gw_reader_lines(r);
+	if (!out->g.text)
+		app(&out->g, "");
+	gw_reader_free(r);
+}
+
+/* Read s in one piece and byte by byte; both must agree.  Returns the
+ * one-piece result (the caller frees res->g.text). */
+static void read_both(const void *in, size_t n, const char *format, struct res *one)
+{
+	struct res bytes;
+	read_with(in, n, 0, format, one);
+	read_with(in, n, 1, format, &bytes);
+	ck_assert_int_eq(one->rc, bytes.rc);
+	ck_assert_str_eq(one->g.text, bytes.g.text);
+	ck_assert_int_eq(one->g.errors, bytes.g.errors);
+	ck_assert_str_eq(one->format, bytes.format);
+	free(bytes.g.text);
+}
+
+static void read_str(const char *s, const char *format, struct res *one)
+{
+	read_both(s, strlen(s), format, one);
+}
+
+/* ---- framework ------------------------------------------------------------ */
+
+START_TEST(ndjson_plain)
+{
+	struct res r;
+	read_str("{\"run\":\"a\",\"step\":1,\"loss\":2.5,\"grad_norm\":NaN,\"x\":3}\n"
+	         "\n"
+	         "{\"step\":2,\"loss\":2.25}\n"
+	         "{\"run\":\"a\",\"step\":3,\"loss\":\"bad\"}\n"
+	         "{\"run\":\"a\",\"step\":4,\"event\":\"checkpoint_saved\"}\n",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "ndjson");
+	ck_assert_str_eq(r.g.text, "1 a 1 loss=2.5 grad_norm=NaN | x=3\n"
+	                           "3 r 2 loss=2.25\n"
+	                           "5 a 4 event=checkpoint_saved\n");
+	ck_assert_int_eq(r.g.errors, 1);
+	ck_assert_int_eq(r.g.errline[0], 4);
+	ck_assert_str_eq(r.g.errmsg[0], "bad_value: field \"loss\" at column 28: expected a number "
+	                                "(or NaN/Infinity), got a string");
+	ck_assert_int_eq(r.lines, 5);
+	free(r.g.text);
+}
+END_TEST
+
+START_TEST(ndjson_cut_last_line)
+{
+	struct res r;
+	read_str("{\"run\":\"a\",\"step\":1,\"loss\":1}\n{\"run\":\"a\",\"step\":2,\"lo", NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_int_eq(r.g.points, 1);
+	ck_assert_int_eq(r.g.errors, 1);
+	ck_assert_int_eq(r.g.errline[0], 2);
+	ck_assert_msg(strstr(r.g.errmsg[0], "(last line, no newline) malformed_json"), "%s", r.g.errmsg[0]);
+	free(r.g.text);
+}
+END_TEST
+
+START_TEST(nothing_readable)
+{
+	struct res r;
+	read_str("hello world\nthis is not a training log\n", NULL, &r);
+	ck_assert_int_eq(r.rc, -EPROTO);
+	ck_assert_msg(strstr(r.err, "nothing readable") && strstr(r.err, "tried: ndjson"), "%s", r.err);
+	free(r.g.text);
+
+	read_str("", NULL, &r);
+	ck_assert_int_eq(r.rc, -EPROTO);
+	ck_assert_msg(strstr(r.err, "empty"), "%s", r.err);
+	free(r.g.text);
+
+	/* recognised, but every line is rejected: still nothing readable */
+	read_str("{\"run\":\"a\",\"step\":\"x\"}\n{\"run\":\"a\",\"step\":-1}\n", NULL, &r);
+	ck_assert_int_eq(r.rc, -EPROTO);
+	ck_assert_int_eq(r.g.errors, 2);
+	ck_assert_msg(strstr(r.err, "nothing readable: read as ndjson"), "%s", r.err);
+	free(r.g.text);
+}
+END_TEST
+
+START_TEST(unknown_format)
+{
+	struct gw_reader_opts o = {.aliases = aliases, .run = "r", .format = "nope"};
+	struct gw_reader_sink s = {.on_rec = on_rec};
+	struct gw_reader *r;
+	char err[256];
+	ck_assert_int_eq(gw_reader_new(&o, &s, &r, err, sizeof(err)), -ENOENT);
+	ck_assert_msg(strstr(err, "unknown input format \"nope\"") && strstr(err, "ndjson"), "%s", err);
+	ck_assert_ptr_eq(gw_reader_format_find("nope"), NULL);
+	ck_assert_ptr_ne(gw_reader_format_find("ndjson"), NULL);
+}
+END_TEST
+
+static char *gzip_of(const char *s, size_t n, size_t *out_len)
+{
+	z_stream z = {0};
+	ck_assert_int_eq(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	size_t cap = deflateBound(&z, n) + 64;
+	char *out = malloc(cap);
+	z.next_in = (unsigned char *)s;
+	z.avail_in = (uInt)n;
+	z.next_out = (unsigned char *)out;
+	z.avail_out = (uInt)cap;
+	ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
+	*out_len = z.total_out;
+	deflateEnd(&z);
+	return out;
+}
+
+static char *zstd_of(const char *s, size_t n, size_t *out_len)
+{
+	/* with a checksum, as the zstd command writes by default */
+	size_t cap = ZSTD_compressBound(n);
+	char *out = malloc(cap);
+	ZSTD_CCtx *c = ZSTD_createCCtx();
+	ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
+	*out_len = ZSTD_compress2(c, out, cap, s, n);
+	ZSTD_freeCCtx(c);
+	ck_assert(!ZSTD_isError(*out_len));
+	return out;
+}
+
+static char *ndjson_lines(int n, size_t *len)
+{
+	char *s = malloc((size_t)n * 64 + 1);
+	size_t o = 0;
+	for (int i = 1; i <= n; i++)
+		o += (size_t)sprintf(s + o, "{\"run\":\"z\",\"step\":%d,\"loss\":%d.5}\n", i, i % 7);
+	*len = o;
+	return s;
+}
+
+START_TEST(gzip_and_zstd)
+{
+	size_t n, gn, zn;
+	char *plain = ndjson_lines(3000, &n);
+	char *gz = gzip_of(plain, n, &gn);
+	char *zs = zstd_of(plain, n, &zn);
+	struct res a, b, c;
+	read_with(plain, n, 0, NULL, &a);
+	read_both(gz, gn, NULL, &b);
+	read_both(zs, zn, NULL, &c);
+	ck_assert_int_eq(a.rc, 0);
+	ck_assert_int_eq(a.g.points, 3000);
+	ck_assert_int_eq(b.rc, 0);
+	ck_assert_int_eq(c.rc, 0);
+	ck_assert_str_eq(a.g.text, b.g.text);
+	ck_assert_str_eq(a.g.text, c.g.text);
+	ck_assert_int_eq(b.consumed, n); /* of the decompressed input */
+
+	/* two gzip members one after the other are one input */
+	char *two = malloc(gn * 2);
+	memcpy(two, gz, gn);
+	memcpy(two + gn, gz, gn);
+	struct res d;
+	read_with(two, gn * 2, 0, NULL, &d);
+	ck_assert_int_eq(d.rc, 0);
+	ck_assert_int_eq(d.g.points, 6000);
+	free(two);
+	free(d.g.text);
+
+	/* cut short: the points before the cut, then -EPROTO naming it */
+	struct res e;
+	read_with(gz, gn / 2, 0, NULL, &e);
+	ck_assert_int_eq(e.rc, -EPROTO);
+	ck_assert_msg(strstr(e.err, "gzip: the compressed stream is cut short"), "%s", e.err);
+	ck_assert_int_gt(e.g.points, 100);
+	free(e.g.text);
+	read_with(zs, zn / 2, 0, NULL, &e);
+	ck_assert_int_eq(e.rc, -EPROTO);
+	ck_assert_msg(strstr(e.err, "zstd: the compressed stream is cut short"), "%s", e.err);
+	free(e.g.text);
+
+	/* corrupt: a clear error */
+	gz[gn / 2] ^= 0x5a;
+	gz[gn / 2 + 1] ^= 0xa5;
+	read_with(gz, gn, 0, NULL, &e);
+	ck_assert_int_eq(e.rc, -EPROTO);
+	ck_assert_msg(strstr(e.err, "gzip: corrupt compressed data"), "%s", e.err);
+	free(e.g.text);
+	zs[zn / 2] ^= 0x5a;
+	zs[zn / 2 + 1] ^= 0xa5;
+	read_with(zs, zn, 0, NULL, &e);
+	ck_assert_int_eq(e.rc, -EPROTO);
+	ck_assert_msg(strstr(e.err, "zstd: corrupt compressed data"), "%s", e.err);
+	free(e.g.text);
+
+	free(a.g.text);
+	free(b.g.text);
+	free(c.g.text);
+	free(plain);
+	free(gz);
+	free(zs);
+}
+END_TEST
+
+START_TEST(consumed_offset)
+{
+	const char *s = "{\"run\":\"a\",\"step\":1,\"loss\":1}\n{\"run\":\"a\",\"step\":2,\"loss\":1}\n{\"run\":\"a\"";
+	struct gw_reader_opts o = {.aliases = aliases, .run = "r", .format = "ndjson", .first_line = 100};
+	struct got g = {0};
+	struct gw_reader_sink sk = {.data = &g, .on_rec = on_rec, .on_error = on_error};
+	struct gw_reader *r;
+	char err[256];
+	ck_assert_int_eq(gw_reader_new(&o, &sk, &r, err, sizeof(err)), 0);
+	size_t first = strchr(s, '\n') - s + 1;
+	/* fed up to the middle of line 2: only line 1 is consumed */
+	ck_assert_int_eq(gw_reader_feed(r, s, first + 5), 0);
+	ck_assert_int_eq(gw_reader_consumed(r), first);
+	ck_assert_int_eq(gw_reader_feed(r, s + first + 5, strlen(s) - first - 5), 0);
+	ck_assert_int_eq(gw_reader_consumed(r), strrchr(s, '\n') - s + 1);
+	ck_assert_int_eq(g.points, 2);
+	/* line numbers continue from first_line */
+	ck_assert_msg(!strncmp(g.text, "101 a 1", 7), "%s", g.text);
+	gw_reader_free(r);
+	free(g.text);
+}
+END_TEST
+
+
+/* ---- formats ---------------------------------------------------------------- */
+
+START_TEST(llmc_stdout)
+{
+	struct res r;
+	read_str("| Parameter             | Value                                              |\n"
+	         "val loss 11.007921\n"
+	         "step    1/19560 | loss 11.009662 (+nanz)| norm 15.0789 (+nanz)| lr 8.57e-07 | "
+	         "4230.95 ms | 31.9% bf16 MFU | 123917 tok/s\r\n"
+	         "evaluating HellaSwag: 0/1256\revaluating HellaSwag: 10/1256\r"
+	         "step    2/19560 | loss 10.9 (-0.53z)| norm 2.5 (+2.08z)| lr 1.71e-06 | 1 ms | 1% bf16 MFU | 2 tok/s\n"
+	         "HellaSwag: 3059/10042 = 0.304621\n"
+	         "Writing checkpoint at step 2\nWriting model to log124M/model_00000002.bin\n"
+	         "Writing checkpoint at step 2\n"
+	         "step    3/19560 | loss 3.329409 (+0.47z)| norm 0.2206 (-0.39z)| lError: Token out of vocabulary\n"
+	         "r 4.52e-09 | 4285.08 ms | 31.5% bf16 MFU | 124130 tok/s\n"
+	         "step 4/74: train loss 4.36 norm 2.1 lr 1e-4 (21.3 ms, 9000 tok/s)\n"
+	         "step  902/19560 | loss     nan (+nanz)|slurmstepd: error: *** JOB 11672255 ON g084 "
+	         "CANCELLED AT 2024-10-10T02:20:29 DUE TO TIME LIMIT ***",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "llmc");
+	ck_assert_str_eq(r.g.text,
+	                 "3 r 1 loss=11.009662 grad_norm=15.0789 lr=8.57e-07 "
+	                 "throughput=123917 | loss_z=NaN norm_z=NaN step_ms=4230.95 mfu_pct=31.9\n"
+	                 "4 r 2 loss=10.9 grad_norm=2.5 lr=1.71e-06 throughput=2 | "
+	                 "loss_z=-0.53 norm_z=2.08 step_ms=1 mfu_pct=1\n"
+	                 "6 r 2 event=checkpoint_saved\n"
+	                 "9 r 3 loss=3.329409 grad_norm=0.2206 | "
+	                 "loss_z=0.47 norm_z=-0.39\n"
+	                 "11 r 4 loss=4.36 grad_norm=2.1 lr=0.0001 "
+	                 "throughput=9000 | step_ms=21.3\n"
+	                 "12 r 902 loss=NaN | loss_z=NaN\n");
+	ck_assert_int_eq(r.g.errors, 0);
+	free(r.g.text);
+}
+END_TEST
+
+START_TEST(llmc_mainlog)
+{
+	struct res r;
+	read_str("s:0 tel:11.0095\ns:0 trl:11.0116 lr:0.000001 norm:14.96\ns:1 trl:nan lr:0.000002 norm:15.18\n"
+	         "s:250 eval:0.2437\ns:2 trl:x lr:1 norm:1\n",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "llmc");
+	ck_assert_str_eq(r.g.text, "2 r 0 loss=11.0116 grad_norm=14.96 lr=1e-06\n"
+	                           "3 r 1 loss=NaN grad_norm=15.18 lr=2e-06\n");
+	ck_assert_int_eq(r.g.errors, 1);
+	ck_assert_int_eq(r.g.errline[0], 5);
+	ck_assert_str_eq(r.g.errmsg[0], "bad_value: field \"trl\" at column 9: expected a number");
+	free(r.g.text);
+}
+END_TEST
+
+START_TEST(megatron_lines)
+{
+	struct res r;
+	read_str("------------------------ arguments ------------------------\n"
+	         "  reset_iteration ................................. False\n"
+	         "[Rank 43] (after 1 iterations) memory (MB) | allocated: 15492.8 | max allocated: 15492.8\n"
+	         " iteration       10/    1000 | consumed samples:           40 | learning rate: 0.000E+00 | "
+	         "loss scale: 8388608.0 | number of skipped iterations:  10 | number of nan iterations:   0 |\n"
+	         " iteration       20/    1000 | lm loss: 1.210588E+01 | grad norm: nan | learning rate: 3.750E-05 |\n"
+	         " validation loss at iteration 20 | lm loss value: 8.095942E+00 | lm loss PPL: 3.281128E+03 | \n"
+	         "31:  [2026-08-18 03:13:09.974126] iteration        1/       2 | throughput per GPU "
+	         "(TFLOP/s/GPU): 229.4 | lm loss: 1.217164E+01 | grad norm: 5.507 |\n"
+	         "  successfully saved checkpoint at iteration       1 to /ckpt\n"
+	         "  successfully saved checkpoint at iteration       1 to /ckpt\n"
+	         "  successfully loaded checkpoint from /ckpt at iteration 1\n"
+	         " iteration        2/       2 | lm loss: oops | grad norm: 5.568 |\n",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "megatron");
+	ck_assert_str_eq(r.g.text,
+	                 "4 r 10 lr=0 | consumed_samples=40 loss_scale=8388608 number_of_skipped_iterations=10 "
+	                 "number_of_nan_iterations=0\n"
+	                 "5 r 20 loss=12.10588 grad_norm=NaN lr=3.75e-05\n"
+	                 "7 r#2 1 ts=1787022789.974126 loss=12.17164 grad_norm=5.507 | "
+	                 "throughput_per_gpu_tflop_s_gpu=229.4\n"
+	                 "8 r#2 1 event=checkpoint_saved\n"
+	                 "10 r#2 1 event=resumed checkpoint_step=1\n"
+	                 "11 r#2 2 grad_norm=5.568\n");
+	ck_assert_int_eq(r.g.errors, 1);
+	ck_assert_int_eq(r.g.errline[0], 11);
+	ck_assert_str_eq(r.g.errmsg[0], "bad_value: field \"lm_loss\" at column 41: expected a number");
+	free(r.g.text);
+}
+END_TEST
+
+START_TEST(nanogpt_lines)
+{
+	struct res r;
+	read_str("tokens per iteration will be: 512\n"
+	         "step 0: train loss 4.2367, val loss 4.2475\n"
+	         "iter 0: loss 4.2709, time 10268.08ms, mfu -100.00%\n"
+	         "step 5: train loss 3.9, val loss 4.0\nsaving checkpoint to out-kirin\n"
+	         "iter 5: loss nan, time 1431.27ms, mfu 0.01%\n",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "nanogpt");
+	ck_assert_str_eq(r.g.text, "3 r 0 loss=4.2709 | time_ms=10268.08 mfu_pct=-100\n"
+	                           "5 r 5 event=checkpoint_saved\n"
+	                           "6 r 5 loss=NaN | time_ms=1431.27 mfu_pct=0.01\n");
+	free(r.g.text);
+
+	read_str("validation loss: 10.9522\nHellaSwag accuracy: 2497/10042=0.2487\n"
+	         "step     0 | loss: 10.955010 | lr 6.0000e-04 | norm: 15.3420 | dt: 19152.47ms | tok/sec: 27374.43\n"
+	         "rank 3 sample 0: Hello, I'm a language model, step 7 | loss: 1 | and more\n"
+	         "step    10 | loss: 7.742049 | lr 6.0000e-04 | norm: 0.5005 | dt: 399.87ms | tok/sec: 1311151.86\n",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "nanogpt");
+	ck_assert_str_eq(r.g.text, "3 r 0 loss=10.95501 grad_norm=15.342 lr=0.0006 "
+	                           "throughput=27374.43 | dt_ms=19152.47\n"
+	                           "5 r 10 loss=7.742049 grad_norm=0.5005 "
+	                           "lr=0.0006 throughput=1311151.86 | dt_ms=399.87\n");
+	free(r.g.text);
+
+	/* log.txt, CRLF, no newline at the end */
+	read_str("0 val 10.9519\r\n0 hella 0.2487\r\n0 train 10.955011\r\n1 train 10.935991\r\n2 train nan", NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "nanogpt");
+	ck_assert_str_eq(r.g.text, "3 r 0 loss=10.955011\n4 r 1 loss=10.935991\n5 r 2 loss=NaN\n");
+	free(r.g.text);
+}
+END_TEST
+
+START_TEST(swift_lines)
+{
+	struct res r;
+	read_str("{\"loss\": 20.53, \"grad_norm\": 52.2, \"learning_rate\": 0.0001, \"token_acc\": 0.0, "
+	         "\"global_step/max_steps\": \"1/438\", \"elapsed_time\": \"6s\", \"train_speed(iter/s)\": 0.157}\n"
+	         "{\"eval_loss\": 0.158, \"global_step/max_steps\": \"100/438\", \"train_speed(iter/s)\": 0.19}\n"
+	         "{\"train_runtime\": 2959.8, \"train_loss\": 0.284, \"global_step/max_steps\": \"438/438\"}\n"
+	         "{\"model_parameter_info\": \"x\", \"global_step\": 438, \"log_history\": [{\"loss\": 1.0, \"step\": 1}]}\n",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "swift");
+	ck_assert_str_eq(r.g.text, "1 r 1 loss=20.53 grad_norm=52.2 lr=0.0001 "
+	                           "throughput=0.157 | token_acc=0\n");
+	free(r.g.text);
+
+	read_str("[INFO:swift] Using deepspeed: {'_description': \"User's config\", 'zero': {'stage': 3}}\n"
+	         "Train:   1%|          | 3/294 [04:37<7:07:39, 88.18s/it]\r          \r\r"
+	         "Train:   1%|          | 3/294 [04:37<7:07:39, 88.18s/it]{'loss': '1.759', 'grad_norm': '36.51', "
+	         "'learning_rate': '4e-06', 'epoch': '0.0102', 'global_step/max_steps': '3/294', "
+	         "'elapsed_time': '4m 37s', 'tokens_this_step': 25739}\r"
+	         "Train:   1%|          | 4/294\n"
+	         "{'loss': 'nan', 'grad_norm': '789.6', 'global_step/max_steps': '59/294'}\n"
+	         "{'eval_loss': '1.2', 'global_step/max_steps': '60/294'}\n"
+	         "{'train_runtime': '2.534e+04', 'train_loss': '1.218', 'global_step/max_steps': '294/294'}\n",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "swift");
+	ck_assert_str_eq(r.g.text, "2 r 3 loss=1.759 grad_norm=36.51 "
+	                           "lr=4e-06 | epoch=0.0102 tokens_this_step=25739\n"
+	                           "3 r 59 loss=NaN grad_norm=789.6\n");
+	free(r.g.text);
+
+	/* the plain HF Trainer prints no step: the dicts are numbered */
+	read_str("{'loss': 0.4713, 'grad_norm': 1.93, 'learning_rate': 1e-05, 'epoch': 0.5}\n"
+	         "{'eval_loss': 0.5, 'epoch': 0.5}\n"
+	         "{'loss': 0.4, 'grad_norm': tensor(1.5, device='cuda:0'), 'learning_rate': 1e-05, 'epoch': 1.0}\n",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "swift");
+	ck_assert_str_eq(r.g.text, "1 r 1 loss=0.4713 grad_norm=1.93 lr=1e-05 | epoch=0.5\n"
+	                           "3 r 2 loss=0.4 lr=1e-05 | epoch=1\n");
+	free(r.g.text);
+}
+END_TEST
+
+static const char hf_doc[] =
+	"{\r\n"
+	"  \"best_metric\": null,\r\n"
+	"  \"global_step\": 30,\r\n"
+	"  \"log_history\": [\r\n"
+	"    {\r\n"
+	"      \"epoch\": 0.1,\r\n"
+	"      \"grad_norm\": 0.601,\r\n"
+	"      \"learning_rate\": 0.0002,\r\n"
+	"      \"loss\": 2.2538,\r\n"
+	"      \"step\": 10\r\n"
+	"    },\r\n"
+	"    {\r\n"
+	"      \"grad_norm\": NaN,\r\n"
+	"      \"lr\": 0.0001,\r\n"
+	"      \"loss\": Infinity,\r\n"
+	"      \"step\": 20\r\n"
+	"    },\r\n"
+	"    {\"eval_loss\": 1.93, \"epoch\": 0.5, \"step\": 20},\r\n"
+	"    {\"loss\": 1.5, \"note\": \"a } in a string\", \"nested\": {\"a\": [1, 2]}, \"step\": 30},"
+	" {\"loss\": 1.25}\r\n"
+	"    ,{\r\n"
+	"      \"step\": 30,\r\n"
+	"      \"train_loss\": 2.01,\r\n"
+	"      \"train_runtime\": 5230.1\r\n"
+	"    }\r\n"
+	"  ],\r\n"
+	"  \"stateful_callbacks\": {\"log_history\": [{\"loss\": 9, \"step\": 99}]}\r\n"
+	"}\r\n";
+
+START_TEST(hf_state)
+{
+	struct res r;
+	read_str(hf_doc, NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "hf_trainer_state");
+	ck_assert_str_eq(r.g.text, "5 r 10 loss=2.2538 grad_norm=0.601 lr=0.0002 | epoch=0.1\n"
+	                           "12 r 20 loss=Infinity grad_norm=NaN lr=0.0001\n"
+	                           "19 r 30 loss=1.5\n");
+	ck_assert_int_eq(r.g.errors, 1);
+	ck_assert_int_eq(r.g.errline[0], 19);
+	ck_assert_str_eq(r.g.errmsg[0], "missing_step: the log_history entry starting here has no \"step\"");
+	free(r.g.text);
+
+	/* cut inside an entry: the entries before it, and the cut named */
+	const char *cut = strstr(hf_doc, "\"lr\": 0.0001");
+	read_both(hf_doc, (size_t)(cut - hf_doc), NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_int_eq(r.g.points, 1);
+	ck_assert_int_eq(r.g.errors, 1);
+	ck_assert_int_eq(r.g.errline[0], 12);
+	ck_assert_msg(strstr(r.g.errmsg[0], "truncated"), "%s", r.g.errmsg[0]);
+	free(r.g.text);
+
+	/* compact, on one line */
+	read_str("{\"log_history\":[{\"loss\":1,\"step\":1},{\"loss\":2,\"step\":2}],\"global_step\":2}", NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "hf_trainer_state");
+	ck_assert_str_eq(r.g.text, "1 r 1 loss=1\n1 r 2 loss=2\n");
+	free(r.g.text);
+}
+END_TEST
+
+START_TEST(runs_split_on_restarts_only)
+{
+	struct res r;
+	/* 1..3, a resume at 2 (same run: the engine sees the rewind), then a
+	 * job started from scratch at 1 (a new run), then again */
+	read_str("s:1 trl:1 lr:1 norm:1\ns:2 trl:1 lr:1 norm:1\ns:3 trl:1 lr:1 norm:1\n"
+	         "s:2 trl:1 lr:1 norm:1\ns:3 trl:1 lr:1 norm:1\n"
+	         "s:1 trl:1 lr:1 norm:1\ns:2 trl:1 lr:1 norm:1\ns:0 trl:1 lr:1 norm:1\n",
+	         "llmc", &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.g.text, "1 r 1 loss=1 grad_norm=1 lr=1\n2 r 2 loss=1 grad_norm=1 lr=1\n"
+	                           "3 r 3 loss=1 grad_norm=1 lr=1\n4 r 2 loss=1 grad_norm=1 lr=1\n"
+	                           "5 r 3 loss=1 grad_norm=1 lr=1\n6 r#2 1 loss=1 grad_norm=1 lr=1\n"
+	                           "7 r#2 2 loss=1 grad_norm=1 lr=1\n8 r#3 0 loss=1 grad_norm=1 lr=1\n");
+	free(r.g.text);
+}
+END_TEST
+
+START_TEST(aliases_and_extras)
+{
+	struct res r;
+	/* several names of one role: the best alias is the role, the others
+	 * extras; names the wire format reserves are not metrics */
+	read_str("{\"train_loss\": 3, \"loss\": 2, \"lr\": 1, \"learning_rate\": 0.5, \"run\": 7, "
+	         "\"loss\": 9, \"global_step/max_steps\": \"4/9\"}\n", "swift", &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.g.text, "1 r 4 loss=2 lr=1 | train_loss=3 learning_rate=0.5\n");
+	free(r.g.text);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("readers");
+	TCase *t = tcase_create("framework");
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, ndjson_plain);
+	tcase_add_test(t, ndjson_cut_last_line);
+	tcase_add_test(t, nothing_readable);
+	tcase_add_test(t, unknown_format);
+	tcase_add_test(t, gzip_and_zstd);
+	tcase_add_test(t, consumed_offset);
+	suite_add_tcase(s, t);
+	t = tcase_create("formats");
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, llmc_stdout);
+	tcase_add_test(t, llmc_mainlog);
+	tcase_add_test(t, megatron_lines);
+	tcase_add_test(t, nanogpt_lines);
+	tcase_add_test(t, swift_lines);
+	tcase_add_test(t, hf_state);
+	tcase_add_test(t, runs_split_on_restarts_only);
+	tcase_add_test(t, aliases_and_extras);
+	suite_add_tcase(s, t);
+	return s;
+}
+
+int main(void)
+{
+	aliases = gw_alias_new();
+	int rc = gw_check_run(suite());
+	gw_alias_free(aliases);
+	return rc;
+}
