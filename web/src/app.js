@@ -602,6 +602,7 @@
 
   function route() {
     stopTimers();
+    document.body.dataset.ready = '0';
     if (src.live) {
       var p = location.pathname;
       if (p.indexOf('/runs/') === 0) return runPage(decodeURIComponent(p.slice(6)), null);
