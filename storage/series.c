@@ -436,6 +436,43 @@ fail:
 	return rc == -EIO ? db_fail(r, "reading segments") : rc;
 }
 
+static int64_t count_sql(struct reader *r, const char *sql, int64_t seg, int64_t a, int64_t b)
+{
+	sqlite3_stmt *st;
+	int64_t n = -1;
+	if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -1;
+	sqlite3_bind_int64(st, 1, r->run_id);
+	sqlite3_bind_int64(st, 2, seg);
+	sqlite3_bind_int64(st, 3, a);
+	sqlite3_bind_int64(st, 4, b);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return n;
+}
+
+/* How many rows segment s holds in steps [from, to]: all of them when the
+ * range covers it; else the whole tiles inside plus an index count of the
+ * partial ones at the ends (O(range / 256 + 512)); without tiles, an index
+ * count.  -1 if unknown. */
+static int64_t rows_in(struct reader *r, const struct gw_series_seg *s, int64_t from, int64_t to)
+{
+	static const char cnt[] =
+		"SELECT count(*) FROM records WHERE run_id = ?1 AND seg = ?2 AND step BETWEEN ?3 AND ?4";
+	if (from <= s->min_step && to >= s->max_step)
+		return s->records;
+	int64_t lo = GW_MAX(from, s->min_step), hi = GW_MIN(to, s->max_step);
+	int64_t t0 = (lo + TILE - 1) >> GW_SERIES_TILE_SHIFT, t1 = ((hi + 1) >> GW_SERIES_TILE_SHIFT) - 1;
+	if (!r->has_tiles || t0 > t1)
+		return count_sql(r, cnt, s->seg, lo, hi);
+	int64_t n = count_sql(r, "SELECT coalesce(sum(n), 0) FROM record_tiles WHERE run_id = ?1"
+	                         " AND seg = ?2 AND tile BETWEEN ?3 AND ?4", s->seg, t0, t1);
+	int64_t e0 = lo < t0 * TILE ? count_sql(r, cnt, s->seg, lo, t0 * TILE - 1) : 0;
+	int64_t e1 = (t1 + 1) * TILE <= hi ? count_sql(r, cnt, s->seg, (t1 + 1) * TILE, hi) : 0;
+	return n < 0 || e0 < 0 || e1 < 0 ? -1 : n + e0 + e1;
+}
+
 /* Each segment's steps at or above the first step of any later segment
  * were logged again after a restart: superseded. */
 static void set_cutoffs(struct gw_series_seg *s, size_t n)
@@ -624,12 +661,15 @@ int gw_store_read_series(const char *path, const struct gw_series_query *q, json
 	if (lo_all > hi_all)   /* no records: an empty answer */
 		from = to = 0;
 
-	/* rows the range may hold (whole segments' counts: an upper bound) */
+	/* the rows in the range (whole tiles plus index counts of the ends) */
 	int64_t bound = 0;
 	for (size_t i = 0; i < nsegs; i++)
 		if (segs[i].records > 0 && segs[i].max_step >= from && segs[i].min_step <= to &&
 		    (!q->has_segment || segs[i].seg == q->segment))
-			bound += segs[i].records;
+		{
+			int64_t n = rows_in(&r, &segs[i], from, to);
+			bound += n < 0 ? segs[i].records : n;
+		}
 	bool ds_mode = q->max_points && bound > (int64_t)q->max_points;
 	size_t page = q->limit ? GW_MIN(q->limit, (size_t)GW_SERIES_MAX_ROWS) : GW_SERIES_MAX_ROWS;
 	struct ds d = {.from = from, .out = &kv};
