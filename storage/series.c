@@ -601,6 +601,7 @@ int gw_store_read_series(const char *path, const struct gw_series_query *q, json
 	struct gw_series_seg *segs = NULL;
 	size_t nsegs = 0;
 	struct keptv kv = {0};
+	json_t *info = NULL;
 	int rc;
 	*out = NULL;
 	if (q->max_points > GW_SERIES_MAX_POINTS)
@@ -624,7 +625,8 @@ int gw_store_read_series(const char *path, const struct gw_series_query *q, json
 		goto out;
 	}
 	sqlite3_stmt *st;
-	if ((rc = prepare(&r, "SELECT id FROM runs WHERE name = ?1", &st)) < 0)
+	if ((rc = prepare(&r, "SELECT id, last_seg, last_step, last_ts, first_seen, last_seen"
+	                      " FROM runs WHERE name = ?1", &st)) < 0)
 		goto out;
 	sqlite3_bind_text(st, 1, q->run, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
@@ -635,6 +637,15 @@ int gw_store_read_series(const char *path, const struct gw_series_query *q, json
 		goto out;
 	}
 	r.run_id = sqlite3_column_int64(st, 0);
+	/* where the run stands (what a polling page compares) */
+	info = json_pack("{s:s, s:I}", "run", q->run, "segment", (json_int_t)sqlite3_column_int64(st, 1));
+	static const char *const cols[] = {"last_step", "last_ts", "first_seen", "last_seen"};
+	for (int k = 0; k < 4; k++) {
+		int t = sqlite3_column_type(st, 2 + k);
+		json_object_set_new(info, cols[k], t == SQLITE_NULL ? json_null()
+		                                   : k == 0 ? json_integer(sqlite3_column_int64(st, 2))
+		                                            : json_real(sqlite3_column_double(st, 2 + k)));
+	}
 	sqlite3_finalize(st);
 	/* record_tiles is missing in a database of schema 2 opened read-only */
 	r.has_tiles = sqlite3_prepare_v2(r.db, "SELECT n, lmin, lmin_s, lmax, lmax_s, gmin, gmin_s, gmax,"
@@ -741,11 +752,14 @@ int gw_store_read_series(const char *path, const struct gw_series_query *q, json
 	json_object_set_new(o, "downsampled", json_boolean(ds_mode && (int64_t)kv.n < total));
 	json_object_set_new(o, "max_points", json_integer((json_int_t)q->max_points));
 	json_object_set_new(o, "segments", segs_json(segs, nsegs));
+	json_object_set_new(o, "info", info);
+	info = NULL;
 	if (next[0])
 		json_object_set_new(o, "next", json_string(next));
 	*out = o;
 	rc = 0;
 out:
+	json_decref(info);
 	keptv_free(&kv);
 	free(segs);
 	sqlite3_finalize(r.rows);

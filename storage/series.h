@@ -78,6 +78,7 @@ struct gw_series_query {
  * connection of its own (any thread but the event loop; one query per
  * bucket edge and tile range, see the file comment).  *out gets
  *   {run, from, to, total, downsampled, max_points, segments:[...],
+ *    info: {run, segment, last_step, last_ts, first_seen, last_seen},
  *    step:[...], segment:[...], ... , next?}
  * (next: "SEGMENT:STEP", the cursor of the next page, when max_points is 0
  * and the range held more than `limit` rows).  Returns 0, -ENOENT for an
