@@ -142,13 +142,18 @@ export class Daemon {
     return r.json();
   }
 
+  /* SIGTERM; throws if the daemon did not exit cleanly (under the
+   * sanitizers a leak or an error is a non-zero exit). */
   async stop() {
-    if (this.proc && this.proc.exitCode === null) {
-      this.proc.kill('SIGTERM');
-      await this.exited;
+    let code = 0;
+    if (this.proc) {
+      if (this.proc.exitCode === null) this.proc.kill('SIGTERM');
+      code = await this.exited;
     }
+    const log = this.logText();
     fs.closeSync(this.log);
     fs.rmSync(this.dir, {recursive: true, force: true});
+    if (code !== 0) throw new Error(`gradwatchd exited with status ${code}:\n${log.slice(-4000)}`);
   }
 }
 
