@@ -82,13 +82,20 @@ static long http_do(const char *url, const char *body, size_t blen, struct buf *
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	struct curl_slist *hdr = NULL;
+	const char *token = getenv("GRADWATCH_TOKEN");
+	char auth[320];
+	if (token && *token && strlen(token) < sizeof(auth) - 32) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+		hdr = curl_slist_append(hdr, auth);
+	}
 	if (body) {
 		hdr = curl_slist_append(hdr, "Content-Type: application/x-ndjson");
 		hdr = curl_slist_append(hdr, "Expect:");
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
 	}
+	if (hdr)
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	CURLcode rc = curl_easy_perform(h);
 	long status = 0;
 	if (rc == CURLE_OK)

@@ -14,7 +14,10 @@
  * other database reads, after everything ingested before the request is
  * committed.  Parameters are checked here and a bad one is a 400 naming
  * it.  Same listener, same loopback default and the same access rules as
- * the rest of the API: everything here is read-only.
+ * the rest of the API: everything here is read-only.  With tokens on
+ * (auth), the shell and its files are open (they hold no data) and every
+ * JSON read takes a read token, which the page sends as a bearer token
+ * (asked for once per browser tab, or given as #token=... in the link).
  */
 #include "web.h"
 
@@ -137,12 +140,14 @@ static int q_alert(const struct gw_http_req *req, json_t **out)
 int gw_web_start(struct gw_daemon *d, char *err, size_t errlen)
 {
 	static const struct gw_http_route routes[] = {
-		{"GET", "/", false, NULL, h_page, NULL, NULL, NULL},
-		{"GET", "/runs/", true, NULL, h_page, NULL, NULL, NULL},
-		{"GET", "/alerts/", true, NULL, h_page, NULL, NULL, NULL},
-		{"GET", "/static/", true, NULL, h_static, NULL, NULL, NULL},
-		{"GET", "/v1/runs/", true, "/records", NULL, q_records, NULL, NULL},
-		{"GET", "/v1/alerts/", true, NULL, NULL, q_alert, NULL, NULL},
+		/* the shell and its files hold no data: open, like /healthz;
+		 * everything they read takes a read token when tokens are on */
+		{"GET", "/", false, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN},
+		{"GET", "/runs/", true, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN},
+		{"GET", "/alerts/", true, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN},
+		{"GET", "/static/", true, NULL, h_static, NULL, NULL, NULL, GW_SCOPE_OPEN},
+		{"GET", "/v1/runs/", true, "/records", NULL, q_records, NULL, NULL, GW_SCOPE_READ},
+		{"GET", "/v1/alerts/", true, NULL, NULL, q_alert, NULL, NULL, GW_SCOPE_READ},
 	};
 	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++)
 		if (gw_http_route(d->http, &routes[i]) < 0)

@@ -100,9 +100,21 @@ export function freePort() {
 }
 
 export class Daemon {
-  constructor(args = []) {
+  /* config: written to config.json and passed with --config; files:
+   * {name: text} written beside it (token files). */
+  constructor(args = [], {config = null, files = {}, token = null} = {}) {
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'gw-web-'));
     this.args = args;
+    this.token = token;   // sent on the harness's own requests
+    for (const [name, text] of Object.entries(files)) fs.writeFileSync(path.join(this.dir, name), text);
+    if (config) {
+      fs.writeFileSync(path.join(this.dir, 'config.json'), JSON.stringify(config));
+      this.args = ['--config', path.join(this.dir, 'config.json'), ...args];
+    }
+  }
+
+  headers(extra = {}) {
+    return this.token ? {...extra, Authorization: 'Bearer ' + this.token} : extra;
   }
 
   async start() {
@@ -130,14 +142,14 @@ export class Daemon {
   /* POST NDJSON; resolves with the daemon's answer once it is committed. */
   async ingest(body, run) {
     const r = await fetch(this.base + '/v1/ingest' + (run ? '?run=' + encodeURIComponent(run) : ''),
-      {method: 'POST', body, headers: {'Content-Type': 'application/x-ndjson'}});
+      {method: 'POST', body, headers: this.headers({'Content-Type': 'application/x-ndjson'})});
     const j = await r.json();
     if (!r.ok) throw new Error(`ingest: ${r.status} ${JSON.stringify(j)}`);
     return j;
   }
 
   async get(p) {
-    const r = await fetch(this.base + p);
+    const r = await fetch(this.base + p, {headers: this.headers()});
     if (!r.ok) throw new Error(`GET ${p}: ${r.status} ${await r.text()}`);
     return r.json();
   }

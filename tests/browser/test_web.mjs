@@ -188,3 +188,43 @@ test('hostile run names are text, never script', async () => {
   assert.deepEqual(page.dialogs, []);
   await page.close();
 });
+
+test('with tokens, the page asks for a read token and then shows the run', async () => {
+  const READ = 'read-token-for-the-browser-0123';
+  const INGEST = 'ingest-token-for-the-test-0123';
+  const d = await new Daemon([], {
+    config: {auth: {read_tokens_file: 'read.tokens', ingest_tokens_file: 'ingest.tokens'}},
+    files: {'read.tokens': READ + '\n', 'ingest.tokens': INGEST + '\n'},
+    token: INGEST,
+  }).start();
+  try {
+    await d.ingest(trace);
+    // the data needs a token; the page shell does not
+    assert.equal((await fetch(`${d.base}/v1/runs/${RUN}/records`)).status, 401);
+    assert.equal((await fetch(`${d.base}/runs/${RUN}`)).status, 200);
+    const page = await lockedPage(browser);
+    await page.goto(`${d.base}/runs/${RUN}`);
+    await page.waitForFunction(() => document.body.dataset.ready === 'token');
+    await page.type('#gw-token', 'not-the-token-0123456789');
+    await page.click('#gw-token-form button');
+    await page.waitForFunction(() => document.body.dataset.ready === 'token' &&
+      /not accepted/.test(document.getElementById('gw-token-form').textContent));
+    await page.$eval('#gw-token', (e) => { e.value = ''; });
+    await page.type('#gw-token', READ);
+    await page.click('#gw-token-form button');
+    await ready(page);
+    assert.equal(await page.evaluate(() => window.gwView.points()), 1640);
+    // a link may carry it in the fragment, which never reaches the server
+    // and is removed from the address bar
+    const p2 = await lockedPage(browser);
+    await p2.goto(`${d.base}/#token=${READ}`);
+    await ready(p2);
+    assert.ok(await p2.$(`tr[data-run="${RUN}"]`));
+    assert.equal(new URL(p2.url()).hash, '');
+    assert.deepEqual([...page.offsite, ...p2.offsite], []);
+    await page.close();
+    await p2.close();
+  } finally {
+    await d.stop();
+  }
+});

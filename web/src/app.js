@@ -88,12 +88,40 @@
 
   /* ---- data sources ----------------------------------------------------------------- */
 
+  /* A daemon with tokens (auth) wants a read token on every JSON read:
+   * kept for this tab in sessionStorage, taken from #token=... once (and
+   * removed from the address bar), or asked for when a read says 401. */
+  var TOKEN_KEY = 'gradwatch-read-token';
+
+  function readToken() {
+    try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
+  }
+
+  function saveToken(t) {
+    try { if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY); } catch (e) { /* private mode */ }
+  }
+
+  function takeTokenFromHash() {
+    var h = new URLSearchParams(location.hash.slice(1)), t = h.get('token');
+    if (t === null) return;
+    saveToken(t);
+    h.delete('token');
+    var rest = h.toString();
+    history.replaceState(null, '', location.pathname + location.search + (rest ? '#' + rest : ''));
+  }
+
   function liveSource() {
     var enc = encodeURIComponent;
     function get(path) {
-      return fetch(path, {headers: {Accept: 'application/json'}, cache: 'no-store'}).then(function (r) {
+      var headers = {Accept: 'application/json'}, t = readToken();
+      if (t) headers.Authorization = 'Bearer ' + t;
+      return fetch(path, {headers: headers, cache: 'no-store'}).then(function (r) {
         return r.json().catch(function () { return null; }).then(function (j) {
-          if (!r.ok) throw new Error((j && j.error) || (r.status + ' ' + r.statusText));
+          if (!r.ok) {
+            var e = new Error((j && j.error) || (r.status + ' ' + r.statusText));
+            e.auth = r.status === 401;
+            throw e;
+          }
           return j;
         });
       });
@@ -161,8 +189,27 @@
   }
 
   function showError(err) {
+    if (err && err.auth) return askToken(err);
     frame('error', el('p', {class: 'gw-error', text: String(err && err.message ? err.message : err)}));
     document.body.dataset.ready = 'error';
+  }
+
+  function askToken(err) {
+    stopTimers();
+    var input = el('input', {type: 'password', id: 'gw-token', autocomplete: 'off', size: 40});
+    var form = el('form', {id: 'gw-token-form'},
+      el('p', null, readToken() ? 'That token was not accepted (' + err.message + ').' :
+        'This gradwatchd needs a read token.'),
+      el('label', null, 'Read token ', input), ' ', el('button', {type: 'submit', text: 'Open'}),
+      el('p', {class: 'gw-muted', text: 'Kept for this browser tab only. A link may carry it as #token=…'}));
+    form.addEventListener('submit', function (e) {
+      e.preventDefault();
+      saveToken(input.value.trim());
+      route();
+    });
+    frame('token', form);
+    document.body.dataset.ready = 'token';
+    input.focus();
   }
 
   /* ---- runs list ------------------------------------------------------------------------- */
@@ -639,6 +686,7 @@
       }
       window.addEventListener('hashchange', route);
     } else {
+      takeTokenFromHash();
       src = liveSource();
     }
     route();
