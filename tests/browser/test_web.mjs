@@ -138,6 +138,60 @@ test('the run page keeps up while the run streams', async () => {
   await page.close();
 });
 
+test('zoom, log scale and an overlaid run', async () => {
+  let other = '';
+  for (let s = 1; s <= 1200; s += 3)
+    other += JSON.stringify({run: 'other-run', step: s, loss: 2.5 - s / 1000, grad_norm: 0.8, lr: 1e-4}) + '\n';
+  await daemon.ingest(other);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/${RUN}`);
+  await ready(page);
+  // drag across the loss chart from step ~900 to ~1100: every chart follows
+  const box = await page.evaluate(() => {
+    const u = window.gwView.charts[0], r = u.over.getBoundingClientRect();
+    return {x0: r.left + u.valToPos(900, 'x'), x1: r.left + u.valToPos(1100, 'x'), y: r.top + r.height / 2};
+  });
+  await page.mouse.move(box.x0, box.y);
+  await page.mouse.down();
+  await page.mouse.move(box.x1, box.y, {steps: 8});
+  await page.mouse.up();
+  await page.waitForFunction(() => window.gwView.zoom !== null);
+  const scales = await page.evaluate(() => window.gwView.charts.map((u) => [u.scales.x.min, u.scales.x.max]));
+  for (const [lo, hi] of scales) {
+    assert.ok(Math.abs(lo - 900) < 5 && Math.abs(hi - 1100) < 5, `zoomed to ${lo}..${hi}`);
+    assert.deepEqual([lo, hi], scales[0]);
+  }
+  // the optimizer_reset marker is still at its step after the zoom
+  const [mx, want] = await page.evaluate(() => {
+    const u = window.gwView.charts[0];
+    const m = document.querySelector('.gw-marker[data-detector="optimizer_reset"]');
+    const b = m.getBoundingClientRect();
+    return [b.left + b.width / 2, u.over.getBoundingClientRect().left + u.valToPos(Number(m.dataset.step), 'x')];
+  });
+  assert.ok(Math.abs(mx - want) < 1.5);
+  await page.click('#gw-reset');
+  await page.waitForFunction(() => window.gwView.zoom === null && window.gwView.charts[0].scales.x.max >= 1600);
+  // log scale: loss, grad norm and LR on a log axis
+  await page.click('#gw-log');
+  await page.waitForFunction(() => window.gwView.charts.length && window.gwView.charts[0].scales.y.distr === 3);
+  assert.match(await page.$eval('#chart-loss h3', (e) => e.textContent), /\(log\)/);
+  assert.equal(await page.evaluate(() => window.gwView.charts[3].scales.y.distr), 1, 'throughput stays linear');
+  await page.click('#gw-log');
+  // overlay another run: its line joins every chart
+  await page.click('details.gw-overlay summary');
+  await page.click('input[data-run="other-run"]');
+  await page.waitForFunction(() => [...document.querySelectorAll('#chart-loss .u-legend .u-label')]
+    .some((l) => l.textContent === 'other-run'));
+  const drawn = await page.evaluate(() => {
+    const u = window.gwView.charts[0], i = u.series.findIndex((s) => s.label === 'other-run');
+    return u.data[i].filter((v) => v !== null).length;
+  });
+  assert.equal(drawn, 400);
+  assert.deepEqual(page.offsite, []);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('the page headers: CSP, nosniff', async () => {
   for (const p of ['/', `/runs/${RUN}`, '/static/app.js']) {
     const r = await fetch(daemon.base + p);
