@@ -9,7 +9,8 @@
 #   ./dev.sh deps | test-deps | build    the steps on their own
 #
 # Installing packages needs root (or sudo).  Nothing here reaches anything but
-# Debian's package archive.
+# Debian's package archive and the npm registry (npm ci --prefix web, from the
+# committed lock file).
 set -eu
 cd "$(dirname "$0")"
 
@@ -21,7 +22,7 @@ libjansson-dev check libhttp-parser-dev libssl-dev python3 sqlite3 curl ca-certi
 # (sidecar) a venv with pip and setuptools to pip-install contrib/python
 # offline, man-db for systemd-analyze verify's man-page check
 TEST_DEPS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
-prometheus-alertmanager prometheus python3-torch systemd \
+prometheus-alertmanager prometheus python3-torch systemd chromium \
 python3-venv python3-pip python3-setuptools man-db"
 
 as_root() {
@@ -41,7 +42,16 @@ install_pkgs() {
 	as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
 
+# The web view's uPlot (and puppeteer-core for the browser tests) from the
+# committed web/package-lock.json; nodejs and npm from Debian when there is
+# no npm yet.
+web_deps() {
+	command -v npm >/dev/null || install_pkgs nodejs npm
+	[ -d web/node_modules/uplot ] && [ -d web/node_modules/puppeteer-core ] || npm ci --prefix web --no-audit --no-fund
+}
+
 build() {
+	web_deps
 	[ -d build ] || meson setup build --werror >/dev/null
 	meson compile -C build
 }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const struct gw_sink_type *const types[] = {
 	&gw_sink_slack, &gw_sink_webhook, &gw_sink_alertmanager,
@@ -450,6 +451,60 @@ void gw_sink_rfc3339(double t, char buf[32])
 	gmtime_r(&sec, &tm);
 	size_t n = strftime(buf, 24, "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(buf + n, 32 - n, ".%03dZ", ms < 0 ? 0 : ms > 999 ? 999 : ms);
+}
+
+/* %-encode s for a URL path segment (unreserved characters kept). */
+static size_t path_escape(const char *s, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+	for (const unsigned char *p = (const unsigned char *)s; *p && n + 4 < cap; p++) {
+		if (isalnum(*p) || strchr("-._~", *p)) {
+			out[n++] = (char)*p;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[*p >> 4];
+			out[n++] = hex[*p & 15];
+		}
+	}
+	out[n] = '\0';
+	return n;
+}
+
+static int page_link(const struct gw_sink_msg *m, const char *kind, const char *arg, char *out,
+                size_t cap)
+{
+	out[0] = '\0';
+	if (!m->api_base || !*m->api_base || !arg)
+		return -ENOENT;
+	int n = snprintf(out, cap, "%s/%s/", m->api_base, kind);
+	if (n < 0 || (size_t)n >= cap)
+		return -ENOSPC;
+	path_escape(arg, out + n, cap - (size_t)n);
+	return 0;
+}
+
+int gw__sink_alert_url(const struct gw_sink_msg *m, const json_t *alert, char *out, size_t cap)
+{
+	return page_link(m, "alerts", json_string_value(json_object_get(alert, "id")), out, cap);
+}
+
+int gw__sink_run_url(const struct gw_sink_msg *m, const json_t *alert, char *out, size_t cap)
+{
+	return page_link(m, "runs", json_string_value(json_object_get(alert, "run")), out, cap);
+}
+
+const char *gw__sink_host(void)
+{
+	static char host[256];
+	static bool done;
+	if (!done) {
+		if (gethostname(host, sizeof(host)) != 0)
+			host[0] = '\0';
+		host[sizeof(host) - 1] = '\0';
+		done = true;
+	}
+	return host;
 }
 
 int gw__sink_dump(json_t *root, size_t flags, char **body, size_t *len)

@@ -37,7 +37,8 @@ struct gw_sink_msg {
 	 * otherwise */
 	const json_t *previous;
 	double resend_s;           /* alertmanager: resend interval, for endsAt */
-	const char *api_base;      /* "http://host:port" of gradwatchd's API, or NULL */
+	const char *api_base;      /* where gradwatchd's pages are: public_url, else
+	                              "http://host:port" of its listener; or NULL */
 };
 
 struct gw_sink_cfg;
@@ -113,6 +114,16 @@ int gw_sink_hmac_sha256_hex(const void *key, size_t key_len, const void *body, s
 /* Formatters' common end: dump root (reference taken; NULL allowed) as
  * compact JSON into *body / *len.  Returns 0 or -ENOMEM. */
 int gw__sink_dump(json_t *root, size_t flags, char **body, size_t *len);
+
+/* Links into gradwatchd's pages for an alert snapshot: its page
+ * ({api_base}/alerts/{id}, which opens the run at the alert's step) and
+ * its run's page ({api_base}/runs/{run}), path parts percent-encoded.
+ * Returns 0, or -ENOENT when there is no api_base (out is ""). */
+int gw__sink_alert_url(const struct gw_sink_msg *m, const json_t *alert, char *out, size_t cap);
+int gw__sink_run_url(const struct gw_sink_msg *m, const json_t *alert, char *out, size_t cap);
+
+/* This machine's host name (cached; "" if unknown), for the message. */
+const char *gw__sink_host(void);
 
 /* Format a wall-clock time as RFC 3339 UTC with milliseconds into buf[32]. */
 void gw_sink_rfc3339(double t, char buf[32]);

@@ -51,23 +51,6 @@ static void alertname(const char *det, char *out, size_t cap)
 	out[n] = '\0';
 }
 
-/* %-encode a run name for a URL path segment. */
-static void path_escape(const char *s, char *out, size_t cap)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	size_t n = 0;
-	for (const unsigned char *p = (const unsigned char *)s; *p && n + 4 < cap; p++) {
-		if (isalnum(*p) || strchr("-._~", *p)) {
-			out[n++] = (char)*p;
-		} else {
-			out[n++] = '%';
-			out[n++] = hex[*p >> 4];
-			out[n++] = hex[*p & 15];
-		}
-	}
-	out[n] = '\0';
-}
-
 static json_t *am_alert(const struct gw_sink_msg *m, const json_t *a, bool ended)
 {
 	char name[96], starts[32], ends[32];
@@ -97,11 +80,12 @@ static json_t *am_alert(const struct gw_sink_msg *m, const json_t *a, bool ended
 	                             "endsAt", ends)
 	                 : NULL;
 	free(desc);
-	if (o && m->api_base && *m->api_base) {
-		char run[800], url[1024];
-		path_escape(str_of(a, "run"), run, sizeof(run));
-		snprintf(url, sizeof(url), "%s/v1/runs/%s/alerts", m->api_base, run);
+	char url[1200];
+	if (o && gw__sink_alert_url(m, a, url, sizeof(url)) == 0) {
+		/* the alert's page: the run's charts at the alert's step, with its
+		 * evidence, cause and what to check */
 		json_object_set_new(o, "generatorURL", json_string(url));
+		json_object_set_new(json_object_get(o, "annotations"), "runbook_url", json_string(url));
 	}
 	return o;
 }

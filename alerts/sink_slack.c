@@ -5,7 +5,9 @@
  * (severity, detector, run), the summary with its numbers, a fields section
  * (run, step, detector, severity), a compact evidence section (one
  * "key: value" line per evidence field in a code block), the likely cause
- * and what to check, and a context line with the alert id and version.
+ * and what to check, a "View run" button to the alert's page in gradwatchd
+ * (when its address is known: public_url), and a context line with the
+ * alert id, version and the host name.
  * Slack's limits are kept: header text 150 characters, section text 3000,
  * at most 10 fields; user text is escaped for mrkdwn (&, <, >) and cut on a
  * UTF-8 boundary.  `text` is the notification and screen-reader fallback.
@@ -205,9 +207,13 @@ static int slack_format(const struct gw_sink_cfg *s, const struct gw_sink_msg *m
 		sb_str(&why, *cause ? "\n*What to check*\n" : "*What to check*\n");
 		sb_mrkdwn(&why, action, SECTION_MAX - 8);
 	}
-	char c[160];
-	snprintf(c, sizeof(c), "gradwatch alert %s \xc2\xb7 version %lld \xc2\xb7 %s \xc2\xb7 segment %s",
-	         str_of(a, "id"), (long long)m->version, m->event, seg_s);
+	char c[512];
+	const char *host = gw__sink_host();
+	snprintf(c, sizeof(c), "gradwatch alert %s \xc2\xb7 version %lld \xc2\xb7 %s \xc2\xb7 segment %s%s%s",
+	         str_of(a, "id"), (long long)m->version, m->event, seg_s, *host ? " \xc2\xb7 host " : "",
+	         host);
+	char url[1200];
+	bool has_url = gw__sink_alert_url(m, a, url, sizeof(url)) == 0 && strlen(url) <= 3000;
 	sb_mrkdwn(&ctx, c, SECTION_MAX);
 
 	json_t *fields = json_array();
@@ -237,6 +243,11 @@ static int slack_format(const struct gw_sink_cfg *s, const struct gw_sink_msg *m
 	if (why.len && !why.oom)
 		json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "section", "text",
 		                                        mrkdwn(why.p)));
+	if (has_url)   /* the run's charts at this alert, in gradwatchd */
+		json_array_append_new(blocks, json_pack("{s:s, s:[{s:s, s:{s:s, s:s}, s:s, s:s}]}",
+		                                        "type", "actions", "elements", "type", "button",
+		                                        "text", "type", "plain_text", "text", "View run",
+		                                        "url", url, "action_id", "gradwatch_view_run"));
 	if (!ctx.oom)
 		json_array_append_new(blocks, json_pack("{s:s, s:[o]}", "type", "context", "elements",
 		                                        mrkdwn(ctx.p)));

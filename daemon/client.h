@@ -1,6 +1,6 @@
 /*
  * client: the gradwatch subcommands that talk to a running daemon over HTTP
- * (send, runs, alerts) or read its database directly (--db).
+ * (send, runs, alerts, export) or read its database directly (--db).
  */
 #ifndef GW_CLIENT_H
 #define GW_CLIENT_H
@@ -10,5 +10,8 @@
 int gw_client_send(struct gw_cfg *cfg, int argc, char **argv);
 int gw_client_runs(struct gw_cfg *cfg, int argc, char **argv);
 int gw_client_alerts(struct gw_cfg *cfg, int argc, char **argv);
+/* `gradwatch export RUN --format csv|jsonl`: every record of a run, paged
+ * through GET /v1/runs/{run}/records or read from the database. */
+int gw_client_export(struct gw_cfg *cfg, int argc, char **argv);
 
 #endif

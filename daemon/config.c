@@ -95,6 +95,7 @@ void gw_cfg_free(struct gw_cfg *c)
 	free(c->db_path);
 	free(c->socket_path);
 	free(c->kernels);
+	free(c->public_url);
 	gw_alias_free(c->aliases);
 	for (size_t i = 0; i < c->n_overrides; i++)
 		free(c->overrides[i].glob);
@@ -170,6 +171,37 @@ static bool is_loopback(const char *host)
 		return memcmp(b, lo, 16) == 0;
 	}
 	return false;
+}
+
+int gw_cfg_check_public_url(char *url, char *err, size_t errlen)
+{
+	size_t n = strlen(url);
+	const char *host = !strncmp(url, "http://", 7) ? url + 7 : !strncmp(url, "https://", 8) ? url + 8 : NULL;
+	if (!host)
+		return gw_errf(err, errlen, -EINVAL, "\"%s\" must start with http:// or https://", url);
+	if (n > 200)
+		return gw_errf(err, errlen, -EINVAL, "longer than 200 bytes");
+	for (const char *p = url; *p; p++)
+		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f || strchr("\"'<>\\^`{|}?#", *p))
+			return gw_errf(err, errlen, -EINVAL, "\"%s\": character %d (%c) is not allowed (no spaces, quotes, query or fragment)",
+			               url, (int)(p - url) + 1, (unsigned char)*p > ' ' && (unsigned char)*p < 0x7f ? *p : '?');
+	if (!*host || *host == '/' || *host == ':')
+		return gw_errf(err, errlen, -EINVAL, "\"%s\" has no host name", url);
+	while (n > 0 && url[n - 1] == '/')
+		url[--n] = '\0';
+	return 0;
+}
+
+void gw_cfg_link_base(const struct gw_cfg *c, char *out, size_t cap)
+{
+	const struct gw_listen *l = &c->http;
+	if (c->public_url)
+		snprintf(out, cap, "%s", c->public_url);
+	else if (l->enabled)
+		snprintf(out, cap, "http://%s%s%s:%d", strchr(l->host, ':') ? "[" : "", l->host,
+		         strchr(l->host, ':') ? "]" : "", l->port);
+	else if (cap)
+		out[0] = '\0';
 }
 
 int gw_cfg_validate(const struct gw_cfg *c, char *err, size_t errlen)
@@ -417,7 +449,8 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	static const char *const known[] = {
 		"state_dir", "database", "socket", "socket_mode", "tcp", "udp", "http",
 		"allow_remote", "log_level", "kernels", "limits", "storage", "aliases",
-		"thresholds", "runs", "detectors", "tick_ms", "sinks", "follow", "auth", NULL,
+		"thresholds", "runs", "detectors", "tick_ms", "sinks", "follow", "auth", "public_url",
+		NULL,
 	};
 	static const char *const known_limits[] = {
 		"max_line_bytes", "max_body_bytes", "max_connections", "max_runs",
@@ -480,6 +513,16 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 			goto out;
 		}
 		c->allow_remote = json_is_true(v);
+	}
+	if ((rc = get_str(&L, root, "public_url", "", &s)) < 0)
+		goto out;
+	if (rc > 0) {
+		char e[256];
+		gw_cfg_set_str(&c->public_url, s);
+		if (gw_cfg_check_public_url(c->public_url, e, sizeof(e)) < 0) {
+			rc = gw_errf(err, errlen, -EINVAL, "%s: public_url: %s", path, e);
+			goto out;
+		}
 	}
 	if ((rc = get_str(&L, root, "log_level", "", &s)) < 0)
 		goto out;
@@ -605,12 +648,12 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c)
 	for (size_t k = 0; gw_det_registry[k]; k++)
 		if ((c->engine.disabled >> k) & 1u)
 			json_array_append_new(dis, json_string(gw_det_registry[k]->name));
-	return json_pack("{s:s?, s:s, s:s, s:s?, s:s, s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:b, s:o, s:o, s:I, s:I}",
+	return json_pack("{s:s?, s:s, s:s, s:s?, s:s, s:s, s:s, s:s?, s:b, s:I, s:I, s:I, s:I, s:I, s:b, s:o, s:o, s:I, s:I}",
 	                 "config_file", c->file,
 	                 "state_dir", c->state_dir,
 	                 "database", c->db_path,
 	                 "socket", c->socket_path,
-	                 "tcp", tcp, "udp", udp, "http", http,
+	                 "tcp", tcp, "udp", udp, "http", http, "public_url", c->public_url,
 	                 "allow_remote", c->allow_remote,
 	                 "max_line_bytes", (json_int_t)c->max_line,
 	                 "max_body_bytes", (json_int_t)c->max_body,

@@ -36,6 +36,8 @@ struct gw_cfg {
 	unsigned socket_mode;
 	struct gw_listen tcp, udp, http;
 	bool allow_remote;          /* permit non-loopback listen addresses */
+	char *public_url;           /* where people reach the pages ("https://node17:7471"),
+	                               for links in alerts; NULL: the http listener */
 	enum gw_log_level log_level;
 	char *kernels;              /* forced kernel variant, or NULL */
 
@@ -82,6 +84,15 @@ int gw_cfg_sockaddr(const struct gw_listen *l, struct sockaddr_storage *ss);
 
 /* Parse "host:port", "[v6]:port", "port", or "off"/"false" into l. */
 int gw_cfg_parse_listen(const char *s, struct gw_listen *l, char *err, size_t errlen);
+
+/* Check a public_url: http:// or https://, a host, no query, fragment,
+ * spaces or quotes; a trailing '/' is dropped.  Returns 0 or -EINVAL with
+ * the reason in err. */
+int gw_cfg_check_public_url(char *url, char *err, size_t errlen);
+
+/* Where links in alerts point: public_url, else "http://HOST:PORT" of the
+ * http listener into out ("" when HTTP is off). */
+void gw_cfg_link_base(const struct gw_cfg *c, char *out, size_t cap);
 
 /* Check cross-field rules (loopback unless allow_remote, limits > 0). */
 int gw_cfg_validate(const struct gw_cfg *c, char *err, size_t errlen);

@@ -2,6 +2,8 @@
  * gradwatch: the command-line tool.
  *
  *   gradwatch replay [--format text|jsonl] FILE...   detectors over saved logs
+ *   gradwatch report FILE... [-o report.html]       the same as a self-contained HTML page
+ *   gradwatch export RUN [--format csv|jsonl]       a run's records for notebooks
  *   gradwatch convert FILE...                       any log format as NDJSON
  *   gradwatch formats                               the log formats it reads
  *   gradwatch send [--run NAME] [FILE]              NDJSON to a running daemon
@@ -20,6 +22,7 @@
 #include "log.h"
 #include "reader.h"
 #include "replay.h"
+#include "report.h"
 #include "util.h"
 
 #include "gw_config.h"
@@ -41,6 +44,11 @@ static void usage(FILE *f)
 	        "        run the detectors over saved logs (NDJSON or any format gradwatch reads,\n"
 	        "        gzip/zstd too), in file order ('-' = stdin); exit 0: no warning/critical\n"
 	        "        alert, 1: alerts, 2: error (also a file with nothing readable)\n"
+	        "  report [-o FILE] [--max-points N] [--run NAME] [--input-format NAME] FILE...\n"
+	        "        replay logs into one self-contained HTML page of charts and alerts\n"
+	        "        (default report.html; opens from disk, no network)\n"
+	        "  export RUN [--format csv|jsonl] [--url URL | --db PATH] [--from S] [--to S] [-o FILE]\n"
+	        "        every record of a run, for notebooks (jsonl replays)\n"
 	        "  convert [--input-format NAME] [--run NAME] FILE...\n"
 	        "        read logs in any format gradwatch reads, write gradwatch NDJSON on stdout\n"
 	        "  formats       list the log formats (name, stream or whole file, description)\n"
@@ -62,17 +70,8 @@ static void usage(FILE *f)
 
 static int cmd_replay(struct gw_cfg *cfg, int argc, char **argv)
 {
-	struct gw_replay_opts o = {
-		.format = GW_REPLAY_TEXT,
-		.engine = cfg->engine,
-		.aliases = cfg->aliases,
-		.max_line = cfg->max_line > (16u << 20) ? cfg->max_line : (16u << 20),
-		.min_severity = GW_SEV_INFO,
-	};
-	o.engine.live = false;
-	o.engine.overrides = cfg->overrides;
-	o.engine.n_overrides = cfg->n_overrides;
-	o.engine.max_runs = 0;
+	struct gw_replay_opts o;
+	gw_replay_opts_init(&o, cfg);
 	static const struct option lo[] = {
 		{"format", required_argument, NULL, 'f'},
 		{"run", required_argument, NULL, 'r'},
@@ -216,6 +215,10 @@ int main(int argc, char **argv)
 	char **sub_argv = argv + i;
 	if (!strcmp(cmd, "replay"))
 		rc = cmd_replay(&cfg, sub_argc, sub_argv);
+	else if (!strcmp(cmd, "report"))
+		rc = gw_report_main(&cfg, sub_argc, sub_argv);
+	else if (!strcmp(cmd, "export"))
+		rc = gw_client_export(&cfg, sub_argc, sub_argv);
 	else if (!strcmp(cmd, "convert"))
 		rc = gw_convert_main(&cfg, sub_argc, sub_argv);
 	else if (!strcmp(cmd, "formats"))

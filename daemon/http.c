@@ -200,25 +200,40 @@ static void send_raw(struct gw_http_conn *c, const char *head, size_t hlen, cons
 }
 
 /* Send a complete response. */
-static void respond(struct gw_http_conn *c, int status, const char *ctype, const char *body,
-                    size_t blen, bool force_close)
+/* `headers`: extra header lines, each ending in CRLF ("" for none). */
+static void respond_h(struct gw_http_conn *c, int status, const char *ctype, const char *headers,
+                      const char *body, size_t blen, bool force_close)
 {
 	bool close_after = force_close || !c->keep_alive || !c->srv->on;
-	char head[512];
+	char head[1536];
 	int hlen = snprintf(head, sizeof(head),
 	                    "HTTP/1.1 %d %s\r\n"
 	                    "Content-Type: %s\r\n"
 	                    "Content-Length: %zu\r\n"
 	                    "Cache-Control: no-store\r\n"
+	                    "X-Content-Type-Options: nosniff\r\n"
 	                    "Server: gradwatchd/" GW_VERSION "\r\n"
-	                    "%s%s"
+	                    "%s%s%s"
 	                    "\r\n",
-	                    status, reason_phrase(status), ctype, blen,
+	                    status, reason_phrase(status), ctype, blen, headers,
 	                    status == 401 ? "WWW-Authenticate: Bearer realm=\"gradwatch\"\r\n"
 	                    : status == 503 ? "Retry-After: 1\r\n" : "",
 	                    close_after ? "Connection: close\r\n" : "");
+	GW_REQUIRE(hlen > 0 && (size_t)hlen < sizeof(head));
 	c->state = H_CLOSING;
 	send_raw(c, head, (size_t)hlen, body, blen, close_after, !close_after);
+}
+
+static void respond(struct gw_http_conn *c, int status, const char *ctype, const char *body,
+                    size_t blen, bool force_close)
+{
+	respond_h(c, status, ctype, "", body, blen, force_close);
+}
+
+void gw_http_respond_page(struct gw_http_conn *c, int status, const char *ctype,
+                          const char *headers, const char *body, size_t len)
+{
+	respond_h(c, status, ctype, headers, body, len, false);
 }
 
 static void respond_json_str(struct gw_http_conn *c, int status, char *s, bool force_close)

@@ -109,6 +109,11 @@ void gw_http_respond_error(struct gw_http_conn *c, int status, const char *fmt, 
 	__attribute__((format(printf, 3, 4)));
 void gw_http_respond_text(struct gw_http_conn *c, int status, const char *ctype,
                           const char *body, size_t len);
+/* The same with extra header lines (each ending in "\r\n", at most 1 KiB
+ * in all: a constant such as a Content-Security-Policy).  The body is
+ * copied. */
+void gw_http_respond_page(struct gw_http_conn *c, int status, const char *ctype,
+                          const char *headers, const char *body, size_t len);
 
 /* The route state of a streamed body (see gw_http_body_ops). */
 void *gw_http_conn_state(const struct gw_http_conn *c);

@@ -224,13 +224,8 @@ static int open_outbox(struct gw_ingest *in, char *err, size_t errlen)
 	int rc = gw_sink_parse(in->cfg->sinks, &sinks, &n, err, errlen);
 	if (rc < 0)
 		return rc;
-	char api[128] = "";
-	const struct gw_listen *l = &in->cfg->http;
-	if (l->enabled) {
-		bool v6 = strchr(l->host, ':') != NULL;
-		snprintf(api, sizeof(api), "http://%s%s%s:%d", v6 ? "[" : "", l->host, v6 ? "]" : "",
-		         l->port);
-	}
+	char api[256];
+	gw_cfg_link_base(in->cfg, api, sizeof(api));
 	struct gw_outbox_opts o = {
 		.loop = in->loop,
 		.store = in->store,

@@ -17,6 +17,7 @@
 #include "follow.h"
 #include "http.h"
 #include "metrics.h"
+#include "web.h"
 
 #include "kern.h"
 #include "log.h"
@@ -442,6 +443,7 @@ int main(int argc, char **argv)
 	    gw_ingest_init(&d.ingest, d.loop, &cfg, d.store, err, sizeof(err)) < 0 ||
 	    gw_http_start(&ho, &d.http, err, sizeof(err)) < 0 ||
 	    gw_api_start(&d, err, sizeof(err)) < 0 || gw_metrics_start(&d, err, sizeof(err)) < 0 ||
+	    gw_web_start(&d, err, sizeof(err)) < 0 ||
 	    gw_alerting_start(&d, err, sizeof(err)) < 0 ||
 	    gw_server_start(&d, err, sizeof(err)) < 0 || gw_follow_start(&d, err, sizeof(err)) < 0) {
 		gw_log_crit("%s", err);

@@ -17,6 +17,7 @@
  */
 #include "replay.h"
 
+#include "config.h"
 #include "engine.h"
 #include "input.h"
 #include "wire.h"
@@ -41,6 +42,8 @@ struct replay {
 static void print_alert(void *data, const struct gw_alert *a)
 {
 	struct replay *r = data;
+	if (r->o->hooks && r->o->hooks->on_alert)
+		r->o->hooks->on_alert(r->o->hooks->data, a);
 	if (a->kind == GW_ALERT_RESOLVE && !r->o->show_resolved)
 		return;
 	if ((int)a->severity < r->o->min_severity)
@@ -48,6 +51,8 @@ static void print_alert(void *data, const struct gw_alert *a)
 	r->alerts++;
 	if (a->severity >= GW_SEV_WARNING && a->kind != GW_ALERT_RESOLVE)
 		r->serious++;
+	if (r->o->format == GW_REPLAY_QUIET)
+		return;
 	if (r->o->format == GW_REPLAY_JSONL) {
 		json_t *j = gw_alert_to_json(a);
 		if (!j) {
@@ -85,10 +90,35 @@ static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 		r->events++;
 	else
 		r->records++;
-	int rc = gw_engine_feed(r->engine, rec, line, r->o->live_clock ? rec->ts : NAN, NULL);
+	int64_t seg = 0;
+	int rc = gw_engine_feed(r->engine, rec, line, r->o->live_clock ? rec->ts : NAN, &seg);
 	if (rc < 0)
 		return rc;
+	if (r->o->hooks && r->o->hooks->on_rec && (rc = r->o->hooks->on_rec(r->o->hooks->data, rec, seg, line)) < 0)
+		return rc;
 	return r->err;
+}
+
+static void on_segment(void *data, const struct gw_segment_info *s)
+{
+	struct replay *r = data;
+	if (r->o->hooks && r->o->hooks->on_segment)
+		r->o->hooks->on_segment(r->o->hooks->data, s);
+}
+
+void gw_replay_opts_init(struct gw_replay_opts *o, const struct gw_cfg *cfg)
+{
+	*o = (struct gw_replay_opts){
+		.format = GW_REPLAY_TEXT,
+		.engine = cfg->engine,
+		.aliases = cfg->aliases,
+		.max_line = cfg->max_line > (16u << 20) ? cfg->max_line : (16u << 20),
+		.min_severity = GW_SEV_INFO,
+	};
+	o->engine.live = false;
+	o->engine.overrides = cfg->overrides;
+	o->engine.n_overrides = cfg->n_overrides;
+	o->engine.max_runs = 0;
 }
 
 int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
@@ -98,7 +128,7 @@ int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
 	struct gw_input_seen *seen = NULL;
 	struct gw_alias *aliases = o->aliases;
 	int rc = 0;
-	struct gw_engine_hooks hooks = {.data = &r, .on_alert = print_alert};
+	struct gw_engine_hooks hooks = {.data = &r, .on_alert = print_alert, .on_segment = on_segment};
 	r.engine = gw_engine_new(&o->engine, &hooks);
 	seen = gw_input_seen_new();
 	if (!r.engine || !seen) {

@@ -14,6 +14,19 @@
 enum gw_replay_format {
 	GW_REPLAY_TEXT,
 	GW_REPLAY_JSONL,
+	GW_REPLAY_QUIET,              /* print no alerts (the hooks see them) */
+};
+
+/* What `gradwatch report` collects while the engine runs; everything
+ * passed is borrowed for the duration of the call. */
+struct gw_replay_hooks {
+	void *data;
+	/* Every record and event, after the engine saw it, with its segment.
+	 * Return 0, or a negative errno to stop the replay with it. */
+	int (*on_rec)(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line);
+	/* Every alert event (open, update, resolve), whatever the filters. */
+	void (*on_alert)(void *data, const struct gw_alert *a);
+	void (*on_segment)(void *data, const struct gw_segment_info *s);
 };
 
 struct gw_replay_opts {
@@ -28,6 +41,7 @@ struct gw_replay_opts {
 	bool show_resolved;
 	bool live_clock;              /* give detectors the record ts as "now" */
 	FILE *out;                    /* NULL: stdout */
+	const struct gw_replay_hooks *hooks; /* NULL: none */
 };
 
 struct gw_replay_stats {
@@ -36,6 +50,11 @@ struct gw_replay_stats {
 	uint64_t duplicates;          /* points skipped as checkpoint copies */
 	size_t runs;
 };
+
+struct gw_cfg;
+/* Options for replaying with a configuration's aliases, thresholds and
+ * overrides: text output, every severity, wall-clock detectors off. */
+void gw_replay_opts_init(struct gw_replay_opts *o, const struct gw_cfg *cfg);
 
 /* Replay files in order ("-" is standard input).  Returns 0, or a negative
  * errno when a file could not be read (-EPROTO: nothing readable in it;

@@ -166,6 +166,32 @@ int gw_store_read_alerts(const char *path, const char *run, size_t limit,
 	return rc;
 }
 
+int gw_store_read_alert(const char *path, const char *id, json_t **out, char *err, size_t errlen)
+{
+	sqlite3 *db;
+	int rc = open_ro(path, &db, err, errlen);
+	if (rc < 0)
+		return rc;
+	json_t *rows = NULL;
+	const char *b[1] = {id};
+	rc = query(db, "SELECT a.id, r.name AS run, a.seg AS segment, a.step, a.line, a.detector,"
+	               " a.severity, a.state, a.summary, a.cause, a.action, a.evidence AS evidence_json,"
+	               " a.ts, a.created, a.updated, a.resolved, a.version"
+	               " FROM alerts a JOIN runs r ON r.id = a.run_id WHERE a.id = ?1",
+	           b, 1, &rows, err, errlen);
+	sqlite3_close(db);
+	if (rc < 0)
+		return rc;
+	json_t *row = json_array_get(rows, 0);
+	if (!row) {
+		json_decref(rows);
+		return gw_errf(err, errlen, -ENOENT, "no alert with id \"%s\"", id);
+	}
+	*out = json_incref(row);
+	json_decref(rows);
+	return 0;
+}
+
 int gw_store_read_run_positions(const char *path,
                                 void (*fn)(void *data, const char *run, int64_t seg,
                                            int64_t last_step, double last_ts),

@@ -10,6 +10,7 @@
  * each touched run's last position once per transaction.
  */
 #include "store.h"
+#include "series.h"
 
 #include "log.h"
 #include "util.h"
@@ -159,6 +160,7 @@ struct gw_store {
 	/* writer-thread only */
 	struct arena work;
 	struct run_slot *runs;
+	struct gw__tiles *tiles;       /* chart extremes of this batch (series.c) */
 	size_t runs_cap, runs_n;
 
 	/* stats, under mu */
@@ -196,6 +198,10 @@ static const char *const migrations[] = {
 	 * the alerts module's own schema (alerts/outbox_db.c), whose first
 	 * step creates them if this one did not */
 	"SELECT 1",
+	/* 2 -> 3: per 256-step tile of each run and segment, the steps of the
+	 * records holding the chart's extremes (storage/series.c), filled from
+	 * the records already stored; the writer keeps it current. */
+	GW_SERIES_TILES_MIGRATION,
 };
 
 _Static_assert(GW_ARRAY_SIZE(migrations) == GW_STORE_SCHEMA_VERSION,
@@ -636,6 +642,15 @@ static int write_item(struct gw_store *s, const struct item *it, double now,
 	const struct core_stmt *c = core_of(it);
 	if (rc != SQLITE_OK || !c)
 		return rc;
+	if (it->stmt == S_RECORD && r) {
+		/* v: run, seg, step, line, ts, recv, loss, grad_norm, lr, throughput, nonfinite */
+		double v[GW_NROLES];
+		for (int k = 0; k < GW_NROLES; k++)
+			v[k] = it->v[6 + k].type == GW_SV_REAL ? it->v[6 + k].u.d : NAN;
+		if (gw__tiles_add(s->tiles, r->id, it->v[1].u.i, it->v[2].u.i, v,
+		                  (unsigned)it->v[10].u.i) < 0)
+			return SQLITE_NOMEM;
+	}
 	counts[c->counter]++;
 	if (r && c->pos_seg >= 0) {
 		/* the run's position moves with its records, events, segments */
@@ -696,12 +711,14 @@ static int write_batch(struct gw_store *s, uint64_t counts[C_N], char *why, size
 			goto fail;
 		r->dirty = false;
 	}
-	if ((rc = step_done(s->tx[T_COMMIT])) != SQLITE_OK)
+	if ((rc = gw__tiles_flush(s->tiles, s->db)) != SQLITE_OK ||
+	    (rc = step_done(s->tx[T_COMMIT])) != SQLITE_OK)
 		goto fail;
 	return SQLITE_OK;
 fail:
 	failure(s, rc, why, whylen);
 	step_done(s->tx[T_ROLLBACK]);
+	gw__tiles_clear(s->tiles);
 	/* the cache may hold ids of rows the rollback removed */
 	for (size_t i = 0; i < s->runs_cap; i++)
 		free(s->runs[i].name);
@@ -1015,7 +1032,7 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	}
 	if ((rc = migrate(s, o->path, err, errlen)) < 0 || (rc = prepare_all(s, err, errlen)) < 0)
 		goto fail;
-	if (runs_grow(s) < 0) {
+	if (runs_grow(s) < 0 || !(s->tiles = gw__tiles_new())) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -1068,6 +1085,7 @@ int gw_store_close(struct gw_store *s)
 	free(s->st);
 	for (int k = 0; k < T_COUNT; k++)
 		sqlite3_finalize(s->tx[k]);
+	gw__tiles_free(s->tiles);
 	if (s->db) {
 		/* fold the WAL back so the file is complete on its own */
 		sqlite3_exec(s->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);

@@ -40,7 +40,7 @@
 
 #include "wire.h"
 
-#define GW_STORE_SCHEMA_VERSION 2 /* the store's own tables: see migrations[] in store.c */
+#define GW_STORE_SCHEMA_VERSION 3 /* the store's own tables: see migrations[] in store.c */
 
 /* ---- typed values -------------------------------------------------------------- */
 
@@ -195,6 +195,9 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
 /* Alerts, newest first, of one run or all runs (run NULL), at most limit. */
 int gw_store_read_alerts(const char *path, const char *run, size_t limit,
                          json_t **out, char *err, size_t errlen);
+
+/* One alert by id (the columns of gw_store_read_alerts); -ENOENT if none. */
+int gw_store_read_alert(const char *path, const char *id, json_t **out, char *err, size_t errlen);
 
 /* Every run's last segment, step and ts, to seed the engine after a daemon
  * restart: fn is called once per run. */

@@ -9,6 +9,7 @@ arrive after the restart, with the same delivery ids).
 
 import hashlib
 import hmac
+import socket
 import json
 import os
 import shutil
@@ -73,6 +74,14 @@ def check_slack_payload(p):
             assert 1 <= len(b["elements"]) <= 10, where
             for e in b["elements"]:
                 check_text_obj(e, 3000, where + ".elements")
+        elif t == "actions":
+            assert set(b) <= {"type", "elements", "block_id"}, where
+            assert 1 <= len(b["elements"]) <= 25, where
+            for e in b["elements"]:
+                assert e["type"] == "button", where
+                check_text_obj(e["text"], 75, where + ".button", plain_only=True)
+                assert e["url"].startswith(("http://", "https://")) and len(e["url"]) <= 3000, where
+                assert 1 <= len(e["action_id"]) <= 255, where
         elif t == "divider":
             pass
         else:
@@ -126,6 +135,17 @@ class DeliveryTest(unittest.TestCase):
         o, z = reqs[0]["json"], reqs[1]["json"]
         self.assertEqual([o["event"], z["event"]], ["open", "resolve"])
         a = o["alert"]
+        # links: without public_url, the daemon's own (loopback) address
+        base = "http://127.0.0.1:%d" % d.http
+        self.assertEqual(o["url"], base + "/alerts/" + a["id"])
+        self.assertEqual(o["run_url"], base + "/runs/run-a")
+        self.assertEqual(z["url"], o["url"])
+        self.assertEqual(o["host"], socket.gethostname())
+        # ... which serves the alert, and the page that shows it
+        self.assertEqual(d.get("/v1/alerts/" + a["id"])[1]["detector"], "nonfinite")
+        status, page = d.get("/alerts/" + a["id"])
+        self.assertEqual(status, 200)
+        self.assertIn("/static/app.js", page)
         self.assertEqual(o["delivery_id"], a["id"] + "-v1")
         self.assertEqual(z["delivery_id"], a["id"] + "-v2")
         self.assertEqual(z["alert"]["id"], a["id"])          # stable across events
@@ -144,7 +164,8 @@ class DeliveryTest(unittest.TestCase):
         self.assertNotIn(SECRET, d.logtext())
 
     def test_slack_payload_shape(self):
-        d = self.daemon([dict(type="slack", name="team", url=self.rcv.url + "/services/T0/B0/SECRETTOKEN")])
+        d = self.daemon([dict(type="slack", name="team", url=self.rcv.url + "/services/T0/B0/SECRETTOKEN")],
+                        extra_config={"public_url": "https://node17.example:7471/"})
         d.send(*nan_incident("prod-<7>&x"))
         d.send(*finite_lines("prod-<7>&x", 10, 60))
         reqs = self.rcv.wait(2)
@@ -163,6 +184,16 @@ class DeliveryTest(unittest.TestCase):
         self.assertIn("*Likely cause*", alltext)
         self.assertIn("*What to check*", alltext)
         self.assertIn("Resolved", reqs[1]["json"]["blocks"][0]["text"]["text"])
+        # a "View run" button to the alert's page under public_url (its
+        # trailing slash dropped), the run name percent-encoded; the host
+        # name in the context line
+        [act] = [b for b in p["blocks"] if b["type"] == "actions"]
+        [btn] = act["elements"]
+        self.assertEqual(btn["text"]["text"], "View run")
+        alert_id = d.get("/v1/runs/prod-%3C7%3E%26x/alerts")[1]["alerts"][0]["id"]
+        self.assertEqual(btn["url"], "https://node17.example:7471/alerts/" + alert_id)
+        ctx = [b for b in p["blocks"] if b["type"] == "context"][0]["elements"][0]["text"]
+        self.assertIn("host " + socket.gethostname(), ctx)
         d.stop()
         self.assertNotIn("SECRETTOKEN", d.logtext())
 
@@ -175,8 +206,10 @@ class DeliveryTest(unittest.TestCase):
         self.assertEqual(al["labels"]["alertname"], "GradwatchNonfinite")
         self.assertEqual(al["labels"]["run"], "run-am")
         self.assertEqual(al["labels"]["severity"], "critical")
-        self.assertEqual(set(al["annotations"]), {"summary", "description", "cause"})
-        self.assertTrue(al["generatorURL"].endswith("/v1/runs/run-am/alerts"))
+        self.assertEqual(set(al["annotations"]), {"summary", "description", "cause", "runbook_url"})
+        page = "http://127.0.0.1:%d/alerts/%s" % (d.http, al["labels"]["alert_id"])
+        self.assertEqual(al["generatorURL"], page)
+        self.assertEqual(al["annotations"]["runbook_url"], page)
         # resend convention: re-posted while open, endsAt 4 intervals ahead
         reqs = self.rcv.wait(3, timeout=6)
         self.assertEqual(reqs[1]["headers"]["x-gradwatch-event"], "repeat")

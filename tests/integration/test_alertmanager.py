@@ -100,7 +100,10 @@ receivers:
         self.assertIn("cause", a["annotations"])
         self.assertIn("description", a["annotations"])
         self.assertEqual(a["status"]["state"], "active")
-        self.assertTrue(a["generatorURL"].endswith("/v1/runs/train-42/alerts"))
+        # the alert's page in gradwatchd, also as the runbook link
+        page = "http://127.0.0.1:%d/alerts/%s" % (self.d.http, a["labels"]["alert_id"])
+        self.assertEqual(a["generatorURL"], page)
+        self.assertEqual(a["annotations"]["runbook_url"], page)
         # Alertmanager's own notification says it fires
         fired = self.notify.wait(1, pred=lambda r: r["json"]["status"] == "firing")[0]["json"]
         self.assertEqual(fired["alerts"][0]["labels"]["run"], "train-42")

@@ -238,7 +238,23 @@ START_TEST(slack_shape)
 	const char *why = json_string_value(json_object_get(json_object_get(json_array_get(blocks, 4), "text"), "text"));
 	ck_assert_ptr_nonnull(strstr(why, "*Likely cause*"));
 	ck_assert_ptr_nonnull(strstr(why, "*What to check*"));
+	/* no address to link to: no button */
+	for (size_t k = 0; k < json_array_size(blocks); k++)
+		ck_assert_str_ne(json_string_value(json_object_get(json_array_get(blocks, k), "type")), "actions");
 	json_decref(j);
+	/* with one: a "View run" button to the alert's page */
+	m.api_base = "https://node17:7471";
+	j = format(&gw_sink_slack, &m);
+	blocks = json_object_get(j, "blocks");
+	json_t *btn = NULL;
+	for (size_t k = 0; k < json_array_size(blocks); k++)
+		if (!strcmp(json_string_value(json_object_get(json_array_get(blocks, k), "type")), "actions"))
+			btn = json_array_get(json_object_get(json_array_get(blocks, k), "elements"), 0);
+	ck_assert_ptr_nonnull(btn);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(btn, "text"), "text")), "View run");
+	ck_assert_str_eq(json_string_value(json_object_get(btn, "url")), "https://node17:7471/alerts/gw-00112233445566aa");
+	json_decref(j);
+	m.api_base = NULL;
 	/* a resolve says so */
 	m.event = "resolve";
 	j = format(&gw_sink_slack, &m);
@@ -315,8 +331,11 @@ START_TEST(alertmanager_shape)
 	ck_assert_ptr_nonnull(json_object_get(an, "cause"));
 	ck_assert_str_eq(json_string_value(json_object_get(o, "startsAt")), "2023-11-14T22:13:20.250Z");
 	ck_assert_str_eq(json_string_value(json_object_get(o, "endsAt")), "2023-11-14T22:17:30.000Z");
+	/* the alert's page in gradwatchd, also as the runbook link */
 	ck_assert_str_eq(json_string_value(json_object_get(o, "generatorURL")),
-	                 "http://127.0.0.1:7471/v1/runs/prod%3C7%3E%26co/alerts");
+	                 "http://127.0.0.1:7471/alerts/gw-00112233445566aa");
+	ck_assert_str_eq(json_string_value(json_object_get(an, "runbook_url")),
+	                 "http://127.0.0.1:7471/alerts/gw-00112233445566aa");
 	json_decref(j);
 	/* resolve: endsAt is now; a previous label set is ended alongside */
 	json_t *prev = sample_alert("open");

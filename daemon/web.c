@@ -1,0 +1,156 @@
+/*
+ * web: the pages gradwatchd serves (docs/web.md) and the JSON they read.
+ *
+ * Pages: /, /runs/{run} and /alerts/{id} all answer with the same small
+ * page shell (web/src/index.html); its script (app.js, with uPlot) reads
+ * the path and draws the runs list or a run's charts from the JSON API.
+ * The shell, the script and the style sheets are compiled into the binary
+ * (web/embed.py) and served from memory on the loop thread, under
+ * /static/{file}, each with a Content-Security-Policy that allows scripts,
+ * styles and requests from this origin only, and nosniff.
+ *
+ * JSON: GET /v1/runs/{run}/records (storage/series.c: columnar, min/max
+ * downsampled) and GET /v1/alerts/{id} run on the thread pool like the
+ * other database reads, after everything ingested before the request is
+ * committed.  Parameters are checked here and a bad one is a 400 naming
+ * it.  Same listener, same loopback default and the same access rules as
+ * the rest of the API: everything here is read-only.  With tokens on
+ * (auth), the shell and its files are open (they hold no data) and every
+ * JSON read takes a read token, which the page sends as a bearer token
+ * (asked for once per browser tab, or given as #token=... in the link).
+ */
+#include "web.h"
+
+#include "daemon.h"
+#include "http.h"
+#include "series.h"
+#include "store.h"
+#include "util.h"
+#include "web_assets.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE_HEADERS \
+	"Content-Security-Policy: default-src 'none'; script-src 'self'; style-src 'self';" \
+	" img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none';" \
+	" frame-ancestors 'none'\r\n" \
+	"X-Frame-Options: DENY\r\n" \
+	"Referrer-Policy: no-referrer\r\n"
+
+static void h_page(struct gw_http_conn *c, const struct gw_http_req *r)
+{
+	const struct gw_web_asset *a = gw_web_asset_find("index.html", 10);
+	gw_http_respond_page(c, 200, a->ctype, PAGE_HEADERS, (const char *)a->data, a->len);
+}
+
+static void h_static(struct gw_http_conn *c, const struct gw_http_req *r)
+{
+	const struct gw_web_asset *a = r->arg ? gw_web_asset_find(r->arg, strlen(r->arg)) : NULL;
+	if (!a) {
+		gw_http_respond_error(c, 404, "no such file under /static/");
+		return;
+	}
+	gw_http_respond_page(c, 200, a->ctype, PAGE_HEADERS, (const char *)a->data, a->len);
+}
+
+/* An integer query parameter: 1 set, 0 absent, -1 bad (message in err). */
+static int int_param(const char *qs, size_t qlen, const char *name, long long min, long long max,
+                     long long *out, char *err, size_t errlen)
+{
+	char v[64];
+	int r = gw_http_query_param(qs, qlen, name, v, sizeof(v));
+	if (r == 0)
+		return 0;
+	char *end = NULL;
+	errno = 0;
+	long long x = r > 0 ? strtoll(v, &end, 10) : 0;
+	if (r < 0 || !v[0] || *end || errno || x < min || x > max) {
+		gw_errf(err, errlen, -EINVAL, "bad query parameter %s=%s: expected an integer from %lld to %lld",
+		        name, r < 0 ? "(undecodable)" : v, min, max);
+		return -1;
+	}
+	*out = x;
+	return 1;
+}
+
+static int q_records(const struct gw_http_req *req, json_t **out)
+{
+	char err[256];
+	const char *qs = req->query;
+	size_t qlen = req->query_len;
+	struct gw_series_query q = {.run = req->arg, .max_points = GW_SERIES_DEFAULT_POINTS};
+	long long v;
+	int r;
+	const long long big = GW_WIRE_STEP_MAX;
+	if ((r = int_param(qs, qlen, "from", -big, big, &v, err, sizeof(err))) < 0)
+		goto bad;
+	q.has_from = r, q.from = r ? v : 0;
+	if ((r = int_param(qs, qlen, "to", -big, big, &v, err, sizeof(err))) < 0)
+		goto bad;
+	q.has_to = r, q.to = r ? v : 0;
+	if ((r = int_param(qs, qlen, "max_points", 0, GW_SERIES_MAX_POINTS, &v, err, sizeof(err))) < 0)
+		goto bad;
+	if (r)
+		q.max_points = (size_t)v;
+	if ((r = int_param(qs, qlen, "limit", 1, GW_SERIES_MAX_ROWS, &v, err, sizeof(err))) < 0)
+		goto bad;
+	q.limit = r ? (size_t)v : 0;
+	if ((r = int_param(qs, qlen, "segment", 0, big, &v, err, sizeof(err))) < 0)
+		goto bad;
+	q.has_segment = r, q.segment = r ? v : 0;
+	if ((r = int_param(qs, qlen, "extra", 0, 1, &v, err, sizeof(err))) < 0)
+		goto bad;
+	q.extra = r && v;
+	char cur[64];
+	r = gw_http_query_param(qs, qlen, "cursor", cur, sizeof(cur));
+	if (r != 0) {
+		long long cs, ct;
+		char tail;
+		if (r < 0 || sscanf(cur, "%lld:%lld%c", &cs, &ct, &tail) != 2) {
+			gw_errf(err, sizeof(err), -EINVAL, "bad query parameter cursor: expected SEGMENT:STEP as in a page's \"next\"");
+			goto bad;
+		}
+		q.has_cursor = true;
+		q.cursor_seg = cs;
+		q.cursor_step = ct;
+	}
+	int rc = gw_store_read_series(req->db_path, &q, out, err, sizeof(err));
+	if (rc == 0)
+		return 200;
+	*out = json_pack("{s:s}", "error", err);
+	return rc == -ENOENT ? 404 : rc == -EINVAL || rc == -EOVERFLOW ? 400 : 500;
+bad:
+	*out = json_pack("{s:s}", "error", err);
+	return 400;
+}
+
+static int q_alert(const struct gw_http_req *req, json_t **out)
+{
+	char err[256];
+	int rc = gw_store_read_alert(req->db_path, req->arg, out, err, sizeof(err));
+	if (rc == 0)
+		return 200;
+	*out = json_pack("{s:s}", "error", err);
+	return rc == -ENOENT ? 404 : 500;
+}
+
+int gw_web_start(struct gw_daemon *d, char *err, size_t errlen)
+{
+	static const struct gw_http_route routes[] = {
+		/* the shell and its files hold no data: open, like /healthz;
+		 * everything they read takes a read token when tokens are on */
+		{"GET", "/", false, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN},
+		{"GET", "/runs/", true, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN},
+		{"GET", "/alerts/", true, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN},
+		{"GET", "/static/", true, NULL, h_static, NULL, NULL, NULL, GW_SCOPE_OPEN},
+		{"GET", "/v1/runs/", true, "/records", NULL, q_records, NULL, NULL, GW_SCOPE_READ},
+		{"GET", "/v1/alerts/", true, NULL, NULL, q_alert, NULL, NULL, GW_SCOPE_READ},
+	};
+	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++)
+		if (gw_http_route(d->http, &routes[i]) < 0)
+			return gw_errf(err, errlen, -ENOSPC, "web: the HTTP route table is full");
+	return 0;
+}

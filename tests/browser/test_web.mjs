@@ -1,0 +1,284 @@
+// Browser test of gradwatchd's pages: a real gradwatchd fed the example
+// trace (a resume without the optimizer state), Debian's Chromium headless.
+// What a user would check: the run is listed, its chart draws the right
+// number of points, the optimizer_reset marker sits at its step and a click
+// shows its summary, /alerts/ID opens the run at the alert, the page keeps
+// up while the run streams, nothing leaves loopback, and hostile run names
+// are shown as text and never run as script.  Saves run-page.png (the
+// README's screenshot) in ARTIFACT_DIR.
+import {test, before, after} from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import {fileURLToPath} from 'node:url';
+import {ARTIFACT_DIR, Daemon, browserOrSkip, expectedPoints, launch, lockedPage, ready} from './harness.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const EXAMPLE = path.join(here, '..', '..', 'examples', 'resume-without-optimizer.jsonl');
+const RUN = 'example-gpt-1b';
+const puppeteer = browserOrSkip();
+const trace = fs.readFileSync(EXAMPLE, 'utf8');
+
+let daemon, browser;
+
+before(async () => {
+  daemon = await new Daemon().start();
+  const r = await daemon.ingest(trace);
+  assert.equal(r.rejected, 0);
+  browser = await launch(puppeteer);
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (daemon) await daemon.stop();
+});
+
+test('the runs list shows the run with its open alerts', async () => {
+  const page = await lockedPage(browser);
+  await page.goto(daemon.base + '/');
+  await ready(page);
+  const row = await page.$(`tr[data-run="${RUN}"]`);
+  assert.ok(row, 'the run is listed');
+  const cells = await row.$$eval('td', (tds) => tds.map((t) => t.textContent));
+  assert.equal(cells[0], RUN);
+  assert.equal(cells[3], '1,600');             // last step
+  assert.ok(Number(cells[5]) >= 2, 'open alerts counted: ' + cells[5]);
+  const href = await row.$eval('a', (a) => a.getAttribute('href'));
+  assert.equal(href, '/runs/' + RUN);
+  await Promise.all([page.waitForNavigation(), row.$eval('a', (a) => a.click())]);
+  await ready(page);
+  assert.equal(new URL(page.url()).pathname, '/runs/' + RUN);
+  assert.deepEqual(page.offsite, []);
+  await page.close();
+});
+
+test('the run page: points, the optimizer_reset marker at its step, its summary on click', async () => {
+  const alerts = (await daemon.get(`/v1/runs/${RUN}/alerts`)).alerts;
+  const reset = alerts.find((a) => a.detector === 'optimizer_reset');
+  assert.ok(reset, 'the daemon raised optimizer_reset');
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/${encodeURIComponent(RUN)}`);
+  await ready(page);
+  assert.equal(await page.$eval('#gw-run-name', (e) => e.textContent), RUN);
+
+  // every record is drawn (1,640 lines: 1,600 steps, 40 of them twice)...
+  assert.equal(await page.evaluate(() => window.gwView.points()), 1640);
+  // ... and each chart's main line has one point per step with a finite
+  // value in its latest copy, as computed from the input file alone
+  for (const m of ['loss', 'grad_norm', 'lr', 'throughput']) {
+    const drawn = Number(await page.$eval(`#chart-${m}`, (e) => e.dataset.points));
+    assert.equal(drawn, expectedPoints(trace, m), m);
+  }
+  // the superseded pre-crash copies are a series of their own
+  const labels = await page.$$eval('#chart-loss .u-legend .u-label', (ls) => ls.map((l) => l.textContent));
+  assert.ok(labels.some((l) => /segment 1 \(superseded\)/.test(l)), labels.join('|'));
+
+  // the marker: at the alert's step, in pixels as the chart maps steps
+  const marker = await page.$(`.gw-marker[data-alert-id="${reset.id}"]`);
+  assert.ok(marker, 'a marker for the optimizer_reset alert');
+  assert.equal(await marker.evaluate((e) => e.dataset.step), String(reset.step));
+  assert.equal(reset.step, 1006);
+  const [mx, want] = await page.evaluate((id, step) => {
+    const u = window.gwView.charts[0];
+    const b = document.querySelector(`.gw-marker[data-alert-id="${id}"]`).getBoundingClientRect();
+    return [b.left + b.width / 2, u.over.getBoundingClientRect().left + u.valToPos(step, 'x')];
+  }, reset.id, reset.step);
+  assert.ok(Math.abs(mx - want) < 1.5, `marker at x=${mx}, step ${reset.step} maps to x=${want}`);
+
+  // a click shows its summary, evidence, cause and what to check
+  await marker.click();
+  await page.waitForSelector('#gw-detail-summary');
+  assert.equal(await page.$eval('#gw-detail-summary', (e) => e.textContent), reset.summary);
+  const detail = await page.$eval('.gw-detail', (e) => e.textContent);
+  assert.ok(detail.includes(reset.cause));
+  assert.ok(detail.includes(reset.action));
+  assert.ok(detail.includes('restart_step'), 'evidence is listed');
+
+  fs.mkdirSync(ARTIFACT_DIR, {recursive: true});
+  await page.screenshot({path: path.join(ARTIFACT_DIR, 'run-page.png'), fullPage: true});
+  assert.deepEqual(page.offsite, [], 'no request left loopback');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('/alerts/ID opens the run zoomed on the alert', async () => {
+  const alerts = (await daemon.get(`/v1/runs/${RUN}/alerts`)).alerts;
+  const a = alerts.find((x) => x.detector === 'nonfinite') || alerts[0];
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/alerts/${encodeURIComponent(a.id)}`);
+  await ready(page);
+  await page.waitForSelector(`.gw-detail[data-alert-id="${a.id}"]`);
+  assert.equal(await page.$eval('#gw-detail-summary', (e) => e.textContent), a.summary);
+  const [min, max] = await page.evaluate(() => {
+    const s = window.gwView.charts[0].scales.x;
+    return [s.min, s.max];
+  });
+  assert.ok(min <= a.step && a.step <= max, `x range ${min}..${max} holds step ${a.step}`);
+  assert.ok(max - min < 400, `zoomed in (${min}..${max})`);
+  // an unknown alert is an error on the page, not a crash
+  await page.goto(`${daemon.base}/alerts/gw-nope`);
+  await page.waitForFunction(() => document.body.dataset.ready === 'error');
+  assert.match(await page.$eval('.gw-error', (e) => e.textContent), /no alert with id "gw-nope"/);
+  assert.deepEqual(page.offsite, []);
+  await page.close();
+});
+
+test('the run page keeps up while the run streams', async () => {
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/${RUN}`);
+  await ready(page);
+  const before = await page.evaluate(() => window.gwView.points());
+  let more = '';
+  for (let s = 1601; s <= 1620; s++)
+    more += JSON.stringify({run: RUN, step: s, loss: 1.9, grad_norm: 0.3, lr: 3e-4, throughput: 18000}) + '\n';
+  await daemon.ingest(more);
+  await page.waitForFunction((n) => window.gwView.points() === n, {timeout: 15000}, before + 20);
+  assert.equal(await page.$eval('#chart-loss', (e) => e.dataset.points),
+    String(expectedPoints(trace + more, 'loss')));
+  await page.close();
+});
+
+test('zoom, log scale and an overlaid run', async () => {
+  let other = '';
+  for (let s = 1; s <= 1200; s += 3)
+    other += JSON.stringify({run: 'other-run', step: s, loss: 2.5 - s / 1000, grad_norm: 0.8, lr: 1e-4}) + '\n';
+  await daemon.ingest(other);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/${RUN}`);
+  await ready(page);
+  // drag across the loss chart from step ~900 to ~1100: every chart follows
+  const box = await page.evaluate(() => {
+    const u = window.gwView.charts[0], r = u.over.getBoundingClientRect();
+    return {x0: r.left + u.valToPos(900, 'x'), x1: r.left + u.valToPos(1100, 'x'), y: r.top + r.height / 2};
+  });
+  await page.mouse.move(box.x0, box.y);
+  await page.mouse.down();
+  await page.mouse.move(box.x1, box.y, {steps: 8});
+  await page.mouse.up();
+  await page.waitForFunction(() => window.gwView.zoom !== null);
+  const scales = await page.evaluate(() => window.gwView.charts.map((u) => [u.scales.x.min, u.scales.x.max]));
+  for (const [lo, hi] of scales) {
+    assert.ok(Math.abs(lo - 900) < 5 && Math.abs(hi - 1100) < 5, `zoomed to ${lo}..${hi}`);
+    assert.deepEqual([lo, hi], scales[0]);
+  }
+  // the optimizer_reset marker is still at its step after the zoom
+  const [mx, want] = await page.evaluate(() => {
+    const u = window.gwView.charts[0];
+    const m = document.querySelector('.gw-marker[data-detector="optimizer_reset"]');
+    const b = m.getBoundingClientRect();
+    return [b.left + b.width / 2, u.over.getBoundingClientRect().left + u.valToPos(Number(m.dataset.step), 'x')];
+  });
+  assert.ok(Math.abs(mx - want) < 1.5);
+  await page.click('#gw-reset');
+  await page.waitForFunction(() => window.gwView.zoom === null && window.gwView.charts[0].scales.x.max >= 1600);
+  // log scale: loss, grad norm and LR on a log axis
+  await page.click('#gw-log');
+  await page.waitForFunction(() => window.gwView.charts.length && window.gwView.charts[0].scales.y.distr === 3);
+  assert.match(await page.$eval('#chart-loss h3', (e) => e.textContent), /\(log\)/);
+  assert.equal(await page.evaluate(() => window.gwView.charts[3].scales.y.distr), 1, 'throughput stays linear');
+  await page.click('#gw-log');
+  // overlay another run: its line joins every chart
+  await page.click('details.gw-overlay summary');
+  await page.click('input[data-run="other-run"]');
+  await page.waitForFunction(() => [...document.querySelectorAll('#chart-loss .u-legend .u-label')]
+    .some((l) => l.textContent === 'other-run'));
+  const drawn = await page.evaluate(() => {
+    const u = window.gwView.charts[0], i = u.series.findIndex((s) => s.label === 'other-run');
+    return u.data[i].filter((v) => v !== null).length;
+  });
+  assert.equal(drawn, 400);
+  assert.deepEqual(page.offsite, []);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('the page headers: CSP, nosniff', async () => {
+  for (const p of ['/', `/runs/${RUN}`, '/static/app.js']) {
+    const r = await fetch(daemon.base + p);
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-security-policy'), /default-src 'none'; script-src 'self'/);
+    assert.equal(r.headers.get('x-content-type-options'), 'nosniff');
+  }
+  const bad = await fetch(daemon.base + `/v1/runs/${RUN}/records?max_points=lots`);
+  assert.equal(bad.status, 400);
+  assert.match((await bad.json()).error, /max_points=lots/);
+});
+
+test('hostile run names are text, never script', async () => {
+  const names = [
+    '<img src=x onerror="window.__pwned=1;alert(1)">',
+    '"\'><script>window.__pwned=2</script>',
+    '</script><script>window.__pwned=3;alert(3)</script>',
+    'javascript:alert(4)',
+    'ünïcødé \u2028 \u2029 🚀 &amp; &lt;b&gt;',
+  ];
+  let body = '';
+  for (const run of names)
+    for (let s = 1; s <= 30; s++)
+      body += JSON.stringify({run, step: s, loss: s === 25 ? NaN : 2 - s / 100, grad_norm: 1}).replace('null', 'NaN') + '\n';
+  const r = await daemon.ingest(body);
+  assert.equal(r.rejected, 0, JSON.stringify(r.errors));
+  const page = await lockedPage(browser);
+  await page.goto(daemon.base + '/');
+  await ready(page);
+  const listed = await page.$$eval('tr[data-run] td.gw-name', (tds) => tds.map((t) => t.textContent));
+  for (const n of names) assert.ok(listed.includes(n), 'listed as text: ' + n);
+  for (const n of names) {
+    const link = await page.$$eval('tr[data-run] a', (as, n) => as.find((a) => a.textContent === n).getAttribute('href'), n);
+    assert.equal(link, '/runs/' + encodeURIComponent(n));
+    const p = await lockedPage(browser);
+    await p.goto(daemon.base + link);
+    await ready(p);
+    assert.equal(await p.$eval('#gw-run-name', (e) => e.textContent), n);
+    assert.equal(await p.evaluate(() => window.gwView.points()), 30);
+    assert.equal(await p.evaluate(() => document.title), n + ' · gradwatch');
+    assert.equal(await p.evaluate(() => window.__pwned), undefined);
+    assert.equal(await p.$$eval('img', (i) => i.length), 0, 'no <img> was created');
+    assert.deepEqual(p.dialogs, []);
+    assert.deepEqual(p.offsite, []);
+    await p.close();
+  }
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.deepEqual(page.dialogs, []);
+  await page.close();
+});
+
+test('with tokens, the page asks for a read token and then shows the run', async () => {
+  const READ = 'read-token-for-the-browser-0123';
+  const INGEST = 'ingest-token-for-the-test-0123';
+  const d = await new Daemon([], {
+    config: {auth: {read_tokens_file: 'read.tokens', ingest_tokens_file: 'ingest.tokens'}},
+    files: {'read.tokens': READ + '\n', 'ingest.tokens': INGEST + '\n'},
+    token: INGEST,
+  }).start();
+  try {
+    await d.ingest(trace);
+    // the data needs a token; the page shell does not
+    assert.equal((await fetch(`${d.base}/v1/runs/${RUN}/records`)).status, 401);
+    assert.equal((await fetch(`${d.base}/runs/${RUN}`)).status, 200);
+    const page = await lockedPage(browser);
+    await page.goto(`${d.base}/runs/${RUN}`);
+    await page.waitForFunction(() => document.body.dataset.ready === 'token');
+    await page.type('#gw-token', 'not-the-token-0123456789');
+    await page.click('#gw-token-form button');
+    await page.waitForFunction(() => document.body.dataset.ready === 'token' &&
+      /not accepted/.test(document.getElementById('gw-token-form').textContent));
+    await page.$eval('#gw-token', (e) => { e.value = ''; });
+    await page.type('#gw-token', READ);
+    await page.click('#gw-token-form button');
+    await ready(page);
+    assert.equal(await page.evaluate(() => window.gwView.points()), 1640);
+    // a link may carry it in the fragment, which never reaches the server
+    // and is removed from the address bar
+    const p2 = await lockedPage(browser);
+    await p2.goto(`${d.base}/#token=${READ}`);
+    await ready(p2);
+    assert.ok(await p2.$(`tr[data-run="${RUN}"]`));
+    assert.equal(new URL(p2.url()).hash, '');
+    assert.deepEqual([...page.offsite, ...p2.offsite], []);
+    await page.close();
+    await p2.close();
+  } finally {
+    await d.stop();
+  }
+});

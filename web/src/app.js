@@ -1,0 +1,697 @@
+/*
+ * gradwatch's pages: the runs list and a run's charts, drawn with uPlot.
+ *
+ * One script, two sources of data.  Served by gradwatchd (live) it reads
+ * the JSON API: /v1/runs, /v1/runs/NAME, /v1/runs/NAME/alerts,
+ * /v1/runs/NAME/records (columnar, downsampled on the server) and
+ * /v1/alerts/ID, routes on the path (/, /runs/NAME, /alerts/ID), polls
+ * while a run streams and asks the server for more detail when you zoom.
+ * Inlined into the file `gradwatch report` writes, it reads the same
+ * shapes from the <script type="application/json" id="gw-data"> element
+ * and routes on the fragment (#run=NAME).
+ *
+ * Safety: nothing from the data is ever parsed as HTML.  Every string goes
+ * into the DOM through textContent or an attribute set by setAttribute,
+ * run names in URLs through encodeURIComponent; the pages are served with
+ * a Content-Security-Policy that allows only this script (docs/web.md).
+ *
+ * For tests and the benchmark: window.gwView is the page's state (charts,
+ * point counts), document.body.dataset.ready is "1" once the charts are
+ * drawn, and the mark "gw-chart-drawn" is set at the first draw.
+ */
+(function () {
+  'use strict';
+
+  var METRICS = [
+    {key: 'loss', label: 'Loss', bit: 1, log: true, color: '#1f77b4'},
+    {key: 'grad_norm', label: 'Grad norm', bit: 2, log: true, color: '#d62728'},
+    {key: 'lr', label: 'Learning rate', bit: 4, log: true, color: '#2ca02c'},
+    {key: 'throughput', label: 'Throughput', bit: 8, log: false, color: '#9467bd'}
+  ];
+  var OVERLAY_COLORS = ['#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
+  var SEV_COLOR = {info: '#1565c0', warning: '#c77700', critical: '#c62828'};
+  var POLL_MS = 3000;
+
+  /* ---- DOM helpers: text only, never HTML ---------------------------------------- */
+
+  function el(tag, props) {
+    var e = document.createElement(tag);
+    if (props) {
+      Object.keys(props).forEach(function (k) {
+        var v = props[k];
+        if (v === undefined || v === null) return;
+        if (k === 'class') e.className = v;
+        else if (k === 'text') e.textContent = String(v);
+        else if (k === 'on') Object.keys(v).forEach(function (ev) { e.addEventListener(ev, v[ev]); });
+        else e.setAttribute(k, String(v));
+      });
+    }
+    for (var i = 2; i < arguments.length; i++) add(e, arguments[i]);
+    return e;
+  }
+
+  function add(parent, kid) {
+    if (kid === null || kid === undefined || kid === false) return;
+    if (Array.isArray(kid)) { kid.forEach(function (k) { add(parent, k); }); return; }
+    parent.appendChild(typeof kid === 'object' ? kid : document.createTextNode(String(kid)));
+  }
+
+  function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); }
+
+  function fmtNum(v) {
+    if (v === null || v === undefined) return '—';
+    if (typeof v !== 'number') return String(v);
+    if (Number.isInteger(v)) return v.toLocaleString('en-US');
+    var a = Math.abs(v);
+    return a !== 0 && (a < 1e-3 || a >= 1e6) ? v.toExponential(3) : String(+v.toPrecision(5));
+  }
+
+  function fmtAgo(secs) {
+    if (secs === null || secs === undefined) return '—';
+    var d = Date.now() / 1000 - secs;
+    if (d < 0) d = 0;
+    if (d < 90) return Math.round(d) + ' s ago';
+    if (d < 5400) return Math.round(d / 60) + ' min ago';
+    if (d < 172800) return Math.round(d / 3600) + ' h ago';
+    return Math.round(d / 86400) + ' days ago';
+  }
+
+  function fmtTick(v) {
+    if (v === null || v === undefined) return '';
+    var a = Math.abs(v);
+    if (a === 0) return '0';
+    if (a < 1e-3 || a >= 1e6) return v.toExponential(1);
+    return String(+v.toPrecision(4));
+  }
+
+  function badge(text, cls) { return el('span', {class: 'gw-badge ' + (cls || ''), text: text}); }
+
+  /* ---- data sources ----------------------------------------------------------------- */
+
+  /* A daemon with tokens (auth) wants a read token on every JSON read:
+   * kept for this tab in sessionStorage, taken from #token=... once (and
+   * removed from the address bar), or asked for when a read says 401. */
+  var TOKEN_KEY = 'gradwatch-read-token';
+
+  function readToken() {
+    try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
+  }
+
+  function saveToken(t) {
+    try { if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY); } catch (e) { /* private mode */ }
+  }
+
+  function takeTokenFromHash() {
+    var h = new URLSearchParams(location.hash.slice(1)), t = h.get('token');
+    if (t === null) return;
+    saveToken(t);
+    h.delete('token');
+    var rest = h.toString();
+    history.replaceState(null, '', location.pathname + location.search + (rest ? '#' + rest : ''));
+  }
+
+  function liveSource() {
+    var enc = encodeURIComponent;
+    function get(path) {
+      var headers = {Accept: 'application/json'}, t = readToken();
+      if (t) headers.Authorization = 'Bearer ' + t;
+      return fetch(path, {headers: headers, cache: 'no-store'}).then(function (r) {
+        return r.json().catch(function () { return null; }).then(function (j) {
+          if (!r.ok) {
+            var e = new Error((j && j.error) || (r.status + ' ' + r.statusText));
+            e.auth = r.status === 401;
+            throw e;
+          }
+          return j;
+        });
+      });
+    }
+    return {
+      live: true,
+      runs: function () { return get('/v1/runs').then(function (j) { return j.runs; }); },
+      run: function (n) { return get('/v1/runs/' + enc(n)); },
+      alerts: function (n) { return get('/v1/runs/' + enc(n) + '/alerts').then(function (j) { return j.alerts; }); },
+      records: function (n, q) {
+        var p = new URLSearchParams();
+        Object.keys(q).forEach(function (k) { if (q[k] !== undefined && q[k] !== null) p.set(k, String(q[k])); });
+        return get('/v1/runs/' + enc(n) + '/records?' + p.toString());
+      },
+      alert: function (id) { return get('/v1/alerts/' + enc(id)); },
+      runHref: function (n) { return '/runs/' + enc(n); },
+      alertHref: function (id) { return '/alerts/' + enc(id); }
+    };
+  }
+
+  function reportSource(data) {
+    var byName = new Map();
+    (data.runs || []).forEach(function (r) { byName.set(r.run, r); });
+    function one(n) {
+      var r = byName.get(n);
+      return r ? Promise.resolve(r) : Promise.reject(new Error('no run named ' + JSON.stringify(n) + ' in this report'));
+    }
+    return {
+      live: false,
+      data: data,
+      runs: function () { return Promise.resolve((data.runs || []).map(function (r) { return r.info; })); },
+      run: function (n) { return one(n).then(function (r) { return r.info; }); },
+      alerts: function (n) { return one(n).then(function (r) { return r.alerts || []; }); },
+      records: function (n) {
+        return one(n).then(function (r) { return Object.assign({info: r.info}, r.records); });
+      },
+      alert: function (id) {
+        for (var i = 0; i < (data.runs || []).length; i++) {
+          var a = (data.runs[i].alerts || []).find(function (x) { return x.id === id; });
+          if (a) return Promise.resolve(a);
+        }
+        return Promise.reject(new Error('no alert ' + id + ' in this report'));
+      },
+      runHref: function (n) { return '#run=' + encodeURIComponent(n); },
+      alertHref: function (id) { return '#alert=' + encodeURIComponent(id); }
+    };
+  }
+
+  /* ---- page frame ----------------------------------------------------------------------- */
+
+  var src, root, view = null, timers = [];
+
+  function stopTimers() { timers.forEach(clearInterval); timers = []; }
+
+  function frame(title, body) {
+    document.title = title ? title + ' · gradwatch' : 'gradwatch';
+    clear(root);
+    var home = src.live ? '/' : '#';
+    add(root, [
+      el('header', {class: 'gw-top'},
+        el('a', {class: 'gw-brand', href: home, text: 'gradwatch'}),
+        el('span', {class: 'gw-muted', text: src.live ? 'live' : 'report' + (src.data.generated ? ' · ' + src.data.generated : '')})),
+      el('main', null, body)
+    ]);
+  }
+
+  function showError(err) {
+    if (err && err.auth) return askToken(err);
+    frame('error', el('p', {class: 'gw-error', text: String(err && err.message ? err.message : err)}));
+    document.body.dataset.ready = 'error';
+  }
+
+  function askToken(err) {
+    stopTimers();
+    var input = el('input', {type: 'password', id: 'gw-token', autocomplete: 'off', size: 40});
+    var form = el('form', {id: 'gw-token-form'},
+      el('p', null, readToken() ? 'That token was not accepted (' + err.message + ').' :
+        'This gradwatchd needs a read token.'),
+      el('label', null, 'Read token ', input), ' ', el('button', {type: 'submit', text: 'Open'}),
+      el('p', {class: 'gw-muted', text: 'Kept for this browser tab only. A link may carry it as #token=…'}));
+    form.addEventListener('submit', function (e) {
+      e.preventDefault();
+      saveToken(input.value.trim());
+      route();
+    });
+    frame('token', form);
+    document.body.dataset.ready = 'token';
+    input.focus();
+  }
+
+  /* ---- runs list ------------------------------------------------------------------------- */
+
+  function runsPage() {
+    var tbody = el('tbody');
+    var table = el('table', {class: 'gw-runs'},
+      el('thead', null, el('tr', null, ['Run', 'State', 'Segment', 'Last step', 'Last record', 'Open alerts'].map(function (h) {
+        return el('th', {text: h});
+      }))), tbody);
+    frame('runs', [el('h1', {text: 'Runs'}), table]);
+    function fill(runs) {
+      clear(tbody);
+      if (!runs.length) tbody.appendChild(el('tr', null, el('td', {colspan: 6, class: 'gw-muted', text: 'No runs yet.'})));
+      runs.forEach(function (r) {
+        var live = src.live && r.last_seen && Date.now() / 1000 - r.last_seen < 120;
+        tbody.appendChild(el('tr', {'data-run': r.run},
+          el('td', {class: 'gw-name'}, el('a', {href: src.runHref(r.run), text: r.run})),
+          el('td', null, live ? badge('streaming', 'state-live') : el('span', {class: 'gw-muted', text: 'idle'})),
+          el('td', {text: fmtNum(r.segment)}),
+          el('td', {text: fmtNum(r.last_step)}),
+          el('td', {text: src.live ? fmtAgo(r.last_seen) : fmtNum(r.records) + ' records'}),
+          el('td', null, r.open_alerts ? badge(String(r.open_alerts), 'sev-warning') : el('span', {class: 'gw-muted', text: '0'}))));
+      });
+      document.body.dataset.ready = '1';
+    }
+    src.runs().then(fill, showError);
+    if (src.live) timers.push(setInterval(function () { src.runs().then(fill, function () {}); }, 5000));
+  }
+
+  /* ---- chart data ------------------------------------------------------------------------ */
+
+  /* The x values (steps) of the main run and the overlays, and per metric
+   * the aligned series: current copy, superseded copies by segment,
+   * overlays' current copies. */
+  function buildData(v) {
+    var steps = new Set();
+    var all = [v.data].concat(v.overlays.map(function (o) { return o.data; }));
+    all.forEach(function (d) { if (d) d.step.forEach(function (s) { steps.add(s); }); });
+    var x = Array.from(steps).sort(function (a, b) { return a - b; });
+    var idx = new Map();
+    x.forEach(function (s, i) { idx.set(s, i); });
+    var supSegs = [];
+    var d = v.data;
+    for (var i = 0; i < d.step.length; i++)
+      if (d.superseded[i] && supSegs.indexOf(d.segment[i]) < 0) supSegs.push(d.segment[i]);
+    supSegs.sort(function (a, b) { return a - b; });
+    var out = {x: x, metrics: {}};
+    METRICS.forEach(function (m) {
+      function fresh() { return new Array(x.length).fill(null); }
+      function val(y) { return y === null || (v.logScale && m.log && !(y > 0)) ? null : y; }
+      var cur = fresh(), sup = supSegs.map(fresh), nonfinite = [];
+      for (var i = 0; i < d.step.length; i++) {
+        var j = idx.get(d.step[i]), y = val(d[m.key][i]);
+        if (d.nonfinite[i] & m.bit) nonfinite.push({step: d.step[i], superseded: !!d.superseded[i]});
+        if (y === null) continue;
+        if (d.superseded[i]) sup[supSegs.indexOf(d.segment[i])][j] = y;
+        else cur[j] = y;
+      }
+      var ov = v.overlays.map(function (o) {
+        var arr = fresh();
+        if (o.data) for (var i = 0; i < o.data.step.length; i++) {
+          var y = val(o.data[m.key][i]);
+          if (y !== null && !o.data.superseded[i]) arr[idx.get(o.data.step[i])] = y;
+        }
+        return arr;
+      });
+      var has = cur.some(function (y) { return y !== null; }) || nonfinite.length > 0;
+      out.metrics[m.key] = {cur: cur, sup: sup, supSegs: supSegs, overlays: ov, nonfinite: nonfinite, has: has};
+    });
+    return out;
+  }
+
+  /* Where each segment's current copy lies: [from, to] of its steps. */
+  function segmentSpans(d) {
+    return (d.segments || []).filter(function (s) { return s.records > 0; }).map(function (s) {
+      var to = s.superseded_from !== null && s.superseded_from !== undefined ? Math.min(s.max_step, s.superseded_from - 1) : s.max_step;
+      return {seg: s.segment, reason: s.reason, from: s.min_step, to: to, restart: s.restart_step};
+    });
+  }
+
+  /* ---- drawing hooks ---------------------------------------------------------------------- */
+
+  function drawSegments(u) {
+    var spans = view && view.data ? segmentSpans(view.data) : [];
+    var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
+    ctx.save();
+    spans.forEach(function (s, k) {
+      if (k % 2 === 0) return;
+      var x0 = u.valToPos(s.from, 'x', true), x1 = u.valToPos(s.to, 'x', true);
+      x0 = Math.max(x0, u.bbox.left);
+      x1 = Math.min(x1, u.bbox.left + u.bbox.width);
+      if (x1 <= x0) return;
+      ctx.fillStyle = 'rgba(90, 120, 180, 0.09)';
+      ctx.fillRect(x0, top, x1 - x0, h);
+    });
+    ctx.restore();
+  }
+
+  function drawMarks(u) {
+    if (!view || !view.data) return;
+    var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height, dpr = devicePixelRatio || 1;
+    var left = u.bbox.left, right = u.bbox.left + u.bbox.width;
+    ctx.save();
+    /* restarts: a dashed line where each later segment starts */
+    segmentSpans(view.data).forEach(function (s, k) {
+      if (k === 0) return;
+      var x = u.valToPos(s.from, 'x', true);
+      if (x < left || x > right) return;
+      ctx.strokeStyle = '#555';
+      ctx.lineWidth = dpr;
+      ctx.setLineDash([4 * dpr, 3 * dpr]);
+      ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
+      ctx.setLineDash([]);
+      ctx.fillStyle = '#333';
+      ctx.font = (11 * dpr) + 'px system-ui, sans-serif';
+      var label = 'segment ' + s.seg + ' (' + s.reason + (s.restart !== null && s.restart !== undefined ? ' from step ' + fmtNum(s.restart) : '') + ')';
+      ctx.fillText(label, x + 4 * dpr, top + h - 6 * dpr);
+    });
+    /* alerts: a thin line in the severity's colour */
+    (view.alerts || []).forEach(function (a) {
+      var x = u.valToPos(a.step, 'x', true);
+      if (x < left || x > right) return;
+      ctx.strokeStyle = SEV_COLOR[a.severity] || '#888';
+      ctx.globalAlpha = 0.7;
+      ctx.lineWidth = 1.5 * dpr;
+      ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
+      ctx.globalAlpha = 1;
+    });
+    /* non-finite values: red triangles along the top edge */
+    var m = u.gwMetric && view.built ? view.built.metrics[u.gwMetric] : null;
+    if (m) {
+      ctx.fillStyle = '#c62828';
+      m.nonfinite.forEach(function (p) {
+        var x = u.valToPos(p.step, 'x', true);
+        if (x < left || x > right) return;
+        ctx.globalAlpha = p.superseded ? 0.35 : 1;
+        ctx.beginPath();
+        ctx.moveTo(x - 4 * dpr, top); ctx.lineTo(x + 4 * dpr, top); ctx.lineTo(x, top + 7 * dpr);
+        ctx.closePath(); ctx.fill();
+      });
+      ctx.globalAlpha = 1;
+    }
+    ctx.restore();
+  }
+
+  /* ---- the run page ------------------------------------------------------------------------ */
+
+  function runPage(name, focusAlertId) {
+    view = {
+      name: name, info: null, data: null, alerts: [], overlays: [], logScale: false,
+      zoom: null, charts: [], built: null, open: null, syncing: false, fetchSeq: 0,
+      points: function () { return view.data ? view.data.step.length : 0; }
+    };
+    window.gwView = view;
+    var chartsBox = el('div', {class: 'gw-charts'});
+    var side = el('div', {class: 'gw-side'});
+    var detailBox = el('div', {id: 'gw-detail'});
+    var alertList = el('ul', {class: 'gw-alerts', id: 'gw-alerts'});
+    var head = el('div', {class: 'gw-run-head'});
+    var segBox = el('div', {class: 'gw-segments gw-muted'});
+    var overlayBox = el('span');
+    var logBox = el('input', {type: 'checkbox', id: 'gw-log'});
+    var status = el('span', {class: 'gw-muted', id: 'gw-status'});
+    logBox.addEventListener('change', function () { view.logScale = logBox.checked; rebuild(); });
+    var resetBtn = el('button', {type: 'button', id: 'gw-reset', text: 'Reset zoom'});
+    resetBtn.addEventListener('click', function () { resetZoom(); });
+    add(side, [detailBox, el('h3', {text: 'Alerts'}), alertList]);
+    frame(name, [
+      head,
+      el('div', {class: 'gw-controls'},
+        el('label', null, logBox, 'log scale'), resetBtn, overlayBox, status),
+      segBox,
+      el('div', {class: 'gw-layout'}, chartsBox, side)
+    ]);
+    view.els = {charts: chartsBox, detail: detailBox, alerts: alertList, head: head, segs: segBox, status: status};
+
+    function fillHead() {
+      var i = view.info || {};
+      clear(head);
+      add(head, [
+        el('h1', {id: 'gw-run-name', text: name}),
+        el('div', {class: 'gw-muted'},
+          'segment ' + fmtNum(i.segment) + ' · last step ' + fmtNum(i.last_step) +
+          (src.live ? ' · last record ' + fmtAgo(i.last_seen) : '') +
+          ' · ' + fmtNum(view.data ? view.data.total : null) + ' records' +
+          (view.data && view.data.downsampled ? ' (drawn: ' + fmtNum(view.data.step.length) + ', min/max per bucket)' : ''))
+      ]);
+      clear(view.els.segs);
+      segmentSpans(view.data || {}).forEach(function (s) {
+        var full = (view.data.segments || []).find(function (x) { return x.segment === s.seg; });
+        add(view.els.segs, el('div', {'data-segment': s.seg, text:
+          'segment ' + s.seg + ' (' + s.reason + (s.restart !== null && s.restart !== undefined ? ' from step ' + fmtNum(s.restart) : '') + '): steps ' +
+          fmtNum(full.min_step) + '–' + fmtNum(full.max_step) + ', ' + fmtNum(full.records) + ' records' +
+          (full.superseded_from !== null && full.superseded_from !== undefined ? '; steps from ' + fmtNum(full.superseded_from) + ' superseded by a later segment (drawn faint)' : '')}));
+      });
+    }
+
+    function fillAlerts() {
+      clear(alertList);
+      if (!view.alerts.length) alertList.appendChild(el('li', {class: 'gw-muted', text: 'No alerts.'}));
+      view.alerts.forEach(function (a) {
+        var li = el('li', {'data-alert-id': a.id, class: view.open === a.id ? 'gw-open' : ''},
+          el('div', {class: 'gw-alert-head'}, badge(a.severity, 'sev-' + a.severity),
+            el('strong', {text: a.detector}), el('span', {class: 'gw-muted', text: 'step ' + fmtNum(a.step) + (a.state ? ' · ' + a.state : '')})),
+          el('div', {text: a.summary}));
+        li.addEventListener('click', function () { openAlert(a.id, true); });
+        alertList.appendChild(li);
+      });
+    }
+
+    function evidenceRows(obj, prefix, rows) {
+      Object.keys(obj || {}).forEach(function (k) {
+        var v = obj[k], key = prefix ? prefix + '.' + k : k;
+        if (v && typeof v === 'object' && !Array.isArray(v)) evidenceRows(v, key, rows);
+        else rows.push(el('tr', null, el('td', {text: key}),
+          el('td', {text: Array.isArray(v) ? v.map(fmtNum).join(', ') : fmtNum(v)})));
+      });
+      return rows;
+    }
+
+    function openAlert(id, zoomTo) {
+      var a = view.alerts.find(function (x) { return x.id === id; });
+      if (!a) return;
+      view.open = id;
+      clear(detailBox);
+      add(detailBox, el('div', {class: 'gw-detail', 'data-alert-id': a.id},
+        el('div', {class: 'gw-alert-head'}, badge(a.severity, 'sev-' + a.severity), el('strong', {text: a.detector}),
+          el('span', {class: 'gw-muted', text: 'segment ' + fmtNum(a.segment) + ' · step ' + fmtNum(a.step)})),
+        el('p', {class: 'gw-summary-line', id: 'gw-detail-summary', text: a.summary}),
+        el('h4', {text: 'Evidence'}), el('table', null, el('tbody', null, evidenceRows(a.evidence, '', []))),
+        el('h4', {text: 'Likely cause'}), el('p', {text: a.cause || '—'}),
+        el('h4', {text: 'What to check'}), el('p', {text: a.action || '—'}),
+        src.live ? el('p', null, el('a', {href: src.alertHref(a.id), text: 'link to this alert'})) : null));
+      Array.prototype.forEach.call(document.querySelectorAll('.gw-marker, .gw-alerts li'), function (e) {
+        e.classList.toggle('gw-open', e.getAttribute('data-alert-id') === id);
+      });
+      if (zoomTo) zoomAround(a.step);
+    }
+    view.openAlert = openAlert;
+
+    function placeMarkers(u) {
+      var box = u.gwMarkers;
+      if (!box) return;
+      clear(box);
+      var min = u.scales.x.min, max = u.scales.x.max;
+      var rows = [];   /* the last x used on each row: close alerts stack */
+      view.alerts.forEach(function (a) {
+        if (a.step < min || a.step > max) return;
+        var x = u.valToPos(a.step, 'x'), row = 0;
+        while (rows[row] !== undefined && x - rows[row] < 16) row++;
+        rows[row] = x;
+        var b = el('button', {type: 'button', class: 'gw-marker sev-' + a.severity + (view.open === a.id ? ' gw-open' : ''),
+          'data-alert-id': a.id, 'data-step': a.step, 'data-detector': a.detector,
+          title: a.detector + ' at step ' + a.step + ': ' + a.summary,
+          'aria-label': a.detector + ' alert at step ' + a.step});
+        b.style.left = x + 'px';
+        b.style.top = (4 + 16 * row) + 'px';
+        b.addEventListener('mousedown', function (e) { e.stopPropagation(); });
+        b.addEventListener('mouseenter', function () { openAlert(a.id, false); });
+        b.addEventListener('click', function (e) { e.stopPropagation(); openAlert(a.id, false); });
+        box.appendChild(b);
+      });
+    }
+
+    function chartWidth() { return Math.max(320, chartsBox.clientWidth - 10); }
+
+    function rebuild() {
+      view.charts.forEach(function (u) { u.destroy(); });
+      view.charts = [];
+      clear(chartsBox);
+      if (!view.data) return;
+      view.built = buildData(view);
+      view.building = true;
+      var b = view.built;
+      METRICS.forEach(function (m, k) {
+        var md = b.metrics[m.key];
+        if (!md.has) return;
+        var series = [{label: 'step'}, {label: view.overlays.length ? name : 'current', stroke: m.color, width: 1.5, spanGaps: true}];
+        var data = [b.x, md.cur];
+        md.supSegs.forEach(function (s, i) {
+          series.push({label: 'segment ' + s + ' (superseded)', stroke: m.color, alpha: 0.3, width: 1, dash: [3, 3], spanGaps: true});
+          data.push(md.sup[i]);
+        });
+        view.overlays.forEach(function (o, i) {
+          series.push({label: o.name, stroke: OVERLAY_COLORS[i % OVERLAY_COLORS.length], width: 1.2, spanGaps: true});
+          data.push(md.overlays[i]);
+        });
+        var box = el('div', {class: 'gw-chart', id: 'chart-' + m.key, 'data-metric': m.key});
+        box.appendChild(el('h3', {text: m.label + (view.logScale && m.log ? ' (log)' : '')}));
+        chartsBox.appendChild(box);
+        var opts = {
+          width: chartWidth(), height: k === 0 ? 260 : 170,
+          scales: {x: {time: false}, y: {distr: view.logScale && m.log ? 3 : 1}},
+          cursor: {sync: {key: 'gw-x', setSeries: false}, drag: {x: true, y: false},
+                   bind: {dblclick: function () { return function () { resetZoom(); return null; }; }}},
+          legend: {live: true},
+          axes: [{label: 'step'}, {size: 64, values: function (u, vals) { return vals.map(fmtTick); }}],
+          series: series,
+          hooks: {
+            drawClear: [drawSegments],
+            draw: [drawMarks, function (u) { if (u === view.charts[0]) placeMarkers(u); }],
+            setScale: [function (u, key) { if (key === 'x') onZoom(u); }]
+          }
+        };
+        var u = new uPlot(opts, data, box);
+        u.gwMetric = m.key;
+        u.gwPoints = md.cur.filter(function (y) { return y !== null; }).length;
+        if (k === 0 || !view.charts.length) {
+          var mk = el('div', {class: 'gw-markers'});
+          u.over.appendChild(mk);
+          u.gwMarkers = mk;
+        }
+        box.setAttribute('data-points', String(u.gwPoints));
+        view.charts.push(u);
+        if (view.zoom) { view.syncing = true; u.setScale('x', {min: view.zoom[0], max: view.zoom[1]}); view.syncing = false; }
+      });
+      view.building = false;
+      if (view.charts.length) placeMarkers(view.charts[0]);
+      if (!window.gwFirstDraw) {
+        window.gwFirstDraw = true;
+        if (performance.mark) performance.mark('gw-chart-drawn');
+      }
+      document.body.dataset.ready = '1';
+    }
+
+    /* ---- zoom: sync the charts; live, fetch the range in detail ---- */
+    var zoomTimer = null;
+    function onZoom(u) {
+      if (view.syncing || view.building) return;
+      var min = u.scales.x.min, max = u.scales.x.max, d = view.data;
+      view.zoom = d && min <= d.from && max >= d.to ? null : [min, max];
+      view.syncing = true;
+      view.charts.forEach(function (o) { if (o !== u) o.setScale('x', {min: min, max: max}); });
+      view.syncing = false;
+      if (view.charts[0]) placeMarkers(view.charts[0]);
+      if (!src.live || !view.data || !view.data.downsampled) return;
+      clearTimeout(zoomTimer);
+      zoomTimer = setTimeout(function () { load(true); }, 250);
+    }
+
+    function zoomAround(step) {
+      var d = view.data;
+      if (!d || !d.step.length) return;
+      var span = Math.max(d.to - d.from, 1), half = Math.max(30, Math.round(span * 0.04));
+      var lo = Math.max(d.from, step - half), hi = Math.min(d.to, step + half);
+      if (view.charts[0]) view.charts[0].setScale('x', {min: lo, max: hi});
+      else view.zoom = [lo, hi];
+    }
+
+    function resetZoom() {
+      view.zoom = null;
+      if (src.live && view.data && (view.data.downsampled || view.ranged)) { load(false); return; }
+      if (view.data && view.charts.length) {
+        view.syncing = true;
+        view.charts.forEach(function (u) { u.setScale('x', {min: view.data.from, max: view.data.to}); });
+        view.syncing = false;
+        placeMarkers(view.charts[0]);
+      }
+    }
+
+    /* ---- loading ---- */
+    function recordsQuery() {
+      var q = {max_points: Math.min(20000, Math.max(500, Math.round(chartWidth() * 2)))};
+      if (view.zoom) { q.from = Math.floor(view.zoom[0]); q.to = Math.ceil(view.zoom[1]); }
+      return q;
+    }
+
+    function load(keepZoom) {
+      var seq = ++view.fetchSeq;
+      var q = recordsQuery();
+      view.els.status.textContent = 'loading…';
+      /* the records answer carries where the run stands (info) */
+      var jobs = [null, src.alerts(name), src.records(name, q)].concat(view.overlays.map(function (o) {
+        return src.records(o.name, q).catch(function () { return null; });
+      }));
+      return Promise.all(jobs).then(function (r) {
+        if (seq !== view.fetchSeq) return;
+        view.info = r[2].info || {};
+        view.alerts = (r[1] || []).filter(function (a) { return a.kind !== 'resolve'; }).sort(function (a, b) { return a.step - b.step; });
+        view.data = r[2];
+        view.ranged = q.from !== undefined;
+        view.overlays.forEach(function (o, i) { o.data = r[3 + i]; });
+        view.lastKey = JSON.stringify([view.info.last_step, view.info.segment, view.info.last_seen, view.alerts.length]);
+        if (!keepZoom) view.zoom = null;
+        fillHead();
+        fillAlerts();
+        rebuild();
+        if (view.open) openAlert(view.open, false);
+        view.els.status.textContent = '';
+      }, function (e) {
+        if (seq !== view.fetchSeq) return;
+        if (!view.data) showError(e); else view.els.status.textContent = 'update failed: ' + e.message;
+      });
+    }
+
+    function fillOverlays(runs) {
+      clear(overlayBox);
+      var others = runs.filter(function (r) { return r.run !== name; });
+      if (!others.length) return;
+      var det = el('details', {class: 'gw-overlay'}, el('summary', {text: 'Overlay runs'}));
+      others.slice(0, 50).forEach(function (r) {
+        var cb = el('input', {type: 'checkbox', 'data-run': r.run});
+        cb.addEventListener('change', function () {
+          if (cb.checked) view.overlays.push({name: r.run, data: null});
+          else view.overlays = view.overlays.filter(function (o) { return o.name !== r.run; });
+          load(true);
+        });
+        det.appendChild(el('div', null, el('label', null, cb, r.run)));
+      });
+      overlayBox.appendChild(det);
+    }
+
+    load(false).then(function () {
+      if (focusAlertId) openAlert(focusAlertId, true);
+    });
+    src.runs().then(fillOverlays, function () {});
+    if (src.live) {
+      timers.push(setInterval(function () {
+        if (view.zoom && view.ranged) return; /* a zoomed view stays put */
+        /* a cheap look: one step's records carry the run's position */
+        var last = view.info && view.info.last_step !== null ? view.info.last_step : 0;
+        src.records(name, {from: last, to: last, max_points: 1}).then(function (one) {
+          var info = one.info;
+          return src.alerts(name).then(function (al) {
+            var key = JSON.stringify([info.last_step, info.segment, info.last_seen,
+              al.filter(function (a) { return a.kind !== 'resolve'; }).length]);
+            if (key !== view.lastKey) load(true);
+          });
+        }, function () {});
+      }, POLL_MS));
+    }
+    var lastW = 0;
+    window.addEventListener('resize', function () {
+      var w = chartWidth();
+      if (Math.abs(w - lastW) < 4) return;
+      lastW = w;
+      view.charts.forEach(function (u) { u.setSize({width: w, height: u.height}); });
+    });
+  }
+
+  /* ---- routing ------------------------------------------------------------------------------ */
+
+  function route() {
+    stopTimers();
+    document.body.dataset.ready = '0';
+    if (src.live) {
+      var p = location.pathname;
+      if (p.indexOf('/runs/') === 0) return runPage(decodeURIComponent(p.slice(6)), null);
+      if (p.indexOf('/alerts/') === 0) {
+        var id = decodeURIComponent(p.slice(8));
+        return src.alert(id).then(function (a) { runPage(a.run, a.id); }, showError);
+      }
+      return runsPage();
+    }
+    var h = location.hash.slice(1), params = new URLSearchParams(h);
+    if (params.get('run') !== null) return runPage(params.get('run'), null);
+    if (params.get('alert') !== null)
+      return src.alert(params.get('alert')).then(function (a) { runPage(a.run, a.id); }, showError);
+    var runs = src.data.runs || [];
+    if (runs.length === 1) return runPage(runs[0].run, null);
+    return runsPage();
+  }
+
+  function start() {
+    root = document.getElementById('app');
+    var embedded = document.getElementById('gw-data');
+    if (embedded) {
+      try {
+        src = reportSource(JSON.parse(embedded.textContent));
+      } catch (e) {
+        src = reportSource({runs: []});
+        return showError(new Error('the report data does not parse: ' + e.message));
+      }
+      window.addEventListener('hashchange', route);
+    } else {
+      takeTokenFromHash();
+      src = liveSource();
+    }
+    route();
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
+})();
