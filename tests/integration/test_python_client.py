@@ -339,7 +339,11 @@ class RealTorch(unittest.TestCase):
             self.assertEqual(saved['optimizer_state_keys'], ['exp_avg', 'exp_avg_sq', 'step'])
             for k in ('optimizer', 'param_names_sha256', 'optimizer_state_keys', 'hparams'):
                 self.assertEqual(saved[k], resumed[k], k)
-            self.assertEqual(d.get('/v1/runs/plain-loop/alerts')[1]['alerts'], [])
+            # the example logs throughput measured on the wall clock: a loaded
+            # machine slows the loop, which the stall detector rightly reports;
+            # that is not about the resume, and must not fail this test
+            alerts = d.get('/v1/runs/plain-loop/alerts')[1]['alerts']
+            self.assertEqual([a for a in alerts if a['detector'] != 'stall'], [])
 
     def test_log_accounting_with_the_daemon_up_down_and_slow(self):
         # how fast log() is, is bench/client_log_latency.py; here: nothing vanishes
