@@ -253,17 +253,26 @@ class HttpTransport(unittest.TestCase):
         kw.setdefault('token', 'secret-token')
         return gradwatch.Client(run=run, url=rcv.url, **kw)
 
-    def test_a_lost_answer_is_retried_with_the_same_key(self):
-        rcv = IngestReceiver(script=['drop'])
+    def deliver(self, rcv, run, batches, log=None):
+        """Log `batches` (lists of steps, each flushed before the next) to a
+        client of rcv, close both; returns the client (its stats are final)."""
         try:
-            c = self.client(rcv, 'retry')
-            for s in range(1, 301):
-                c.log(s, loss=1.0)
-            self.assertTrue(c.flush(timeout=30))
-            c.close()
+            with contextlib.ExitStack() as stack:
+                if log is not None:
+                    log.append(stack.enter_context(captured_log()))
+                c = self.client(rcv, run)
+                for steps in batches:
+                    for s in steps:
+                        c.log(s, loss=1.0)
+                    self.assertTrue(c.flush(timeout=60))
+                c.close()
         finally:
             rcv.close()
-        st = c.stats()
+        return c
+
+    def test_a_lost_answer_is_retried_with_the_same_key(self):
+        rcv = IngestReceiver(script=['drop'])
+        st = self.deliver(rcv, 'retry', [range(1, 301)]).stats()
         keys = rcv.keys()
         self.assertEqual(len(keys), 2, keys)
         self.assertEqual(keys[0], keys[1])
@@ -279,27 +288,14 @@ class HttpTransport(unittest.TestCase):
 
     def test_every_batch_has_its_own_key(self):
         rcv = IngestReceiver()
-        try:
-            c = self.client(rcv, 'keys')
-            for s in range(1, 4):
-                c.log(s, loss=1.0)
-                self.assertTrue(c.flush(timeout=30))
-            c.close()
-        finally:
-            rcv.close()
+        self.deliver(rcv, 'keys', [[1], [2], [3]])
         keys = rcv.keys()
         self.assertEqual(len(keys), 3)
         self.assertEqual(len(set(keys)), 3, keys)
 
     def test_503_waits_for_retry_after(self):
         rcv = IngestReceiver(script=['503'])
-        try:
-            c = self.client(rcv, 'busy')
-            c.log(1, loss=1.0)
-            self.assertTrue(c.flush(timeout=30))
-            c.close()
-        finally:
-            rcv.close()
+        c = self.deliver(rcv, 'busy', [[1]])
         r = rcv.requests
         self.assertEqual([x['mode'] for x in r], ['503', 'ok'])
         self.assertEqual(r[0]['headers']['idempotency-key'], r[1]['headers']['idempotency-key'])
@@ -307,38 +303,21 @@ class HttpTransport(unittest.TestCase):
         self.assertEqual(c.stats()['sent'], 1)
 
     def test_disk_full_is_given_up_after_a_few_tries_loudly(self):
-        rcv = IngestReceiver(mode='507')
-        try:
-            with captured_log() as buf:
-                c = self.client(rcv, 'full')
-                for s in range(1, 11):
-                    c.log(s, loss=1.0)
-                self.assertTrue(c.flush(timeout=60))
-                c.close()
-        finally:
-            rcv.close()
+        rcv, log = IngestReceiver(mode='507'), []
+        st = self.deliver(rcv, 'full', [range(1, 11)], log).stats()
         keys = rcv.keys()
         self.assertEqual(len(keys), 4, keys)
         self.assertEqual(len(set(keys)), 1)
-        st = c.stats()
         self.assertEqual((st['sent'], st['lost']), (0, 10), st)
-        self.assertIn('no disk space left (507', buf.getvalue())
-        self.assertIn('10 lines lost after 4 tries', buf.getvalue())
+        self.assertIn('no disk space left (507', log[0].getvalue())
+        self.assertIn('10 lines lost after 4 tries', log[0].getvalue())
 
     def test_a_refused_token_is_not_retried(self):
-        rcv = IngestReceiver(mode='401')
-        try:
-            with captured_log() as buf:
-                c = self.client(rcv, 'denied')
-                c.log(1, loss=1.0)
-                c.log(2, loss=1.0)
-                self.assertTrue(c.flush(timeout=30))
-                c.close()
-        finally:
-            rcv.close()
+        rcv, log = IngestReceiver(mode='401'), []
+        c = self.deliver(rcv, 'denied', [[1, 2]], log)
         self.assertEqual(len(rcv.requests), 1)
         self.assertEqual(c.stats()['lost'], 2)
-        self.assertIn('refused the token (401)', buf.getvalue())
+        self.assertIn('refused the token (401)', log[0].getvalue())
 
     def test_a_daemon_that_never_answers_blocks_neither_log_nor_close(self):
         rcv = IngestReceiver(mode='hang')

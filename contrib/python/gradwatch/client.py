@@ -364,8 +364,10 @@ class Client:
     def close(self, timeout=5.0):
         """Flush (waiting up to timeout), then stop the sender: what is still
         queued or being retried after that is counted lost.  Warns if lines
-        were dropped or lost.  Blocks for at most about timeout plus one
-        HTTP request's timeout."""
+        were dropped or lost.  Blocks for at most timeout + 5 seconds; a
+        sender still stuck in a request then (a daemon that never answers,
+        a socket nobody reads) is left behind, its lines reported as not
+        delivered."""
         if self._closed:
             return
         self._closed = True
@@ -373,7 +375,12 @@ class Client:
         self._halt.set()
         self._stop = True
         self._wake.set()
-        self._thread.join(timeout + (self.timeout if self.transport == 'http' else 5))
+        self._thread.join(timeout + 5)
+        if self._thread.is_alive():
+            st = self.stats()
+            log.warning('gradwatch: run %s: the sender is still blocked after close(); %d lines not '
+                        'delivered', self.run, st['queued'] + st['in_flight'])
+            return
         self._tr.close()
         if self._jsonl:
             try:
