@@ -128,14 +128,7 @@ static int load_secret(const json_t *o, const char *key, const char *where, char
 		len = strlen(e);
 	} else {
 		char *path = NULL;
-		const char *cred = getenv("CREDENTIALS_DIRECTORY");
-		if (s[0] != '/' && cred && *cred) {
-			if (asprintf(&path, "%s/%s", cred, s) < 0)
-				return -ENOMEM;
-		} else {
-			path = strdup(s);
-		}
-		if (!path)
+		if (gw_credential_path(s, &path) < 0)
 			return -ENOMEM;
 		int rc = gw_read_file(path, &val, &len);
 		if (rc < 0) {
@@ -243,7 +236,8 @@ static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *e
 		"type", "name", "url", "url_env", "url_file", "secret", "secret_env",
 		"secret_file", "min_severity", "detectors", "runs", "connect_timeout_ms",
 		"timeout_ms", "group_wait", "repeat_interval", "rate_limit", "max_in_flight",
-		"retry_initial", "retry_max", "give_up_after", "tls_verify", "ca_file", NULL,
+		"retry_initial", "retry_max", "give_up_after", "tls_verify", "ca_file", "url_path_public",
+		NULL,
 	};
 	char where[96];
 	snprintf(where, sizeof(where), "sinks[%zu]", idx);
@@ -319,7 +313,10 @@ static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *e
 	} else {
 		s->url = url;
 	}
-	gw_log_redact_url(s->url, s->url_log, sizeof(s->url_log));
+	v = json_object_get(o, "url_path_public");
+	if (v && !json_is_boolean(v))
+		return gw_errf(err, errlen, -EINVAL, "%s: \"url_path_public\" must be true or false", where);
+	gw_log_redact_url(s->url, json_is_true(v), s->url_log, sizeof(s->url_log));
 
 	if ((rc = load_secret(o, "secret", where, &s->secret, &s->secret_len, err, errlen)) < 0)
 		return rc;

@@ -43,7 +43,7 @@ int gw_alerting_start(struct gw_daemon *d, char *err, size_t errlen)
 	if (!d->ingest.outbox)
 		return 0;
 	gw_metrics_set_outbox_depth(outbox_depth, d->ingest.outbox);
-	const struct gw_http_route r = {"GET", "/v1/sinks", false, NULL, h_sinks, NULL, NULL, d};
+	const struct gw_http_route r = {.method = "GET", .path = "/v1/sinks", .handler = h_sinks, .data = d};
 	int rc = gw_http_route(d->http, &r);
 	if (rc < 0)
 		snprintf(err, errlen, "cannot register GET /v1/sinks");

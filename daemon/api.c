@@ -62,13 +62,16 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 	q->d = d;
 	gw_ingest_src_init(&q->src, &d->ingest, GW_TR_HTTP, 0);
 	q->src.eof_ends_line = true;
+	q->src.token = r->token;
 	q->src.on_reject = on_reject;
 	q->src.data = q;
 	gw_http_conn_set_state(c, q);
 	int rc = gw_http_query_param(r->query, r->query_len, "run", q->default_run,
 	                             sizeof(q->default_run));
-	if (rc < 0) {
-		gw_http_respond_error(c, 400, "bad ?run= parameter");
+	char why[128] = "bad percent-encoding";
+	if (rc < 0 || (rc > 0 && gw_wire_check_run(q->default_run, strlen(q->default_run), why,
+	                                           sizeof(why)) < 0)) {
+		gw_http_respond_error(c, 400, "bad ?run= parameter: %s", why);
 		return -EINVAL;
 	}
 	if (rc > 0)
@@ -295,14 +298,14 @@ static void h_stats(struct gw_http_conn *c, const struct gw_http_req *r)
 int gw_api_start(struct gw_daemon *d, char *err, size_t errlen)
 {
 	const struct gw_http_route routes[] = {
-		{"GET", "/healthz", false, NULL, h_healthz, NULL, NULL, d},
-		{"GET", "/v1/stats", false, NULL, h_stats, NULL, NULL, d},
-		{"GET", "/v1/runs", false, NULL, NULL, q_runs, NULL, d},
-		{"GET", "/v1/alerts", false, NULL, NULL, q_alerts, NULL, d},
-		{"POST", "/v1/ingest", false, NULL, NULL, NULL, &ingest_ops, d},
-		{"GET", "/v1/runs/", true, NULL, NULL, q_run, NULL, d},
-		{"GET", "/v1/runs/", true, "/alerts", NULL, q_alerts, NULL, d},
-		{"POST", "/v1/runs/", true, "/resume-check", NULL, q_resume_check, NULL, d},
+		{.method = "GET", .path = "/healthz", .handler = h_healthz, .data = d, .scope = GW_SCOPE_OPEN},
+		{.method = "GET", .path = "/v1/stats", .handler = h_stats, .data = d},
+		{.method = "GET", .path = "/v1/runs", .query = q_runs, .data = d},
+		{.method = "GET", .path = "/v1/alerts", .query = q_alerts, .data = d},
+		{.method = "POST", .path = "/v1/ingest", .body = &ingest_ops, .data = d, .scope = GW_SCOPE_INGEST},
+		{.method = "GET", .path = "/v1/runs/", .prefix = true, .query = q_run, .data = d},
+		{.method = "GET", .path = "/v1/runs/", .prefix = true, .suffix = "/alerts", .query = q_alerts, .data = d},
+		{.method = "POST", .path = "/v1/runs/", .prefix = true, .suffix = "/resume-check", .query = q_resume_check, .data = d},
 	};
 	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++) {
 		int rc = gw_http_route(d->http, &routes[i]);

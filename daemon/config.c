@@ -5,6 +5,8 @@
  */
 #include "config.h"
 
+#include "auth.h"
+
 #include "kern.h"
 #include "util.h"
 
@@ -96,6 +98,7 @@ void gw_cfg_free(struct gw_cfg *c)
 	free(c->overrides);
 	json_decref(c->sinks);
 	json_decref(c->follow);
+	json_decref(c->auth);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -172,12 +175,28 @@ int gw_cfg_validate(const struct gw_cfg *c, char *err, size_t errlen)
 		const char *name;
 		const struct gw_listen *l;
 	} ls[] = {{"tcp", &c->tcp}, {"udp", &c->udp}, {"http", &c->http}};
+	int rc = gw_auth_check_config(c->auth, err, errlen);
+	if (rc < 0)
+		return rc;
+	bool tokens = json_object_size(c->auth) > 0;
 	for (size_t i = 0; i < GW_ARRAY_SIZE(ls); i++) {
-		if (ls[i].l->enabled && !is_loopback(ls[i].l->host) && !c->allow_remote)
+		if (!ls[i].l->enabled || is_loopback(ls[i].l->host))
+			continue;
+		if (!c->allow_remote)
 			return gw_errf(err, errlen, -EINVAL,
 			            "%s listens on %s, which is not a loopback address; set "
 			            "\"allow_remote\": true in the config file to allow that",
 			            ls[i].name, ls[i].l->host);
+		if (!tokens)
+			return gw_errf(err, errlen, -EINVAL,
+			            "%s listens on %s, which is not a loopback address: configure "
+			            "\"auth\" (token files) so that only holders of a token get in",
+			            ls[i].name, ls[i].l->host);
+		if (ls[i].l == &c->udp)
+			return gw_errf(err, errlen, -EINVAL,
+			            "udp listens on %s: UDP cannot be authenticated, so it stays on a "
+			            "loopback address (remote jobs use HTTP or TCP with a token)",
+			            ls[i].l->host);
 	}
 	if (c->max_line < 256)
 		return gw_errf(err, errlen, -EINVAL, "limits.max_line_bytes must be at least 256");
@@ -392,7 +411,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	static const char *const known[] = {
 		"state_dir", "database", "socket", "socket_mode", "tcp", "udp", "http",
 		"allow_remote", "log_level", "kernels", "limits", "storage", "aliases",
-		"thresholds", "runs", "detectors", "tick_ms", "sinks", "follow", NULL,
+		"thresholds", "runs", "detectors", "tick_ms", "sinks", "follow", "auth", NULL,
 	};
 	static const char *const known_limits[] = {
 		"max_line_bytes", "max_body_bytes", "max_connections", "max_runs",
@@ -534,6 +553,15 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		}
 		json_decref(c->sinks);
 		c->sinks = json_incref(v);
+	}
+	if ((v = json_object_get(root, "auth"))) {
+		char e[256];
+		if ((rc = gw_auth_check_config(v, e, sizeof(e))) < 0) {
+			rc = gw_errf(err, errlen, rc, "%s: %s", path, e);
+			goto out;
+		}
+		json_decref(c->auth);
+		c->auth = json_incref(v);
 	}
 	if ((v = json_object_get(root, "follow"))) {
 		if (!json_is_array(v)) {

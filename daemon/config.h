@@ -58,6 +58,7 @@ struct gw_cfg {
 	struct gw_th_override *overrides;
 	size_t n_overrides;
 
+	json_t *auth;               /* token files (object, auth.h), owned, or NULL */
 	json_t *sinks;              /* alert sinks (array), owned */
 	json_t *follow;             /* files to follow (array), owned */
 };

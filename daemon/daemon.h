@@ -17,6 +17,7 @@
 #include "ingest.h"
 #include "store.h"
 
+struct gw_auth;     /* tokens, auth.c */
 struct gw_server;   /* listeners, stream.c */
 struct gw_http;     /* HTTP server, http.c */
 struct gw_follow;   /* followed files, follow.c */
@@ -26,6 +27,7 @@ struct gw_daemon {
 	struct gw_cfg *cfg;
 	struct gw_store *store;
 	struct gw_ingest ingest;
+	struct gw_auth *auth;             /* NULL: no tokens configured */
 	double started;
 
 	uv_signal_t sig_term, sig_int, sig_hup;

@@ -113,8 +113,12 @@ int gw_follow_validate(const json_t *follow, char *err, size_t errlen)
 			return -EINVAL;
 		}
 		json_t *run = json_object_get(e, "run");
-		if (run && (!json_is_string(run) || !*json_string_value(run))) {
-			snprintf(err, errlen, "follow[%zu].run must be a non-empty string", i);
+		char why[128];
+		if (run && (!json_is_string(run) ||
+		            gw_wire_check_run(json_string_value(run), json_string_length(run), why,
+		                              sizeof(why)) < 0)) {
+			snprintf(err, errlen, "follow[%zu].run: %s", i,
+			         json_is_string(run) ? why : "must be a string");
 			return -EINVAL;
 		}
 		json_t *pm = json_object_get(e, "poll_ms");

@@ -33,6 +33,9 @@
 #define URL_MAX 4096
 #define BODY_KEEP (1024 * 1024)
 #define MAX_ROUTES 32
+#define IDEM_MAX 128
+
+enum { H_OTHER, H_EXPECT, H_AUTH, H_IDEM };
 
 enum hstate {
 	H_IDLE,      /* between requests (keep-alive) */
@@ -59,8 +62,13 @@ struct gw_http_conn {
 	bool url_too_long;
 	char hfield[32];
 	size_t hfield_len;
-	bool hfield_expect;
+	int hwant;             /* the header being read is one we keep (H_AUTH, H_IDEM) */
 	bool expect_continue;
+	char authz[GW_AUTH_TOKEN_MAX + 16];
+	size_t authz_len;
+	char idem[IDEM_MAX + 1];
+	size_t idem_len;
+	bool header_too_long;
 	bool rejected_early;   /* a response was sent before the body was read */
 
 	const struct gw_http_route *route;
@@ -121,6 +129,8 @@ static const char *reason_phrase(int status)
 	case 100: return "Continue";
 	case 200: return "OK";
 	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 408: return "Request Timeout";
@@ -199,9 +209,10 @@ static void respond(struct gw_http_conn *c, int status, const char *ctype, const
 	                    "Content-Length: %zu\r\n"
 	                    "Cache-Control: no-store\r\n"
 	                    "Server: gradwatchd/" GW_VERSION "\r\n"
-	                    "%s"
+	                    "%s%s"
 	                    "\r\n",
 	                    status, reason_phrase(status), ctype, blen,
+	                    status == 401 ? "WWW-Authenticate: Bearer realm=\"gradwatch\"\r\n" : "",
 	                    close_after ? "Connection: close\r\n" : "");
 	c->state = H_CLOSING;
 	send_raw(c, head, (size_t)hlen, body, blen, close_after, !close_after);
@@ -424,7 +435,10 @@ static int find_route(struct gw_http_conn *c)
 			al -= sl;
 			if (memchr(a, '/', al))
 				continue;
-			if (pct_decode(a, al, c->arg, sizeof(c->arg)) <= 0)
+			/* the argument is a run name (or an id): the same rule as
+			 * in the wire format */
+			int an = pct_decode(a, al, c->arg, sizeof(c->arg));
+			if (an <= 0 || gw_wire_check_run(c->arg, (size_t)an, NULL, 0) < 0)
 				return 400;
 		}
 		path_found = true;
@@ -438,17 +452,17 @@ static int find_route(struct gw_http_conn *c)
 	return path_found ? 405 : 404;
 }
 
-static void route_error(struct gw_http_conn *c, int status, bool fatal)
+/* The request has no route: answer (and close, its body is not read). */
+static void route_error(struct gw_http_conn *c, int status)
 {
 	const struct gw_http_req *r = &c->req;
 	if (status == 400)
-		(fatal ? respond_fatal : gw_http_respond_error)(c, 400, "bad percent-encoding in the path");
+		respond_fatal(c, 400, "bad run name in the path: not percent-encoded UTF-8 of 1 to %d "
+		              "bytes without control characters", GW_WIRE_RUN_MAX);
 	else if (status == 405)
-		(fatal ? respond_fatal : gw_http_respond_error)(c, 405, "method %s not allowed on %.*s",
-		                                                 r->method, (int)r->path_len, r->path);
+		respond_fatal(c, 405, "method %s not allowed on %.*s", r->method, (int)r->path_len, r->path);
 	else
-		(fatal ? respond_fatal : gw_http_respond_error)(c, 404, "no such endpoint: %.*s",
-		                                                 (int)r->path_len, r->path);
+		respond_fatal(c, 404, "no such endpoint: %.*s", (int)r->path_len, r->path);
 }
 
 /* A whole (non-streamed) request is in: answer it. */
@@ -456,11 +470,6 @@ static void dispatch(struct gw_http_conn *c)
 {
 	if (c->streaming) {
 		c->route->body->end(c);
-		return;
-	}
-	int st = find_route(c);
-	if (st) {
-		route_error(c, st, false);
 		return;
 	}
 	const struct gw_http_route *r = c->route;
@@ -496,6 +505,9 @@ static int cb_message_begin(http_parser *p)
 	c->url_too_long = false;
 	c->hfield_len = 0;
 	c->expect_continue = false;
+	c->authz_len = c->idem_len = 0;
+	c->authz[0] = c->idem[0] = '\0';
+	c->header_too_long = false;
 	c->rejected_early = false;
 	c->route = NULL;
 	free(c->body);
@@ -527,17 +539,71 @@ static int cb_header_field(http_parser *p, const char *at, size_t len)
 		c->hfield_len += len;
 		c->hfield[c->hfield_len] = '\0';
 	}
-	c->hfield_expect = strcasecmp(c->hfield, "expect") == 0;
+	c->hwant = strcasecmp(c->hfield, "expect") == 0 ? H_EXPECT
+	         : strcasecmp(c->hfield, "authorization") == 0 ? H_AUTH
+	         : strcasecmp(c->hfield, "idempotency-key") == 0 ? H_IDEM : H_OTHER;
 	return 0;
+}
+
+/* Append a header value (it may come in pieces) to a kept header. */
+static void keep(struct gw_http_conn *c, char *buf, size_t cap, size_t *len, const char *at,
+                 size_t n)
+{
+	if (*len + n >= cap) {
+		c->header_too_long = true;
+		return;
+	}
+	memcpy(buf + *len, at, n);
+	*len += n;
+	buf[*len] = '\0';
 }
 
 static int cb_header_value(http_parser *p, const char *at, size_t len)
 {
 	struct gw_http_conn *c = p->data;
-	if (c->hfield_expect && len >= 12 && strncasecmp(at, "100-continue", 12) == 0)
+	if (c->hwant == H_EXPECT && len >= 12 && strncasecmp(at, "100-continue", 12) == 0)
 		c->expect_continue = true;
+	else if (c->hwant == H_AUTH)
+		keep(c, c->authz, sizeof(c->authz), &c->authz_len, at, len);
+	else if (c->hwant == H_IDEM)
+		keep(c, c->idem, sizeof(c->idem), &c->idem_len, at, len);
 	c->hfield_len = SIZE_MAX; /* next field starts fresh */
 	return 0;
+}
+
+/* The caller's token for the route's scope: fills c->req.token, or answers
+ * 401/403 and returns -1. */
+static int authorize(struct gw_http_conn *c)
+{
+	const char *tok = NULL;
+	size_t len = 0;
+	if (c->authz_len > 7 && strncasecmp(c->authz, "Bearer ", 7) == 0) {
+		tok = c->authz + 7;
+		len = c->authz_len - 7;
+		while (len && (*tok == ' '))
+			tok++, len--;
+	}
+	int status;
+	c->req.token = gw_auth_check(c->srv->o.auth, tok, len, c->route->scope, &status);
+	if (c->req.token)
+		return 0;
+	if (status == 401)
+		respond_fatal(c, 401, "a bearer token is required (Authorization: Bearer TOKEN)");
+	else
+		respond_fatal(c, 403, "this token may not %s", c->route->scope == GW_SCOPE_INGEST
+		                                              ? "write" : "read");
+	return -1;
+}
+
+/* Valid Idempotency-Key: 1 to IDEM_MAX printable ASCII characters. */
+static bool idem_ok(const char *k, size_t n)
+{
+	if (!n || n > IDEM_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (k[i] < 0x21 || k[i] > 0x7e)
+			return false;
+	return true;
 }
 
 /* Refuse the request before its body: answer, then read and drop the body
@@ -557,8 +623,23 @@ static int cb_headers_complete(http_parser *p)
 		respond_fatal(c, 431, "the URL is longer than %d bytes", URL_MAX);
 		return refuse_early(c);
 	}
+	if (c->header_too_long) {
+		respond_fatal(c, 431, "the Authorization or Idempotency-Key header is too long");
+		return refuse_early(c);
+	}
 	int st = find_route(c);
-	if (st == 0 && c->route->body) {
+	if (st) {
+		route_error(c, st);
+		return refuse_early(c);
+	}
+	if (authorize(c) < 0)
+		return refuse_early(c);
+	if (c->idem_len && !idem_ok(c->idem, c->idem_len)) {
+		respond_fatal(c, 400, "Idempotency-Key is 1 to %d printable ASCII characters", IDEM_MAX);
+		return refuse_early(c);
+	}
+	c->req.idempotency_key = c->idem_len ? c->idem : NULL;
+	if (c->route->body) {
 		if (p->content_length != ULLONG_MAX && p->content_length > cfg->max_body) {
 			respond_fatal(c, 413, "the body has %llu bytes; limits.max_body_bytes is %zu",
 			              (unsigned long long)p->content_length, cfg->max_body);

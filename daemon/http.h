@@ -23,6 +23,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "auth.h"
+
 struct gw_cfg;
 struct gw_commit_waiter;
 struct gw_http;
@@ -39,6 +41,8 @@ struct gw_http_req {
 	const char *body;          /* the body of a non-streamed request ("" if none) */
 	size_t body_len;
 	const char *db_path;       /* queries: the read-only database to read */
+	const struct gw_token *token; /* who asked (auth.h); never NULL */
+	const char *idempotency_key;  /* the Idempotency-Key header, or NULL */
 	void *data;                /* the route's data */
 };
 
@@ -66,6 +70,7 @@ struct gw_http_route {
 	int (*query)(const struct gw_http_req *r, json_t **out);
 	const struct gw_http_body_ops *body;
 	void *data;                /* handed to handler/query/body as r->data */
+	enum gw_scope scope;       /* the token it takes (default: a read token) */
 };
 
 struct gw_http_opts {
@@ -76,6 +81,7 @@ struct gw_http_opts {
 	void (*barrier)(void *data, struct gw_commit_waiter *w);
 	void (*cancel)(void *data, struct gw_commit_waiter *w);  /* the connection went away */
 	void *barrier_data;
+	const struct gw_auth *auth;   /* tokens (NULL: auth off) */
 };
 
 /* Listen (when the configuration enables HTTP).  Returns 0 or a negative

@@ -9,6 +9,7 @@
  */
 #include "ingest.h"
 
+#include "auth.h"
 #include "config.h"
 #include "log.h"
 #include "outbox.h"
@@ -303,6 +304,14 @@ static int ingest_line(struct gw_ingest_src *s, const char *line, size_t len, ui
 			e->reason = GW_REJ_SYNTAX;
 		}
 		in->n.rejected[s->t][e->reason]++;
+		return -EINVAL;
+	}
+	if (s->token && !gw_auth_allows_run(s->token, rec.run)) {
+		*e = (struct gw_wire_err){.column = 0};
+		gw_strlcpy(e->field, "run", sizeof(e->field));
+		snprintf(e->msg, sizeof(e->msg), "unauthorized: this token may not write run \"%.100s\"",
+		         rec.run);
+		count_reject(in, s->t, e, GW_REJ_UNAUTHORIZED);
 		return -EINVAL;
 	}
 	double now = gw_wall_now();

@@ -44,6 +44,7 @@
 
 struct gw_cfg;
 struct gw_outbox;
+struct gw_token;
 
 enum gw_transport {
 	GW_TR_UNIX,
@@ -120,6 +121,7 @@ struct gw_ingest_src {
 	/* A rejected line (may be NULL): answer or log it. */
 	void (*on_reject)(struct gw_ingest_src *s, uint64_t lineno, const struct gw_wire_err *e);
 	void *data;                   /* the owner's */
+	const struct gw_token *token; /* limits the runs it may write (auth.h), or NULL */
 
 	struct gw_lines lines;
 	uint64_t accepted, rejected;

@@ -12,6 +12,7 @@
  * the configuration file.  One cleanup path unwinds in reverse.
  */
 #include "api.h"
+#include "auth.h"
 #include "daemon.h"
 #include "follow.h"
 #include "http.h"
@@ -25,12 +26,15 @@
 #include "gw_config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #define SHUTDOWN_GRACE_MS 300
@@ -57,6 +61,38 @@ static void usage(FILE *f)
 }
 
 /* ---- signals, timers ------------------------------------------------------------------ */
+
+/* One daemon per database: an exclusive lock on DB.lock (with our pid in
+ * it), taken before anything is opened or bound, held until exit.  Returns
+ * the lock's fd, or a negative errno with a message in err. */
+static int lock_instance(const char *db_path, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s.lock", db_path) >= (int)sizeof(path))
+		return gw_errf(err, errlen, -ENAMETOOLONG, "database path too long: %s", db_path);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return gw_errf(err, errlen, -errno, "cannot open the lock file %s: %s", path,
+		               strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		char pid[32] = "";
+		ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		if (e == EWOULDBLOCK)
+			return gw_errf(err, errlen, -EBUSY, "%s is in use by another gradwatchd%s%s%s; "
+			               "one daemon per database", db_path, pid[0] ? " (pid " : "", pid,
+			               pid[0] ? ")" : "");
+		return gw_errf(err, errlen, -e, "cannot lock %s: %s", path, strerror(e));
+	}
+	char pid[32];
+	int n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
+		gw_log_warn("cannot write the pid into %s: %s", path, strerror(errno));
+	return fd;
+}
 
 /* The HTTP server's barrier: queries wait for everything ingested so far. */
 static void http_barrier(void *data, struct gw_commit_waiter *w)
@@ -360,6 +396,11 @@ int main(int argc, char **argv)
 	gw_log_info("gradwatchd %s starting: kernels %s, database %s", GW_VERSION, gw_kern_name(),
 	            cfg.db_path);
 
+	int lock_fd = lock_instance(cfg.db_path, err, sizeof(err));
+	if (lock_fd < 0) {
+		gw_log_crit("%s", err);
+		goto out_cfg;
+	}
 	d.cfg = &cfg;
 	d.loop = uv_default_loop();
 	d.started = gw_wall_now();
@@ -385,12 +426,17 @@ int main(int argc, char **argv)
 		.schemas = schemas,
 		.n_schemas = GW_ARRAY_SIZE(schemas),
 	};
+	if (gw_auth_load(cfg.auth, &d.auth, err, sizeof(err)) < 0) {
+		gw_log_crit("%s", err);
+		goto out;
+	}
 	struct gw_http_opts ho = {
 		.loop = d.loop,
 		.cfg = &cfg,
 		.barrier = http_barrier,
 		.cancel = http_cancel,
 		.barrier_data = &d.ingest,
+		.auth = d.auth,
 	};
 	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0 ||
 	    gw_ingest_init(&d.ingest, d.loop, &cfg, d.store, err, sizeof(err)) < 0 ||
@@ -433,12 +479,14 @@ out:
 	gw_server_free(&d);
 	gw_http_free(d.http);
 	gw_follow_free(&d);
+	gw_auth_free(d.auth);
 	if (uv_loop_close(d.loop) != 0) {
 		/* a handle some owner did not close: a bug, made visible */
 		gw_log_err("exit with libuv handles still open");
 		rc = 1;
 	}
 	gw_log_info("stopped");
+	close(lock_fd);
 out_cfg:
 	gw_cfg_free(&cfg);
 	return rc;

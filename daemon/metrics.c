@@ -255,7 +255,7 @@ static void h_metrics(struct gw_http_conn *c, const struct gw_http_req *r)
 
 int gw_metrics_start(struct gw_daemon *d, char *err, size_t errlen)
 {
-	const struct gw_http_route r = {"GET", "/metrics", false, NULL, h_metrics, NULL, NULL, d};
+	const struct gw_http_route r = {.method = "GET", .path = "/metrics", .handler = h_metrics, .data = d};
 	int rc = gw_http_route(d->http, &r);
 	if (rc < 0)
 		snprintf(err, errlen, "cannot register GET /metrics: %s", strerror(-rc));

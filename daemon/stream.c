@@ -14,14 +14,18 @@
  */
 #include "daemon.h"
 
+#include "auth.h"
 #include "log.h"
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define ERR_WRITE_LIMIT (64 * 1024)
@@ -40,6 +44,10 @@ struct conn {
 	struct gw_paused paused;
 	uint64_t id;
 	char peer[64];
+	/* TCP with tokens configured: the first line {"auth": TOKEN} */
+	bool need_auth;
+	char auth[GW_AUTH_TOKEN_MAX + 64];
+	size_t auth_len;
 	bool reading;
 	bool closing;
 	struct conn *next, *prev;
@@ -50,6 +58,8 @@ struct gw_server {
 	uv_tcp_t tcp_srv;
 	uv_udp_t udp;
 	bool unix_on, tcp_on, udp_on;
+	bool unix_bound;        /* we made the socket file: remove it at stop */
+	bool unix_activated;    /* systemd made it: leave it */
 	struct conn conns;      /* list head */
 	size_t nconns;
 	uint64_t next_id;
@@ -134,6 +144,54 @@ static void feed(struct conn *c, const char *p, size_t n)
 		conn_pause(c);
 }
 
+/* Answer one JSON error line and close (a refused connection hears why). */
+static void refuse(struct conn *c, const char *reason, const char *msg)
+{
+	json_t *j = json_pack("{s:s, s:s}", "error", reason, "message", msg);
+	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	size_t n = t ? strlen(t) : 0;
+	struct err_write *w = t ? malloc(sizeof(*w) + n + 1) : NULL;
+	if (w) {
+		memcpy(w->buf, t, n);
+		w->buf[n] = '\n';
+		uv_buf_t b = uv_buf_init(w->buf, (unsigned)n + 1);
+		if (uv_write(&w->req, &c->u.s, &b, 1, on_err_written) < 0)
+			free(w);
+	}
+	free(t);
+	gw_log_warn("%s connection %" PRIu64 " (%s) refused: %s", gw_transport_name(c->t), c->id,
+	            c->peer, msg);
+	conn_close(c);
+}
+
+/* Before its first line, a connection that needs a token sends it.  Returns
+ * the bytes of p consumed, or -1 when the connection was refused. */
+static ssize_t read_auth(struct conn *c, const char *p, size_t n)
+{
+	const char *nl = memchr(p, '\n', n);
+	size_t take = nl ? (size_t)(nl - p) + 1 : n;
+	if (c->auth_len + take > sizeof(c->auth)) {
+		refuse(c, "unauthorized", "unauthorized: the first line must be {\"auth\": TOKEN}");
+		return -1;
+	}
+	memcpy(c->auth + c->auth_len, p, take);
+	c->auth_len += take;
+	if (!nl)
+		return (ssize_t)take;
+	char why[128];
+	const struct gw_token *t = gw_auth_line(c->d->auth, c->auth, c->auth_len - 1, why, sizeof(why));
+	if (!t) {
+		gw_ingest_count_reject(&c->d->ingest, c->t, GW_REJ_UNAUTHORIZED);
+		refuse(c, "unauthorized", why);
+		return -1;
+	}
+	c->src.token = t;
+	c->need_auth = false;
+	c->src.lines.lineno = 1;   /* the auth line is line 1 */
+	return (ssize_t)take;
+}
+
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
 	struct conn *c = gw_container_of(s, struct conn, u.s);
@@ -144,7 +202,17 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
-	feed(c, buf->base, (size_t)nread);
+	const char *p = buf->base;
+	size_t n = (size_t)nread;
+	if (c->need_auth) {
+		ssize_t k = read_auth(c, p, n);
+		if (k < 0)
+			return;
+		p += k;
+		n -= (size_t)k;
+	}
+	if (n)
+		feed(c, p, n);
 }
 
 static void conn_resume(struct gw_paused *p)
@@ -181,6 +249,7 @@ static void on_connection(uv_stream_t *srv, int status)
 	c->d = d;
 	c->t = is_unix ? GW_TR_UNIX : GW_TR_TCP;
 	c->id = ++sv->next_id;
+	c->need_auth = !is_unix && gw_auth_enabled(d->auth);
 	gw_ingest_src_init(&c->src, &d->ingest, c->t, 0);
 	c->src.on_reject = answer_error;
 	c->src.data = c;
@@ -257,12 +326,79 @@ static void on_udp(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf,
 	gw_ingest_src_init(&src, &d->ingest, GW_TR_UDP, 0);
 	src.eof_ends_line = true;
 	src.on_reject = dgram_reject;
-	gw_ingest_src_feed(&src, buf->base, (size_t)nread);
+	const char *p = buf->base;
+	size_t n = (size_t)nread;
+	if (gw_auth_enabled(d->auth)) {
+		/* with tokens configured, each datagram starts with its auth line */
+		const char *nl = memchr(p, '\n', n);
+		char why[128];
+		src.token = nl ? gw_auth_line(d->auth, p, (size_t)(nl - p), why, sizeof(why)) : NULL;
+		if (!src.token) {
+			gw_ingest_count_reject(&d->ingest, GW_TR_UDP, GW_REJ_UNAUTHORIZED);
+			gw_ingest_src_deinit(&src);
+			return;
+		}
+		src.lines.lineno = 1;
+		n -= (size_t)(nl + 1 - p);
+		p = nl + 1;
+	}
+	gw_ingest_src_feed(&src, p, n);
 	gw_ingest_src_finish(&src);
 	gw_ingest_src_deinit(&src);
 }
 
 /* ---- start / stop ------------------------------------------------------------------- */
+
+/* The listening Unix stream socket systemd passed (socket activation:
+ * LISTEN_PID is us, LISTEN_FDS >= 1, the first is fd 3), or -1. */
+static int activated_socket(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid() || strtol(fds, NULL, 10) < 1)
+		return -1;
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	int fd = 3, type = 0, listening = 0;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss), tl = sizeof(type), ll = sizeof(listening);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || ss.ss_family != AF_UNIX ||
+	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) < 0 || !listening) {
+		gw_log_warn("systemd passed fd 3, but it is not a listening Unix stream socket; ignoring it");
+		return -1;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
+}
+
+/* A socket file left by a daemon that was killed is removed; one that a
+ * live daemon listens on is not (-EADDRINUSE): a second instance must never
+ * take the first one's socket away. */
+static int remove_stale_socket(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return 0;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return 0;   /* uv_pipe_bind reports it */
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return gw_errf(err, errlen, -errno, "unix socket %s: %s", path, strerror(errno));
+	int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	int e = errno;
+	close(fd);
+	if (rc == 0 || e == EAGAIN)
+		return gw_errf(err, errlen, -EADDRINUSE, "unix socket %s: another process is listening on "
+		               "it (a second gradwatchd?); not taking it over", path);
+	if (e == ECONNREFUSED) {
+		gw_log_info("removing the stale socket %s (nobody listens on it)", path);
+		unlink(path);
+	}
+	return 0;
+}
 
 int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 {
@@ -273,19 +409,29 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 	sv->conns.next = sv->conns.prev = &sv->conns;
 	struct gw_cfg *c = d->cfg;
 	int rc;
-	if (c->socket_path && *c->socket_path) {
+	int fd = activated_socket();
+	if (fd >= 0) {
+		/* systemd made the socket (gradwatchd@.socket: its group and mode) */
 		uv_pipe_init(d->loop, &sv->unix_srv, 0);
 		sv->unix_srv.data = d;
 		sv->unix_on = true;
-		/* a stale socket file from a killed daemon: remove it if nobody listens */
-		struct stat st;
-		if (lstat(c->socket_path, &st) == 0 && S_ISSOCK(st.st_mode))
-			unlink(c->socket_path);
+		sv->unix_activated = true;
+		if ((rc = uv_pipe_open(&sv->unix_srv, fd)) < 0 ||
+		    (rc = uv_listen((uv_stream_t *)&sv->unix_srv, 256, on_connection)) < 0)
+			return gw_errf(err, errlen, rc, "the unix socket systemd passed: %s", uv_strerror(rc));
+		gw_log_info("listening on the unix socket systemd passed (NDJSON)");
+	} else if (c->socket_path && *c->socket_path) {
+		uv_pipe_init(d->loop, &sv->unix_srv, 0);
+		sv->unix_srv.data = d;
+		sv->unix_on = true;
+		if ((rc = remove_stale_socket(c->socket_path, err, errlen)) < 0)
+			return rc;
 		if ((rc = uv_pipe_bind(&sv->unix_srv, c->socket_path)) < 0 ||
 		    (rc = uv_listen((uv_stream_t *)&sv->unix_srv, 256, on_connection)) < 0) {
 			snprintf(err, errlen, "unix socket %s: %s", c->socket_path, uv_strerror(rc));
 			return rc;
 		}
+		sv->unix_bound = true;
 		chmod(c->socket_path, c->socket_mode);
 		gw_log_info("listening on unix:%s (NDJSON)", c->socket_path);
 	}
@@ -336,7 +482,7 @@ void gw_server_stop(struct gw_daemon *d)
 		return;
 	if (sv->unix_on && !uv_is_closing((uv_handle_t *)&sv->unix_srv)) {
 		uv_close((uv_handle_t *)&sv->unix_srv, NULL);
-		if (d->cfg->socket_path)
+		if (sv->unix_bound)
 			unlink(d->cfg->socket_path);
 	}
 	if (sv->tcp_on && !uv_is_closing((uv_handle_t *)&sv->tcp_srv))

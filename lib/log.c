@@ -1,6 +1,9 @@
 /*
  * stderr logger: a level threshold, a timestamp or journald priority prefix,
- * one write per line so lines from threads do not interleave.
+ * one write per line so lines from threads do not interleave.  Control
+ * characters in a message (a run name, a field name, anything a client
+ * sent) are written as \xNN, so no input can forge or split a log line or
+ * send escape sequences to a terminal.
  */
 #include "log.h"
 
@@ -75,45 +78,46 @@ void gw_log(enum gw_log_level level, const char *fmt, ...)
 		               tm.tm_hour, tm.tm_min, tm.tm_sec,
 		               ts.tv_nsec / 1000000, level_name(level));
 	}
+	char msg[2048];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(buf + off, sizeof(buf) - (size_t)off - 1, fmt, ap);
+	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	size_t len = (size_t)off + (n < 0 ? 0 : (size_t)n);
-	if (len > sizeof(buf) - 2)
-		len = sizeof(buf) - 2;
+	size_t mlen = n < 0 ? 0 : (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1;
+	size_t len = (size_t)off;
+	for (size_t i = 0; i < mlen && len < sizeof(buf) - 6; i++) {
+		unsigned char ch = (unsigned char)msg[i];
+		if (ch < 0x20 || ch == 0x7f)
+			len += (size_t)snprintf(buf + len, 5, "\\x%02x", ch);
+		else
+			buf[len++] = (char)ch;
+	}
 	buf[len++] = '\n';
 	ssize_t w = write(STDERR_FILENO, buf, len);
 	(void)w;
 }
 
-void gw_log_redact_url(const char *url, char *out, size_t out_size)
+void gw_log_redact_url(const char *url, bool keep_path, char *out, size_t out_size)
 {
 	if (!out_size)
 		return;
 	const char *scheme = strstr(url, "://");
 	const char *host = scheme ? scheme + 3 : url;
-	const char *path = strchr(host, '/');
+	const char *path = strpbrk(host, "/?#");
 	size_t host_len = path ? (size_t)(path - host) : strlen(host);
 	const char *at = memchr(host, '@', host_len);
 	if (at) {
 		host_len -= (size_t)(at + 1 - host);
 		host = at + 1;
 	}
-	/* Keep scheme://host and the first path segment; anything after it
-	 * (Slack's /services/T/B/secret, tokens in paths, query strings) is
-	 * replaced. */
-	size_t keep_path = 0;
-	if (path) {
-		const char *seg_end = strchr(path + 1, '/');
-		const char *q = strpbrk(path, "?#");
-		keep_path = seg_end ? (size_t)(seg_end - path) : strlen(path);
-		if (q && (size_t)(q - path) < keep_path)
-			keep_path = (size_t)(q - path);
-	}
-	int redacted = at || (path && path[keep_path] != '\0');
-	snprintf(out, out_size, "%.*s%.*s%.*s%s",
-	         scheme ? (int)(scheme + 3 - url) : 0, url,
-	         (int)host_len, host, (int)keep_path, path ? path : "",
-	         redacted ? "/REDACTED" : "");
+	/* Keep scheme://host; the user info, the path (Slack's
+	 * /services/T/B/secret, a token as the first segment) and the query
+	 * are replaced unless the path is declared public, and then only the
+	 * query and fragment go. */
+	size_t keep = 0;
+	if (path && keep_path)
+		keep = strcspn(path, "?#");
+	bool redacted = at || (path && path[keep] != '\0');
+	snprintf(out, out_size, "%.*s%.*s%.*s%s", scheme ? (int)(scheme + 3 - url) : 0, url,
+	         (int)host_len, host, (int)keep, path ? path : "", redacted ? "/REDACTED" : "");
 }

@@ -14,6 +14,7 @@
 #ifndef GW_LOG_H
 #define GW_LOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 enum gw_log_level {
@@ -46,9 +47,9 @@ void gw_log(enum gw_log_level level, const char *fmt, ...)
 			gw_log(GW_LOG_DEBUG, __VA_ARGS__); \
 	} while (0)
 
-/* Copy url into out with its secret parts (user info, query string, and
- * path segments after the host for known token-bearing hosts) replaced by
- * "REDACTED".  Always terminates out. */
-void gw_log_redact_url(const char *url, char *out, size_t out_size);
+/* Copy url into out with its secret parts replaced by "/REDACTED": the user
+ * info, the query and fragment, and the whole path unless keep_path (a URL
+ * whose path is declared public).  Always terminates out. */
+void gw_log_redact_url(const char *url, bool keep_path, char *out, size_t out_size);
 
 #endif

@@ -98,3 +98,16 @@ int gw_read_file(const char *path, char **out, size_t *len)
 		*len = n;
 	return 0;
 }
+
+int gw_credential_path(const char *name, char **out)
+{
+	const char *cred = getenv("CREDENTIALS_DIRECTORY");
+	*out = NULL;
+	if (name[0] != '/' && cred && *cred) {
+		if (asprintf(out, "%s/%s", cred, name) < 0)
+			*out = NULL;
+	} else {
+		*out = strdup(name);
+	}
+	return *out ? 0 : -ENOMEM;
+}

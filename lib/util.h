@@ -48,4 +48,9 @@ int gw_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
  * Returns 0 or a negative errno; *len (may be NULL) gets the length. */
 int gw_read_file(const char *path, char **out, size_t *len);
 
+/* Where a secret file named in the configuration is: a relative name is
+ * looked up in $CREDENTIALS_DIRECTORY when systemd set it (LoadCredential=),
+ * else taken as given.  Heap string in *out; returns 0 or -ENOMEM. */
+int gw_credential_path(const char *name, char **out);
+
 #endif

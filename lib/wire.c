@@ -54,6 +54,7 @@ static const char *const reason_names[GW_REJ_NREASONS] = {
 	[GW_REJ_BAD_EVENT] = "bad_event",
 	[GW_REJ_TOO_LONG] = "line_too_long",
 	[GW_REJ_TRUNCATED] = "truncated",
+	[GW_REJ_UNAUTHORIZED] = "unauthorized",
 };
 
 const char *gw_wire_reason_name(enum gw_wire_reason r)
@@ -379,6 +380,34 @@ static size_t utf8_seq(const unsigned char *p, size_t avail)
 		if (b0 == 0xF4 && p[1] >= 0x90)
 			return 0;
 		return 4;
+	}
+	return 0;
+}
+
+int gw_wire_check_run(const char *s, size_t n, char *why, size_t whylen)
+{
+	if (n == 0 || n > GW_WIRE_RUN_MAX)
+		return gw_errf(why, whylen, -EINVAL, "a run name has 1 to %d bytes, this one has %zu",
+		               GW_WIRE_RUN_MAX, n);
+	const unsigned char *p = (const unsigned char *)s;
+	for (size_t i = 0; i < n;) {
+		if (p[i] < 0x80) {
+			if (p[i] < 0x20 || p[i] == 0x7f)
+				return gw_errf(why, whylen, -EINVAL,
+				               "a run name has no control characters (byte %zu is 0x%02x)",
+				               i + 1, p[i]);
+			i++;
+			continue;
+		}
+		size_t k = utf8_seq(p + i, n - i);
+		if (!k)
+			return gw_errf(why, whylen, -EINVAL,
+			               "a run name is UTF-8 (byte %zu, 0x%02x, is not)", i + 1, p[i]);
+		if (k == 2 && p[i] == 0xC2 && p[i + 1] < 0xA0)
+			return gw_errf(why, whylen, -EINVAL,
+			               "a run name has no control characters (U+%04X at byte %zu)",
+			               p[i + 1], i + 1);
+		i += k;
 	}
 	return 0;
 }
@@ -1008,15 +1037,17 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 		if (run->kind != V_STR)
 			return fail(&c, GW_REJ_BAD_RUN, run->raw_start + 1, "run",
 			            "expected a string, got %s", vkind_name(run->kind));
-		if (run->str_len == 0 || run->str_len > GW_WIRE_RUN_MAX)
-			return fail(&c, GW_REJ_BAD_RUN, run->raw_start + 1, "run",
-			            "a run name has 1 to %d bytes, this one has %zu",
-			            GW_WIRE_RUN_MAX, run->str_len);
+		char why[128];
+		if (gw_wire_check_run(run->str, run->str_len, why, sizeof(why)) < 0)
+			return fail(&c, GW_REJ_BAD_RUN, run->raw_start + 1, "run", "%s", why);
 		rec->run = run->str;
 		rec->run_len = run->str_len;
 	} else if (default_run && *default_run) {
+		char why[128];
 		rec->run = default_run;
 		rec->run_len = strlen(default_run);
+		if (gw_wire_check_run(rec->run, rec->run_len, why, sizeof(why)) < 0)
+			return fail(&c, GW_REJ_BAD_RUN, 0, "run", "the default run name: %s", why);
 	} else {
 		return fail(&c, GW_REJ_NO_RUN, 0, NULL, "the line has no \"run\" field");
 	}

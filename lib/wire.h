@@ -54,6 +54,7 @@ enum gw_wire_reason {
 	GW_REJ_BAD_EVENT,   /* bad_event */
 	GW_REJ_TOO_LONG,    /* line_too_long (set by the framing, not the parser) */
 	GW_REJ_TRUNCATED,   /* truncated (a peer closed mid-line) */
+	GW_REJ_UNAUTHORIZED, /* unauthorized (no or a wrong token; set by the daemon) */
 	GW_REJ_NREASONS,
 };
 
@@ -116,6 +117,12 @@ int gw_alias_lookup(const struct gw_alias *a, const char *name, size_t len,
 /* Parse a role name ("loss", "grad_norm", "lr", "throughput", "ts");
  * returns the role or -1. */
 int gw_role_parse(const char *name);
+
+/* Is s[0..n) a valid run name: 1 to GW_WIRE_RUN_MAX bytes of UTF-8 without
+ * control characters (C0, DEL, C1)?  The same rule everywhere a run name
+ * enters (lines, ?run=, paths, --run, follow, readers).  Returns 0, or
+ * -EINVAL with the reason in why. */
+int gw_wire_check_run(const char *s, size_t n, char *why, size_t whylen);
 
 struct gw_wire;
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "sink.h"
 
 static json_t *parse(const char *text)
@@ -108,6 +109,45 @@ START_TEST(config_sources_and_defaults)
 	unlink(path);
 	rmdir(dir);
 	unsetenv("CREDENTIALS_DIRECTORY");
+}
+END_TEST
+
+/* A secret may sit anywhere in a webhook URL: only scheme and host are
+ * shown, unless the sink declares its path public (the query still goes). */
+START_TEST(urls_are_redacted)
+{
+	static const struct {
+		const char *url;
+		bool keep_path;
+		const char *shown;
+	} cases[] = {
+		{"https://hooks.example.com/T0K3N", false, "https://hooks.example.com/REDACTED"},
+		{"https://hooks.example.com/T0K3N/x", false, "https://hooks.example.com/REDACTED"},
+		{"https://hooks.slack.com/services/T0/B0/XYZ", false, "https://hooks.slack.com/REDACTED"},
+		{"http://h:9/hook?token=abc", false, "http://h:9/REDACTED"},
+		{"http://h:9?token=abc", false, "http://h:9/REDACTED"},
+		{"http://user:pw@h:9/", false, "http://h:9/REDACTED"},
+		{"http://h:9", false, "http://h:9"},
+		{"http://am:9093/api/v2/alerts", true, "http://am:9093/api/v2/alerts"},
+		{"http://am:9093/api/v2/alerts?token=abc", true, "http://am:9093/api/v2/alerts/REDACTED"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char out[256];
+		gw_log_redact_url(cases[i].url, cases[i].keep_path, out, sizeof(out));
+		ck_assert_str_eq(out, cases[i].shown);
+	}
+	char err[256];
+	struct gw_sink_cfg *s;
+	size_t n;
+	ck_assert_int_eq(parse_sinks("[{\"type\":\"webhook\",\"url\":\"https://h/T0K3N?k=v\"},"
+	                             " {\"type\":\"alertmanager\",\"url\":\"http://am:9093\","
+	                             "  \"url_path_public\":true}]", &s, &n, err, sizeof(err)), 0);
+	ck_assert_str_eq(s[0].url_log, "https://h/REDACTED");
+	ck_assert_str_eq(s[1].url_log, "http://am:9093/api/v2/alerts");
+	gw_sink_free_all(s, n);
+	ck_assert_int_lt(parse_sinks("[{\"type\":\"webhook\",\"url\":\"https://h/\","
+	                             " \"url_path_public\":1}]", &s, &n, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "url_path_public"));
 }
 END_TEST
 
@@ -314,6 +354,7 @@ static Suite *alerts_suite(void)
 	tcase_add_test(tc, hmac_github_vector);
 	tcase_add_test(tc, durations);
 	tcase_add_test(tc, config_sources_and_defaults);
+	tcase_add_test(tc, urls_are_redacted);
 	tcase_add_test(tc, config_errors);
 	tcase_add_test(tc, slack_shape);
 	tcase_add_test(tc, slack_long_text_is_cut_on_utf8);

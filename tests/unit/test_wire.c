@@ -206,6 +206,34 @@ START_TEST(blank_and_default_run)
 }
 END_TEST
 
+/* One run-name rule: 1-256 bytes of UTF-8 without C0, DEL or C1 controls. */
+START_TEST(run_names)
+{
+	static const char *const good[] = {"r", "a/b c", "quote\"", "\xc3\xbc", "\xe6\x97\xa5",
+	                                   "\xc2\xa0nbsp", "\xf0\x9f\x98\x80"};
+	static const char *const bad[] = {"", "a\nb", "\x1b[31m", "tab\t", "del\x7f", "\xc2\x85",
+	                                  "\xff", "\xc3\x28", "\xed\xa0\x80", "\xc0\xaf"};
+	char why[128];
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(gw_wire_check_run(good[i], strlen(good[i]), why, sizeof(why)) == 0, "%s", why);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_int_eq(gw_wire_check_run(bad[i], strlen(bad[i]), why, sizeof(why)), -EINVAL);
+	char longname[258];
+	memset(longname, 'x', sizeof(longname));
+	ck_assert_int_eq(gw_wire_check_run(longname, 256, why, sizeof(why)), 0);
+	ck_assert_int_eq(gw_wire_check_run(longname, 257, why, sizeof(why)), -EINVAL);
+	/* the parser applies it to "run" and to the default run */
+	struct gw_rec r;
+	struct gw_wire_err e;
+	const char *line = "{\"run\":\"a\\u001bb\",\"step\":1}";
+	ck_assert_int_eq(parse(line, &r, &e), -EINVAL);
+	ck_assert_int_eq(e.reason, GW_REJ_BAD_RUN);
+	line = "{\"step\":1}";
+	ck_assert_int_eq(gw_wire_parse(w, line, strlen(line), "bad\nname", &r, &e), -EINVAL);
+	ck_assert_int_eq(e.reason, GW_REJ_BAD_RUN);
+}
+END_TEST
+
 START_TEST(fmt_double_roundtrip)
 {
 	double vals[] = {0.1, 1e-5, 1821490745.003, 2.0, -0.0, 1e300, 5e-324, 0.30000000000000004};
@@ -234,6 +262,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, strings_utf8);
 	tcase_add_test(tc, bad_lines);
 	tcase_add_test(tc, blank_and_default_run);
+	tcase_add_test(tc, run_names);
 	tcase_add_test(tc, fmt_double_roundtrip);
 	suite_add_tcase(s, tc);
 	return s;

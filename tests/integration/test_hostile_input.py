@@ -1,0 +1,115 @@
+"""Hostile and careless run names and requests, on every entry point.
+
+A run name is 1-256 bytes of UTF-8 without control characters, on every
+path it can enter by (a line's "run", ?run=, a path segment, --follow
+--run); whatever a client sends, nothing it sends can crash the daemon,
+forge a log line, or break /metrics for Prometheus.  Valid but awkward
+names (quotes, markup, slashes, non-ASCII) round-trip everywhere.
+"""
+import json
+import os
+import re
+import socket
+import unittest
+import urllib.parse
+
+from gwtest import Daemon
+
+CONTROL = re.compile(r'[\x00-\x08\x0b-\x1f\x7f]')
+
+AWKWARD = ['quote"and\\back', '<img src=x onerror=alert(1)>', 'a/b c', 'ünïcödé-日本',
+           '</script><script>x</script>', "it's", '{"run":"x"}', '%2F..%2F', 'x' * 256]
+
+
+def prometheus_ok(text):
+    """Every line of the exposition is a comment or name{labels} value, and
+    the whole text is UTF-8 (a scrape fails otherwise)."""
+    line_re = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\.)*",?)*\})? \S+$')
+    for line in text.split('\n'):
+        if line and not line.startswith('#') and not line_re.match(line):
+            return line
+    return None
+
+
+class HostileInput(unittest.TestCase):
+    def test_resume_gate_with_a_non_utf8_run_name(self):
+        # was a heap use-after-free: json_pack failed on the name and freed
+        # the differences the cause text was then read from
+        with Daemon() as d:
+            for path in ('/v1/runs/%FF/resume-check', '/v1/runs/%C3%28/resume-check',
+                         '/v1/runs/a%0Ab/resume-check', '/v1/runs/%1B%5B31m/resume-check'):
+                status, body = d.post(path, b'{"optimizer_state_loaded":false}')
+                self.assertEqual(status, 400, (path, body))
+                self.assertIn('run name', body['error'])
+            status, body = d.post('/v1/runs/ok/resume-check', b'{"optimizer_state_loaded":false}')
+            self.assertEqual(status, 200)
+            self.assertFalse(body['ok'])
+            self.assertIn('cause', body)
+            self.assertEqual(d.get('/healthz')[0], 200)
+
+    def test_bad_names_are_refused_on_every_entry_point(self):
+        with Daemon() as d:
+            # ?run= on HTTP ingest
+            for q in ('%FF%FE', '%00', 'a%0Ab', '%1B%5B2J', '%C2%85', '', 'x' * 300):
+                status, body = d.post('/v1/ingest?run=' + q, b'{"step":1,"loss":1}\n')
+                self.assertEqual(status, 400, (q, body))
+            # a line's "run" on every transport: rejected with its reason
+            bad = ['a\nb', '\u001b[31mred', 'tab\there', '\u0085next', 'del\u007f', '', 'x' * 257]
+            body = ''.join(json.dumps({'run': r, 'step': 1, 'loss': 1.0}) + '\n' for r in bad)
+            status, res = d.post('/v1/ingest', body.encode())
+            self.assertEqual(status, 422)
+            self.assertEqual(res['accepted'], 0)
+            self.assertEqual({e['reason'] for e in res['errors']}, {'bad_run'})
+            self.assertEqual(len(res['errors']), len(bad))
+            errs = [json.loads(l) for l in d.send_unix(body.encode(), read_errors=True).splitlines()]
+            self.assertEqual([e['error'] for e in errs], ['bad_run'] * len(bad))
+            self.assertEqual(d.sql('SELECT count(*) FROM runs')[0][0], 0)
+            # nothing a client sent made it into the log as a raw control character
+            log = d.logtext()
+            for line in log.splitlines():
+                self.assertIsNone(CONTROL.search(line), repr(line))
+            self.assertNotIn('\x1b', log)
+            # /metrics stays valid for Prometheus
+            status, text = d.get('/metrics')
+            self.assertEqual(status, 200)
+            self.assertIsNone(prometheus_ok(text))
+
+    def test_awkward_valid_names_round_trip(self):
+        with Daemon() as d:
+            body = ''.join(json.dumps({'run': r, 'step': s, 'loss': 1.0 / s, 'grad_norm': 0.5}) + '\n'
+                           for r in AWKWARD for s in (1, 2, 3))
+            status, res = d.post('/v1/ingest', body.encode())
+            self.assertEqual((status, res['accepted']), (200, 3 * len(AWKWARD)), res)
+            status, runs = d.get('/v1/runs')
+            self.assertEqual(sorted(r['run'] for r in runs['runs']), sorted(AWKWARD))
+            for r in AWKWARD:
+                status, one = d.get('/v1/runs/' + urllib.parse.quote(r, safe=''))
+                self.assertEqual((status, one['run'], one['last_step']), (200, r, 3), r)
+            status, text = d.get('/metrics')
+            self.assertIsNone(prometheus_ok(text))
+            # label values are escaped, so each name appears once, exactly
+            for r in AWKWARD:
+                esc = r.replace('\\', '\\\\').replace('"', '\\"')
+                self.assertIn('gradwatch_run_last_step{run="%s"} 3' % esc, text)
+
+    def test_garbage_requests_do_not_hurt(self):
+        with Daemon() as d:
+            garbage = [b'\x00\xff' * 100 + b'\r\n\r\n', b'GET /' + b'A' * 10000 + b' HTTP/1.1\r\n\r\n',
+                       b'POST /v1/ingest HTTP/1.1\r\nContent-Length: -1\r\n\r\n',
+                       b'POST /v1/ingest HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nZZ\r\n',
+                       b'GET /v1/runs/%ZZ HTTP/1.1\r\n\r\n', b'BREW /coffee HTCPCP/1.0\r\n\r\n']
+            for g in garbage:
+                s = socket.create_connection(('127.0.0.1', d.http_port), timeout=5)
+                s.sendall(g)
+                try:
+                    head = s.recv(4096)
+                except OSError:
+                    head = b''
+                s.close()
+                if head:
+                    self.assertRegex(head, rb'^HTTP/1\.1 (400|404|405|413|431) ', g[:40])
+            self.assertEqual(d.get('/healthz')[0], 200)
+
+
+if __name__ == '__main__':
+    unittest.main()
