@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import urllib.request
 
 from gwtest import CONTRIB_PYTHON, GRADWATCHD, Daemon, binary_mentions, free_port, wait_for
 from ingest_receiver import AnswerDropper, IngestReceiver
@@ -40,8 +41,10 @@ import gradwatch  # noqa: E402
 
 HAS_AUTH = binary_mentions(GRADWATCHD, rb'ingest_tokens_file')
 NO_AUTH = 'gradwatchd has no bearer tokens yet ("auth": {"ingest_tokens_file"}: the lead\'s daemon side)'
-HAS_IDEMPOTENCY = binary_mentions(GRADWATCHD, rb'idempotency-key')
-NO_IDEMPOTENCY = 'gradwatchd does not honour Idempotency-Key yet (the lead\'s daemon side)'
+HAS_IDEMPOTENCY = binary_mentions(GRADWATCHD, rb'idempotent-replayed')
+NO_IDEMPOTENCY = 'gradwatchd does not replay answers to a repeated Idempotency-Key yet (no Idempotent-Replayed header: the lead\'s daemon side)'
+INGEST = 'ingest-token-0123456789abcdef'     # tokens are 16 to 256 characters
+READ = 'read-token-0123456789abcdef'
 
 
 def settled(st):
@@ -378,9 +381,9 @@ class RealDaemonHttp(unittest.TestCase):
 def auth_daemon(tmp):
     ing, rd = os.path.join(tmp, 'ingest.tokens'), os.path.join(tmp, 'read.tokens')
     with open(ing, 'w') as f:
-        f.write('ingest-token-1\n')
+        f.write(INGEST + '\n')
     with open(rd, 'w') as f:
-        f.write('read-token-1\n')
+        f.write(READ + '\n')
     return Daemon(config={'auth': {'ingest_tokens_file': ing, 'read_tokens_file': rd}})
 
 
@@ -399,7 +402,7 @@ class Tokens(unittest.TestCase):
         url = 'http://127.0.0.1:%d' % d.http_port
         got = {}
         with captured_log() as buf:
-            for name, tok in (('ingest', 'ingest-token-1'), ('read', 'read-token-1'), ('none', '')):
+            for name, tok in (('ingest', INGEST), ('read', READ), ('none', '')):
                 c = gradwatch.Client(run='tok-' + name, url=url, token=tok)
                 for s in range(1, 21):
                     c.log(s, loss=1.0)
@@ -421,7 +424,7 @@ class Tokens(unittest.TestCase):
         d.send_unix((json.dumps(dict(m, run='tok-gate', step=10, event='checkpoint_saved')) + '\n').encode())
         wait_for(lambda: d.sql("SELECT count(*) FROM events")[0][0] == 1, 10, 'the checkpoint event')
         kw = dict(run='tok-gate', url='http://127.0.0.1:%d' % d.http_port, address=d.sock, udp='')
-        c = gradwatch.Client(token='read-token-1', **kw)     # a read token may ask the gate
+        c = gradwatch.Client(token=READ, **kw)     # a read token may ask the gate
         self.assertTrue(c.check_resume(manifest=m, required=True)['ok'])
         c.close()
         c = gradwatch.Client(token='', **kw)
@@ -431,7 +434,7 @@ class Tokens(unittest.TestCase):
 
     def test_tcp_sends_the_token_first(self):
         d = self.d
-        c = gradwatch.Client(run='tok-tcp', address='127.0.0.1:%d' % d.port, token='ingest-token-1',
+        c = gradwatch.Client(run='tok-tcp', address='127.0.0.1:%d' % d.port, token=INGEST,
                              udp='')
         for s in range(1, 101):
             c.log(s, loss=1.0)
@@ -442,12 +445,33 @@ class Tokens(unittest.TestCase):
     def test_tcp_with_a_wrong_token_says_so(self):
         d = self.d
         with captured_log() as buf:
-            c = gradwatch.Client(run='tok-tcp-bad', address='127.0.0.1:%d' % d.port, token='wrong', udp='')
+            c = gradwatch.Client(run='tok-tcp-bad', address='127.0.0.1:%d' % d.port, token='wrong-token-0123456789abcdef', udp='')
             c.log(1, loss=1.0)
             c.flush()
             wait_for(lambda: 'refused the token' in buf.getvalue(), 10, 'the refusal to be reported')
             c.close()
         self.assertEqual(rows(d, 'tok-tcp-bad'), [])
+
+    def test_udp_datagrams_carry_the_token(self):
+        d = self.d
+        nobody = os.path.join(d.dir, 'nobody.sock')
+        udp = '127.0.0.1:%d' % d.port
+        with_token = gradwatch.Client(run='tok-udp', address=nobody, udp=udp, token=INGEST)
+        without = gradwatch.Client(run='tok-udp-none', address=nobody, udp=udp, token='')
+        for c in (with_token, without):
+            for s in range(1, 201):
+                c.log(s, loss=1.0)
+            c.close()
+            self.assertEqual(c.stats()['sent_unconfirmed'], 200)
+        wait_rows(d, 'tok-udp', 200)
+        # what "unconfirmed" means: the daemon dropped every datagram without a token
+        def refused():
+            req = urllib.request.Request('http://127.0.0.1:%d/v1/stats' % d.http_port,
+                                         headers={'Authorization': 'Bearer ' + READ})
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return json.load(r)['transports']['udp']['rejected'].get('unauthorized')
+        wait_for(refused, 10, 'the datagrams without a token to be refused')
+        self.assertEqual(rows(d, 'tok-udp-none'), [])
 
     def test_unix_socket_needs_no_token(self):
         c = gradwatch.Client(run='tok-unix', address=self.d.sock, udp='')

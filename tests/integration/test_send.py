@@ -21,8 +21,10 @@ from ingest_receiver import AnswerDropper, IngestReceiver
 
 HAS_AUTH = binary_mentions(GRADWATCHD, rb'ingest_tokens_file')
 NO_AUTH = 'gradwatchd has no bearer tokens yet ("auth": {"ingest_tokens_file"}: the lead\'s daemon side)'
-HAS_IDEMPOTENCY = binary_mentions(GRADWATCHD, rb'idempotency-key')
-NO_IDEMPOTENCY = 'gradwatchd does not honour Idempotency-Key yet (the lead\'s daemon side)'
+HAS_IDEMPOTENCY = binary_mentions(GRADWATCHD, rb'idempotent-replayed')
+NO_IDEMPOTENCY = 'gradwatchd does not replay answers to a repeated Idempotency-Key yet (no Idempotent-Replayed header: the lead\'s daemon side)'
+INGEST = 'ingest-token-0123456789abcdef'     # tokens are 16 to 256 characters
+READ = 'read-token-0123456789abcdef'
 
 
 def gw(*args, stdin=None, env=None, timeout=120):
@@ -216,22 +218,22 @@ class Tokens(unittest.TestCase):
         try:
             ing, rd = os.path.join(tmp, 'ingest.tokens'), os.path.join(tmp, 'read.tokens')
             with open(ing, 'w') as f:
-                f.write('ingest-token-1\n')
+                f.write(INGEST + '\n')
             with open(rd, 'w') as f:
-                f.write('read-token-1\n')
+                f.write(READ + '\n')
             with Daemon(config={'auth': {'ingest_tokens_file': ing, 'read_tokens_file': rd}}) as d:
                 url = {'GRADWATCH_URL': 'http://127.0.0.1:%d' % d.http_port}
                 rc, out, err = gw('send', stdin=lines('tok', [1]), env=url)
                 self.assertEqual(rc, 2)
                 self.assertIn('wants a token: set $GRADWATCH_TOKEN', err)
-                rc, out, err = gw('send', stdin=lines('tok', [1]), env=dict(url, GRADWATCH_TOKEN='read-token-1'))
+                rc, out, err = gw('send', stdin=lines('tok', [1]), env=dict(url, GRADWATCH_TOKEN=READ))
                 self.assertEqual(rc, 2)
                 self.assertIn('may only read', err)
-                rc, out, err = gw('send', stdin=lines('tok', [1, 2]), env=dict(url, GRADWATCH_TOKEN='ingest-token-1'))
+                rc, out, err = gw('send', stdin=lines('tok', [1, 2]), env=dict(url, GRADWATCH_TOKEN=INGEST))
                 self.assertEqual(rc, 0, err)
                 self.assertEqual(count(d, 'tok'), 2)
                 self.assertEqual(gw('runs', env=url)[0], 2)
-                rc, out, err = gw('runs', '--json', env=dict(url, GRADWATCH_TOKEN='read-token-1'))
+                rc, out, err = gw('runs', '--json', env=dict(url, GRADWATCH_TOKEN=READ))
                 self.assertEqual(rc, 0, err)
                 self.assertEqual([r['run'] for r in json.loads(out)['runs']], ['tok'])
         finally:

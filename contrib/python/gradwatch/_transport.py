@@ -14,7 +14,8 @@ StreamTransport  the daemon's Unix socket (or TCP "host:port"): NDJSON
 UdpTransport     a *connected* datagram socket, so the kernel reports an
                  ICMP "port unreachable" back to us: a send that fails, or a
                  refusal seen right after a datagram left, counts that
-                 datagram's lines as lost.  Datagrams that left without a
+                 datagram's lines as lost.  With a token, every datagram
+                 starts with the {"auth": TOKEN} line.  Datagrams that left without a
                  refusal are counted `sent_unconfirmed`, never `sent`: UDP
                  has no acknowledgement.
 HttpTransport    POST /v1/ingest on a remote daemon, one batch per request,
@@ -110,9 +111,14 @@ def is_unix_address(address):
 
 # ---- UDP ------------------------------------------------------------------------------------
 
+def auth_line(token):
+    return (json.dumps({'auth': token}) + '\n').encode() if token else b''
+
+
 class UdpTransport:
-    def __init__(self, hostport, counters, warn):
+    def __init__(self, hostport, token, counters, warn):
         self.addr = split_hostport(hostport, 7470)
+        self.auth = auth_line(token)
         self.c = counters
         self.warn = warn
         self.sock = None
@@ -135,7 +141,8 @@ class UdpTransport:
 
     def send(self, data, nlines):
         """Send whole lines, at most MAX_DATAGRAM bytes a datagram (a longer
-        line goes alone); settles all nlines."""
+        line goes alone), each datagram after the auth line if there is a
+        token; settles all nlines."""
         try:
             s = self._open()
         except OSError as e:
@@ -143,13 +150,14 @@ class UdpTransport:
                       self.addr[1], e)
             self.c.settle(lost=nlines)
             return
-        chunk, size, done = [], 0, 0
+        base = len(self.auth)
+        chunk, size, done = [], base, 0
         for line in data.split(b'\n'):
             if not line:
                 continue
             if chunk and size + len(line) + 1 > MAX_DATAGRAM:
                 done += self._datagram(s, chunk)
-                chunk, size = [], 0
+                chunk, size = [], base
             chunk.append(line)
             size += len(line) + 1
         if chunk:
@@ -160,7 +168,7 @@ class UdpTransport:
     def _datagram(self, s, chunk):
         n = len(chunk)
         try:
-            s.send(b'\n'.join(chunk))
+            s.send(self.auth + b'\n'.join(chunk))
         except ConnectionRefusedError:
             # a refusal of an earlier datagram was pending: this one did not
             # leave (the kernel reports the error instead of sending)
@@ -208,7 +216,7 @@ class StreamTransport:
         self.address = address
         self.unix = is_unix_address(address)
         self.token = token
-        self.udp = UdpTransport(udp, counters, warn) if udp else None
+        self.udp = UdpTransport(udp, token, counters, warn) if udp else None
         self.c = counters
         self.warn = warn
         self.sock = None
@@ -234,7 +242,7 @@ class StreamTransport:
             else:
                 s = socket.create_connection(split_hostport(self.address, 7470), timeout=5)
                 if self.token:
-                    s.sendall((json.dumps({'auth': self.token}) + '\n').encode())
+                    s.sendall(auth_line(self.token))
         except OSError as e:
             if self.udp:
                 self.warn('fallback:' + type(e).__name__,

@@ -160,8 +160,9 @@ class Client:
     url        the daemon's HTTP API, e.g. "http://gpu-host:7471"
                (default: default_url()); used by the resume gate, and for
                ingest when transport is "http"
-    token      a bearer token (default $GRADWATCH_TOKEN): sent on HTTP, and
-               as the first line on TCP; the Unix socket needs none
+    token      a bearer token (default $GRADWATCH_TOKEN): sent on HTTP, as
+               the first line on TCP and of every UDP datagram; the Unix
+               socket needs none
     transport  "stream" (Unix socket/TCP, UDP fallback) or "http" (POST to
                url/v1/ingest, retried with an Idempotency-Key).  Default:
                "http" when url= is given and address= is not, or when only
