@@ -231,6 +231,20 @@ class Fallback(unittest.TestCase):
         self.assertIn('nothing receives UDP on 127.0.0.1:%d' % closed, buf.getvalue())
         self.assertIn('%d lost' % st['lost'], buf.getvalue())      # close() says so
 
+    def test_a_token_for_a_daemon_without_tokens_is_said_not_counted(self):
+        with captured_log() as buf:
+            c = gradwatch.Client(run='tok-unneeded', address='127.0.0.1:%d' % self.d.port, token=INGEST,
+                                 udp='')
+            for s in range(1, 21):
+                c.log(s, loss=1.0)
+            c.flush()
+            wait_for(lambda: 'has no tokens configured' in buf.getvalue(), 10, 'the warning')
+            c.log(21, loss=1.0)
+            c.close()
+        st = c.stats()
+        self.assertEqual((st['sent'], st['rejected']), (21, 0), st)
+        wait_rows(self.d, 'tok-unneeded', 21)
+
     def test_accounting_adds_up_with_bad_steps_and_a_full_queue(self):
         c = gradwatch.Client(run='acct', address=self.d.sock, udp='', max_queue=50, interval=0.5)
         c.log('not-a-step', loss=1.0)

@@ -222,6 +222,7 @@ class StreamTransport:
         self.sock = None
         self.next_connect = 0.0
         self.was_connected = False
+        self.sent_auth = False      # this connection began with an auth line
 
     def _connect(self):
         if self.sock is not None:
@@ -242,7 +243,11 @@ class StreamTransport:
             else:
                 s = socket.create_connection(split_hostport(self.address, 7470), timeout=5)
                 if self.token:
-                    s.sendall(auth_line(self.token))
+                    try:
+                        s.sendall(auth_line(self.token))
+                    except OSError:
+                        s.close()
+                        raise
         except OSError as e:
             if self.udp:
                 self.warn('fallback:' + type(e).__name__,
@@ -255,6 +260,7 @@ class StreamTransport:
                           'until it can', self.address, _why(e))
             return False
         self.sock = s
+        self.sent_auth = bool(self.token) and not self.unix
         if self.was_connected or self.warn.seen:
             log.info('gradwatch: run %s: connected to %s', self.warn.run, self.address)
         self.was_connected = True
@@ -283,10 +289,21 @@ class StreamTransport:
         for line in data.decode('utf-8', 'replace').splitlines():
             if '"error"' not in line:
                 continue
-            low = line.lower()
-            if 'auth' in low or 'token' in low:
+            try:
+                ans = json.loads(line)
+            except ValueError:
+                ans = {}
+            if not isinstance(ans, dict):
+                ans = {}
+            if ans.get('error') == 'unauthorized' or 'token' in line.lower():
                 self.warn('tcp-auth', 'gradwatchd on %s refused the token: %s', self.address, line[:300],
                           level=logging.ERROR)
+                continue
+            if self.sent_auth and ans.get('line') == 1:
+                # a daemon without tokens reads the auth line as a record
+                self.warn('tcp-no-auth', 'gradwatchd on %s has no tokens configured and took the auth '
+                          'line for a record (%s); give this client no token', self.address,
+                          ans.get('error'))
                 continue
             self.c.reject(1, line)
 
