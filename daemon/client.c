@@ -4,11 +4,24 @@
  * send reads NDJSON, cuts it into batches of whole lines and POSTs each to
  * the daemon's /v1/ingest, which answers once the batch is committed; errors
  * come back with their line numbers, which we shift to the line numbers of
- * the input.  runs and alerts read the daemon's HTTP API, or with --db the
- * database file itself (read-only; works while the daemon runs).
+ * the input.  Every batch carries its own Idempotency-Key (random per
+ * invocation, then the batch number), so a batch whose answer was lost
+ * (timeout, reset connection, 503 while the daemon's queue is full) is sent
+ * again with the same key and the daemon stores it once.  Retries are
+ * bounded (--retries; 507 "disk full" at most twice): send never hangs and
+ * never loops forever.  A request may take --timeout seconds.
+ *
+ * runs and alerts read the daemon's HTTP API, or with --db the database
+ * file itself (read-only; works while the daemon runs).
+ *
+ * Where the daemon is and how to authenticate: --url, else $GRADWATCH_URL,
+ * else the configuration's HTTP address; $GRADWATCH_TOKEN is sent as
+ * "Authorization: Bearer".  Exit status: 0 done; 1 (send) some lines were
+ * rejected; 2 an error (usage, input, connection, the daemon refusing).
  */
 #include "client.h"
 
+#include "client_http.h"
 #include "lines.h"
 #include "series.h"
 #include "store.h"
@@ -24,121 +37,129 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
-struct buf {
-	char *p;
-	size_t len, cap;
-};
-
-static int buf_add(struct buf *b, const char *p, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t nc = b->cap ? b->cap : 1 << 16;
-		while (nc < b->len + n + 1)
-			nc *= 2;
-		char *np = realloc(b->p, nc);
-		if (!np)
-			return -ENOMEM;
-		b->p = np;
-		b->cap = nc;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return 0;
-}
-
-static size_t cb_write(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-	return buf_add(ud, ptr, size * nmemb) < 0 ? 0 : size * nmemb;
-}
-
-static void default_url(const struct gw_cfg *cfg, char *out, size_t n)
-{
-	const char *env = getenv("GRADWATCH_URL");
-	if (env && *env) {
-		gw_strlcpy(out, env, n);
-		return;
-	}
-	if (strchr(cfg->http.host, ':'))
-		snprintf(out, n, "http://[%s]:%d", cfg->http.host, cfg->http.port);
-	else
-		snprintf(out, n, "http://%s:%d", cfg->http.host, cfg->http.port);
-}
-
-/* HTTP request; returns the status (>= 100) or a negative errno. */
-static long http_do(const char *url, const char *body, size_t blen, struct buf *out,
-                    char *err, size_t errlen)
-{
-	CURL *h = curl_easy_init();
-	if (!h)
-		return -ENOMEM;
-	char cerr[CURL_ERROR_SIZE] = "";
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cb_write);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, out);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 5000L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	struct curl_slist *hdr = NULL;
-	const char *token = getenv("GRADWATCH_TOKEN");
-	char auth[320];
-	if (token && *token && strlen(token) < sizeof(auth) - 32) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
-		hdr = curl_slist_append(hdr, auth);
-	}
-	if (body) {
-		hdr = curl_slist_append(hdr, "Content-Type: application/x-ndjson");
-		hdr = curl_slist_append(hdr, "Expect:");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
-	}
-	if (hdr)
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-	CURLcode rc = curl_easy_perform(h);
-	long status = 0;
-	if (rc == CURLE_OK)
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	else
-		snprintf(err, errlen, "%s: %s", url, cerr[0] ? cerr : curl_easy_strerror(rc));
-	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
-	return rc == CURLE_OK ? status : -ECONNREFUSED;
-}
+#define DEFAULT_RETRIES 3
+#define FULL_RETRIES 2          /* 507: the disk stays full for a while */
+#define MAX_BACKOFF_MS 8000
 
 /* ---- send ----------------------------------------------------------------------------- */
 
+static const char send_usage[] =
+	"usage: gradwatch send [--url URL] [--run NAME] [--batch N] [--timeout SECONDS]\n"
+	"                      [--retries N] [FILE...]\n"
+	"\n"
+	"Send NDJSON (standard input by default, or '-') to a running gradwatchd over\n"
+	"HTTP (POST /v1/ingest, one batch of whole lines per request); each batch\n"
+	"returns once the daemon has committed it.\n"
+	"\n"
+	"  --url URL          the daemon's HTTP API (default: $GRADWATCH_URL, else the\n"
+	"                     configuration's \"http\" address, http://127.0.0.1:7471)\n"
+	"  --run NAME         the run of lines that name none\n"
+	"  --batch N          lines per request (default 10000)\n"
+	"  --timeout SECONDS  how long one request may take (default 30)\n"
+	"  --retries N        how often a batch is sent again, with the same\n"
+	"                     Idempotency-Key, after no answer, a timeout or 5xx\n"
+	"                     (default 3; disk full (507) at most twice)\n"
+	"\n"
+	"environment: GRADWATCH_URL, GRADWATCH_TOKEN (sent as a bearer token)\n"
+	"exit status: 0 every line committed; 1 some lines rejected (each is\n"
+	"printed as FILE:LINE: reason); 2 an error (nothing after the last batch\n"
+	"reported as committed was stored)\n";
+
 struct sender {
 	const char *url;
-	struct buf batch;
+	const struct gw__http_opts *http;
+	unsigned retries;
+	const char *key_prefix;
+	uint64_t *batch_no;       /* across files: keys stay unique */
+	struct gw__buf batch;
 	size_t batch_lines, max_lines;
 	uint64_t first_line;      /* input line number of the batch's first line */
-	uint64_t accepted, rejected, batches;
+	uint64_t accepted, rejected;
 	const char *name;         /* input name for messages */
-	int failed;
 };
 
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Whether (and after how long) to send the same batch again. */
+static bool should_retry(const struct gw__http_answer *a, unsigned attempt, unsigned full,
+                         unsigned max_retries, long *wait_ms)
+{
+	bool transient = a->status == -ETIMEDOUT || a->status == -ECONNREFUSED || a->status == -EIO ||
+	                 a->status == 429 || a->status == 500 || a->status == 502 ||
+	                 a->status == 503 || a->status == 504;
+	if (a->status == 507)
+		transient = full <= FULL_RETRIES;
+	if (!transient || attempt > max_retries)
+		return false;
+	long backoff = 500L << (attempt - 1 < 5 ? attempt - 1 : 5);
+	*wait_ms = a->retry_after_s >= 0 ? a->retry_after_s * 1000L : GW_MIN(backoff, MAX_BACKOFF_MS);
+	return true;
+}
+
+/* POST the batch until the daemon answers it or the retries are used up;
+ * 0 (the batch was answered: accepted/rejected counted, rejected lines
+ * printed) or -EIO (an error was printed). */
 static int flush_batch(struct sender *s)
 {
 	if (!s->batch_lines)
 		return 0;
-	struct buf resp = {0};
-	char err[512];
-	long st = http_do(s->url, s->batch.p, s->batch.len, &resp, err, sizeof(err));
-	int rc = 0;
-	if (st < 0) {
-		fprintf(stderr, "gradwatch send: %s\n", err);
-		rc = -EIO;
+	char key[96];
+	snprintf(key, sizeof(key), "%s-%" PRIu64, s->key_prefix, ++*s->batch_no);
+	struct gw__http_answer a = {0};
+	unsigned attempt = 0, full = 0;
+	int rc = -EIO;
+	json_t *j = NULL;
+	for (;;) {
+		attempt++;
+		gw__http_request(s->http, s->url, s->batch.p, s->batch.len, key, &a);
+		if (a.status == 507)
+			full++;
+		long wait_ms;
+		if (!should_retry(&a, attempt, full, s->retries, &wait_ms))
+			break;
+		char what[64];
+		snprintf(what, sizeof(what), "the daemon answered %ld", a.status);
+		fprintf(stderr, "gradwatch send: %s; sending lines %" PRIu64 "-%" PRIu64 " of %s again "
+		        "in %.1f s (same Idempotency-Key, retry %u of %u)\n", a.status < 0 ? a.err : what,
+		        s->first_line, s->first_line + s->batch_lines - 1, s->name, wait_ms / 1000.0,
+		        attempt, s->retries);
+		sleep_ms(wait_ms);
+	}
+	if (a.status < 0) {
+		fprintf(stderr, "gradwatch send: %s%s\n", a.err,
+		        a.status == -ECONNREFUSED ? " (is gradwatchd running? --url / $GRADWATCH_URL)" : "");
 		goto out;
 	}
-	json_t *j = json_loads(resp.p ? resp.p : "", 0, NULL);
-	if (!j || !json_is_integer(json_object_get(j, "accepted"))) {
-		const char *e = json_string_value(json_object_get(j, "error"));
-		fprintf(stderr, "gradwatch send: the daemon answered %ld: %s\n", st,
-		        e ? e : resp.p ? resp.p : "");
-		json_decref(j);
-		rc = -EIO;
+	j = json_loads(a.body.p ? a.body.p : "", 0, NULL);
+	if (a.status == 401) {
+		fprintf(stderr, "gradwatch send: the daemon %s (401: %s)\n",
+		        s->http->token ? "refused the token in $GRADWATCH_TOKEN"
+		                       : "wants a token: set $GRADWATCH_TOKEN to an ingest token",
+		        gw__http_error_text(j, &a.body));
+		goto out;
+	}
+	if (a.status == 403) {
+		fprintf(stderr, "gradwatch send: the token in $GRADWATCH_TOKEN may only read; sending "
+		        "needs an ingest token (403: %s)\n", gw__http_error_text(j, &a.body));
+		goto out;
+	}
+	if (a.status == 507) {
+		fprintf(stderr, "gradwatch send: the daemon's disk is full (507: %s); gave up after %u tries\n",
+		        gw__http_error_text(j, &a.body), attempt);
+		goto out;
+	}
+	if ((a.status != 200 && a.status != 422) || !json_is_integer(json_object_get(j, "accepted"))) {
+		fprintf(stderr, "gradwatch send: the daemon answered %ld: %s\n", a.status,
+		        gw__http_error_text(j, &a.body));
 		goto out;
 	}
 	s->accepted += (uint64_t)json_integer_value(json_object_get(j, "accepted"));
@@ -152,13 +173,15 @@ static int flush_batch(struct sender *s)
 	}
 	if (json_is_true(json_object_get(j, "errors_truncated")))
 		fprintf(stderr, "%s: (more rejected lines in this batch than listed)\n", s->name);
-	json_decref(j);
-	s->batches++;
+	rc = 0;
 out:
-	free(resp.p);
+	json_decref(j);
+	free(a.body.p);
 	s->batch.len = 0;
-	s->first_line += s->batch_lines;
-	s->batch_lines = 0;
+	if (rc == 0) {
+		s->first_line += s->batch_lines;
+		s->batch_lines = 0;
+	}
 	return rc;
 }
 
@@ -166,17 +189,72 @@ static int on_send_line(void *data, const char *line, size_t len, uint64_t linen
                         enum gw_line_status st)
 {
 	struct sender *s = data;
+	(void)lineno;
 	if (st == GW_LINE_TOO_LONG) {
 		/* the daemon would refuse it; keep line numbers aligned */
-		if (buf_add(&s->batch, "\n", 1) < 0)
+		if (gw__buf_add(&s->batch, "\n", 1) < 0)
 			return -ENOMEM;
-	} else if (buf_add(&s->batch, line, len) < 0 || buf_add(&s->batch, "\n", 1) < 0) {
+	} else if (gw__buf_add(&s->batch, line, len) < 0 || gw__buf_add(&s->batch, "\n", 1) < 0) {
 		return -ENOMEM;
 	}
 	s->batch_lines++;
 	if (s->batch_lines >= s->max_lines || s->batch.len >= (8u << 20))
-		return flush_batch(s) < 0 ? -EIO : 0;
+		return flush_batch(s);
 	return 0;
+}
+
+/* Random hex for this invocation's Idempotency-Keys. */
+static void make_key_prefix(char *out, size_t n)
+{
+	unsigned char r[12];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		/* no entropy source: time and pid still separate invocations */
+		uint64_t t = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32) ^ gw_mono_ms();
+		memcpy(r, &t, sizeof(t));
+		memset(r + sizeof(t), 0, sizeof(r) - sizeof(t));
+	}
+	size_t o = 0;
+	o += (size_t)snprintf(out, n, "gws-");
+	for (size_t i = 0; i < sizeof(r) && o + 2 < n; i++)
+		o += (size_t)snprintf(out + o, n - o, "%02x", r[i]);
+}
+
+/* One input: 0, or -EIO after an error was printed. */
+static int send_file(struct sender *s, const char *path, size_t max_line)
+{
+	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+	if (fd < 0) {
+		fprintf(stderr, "gradwatch send: %s: %s\n", path, strerror(errno));
+		return -EIO;
+	}
+	struct gw_lines lines;
+	gw_lines_init(&lines, max_line);
+	char chunk[65536];
+	ssize_t n;
+	int rc = 0;
+	while (rc == 0 && (n = read(fd, chunk, sizeof(chunk))) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "gradwatch send: %s: %s\n", s->name, strerror(errno));
+			rc = -EIO;
+			break;
+		}
+		rc = gw_lines_feed(&lines, chunk, (size_t)n, on_send_line, s);
+	}
+	if (rc == 0)
+		rc = gw_lines_finish(&lines, on_send_line, s);
+	if (rc == 0)
+		rc = flush_batch(s);
+	if (rc == -ENOMEM)
+		fprintf(stderr, "gradwatch send: out of memory\n");
+	gw_lines_free(&lines);
+	free(s->batch.p);
+	s->batch.p = NULL;
+	s->batch.cap = s->batch.len = 0;
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return rc < 0 ? -EIO : 0;
 }
 
 int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
@@ -185,24 +263,41 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 		{"url", required_argument, NULL, 'u'},
 		{"run", required_argument, NULL, 'r'},
 		{"batch", required_argument, NULL, 'b'},
+		{"timeout", required_argument, NULL, 't'},
+		{"retries", required_argument, NULL, 'R'},
+		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
 	char base[256], url[1024];
-	default_url(cfg, base, sizeof(base));
+	gw__client_default_url(cfg, base, sizeof(base));
 	const char *run = NULL;
-	size_t max_lines = 10000;
+	unsigned long max_lines = 10000, retries = DEFAULT_RETRIES;
+	struct gw__http_opts http = {.token = gw__client_token(), .timeout_ms = GW__CLIENT_TIMEOUT_MS};
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "u:r:b:", lo, NULL)) != -1) {
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":u:r:b:t:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'u': gw_strlcpy(base, optarg, sizeof(base)); break;
 		case 'r': run = optarg; break;
-		case 'b': max_lines = strtoul(optarg, NULL, 10); break;
-		default: return 2;
+		case 'b':
+			if (gw__client_parse_count(optarg, 1000000, &max_lines) < 0 || !max_lines)
+				return gw__client_usage_error("send", "--batch wants a number of lines from 1 to 1000000, not", optarg);
+			break;
+		case 't':
+			if (gw__client_parse_seconds(optarg, &http.timeout_ms) < 0)
+				return gw__client_usage_error("send", "--timeout wants seconds (more than 0, at most 86400), not", optarg);
+			break;
+		case 'R':
+			if (gw__client_parse_count(optarg, 100, &retries) < 0)
+				return gw__client_usage_error("send", "--retries wants a number from 0 to 100, not", optarg);
+			break;
+		case 'h': fputs(send_usage, stdout); return 0;
+		default: return gw__client_bad_option("send", ch, argv);
 		}
 	}
-	if (!max_lines)
-		max_lines = 1;
+	if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8))
+		return gw__client_usage_error("send", "--url / $GRADWATCH_URL must start with http:// or https://:", base);
 	if (run) {
 		char *enc = curl_easy_escape(NULL, run, 0);
 		snprintf(url, sizeof(url), "%s/v1/ingest?run=%s", base, enc ? enc : "");
@@ -211,6 +306,9 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 		snprintf(url, sizeof(url), "%s/v1/ingest", base);
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	char key_prefix[64];
+	make_key_prefix(key_prefix, sizeof(key_prefix));
+	uint64_t batch_no = 0;
 	int nfiles = argc - optind;
 	char *stdin_name[] = {"-"};
 	char **files = nfiles ? argv + optind : stdin_name;
@@ -218,40 +316,39 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 		nfiles = 1;
 	int rc = 0;
 	uint64_t acc = 0, rej = 0;
+	const char *failed = NULL;
+	uint64_t failed_from = 0;
 	for (int f = 0; f < nfiles && rc == 0; f++) {
-		struct sender s = {.url = url, .max_lines = max_lines, .first_line = 1,
+		struct sender s = {.url = url, .http = &http, .retries = (unsigned)retries,
+		                   .key_prefix = key_prefix, .batch_no = &batch_no,
+		                   .max_lines = max_lines, .first_line = 1,
 		                   .name = strcmp(files[f], "-") ? files[f] : "<stdin>"};
-		int fd = strcmp(files[f], "-") ? open(files[f], O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
-		if (fd < 0) {
-			fprintf(stderr, "gradwatch send: %s: %s\n", files[f], strerror(errno));
+		if (send_file(&s, files[f], cfg->max_line) < 0) {
 			rc = 2;
-			break;
+			failed = s.name;
+			failed_from = s.first_line;
 		}
-		struct gw_lines lines;
-		gw_lines_init(&lines, cfg->max_line);
-		char chunk[65536];
-		ssize_t n;
-		int frc = 0;
-		while (frc == 0 && (n = read(fd, chunk, sizeof(chunk))) > 0)
-			frc = gw_lines_feed(&lines, chunk, (size_t)n, on_send_line, &s);
-		if (frc == 0)
-			frc = gw_lines_finish(&lines, on_send_line, &s);
-		if (frc == 0)
-			frc = flush_batch(&s);
-		gw_lines_free(&lines);
-		free(s.batch.p);
-		if (fd != STDIN_FILENO)
-			close(fd);
 		acc += s.accepted;
 		rej += s.rejected;
-		if (frc < 0)
-			rc = 2;
 	}
 	curl_global_cleanup();
+	if (rc) {
+		/* no "0 accepted" after an error: only what is known to be stored,
+		 * and where to resume */
+		if (acc || rej)
+			fprintf(stderr, "gradwatch send: before the error %" PRIu64 " line(s) were accepted and "
+			        "committed, %" PRIu64 " rejected\n", acc, rej);
+		if (failed && failed_from > 1 && strcmp(failed, "<stdin>"))
+			fprintf(stderr, "gradwatch send: %s from line %" PRIu64 " on is not known to be "
+			        "committed; to resume: tail -n +%" PRIu64 " %s | gradwatch send\n", failed,
+			        failed_from, failed_from, failed);
+		else if (failed && failed_from > 1)
+			fprintf(stderr, "gradwatch send: %s from line %" PRIu64 " on is not known to be committed\n",
+			        failed, failed_from);
+		return rc;
+	}
 	fprintf(stderr, "gradwatch send: %" PRIu64 " line(s) accepted and committed, %" PRIu64 " rejected\n",
 	        acc, rej);
-	if (rc)
-		return rc;
 	return rej ? 1 : 0;
 }
 
@@ -317,28 +414,58 @@ static void print_text(json_t *out, bool alerts, const char *run)
 	}
 }
 
+static const char query_usage[] =
+	"usage: gradwatch %s [--url URL | --db PATH] [--json] [--timeout SECONDS] [RUN]\n"
+	"\n"
+	"%s, from a running gradwatchd over HTTP or, with --db, from its database\n"
+	"file (read-only; works while the daemon runs).\n"
+	"\n"
+	"  --url URL          the daemon's HTTP API (default: $GRADWATCH_URL, else the\n"
+	"                     configuration's \"http\" address, http://127.0.0.1:7471)\n"
+	"  --db PATH          read the database file instead\n"
+	"  --json             print the daemon's JSON\n"
+	"  --timeout SECONDS  how long the request may take (default 30)\n"
+	"\n"
+	"environment: GRADWATCH_URL, GRADWATCH_TOKEN (sent as a bearer token)\n"
+	"exit status: 0 printed; 2 an error\n";
+
 static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 {
 	static const struct option lo[] = {
 		{"url", required_argument, NULL, 'u'},
 		{"db", required_argument, NULL, 'd'},
 		{"json", no_argument, NULL, 'j'},
+		{"timeout", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
+	const char *cmd = alerts ? "alerts" : "runs";
 	bool as_json = false;
 	char base[256];
-	default_url(cfg, base, sizeof(base));
+	gw__client_default_url(cfg, base, sizeof(base));
 	const char *db = NULL;
+	struct gw__http_opts http = {.token = gw__client_token(), .timeout_ms = GW__CLIENT_TIMEOUT_MS};
 	int ch;
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "u:d:j", lo, NULL)) != -1) {
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":u:d:jt:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'u': gw_strlcpy(base, optarg, sizeof(base)); break;
 		case 'd': db = optarg; break;
 		case 'j': as_json = true; break;
-		default: return 2;
+		case 't':
+			if (gw__client_parse_seconds(optarg, &http.timeout_ms) < 0)
+				return gw__client_usage_error(cmd, "--timeout wants seconds (more than 0, at most 86400), not", optarg);
+			break;
+		case 'h':
+			printf(query_usage, cmd, alerts ? "List stored alerts, newest first (of one run, if given)"
+			                                : "List the runs, or one run: segments, last step, last values");
+			return 0;
+		default: return gw__client_bad_option(cmd, ch, argv);
 		}
 	}
+	if (optind + 1 < argc)
+		return gw__client_usage_error(cmd, "one RUN at most; unexpected", argv[optind + 1]);
 	const char *run = optind < argc ? argv[optind] : NULL;
 	char err[512];
 	json_t *out = NULL;
@@ -358,23 +485,27 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		else
 			snprintf(url, sizeof(url), run ? "%s/v1/runs/%s" : "%s/v1/runs", base, enc);
 		curl_free(enc);
-		struct buf resp = {0};
+		struct gw__http_answer a = {0};
 		curl_global_init(CURL_GLOBAL_DEFAULT);
-		long st = http_do(url, NULL, 0, &resp, err, sizeof(err));
+		gw__http_request(&http, url, NULL, 0, NULL, &a);
 		curl_global_cleanup();
-		if (st < 0) {
-			fprintf(stderr, "gradwatch: %s (is gradwatchd running? or use --db PATH)\n", err);
-			free(resp.p);
+		if (a.status < 0) {
+			fprintf(stderr, "gradwatch %s: %s (is gradwatchd running? or use --db PATH)\n", cmd, a.err);
+			free(a.body.p);
 			return 2;
 		}
-		out = json_loads(resp.p ? resp.p : "", 0, NULL);
-		free(resp.p);
-		if (st != 200 || !out) {
-			const char *e = json_string_value(json_object_get(out, "error"));
-			fprintf(stderr, "gradwatch: the daemon answered %ld%s%s\n", st, e ? ": " : "", e ? e : "");
+		out = json_loads(a.body.p ? a.body.p : "", 0, NULL);
+		if (a.status != 200 || !out) {
+			const char *hint = a.status == 401 ? (http.token ? " (the token in $GRADWATCH_TOKEN was refused)"
+			                                                 : " (set $GRADWATCH_TOKEN)")
+			                                   : "";
+			fprintf(stderr, "gradwatch %s: the daemon answered %ld: %s%s\n", cmd, a.status,
+			        gw__http_error_text(out, &a.body), hint);
 			json_decref(out);
+			free(a.body.p);
 			return 2;
 		}
+		free(a.body.p);
 	}
 	int rc = 0;
 	if (as_json)
@@ -513,7 +644,7 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 		{0},
 	};
 	char base[256];
-	default_url(cfg, base, sizeof(base));
+	gw__client_default_url(cfg, base, sizeof(base));
 	const char *db = NULL, *out_path = NULL, *from = NULL, *to = NULL;
 	bool csv = true;
 	int ch;
@@ -591,20 +722,24 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 				n += snprintf(url + n, sizeof(url) - (size_t)n, "&from=%lld", (long long)q.from);
 			if (q.has_to)
 				snprintf(url + n, sizeof(url) - (size_t)n, "&to=%lld", (long long)q.to);
-			struct buf resp = {0};
-			long st = http_do(url, NULL, 0, &resp, err, sizeof(err));
-			page = st > 0 ? json_loads(resp.p ? resp.p : "", 0, NULL) : NULL;
-			free(resp.p);
+			const struct gw__http_opts ho = {.token = gw__client_token(),
+			                                  .timeout_ms = GW__CLIENT_TIMEOUT_MS};
+			struct gw__http_answer a = {0};
+			gw__http_request(&ho, url, NULL, 0, NULL, &a);
+			long st = a.status;
+			page = st > 0 ? json_loads(a.body.p ? a.body.p : "", 0, NULL) : NULL;
 			if (st != 200 || !page) {
-				const char *e = json_string_value(json_object_get(page, "error"));
 				if (st < 0)
-					fprintf(stderr, "gradwatch export: %s (is gradwatchd running? or use --db PATH)\n", err);
+					fprintf(stderr, "gradwatch export: %s (is gradwatchd running? or use --db PATH)\n", a.err);
 				else
-					fprintf(stderr, "gradwatch export: the daemon answered %ld%s%s\n", st, e ? ": " : "", e ? e : "");
+					fprintf(stderr, "gradwatch export: the daemon answered %ld: %s\n", st,
+					        gw__http_error_text(page, &a.body));
+				free(a.body.p);
 				json_decref(page);
 				rc = 2;
 				break;
 			}
+			free(a.body.p);
 		}
 		export_page(&x, page);
 		const char *next = json_string_value(json_object_get(page, "next"));

@@ -7,6 +7,12 @@
 
 #include "config.h"
 
+/* Each takes the subcommand's arguments (argv[0] is its name), prints to
+ * stdout/stderr and returns the process exit status: 0 done, 1 (send only)
+ * some lines were rejected, 2 an error (usage, input, connection, the
+ * daemon refusing or failing).  They block on the network: each request at
+ * most --timeout seconds (default 30), and send retries a batch at most
+ * --retries times (default 3) with back-off. */
 int gw_client_send(struct gw_cfg *cfg, int argc, char **argv);
 int gw_client_runs(struct gw_cfg *cfg, int argc, char **argv);
 int gw_client_alerts(struct gw_cfg *cfg, int argc, char **argv);

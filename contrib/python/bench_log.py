@@ -8,8 +8,9 @@ down  a socket path nobody listens on and no UDP fallback: everything is
       dropped or lost, and counted
 slow  a Unix socket whose server accepts and never reads: the sender thread
       blocks in sendall, the queue fills, log() drops and counts
-Each case also reports what the client counted (sent, dropped, lost), so a
-fast log() that silently lost lines would show.
+Each case also reports what the client counted (sent, sent_unconfirmed,
+dropped, lost, invalid, queued), so a fast log() that silently lost lines
+would show.
 """
 import argparse
 import json
@@ -78,8 +79,9 @@ def main():
         r = measure(c, a.n)
         c.flush(timeout=5 if name == 'up' else 0.5)
         st = c.stats()
-        r.update(case=name, sent=st['sent'] + st['sent_udp'], dropped=st['dropped'], lost=st['lost'],
-                 queued=st['queued'] + st['in_flight'])
+        r.update(case=name, sent=st['sent'], sent_unconfirmed=st['sent_unconfirmed'],
+                 dropped=st['dropped'], lost=st['lost'], invalid=st['invalid'],
+                 queued=st['queued'] + st['in_flight'], logged=st['logged'])
         if name != 'slow':
             c.close(timeout=5)
         results.append(r)

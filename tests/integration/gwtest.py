@@ -26,6 +26,32 @@ CORPUS = os.path.join(SHARED, 'corpus', 'dev')
 REALWORLD = os.path.join(SHARED, 'realworld')
 
 
+def wait_for(pred, timeout=10.0, what='condition', interval=0.02):
+    """Poll pred() until it returns something true and return that; fail
+    after timeout seconds.  How tests wait for something to happen: never a
+    bare sleep that hopes it has happened by then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise AssertionError('timed out after %.1fs waiting for %s' % (timeout, what))
+        time.sleep(interval)
+
+
+def binary_mentions(path, pattern):
+    """True if the binary at path contains pattern (a bytes regex, case
+    insensitive): how a test finds out whether a feature another branch is
+    building has landed yet, so it can skip with a clear message before."""
+    import re
+    try:
+        with open(path, 'rb') as f:
+            return re.search(pattern, f.read(), re.I) is not None
+    except OSError:
+        return False
+
+
 def free_port(kind=socket.SOCK_STREAM):
     """A port that is free for both TCP and UDP right now."""
     for _ in range(50):
@@ -251,17 +277,14 @@ def torch_python():
 def client_venv(python, where):
     """A venv over `python` (--system-site-packages, so Debian's torch stays
     visible) with contrib/python installed by pip, offline
-    (--no-build-isolation --no-index: Debian's setuptools builds it).
-    Returns the venv's interpreter."""
-    import shutil
+    (--no-build-isolation --no-index: Debian's setuptools builds it), the
+    way docs/integrations.md says; the build writes nothing into the source
+    tree (contrib/python/setup.py).  Returns the venv's interpreter."""
     venv = os.path.join(where, 'venv')
     subprocess.run([python, '-m', 'venv', '--system-site-packages', venv], check=True)
     py = os.path.join(venv, 'bin', 'python')
-    # a copy: setuptools builds in the source folder, which must stay clean
-    src = os.path.join(where, 'gradwatch-src')
-    shutil.copytree(CONTRIB_PYTHON, src, ignore=shutil.ignore_patterns('build', '*.egg-info', '__pycache__'))
     r = subprocess.run([py, '-m', 'pip', 'install', '--quiet', '--no-build-isolation', '--no-index',
-                        '--disable-pip-version-check', src],
+                        '--disable-pip-version-check', CONTRIB_PYTHON],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=where)
     if r.returncode != 0:
         raise RuntimeError('pip install contrib/python failed:\n' + r.stdout.decode())

@@ -37,14 +37,7 @@ import gwtest
 free_port = gwtest.free_port
 
 
-def wait_for(pred, timeout=10.0, what="condition", interval=0.02):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = pred()
-        if v:
-            return v
-        time.sleep(interval)
-    raise AssertionError("timed out after %.1fs waiting for %s" % (timeout, what))
+wait_for = gwtest.wait_for
 
 
 def http_ok(url, timeout=1.0):

@@ -27,7 +27,7 @@ import time
 import unittest
 
 from gwtest import (Daemon, SOURCE_ROOT, WebhookReceiver, client_venv, replay,
-                    torch_python)
+                    torch_python, wait_for)
 
 TRAIN = os.path.join(SOURCE_ROOT, 'tests', 'e2e', 'train_tiny.py')
 TEXT = [os.path.join(SOURCE_ROOT, p) for p in
@@ -93,13 +93,14 @@ class EndToEnd(unittest.TestCase):
         return body['alerts']
 
     def hook_alerts(self, run, detectors, timeout=30):
-        deadline = time.time() + timeout
-        while True:
-            got = [a for a in self.hook.alerts()
-                   if a.get('run') == run and a.get('detector') in detectors]
-            if got or time.time() > deadline:
-                return got
-            time.sleep(0.2)
+        """The webhook's alerts of run from detectors, once there is one
+        ([] after timeout: the caller's assertion shows what arrived)."""
+        def got():
+            return [a for a in self.hook.alerts() if a.get('run') == run and a.get('detector') in detectors]
+        try:
+            return wait_for(got, timeout, 'alerts at the webhook', interval=0.2)
+        except AssertionError:
+            return []
 
     # ---- 1. a correct resume -----------------------------------------------------------
 

@@ -7,10 +7,9 @@ import json
 import os
 import signal
 import subprocess
-import time
 import unittest
 
-from gwtest import Daemon, GRADWATCHD
+from gwtest import Daemon, GRADWATCHD, wait_for
 
 
 def metric(step, run=None):
@@ -45,13 +44,14 @@ class Follow(unittest.TestCase):
                           "WHERE u.name=? ORDER BY r.id", (run,))
 
     def wait_rows(self, n, run='job', timeout=60):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            rows = self.rows(run)
-            if len(rows) >= n:
-                return rows
-            time.sleep(0.05)
-        return self.rows(run)
+        return wait_for(lambda: len(self.rows(run)) >= n and self.rows(run), timeout,
+                        '%d rows of %s' % (n, run), interval=0.05)
+
+    def wait_read(self, path):
+        """Until the daemon has read every byte of path so far."""
+        size = os.path.getsize(path)
+        wait_for(lambda: self.d.stats()['transports']['follow']['bytes'] >= size, 20,
+                 'the daemon to read %s up to byte %d' % (path, size))
 
     def test_growth_in_pieces_keeps_the_files_line_numbers(self):
         d = Daemon()
@@ -63,7 +63,7 @@ class Follow(unittest.TestCase):
         # a line written in two pieces is read once, whole
         text = metric(51)
         append(path, text[:10])
-        time.sleep(0.5)
+        self.wait_read(path)        # the daemon has seen the first piece alone
         append(path, text[10:])
         append(path, 'not json\n' + metric(52))
         rows = self.wait_rows(52)
@@ -91,7 +91,7 @@ class Follow(unittest.TestCase):
         # the job still writes to the old file until it reopens: the last
         # line of the old file has no newline
         append(self.log + '.1', metric(101) + metric(102).rstrip('\n'))
-        time.sleep(0.1)
+        self.wait_read(self.log + '.1')
         append(self.log, ''.join(metric(s) for s in range(103, 113)))
         rows = self.wait_rows(112)
         self.assertEqual(rows[:102], [(s, s) for s in range(1, 103)])
@@ -104,26 +104,27 @@ class Follow(unittest.TestCase):
         d.stop()
         append(self.log, ''.join(metric(s) for s in range(201, 301)))
         d.start()
-        rows = self.wait_rows(300)
-        time.sleep(0.6)    # a few more polls: nothing is read twice
-        self.assertEqual(self.rows(), [(s, s) for s in range(1, 301)])
+        # nothing is read twice: a line appended now arrives after line 300,
+        # so a repeat would have arrived before it
+        append(self.log, metric(301))
+        self.wait_rows(301)
+        self.assertEqual(self.rows(), [(s, s) for s in range(1, 302)])
         self.assertIn('continuing after line 200', d.logtext())
 
     def test_sigkill_while_reading_loses_and_repeats_nothing(self):
         d = self.start(config={'storage': {'commit_interval_ms': 5}})
         # a large file read in 64 KiB chunks while the daemon is killed
         append(self.log, ''.join(metric(s) for s in range(1, 20001)))
-        deadline = time.time() + 10
-        while time.time() < deadline and not self.rows():
-            time.sleep(0.005)
+        wait_for(self.rows, 10, 'the first rows', interval=0.005)
         d.kill()
         got = len(self.rows())
         d.start()
-        rows = self.wait_rows(20000, timeout=30)
-        time.sleep(0.5)
-        rows = self.rows()
-        self.assertEqual(len(rows), 20000, 'killed after %d rows' % got)
-        self.assertEqual(rows, [(s, s) for s in range(1, 20001)])
+        self.wait_rows(20000, timeout=30)
+        # a line appended now arrives after every line read twice would have
+        append(self.log, metric(20001))
+        rows = self.wait_rows(20001, timeout=30)
+        self.assertEqual(len(rows), 20001, 'killed after %d rows' % got)
+        self.assertEqual(rows, [(s, s) for s in range(1, 20002)])
 
     def test_file_replaced_while_down_is_read_from_its_start(self):
         d = self.start()

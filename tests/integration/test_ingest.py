@@ -9,7 +9,7 @@ import subprocess
 import time
 import unittest
 
-from gwtest import Daemon, lines, read_all, GRADWATCHD, CORPUS
+from gwtest import Daemon, lines, read_all, wait_for, GRADWATCHD, CORPUS
 
 
 class Transports(unittest.TestCase):
@@ -155,11 +155,14 @@ class Durability(unittest.TestCase):
             with socket.create_connection(('127.0.0.1', d.port)) as t, \
                     socket.socket(socket.AF_UNIX) as u:
                 u.connect(d.sock)
-                t.sendall(lines('term-tcp', range(1, 5001)))
-                u.sendall(lines('term-unix', range(1, 5001)))
+                tcp = lines('term-tcp', range(1, 5001))
                 # the last line has no newline yet: it ends with the connection
-                u.sendall(b'{"run":"term-unix","step":5001,"loss":1.0}')
-                time.sleep(0.2)
+                unix = lines('term-unix', range(1, 5001)) + b'{"run":"term-unix","step":5001,"loss":1.0}'
+                t.sendall(tcp)
+                u.sendall(unix)
+                wait_for(lambda: (d.stats()['transports']['tcp']['bytes'],
+                                  d.stats()['transports']['unix']['bytes']) == (len(tcp), len(unix)),
+                         10, 'the daemon to receive every byte')
                 self.assertEqual(d.stop(signal.SIGTERM), 0)
             self.assertEqual(d.sql('SELECT count(*) FROM records')[0][0], 10001)
             self.assertIn('stopping', d.logtext())
@@ -312,8 +315,9 @@ class BadInput(unittest.TestCase):
             s.sendall(b'POST /v1/ingest HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n'
                       % (len(body) + 100) + body + b'{"run":"midhttp","st')
         self.assertEqual(self.d.wait_committed("SELECT count(*) FROM records", 10), 10)
-        time.sleep(0.2)
-        st = self.d.stats()['transports']
+        st = wait_for(lambda: (lambda t: t['unix']['rejected'].get('truncated') and
+                               t['http']['rejected'].get('truncated') and t)(self.d.stats()['transports']),
+                      10, 'both cut-off lines to be counted')
         self.assertEqual(st['unix']['rejected'].get('truncated'), 1)
         self.assertEqual(st['http']['rejected'].get('truncated'), 1)
         # other clients are unaffected
@@ -364,10 +368,8 @@ class Lifecycle(unittest.TestCase):
                                      '--http', '127.0.0.1:%d' % h], cwd=tmp,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             try:
-                for _ in range(200):
-                    if os.path.exists(os.path.join(tmp, 'gradwatch.sock')):
-                        break
-                    time.sleep(0.05)
+                wait_for(lambda: os.path.exists(os.path.join(tmp, 'gradwatch.sock')), 10,
+                         'the socket in the working directory', interval=0.05)
                 self.assertTrue(os.path.exists(os.path.join(tmp, 'gradwatch.db')))
                 with socket.socket(socket.AF_UNIX) as s:
                     s.connect(os.path.join(tmp, 'gradwatch.sock'))
@@ -444,8 +446,7 @@ class Lifecycle(unittest.TestCase):
             d.proc.send_signal(signal.SIGHUP)
             while 'RELOADING=1' not in got:
                 got.append(ns.recv(100).decode())
-            time.sleep(0.2)
-            self.assertIn('reloaded thresholds', d.logtext())
+            wait_for(lambda: 'reloaded thresholds' in d.logtext(), 10, 'the reload in the log')
             d.stop()
             while 'STOPPING=1' not in got:
                 got.append(ns.recv(100).decode())

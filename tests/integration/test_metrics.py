@@ -12,7 +12,7 @@ import unittest
 import urllib.parse
 import urllib.request
 
-from gwtest import Daemon, free_port
+from gwtest import Daemon, free_port, wait_for
 
 PROMETHEUS = shutil.which('prometheus') or '/usr/bin/prometheus'
 
@@ -71,7 +71,8 @@ class Metrics(unittest.TestCase):
     def test_exposition(self):
         with Daemon() as d:
             run = self.feed(d)
-            time.sleep(0.3)
+            wait_for(lambda: d.stats()['transports']['unix']['accepted'] == 5, 10,
+                     'the Unix socket lines to be ingested')
             status, text = d.get('/metrics')
             self.assertEqual(status, 200)
             c = urllib.request.urlopen('http://127.0.0.1:%d/metrics' % d.http_port, timeout=10)

@@ -3,8 +3,10 @@ over the Unix socket and the UDP fallback, drops counted and reported,
 never raising into the training loop, manifests in the trace format, the
 resume gate, the Hugging Face and Lightning callbacks (against minimal
 stand-ins of their base classes: neither framework is packaged for Debian
-12), the plain-loop example with real PyTorch, and client.log() timed in a
-tight loop with the daemon up, down and slow."""
+12), the plain-loop example with real PyTorch, and the accounting of
+client.log() in a tight loop with the daemon up, down and slow.  The
+transports themselves (HTTP, UDP, fallback, tokens, environment) are
+tested in test_python_transports.py."""
 import hashlib
 import io
 import json
@@ -12,11 +14,10 @@ import logging
 import os
 import subprocess
 import sys
-import time
 import types
 import unittest
 
-from gwtest import CONTRIB_PYTHON, Daemon, torch_python
+from gwtest import CONTRIB_PYTHON, Daemon, torch_python, wait_for
 
 sys.path.insert(0, CONTRIB_PYTHON)
 import gradwatch  # noqa: E402
@@ -100,10 +101,8 @@ def rows(d, run):
 
 
 def wait_rows(d, run, n, timeout=10):
-    deadline = time.time() + timeout
-    while time.time() < deadline and len(rows(d, run)) < n:
-        time.sleep(0.05)
-    return rows(d, run)
+    """The run's rows once there are at least n."""
+    return wait_for(lambda: len(rows(d, run)) >= n and rows(d, run), timeout, '%d rows of %s' % (n, run))
 
 
 class Manifest(unittest.TestCase):
@@ -155,7 +154,7 @@ class Delivery(unittest.TestCase):
             c.log(s, loss=1.0)
         c.close()
         self.assertEqual(len(wait_rows(self.d, 'udp', 200)), 200)
-        self.assertEqual(c.stats()['sent_udp'], 200)
+        self.assertEqual(c.stats()['sent_unconfirmed'], 200)
 
     def test_drops_are_counted_and_reported_to_the_daemon(self):
         c = client(self.d, 'drops', max_queue=5, interval=0.5)
@@ -321,8 +320,9 @@ TORCH = torch_python()
 class RealTorch(unittest.TestCase):
     def test_plain_loop_example(self):
         with Daemon() as d:
-            env = dict(os.environ, PYTHONPATH=CONTRIB_PYTHON, GRADWATCH_ADDRESS=d.sock,
-                       GRADWATCH_HTTP='127.0.0.1:%d' % d.http_port, GRADWATCH_UDP='127.0.0.1:%d' % d.port)
+            env = dict(os.environ, PYTHONPATH=CONTRIB_PYTHON, GRADWATCH_SOCKET=d.sock,
+                       GRADWATCH_URL='http://127.0.0.1:%d' % d.http_port,
+                       GRADWATCH_UDP='127.0.0.1:%d' % d.port)
             ex = os.path.join(CONTRIB_PYTHON, 'examples', 'plain_loop.py')
             ck = os.path.join(d.dir, 'ck.pt')
             for args in (['--steps', '120'], ['--steps', '160', '--resume']):
@@ -339,7 +339,11 @@ class RealTorch(unittest.TestCase):
             self.assertEqual(saved['optimizer_state_keys'], ['exp_avg', 'exp_avg_sq', 'step'])
             for k in ('optimizer', 'param_names_sha256', 'optimizer_state_keys', 'hparams'):
                 self.assertEqual(saved[k], resumed[k], k)
-            self.assertEqual(d.get('/v1/runs/plain-loop/alerts')[1]['alerts'], [])
+            # the example logs throughput measured on the wall clock: a loaded
+            # machine slows the loop, which the stall detector rightly reports;
+            # that is not about the resume, and must not fail this test
+            alerts = d.get('/v1/runs/plain-loop/alerts')[1]['alerts']
+            self.assertEqual([a for a in alerts if a['detector'] != 'stall'], [])
 
     def test_log_accounting_with_the_daemon_up_down_and_slow(self):
         # how fast log() is, is bench/client_log_latency.py; here: nothing vanishes
@@ -349,14 +353,12 @@ class RealTorch(unittest.TestCase):
                                timeout=300)
             self.assertEqual(r.returncode, 0, r.stderr.decode())
             res = {x['case']: x for x in map(json.loads, r.stdout.decode().splitlines())}
-        print('\nclient.log() latency (us): ' + '; '.join(
-            '%s p50 %.2f p99 %.2f p99.9 %.2f max %.0f (sent %d dropped %d lost %d)' % (
-                c, x['p50_us'], x['p99_us'], x['p999_us'], x['max_us'], x['sent'], x['dropped'], x['lost'])
-            for c, x in res.items()))
         self.assertEqual(set(res), {'up', 'down', 'slow'})
         for case, x in res.items():
             # nothing vanished: every line was sent, dropped or lost, and counted
-            self.assertEqual(x['sent'] + x['dropped'] + x['lost'] + x['queued'], x['n'], x)
+            self.assertEqual(x['logged'], x['n'], x)
+            self.assertEqual(x['sent'] + x['sent_unconfirmed'] + x['dropped'] + x['lost'] + x['invalid'] +
+                             x['queued'], x['n'], x)
         self.assertEqual(res['up']['sent'], res['up']['n'])
         self.assertGreater(res['slow']['dropped'], 0)
 

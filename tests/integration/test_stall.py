@@ -7,7 +7,7 @@ import tempfile
 import time
 import unittest
 
-from gwtest import Daemon, replay
+from gwtest import Daemon, replay, wait_for
 
 
 def line(run, step, thr=1000.0):
@@ -24,13 +24,10 @@ class Silence(unittest.TestCase):
             s.connect(d.sock)
             for step in range(1, 31):
                 s.sendall(line('quiet', step))
-                time.sleep(0.02)
+                time.sleep(0.02)    # the run's cadence: the thing under test
             # nothing for a while: much longer than 5 x 20 ms and than 1 s
-            deadline = time.time() + 10
-            rows = []
-            while time.time() < deadline and not rows:
-                time.sleep(0.2)
-                rows = d.sql("SELECT state, severity, step, summary FROM alerts WHERE detector = 'stall'")
+            rows = wait_for(lambda: d.sql("SELECT state, severity, step, summary FROM alerts "
+                                          "WHERE detector = 'stall'"), 10, 'the stall alert', interval=0.2)
             self.assertEqual(len(rows), 1, d.logtext())
             state, sev, step, summary = rows[0]
             self.assertEqual((state, sev, step), ('open', 'warning', 30))
@@ -38,11 +35,8 @@ class Silence(unittest.TestCase):
             # the run speaks again: resolved
             s.sendall(line('quiet', 31))
             s.close()
-            deadline = time.time() + 5
-            while time.time() < deadline:
-                if d.sql("SELECT state FROM alerts WHERE detector = 'stall'")[0][0] == 'resolved':
-                    break
-                time.sleep(0.1)
+            wait_for(lambda: d.sql("SELECT state FROM alerts WHERE detector = 'stall'")[0][0] == 'resolved',
+                     5, 'the stall alert to resolve', interval=0.1)
             self.assertEqual(d.sql("SELECT state FROM alerts WHERE detector = 'stall'")[0][0], 'resolved')
 
     def test_a_steady_run_does_not_alert(self):
@@ -53,7 +47,7 @@ class Silence(unittest.TestCase):
                 s.connect(d.sock)
                 for step in range(1, 80):
                     s.sendall(line('steady', step))
-                    time.sleep(0.02)
+                    time.sleep(0.02)    # the run's cadence: the thing under test
             self.assertEqual(d.sql("SELECT count(*) FROM alerts")[0][0], 0)
 
 

@@ -5,7 +5,7 @@ one after saving a checkpoint, one after loading it.
     python3 plain_loop.py --steps 300 --ckpt /tmp/ckpt.pt --resume # resume from it
 
 With gradwatchd running on its defaults (./gradwatch.sock, HTTP on
-127.0.0.1:7471) or GRADWATCH_ADDRESS / GRADWATCH_HTTP set.
+127.0.0.1:7471) or GRADWATCH_SOCKET / GRADWATCH_URL set (see docs/integrations.md).
 """
 import argparse
 import os

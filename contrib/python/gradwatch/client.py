@@ -1,17 +1,31 @@
 """The gradwatch client: hands a training loop's per-step metrics to a
-background sender, which writes them as NDJSON to gradwatchd.
+background sender, which delivers them to gradwatchd.
 
 `Client.log()` only appends a tuple to a bounded deque (no lock, no
 syscall, no formatting): a few microseconds, whatever the daemon is doing.
 It never raises into the training loop.  A daemon thread wakes every
-`interval` seconds (or on flush), formats the queued items and writes them
-to the daemon's Unix socket (or a TCP "host:port"); while that is
-unreachable it sends UDP datagrams instead and retries the stream once a
-second.  When the queue is full (the daemon is slow or gone and the UDP
-path is off) new metric lines are dropped and counted; the count is
-reported in `stats()`, in a warning at close, and to the daemon itself as
-the extra field `gw_client_dropped` of the next line that gets through.
-Events (`checkpoint_saved`, `resumed`) are never dropped for a full queue.
+`interval` seconds (or on flush), formats the queued items and hands them
+to one transport (_transport.py):
+
+- "stream" (the default): NDJSON to the daemon's Unix socket (or TCP
+  "host:port"); while that is unreachable, UDP datagrams to a loopback
+  daemon (counted `sent_unconfirmed`, and `lost` when refused), with one
+  warning saying why the socket could not be used;
+- "http": batches POSTed to a (remote) daemon's /v1/ingest with an
+  Idempotency-Key each, retried with the same key until the daemon answers,
+  so a retry never stores a line twice.
+
+Where the daemon is comes from the arguments, else the environment shared
+with the `gradwatch` command: $GRADWATCH_SOCKET, $GRADWATCH_URL,
+$GRADWATCH_UDP, $GRADWATCH_TOKEN (the old $GRADWATCH_ADDRESS and
+$GRADWATCH_HTTP still work, with a warning once).
+
+When the queue is full (the daemon is slow or gone) new metric lines are
+dropped and counted; the count is reported in `stats()`, in a warning at
+close, and to the daemon itself as the extra field `gw_client_dropped` of
+the next line that gets through.  Events (`checkpoint_saved`, `resumed`)
+are never dropped for a full queue.  Every line ends in exactly one
+counter of stats() (see there).
 
 Optionally every line is also appended to a local JSONL file (`jsonl=`),
 in the sender thread, so `gradwatch replay` can re-run the detectors later.
@@ -25,8 +39,6 @@ import collections
 import json
 import logging
 import os
-import select
-import socket
 import threading
 import time
 import urllib.error
@@ -34,12 +46,26 @@ import urllib.parse
 import urllib.request
 import weakref
 
+from . import _transport
 from . import manifest as _manifest
 
 log = logging.getLogger('gradwatch')
 
 _METRIC, _EVENT = 0, 1
-_MAX_DATAGRAM = 8192
+DEFAULT_URL = 'http://127.0.0.1:7471'
+DEFAULT_UDP = '127.0.0.1:7470'
+SYSTEM_SOCKETS = ('/run/gradwatch/gradwatch.sock',)
+
+_env_warned = set()
+
+
+def _old_env(old, new):
+    """$old's value, with a warning once per process that it is deprecated."""
+    v = os.environ.get(old)
+    if v and old not in _env_warned:
+        _env_warned.add(old)
+        log.warning('gradwatch: $%s is deprecated and will go away; use $%s', old, new)
+    return v
 
 
 class ResumeError(RuntimeError):
@@ -71,23 +97,41 @@ class GateUnavailable(RuntimeError):
     """The daemon could not answer the resume gate (check_resume(required=True))."""
 
 
-def _split_hostport(s, default_port):
-    host, _, port = s.rpartition(':')
-    if not host:
-        return s, default_port
-    return host.strip('[]'), int(port)
-
-
 def default_address():
-    """$GRADWATCH_ADDRESS, else the systemd unit's socket if it exists,
-    else ./gradwatch.sock (gradwatchd's default in its working directory)."""
-    env = os.environ.get('GRADWATCH_ADDRESS')
+    """The stream address: $GRADWATCH_SOCKET, else the deprecated
+    $GRADWATCH_ADDRESS, else the systemd socket /run/gradwatch/gradwatch.sock
+    if it exists, else ./gradwatch.sock (gradwatchd's default in its working
+    directory)."""
+    env = os.environ.get('GRADWATCH_SOCKET') or _old_env('GRADWATCH_ADDRESS', 'GRADWATCH_SOCKET')
     if env:
         return env
-    for p in ('/run/gradwatch/gradwatch.sock',):
+    for p in SYSTEM_SOCKETS:
         if os.path.exists(p):
             return p
     return 'gradwatch.sock'
+
+
+def default_url():
+    """The HTTP API's base URL: $GRADWATCH_URL, else the deprecated
+    $GRADWATCH_HTTP ("host:port"), else http://127.0.0.1:7471."""
+    env = os.environ.get('GRADWATCH_URL')
+    if env:
+        return env.rstrip('/')
+    old = _old_env('GRADWATCH_HTTP', 'GRADWATCH_URL')
+    if old:
+        return (old if '://' in old else 'http://' + old).rstrip('/')
+    return DEFAULT_URL
+
+
+def _choose_transport(address, url):
+    """stream unless only an HTTP URL says where the daemon is."""
+    if address:
+        return 'stream'
+    if url:
+        return 'http'
+    if os.environ.get('GRADWATCH_SOCKET') or os.environ.get('GRADWATCH_ADDRESS'):
+        return 'stream'
+    return 'http' if os.environ.get('GRADWATCH_URL') else 'stream'
 
 
 def _number(v):
@@ -110,47 +154,72 @@ def _dumps(obj):
 class Client:
     """A connection to gradwatchd for one run.
 
-    run       the run name (one per training job; keep it across restarts)
-    address   the daemon's Unix socket path, or "host:port" for TCP
-              (default: default_address())
-    udp       "host:port" of the UDP fallback, or None to turn it off
-              ($GRADWATCH_UDP, default 127.0.0.1:7470)
-    http      "host:port" of the HTTP API used by the resume gate
-              ($GRADWATCH_HTTP, default 127.0.0.1:7471)
-    jsonl     also append every line to this file (for gradwatch replay)
-    events    False: send metrics only (checkpoint_saved/resumed are no-ops)
-    max_queue metric lines waiting to be sent before new ones are dropped
-    interval  seconds between the sender's wake-ups
+    run        the run name (one per training job; keep it across restarts)
+    address    the daemon's Unix socket path, or "host:port" for TCP
+               (default: default_address())
+    url        the daemon's HTTP API, e.g. "http://gpu-host:7471"
+               (default: default_url()); used by the resume gate, and for
+               ingest when transport is "http"
+    token      a bearer token (default $GRADWATCH_TOKEN): sent on HTTP, as
+               the first line on TCP and of every UDP datagram; the Unix
+               socket needs none
+    transport  "stream" (Unix socket/TCP, UDP fallback) or "http" (POST to
+               url/v1/ingest, retried with an Idempotency-Key).  Default:
+               "http" when url= is given and address= is not, or when only
+               $GRADWATCH_URL (no $GRADWATCH_SOCKET) is set; else "stream"
+    udp        "host:port" of the stream's UDP fallback, or "" to turn it
+               off ($GRADWATCH_UDP, default 127.0.0.1:7470)
+    http       the old spelling of url, as "host:port"
+    timeout    seconds an HTTP request may take (ingest and the gate)
+    jsonl      also append every line to this file (for gradwatch replay)
+    events     False: send metrics only (checkpoint_saved/resumed are no-ops)
+    max_queue  metric lines waiting to be sent before new ones are dropped
+    interval   seconds between the sender's wake-ups
+
+    Raises ValueError for a bad run name, URL or transport; nothing after
+    construction raises into the training loop.
     """
 
     def __init__(self, run, address=None, udp=None, http=None, jsonl=None, events=True,
-                 max_queue=100000, interval=0.02):
+                 max_queue=100000, interval=0.02, url=None, token=None, transport=None,
+                 timeout=30.0):
         if not run or not isinstance(run, str):
             raise ValueError('gradwatch.Client: run must be a non-empty string')
         self.run = run
+        self.transport = transport or _choose_transport(address, url)
+        if self.transport not in ('stream', 'http'):
+            raise ValueError('gradwatch.Client: transport must be "stream" or "http", not %r' % transport)
         self.address = address or default_address()
-        udp = os.environ.get('GRADWATCH_UDP', '127.0.0.1:7470') if udp is None else udp
-        self.udp = _split_hostport(udp, 7470) if udp else None
-        self.http = http or os.environ.get('GRADWATCH_HTTP', '127.0.0.1:7471')
+        if url is None and http:
+            url = http if '://' in http else 'http://' + http
+        self.url = (url or default_url()).rstrip('/')
+        _transport.parse_url(self.url)
+        self.http = self.url        # the old attribute name
+        self.token = token if token is not None else os.environ.get('GRADWATCH_TOKEN') or None
+        udp = os.environ.get('GRADWATCH_UDP', DEFAULT_UDP) if udp is None else udp
+        self.udp = _transport.split_hostport(udp, 7470) if udp else None
+        self.timeout = float(timeout)
         self.events = events
         self._max = int(max_queue)
         self._interval = interval
         self._q = collections.deque()
         self._wake = threading.Event()
+        self._halt = threading.Event()     # close() stopped waiting: give up retries
         self._stop = False
-        self._enqueued = 0          # items put in the queue (sender-visible order)
-        self._handled = 0           # items the sender has finished with
-        self._dropped = 0
+        self._closed = False
+        self._enqueued = 0          # items put in the queue (written by log() only)
+        self._dropped = 0           # (written by log() only)
         self._dropped_reported = 0
         self._errors = 0
-        self._sent_stream = 0
-        self._sent_udp = 0
-        self._lost = 0              # formatted lines no transport took
-        self._rejected = 0
-        self._last_reject = None
-        self._sock = None
-        self._udp_sock = None
-        self._next_connect = 0.0
+        self._c = _transport.Counters()
+        self._warn = _transport.Warner(run)
+        if self.transport == 'http':
+            self._tr = _transport.HttpTransport(self.url, self.token, self.timeout, self._c, self._warn,
+                                                self._halt)
+            self._batch = _transport.HttpTransport.MAX_LINES
+        else:
+            self._tr = _transport.StreamTransport(self.address, self.token, udp, self._c, self._warn)
+            self._batch = 100
         self._jsonl = open(jsonl, 'a', buffering=1 << 16) if jsonl else None
         self._thread = threading.Thread(target=self._run, name='gradwatch-sender', daemon=True)
         self._thread.start()
@@ -220,31 +289,41 @@ class Client:
         if optimizer_state_loaded is not None:
             m['optimizer_state_loaded'] = bool(optimizer_state_loaded)
         self.flush(timeout)
-        url = 'http://%s/v1/runs/%s/resume-check' % (self.http, urllib.parse.quote(self.run, safe=''))
-        req = urllib.request.Request(url, data=json.dumps(m).encode(), method='POST',
-                                     headers={'Content-Type': 'application/json'})
+        url = '%s/v1/runs/%s/resume-check' % (self.url, urllib.parse.quote(self.run, safe=''))
+        hdr = {'Content-Type': 'application/json', 'User-Agent': _transport.USER_AGENT}
+        if self.token:
+            hdr['Authorization'] = 'Bearer ' + self.token
+        req = urllib.request.Request(url, data=json.dumps(m).encode(), method='POST', headers=hdr)
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:
                 answer = json.load(r)
+        except urllib.error.HTTPError as e:
+            # 200 with ok=false is a mismatch; anything else: no answer
+            why = 'HTTP %d %s' % (e.code, _transport._error_text(e.read()))
+            return self._gate_unavailable(why, required, e)
         except (OSError, ValueError) as e:
-            if required:
-                raise GateUnavailable('gradwatch resume gate at %s: %s' % (self.http, e)) from e
-            log.warning('gradwatch: the resume gate at %s did not answer (%s); resuming unchecked',
-                        self.http, e)
-            return None
+            return self._gate_unavailable(e, required, e)
         if not answer.get('ok'):
             raise ResumeError(answer, self.run)
         return answer
 
+    def _gate_unavailable(self, why, required, exc):
+        if required:
+            raise GateUnavailable('gradwatch resume gate at %s: %s' % (self.url, why)) from exc
+        log.warning('gradwatch: the resume gate at %s did not answer (%s); resuming unchecked',
+                    self.url, why)
+        return None
+
     # ---- control -----------------------------------------------------------------
 
     def flush(self, timeout=5.0):
-        """Wait until everything queued so far was handed to a transport (or
-        dropped).  Returns True if that happened within timeout."""
+        """Wait until everything queued so far was settled: handed to the
+        stream or UDP, or (http) answered by the daemon, or counted lost.
+        Returns True if that happened within timeout."""
         target = self._enqueued
         deadline = time.monotonic() + timeout
         self._wake.set()
-        while self._handled < target and self._thread.is_alive():
+        while self._c.handled < target and self._thread.is_alive():
             if time.monotonic() > deadline:
                 return False
             self._wake.set()
@@ -252,29 +331,58 @@ class Client:
         return True
 
     def stats(self):
-        """Counters: queued, in_flight (being written), sent (stream), sent_udp, dropped (queue full),
-        lost (no transport took them), rejected (by the daemon), errors."""
-        queued = len(self._q)
-        return {'queued': queued, 'in_flight': max(0, self._enqueued - self._handled - queued),
-                'sent': self._sent_stream, 'sent_udp': self._sent_udp,
-                'dropped': self._dropped, 'lost': self._lost, 'rejected': self._rejected,
-                'errors': self._errors, 'last_reject': self._last_reject}
+        """What became of every line logged so far.  Each line is in exactly
+        one of these, so they add up to `logged`:
+
+        queued            waiting in the client's queue
+        in_flight         taken by the sender, not settled yet (http: being
+                          posted or retried)
+        sent              the daemon has it: written to its stream connection,
+                          or (http) answered as committed
+        sent_unconfirmed  handed to UDP with no refusal seen; UDP has no
+                          acknowledgement, so it may still have been lost
+        dropped           not queued: the queue was full (metrics only)
+        lost              no transport took it (socket and UDP down, UDP
+                          refused, http given up: refused, disk full, close)
+        invalid           could not be formatted (a step that is no integer)
+
+        Also: rejected (of `sent`, lines the daemon refused; last_reject is
+        the latest reason), retries (http requests repeated), errors
+        (values that are no numbers, events whose manifest failed, local
+        JSONL write errors), transport.  Exact when read from the thread
+        that calls log(), or after flush()/close()."""
+        c = self._c
+        with c.lock:
+            st = {'transport': self.transport, 'queued': len(self._q), 'in_flight': c.in_flight,
+                  'sent': c.sent, 'sent_unconfirmed': c.unconfirmed, 'lost': c.lost,
+                  'invalid': c.invalid, 'rejected': c.rejected, 'retries': c.retries,
+                  'last_reject': c.last_reject}
+        st['dropped'] = self._dropped
+        st['logged'] = self._enqueued + self._dropped
+        st['errors'] = self._errors
+        return st
 
     def close(self, timeout=5.0):
-        """Flush, stop the sender, close the connection.  Warns if lines were
-        dropped or lost."""
-        if self._stop:
+        """Flush (waiting up to timeout), then stop the sender: what is still
+        queued or being retried after that is counted lost.  Warns if lines
+        were dropped or lost.  Blocks for at most timeout + 5 seconds; a
+        sender still stuck in a request then (a daemon that never answers,
+        a socket nobody reads) is left behind, its lines reported as not
+        delivered."""
+        if self._closed:
             return
+        self._closed = True
         self.flush(timeout)
+        self._halt.set()
         self._stop = True
         self._wake.set()
-        self._thread.join(timeout)
-        for s in (self._sock, self._udp_sock):
-            if s:
-                try:
-                    s.close()
-                except OSError:
-                    pass
+        self._thread.join(timeout + 5)
+        if self._thread.is_alive():
+            st = self.stats()
+            log.warning('gradwatch: run %s: the sender is still blocked after close(); %d lines not '
+                        'delivered', self.run, st['queued'] + st['in_flight'])
+            return
+        self._tr.close()
         if self._jsonl:
             try:
                 self._jsonl.close()
@@ -283,7 +391,7 @@ class Client:
         st = self.stats()
         if st['dropped'] or st['lost']:
             log.warning('gradwatch: run %s: %d metric lines dropped (queue full), %d lost '
-                        '(daemon unreachable)', self.run, st['dropped'], st['lost'])
+                        '(daemon unreachable or refusing)', self.run, st['dropped'], st['lost'])
 
     def __enter__(self):
         return self
@@ -300,6 +408,7 @@ class Client:
             stopping = self._stop
             try:
                 self._drain()
+                self._tr.poll()
             except Exception as e:  # noqa: BLE001 - keep the sender alive
                 self._errors += 1
                 log.debug('gradwatch sender: %s', e)
@@ -323,97 +432,44 @@ class Client:
             rec['gw_client_dropped'] = self._dropped
         return _dumps(rec)
 
+    def _take(self, n):
+        """Move up to n items from the queue to in flight."""
+        c = self._c
+        with c.lock:
+            items = []
+            q = self._q
+            while q and len(items) < n:
+                items.append(q.popleft())
+            c.in_flight += len(items)
+        return items
+
     def _drain(self):
-        q = self._q
-        while q:
-            n = min(len(q), 100)
+        while self._q:
+            if self._halt.is_set() and self.transport == 'http':
+                # close() stopped waiting: the daemon did not answer in time
+                items = self._take(len(self._q))
+                self._c.settle(lost=len(items))
+                continue
+            items = self._take(self._batch)
             lines = []
-            for _ in range(n):
+            for i, item in enumerate(items):
                 try:
-                    lines.append(self._format(q.popleft()))
+                    lines.append(self._format(item).encode())
                 except Exception:  # noqa: BLE001
-                    self._errors += 1
-            data = ('\n'.join(lines) + '\n').encode() if lines else b''
-            if self._jsonl and data:
+                    self._c.settle(invalid=1)
+                if i % 100 == 99:
+                    time.sleep(0)   # let the training thread have the GIL
+            if not lines:
+                continue
+            data = b'\n'.join(lines) + b'\n'
+            if self._jsonl:
                 try:
                     self._jsonl.write(data.decode())
                     self._jsonl.flush()
                 except OSError:
                     self._errors += 1
-            if data:
-                self._send(data, len(lines))
-            self._handled += n
-            time.sleep(0)   # let the training thread have the GIL between batches
-
-    def _connect(self):
-        if self._sock is not None:
-            return True
-        now = time.monotonic()
-        if now < self._next_connect:
-            return False
-        self._next_connect = now + 1.0
-        try:
-            if '/' in self.address or ':' not in self.address:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                s.settimeout(5)
-                s.connect(self.address)
+            if self.transport == 'http':
+                self._tr.send(data, len(lines), lines)
             else:
-                s = socket.create_connection(_split_hostport(self.address, 7470), timeout=5)
-            self._sock = s
-            return True
-        except OSError:
-            return False
-
-    def _read_errors(self):
-        """The daemon answers a rejected line with one JSON error line."""
-        try:
-            # (a socket with a timeout would wait in recv even with MSG_DONTWAIT)
-            if not select.select([self._sock], [], [], 0)[0]:
-                return
-            data = self._sock.recv(65536)
-        except OSError:
-            return
-        for line in data.decode('utf-8', 'replace').splitlines():
-            if '"error"' in line:
-                self._rejected += 1
-                self._last_reject = line[:300]
-
-    def _send(self, data, nlines):
-        if self._connect():
-            try:
-                self._sock.sendall(data)
-                self._sent_stream += nlines
-                self._read_errors()
-                return
-            except OSError:
-                try:
-                    self._sock.close()
-                except OSError:
-                    pass
-                self._sock = None
-        if not self.udp:
-            self._lost += nlines
-            return
-        try:
-            if self._udp_sock is None:
-                self._udp_sock = socket.socket(socket.AF_INET6 if ':' in self.udp[0] else socket.AF_INET,
-                                               socket.SOCK_DGRAM)
-            # whole lines per datagram, each datagram at most _MAX_DATAGRAM bytes
-            chunk, size, count = [], 0, 0
-            for line in data.split(b'\n'):
-                if not line:
-                    continue
-                if size + len(line) + 1 > _MAX_DATAGRAM and chunk:
-                    self._udp_sock.sendto(b'\n'.join(chunk), self.udp)
-                    count += len(chunk)
-                    chunk, size = [], 0
-                chunk.append(line)
-                size += len(line) + 1
-            if chunk:
-                self._udp_sock.sendto(b'\n'.join(chunk), self.udp)
-                count += len(chunk)
-            self._sent_udp += count
-            self._lost += nlines - count
-        except OSError:
-            self._lost += nlines
-
+                self._tr.send(data, len(lines))
+            time.sleep(0)   # let the training thread have the GIL between batches

@@ -1,0 +1,182 @@
+/*
+ * client_http: the request, address, token and option helpers of the
+ * gradwatch subcommands that talk to gradwatchd (see client_http.h).
+ * libcurl's easy interface: these commands do one request at a time and
+ * have nothing else to do meanwhile.
+ */
+#include "client_http.h"
+
+#include "gw_config.h"
+#include "util.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RETRY_AFTER_S 60
+
+int gw__buf_add(struct gw__buf *b, const char *p, size_t n)
+{
+	if (b->len + n + 1 > b->cap) {
+		size_t nc = b->cap ? b->cap : 1 << 16;
+		while (nc < b->len + n + 1)
+			nc *= 2;
+		char *np = realloc(b->p, nc);
+		if (!np)
+			return -ENOMEM;
+		b->p = np;
+		b->cap = nc;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+static size_t cb_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+	return gw__buf_add(ud, ptr, size * nmemb) < 0 ? 0 : size * nmemb;
+}
+
+void gw__client_default_url(const struct gw_cfg *cfg, char *out, size_t n)
+{
+	const char *env = getenv("GRADWATCH_URL");
+	if (env && *env) {
+		gw_strlcpy(out, env, n);
+	} else if (strchr(cfg->http.host, ':')) {
+		snprintf(out, n, "http://[%s]:%d", cfg->http.host, cfg->http.port);
+	} else {
+		snprintf(out, n, "http://%s:%d", cfg->http.host, cfg->http.port);
+	}
+	size_t len = strlen(out);
+	while (len && out[len - 1] == '/')
+		out[--len] = '\0';
+}
+
+void gw__http_request(const struct gw__http_opts *o, const char *url, const char *body,
+                      size_t blen, const char *idem_key, struct gw__http_answer *a)
+{
+	a->status = -ENOMEM;
+	a->retry_after_s = -1;
+	a->body.len = 0;
+	a->err[0] = '\0';
+	CURL *h = curl_easy_init();
+	if (!h) {
+		snprintf(a->err, sizeof(a->err), "out of memory");
+		return;
+	}
+	char cerr[CURL_ERROR_SIZE] = "";
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, cb_write);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &a->body);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, GW_MIN(o->timeout_ms, 10000L));
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, o->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "gradwatch/" GW_VERSION);
+	struct curl_slist *hdr = NULL;
+	char line[160];
+	if (o->token) {
+		size_t n = strlen(o->token) + 32;
+		char *auth = malloc(n);
+		if (auth) {
+			snprintf(auth, n, "Authorization: Bearer %s", o->token);
+			hdr = curl_slist_append(hdr, auth);
+			free(auth);
+		}
+	}
+	if (body) {
+		hdr = curl_slist_append(hdr, "Content-Type: application/x-ndjson");
+		hdr = curl_slist_append(hdr, "Expect:");
+		if (idem_key) {
+			snprintf(line, sizeof(line), "Idempotency-Key: %s", idem_key);
+			hdr = curl_slist_append(hdr, line);
+		}
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
+	}
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+	CURLcode rc = curl_easy_perform(h);
+	if (rc == CURLE_OK) {
+		curl_off_t ra = -1;
+		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a->status);
+		if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &ra) == CURLE_OK && ra >= 0)
+			a->retry_after_s = ra > MAX_RETRY_AFTER_S ? MAX_RETRY_AFTER_S : (long)ra;
+	} else {
+		snprintf(a->err, sizeof(a->err), "%s: %s", url, cerr[0] ? cerr : curl_easy_strerror(rc));
+		switch (rc) {
+		case CURLE_OPERATION_TIMEDOUT:
+			a->status = -ETIMEDOUT;
+			snprintf(a->err, sizeof(a->err), "%s: no answer within %.3g s (--timeout)", url,
+			         o->timeout_ms / 1000.0);
+			break;
+		case CURLE_COULDNT_CONNECT:
+		case CURLE_COULDNT_RESOLVE_HOST:
+		case CURLE_COULDNT_RESOLVE_PROXY:
+			a->status = -ECONNREFUSED;
+			break;
+		case CURLE_URL_MALFORMAT:
+		case CURLE_UNSUPPORTED_PROTOCOL:
+			a->status = -EINVAL;
+			break;
+		default:
+			a->status = -EIO;
+			break;
+		}
+	}
+	curl_slist_free_all(hdr);
+	curl_easy_cleanup(h);
+}
+
+const char *gw__http_error_text(json_t *j, const struct gw__buf *b)
+{
+	const char *e = json_string_value(json_object_get(j, "error"));
+	return e ? e : b->len ? b->p : "(no body)";
+}
+
+int gw__client_usage_error(const char *cmd, const char *what, const char *arg)
+{
+	fprintf(stderr, "gradwatch %s: %s%s%s%s (gradwatch %s --help)\n", cmd, what, arg ? " \"" : "",
+	        arg ? arg : "", arg ? "\"" : "", cmd);
+	return 2;
+}
+
+int gw__client_parse_seconds(const char *s, long *ms)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > 86400)
+		return -EINVAL;
+	*ms = (long)(v * 1000.0 + 0.5);
+	if (*ms < 1)
+		*ms = 1;
+	return 0;
+}
+
+int gw__client_parse_count(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+const char *gw__client_token(void)
+{
+	const char *t = getenv("GRADWATCH_TOKEN");
+	return t && *t ? t : NULL;
+}
+
+int gw__client_bad_option(const char *cmd, int ch, char **argv)
+{
+	return gw__client_usage_error(cmd, ch == ':' ? "this option needs a value:" : "unknown option",
+	                              argv[optind - 1]);
+}

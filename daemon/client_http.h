@@ -1,0 +1,74 @@
+/*
+ * client_http: what the gradwatch subcommands that talk to gradwatchd share
+ * (client.c): one blocking libcurl request with a timeout, a bearer token
+ * and an optional Idempotency-Key, whose outcome is either the daemon's
+ * status and body or a negative errno saying why there is none; the
+ * daemon's address ($GRADWATCH_URL or the configuration) and token
+ * ($GRADWATCH_TOKEN); and the option parsing errors that exit with 2.
+ */
+#ifndef GW_CLIENT_HTTP_H
+#define GW_CLIENT_HTTP_H
+
+#include "config.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define GW__CLIENT_TIMEOUT_MS 30000L       /* --timeout's default */
+
+/* A growing NUL-terminated byte buffer. */
+struct gw__buf {
+	char *p;
+	size_t len, cap;
+};
+
+/* Append n bytes; 0 or -ENOMEM. */
+int gw__buf_add(struct gw__buf *b, const char *p, size_t n);
+
+/* How every request is made. */
+struct gw__http_opts {
+	const char *token;        /* sent as "Authorization: Bearer", or NULL */
+	long timeout_ms;          /* the whole request, connecting included */
+};
+
+struct gw__http_answer {
+	long status;              /* the HTTP status, or a negative errno: no answer */
+	long retry_after_s;       /* its Retry-After (capped at 60), or -1 */
+	struct gw__buf body;      /* the caller frees body.p */
+	char err[512];            /* why there is no answer */
+};
+
+/* One HTTP request: a POST of body (blen bytes, NDJSON) when body is not
+ * NULL, with idem_key as its Idempotency-Key if not NULL; else a GET.
+ * Blocks for at most o->timeout_ms.  a->status is the HTTP status, or
+ * -ETIMEDOUT (no answer in time), -ECONNREFUSED (could not connect or
+ * resolve), -EIO (the connection broke), -EINVAL (a bad URL), -ENOMEM,
+ * with a->err saying what. */
+void gw__http_request(const struct gw__http_opts *o, const char *url, const char *body,
+                      size_t blen, const char *idem_key, struct gw__http_answer *a);
+
+/* The daemon's "error" from an answer's JSON (j may be NULL), else its
+ * body, else "(no body)". */
+const char *gw__http_error_text(json_t *j, const struct gw__buf *body);
+
+/* The HTTP API's base URL, without a trailing '/': $GRADWATCH_URL, else
+ * the configuration's "http" address. */
+void gw__client_default_url(const struct gw_cfg *cfg, char *out, size_t n);
+
+/* $GRADWATCH_TOKEN, or NULL when unset or empty. */
+const char *gw__client_token(void);
+
+/* Print "gradwatch CMD: what "arg" (gradwatch CMD --help)"; returns 2, the
+ * exit status of a usage error. */
+int gw__client_usage_error(const char *cmd, const char *what, const char *arg);
+
+/* The usage error for what getopt_long returned ('?' or ':', with an
+ * optstring that starts with ':' and opterr = 0); returns 2. */
+int gw__client_bad_option(const char *cmd, int ch, char **argv);
+
+/* Parse a number of seconds (0 < s <= 86400) into milliseconds, or a count
+ * from 0 to max; 0 or -EINVAL. */
+int gw__client_parse_seconds(const char *s, long *ms);
+int gw__client_parse_count(const char *s, unsigned long max, unsigned long *out);
+
+#endif

@@ -1,0 +1,244 @@
+"""`gradwatch send`, `runs` and `alerts` (daemon/client.c) against the real
+gradwatchd and against local servers that misbehave on purpose
+(ingest_receiver.py): lines committed with the input's line numbers on
+rejects; exit 0 / 1 (lines rejected) / 2 (an error); a connect error is an
+error, never "0 line(s) accepted"; a request that is never answered times
+out (--timeout) and is retried a bounded number of times with the same
+Idempotency-Key; 503 waits for Retry-After; a full disk (507) is not
+retried forever; an error after some batches says what was committed and
+where to resume; $GRADWATCH_URL and $GRADWATCH_TOKEN; usage errors exit 2,
+--help exits 0.  Tokens and idempotent replays through the real daemon are
+skipped, saying why, until gradwatchd has them."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from gwtest import GRADWATCH, GRADWATCHD, Daemon, binary_mentions, free_port, lines
+from ingest_receiver import AnswerDropper, IngestReceiver
+
+HAS_AUTH = binary_mentions(GRADWATCHD, rb'ingest_tokens_file')
+NO_AUTH = 'gradwatchd has no bearer tokens yet ("auth": {"ingest_tokens_file"}: the lead\'s daemon side)'
+HAS_IDEMPOTENCY = binary_mentions(GRADWATCHD, rb'idempotent-replayed')
+NO_IDEMPOTENCY = 'gradwatchd does not replay answers to a repeated Idempotency-Key yet (no Idempotent-Replayed header: the lead\'s daemon side)'
+INGEST = 'ingest-token-0123456789abcdef'     # tokens are 16 to 256 characters
+READ = 'read-token-0123456789abcdef'
+
+
+def gw(*args, stdin=None, env=None, timeout=120):
+    full = {k: v for k, v in os.environ.items() if not k.startswith('GRADWATCH_')}
+    full.update(env or {})
+    r = subprocess.run([GRADWATCH] + list(args), input=stdin, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=full, timeout=timeout)
+    return r.returncode, r.stdout.decode(), r.stderr.decode()
+
+
+def count(d, run):
+    return d.sql("SELECT count(*) FROM records r JOIN runs u ON u.id=r.run_id WHERE u.name=?", (run,))[0][0]
+
+
+class Send(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix='gwsend-')
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def file(self, name, data):
+        p = os.path.join(self.tmp, name)
+        with open(p, 'wb') as f:
+            f.write(data)
+        return p
+
+    def test_committed_with_the_input_line_numbers_of_rejects(self):
+        data = lines('s1', range(1, 26)).split(b'\n')
+        data[6] = b'{"run":"s1","step":"seven"}'
+        data[18] = b'not json'
+        path = self.file('in.jsonl', b'\n'.join(data))
+        with Daemon() as d:
+            rc, out, err = gw('send', '--url', 'http://127.0.0.1:%d' % d.http_port, '--batch', '10', path)
+            self.assertEqual(rc, 1, err)
+            self.assertIn('%s:7: ' % path, err)
+            self.assertIn('%s:19: ' % path, err)
+            self.assertIn('23 line(s) accepted and committed, 2 rejected', err)
+            self.assertEqual(count(d, 's1'), 23)      # committed when send returns
+
+    def test_url_from_the_environment_and_stdin(self):
+        with Daemon() as d:
+            rc, out, err = gw('send', '--run', 'from-env', stdin=b'{"step":1,"loss":1}\n{"step":2,"loss":1}\n',
+                              env={'GRADWATCH_URL': 'http://127.0.0.1:%d/' % d.http_port})
+            self.assertEqual(rc, 0, err)
+            self.assertIn('2 line(s) accepted and committed, 0 rejected', err)
+            self.assertEqual(count(d, 'from-env'), 2)
+            rc, out, err = gw('runs', '--json', env={'GRADWATCH_URL': 'http://127.0.0.1:%d' % d.http_port})
+            self.assertEqual(rc, 0, err)
+            self.assertEqual([r['run'] for r in json.loads(out)['runs']], ['from-env'])
+
+    def test_a_connect_error_is_an_error_not_a_count(self):
+        url = 'http://127.0.0.1:%d' % free_port()
+        rc, out, err = gw('send', '--url', url, '--retries', '1', stdin=lines('x', range(1, 4)))
+        self.assertEqual(rc, 2, err)
+        self.assertIn('is gradwatchd running?', err)
+        self.assertIn('again in 0.5 s (same Idempotency-Key, retry 1 of 1)', err)
+        self.assertNotIn('accepted', err)
+        rc, out, err = gw('runs', '--url', url)
+        self.assertEqual(rc, 2)
+        self.assertIn('is gradwatchd running? or use --db PATH', err)
+
+    def test_a_receiver_that_never_answers_times_out(self):
+        rcv = IngestReceiver(mode='hang')
+        try:
+            rc, out, err = gw('send', '--url', rcv.url, '--timeout', '1', '--retries', '1',
+                              stdin=lines('hang', range(1, 6)))
+            keys = rcv.keys()
+        finally:
+            rcv.close()
+        self.assertEqual(rc, 2, err)
+        self.assertIn('no answer within 1 s (--timeout)', err)
+        self.assertNotIn('accepted', err)
+        self.assertEqual(len(keys), 2, keys)
+        self.assertEqual(keys[0], keys[1])
+
+    def test_an_error_after_some_batches_says_where_to_resume(self):
+        path = self.file('big.jsonl', lines('part', range(1, 26)))
+        rcv = IngestReceiver(script=['ok'], mode='hang')
+        try:
+            rc, out, err = gw('send', '--url', rcv.url, '--batch', '10', '--timeout', '1', '--retries', '0',
+                              path)
+        finally:
+            rcv.close()
+        self.assertEqual(rc, 2, err)
+        self.assertIn('before the error 10 line(s) were accepted and committed, 0 rejected', err)
+        self.assertIn('%s from line 11 on is not known to be committed; to resume: tail -n +11 %s | '
+                      'gradwatch send' % (path, path), err)
+
+    def test_503_is_retried_after_retry_after_with_the_same_key(self):
+        rcv = IngestReceiver(script=['503'])
+        try:
+            rc, out, err = gw('send', '--url', rcv.url, stdin=lines('busy', range(1, 4)))
+            r = list(rcv.requests)
+        finally:
+            rcv.close()
+        self.assertEqual(rc, 0, err)
+        self.assertIn('the daemon answered 503; sending lines 1-3 of <stdin> again in 1.0 s', err)
+        self.assertEqual([x['mode'] for x in r], ['503', 'ok'])
+        self.assertEqual(r[0]['headers']['idempotency-key'], r[1]['headers']['idempotency-key'])
+        self.assertGreaterEqual(r[1]['t'] - r[0]['t'], 0.9)
+
+    def test_a_full_disk_is_not_retried_forever(self):
+        rcv = IngestReceiver(mode='507')
+        try:
+            rc, out, err = gw('send', '--url', rcv.url, '--retries', '10', stdin=lines('full', range(1, 4)))
+            keys = rcv.keys()
+        finally:
+            rcv.close()
+        self.assertEqual(rc, 2, err)
+        self.assertEqual(len(keys), 3, keys)          # the first try and two retries
+        self.assertEqual(len(set(keys)), 1)
+        self.assertIn("the daemon's disk is full (507: scripted 507); gave up after 3 tries", err)
+
+    def test_every_batch_and_every_invocation_has_its_own_key(self):
+        path = self.file('k.jsonl', lines('keys', range(1, 26)))
+        rcv = IngestReceiver()
+        try:
+            for _ in range(2):
+                rc, out, err = gw('send', '--url', rcv.url, '--batch', '10', path)
+                self.assertEqual(rc, 0, err)
+            keys = rcv.keys()
+        finally:
+            rcv.close()
+        self.assertEqual(len(keys), 6)
+        self.assertEqual(len(set(keys)), 6, keys)
+        for k in keys:
+            self.assertTrue(1 <= len(k) <= 128 and k.isprintable() and ' ' not in k, k)
+
+    def test_the_token_goes_to_every_command(self):
+        rcv = IngestReceiver()
+        env = {'GRADWATCH_URL': rcv.url, 'GRADWATCH_TOKEN': 'tok-abc'}
+        try:
+            self.assertEqual(gw('send', stdin=lines('t', [1]), env=env)[0], 0)
+            self.assertEqual(gw('runs', env=env)[0], 0)
+            self.assertEqual(gw('alerts', 'some-run', env=env)[0], 0)
+            r = list(rcv.requests)
+        finally:
+            rcv.close()
+        self.assertEqual([x['path'] for x in r], ['/v1/ingest', '/v1/runs', '/v1/runs/some-run/alerts'])
+        self.assertEqual({x['headers'].get('authorization') for x in r}, {'Bearer tok-abc'})
+
+    def test_usage(self):
+        rc, out, err = gw('send', '--help')
+        self.assertEqual(rc, 0)
+        self.assertIn('usage: gradwatch send', out)
+        self.assertIn('GRADWATCH_TOKEN', out)
+        for cmd in ('runs', 'alerts'):
+            rc, out, err = gw(cmd, '--help')
+            self.assertEqual(rc, 0)
+            self.assertIn('usage: gradwatch %s' % cmd, out)
+        for args, says in ((['send', '--batch', '0'], '--batch wants'),
+                           (['send', '--timeout', '-1'], '--timeout wants'),
+                           (['send', '--timeout', 'soon'], '--timeout wants'),
+                           (['send', '--retries', 'many'], '--retries wants'),
+                           (['send', '--bogus'], 'unknown option "--bogus"'),
+                           (['send', '--url'], 'needs a value: "--url"'),
+                           (['send', '--url', 'ftp://x'], 'must start with http://'),
+                           (['runs', '--frobnicate'], 'unknown option'),
+                           (['alerts', 'a', 'b'], 'one RUN at most')):
+            rc, out, err = gw(*args, stdin=b'')
+            self.assertEqual(rc, 2, args)
+            self.assertIn(says, err, args)
+            self.assertIn('--help)', err, args)
+        rc, out, err = gw('send', os.path.join(self.tmp, 'missing.jsonl'))
+        self.assertEqual(rc, 2)
+        self.assertIn('missing.jsonl: No such file or directory', err)
+        self.assertNotIn('accepted', err)
+
+
+@unittest.skipUnless(HAS_IDEMPOTENCY, NO_IDEMPOTENCY)
+class Idempotency(unittest.TestCase):
+    def test_a_lost_answer_stores_nothing_twice(self):
+        with Daemon() as d:
+            proxy = AnswerDropper(d.http_port)
+            try:
+                rc, out, err = gw('send', '--url', 'http://127.0.0.1:%d' % proxy.port,
+                                  stdin=lines('idem-send', range(1, 101)))
+            finally:
+                proxy.close()
+            self.assertEqual(rc, 0, err)
+            self.assertIn('same Idempotency-Key, retry 1 of 3', err)
+            self.assertIn('100 line(s) accepted and committed', err)
+            self.assertEqual(count(d, 'idem-send'), 100)
+
+
+@unittest.skipUnless(HAS_AUTH, NO_AUTH)
+class Tokens(unittest.TestCase):
+    def test_ingest_read_and_no_token(self):
+        tmp = tempfile.mkdtemp(prefix='gwsendtok-')
+        try:
+            ing, rd = os.path.join(tmp, 'ingest.tokens'), os.path.join(tmp, 'read.tokens')
+            with open(ing, 'w') as f:
+                f.write(INGEST + '\n')
+            with open(rd, 'w') as f:
+                f.write(READ + '\n')
+            with Daemon(config={'auth': {'ingest_tokens_file': ing, 'read_tokens_file': rd}}) as d:
+                url = {'GRADWATCH_URL': 'http://127.0.0.1:%d' % d.http_port}
+                rc, out, err = gw('send', stdin=lines('tok', [1]), env=url)
+                self.assertEqual(rc, 2)
+                self.assertIn('wants a token: set $GRADWATCH_TOKEN', err)
+                rc, out, err = gw('send', stdin=lines('tok', [1]), env=dict(url, GRADWATCH_TOKEN=READ))
+                self.assertEqual(rc, 2)
+                self.assertIn('may only read', err)
+                rc, out, err = gw('send', stdin=lines('tok', [1, 2]), env=dict(url, GRADWATCH_TOKEN=INGEST))
+                self.assertEqual(rc, 0, err)
+                self.assertEqual(count(d, 'tok'), 2)
+                self.assertEqual(gw('runs', env=url)[0], 2)
+                rc, out, err = gw('runs', '--json', env=dict(url, GRADWATCH_TOKEN=READ))
+                self.assertEqual(rc, 0, err)
+                self.assertEqual([r['run'] for r in json.loads(out)['runs']], ['tok'])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == '__main__':
+    unittest.main()
