@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "hist.h"
 
 struct seen {
 	int segs;
