@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gw_grow(void **p, size_t *cap, size_t need, size_t size)
+int gw__grow(void **p, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)
 		return 0;

@@ -13,11 +13,16 @@
 
 #include <stddef.h>
 
+int gw__grow(void **p, size_t *cap, size_t need, size_t size);
+
 /* Make room for `need` elements of `size` bytes in the heap array *p of
  * capacity *cap (in elements; *p may be NULL with *cap 0): reallocates to
  * the next power of two >= need (at least 16) when need > *cap.  Returns 0,
- * or -ENOMEM with *p and *cap unchanged. */
-int gw_grow(void **p, size_t *cap, size_t need, size_t size);
+ * or -ENOMEM with *p and *cap unchanged.  Inline when there is room. */
+static inline int gw_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+	return need <= *cap ? 0 : gw__grow(p, cap, need, size);
+}
 
 struct gw_buf {
 	char *p;       /* NUL-terminated text, NULL while nothing was reserved */

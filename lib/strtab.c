@@ -26,7 +26,7 @@ void gw_strtab_free(struct gw_strtab *t)
 }
 
 /* The slot holding key, or the empty slot where it would go. */
-static struct gw_strtab_slot *probe(const struct gw_strtab *t, const char *key, uint32_t len,
+static inline struct gw_strtab_slot *probe(const struct gw_strtab *t, const char *key, uint32_t len,
                                     uint32_t h)
 {
 	size_t mask = t->cap - 1;
@@ -37,16 +37,22 @@ static struct gw_strtab_slot *probe(const struct gw_strtab *t, const char *key, 
 	}
 }
 
-int gw_strtab_find(const struct gw_strtab *t, const char *key, size_t len, uint32_t *val)
+int gw_strtab_find_hashed(const struct gw_strtab *t, const char *key, size_t len,
+                          uint32_t hash, uint32_t *val)
 {
 	if (!t->count || len > UINT32_MAX)
 		return -ENOENT;
-	const struct gw_strtab_slot *s = probe(t, key, (uint32_t)len, gw_fnv1a32(key, len));
+	const struct gw_strtab_slot *s = probe(t, key, (uint32_t)len, hash);
 	if (!s->key)
 		return -ENOENT;
 	if (val)
 		*val = s->val;
 	return 0;
+}
+
+int gw_strtab_find(const struct gw_strtab *t, const char *key, size_t len, uint32_t *val)
+{
+	return gw_strtab_find_hashed(t, key, len, gw_fnv1a32(key, len), val);
 }
 
 static int grow(struct gw_strtab *t)

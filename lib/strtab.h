@@ -48,6 +48,10 @@ void gw_strtab_free(struct gw_strtab *t);
 /* Look key[0..len) up: 0 and *val (if not NULL) = its value, or -ENOENT. */
 int gw_strtab_find(const struct gw_strtab *t, const char *key, size_t len, uint32_t *val);
 
+/* The same for a caller that already has hash = gw_fnv1a32(key, len). */
+int gw_strtab_find_hashed(const struct gw_strtab *t, const char *key, size_t len,
+                          uint32_t hash, uint32_t *val);
+
 /* Add key[0..len) -> val (key borrowed, see above).  Returns 0; -EEXIST if
  * the key is there already (its value is left as it was); -EINVAL for a NULL
  * key or len > UINT32_MAX; -ENOMEM.  May move the slots (never the keys). */

@@ -187,15 +187,22 @@ void gw_alias_free(struct gw_alias *a)
 	free(a);
 }
 
-int gw_alias_lookup(const struct gw_alias *a, const char *name, size_t len,
-                    int *prio)
+/* gw_alias_lookup for a name whose hash the parser already has. */
+static int alias_lookup_hashed(const struct gw_alias *a, const char *name, size_t len,
+                               uint32_t hash, int *prio)
 {
 	uint32_t k;
-	if (gw_strtab_find(&a->index, name, len, &k) < 0)
+	if (gw_strtab_find_hashed(&a->index, name, len, hash, &k) < 0)
 		return -1;
 	if (prio)
 		*prio = a->items[k].prio;
 	return a->items[k].role;
+}
+
+int gw_alias_lookup(const struct gw_alias *a, const char *name, size_t len,
+                    int *prio)
+{
+	return alias_lookup_hashed(a, name, len, gw_fnv1a32(name, len), prio);
 }
 
 /* ---- the parser ----------------------------------------------------------- */
@@ -921,7 +928,7 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 			continue;
 		}
 		int p;
-		int role = gw_alias_lookup(w->aliases, e->key, e->key_len, &p);
+		int role = alias_lookup_hashed(w->aliases, e->key, e->key_len, e->key_hash, &p);
 		if (role == GW_ROLE_TS) {
 			if (p < ts_prio) {
 				ts = e;
