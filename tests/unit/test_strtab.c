@@ -1,9 +1,10 @@
 /*
  * Unit tests of lib's one hash and one table (lib/hash.h, lib/strtab.c):
  * FNV-1a against the published test vectors, continuation over pieces, and
- * the string -> index table: lookups, duplicates, keys that differ only in
- * length or contain NUL, growth from caller storage to the heap with every
- * key still found, and a model check against a plain array.
+ * the string -> index table: lookups (also with the caller's hash),
+ * duplicates, keys that differ only in length or contain NUL, growth from
+ * caller storage to the heap, and 5,000 keys through several doublings,
+ * each found with its value and its near misses not found.
  */
 #include "gwcheck.h"
 #include <errno.h>
@@ -51,6 +52,10 @@ START_TEST(find_and_put)
 	ck_assert_int_eq(gw_strtab_find(&t, "a\0b", 3, &v), 0);
 	ck_assert_uint_eq(v, 10);
 	ck_assert_int_eq(gw_strtab_find(&t, "a\0c", 3, NULL), -ENOENT);
+	/* with the hash given: the same answer, and the hash is what is used */
+	ck_assert_int_eq(gw_strtab_find_hashed(&t, "lossy", 5, gw_fnv1a32("lossy", 5), &v), 0);
+	ck_assert_uint_eq(v, 8);
+	ck_assert_int_eq(gw_strtab_find_hashed(&t, "lossy", 5, gw_fnv1a32("loss", 4), NULL), -ENOENT);
 	/* a second put of a key fails and keeps the first value */
 	ck_assert_int_eq(gw_strtab_put(&t, "loss", 4, 1), -EEXIST);
 	ck_assert_int_eq(gw_strtab_find(&t, "loss", 4, &v), 0);
