@@ -5,7 +5,7 @@
  * Both compare the median of the last sp_cur_window valid records (a
  * 5-median: two outliers cannot move it) with the median of the
  * sp_base_window records before them, in log space, in units of the
- * baseline's own robust per-step noise (regime.c, gw_spike_stat).
+ * baseline's own robust per-step noise (spike.c, gw_spike_stat).
  *   loss_spike      loss >= sp_z_loss sigmas and x sp_loss_rel up, and the
  *                   grad norm not collapsing (loss up with grad norm down is
  *                   the optimizer-reset signature, left to optimizer_reset);

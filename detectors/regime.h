@@ -9,8 +9,8 @@
  * gw_regime_update() turns a valid line into a *sample* (how far it is from
  * the regime, in noises and as a log ratio) and judges two windows of
  * samples, the short one and the long one, by their medians.
- * optimizer_reset and resume_regression read the windows; lr_schedule and
- * the spike detectors read where the restart stands.  Pure and bounded.
+ * optimizer_reset and resume_regression read the windows; the other
+ * detectors read where the restart stands (S, k).  Pure and bounded.
  */
 #ifndef GW_REGIME_H
 #define GW_REGIME_H

@@ -1,7 +1,10 @@
 /*
- * Small helpers every module uses: container_of, array size, clocks, and the
- * always-on invariant check.  Nothing here allocates or does I/O except the
- * abort path of GW_REQUIRE.
+ * Small helpers every module uses: container_of, array size, min/max, the
+ * always-on invariant check, clocks, string copy, glob match, error
+ * messages next to negative errnos, and reading a whole file.  Only
+ * gw_read_file allocates and does I/O (and GW_REQUIRE's abort path logs).
+ * The growable buffer, the hash and the string table have their own
+ * headers: buf.h, hash.h, strtab.h.
  */
 #ifndef GW_UTIL_H
 #define GW_UTIL_H
