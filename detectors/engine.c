@@ -369,7 +369,7 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
 		r->last_ts = rec->ts;
 	if (merge || !metric)
 		return;   /* stored, but nothing new for the detectors */
-	gw_hist_push(&r->hist, rec, line);
+	gw_hist_push(&r->hist, rec);
 	r->seg_records++;
 	struct gw_hist_rec cur;
 	gw_hist_at(&r->hist, 0, &cur);

@@ -40,12 +40,10 @@ bool gw_hist_at(const struct gw_hist *h, size_t i, struct gw_hist_rec *out)
 		return false;
 	size_t s = (h->head - 1 - i) & MASK;
 	out->step = h->step[s];
-	out->line = h->line[s];
 	out->loss = h->col[GW_COL_LOSS][s];
 	out->grad_norm = h->col[GW_COL_GRAD_NORM][s];
 	out->lr = h->col[GW_COL_LR][s];
 	out->throughput = h->col[GW_COL_THROUGHPUT][s];
-	out->ts = h->col[GW_COL_TS][s];
 	out->valid = h->valid[s];
 	return true;
 }
@@ -200,7 +198,7 @@ int64_t gw_hist_cut(struct gw_hist *h, int64_t S)
 	return T;
 }
 
-void gw_hist_push(struct gw_hist *h, const struct gw_rec *rec, uint64_t line)
+void gw_hist_push(struct gw_hist *h, const struct gw_rec *rec)
 {
 	size_t s = h->head;
 	if (h->count == GW_RING_CAP) {
@@ -212,9 +210,7 @@ void gw_hist_push(struct gw_hist *h, const struct gw_rec *rec, uint64_t line)
 	h->valid[s] = 0;
 	for (int c = 0; c < GW_NROLES; c++)
 		h->col[c][s] = gw_rec_has(rec, c) ? rec->v[c] : NAN;
-	h->col[GW_COL_TS][s] = rec->ts;
 	h->step[s] = rec->step;
-	h->line[s] = line;
 	set_valid(h, s);
 	h->head = (s + 1) & MASK;
 	h->count++;
@@ -226,8 +222,6 @@ void gw_hist_merge_last(struct gw_hist *h, const struct gw_rec *rec)
 	for (int c = 0; c < GW_NROLES; c++)
 		if (gw_rec_has(rec, c))
 			h->col[c][s] = rec->v[c];
-	if (!isnan(rec->ts))
-		h->col[GW_COL_TS][s] = rec->ts;
 	set_valid(h, s);
 }
 

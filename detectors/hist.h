@@ -43,7 +43,6 @@ enum gw_col {
 	GW_COL_GRAD_NORM = GW_ROLE_GRAD_NORM,
 	GW_COL_LR = GW_ROLE_LR,
 	GW_COL_THROUGHPUT = GW_ROLE_THROUGHPUT,
-	GW_COL_TS,
 	GW_NCOLS,
 };
 
@@ -89,8 +88,7 @@ static inline void gw_win_copy(const struct gw_win *w, double *out)
 /* One record of the timeline. */
 struct gw_hist_rec {
 	int64_t step;
-	uint64_t line;
-	double loss, grad_norm, lr, throughput, ts;  /* NaN when absent */
+	double loss, grad_norm, lr, throughput;  /* NaN when absent */
 	bool valid;        /* loss and grad norm both finite and > 0 */
 };
 
@@ -106,7 +104,6 @@ struct gw_replayed {
 struct gw_hist {
 	double col[GW_NCOLS][GW_RING_CAP];   /* the timeline */
 	int64_t step[GW_RING_CAP];
-	uint64_t line[GW_RING_CAP];
 	uint8_t valid[GW_RING_CAP];
 	size_t head;        /* slot of the next record */
 	size_t count;       /* records in the timeline */
@@ -146,10 +143,10 @@ size_t gw_hist_replay_count(const struct gw_hist *h);
 /* ---- writing (the engine) */
 
 /* Append a metric record (the oldest leaves when the ring is full). */
-void gw_hist_push(struct gw_hist *h, const struct gw_rec *rec, uint64_t line);
+void gw_hist_push(struct gw_hist *h, const struct gw_rec *rec);
 
-/* Add the roles rec has (and its ts) to the newest record: a step split
- * over several lines. */
+/* Add the roles rec has to the newest record: a step split over several
+ * lines. */
 void gw_hist_merge_last(struct gw_hist *h, const struct gw_rec *rec);
 
 /* A restart from checkpoint step S: the records with step > S leave the

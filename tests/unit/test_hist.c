@@ -51,7 +51,7 @@ START_TEST(windows_wrap_into_two_spans)
 	struct gw_rec r;
 	for (int i = 1; i <= 700; i++) {
 		r = mk(i, i, 1.0, NAN);
-		gw_hist_push(h, &r, (uint64_t)i);
+		gw_hist_push(h, &r);
 	}
 	struct gw_hist_rec x;
 	ck_assert(gw_hist_at(h, 0, &x));
@@ -84,7 +84,7 @@ START_TEST(valid_ring_skips_invalid_records)
 		r = mk(i, loss, i == 7 ? NAN : gn, 0.1);
 		if (i == 3)
 			r.present |= 1u << GW_ROLE_LOSS;   /* present, but NaN */
-		gw_hist_push(h, &r, (uint64_t)i);
+		gw_hist_push(h, &r);
 	}
 	int64_t want[] = {1, 2, 4, 6, 8, 9, 10};
 	struct gw_win w = gw_hist_valid(h, GW_V_LOSS, 100, 0);
@@ -119,9 +119,9 @@ START_TEST(merge_changes_validity)
 {
 	struct gw_hist *h = new_hist();
 	struct gw_rec r = mk(1, 3.0, 1.5, NAN);
-	gw_hist_push(h, &r, 1);
+	gw_hist_push(h, &r);
 	r = mk(2, 2.0, NAN, NAN);            /* step 2's loss line ... */
-	gw_hist_push(h, &r, 2);
+	gw_hist_push(h, &r);
 	struct gw_win w = gw_hist_valid(h, GW_V_LOSS, 10, 0);
 	ck_assert_uint_eq(gw_win_len(&w), 1);              /* no grad norm yet */
 	r = mk(2, NAN, 0.5, 0.01);           /* ... and its grad norm line */
@@ -151,7 +151,7 @@ START_TEST(cut_makes_the_replay_copy)
 	struct gw_rec r;
 	for (int i = 1; i <= 600; i++) {
 		r = mk(i, i, 1.0, 1e-3);
-		gw_hist_push(h, &r, (uint64_t)i);
+		gw_hist_push(h, &r);
 	}
 	/* no record after the checkpoint: nothing leaves, T = S */
 	ck_assert_int_eq(gw_hist_cut(h, 600), 600);
@@ -172,7 +172,7 @@ START_TEST(cut_makes_the_replay_copy)
 	ck_assert_uint_eq(gw_win_len(&w), 300 - (600 - GW_RING_CAP));
 	/* the new process continues the timeline after S */
 	r = mk(301, 1000.0, 1.0, 1e-3);
-	gw_hist_push(h, &r, 601);
+	gw_hist_push(h, &r);
 	gw_hist_at(h, 0, &x);
 	ck_assert_double_eq(x.loss, 1000.0);
 	ck_assert_double_eq(gw_hist_replayed(h, 301)->loss, 301.0);
@@ -192,7 +192,7 @@ START_TEST(replay_copy_is_sorted)
 	int64_t steps[] = {10, 14, 12, 13, 11};
 	for (int i = 0; i < 5; i++) {
 		r = mk(steps[i], (double)steps[i], 1.0, NAN);
-		gw_hist_push(h, &r, (uint64_t)i + 1);
+		gw_hist_push(h, &r);
 	}
 	ck_assert_int_eq(gw_hist_cut(h, 10), 11);   /* T: the newest popped */
 	ck_assert_uint_eq(gw_hist_replay_count(h), 4);
@@ -295,7 +295,7 @@ START_TEST(model_check)
 			r.present |= 1u << GW_ROLE_LOSS | 1u << GW_ROLE_GRAD_NORM;
 			r.v[GW_ROLE_LOSS] = m.loss;
 			r.v[GW_ROLE_GRAD_NORM] = m.gn;
-			gw_hist_push(h, &r, (uint64_t)op);
+			gw_hist_push(h, &r);
 			ck_assert_uint_lt(mlen, sizeof(model) / sizeof(model[0]));
 			model[mlen++] = m;
 			if (mlen - mstart > GW_RING_CAP)
