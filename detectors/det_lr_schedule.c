@@ -110,7 +110,8 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 			      CAUSE, ACTION,
 			      "LR at step %s after the resume from step %s is %s, but the first run used %s at "
 			      "the same step (%.3gx): the LR schedule did not continue",
-			      gw_det_fmt_step(sa, sizeof(sa), r.step), gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step),
+			      gw_det_fmt_step(sa, sizeof(sa), r.step),
+			      gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step),
 			      gw_det_fmt_num(a, sizeof(a), r.lr), gw_det_fmt_num(b, sizeof(b), orig->lr),
 			      r.lr / orig->lr);
 		return;
@@ -130,7 +131,8 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 			      ACTION,
 			      "LR jumped from %s at checkpoint step %s to %s at the first resumed step (%.3gx): "
 			      "schedules do not jump up, it restarted",
-			      gw_det_fmt_num(a, sizeof(a), rs->lr_at_ckpt), gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step),
+			      gw_det_fmt_num(a, sizeof(a), rs->lr_at_ckpt),
+			      gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step),
 			      gw_det_fmt_num(b, sizeof(b), r.lr), r.lr / rs->lr_at_ckpt);
 		} else if (lrr < -jump) {
 			s->drop_pending = true;
@@ -152,7 +154,8 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 		      "the LR scheduler's state was not restored: the warmup restarted from step 0", ACTION,
 		      "LR dropped from %s at checkpoint step %s to %s at the first resumed step (%.3gx) and "
 		      "is now rising again (%s): the warmup restarted",
-		      gw_det_fmt_num(a, sizeof(a), rs->lr_at_ckpt), gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step),
+		      gw_det_fmt_num(a, sizeof(a), rs->lr_at_ckpt),
+		      gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step),
 		      gw_det_fmt_num(b, sizeof(b), s->drop_lr), s->drop_lr / rs->lr_at_ckpt,
 		      gw_det_fmt_num(c, sizeof(c), r.lr));
 	} else if ((double)rs->k == 1 + th->lr_drop_look) {
@@ -162,7 +165,8 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 		      "a step decay of the schedule that coincides with the restart",
 		      "nothing, unless the schedule has no milestone here",
 		      "LR dropped %.3gx at the resume from step %s and stayed flat: looks like a scheduled "
-		      "step decay, not flagged", rs->lr_at_ckpt / s->drop_lr, gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step));
+		      "step decay, not flagged", rs->lr_at_ckpt / s->drop_lr,
+		      gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step));
 	}
 }
 

@@ -289,7 +289,8 @@ static void midrun(struct or_state *s, const struct gw_det_ctx *ctx, const struc
 	double mu = (pL - mL) / sL, mv = mvl / sG;
 	if (!(mu >= th->mr_z_loss && mv <= -th->mr_z_gn))
 		return;
-	struct gw_verdict v = {.incident = s->incident + 1, .rule = "midrun", .severity = GW_SEV_WARNING};
+	struct gw_verdict v = {.incident = s->incident + 1, .rule = "midrun",
+	                       .severity = GW_SEV_WARNING};
 	char g0[24], g1[24], l0[24], l1[24], a[32], b[32], c[32], e[32];
 	snprintf(v.summary, sizeof(v.summary),
 	         "without any visible restart, grad norm fell %.0f%% (%s \u2192 %s) while loss rose %.0f%% "

@@ -50,7 +50,7 @@ struct gw_det_ctx {
 	bool live;                         /* false in replay: wall-clock rules stay quiet */
 	const struct gw_thresholds *th;    /* the run's thresholds */
 	const struct gw_hist *hist;        /* the timeline, this record included (hist.h) */
-	const struct gw_restart *restart;  /* the segment's restart; ->active false if none (regime.h) */
+	const struct gw_restart *restart;  /* the segment's restart, ->active if any (regime.h) */
 	uint64_t valid_records;            /* valid metric records of the run so far */
 	struct gw_spike_cache *spike;      /* per-line cache behind gw_spike_stat (spike.h) */
 	void *engine, *run_state;          /* the engine's, for gw_det_raise */
