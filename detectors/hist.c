@@ -15,23 +15,28 @@
 
 #define MASK (GW_RING_CAP - 1)
 
-struct gw_win gw_hist_recent(const struct gw_hist *h, enum gw_col col, size_t n)
+/* n values of a ring column from slot start, as one or two spans. */
+static struct gw_win span(const double *col, size_t start, size_t n)
 {
 	struct gw_win w = {0};
-	if (n > h->count)
-		n = h->count;
 	if (!n)
 		return w;
-	size_t start = (h->head - n) & MASK;
-	w.a = &h->col[col][start];
+	w.a = &col[start];
 	if (start + n <= GW_RING_CAP) {
 		w.na = n;
 	} else {
 		w.na = GW_RING_CAP - start;
-		w.b = &h->col[col][0];
+		w.b = &col[0];
 		w.nb = n - w.na;
 	}
 	return w;
+}
+
+struct gw_win gw_hist_recent(const struct gw_hist *h, enum gw_col col, size_t n)
+{
+	if (n > h->count)
+		n = h->count;
+	return span(h->col[col], (h->head - n) & MASK, n);
 }
 
 bool gw_hist_at(const struct gw_hist *h, size_t i, struct gw_hist_rec *out)
@@ -50,22 +55,10 @@ bool gw_hist_at(const struct gw_hist *h, size_t i, struct gw_hist_rec *out)
 
 struct gw_win gw_hist_valid(const struct gw_hist *h, enum gw_vcol col, size_t count, size_t skip)
 {
-	struct gw_win w = {0};
 	if (skip >= h->vcount)
-		return w;
+		return (struct gw_win){0};
 	size_t n = h->vcount - skip < count ? h->vcount - skip : count;
-	if (!n)
-		return w;
-	size_t start = (h->vhead - skip - n) & MASK;
-	w.a = &h->vcol[col][start];
-	if (start + n <= GW_RING_CAP) {
-		w.na = n;
-	} else {
-		w.na = GW_RING_CAP - start;
-		w.b = &h->vcol[col][0];
-		w.nb = n - w.na;
-	}
-	return w;
+	return span(h->vcol[col], (h->vhead - skip - n) & MASK, n);
 }
 
 int64_t gw_hist_valid_step(const struct gw_hist *h, size_t count, size_t skip, size_t i)
