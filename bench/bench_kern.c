@@ -19,10 +19,8 @@
  * corr reads two streams at once, and is compared with a two-stream sum
  * (on the development VM two streams read ~20% slower than one).
  *
- * Data: a loss-like series, 2 + noise, all values valid.  The scan uses lag
- * 64; corr reads two series; the scan reads one and writes one, so its
- * memory traffic is 24 bytes per value (read, read-for-ownership of the
- * output line, write-back), and its share counts all three.
+ * Data: a loss-like series, 2 + noise, all values valid; corr reads two
+ * series.
  *
  * Usage: bench_kern [--quick]     (--quick: skip 16M)
  * Exit status 0 whatever the timings: a benchmark reports, it does not fail.
@@ -46,18 +44,16 @@ static double now(void)
 	return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-enum kern { K_MOMENTS, K_LOG, K_SLOPE, K_CORR, K_EWM, K_SCAN, K_COUNT };
-static const char *const kern_name[] = { "moments", "log_moments", "slope",
-                                         "corr", "ewm", "scan_shift" };
+enum kern { K_MOMENTS, K_LOG, K_SLOPE, K_CORR, K_COUNT };
+static const char *const kern_name[] = { "moments", "log_moments", "slope", "corr" };
 /* bytes of memory traffic per value */
-static const double kern_bytes[] = { 8, 8, 8, 16, 8, 24 };
+static const double kern_bytes[] = { 8, 8, 8, 16 };
 
-static double *x, *y, *out;
+static double *x, *y;
 
 static void run(const struct gw_kern_ops *v, enum kern k, size_t n)
 {
 	struct gw_kern_moments m;
-	struct gw_kern_ewm st = { 0 };
 	switch (k) {
 	case K_MOMENTS:
 		v->moments(x, n, NULL, 0, &m);
@@ -72,14 +68,6 @@ static void run(const struct gw_kern_ops *v, enum kern k, size_t n)
 		break;
 	case K_CORR:
 		sink = v->corr(x, y, n, NULL, NULL, 0);
-		break;
-	case K_EWM:
-		v->ewm(x, n, 0.01, &st);
-		sink = st.var;
-		break;
-	case K_SCAN:
-		v->scan_shift(x, n, 64, out);
-		sink = out[n / 2];
 		break;
 	default:
 		break;
@@ -198,8 +186,7 @@ int main(int argc, char **argv)
 
 	x = aligned_alloc(64, BIG * sizeof(double));
 	y = aligned_alloc(64, BIG * sizeof(double));
-	out = aligned_alloc(64, BIG * sizeof(double));
-	if (!x || !y || !out) {
+	if (!x || !y) {
 		fprintf(stderr, "bench_kern: out of memory\n");
 		return 1;
 	}
@@ -209,7 +196,6 @@ int main(int argc, char **argv)
 		double u = (double)(s >> 11) * 0x1p-53;
 		x[i] = 2.0 + 0.1 * u - 1e-7 * (double)(i % 100000);
 		y[i] = 1.0 + 0.5 * u + 0.1 * (double)((s >> 7) & 1);
-		out[i] = 0.0;
 	}
 
 	printf("gradwatch kernel benchmark: variants");
@@ -253,8 +239,7 @@ int main(int argc, char **argv)
 	       "plain,\n%.1f GB/s with software prefetch, %.1f GB/s reading two streams\n",
 	       BIG, 8.0 / plain_ns, 8.0 / pf_ns, 8.0 / two_ns);
 	printf("\nshare of it at %zu values: bytes moved per ns against the faster\n"
-	       "streaming sum run beside each kernel run (two streams for corr; the scan\n"
-	       "moves 24 B per value):\n", BIG);
+	       "streaming sum run beside each kernel run (two streams for corr):\n", BIG);
 	printf("%-12s", "kernel");
 	for (size_t v = 0; v < nv; v++)
 		printf(" %8s", avail[v]->name);
@@ -277,6 +262,5 @@ int main(int argc, char **argv)
 	}
 	free(x);
 	free(y);
-	free(out);
 	return 0;
 }

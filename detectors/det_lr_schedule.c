@@ -13,8 +13,10 @@
  *              fires at once; a drop fires only if the lr then rises again
  *              within lr_drop_look steps (a restarted warmup).  A drop that
  *              stays flat looks like a scheduled step decay: info only.
+ * One warning or critical alert per segment (once_per_segment).
  */
 #include "detector.h"
+#include "hist.h"
 #include "regime.h"
 
 #include <math.h>
@@ -59,9 +61,9 @@ static void lr_raise(struct lr_state *s, const struct gw_det_ctx *ctx, enum gw_s
 static void lr_event(void *st, const struct gw_det_ctx *ctx)
 {
 	struct lr_state *s = st;
-	if (strcmp(ctx->rec->event, "resumed") != 0 || gw_det_fired(ctx, "lr_schedule"))
+	if (strcmp(ctx->rec->event, "resumed") != 0)
 		return;
-	int64_t S = ctx->restart_step, cstep;
+	int64_t S = ctx->restart->ckpt_step, cstep;
 	uint64_t cline;
 	const json_t *c = gw_det_checkpoint_for(ctx, S, &cstep, &cline);
 	if (!c)
@@ -89,7 +91,7 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 {
 	struct lr_state *s = st;
 	const struct gw_restart *rs = ctx->restart;
-	if (!rs->active || gw_det_fired(ctx, "lr_schedule"))
+	if (!rs->active)
 		return;
 	struct gw_hist_rec r;
 	gw_hist_at(ctx->hist, 0, &r);
@@ -108,28 +110,30 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 			      CAUSE, ACTION,
 			      "LR at step %s after the resume from step %s is %s, but the first run used %s at "
 			      "the same step (%.3gx): the LR schedule did not continue",
-			      gw_det_fmt_step(sa, sizeof(sa), r.step), gw_det_fmt_step(sb, sizeof(sb), rs->S),
+			      gw_det_fmt_step(sa, sizeof(sa), r.step),
+			      gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step),
 			      gw_det_fmt_num(a, sizeof(a), r.lr), gw_det_fmt_num(b, sizeof(b), orig->lr),
 			      r.lr / orig->lr);
 		return;
 	}
 	if (gw_hist_replay_count(ctx->hist))
 		return; /* replayed steps exist but not this one: nothing to compare */
-	if (rs->k == 1 && rs->lrS > 0) {
-		double slope = rs->lrS1 > 0 ? rs->lrS / rs->lrS1 : 1.0;
-		double expected = rs->lrS * slope;
+	if (rs->k == 1 && rs->lr_at_ckpt > 0) {
+		double slope = rs->lr_before_ckpt > 0 ? rs->lr_at_ckpt / rs->lr_before_ckpt : 1.0;
+		double expected = rs->lr_at_ckpt * slope;
 		double lrr = log(r.lr / expected);
 		if (lrr > jump) {
 			lr_raise(s, ctx, GW_SEV_CRITICAL,
 			      json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "source", "continuation",
-			                "lr_at_S", rs->lrS, "lr", r.lr, "expected", expected,
+			                "lr_at_S", rs->lr_at_ckpt, "lr", r.lr, "expected", expected,
 			                "ratio", r.lr / expected, "threshold_ratio", th->lr_jump),
 			      "the LR scheduler's state was not restored: the schedule restarted from its start",
 			      ACTION,
 			      "LR jumped from %s at checkpoint step %s to %s at the first resumed step (%.3gx): "
 			      "schedules do not jump up, it restarted",
-			      gw_det_fmt_num(a, sizeof(a), rs->lrS), gw_det_fmt_step(sb, sizeof(sb), rs->S),
-			      gw_det_fmt_num(b, sizeof(b), r.lr), r.lr / rs->lrS);
+			      gw_det_fmt_num(a, sizeof(a), rs->lr_at_ckpt),
+			      gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step),
+			      gw_det_fmt_num(b, sizeof(b), r.lr), r.lr / rs->lr_at_ckpt);
 		} else if (lrr < -jump) {
 			s->drop_pending = true;
 			s->drop_lr = r.lr;
@@ -144,29 +148,32 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 		s->drop_pending = false;
 		lr_raise(s, ctx, GW_SEV_CRITICAL,
 		      json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f}", "source", "continuation",
-		                "lr_at_S", rs->lrS, "lr_first", s->drop_lr, "lr_now", r.lr,
+		                "lr_at_S", rs->lr_at_ckpt, "lr_first", s->drop_lr, "lr_now", r.lr,
 		                "expected", s->drop_expected, "ratio", s->drop_lr / s->drop_expected,
 		                "threshold_ratio", th->lr_jump),
 		      "the LR scheduler's state was not restored: the warmup restarted from step 0", ACTION,
 		      "LR dropped from %s at checkpoint step %s to %s at the first resumed step (%.3gx) and "
 		      "is now rising again (%s): the warmup restarted",
-		      gw_det_fmt_num(a, sizeof(a), rs->lrS), gw_det_fmt_step(sb, sizeof(sb), rs->S),
-		      gw_det_fmt_num(b, sizeof(b), s->drop_lr), s->drop_lr / rs->lrS,
+		      gw_det_fmt_num(a, sizeof(a), rs->lr_at_ckpt),
+		      gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step),
+		      gw_det_fmt_num(b, sizeof(b), s->drop_lr), s->drop_lr / rs->lr_at_ckpt,
 		      gw_det_fmt_num(c, sizeof(c), r.lr));
 	} else if ((double)rs->k == 1 + th->lr_drop_look) {
 		s->drop_pending = false;
 		lr_raise(s, ctx, GW_SEV_INFO,
-		      json_pack("{s:f, s:f}", "lr_at_S", rs->lrS, "lr_first", s->drop_lr),
+		      json_pack("{s:f, s:f}", "lr_at_S", rs->lr_at_ckpt, "lr_first", s->drop_lr),
 		      "a step decay of the schedule that coincides with the restart",
 		      "nothing, unless the schedule has no milestone here",
 		      "LR dropped %.3gx at the resume from step %s and stayed flat: looks like a scheduled "
-		      "step decay, not flagged", rs->lrS / s->drop_lr, gw_det_fmt_step(sb, sizeof(sb), rs->S));
+		      "step decay, not flagged", rs->lr_at_ckpt / s->drop_lr,
+		      gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step));
 	}
 }
 
 const struct gw_detector gw_det_lr_schedule = {
 	.name = "lr_schedule",
 	.state_size = sizeof(struct lr_state),
+	.once_per_segment = true,
 	.on_segment = lr_segment,
 	.on_record = lr_record,
 	.on_event = lr_event,

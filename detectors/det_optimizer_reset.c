@@ -18,16 +18,21 @@
  *      unchanged.  A grad-norm drop alone is not enough: larger batches and
  *      LR decays cause it too; the loss rise is what they lack.  The first
  *      resumed step is left out of the windows because it may carry the
- *      momentum-tax spike, which is reported as evidence.  Not when
- *      resume_regression already explained the segment as a level jump.
+ *      momentum-tax spike, which is reported as evidence.  A long window
+ *      whose short window shows a level jump (gw_regime_level_jump) is a
+ *      level jump, not a reset; and a restart resume_regression already
+ *      explained is not reported again (precedence, registry.c).
  *  mid-run  The same conjunction between the mr_pre records and the last
  *      mr_post, with thresholds twice as strict, where no restart is being
- *      watched: a silent reset.
- * One alert per segment.
+ *      watched: a silent reset.  Not in a divergence's aftermath: a
+ *      grad_explosion in the windows drops it (precedence, registry.c).
+ * One alert per segment (once_per_segment); the paths stop at the first.
  */
 #include "detector.h"
+#include "hist.h"
 #include "kern.h"
 #include "regime.h"
+#include "robust.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -62,8 +67,18 @@ static double rms(const double *x, size_t n)
 	return sqrt(m.m2 / (double)m.n + m.mean * m.mean);
 }
 
-static void evaluate_divergence(struct or_state *s, const struct gw_det_ctx *ctx,
-                                const struct gw_hist_rec *r)
+/* Raise v (its incident is the next one) and count the incident if it was
+ * reported. */
+static bool raise(struct or_state *s, const struct gw_det_ctx *ctx, struct gw_verdict *v)
+{
+	if (!gw_det_raise(ctx, v))
+		return false;
+	s->incident = v->incident;
+	return true;
+}
+
+/* The divergence verdict, once the compared steps are in; true if raised. */
+static bool evaluate_divergence(struct or_state *s, const struct gw_det_ctx *ctx)
 {
 	const struct gw_restart *rs = ctx->restart;
 	const struct gw_thresholds *th = ctx->th;
@@ -71,56 +86,58 @@ static void evaluate_divergence(struct or_state *s, const struct gw_det_ctx *ctx
 	bool ok = s->div == DIV_OK;
 	s->div = DIV_NO; /* evaluated once */
 	if (!ok || (double)n < th->div_min_steps)
-		return;
+		return false;
 	double rl = rms(s->dl, n), rg = rms(s->dg, n);
 	double d1 = fmax(fabs(s->d1l), fabs(s->d1g));
 	double thr = fmax(th->div_rms, th->div_rel_first * d1);
 	if (fmax(rl, rg) < thr)
-		return;
+		return false;
 	json_t *ll = json_array(), *lg = json_array();
 	for (size_t i = 0; i < n; i++) {
 		json_array_append_new(ll, json_real(s->dl[i]));
 		json_array_append_new(lg, json_real(s->dg[i]));
 	}
-	struct gw_verdict v = {.incident = ++s->incident, .severity = GW_SEV_WARNING};
+	struct gw_verdict v = {.incident = s->incident + 1, .rule = "replay_divergence",
+	                       .severity = GW_SEV_WARNING};
 	char a[32], b[32], c[32], d[32];
-	int64_t last = rs->S + 1 + (int64_t)n;
+	int64_t S = rs->ckpt_step, last = S + 1 + (int64_t)n;
 	snprintf(v.summary, sizeof(v.summary),
 	         "replayed steps %s-%s after the resume from step %s diverge from the pre-crash run "
 	         "(RMS %.1f%% grad norm, %.1f%% loss) although step %s matched to %.2f%% and the LR is "
 	         "identical: the first update after the resume differed, so the optimizer state was not "
 	         "restored as saved",
-	         gw_det_fmt_step(a, sizeof(a), rs->S + 2), gw_det_fmt_step(b, sizeof(b), last),
-	         gw_det_fmt_step(c, sizeof(c), rs->S), rg * 100, rl * 100,
-	         gw_det_fmt_step(d, sizeof(d), rs->S + 1), d1 * 100);
+	         gw_det_fmt_step(a, sizeof(a), S + 2), gw_det_fmt_step(b, sizeof(b), last),
+	         gw_det_fmt_step(c, sizeof(c), S), rg * 100, rl * 100,
+	         gw_det_fmt_step(d, sizeof(d), S + 1), d1 * 100);
 	snprintf(v.cause, sizeof(v.cause), "%s", CAUSE);
 	snprintf(v.action, sizeof(v.action),
 	         "compare the optimizer class, state keys, param-group order and betas/eps/weight decay "
 	         "of the save and load paths; check that optimizer.load_state_dict() ran");
 	v.evidence = json_pack("{s:s, s:I, s:I, s:{s:f, s:f}, s:[I, I], s:f, s:f, s:f, s:f, s:o, s:o}",
-	                       "rule", "replay_divergence", "restart_step", (json_int_t)rs->S,
-	                       "crash_step", (json_int_t)rs->T, "first_step_log_ratio", "loss", s->d1l,
-	                       "grad_norm", s->d1g, "steps_compared", (json_int_t)(rs->S + 2),
-	                       (json_int_t)last, "rms_log_ratio_loss", rl, "rms_log_ratio_grad_norm", rg,
-	                       "match_tol", th->match_tol, "div_threshold", thr,
-	                       "log_ratios_loss", ll, "log_ratios_grad_norm", lg);
-	(void)r;
-	gw_det_raise(ctx, &v);
+	                       "rule", "replay_divergence", "restart_step", (json_int_t)S,
+	                       "crash_step", (json_int_t)rs->crash_step, "first_step_log_ratio",
+	                       "loss", s->d1l, "grad_norm", s->d1g, "steps_compared",
+	                       (json_int_t)(S + 2), (json_int_t)last, "rms_log_ratio_loss", rl,
+	                       "rms_log_ratio_grad_norm", rg, "match_tol", th->match_tol,
+	                       "div_threshold", thr, "log_ratios_loss", ll, "log_ratios_grad_norm", lg);
+	return raise(s, ctx, &v);
 }
 
-static void divergence(struct or_state *s, const struct gw_det_ctx *ctx, const struct gw_hist_rec *r)
+/* Replayed-step divergence: pair this line with its pre-crash copy; true
+ * if a verdict was raised. */
+static bool divergence(struct or_state *s, const struct gw_det_ctx *ctx, const struct gw_hist_rec *r)
 {
 	const struct gw_restart *rs = ctx->restart;
 	const struct gw_thresholds *th = ctx->th;
 	if (s->div == DIV_NO)
-		return;
+		return false;
 	const struct gw_replayed *orig = gw_hist_replayed(ctx->hist, r->step);
 	if (!orig || !orig->valid || !r->valid) {
 		if (s->div == DIV_UNDECIDED && rs->k == 1)
 			s->div = DIV_NO;
 		else if (s->div == DIV_OK)
-			evaluate_divergence(s, ctx, r);
-		return;
+			return evaluate_divergence(s, ctx);
+		return false;
 	}
 	bool lr_same = true;
 	if (!isnan(r->lr) && !isnan(orig->lr) && r->lr > 0 && orig->lr > 0)
@@ -130,13 +147,13 @@ static void divergence(struct or_state *s, const struct gw_det_ctx *ctx, const s
 		s->div = fabs(dl) <= th->match_tol && fabs(dg) <= th->match_tol && lr_same ? DIV_OK : DIV_NO;
 		s->d1l = dl;
 		s->d1g = dg;
-		return;
+		return false;
 	}
 	if (s->div != DIV_OK)
-		return;
+		return false;
 	if (!lr_same) {
 		s->div = DIV_NO;
-		return;
+		return false;
 	}
 	if (s->ndiv < (sizeof(s->dl) / sizeof(s->dl[0]))) {
 		s->dl[s->ndiv] = dl;
@@ -144,44 +161,53 @@ static void divergence(struct or_state *s, const struct gw_det_ctx *ctx, const s
 		s->ndiv++;
 	}
 	if ((double)s->ndiv >= th->div_steps)
-		evaluate_divergence(s, ctx, r);
+		return evaluate_divergence(s, ctx);
+	return false;
 }
 
-static void signature(struct or_state *s, const struct gw_det_ctx *ctx, const struct gw_hist_rec *r)
+/* The regime signature on the short, then the long window; true if a
+ * verdict was reported. */
+static bool signature(struct or_state *s, const struct gw_det_ctx *ctx, const struct gw_hist_rec *r)
 {
 	const struct gw_restart *rs = ctx->restart;
+	const struct gw_regime *pre = &rs->pre;
 	const struct gw_thresholds *th = ctx->th;
-	if (!rs->pre_ok || !r->valid || (double)rs->k > th->post_max)
-		return;
-	for (int w = 0; w < 2; w++) {
-		const struct gw_post_stat *p = &rs->win[w];
-		if (!p->ready || gw_det_fired(ctx, "optimizer_reset"))
+	if (!pre->ok || !r->valid || (double)rs->k > th->post_max)
+		return false;
+	for (int w = GW_WIN_SHORT; w <= GW_WIN_LONG; w++) {
+		const struct gw_post_window *p = &rs->win[w];
+		if (!p->ready)
 			continue;
-		/* a level jump on this line (short window first) or before is
-		 * resume_regression's: not a reset */
-		if (gw_det_fired(ctx, "resume_regression") || (w == 1 && gw_regime_level_rule(rs, 0, th)))
+		/* a long window whose short window shows a level jump on this
+		 * line is a level jump (resume_regression's), not a reset */
+		if (w == GW_WIN_LONG && gw_regime_level_jump(rs, GW_WIN_SHORT, th))
 			continue;
-		if (!(p->all_lr_ok && p->mu >= th->or_z_loss * p->scale && p->mul >= log(th->or_rel_loss) &&
-		      p->mv <= -th->or_z_gn * p->scale && p->mvl <= log(th->or_rel_gn)))
+		if (!(p->lr_steady && p->loss_sigmas >= th->or_z_loss * p->sigma_scale &&
+		      p->loss_log_ratio >= log(th->or_rel_loss) &&
+		      p->gn_sigmas <= -th->or_z_gn * p->sigma_scale &&
+		      p->gn_log_ratio <= log(th->or_rel_gn)))
 			continue;
-		bool crit = p->mu >= th->or_crit_z_loss * p->scale && p->mv <= -th->or_crit_z_gn * p->scale;
-		struct gw_verdict v = {.incident = ++s->incident,
+		bool crit = p->loss_sigmas >= th->or_crit_z_loss * p->sigma_scale &&
+		            p->gn_sigmas <= -th->or_crit_z_gn * p->sigma_scale;
+		struct gw_verdict v = {.incident = s->incident + 1, .rule = "signature",
 		                       .severity = crit ? GW_SEV_CRITICAL : GW_SEV_WARNING};
 		char g0[24], g1[24], l0[24], l1[24], a[32], b[32], c[32];
 		int off = snprintf(v.summary, sizeof(v.summary),
 		                   "grad norm fell %.0f%% (%s \u2192 %s) while loss rose %.0f%% (%s \u2192 %s) "
 		                   "over steps %s-%s after the resume from step %s, LR unchanged (medians; "
 		                   "%.1f and %.1f noise sigmas)",
-		                   (1 - exp(p->mvl)) * 100, gw_det_fmt_num(g0, sizeof(g0), exp(rs->mG)),
-		                   gw_det_fmt_num(g1, sizeof(g1), exp(rs->mG + p->mvl)),
-		                   (exp(p->mul) - 1) * 100, gw_det_fmt_num(l0, sizeof(l0), rs->mL),
-		                   gw_det_fmt_num(l1, sizeof(l1), rs->mL * exp(p->mul)),
-		                   gw_det_fmt_step(a, sizeof(a), p->k0 + rs->S),
-		                   gw_det_fmt_step(b, sizeof(b), r->step), gw_det_fmt_step(c, sizeof(c), rs->S),
-		                   p->mu, -p->mv);
+		                   (1 - exp(p->gn_log_ratio)) * 100,
+		                   gw_det_fmt_num(g0, sizeof(g0), exp(pre->log_gn_median)),
+		                   gw_det_fmt_num(g1, sizeof(g1), exp(pre->log_gn_median + p->gn_log_ratio)),
+		                   (exp(p->loss_log_ratio) - 1) * 100,
+		                   gw_det_fmt_num(l0, sizeof(l0), pre->loss_median),
+		                   gw_det_fmt_num(l1, sizeof(l1), pre->loss_median * exp(p->loss_log_ratio)),
+		                   gw_det_fmt_step(a, sizeof(a), p->k_first + rs->ckpt_step),
+		                   gw_det_fmt_step(b, sizeof(b), r->step),
+		                   gw_det_fmt_step(c, sizeof(c), rs->ckpt_step), p->loss_sigmas, -p->gn_sigmas);
 		json_t *spike = NULL;
 		if (rs->has_first && rs->first.valid) {
-			double z1 = (log(rs->first.grad_norm) - rs->mG) / rs->sG;
+			double z1 = (log(rs->first.grad_norm) - pre->log_gn_median) / pre->log_gn_noise;
 			if (z1 >= th->or_spike_z) {
 				spike = json_pack("{s:I, s:f, s:f}", "step", (json_int_t)rs->first.step,
 				                  "grad_norm", rs->first.grad_norm, "sigmas", z1);
@@ -201,24 +227,23 @@ static void signature(struct or_state *s, const struct gw_det_ctx *ctx, const st
 			json_object_set_new(v.evidence, "first_step_grad_norm_spike", spike);
 		else
 			json_decref(spike);
-		gw_det_raise(ctx, &v);
-		return;
+		return raise(s, ctx, &v);
 	}
+	return false;
 }
 
+/* The mid-run rule: the last mr_post valid records against the mr_pre
+ * before them (mr_gap left out between). */
 static void midrun(struct or_state *s, const struct gw_det_ctx *ctx, const struct gw_hist_rec *r)
 {
 	const struct gw_thresholds *th = ctx->th;
 	const struct gw_restart *rs = ctx->restart;
-	const struct gw_run_shared *sh = ctx->shared;
-	if (!r->valid || gw_det_fired(ctx, "optimizer_reset"))
+	if (!r->valid)
 		return;
 	if (rs->active && (double)rs->k <= th->post_max)
 		return; /* the resume paths own this stretch */
-	if ((double)sh->valid_records < th->mr_arm)
+	if ((double)ctx->valid_records < th->mr_arm)
 		return;
-	if (sh->gx_mark_set && (double)(sh->valid_records - sh->gx_mark) <= th->mr_pre + th->mr_gap + th->mr_post)
-		return; /* the aftermath of a divergence is not a reset */
 	size_t npost = (size_t)th->mr_post, npre = (size_t)th->mr_pre;
 	size_t skip = npost + (size_t)th->mr_gap;
 	if (!npost || npost > GW_RING_CAP || !npre || npre > GW_RING_CAP)
@@ -264,7 +289,8 @@ static void midrun(struct or_state *s, const struct gw_det_ctx *ctx, const struc
 	double mu = (pL - mL) / sL, mv = mvl / sG;
 	if (!(mu >= th->mr_z_loss && mv <= -th->mr_z_gn))
 		return;
-	struct gw_verdict v = {.incident = ++s->incident, .severity = GW_SEV_WARNING};
+	struct gw_verdict v = {.incident = s->incident + 1, .rule = "midrun",
+	                       .severity = GW_SEV_WARNING};
 	char g0[24], g1[24], l0[24], l1[24], a[32], b[32], c[32], e[32];
 	snprintf(v.summary, sizeof(v.summary),
 	         "without any visible restart, grad norm fell %.0f%% (%s \u2192 %s) while loss rose %.0f%% "
@@ -292,7 +318,7 @@ static void midrun(struct or_state *s, const struct gw_det_ctx *ctx, const struc
 	                       (json_int_t)r->step,
 	                       "n", (json_int_t)npost, "loss_median_sigmas", mu, "loss_log_ratio", mul,
 	                       "grad_norm_median_sigmas", mv, "grad_norm_log_ratio", mvl);
-	gw_det_raise(ctx, &v);
+	raise(s, ctx, &v);
 }
 
 static void or_record(void *st, const struct gw_det_ctx *ctx)
@@ -300,16 +326,15 @@ static void or_record(void *st, const struct gw_det_ctx *ctx)
 	struct or_state *s = st;
 	struct gw_hist_rec r;
 	gw_hist_at(ctx->hist, 0, &r);
-	if (ctx->restart->active && !gw_det_fired(ctx, "optimizer_reset")) {
-		divergence(s, ctx, &r);
-		signature(s, ctx, &r);
-	}
+	if (ctx->restart->active && (divergence(s, ctx, &r) || signature(s, ctx, &r)))
+		return;
 	midrun(s, ctx, &r);
 }
 
 const struct gw_detector gw_det_optimizer_reset = {
 	.name = "optimizer_reset",
 	.state_size = sizeof(struct or_state),
+	.once_per_segment = true,
 	.on_segment = or_segment,
 	.on_record = or_record,
 };

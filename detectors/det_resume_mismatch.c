@@ -3,11 +3,12 @@
  * `checkpoint_saved` it restarts from (the one saved at its checkpoint_step,
  * else the newest before it; resume_check.c) and raise one alert naming
  * every difference: critical when the optimizer state cannot be what was
- * saved, warning when only hyperparameters changed.  Events are ground truth where telemetry is
- * only a symptom, so this fires at the resumed line itself, before the first
- * step of the new process.
+ * saved, warning when only hyperparameters changed.  Events are ground
+ * truth where telemetry is only a symptom, so this fires at the resumed
+ * line itself, before the first step of the new process.
  */
 #include "detector.h"
+#include "regime.h"
 #include "resume_check.h"
 
 #include <stdio.h>
@@ -22,7 +23,7 @@ static void rm_event(void *st, const struct gw_det_ctx *ctx)
 	struct rm_state *s = st;
 	if (strcmp(ctx->rec->event, "resumed") != 0)
 		return;
-	int64_t S = ctx->restart_step >= 0 ? ctx->restart_step : ctx->rec->step;
+	int64_t S = ctx->restart->active ? ctx->restart->ckpt_step : ctx->rec->step;
 	int64_t cstep;
 	uint64_t cline;
 	const json_t *ckpt = gw_det_checkpoint_for(ctx, S, &cstep, &cline);

@@ -10,9 +10,11 @@
  *  climb  The "false recovery" on poisoned weights: loss looks fine at
  *         first, then loss AND grad norm both climb above the regime
  *         (long window, within rr_long_max steps of the resume).
- * Windows and regime come from regime.c; one alert per segment.
+ * Windows and regime come from regime.c; one alert per segment
+ * (once_per_segment), the short window judged first.
  */
 #include "detector.h"
+#include "hist.h"
 #include "regime.h"
 
 #include <math.h>
@@ -26,29 +28,33 @@ static void rr_record(void *st, const struct gw_det_ctx *ctx)
 {
 	struct rr_state *s = st;
 	const struct gw_restart *rs = ctx->restart;
+	const struct gw_regime *pre = &rs->pre;
 	const struct gw_thresholds *th = ctx->th;
-	if (!rs->active || !rs->pre_ok)
+	if (!rs->active || !pre->ok)
 		return;
-	for (int w = 0; w < 2; w++) {
-		const struct gw_post_stat *p = &rs->win[w];
-		if (!p->ready || gw_det_fired(ctx, "resume_regression"))
+	for (int w = GW_WIN_SHORT; w <= GW_WIN_LONG; w++) {
+		const struct gw_post_window *p = &rs->win[w];
+		if (!p->ready)
 			continue;
 		char l0[24], l1[24], g0[24], g1[24], pc[16], a[32], b[32], c[32];
 		struct gw_hist_rec r;
 		gw_hist_at(ctx->hist, 0, &r);
-		if (gw_regime_level_rule(rs, w, th)) {
-			struct gw_verdict v = {.incident = ++s->incident,
-			                       .severity = p->mul >= log(2.0) ? GW_SEV_CRITICAL : GW_SEV_WARNING};
+		if (gw_regime_level_jump(rs, w, th)) {
+			struct gw_verdict v = {.incident = ++s->incident, .rule = "level",
+			                       .severity = p->loss_log_ratio >= log(2.0) ? GW_SEV_CRITICAL
+			                                                                 : GW_SEV_WARNING};
 			snprintf(v.summary, sizeof(v.summary),
 			         "loss after the resume from step %s is %.0f%% above the pre-checkpoint regime "
 			         "(%s \u2192 %s, %.1f noise sigmas; medians of steps %s-%s); grad norm %s "
 			         "(%s \u2192 %s)",
-			         gw_det_fmt_step(c, sizeof(c), rs->S), (exp(p->mul) - 1) * 100,
-			         gw_det_fmt_num(l0, sizeof(l0), rs->mL),
-			         gw_det_fmt_num(l1, sizeof(l1), rs->mL * exp(p->mul)), p->mu,
-			         gw_det_fmt_step(a, sizeof(a), p->k0 + rs->S), gw_det_fmt_step(b, sizeof(b), r.step),
-			         gw_det_fmt_pct(pc, sizeof(pc), p->mvl), gw_det_fmt_num(g0, sizeof(g0), exp(rs->mG)),
-			         gw_det_fmt_num(g1, sizeof(g1), exp(rs->mG + p->mvl)));
+			         gw_det_fmt_step(c, sizeof(c), rs->ckpt_step), (exp(p->loss_log_ratio) - 1) * 100,
+			         gw_det_fmt_num(l0, sizeof(l0), pre->loss_median),
+			         gw_det_fmt_num(l1, sizeof(l1), pre->loss_median * exp(p->loss_log_ratio)),
+			         p->loss_sigmas, gw_det_fmt_step(a, sizeof(a), p->k_first + rs->ckpt_step),
+			         gw_det_fmt_step(b, sizeof(b), r.step),
+			         gw_det_fmt_pct(pc, sizeof(pc), p->gn_log_ratio),
+			         gw_det_fmt_num(g0, sizeof(g0), exp(pre->log_gn_median)),
+			         gw_det_fmt_num(g1, sizeof(g1), exp(pre->log_gn_median + p->gn_log_ratio)));
 			snprintf(v.cause, sizeof(v.cause),
 			         "the weights were not restored correctly (corrupted or mis-mapped shards), the "
 			         "wrong checkpoint was loaded, the optimizer or LR state was not restored, or the "
@@ -58,21 +64,25 @@ static void rr_record(void *st, const struct gw_det_ctx *ctx)
 			         "before step %s; check which checkpoint was loaded and how", c);
 			v.evidence = gw_regime_evidence(rs, p, "level");
 			gw_det_raise(ctx, &v);
-			continue;
+			return;
 		}
-		if (w == 1 && p->all_lr_ok && p->mu >= th->rr_climb_z && p->mul >= log(th->rr_climb_rel_loss) &&
-		    p->mv >= th->rr_climb_z && p->mvl >= log(th->rr_climb_rel_gn)) {
-			struct gw_verdict v = {.incident = ++s->incident, .severity = GW_SEV_WARNING};
+		if (w == GW_WIN_LONG && p->lr_steady && p->loss_sigmas >= th->rr_climb_z &&
+		    p->loss_log_ratio >= log(th->rr_climb_rel_loss) && p->gn_sigmas >= th->rr_climb_z &&
+		    p->gn_log_ratio >= log(th->rr_climb_rel_gn)) {
+			struct gw_verdict v = {.incident = ++s->incident, .rule = "climb",
+			                       .severity = GW_SEV_WARNING};
 			char pl[16];
 			snprintf(v.summary, sizeof(v.summary),
 			         "loss and grad norm are both climbing above the pre-checkpoint regime after the "
 			         "resume from step %s: loss %s (%s \u2192 %s), grad norm %s (%s \u2192 %s), "
 			         "medians of the %zu steps to %s",
-			         gw_det_fmt_step(c, sizeof(c), rs->S), gw_det_fmt_pct(pl, sizeof(pl), p->mul),
-			         gw_det_fmt_num(l0, sizeof(l0), rs->mL),
-			         gw_det_fmt_num(l1, sizeof(l1), rs->mL * exp(p->mul)),
-			         gw_det_fmt_pct(pc, sizeof(pc), p->mvl), gw_det_fmt_num(g0, sizeof(g0), exp(rs->mG)),
-			         gw_det_fmt_num(g1, sizeof(g1), exp(rs->mG + p->mvl)), p->n,
+			         gw_det_fmt_step(c, sizeof(c), rs->ckpt_step),
+			         gw_det_fmt_pct(pl, sizeof(pl), p->loss_log_ratio),
+			         gw_det_fmt_num(l0, sizeof(l0), pre->loss_median),
+			         gw_det_fmt_num(l1, sizeof(l1), pre->loss_median * exp(p->loss_log_ratio)),
+			         gw_det_fmt_pct(pc, sizeof(pc), p->gn_log_ratio),
+			         gw_det_fmt_num(g0, sizeof(g0), exp(pre->log_gn_median)),
+			         gw_det_fmt_num(g1, sizeof(g1), exp(pre->log_gn_median + p->gn_log_ratio)), p->n,
 			         gw_det_fmt_step(b, sizeof(b), r.step));
 			snprintf(v.cause, sizeof(v.cause),
 			         "a false recovery on corrupted weights (shards scrambled on load): the run drifts "
@@ -89,5 +99,6 @@ static void rr_record(void *st, const struct gw_det_ctx *ctx)
 const struct gw_detector gw_det_resume_regression = {
 	.name = "resume_regression",
 	.state_size = sizeof(struct rr_state),
+	.once_per_segment = true,
 	.on_record = rr_record,
 };

@@ -5,7 +5,7 @@
  * Both compare the median of the last sp_cur_window valid records (a
  * 5-median: two outliers cannot move it) with the median of the
  * sp_base_window records before them, in log space, in units of the
- * baseline's own robust per-step noise (regime.c, gw_spike_stat).
+ * baseline's own robust per-step noise (spike.c, gw_spike_stat).
  *   loss_spike      loss >= sp_z_loss sigmas and x sp_loss_rel up, and the
  *                   grad norm not collapsing (loss up with grad norm down is
  *                   the optimizer-reset signature, left to optimizer_reset);
@@ -15,13 +15,16 @@
  * One alert per episode: an episode ends after sp_quiet lines below
  * sp_end_z.  In the first post_window + 1 lines after a restart nothing
  * happens (the resume detectors, which know the regime before the
- * checkpoint, speak first), and within post_max lines a spike in a segment
- * a resume detector already explained is not reported again.  A
- * grad_explosion episode also marks the run (ctx->shared) so that the
- * mid-run reset rule does not read a divergence's aftermath as a reset.
+ * checkpoint, speak first).  Precedence (registry.c): within post_max lines
+ * of a restart a resume detector already explained, an episode's verdict is
+ * dropped (the episode is still followed to its end); and a grad_explosion
+ * verdict keeps optimizer_reset's mid-run rule from reading a divergence's
+ * aftermath as a reset.
  */
 #include "detector.h"
+#include "hist.h"
 #include "regime.h"
+#include "spike.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -58,31 +61,27 @@ static void spike(struct sp_state *s, const struct gw_det_ctx *ctx, bool is_loss
 		}
 		return;
 	}
-	bool cond = is_loss ? st->loss.z >= th->sp_z_loss && st->loss.rel >= log(th->sp_loss_rel) &&
+	bool cond = is_loss ? st->loss.z >= th->sp_z_loss && st->loss.log_ratio >= log(th->sp_loss_rel) &&
 	                          st->gn.z >= -th->sp_loss_gn_z
-	                    : st->gn.z >= th->sp_z_gn && st->gn.rel >= log(th->sp_gn_rel) &&
+	                    : st->gn.z >= th->sp_z_gn && st->gn.log_ratio >= log(th->sp_gn_rel) &&
 	                          st->loss.z >= th->sp_gn_loss_z;
 	if (!cond)
 		return;
 	s->active = true;
 	s->quiet = 0;
-	if (!is_loss) {
-		ctx->shared->gx_mark_set = true;
-		ctx->shared->gx_mark = ctx->shared->valid_records;
-	}
-	if (in_resume && (gw_det_fired(ctx, "resume_regression") || gw_det_fired(ctx, "optimizer_reset")))
-		return; /* explained by the restart, already reported */
-	struct gw_verdict v = {.incident = ++s->incident,
-	                       .severity = me->rel >= log(th->sp_crit_rel) ? GW_SEV_CRITICAL : GW_SEV_WARNING};
+	struct gw_verdict v = {.incident = s->incident + 1,
+	                       .severity = me->log_ratio >= log(th->sp_crit_rel) ? GW_SEV_CRITICAL
+	                                                                        : GW_SEV_WARNING};
 	char a[24], b[24], sb[32], pc[16];
 	const struct gw_spike_series *other = is_loss ? &st->gn : &st->loss;
 	snprintf(v.summary, sizeof(v.summary),
 	         "%s jumped to %.2gx its recent level (%s \u2192 %s, median of the last %zu steps to %s; "
 	         "%.0f noise sigmas); %s %s",
-	         is_loss ? "loss" : "grad norm", exp(me->rel), gw_det_fmt_num(a, sizeof(a), exp(me->med)),
-	         gw_det_fmt_num(b, sizeof(b), exp(me->mc)), st->cur_n,
+	         is_loss ? "loss" : "grad norm", exp(me->log_ratio),
+	         gw_det_fmt_num(a, sizeof(a), exp(me->base_median)),
+	         gw_det_fmt_num(b, sizeof(b), exp(me->cur_median)), st->cur_n,
 	         gw_det_fmt_step(sb, sizeof(sb), r.step), me->z, is_loss ? "grad norm" : "loss also up",
-	         gw_det_fmt_pct(pc, sizeof(pc), other->rel));
+	         gw_det_fmt_pct(pc, sizeof(pc), other->log_ratio));
 	snprintf(v.cause, sizeof(v.cause),
 	         "the start of a divergence: LR too high or an LR spike, a bad batch, numerical "
 	         "instability (fp16 overflow, attention logits)");
@@ -91,12 +90,15 @@ static void spike(struct sp_state *s, const struct gw_det_ctx *ctx, bool is_loss
 	         "the last good checkpoint and lowering the LR or clipping harder");
 	v.evidence = json_pack("{s:[I, I], s:I, s:f, s:f, s:[I, I], s:f, s:f, s:f, s:f, s:f}",
 	                       "baseline_steps", (json_int_t)st->base_from, (json_int_t)st->base_to,
-	                       "baseline_n", (json_int_t)st->base_n, "baseline_median", exp(me->med),
-	                       "baseline_log_noise", me->s, "short_window_steps",
+	                       "baseline_n", (json_int_t)st->base_n,
+	                       "baseline_median", exp(me->base_median),
+	                       "baseline_log_noise", me->base_noise, "short_window_steps",
 	                       (json_int_t)st->cur_from, (json_int_t)st->cur_to,
-	                       "short_median", exp(me->mc), "sigmas", me->z, "log_ratio", me->rel,
+	                       "short_median", exp(me->cur_median), "sigmas", me->z,
+	                       "log_ratio", me->log_ratio,
 	                       "loss_sigmas", st->loss.z, "grad_norm_sigmas", st->gn.z);
-	gw_det_raise(ctx, &v);
+	if (gw_det_raise(ctx, &v))
+		s->incident = v.incident;
 }
 
 static void loss_record(void *st, const struct gw_det_ctx *ctx)

@@ -15,7 +15,9 @@
  * The throughput rule needs no wall clock, so replay runs it too.
  */
 #include "detector.h"
+#include "hist.h"
 #include "regime.h"
+#include "robust.h"
 
 #include <math.h>
 #include <stdio.h>

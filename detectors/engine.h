@@ -3,20 +3,24 @@
  * parsed line to alerts.
  *
  * The engine owns one state per run (looked up by name): the segment the run
- * is in, a fixed-size history ring (GW_RING_CAP records of loss, grad norm,
- * lr, throughput and ts), a frozen copy of the previous segment's tail once
- * the run restarts, the last checkpoint_saved and resumed events, and each
- * detector's state blob.  Memory per run is fixed (gw_engine_bytes_per_run).
+ * is in, its history (hist.h: the timeline ring of GW_RING_CAP records and,
+ * once the run restarts, the replay copy of the steps the crashed process
+ * logged after the checkpoint), the restart regime (regime.h), the last
+ * checkpoint_saved events, each detector's state blob and its incidents.
+ * Memory per run is fixed (gw_engine_bytes_per_run).
  *
- * Segments: a run's first record opens segment 1.  A "resumed" event, a step
+ * Segments: a run's first line opens segment 1.  A "resumed" event, a step
  * rewind (a step below the last one, or the same step repeating a field it
  * already had), or a wall-clock gap of at least max(gap_min_seconds,
  * gap_factor x the run's typical step interval) opens the next segment.  A
  * resumed event and the rewound metric lines after it make one segment.
  *
- * The engine is used by the daemon (live) and by `gradwatch replay`; both
- * feed lines in order through gw_engine_feed, which is what makes live and
- * replay agree.  It is single-threaded: call it from one thread only.
+ * Detectors run in registry order (registry.h) on every line; the engine
+ * turns their verdicts into alerts and applies the precedence rules between
+ * them.  The daemon (live) and `gradwatch replay` both feed lines in order
+ * through gw_engine_feed, which is what makes live and replay agree.
+ * Single-threaded: call it from one thread only.  Nothing here blocks or
+ * does I/O (a failed allocation is logged).
  */
 #ifndef GW_ENGINE_H
 #define GW_ENGINE_H
@@ -26,8 +30,19 @@
 #include <stdint.h>
 
 #include "detector.h"
+#include "registry.h"
 #include "thresholds.h"
 #include "wire.h"
+
+/* Why a segment started. */
+enum gw_seg_reason {
+	GW_SEG_START,    /* first line of the run */
+	GW_SEG_RESUMED,  /* a "resumed" event */
+	GW_SEG_REWIND,   /* a step at or before one already logged */
+	GW_SEG_GAP,      /* a wall-clock gap far beyond the run's step interval */
+};
+
+const char *gw_seg_reason_name(enum gw_seg_reason r);
 
 enum gw_alert_kind {
 	GW_ALERT_OPEN,     /* a new incident */
@@ -106,7 +121,8 @@ void gw_engine_reconfigure(struct gw_engine *e, const struct gw_engine_opts *opt
 int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
                    double now, int64_t *seg_out);
 
-/* Wall-clock tick for live-only detectors (stall); visits every run. */
+/* Wall-clock tick for live-only detectors (stall); visits every run, in
+ * the order they appeared. */
 void gw_engine_tick(struct gw_engine *e, double now);
 
 /* Tell the engine where a run stood before a daemon restart, so segment
@@ -132,7 +148,7 @@ struct gw_run_info {
 int gw_engine_run_info(const struct gw_engine *e, const char *run,
                        struct gw_run_info *out);
 
-/* Call fn for every run (in no particular order). */
+/* Call fn for every run, in the order the runs appeared. */
 void gw_engine_foreach_run(const struct gw_engine *e,
                            void (*fn)(void *data, const struct gw_run_info *ri),
                            void *data);
@@ -142,8 +158,8 @@ size_t gw_engine_run_count(const struct gw_engine *e);
 /* A run's history (what detectors see), or NULL; for tests and benchmarks. */
 const struct gw_hist *gw_engine_hist(const struct gw_engine *e, const char *run);
 
-/* Fixed memory per run, in bytes (history ring, previous-segment copy,
- * detector states and bookkeeping). */
+/* Fixed memory per run, in bytes (the history with its replay copy, the
+ * restart regime, detector states, incidents and bookkeeping). */
 size_t gw_engine_bytes_per_run(void);
 
 /* The alert as a JSON object (new reference; NULL on allocation failure):

@@ -1,81 +1,104 @@
 /*
- * regime: the statistics the resume detectors share.
+ * regime: what the resume detectors know about the restart a segment
+ * started with (struct gw_restart, reached as ctx->restart).
  *
- * Robust primitives (median, per-step noise), the pre-checkpoint regime a
- * restart is judged against, and the post-resume windows.  The engine calls
- * gw_regime_open() when a segment with a restart point starts and
- * gw_regime_update() for each of its metric lines; optimizer_reset and
- * resume_regression read the result (struct gw_restart).  Pure and bounded.
+ * When a segment restarts from checkpoint step S, the engine snapshots the
+ * *regime* before S -- the median and robust noise of the loss and of the
+ * log grad norm over the last pre_window valid records up to S -- with
+ * gw_regime_open().  Then, for each metric line after the restart,
+ * gw_regime_update() turns a valid line into a *sample* (how far it is from
+ * the regime, in noises and as a log ratio) and judges two windows of
+ * samples, the short one and the long one, by their medians.
+ * optimizer_reset and resume_regression read the windows; the other
+ * detectors read where the restart stands (S, k).  Pure and bounded.
  */
 #ifndef GW_REGIME_H
 #define GW_REGIME_H
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-#include "detector.h"
+#include "hist.h"
+#include "thresholds.h"
 
-/* Median of x[0..n) (sorts x in place); NaN when n == 0.  Even n: the mean
- * of the two middle values. */
-double gw_median(double *x, size_t n);
+/* Samples kept for the windows (>= post_window_long). */
+#define GW_POST_CAP 32u
 
-/* Could the median of x[0..n) be <= t?  False only when it is surely
- * above t (by more than rounding): a count, no sort, so rules can skip the
- * exact statistics on the (almost all) lines where they cannot fire.
- * gw_median_maybe_ge is the mirror image. */
-bool gw_median_maybe_le(const struct gw_win *x, double t);
-bool gw_median_maybe_ge(const struct gw_win *x, double t);
-
-/* Median of a window (copied, so the history is not reordered). */
-double gw_win_median(const struct gw_win *w);
-
-/* Robust per-step noise of a series in time order (x is not changed):
- * 1.4826 x median(|d - median(d)|) / sqrt(2) over the first differences d.
- * Differencing removes slow trends, the MAD ignores isolated spikes.  NaN
- * when n < 3.  Needs n - 1 doubles of scratch. */
-double gw_noise(const double *x, size_t n, double *scratch);
-
-/* Regime of a window: median and noise of the linear loss (noise floored at
- * sigma_floor_rel x |median|) and of the log grad norm (floored at
- * sigma_floor_log).  loss and gn are n valid values, oldest first. */
-struct gw_regime_stat {
-	double mL, sL, mG, sG;
+/* The regime before the checkpoint: the last pre_window valid records up to
+ * S.  Loss is judged linear (nats), grad norm in log space. */
+struct gw_regime {
+	bool ok;                  /* >= pre_min (and >= 3) records: comparisons are on */
+	size_t n;                 /* valid records in the window */
+	int64_t from_step, to_step;
+	double loss_median;
+	double loss_noise;        /* robust per-step noise, >= sigma_floor_rel x |loss_median| */
+	double log_gn_median;     /* median of log grad norm */
+	double log_gn_noise;      /* its robust per-step noise, >= sigma_floor_log */
+	/* moments of the same window (kernels), for evidence only */
+	double loss_mean, loss_sd, loss_slope, log_gn_mean, log_gn_sd, corr_loss_log_gn;
 };
-void gw_regime_stat(const double *loss, const double *gn, size_t n,
-                    const struct gw_thresholds *th, struct gw_regime_stat *out);
 
-/* A segment restarted from S: snapshot the regime from the history (which
- * already holds the timeline up to S). */
+/* One valid line after the restart, against the regime. */
+struct gw_post_sample {
+	int64_t k;                /* metric lines since the restart (1 = the first) */
+	double loss_sigmas;       /* (loss - loss_median) / loss_noise */
+	double loss_log_ratio;    /* log(loss / loss_median) */
+	double gn_sigmas;         /* (log grad norm - log_gn_median) / log_gn_noise */
+	double gn_log_ratio;      /* log grad norm - log_gn_median */
+	bool lr_steady;           /* LR within or_lr_drift of the LR at S (or unknown) */
+};
+
+/* A window of samples, judged by the medians of its fields. */
+enum { GW_WIN_SHORT, GW_WIN_LONG };
+struct gw_post_window {
+	bool ready;               /* enough samples, and judged on this line */
+	size_t n;
+	int64_t k_first, k_last;  /* k of its first and last sample */
+	double loss_sigmas;       /* medians of the samples' fields */
+	double loss_log_ratio;
+	double gn_sigmas;
+	double gn_log_ratio;
+	bool lr_steady;           /* every sample's */
+	double sigma_scale;       /* sqrt(post_window / window size): scales sigma thresholds */
+};
+
+struct gw_restart {
+	bool active;              /* the segment restarted from a checkpoint step */
+	int64_t ckpt_step;        /* S, the checkpoint step it restarted from */
+	int64_t crash_step;       /* T, the last step logged before the restart (S if none after S) */
+	uint64_t k;               /* metric lines since the restart, this one included */
+	struct gw_regime pre;     /* the regime before S */
+	double lr_at_ckpt;        /* LR of the newest record up to S that has one (NaN if none) */
+	double lr_before_ckpt;    /* ... and of the one before it */
+	bool has_first;           /* the first line after the restart, kept for the */
+	struct gw_hist_rec first; /* momentum-tax evidence */
+	struct gw_post_sample post[GW_POST_CAP]; /* samples of lines k >= 2, oldest first */
+	size_t npost;
+	struct gw_post_window win[2];            /* [GW_WIN_SHORT], [GW_WIN_LONG] */
+};
+
+/* A segment restarted from S (T as gw_hist_cut returned it): snapshot the
+ * regime from the history, which holds the timeline up to S. */
 void gw_regime_open(struct gw_restart *rs, int64_t S, int64_t T, const struct gw_hist *h,
                     const struct gw_thresholds *th);
 
-/* The k-th metric line after the restart: record the first one, add a
- * sample (k >= 2, valid record, k <= rr_long_max) and recompute the two
- * windows. */
+/* The k-th metric line after the restart (rs->k already set): keep the
+ * first one, add a sample (valid line, k >= 2, k <= rr_long_max) and judge
+ * both windows; on any other line no window is ready. */
 void gw_regime_update(struct gw_restart *rs, const struct gw_hist_rec *r,
                       const struct gw_thresholds *th);
 
-#endif
+/* Is window w's loss a level jump above the regime (within post_max
+ * lines)?  Short window: rr_z_loss_short sigmas and rr_rel_loss_short;
+ * long: rr_z_loss x sigma_scale and rr_rel_loss.  resume_regression's level
+ * rule, and optimizer_reset's reason not to call such a line a reset. */
+bool gw_regime_level_jump(const struct gw_restart *rs, int w, const struct gw_thresholds *th);
 
-/* The spike statistics of the current valid line: the sp_base_window valid
- * records before the short window, the sp_cur_window newest ones (this line
- * included).  Computed once per line, shared by loss_spike and
- * grad_explosion through ctx->shared. */
-const struct gw_spike_stat *gw_spike_stat(const struct gw_det_ctx *ctx);
-
-/* Could either spike rule's ratio condition hold on this line?  False when
- * neither the loss nor the grad-norm short median can be sp_loss_rel /
- * sp_gn_rel above its baseline: then a detector with no open episode has
- * nothing to do and the full statistics are not computed. */
-bool gw_spike_possible(const struct gw_det_ctx *ctx);
-
-
-/* The evidence of a regime rule: the restart, the pre-checkpoint window
- * (medians, noise, moments) and the judged post-resume window (new
- * reference). */
-json_t *gw_regime_evidence(const struct gw_restart *rs, const struct gw_post_stat *w,
+/* The evidence of a regime rule (new reference): the restart, the regime
+ * and window w, under "rule". */
+json_t *gw_regime_evidence(const struct gw_restart *rs, const struct gw_post_window *w,
                            const char *rule);
 
-/* Does the resume_regression level rule hold for window w (0 short, 1
- * long) on this line?  optimizer_reset asks it so that a gross level jump
- * found on the same line is not also reported as a reset. */
-bool gw_regime_level_rule(const struct gw_restart *rs, int w, const struct gw_thresholds *th);
+#endif

@@ -1,12 +1,21 @@
 /*
- * The detector registry (the order detectors run in) and the formatting
- * helpers detectors share for their summaries.
+ * The detector registry and the precedence between detectors (see
+ * registry.h).
+ *
+ * Adding a detector: declare its `const struct gw_detector` below and put
+ * it in gw_det_registry where it should run; if its verdicts make another
+ * detector's redundant (or the reverse), add a precedence rule.  Registry
+ * order matters only within one line: a winner's verdict on an earlier line
+ * (or earlier in the registry on the same line) is what a rule sees.
+ *
+ * gw_det_index() looks names up in a table (lib/strtab.h) built on first
+ * use over static storage, so it never allocates and never fails.
  */
-#include "detector.h"
+#include "registry.h"
+#include "strtab.h"
+#include "util.h"
 
-#include <inttypes.h>
-#include <math.h>
-#include <stdio.h>
+#include <pthread.h>
 #include <string.h>
 
 extern const struct gw_detector gw_det_nonfinite;
@@ -18,9 +27,8 @@ extern const struct gw_detector gw_det_loss_spike;
 extern const struct gw_detector gw_det_grad_explosion;
 extern const struct gw_detector gw_det_stall;
 
-/* The order matters where detectors defer to each other within a line:
- * resume evidence first (events, LR, optimizer state, level), then the
- * generic spike rules, which stay quiet about what a resume rule explained. */
+/* Resume evidence first (events, LR, optimizer state, level), then the
+ * generic spike rules, then stall. */
 const struct gw_detector *const gw_det_registry[] = {
 	&gw_det_nonfinite,
 	&gw_det_resume_mismatch,
@@ -33,53 +41,37 @@ const struct gw_detector *const gw_det_registry[] = {
 	NULL,
 };
 
+const struct gw_det_precedence gw_det_precedence[] = {
+	/* a restart resume_regression explained (a level jump, a climb) is not
+	 * also an optimizer reset by the regime signature */
+	{"resume_regression", "optimizer_reset", "signature", GW_PREC_SAME_RESTART},
+	/* what a resume detector explained is not reported again as a spike */
+	{"resume_regression", "loss_spike", NULL, GW_PREC_SAME_RESTART},
+	{"optimizer_reset", "loss_spike", NULL, GW_PREC_SAME_RESTART},
+	{"resume_regression", "grad_explosion", NULL, GW_PREC_SAME_RESTART},
+	{"optimizer_reset", "grad_explosion", NULL, GW_PREC_SAME_RESTART},
+	/* the aftermath of a divergence is not a silent optimizer reset */
+	{"grad_explosion", "optimizer_reset", "midrun", GW_PREC_MIDRUN_WINDOWS},
+	{NULL, NULL, NULL, 0},
+};
+
+static struct gw_strtab_slot names_buf[2 * GW_DET_MAX];
+static struct gw_strtab names;
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void names_build(void)
+{
+	gw_strtab_init(&names, names_buf, GW_ARRAY_SIZE(names_buf));
+	for (uint32_t i = 0; gw_det_registry[i]; i++) {
+		const char *n = gw_det_registry[i]->name;
+		int rc = gw_strtab_put(&names, n, strlen(n), i);
+		GW_REQUIRE(i < GW_DET_MAX && rc == 0);   /* at most 16, names unique */
+	}
+}
+
 int gw_det_index(const char *name)
 {
-	for (int i = 0; gw_det_registry[i]; i++)
-		if (strcmp(gw_det_registry[i]->name, name) == 0)
-			return i;
-	return -1;
-}
-
-const char *gw_det_fmt_num(char *buf, size_t size, double v)
-{
-	if (isnan(v))
-		snprintf(buf, size, "NaN");
-	else if (isinf(v))
-		snprintf(buf, size, v > 0 ? "Infinity" : "-Infinity");
-	else if (v != 0 && (fabs(v) < 1e-2 || fabs(v) >= 1e6))
-		snprintf(buf, size, "%.2e", v);
-	else if (fabs(v) >= 1000)
-		snprintf(buf, size, "%.0f", v);
-	else
-		snprintf(buf, size, "%.3g", v);
-	return buf;
-}
-
-const char *gw_det_fmt_pct(char *buf, size_t size, double logratio)
-{
-	snprintf(buf, size, "%+.0f%%", (exp(logratio) - 1) * 100);
-	return buf;
-}
-
-json_t *gw_det_num(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
-}
-
-const char *gw_det_fmt_step(char *buf, size_t size, int64_t step)
-{
-	char raw[32];
-	int n = snprintf(raw, sizeof(raw), "%" PRId64, step < 0 ? -step : step);
-	size_t o = 0;
-	if (step < 0 && o + 1 < size)
-		buf[o++] = '-';
-	for (int i = 0; i < n && o + 1 < size; i++) {
-		if (i && (n - i) % 3 == 0 && o + 1 < size)
-			buf[o++] = ',';
-		if (o + 1 < size)
-			buf[o++] = raw[i];
-	}
-	buf[o] = '\0';
-	return buf;
+	pthread_once(&names_once, names_build);
+	uint32_t i;
+	return gw_strtab_find(&names, name, strlen(name), &i) == 0 ? (int)i : -1;
 }

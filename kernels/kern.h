@@ -19,8 +19,7 @@
  *
  * Agreement between variants (tested in tests/unit/test_kern.c, argued in
  * docs/kernels.md): counts and skipped are identical, min and max too
- * (within 1 ulp in log space); the scan and the exponentially weighted
- * kernel are bit-identical; sums, means, variances, slopes and
+ * (within 1 ulp in log space); sums, means, variances, slopes and
  * correlations agree to a relative 1e-12 on well-conditioned data (the
  * bound for each is stated below).  Pointers
  * must be aligned for double, nothing more.  The kernels allocate nothing,
@@ -46,13 +45,6 @@ struct gw_kern_moments {
 	double max;
 };
 
-/* State of an exponentially weighted mean and variance (West's update). */
-struct gw_kern_ewm {
-	double mean;
-	double var;
-	size_t n;        /* finite values folded in so far */
-};
-
 /* The table one variant fills; reached through the wrappers. */
 struct gw_kern_ops {
 	const char *name;
@@ -63,8 +55,6 @@ struct gw_kern_ops {
 	double (*slope)(const double *a, size_t na, const double *b, size_t nb);
 	double (*corr)(const double *xa, const double *ya, size_t na,
 	               const double *xb, const double *yb, size_t nb);
-	void (*ewm)(const double *x, size_t n, double alpha, struct gw_kern_ewm *st);
-	void (*scan_shift)(const double *x, size_t n, size_t lag, double *out);
 };
 
 /* Choose the variant.  `force` is NULL (use $GRADWATCH_KERNELS if set, else
@@ -137,38 +127,6 @@ static inline double gw_kern_corr(const double *xa, const double *ya, size_t na,
                                   const double *xb, const double *yb, size_t nb)
 {
 	return gw__kern->corr(xa, ya, na, xb, yb, nb);
-}
-
-/* Fold x[0..n) into an exponentially weighted mean/variance with weight
- * alpha (0 < alpha <= 1) for each new value; non-finite values are skipped.
- * The first finite value ever (st->n == 0) sets the mean, variance 0.
- * Start from struct gw_kern_ewm st = {0}.  West's update:
- *   d = x - mean;  mean += alpha * d;  var = (1 - alpha) * (var + alpha * d * d)
- * which is the variance of the exponentially weighted mixture, never
- * negative.  A first-order recurrence: every variant runs this same code
- * and the result is bit-identical.  alpha outside (0, 1] gives meaningless
- * numbers (no crash). */
-static inline void gw_kern_ewm(const double *x, size_t n, double alpha,
-                               struct gw_kern_ewm *st)
-{
-	gw__kern->ewm(x, n, alpha, st);
-}
-
-/* Two-window mean shift: out[i] = mean(x[i .. i+lag)) - mean(x[i-lag .. i))
- * for lag <= i <= n - lag, NaN elsewhere (out has n entries; all NaN when
- * lag == 0 or n < 2 * lag).  Windows with a non-finite value give NaN.  For
- * change-point search in replay.  O(n): the difference of the two window
- * sums slides by the second difference x[i+lag] - 2x[i] + x[i-lag] and is
- * recomputed from scratch every r = max(256, lag) outputs, so that
- *   |out[i] - exact| <= (2 lag + (2 + 8 / lag) r + 4) * 2^-53 * M,
- * M the largest |x| within lag + r of i (worst case; typical errors are a
- * thousand times smaller) -- the order of the error of summing each window
- * directly.  Every variant runs the same operations in the same order and
- * the output is bit-identical.  out must not overlap x. */
-static inline void gw_kern_scan_shift(const double *x, size_t n, size_t lag,
-                                      double *out)
-{
-	gw__kern->scan_shift(x, n, lag, out);
 }
 
 #endif

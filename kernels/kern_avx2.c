@@ -57,20 +57,6 @@ static inline double vd_hmax(vd v)
 	return _mm_cvtsd_f64(_mm_max_sd(m, _mm_unpackhi_pd(m, m)));
 }
 
-static inline vd vd_gather(const double *p, size_t s)
-{
-	return _mm256_setr_pd(p[0], p[s], p[2 * s], p[3 * s]);
-}
-
-static inline void vd_scatter(double *p, size_t s, vd v)
-{
-	__m128d lo = _mm256_castpd256_pd128(v), hi = _mm256_extractf128_pd(v, 1);
-	_mm_storel_pd(p, lo);
-	_mm_storeh_pd(p + s, lo);
-	_mm_storel_pd(p + 2 * s, hi);
-	_mm_storeh_pd(p + 3 * s, hi);
-}
-
 static inline vi vi_of(vd v) { return _mm256_castpd_si256(v); }
 static inline vd vd_of(vi v) { return _mm256_castsi256_pd(v); }
 static inline vi vi_set1(uint64_t x) { return _mm256_set1_epi64x((long long)x); }

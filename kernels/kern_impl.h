@@ -15,9 +15,8 @@
  * and the merged variance of 10.0 +- 1e-6 keeps 15 digits, not 10.  Memory
  * is read once; the second pass hits L1.
  *
- * The fold (the *_merge functions here), the final step (*_finish), the
- * scan's restart schedule and its scalar block, and the exponentially
- * weighted recurrence are the same code in every variant; the library is
+ * The fold (the *_merge functions here) and the final step (*_finish) are
+ * the same code in every variant; the library is
  * compiled with -ffp-contract=off so that this shared code rounds the same
  * way in every file whatever its instruction-set flags.
  */
@@ -46,19 +45,10 @@
 #define GW__KERN_PREFETCH 8192
 #endif
 
-/* The scan restarts its sliding sums from scratch every this many outputs
- * (at least; see gw__scan_restart). */
-#define GW__KERN_SCAN_RESTART 256
-
 /* Variants other than scalar; each is defined only where it is built. */
 extern const struct gw_kern_ops gw__kern_sse2_ops;
 extern const struct gw_kern_ops gw__kern_avx2_ops;
 extern const struct gw_kern_ops gw__kern_neon_ops;
-
-/* The exponentially weighted recurrence, shared by every variant (see
- * kern_scalar.c for why it is not vectorised). */
-void gw__kern_ewm_scalar(const double *x, size_t n, double alpha,
-                         struct gw_kern_ewm *st);
 
 static inline size_t gw__kern_min(size_t a, size_t b)
 {
@@ -301,63 +291,6 @@ static inline double gw__corr_spans(gw__corr_block_fn block, const double *xa,
 	for (size_t i = 0; i < nb; i += GW__KERN_BLOCK)
 		block(&acc, xb + i, yb + i, gw__kern_min(GW__KERN_BLOCK, nb - i));
 	return gw__co_corr(&acc);
-}
-
-/* ---- scan ---------------------------------------------------------------- */
-
-/* Outputs between two restarts of the sliding sums.  A restart costs 2 * lag
- * loads, so for long lags restart every lag outputs instead. */
-static inline size_t gw__scan_restart(size_t lag)
-{
-	return lag > GW__KERN_SCAN_RESTART ? lag : GW__KERN_SCAN_RESTART;
-}
-
-/* Fill the positions that have no full pair of windows with NaN; return the
- * number of positions that do (they start at lag), 0 if none. */
-static inline size_t gw__scan_prepare(size_t n, size_t lag, double *out)
-{
-	if (lag == 0 || n < 2 * lag) {
-		for (size_t i = 0; i < n; i++)
-			out[i] = NAN;
-		return 0;
-	}
-	for (size_t i = 0; i < lag; i++)
-		out[i] = NAN;
-	for (size_t i = n - lag + 1; i < n; i++)
-		out[i] = NAN;
-	return n - 2 * lag + 1;
-}
-
-/* One restart block of the scan: outputs i0 .. i0+len-1 (i0 >= lag, and
- * i0+len-1+lag <= n).  D is the sum of the window after minus the sum of the
- * window before, with non-finite values counted in `bad` and replaced by 0;
- * it slides by the second difference.  The vector variants run W of these
- * blocks side by side in lanes with exactly these operations in this order,
- * so their output is bit-identical. */
-static inline void gw__scan_block(const double *x, size_t lag, size_t i0,
-                                  size_t len, double inv_lag, double *out)
-{
-	double d = 0.0, bad = 0.0;
-	for (size_t j = 0; j < lag; j++) {
-		double a = x[i0 + j], b = x[i0 - lag + j];
-		double ba = isfinite(a) ? 0.0 : 1.0, bb = isfinite(b) ? 0.0 : 1.0;
-		bad = bad + (ba + bb);
-		d = d + ((isfinite(a) ? a : 0.0) - (isfinite(b) ? b : 0.0));
-	}
-	for (size_t t = 0;; t++) {
-		size_t i = i0 + t;
-		out[i] = bad > 0.0 ? NAN : d * inv_lag;
-		if (t + 1 == len)
-			break;
-		if (t % 8 == 0)
-			gw__kern_prefetch_ahead(x + i + lag);
-		double xn = x[i + lag], xm = x[i], xo = x[i - lag];
-		double bn = isfinite(xn) ? 0.0 : 1.0, bo = isfinite(xo) ? 0.0 : 1.0;
-		double cn = isfinite(xn) ? xn : 0.0, cm = isfinite(xm) ? xm : 0.0;
-		double co = isfinite(xo) ? xo : 0.0;
-		bad = bad + (bn - bo);
-		d = d + ((cn - cm) - (cm - co));
-	}
 }
 
 #endif

@@ -41,17 +41,6 @@ static inline double vd_hsum(vd v) { return vgetq_lane_f64(v, 0) + vgetq_lane_f6
 static inline double vd_hmin(vd v) { return vminvq_f64(v); }
 static inline double vd_hmax(vd v) { return vmaxvq_f64(v); }
 
-static inline vd vd_gather(const double *p, size_t s)
-{
-	return vcombine_f64(vld1_f64(p), vld1_f64(p + s));
-}
-
-static inline void vd_scatter(double *p, size_t s, vd v)
-{
-	vst1_f64(p, vget_low_f64(v));
-	vst1_f64(p + s, vget_high_f64(v));
-}
-
 static inline vi vi_of(vd v) { return vreinterpretq_u64_f64(v); }
 static inline vd vd_of(vi v) { return vreinterpretq_f64_u64(v); }
 static inline vi vi_set1(uint64_t x) { return vdupq_n_u64(x); }

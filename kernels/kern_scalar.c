@@ -150,57 +150,10 @@ static double corr(const double *xa, const double *ya, size_t na,
 	return gw__corr_spans(corr_block, xa, ya, na, xb, yb, nb);
 }
 
-/* ---- exponentially weighted mean and variance ------------------------------ */
-
-/*
- * West's update, one value at a time.  Each step depends on the one before
- * (the mean feeds the next deviation), so there is nothing for lanes to do
- * side by side without changing the arithmetic; every variant uses this
- * function and agrees with the reference bit for bit.  The detectors fold
- * a handful of values per record, where vectors would not help anyway.
- */
-void gw__kern_ewm_scalar(const double *x, size_t n, double alpha,
-                         struct gw_kern_ewm *st)
-{
-	double mean = st->mean, var = st->var;
-	size_t used = st->n;
-	for (size_t i = 0; i < n; i++) {
-		if (i % 8 == 0)
-			gw__kern_prefetch_ahead(x + i);
-		if (!isfinite(x[i]))
-			continue;
-		if (used++ == 0) {
-			mean = x[i];
-			var = 0.0;
-			continue;
-		}
-		double d = x[i] - mean, incr = alpha * d;
-		mean += incr;
-		var = (1.0 - alpha) * (var + d * incr);
-	}
-	st->mean = mean;
-	st->var = var;
-	st->n = used;
-}
-
-/* ---- scan ---------------------------------------------------------------------- */
-
-static void scan_shift(const double *x, size_t n, size_t lag, double *out)
-{
-	size_t total = gw__scan_prepare(n, lag, out);
-	size_t r = gw__scan_restart(lag);
-	double inv_lag = 1.0 / (double)lag;
-	for (size_t k = 0; k < total; k += r)
-		gw__scan_block(x, lag, lag + k, gw__kern_min(r, total - k), inv_lag,
-		               out);
-}
-
 const struct gw_kern_ops gw_kern_scalar_ops = {
 	.name = "scalar",
 	.moments = moments,
 	.log_moments = log_moments,
 	.slope = slope,
 	.corr = corr,
-	.ewm = gw__kern_ewm_scalar,
-	.scan_shift = scan_shift,
 };

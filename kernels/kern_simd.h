@@ -16,7 +16,6 @@
  *   vm_finite(v)  |v| <= DBL_MAX;   vm_lt(a, b), vm_gt(a, b), vm_and(m, m)
  *   vd_hsum(v)                      lanes added in order 0, 1, ...
  *   vd_hmin vd_hmax vd_iota         {0, 1, ..., W-1}
- *   vd_gather(p, s) / vd_scatter(p, s, v)   p[0], p[s], p[2s], ...
  *   vi_of(vd) vd_of(vi)             bit casts
  *   vi_set1 vi_add vi_sub vi_and vi_or vi_srl52
  *
@@ -420,57 +419,6 @@ static double corr(const double *xa, const double *ya, size_t na,
 	return gw__corr_spans(corr_block, xa, ya, na, xb, yb, nb);
 }
 
-/* ---- scan ------------------------------------------------------------------------------ */
-
-/*
- * W restart blocks of r outputs each, starting at i0, i0 + r, ..., side by
- * side in the lanes: lane l runs gw__scan_block(x, lag, i0 + l * r, r, ...)
- * operation for operation, so the results are bit-identical to it.
- */
-static void scan_lanes(const double *x, size_t lag, size_t i0, size_t r,
-                       double inv_lag, double *out)
-{
-	const vd one = vd_set1(1.0), zero = vd_set1(0.0), nan = vd_set1(NAN);
-	const vd inv = vd_set1(inv_lag);
-	vd d = zero, bad = zero;
-	for (size_t j = 0; j < lag; j++) {
-		vd a = vd_gather(x + i0 + j, r), b = vd_gather(x + i0 - lag + j, r);
-		vm ma = vm_finite(a), mb = vm_finite(b);
-		vd ba = vd_sel(ma, zero, one), bb = vd_sel(mb, zero, one);
-		bad = vd_add(bad, vd_add(ba, bb));
-		d = vd_add(d, vd_sub(vd_and(a, ma), vd_and(b, mb)));
-	}
-	for (size_t t = 0;; t++) {
-		size_t i = i0 + t;
-		vd_scatter(out + i, r, vd_sel(vm_gt(bad, zero), nan, vd_mul(d, inv)));
-		if (t + 1 == r)
-			break;
-		if (t % 8 == 0)
-			for (size_t l = 0; l < W; l++)
-				gw__kern_prefetch_ahead(x + i + lag + l * r);
-		vd xn = vd_gather(x + i + lag, r), xm = vd_gather(x + i, r);
-		vd xo = vd_gather(x + i - lag, r);
-		vm mn = vm_finite(xn), mm = vm_finite(xm), mo = vm_finite(xo);
-		vd bn = vd_sel(mn, zero, one), bo = vd_sel(mo, zero, one);
-		vd cn = vd_and(xn, mn), cm = vd_and(xm, mm), co = vd_and(xo, mo);
-		bad = vd_add(bad, vd_sub(bn, bo));
-		d = vd_add(d, vd_sub(vd_sub(cn, cm), vd_sub(cm, co)));
-	}
-}
-
-static void scan_shift(const double *x, size_t n, size_t lag, double *out)
-{
-	size_t total = gw__scan_prepare(n, lag, out);
-	size_t r = gw__scan_restart(lag);
-	double inv_lag = 1.0 / (double)lag;
-	size_t k = 0;
-	for (; k + W * r <= total; k += W * r)
-		scan_lanes(x, lag, lag + k, r, inv_lag, out);
-	for (; k < total; k += r)
-		gw__scan_block(x, lag, lag + k, gw__kern_min(r, total - k), inv_lag,
-		               out);
-}
-
 #define GW_SIMD_OPS(ident, label)            \
 	const struct gw_kern_ops ident = {       \
 		.name = label,                       \
@@ -478,6 +426,4 @@ static void scan_shift(const double *x, size_t n, size_t lag, double *out)
 		.log_moments = log_moments,          \
 		.slope = slope,                      \
 		.corr = corr,                        \
-		.ewm = gw__kern_ewm_scalar,          \
-		.scan_shift = scan_shift,            \
 	}

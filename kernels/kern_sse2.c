@@ -53,17 +53,6 @@ static inline double vd_hmax(vd v)
 	return _mm_cvtsd_f64(_mm_max_sd(v, _mm_unpackhi_pd(v, v)));
 }
 
-static inline vd vd_gather(const double *p, size_t s)
-{
-	return _mm_loadh_pd(_mm_load_sd(p), p + s);
-}
-
-static inline void vd_scatter(double *p, size_t s, vd v)
-{
-	_mm_storel_pd(p, v);
-	_mm_storeh_pd(p + s, v);
-}
-
 static inline vi vi_of(vd v) { return _mm_castpd_si128(v); }
 static inline vd vd_of(vi v) { return _mm_castsi128_pd(v); }
 static inline vi vi_set1(uint64_t x) { return _mm_set1_epi64x((long long)x); }

@@ -2,6 +2,7 @@
  * Line splitter (see lines.h).
  */
 #include "lines.h"
+#include "buf.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -21,16 +22,8 @@ void gw_lines_free(struct gw_lines *l)
 
 static int keep(struct gw_lines *l, const char *p, size_t n)
 {
-	if (l->len + n > l->cap) {
-		size_t ncap = l->cap ? l->cap : 1024;
-		while (ncap < l->len + n)
-			ncap *= 2;
-		char *nb = realloc(l->buf, ncap);
-		if (!nb)
-			return -ENOMEM;
-		l->buf = nb;
-		l->cap = ncap;
-	}
+	if (gw_grow((void **)&l->buf, &l->cap, l->len + n, 1) < 0)
+		return -ENOMEM;
 	memcpy(l->buf + l->len, p, n);
 	l->len += n;
 	return 0;

@@ -2,6 +2,7 @@
  * Implementations of the helpers in util.h.
  */
 #include "util.h"
+#include "buf.h"
 #include "log.h"
 
 #include <errno.h>
@@ -64,53 +65,24 @@ int gw_read_file(const char *path, char **out, size_t *len)
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return -errno;
-	size_t cap = 4096, n = 0;
-	char *buf = malloc(cap);
-	if (!buf) {
-		fclose(f);
-		return -ENOMEM;
-	}
-	for (;;) {
-		if (n + 1 >= cap) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return -ENOMEM;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		size_t r = fread(buf + n, 1, cap - n - 1, f);
-		n += r;
-		if (r == 0)
+	struct gw_buf b = {0};
+	size_t r;
+	do {
+		if (gw_buf_reserve(&b, 4096) < 0)
 			break;
-	}
-	int err = ferror(f) ? -EIO : 0;
+		r = fread(b.p + b.len, 1, b.cap - b.len - 1, f);
+		b.len += r;
+		b.p[b.len] = '\0';
+	} while (r);
+	int err = b.err ? b.err : ferror(f) ? -EIO : 0;
 	fclose(f);
 	if (err) {
-		free(buf);
+		gw_buf_free(&b);
 		return err;
 	}
-	buf[n] = '\0';
-	*out = buf;
+	*out = b.p;
 	if (len)
-		*len = n;
-	return 0;
-}
-
-int gw_reserve(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap : 16;
-	while (ncap < need)
-		ncap *= 2;
-	void *np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
+		*len = b.len;
 	return 0;
 }
 

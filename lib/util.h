@@ -1,7 +1,10 @@
 /*
- * Small helpers every module uses: container_of, array size, clocks, and the
- * always-on invariant check.  Nothing here allocates or does I/O except the
- * abort path of GW_REQUIRE.
+ * Small helpers every module uses: container_of, array size, min/max, the
+ * always-on invariant check, clocks, string copy, glob match, error
+ * messages next to negative errnos, and reading a whole file.  Only
+ * gw_read_file allocates and does I/O (and GW_REQUIRE's abort path logs).
+ * The growable buffer, the hash and the string table have their own
+ * headers: buf.h, hash.h, strtab.h.
  */
 #ifndef GW_UTIL_H
 #define GW_UTIL_H
@@ -43,11 +46,6 @@ int gw_glob_match(const char *pattern, const char *s);
  * way modules report a failure's reason next to its negative errno. */
 int gw_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-
-/* Make the array *p (of *cap elements of `elem` bytes) hold at least
- * `need` elements, doubling its capacity (from 16); *p and *cap are updated.
- * Returns 0 or -ENOMEM (the array is then as it was). */
-int gw_reserve(void **p, size_t *cap, size_t need, size_t elem);
 
 /* Read a whole file into a NUL-terminated heap buffer (caller frees).
  * Returns 0 or a negative errno; *len (may be NULL) gets the length. */

@@ -33,6 +33,7 @@
  * the libcsv plumbing and the row state.)
  */
 #include "reader_impl.h"
+#include "buf.h"
 #include "util.h"
 
 #include <csv.h>
@@ -286,7 +287,7 @@ static size_t run_index(struct csvst *st, const char *s, size_t n)
 	for (size_t i = 0; i < st->nruns; i++)
 		if (st->runs[i].len == n && memcmp(st->runs[i].name, s, n) == 0)
 			return i;
-	if (gw_reserve((void **)&st->runs, &st->capruns, st->nruns + 1, sizeof(*st->runs)) < 0)
+	if (gw_grow((void **)&st->runs, &st->capruns, st->nruns + 1, sizeof(*st->runs)) < 0)
 		return SIZE_MAX;
 	struct run *ru = &st->runs[st->nruns];
 	*ru = (struct run){.name = dup_n(s, n), .len = n, .stepcol = SIZE_MAX};
@@ -509,8 +510,8 @@ static void cb_field(void *s, size_t n, void *data)
 		st->row_too_long = true;
 		return;
 	}
-	if (gw_reserve((void **)&st->cell, &st->capcell, st->ncell + 1, sizeof(*st->cell)) < 0 ||
-	    gw_reserve((void **)&st->buf, &st->cap, st->len + n + 1, 1) < 0) {
+	if (gw_grow((void **)&st->cell, &st->capcell, st->ncell + 1, sizeof(*st->cell)) < 0 ||
+	    gw_grow((void **)&st->buf, &st->cap, st->len + n + 1, 1) < 0) {
 		st->err = -ENOMEM;
 		return;
 	}

@@ -33,6 +33,7 @@
  * again (the engine sees the rewind); read the newest one.
  */
 #include "reader_impl.h"
+#include "buf.h"
 #include "util.h"
 
 #include <errno.h>
@@ -57,7 +58,7 @@ static int keep(struct hf *h, const char *s, size_t n)
 {
 	if (h->len + n > ENTRY_MAX)
 		return -E2BIG;
-	if (gw_reserve((void **)&h->buf, &h->cap, h->len + n, 1) < 0)
+	if (gw_grow((void **)&h->buf, &h->cap, h->len + n, 1) < 0)
 		return -ENOMEM;
 	memcpy(h->buf + h->len, s, n);
 	h->len += n;

@@ -21,6 +21,7 @@
 
 #include "decompress.h"
 #include "lines.h"
+#include "buf.h"
 #include "util.h"
 
 #include <errno.h>
@@ -586,7 +587,7 @@ static int stage2(struct gw_reader *r, const char *p, size_t n)
 		return stage3(r, p, n);
 	if (!n)
 		return 0;
-	if (gw_reserve((void **)&r->head, &r->head_cap, r->head_len + n, 1) < 0)
+	if (gw_grow((void **)&r->head, &r->head_cap, r->head_len + n, 1) < 0)
 		return -ENOMEM;
 	memcpy(r->head + r->head_len, p, n);
 	r->head_len += n;

@@ -1,8 +1,10 @@
 /*
- * Unit tests of the detector engine (detectors/engine.c): segmentation
- * (resumed event, rewind, wall-clock gap, split lines of one step), the
- * previous-segment window, incidents (one alert per incident, resolve),
- * thresholds per run glob, and stable alert ids.
+ * Unit tests of the detector engine (detectors/engine.c, verdict.c):
+ * segmentation (resumed event, rewind, wall-clock gap, split lines of one
+ * step), the timeline and replay copy at a restart, incidents (one alert
+ * per incident, resolve), the precedence rules of the registry (each shown
+ * to matter by turning its winner off), one alert per segment, thresholds
+ * per run glob, runs in the order they appeared, and stable alert ids.
  */
 #include "gwcheck.h"
 #include <errno.h>
@@ -11,6 +13,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "hist.h"
 
 struct seen {
 	int segs;
@@ -45,14 +48,31 @@ static void on_alert(void *d, const struct gw_alert *a)
 	s->alerts++;
 }
 
-static struct gw_engine *mk(struct seen *s, const struct gw_th_override *ov, size_t nov)
+static struct gw_engine *mk_off(struct seen *s, const struct gw_th_override *ov, size_t nov,
+                                 const char *off)
 {
 	struct gw_engine_opts o = {0};
 	gw_thresholds_default(&o.th);
+	if (off)
+		o.disabled = 1ull << gw_det_index(off);
 	o.overrides = ov;
 	o.n_overrides = nov;
 	struct gw_engine_hooks h = {.data = s, .on_alert = on_alert, .on_segment = on_seg};
 	return gw_engine_new(&o, &h);
+}
+
+static struct gw_engine *mk(struct seen *s, const struct gw_th_override *ov, size_t nov)
+{
+	return mk_off(s, ov, nov, NULL);
+}
+
+/* Alerts of a detector that opened an incident. */
+static int opened(const struct seen *s, const char *det)
+{
+	int n = 0;
+	for (int i = 0; i < s->alerts && i < 16; i++)
+		n += strcmp(s->det[i], det) == 0 && s->kind[i] == GW_ALERT_OPEN;
+	return n;
 }
 
 static void rec(struct gw_engine *e, const char *run, int64_t step, double ts, double loss,
@@ -87,7 +107,7 @@ START_TEST(segments_rewind_and_gap)
 	ck_assert_int_eq(s.segs, 3);
 	ck_assert_int_eq(s.reason[2], GW_SEG_GAP);
 	ck_assert_int_eq(s.restart[2], 150);
-	/* a 30 s pause is not a restart (gap_min_seconds = 60) */
+	/* a 30 s pause is not a restart (gap_min_seconds = 30: longer is) */
 	rec(e, "r", 152, 1400 + 70 * 0.5 + 630, 2.0, 1.0, ++line);
 	ck_assert_int_eq(s.segs, 3);
 	struct gw_run_info ri;
@@ -297,6 +317,92 @@ START_TEST(max_runs)
 }
 END_TEST
 
+/* A flat run of 300 steps, then a restart from step 200 whose loss is three
+ * times the regime's: resume_regression reports the level jump once, and
+ * the loss spike the same jump shows ten lines later is its, not news. */
+static void explained_restart(struct gw_engine *e)
+{
+	uint64_t line = 0;
+	for (int i = 1; i <= 300; i++)
+		rec(e, "x", i, NAN, 2.0, 1.0, ++line);
+	for (int i = 201; i <= 300; i++)
+		rec(e, "x", i, NAN, 6.0, 1.0, ++line);
+}
+
+START_TEST(restart_explanation_silences_spikes)
+{
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, NULL, 0);
+	explained_restart(e);
+	ck_assert_int_eq(opened(&s, "resume_regression"), 1);   /* once per segment */
+	ck_assert_int_eq(opened(&s, "loss_spike"), 0);
+	gw_engine_free(e);
+	/* the rule is what keeps it quiet: without its winner it speaks */
+	memset(&s, 0, sizeof(s));
+	e = mk_off(&s, NULL, 0, "resume_regression");
+	explained_restart(e);
+	ck_assert_int_eq(opened(&s, "loss_spike"), 1);
+	gw_engine_free(e);
+}
+END_TEST
+
+/* 300 flat steps; an explosion (loss x1.3, grad norm x3 for 5 steps);
+ * then loss stays up while the grad norm settles below where it was -- the
+ * mid-run reset signature, but in a divergence's aftermath. */
+static void explosion_aftermath(struct gw_engine *e)
+{
+	uint64_t line = 0;
+	int i = 1;
+	for (; i <= 300; i++)
+		rec(e, "g", i, NAN, 2.0, 1.0, ++line);
+	for (; i <= 305; i++)
+		rec(e, "g", i, NAN, 2.6, 3.0, ++line);
+	for (; i <= 500; i++)
+		rec(e, "g", i, NAN, 2.6, 0.7, ++line);
+}
+
+START_TEST(explosion_aftermath_is_not_a_reset)
+{
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, NULL, 0);
+	explosion_aftermath(e);
+	ck_assert_int_eq(opened(&s, "grad_explosion"), 1);
+	ck_assert_int_eq(opened(&s, "optimizer_reset"), 0);
+	gw_engine_free(e);
+	memset(&s, 0, sizeof(s));
+	e = mk_off(&s, NULL, 0, "grad_explosion");
+	explosion_aftermath(e);
+	ck_assert_int_eq(opened(&s, "optimizer_reset"), 1);
+	gw_engine_free(e);
+}
+END_TEST
+
+static void collect_run(void *data, const struct gw_run_info *ri)
+{
+	char *out = data;
+	strcat(out, ri->run);
+}
+
+START_TEST(runs_in_order_of_appearance)
+{
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, NULL, 0);
+	const char *names[] = {"delta", "alpha", "charlie", "bravo"};
+	for (int k = 0; k < 3; k++)
+		for (int i = 0; i < 4; i++)
+			rec(e, names[i], k + 1, NAN, 2.0, 1.0, (uint64_t)k + 1);
+	ck_assert_uint_eq(gw_engine_run_count(e), 4);
+	char order[64] = "";
+	gw_engine_foreach_run(e, collect_run, order);
+	ck_assert_str_eq(order, "deltaalphacharliebravo");
+	struct gw_run_info ri;
+	ck_assert_int_eq(gw_engine_run_info(e, "charlie", &ri), 0);
+	ck_assert_int_eq(ri.last_step, 3);
+	ck_assert_int_eq(gw_engine_run_info(e, "charli", &ri), -ENOENT);
+	gw_engine_free(e);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -310,6 +416,9 @@ int main(void)
 	tcase_add_test(tc, thresholds_by_glob);
 	tcase_add_test(tc, seed_continues_segments);
 	tcase_add_test(tc, max_runs);
+	tcase_add_test(tc, restart_explanation_silences_spikes);
+	tcase_add_test(tc, explosion_aftermath_is_not_a_reset);
+	tcase_add_test(tc, runs_in_order_of_appearance);
 	suite_add_tcase(s, tc);
 	return gw_check_run(s);
 }

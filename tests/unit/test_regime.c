@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "regime.h"
+#include "robust.h"
 
 static int cmp(const void *a, const void *b)
 {

@@ -1,0 +1,98 @@
+/*
+ * Internal to the engine (engine.c: runs, segments, dispatch; verdict.c:
+ * verdicts, precedence, incidents): the state of a run and of the engine.
+ * Nothing outside those two files includes this.
+ *
+ * A run's state is one allocation of fixed size (struct run) plus its
+ * detector states (one block) and, after the first restart with an
+ * overlap, the history's replay copy.  The engine keeps runs in the order
+ * they appeared and an index by name over them (lib/strtab.h).
+ */
+#ifndef GW_ENGINE_IMPL_H
+#define GW_ENGINE_IMPL_H
+
+#include "engine.h"
+#include "hist.h"
+#include "regime.h"
+#include "spike.h"
+#include "strtab.h"
+
+#define MAX_INCIDENTS 4       /* incidents tracked per detector per run */
+#define CKPT_KEEP 4           /* checkpoint_saved events kept per run */
+#define GAP_HIST 16           /* step intervals kept for the gap rule */
+#define MAX_PREC 32           /* precedence rules */
+
+struct incident {
+	uint32_t key;
+	bool used;
+	bool open;
+	enum gw_severity severity;
+	int64_t seg;
+};
+
+struct ckpt {
+	json_t *attrs;            /* NULL: none */
+	int64_t step;
+	uint64_t line;
+};
+
+struct run {
+	char *name;               /* owned; the key of the engine's index */
+	const struct gw_thresholds *th;
+	unsigned th_gen;          /* th is current when this is the engine's */
+
+	/* the segment */
+	int64_t seg;              /* 1-based; 0 before the first line */
+	uint64_t seg_records;     /* metric records of the segment that reached the detectors */
+	bool seg_from_event;      /* opened by "resumed", no metric line yet */
+	uint32_t seg_fired;       /* detectors that reported warning+ in this segment */
+
+	/* where the run stands, for the segment rules */
+	int64_t last_step;        /* of the last record; -1 after a resumed event */
+	unsigned last_present;    /* roles of the last record (a step's lines merged) */
+	double last_ts;           /* NaN if unknown */
+	double dts[GAP_HIST];     /* recent step intervals, oldest first */
+	unsigned ndts;
+
+	/* for gw_run_info */
+	double last_wall;
+	unsigned present_ever;
+	double last[GW_NROLES];
+	uint64_t records, events;
+
+	/* what the detectors see */
+	struct ckpt ckpts[CKPT_KEEP];   /* the last checkpoint_saved events, oldest first */
+	struct gw_hist hist;
+	struct gw_restart restart;
+	uint64_t valid_records;
+	struct gw_spike_cache spike;
+
+	/* verdicts */
+	uint32_t gave_verdict;            /* detectors that gave any verdict ... */
+	uint64_t verdict_at[GW_DET_MAX];  /* ... and valid_records at their latest */
+	struct incident inc[GW_DET_MAX][MAX_INCIDENTS];
+	unsigned char *det_state;         /* detector d's at det_off[d] */
+};
+
+/* A precedence rule with the names resolved to registry indices. */
+struct prec {
+	unsigned winner, loser;
+	const char *loser_rule;
+	enum gw_prec_scope scope;
+};
+
+struct gw_engine {
+	struct gw_engine_opts opts;
+	struct gw_engine_hooks hooks;
+	unsigned th_gen;
+	struct run **runs;        /* in the order they appeared */
+	size_t nruns, runs_cap;
+	struct gw_strtab by_name; /* run name -> index in runs */
+	size_t ndet;
+	size_t det_off[GW_DET_MAX];
+	size_t det_total;
+	struct prec prec[MAX_PREC];
+	size_t nprec;
+};
+
+#endif

@@ -1,0 +1,164 @@
+/*
+ * hist: a run's history, as the detectors read it.
+ *
+ * The *timeline* is the last GW_RING_CAP metric records of the run that
+ * still stand, in a ring with one column array per metric, so that a window
+ * of one column is at most two contiguous spans (struct gw_win) that the
+ * kernels and the robust statistics read in place.  The *valid-record ring*
+ * holds again the records whose loss and grad norm are both finite and > 0,
+ * with their logs, in timeline order: "the last n valid records" is then
+ * also one or two spans, which is what every statistic reads.
+ *
+ * At a restart from checkpoint step S, the records with step > S (logged by
+ * the crashed process, about to be logged again) leave the timeline and
+ * become the *replay copy*, looked up by step for the replayed-step
+ * comparisons; the restarted process's records continue the timeline after
+ * S.  The copy lives until the next segment starts.
+ *
+ * The engine writes (gw_hist_push, gw_hist_merge_last, gw_hist_cut,
+ * gw_hist_end_replay); detectors only read, and when they run the line
+ * being processed is already in (index 0 of gw_hist_at).  A zeroed struct
+ * is an empty history.  Fixed size except the replay copy (GW_REPLAY_CAP
+ * records, allocated at the first restart that has one).  No I/O beyond
+ * logging a failed allocation; single-threaded.
+ */
+#ifndef GW_HIST_H
+#define GW_HIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+/* Records in the timeline (and in the valid-record ring); a power of two. */
+#define GW_RING_CAP 512u
+
+/* Pre-crash records kept at a restart for the replayed-step comparison. */
+#define GW_REPLAY_CAP 256u
+
+/* Columns of the timeline. */
+enum gw_col {
+	GW_COL_LOSS = GW_ROLE_LOSS,
+	GW_COL_GRAD_NORM = GW_ROLE_GRAD_NORM,
+	GW_COL_LR = GW_ROLE_LR,
+	GW_COL_THROUGHPUT = GW_ROLE_THROUGHPUT,
+	GW_NCOLS,
+};
+
+/* Columns of the valid-record ring. */
+enum gw_vcol {
+	GW_V_LOSS,
+	GW_V_GRAD_NORM,
+	GW_V_LOG_LOSS,
+	GW_V_LOG_GRAD_NORM,
+	GW_V_LR,
+	GW_NVCOLS,
+};
+
+/* A window of one column as at most two contiguous spans, oldest first
+ * (a[0..na) then b[0..nb)).  Absent values are NaN. */
+struct gw_win {
+	const double *a;
+	size_t na;
+	const double *b;
+	size_t nb;
+};
+
+static inline size_t gw_win_len(const struct gw_win *w)
+{
+	return w->na + w->nb;
+}
+
+/* Value i (0 = oldest) of a window. */
+static inline double gw_win_at(const struct gw_win *w, size_t i)
+{
+	return i < w->na ? w->a[i] : w->b[i - w->na];
+}
+
+/* Copy a window into out (gw_win_len(w) doubles). */
+static inline void gw_win_copy(const struct gw_win *w, double *out)
+{
+	for (size_t i = 0; i < w->na; i++)
+		out[i] = w->a[i];
+	for (size_t i = 0; i < w->nb; i++)
+		out[w->na + i] = w->b[i];
+}
+
+/* One record of the timeline. */
+struct gw_hist_rec {
+	int64_t step;
+	double loss, grad_norm, lr, throughput;  /* NaN when absent */
+	bool valid;        /* loss and grad norm both finite and > 0 */
+};
+
+/* The pre-crash copy of one replayed step. */
+struct gw_replayed {
+	int64_t step;
+	double loss, grad_norm, lr;
+	bool valid;
+};
+
+/* The engine embeds the history by value, hence the full definition; read
+ * it through the functions below. */
+struct gw_hist {
+	double col[GW_NCOLS][GW_RING_CAP];   /* the timeline */
+	int64_t step[GW_RING_CAP];
+	uint8_t valid[GW_RING_CAP];
+	size_t head;        /* slot of the next record */
+	size_t count;       /* records in the timeline */
+	double vcol[GW_NVCOLS][GW_RING_CAP]; /* the valid-record ring */
+	int64_t vstep[GW_RING_CAP];
+	size_t vhead, vcount;
+	struct gw_replayed *rep;   /* the replay copy, sorted by step */
+	size_t nrep;
+};
+
+/* ---- reading (detectors) */
+
+/* Record i of the timeline, 0 = the newest.  False when i >= the count. */
+bool gw_hist_at(const struct gw_hist *h, size_t i, struct gw_hist_rec *out);
+
+/* Column col over the last n records of the timeline (fewer if it holds
+ * fewer), in place. */
+struct gw_win gw_hist_recent(const struct gw_hist *h, enum gw_col col, size_t n);
+
+/* Column col over the `count` newest valid records after skipping the
+ * `skip` newest, oldest first, in place; shorter when there are fewer. */
+struct gw_win gw_hist_valid(const struct gw_hist *h, enum gw_vcol col, size_t count, size_t skip);
+
+/* Step of record i (0 = oldest) of that window, -1 if out of range. */
+int64_t gw_hist_valid_step(const struct gw_hist *h, size_t count, size_t skip, size_t i);
+
+/* The same window copied into arrays (any may be NULL); returns its length. */
+size_t gw_hist_last_valid(const struct gw_hist *h, size_t count, size_t skip, double *loss,
+                          double *grad_norm, double *lr, int64_t *step);
+
+/* The pre-crash copy of `step` if the current segment replays it, else NULL. */
+const struct gw_replayed *gw_hist_replayed(const struct gw_hist *h, int64_t step);
+
+/* Pre-crash copies held for the current segment (0 without an overlap). */
+size_t gw_hist_replay_count(const struct gw_hist *h);
+
+/* ---- writing (the engine) */
+
+/* Append a metric record (the oldest leaves when the ring is full). */
+void gw_hist_push(struct gw_hist *h, const struct gw_rec *rec);
+
+/* Add the roles rec has to the newest record: a step split over several
+ * lines. */
+void gw_hist_merge_last(struct gw_hist *h, const struct gw_rec *rec);
+
+/* A restart from checkpoint step S: the records with step > S leave the
+ * timeline and the first GW_REPLAY_CAP of them become the replay copy
+ * (without one if its allocation fails, which is logged).  Returns T, the
+ * last step logged before the restart (S when none was after S). */
+int64_t gw_hist_cut(struct gw_hist *h, int64_t S);
+
+/* A segment without a restart point: forget the replay copy. */
+void gw_hist_end_replay(struct gw_hist *h);
+
+/* Free the replay copy; the history is then empty of it. */
+void gw_hist_free(struct gw_hist *h);
+
+#endif

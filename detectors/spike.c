@@ -1,0 +1,77 @@
+/*
+ * The spike statistics (see spike.h): windows of the valid-record ring read
+ * in place, medians by selection, the baseline noise by robust.c.
+ */
+#include "spike.h"
+#include "robust.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The window sizes, or false when the thresholds make them unusable. */
+static bool spike_sizes(const struct gw_thresholds *th, size_t *nc, size_t *nb)
+{
+	*nc = (size_t)th->sp_cur_window;
+	*nb = (size_t)th->sp_base_window;
+	return *nc >= 1 && *nc <= 16 && *nb >= 3 && *nb <= GW_RING_CAP;
+}
+
+bool gw_spike_possible(const struct gw_det_ctx *ctx)
+{
+	const struct gw_thresholds *th = ctx->th;
+	size_t nc, nb;
+	if (!spike_sizes(th, &nc, &nb))
+		return false;
+	struct gw_win cl = gw_hist_valid(ctx->hist, GW_V_LOG_LOSS, nc, 0);
+	struct gw_win bl = gw_hist_valid(ctx->hist, GW_V_LOG_LOSS, nb, nc);
+	if (gw_win_len(&cl) < nc || gw_win_len(&bl) < nb)
+		return false;
+	struct gw_win cg = gw_hist_valid(ctx->hist, GW_V_LOG_GRAD_NORM, nc, 0);
+	struct gw_win bg = gw_hist_valid(ctx->hist, GW_V_LOG_GRAD_NORM, nb, nc);
+	/* rel = short median - base median >= log(ratio)  <=>  base median <= short - log(ratio) */
+	return gw_median_maybe_le(&bl, gw_win_median(&cl) - log(th->sp_loss_rel)) ||
+	       gw_median_maybe_le(&bg, gw_win_median(&cg) - log(th->sp_gn_rel));
+}
+
+static void spike_series(const struct gw_win *base, const struct gw_win *cur,
+                         const struct gw_thresholds *th, struct gw_spike_series *o)
+{
+	double a[GW_RING_CAP], d[GW_RING_CAP];
+	size_t nb = gw_win_len(base);
+	gw_win_copy(base, a);
+	o->base_noise = fmax(gw_noise(a, nb, d), th->sigma_floor_log);
+	o->base_median = gw_median(a, nb);
+	o->cur_median = gw_win_median(cur);
+	o->log_ratio = o->cur_median - o->base_median;
+	o->z = o->log_ratio / o->base_noise;
+}
+
+const struct gw_spike_stat *gw_spike_stat(const struct gw_det_ctx *ctx)
+{
+	struct gw_spike_cache *c = ctx->spike;
+	struct gw_spike_stat *st = &c->st;
+	if (c->valid_records == ctx->valid_records)
+		return st;
+	c->valid_records = ctx->valid_records;
+	memset(st, 0, sizeof(*st));
+	size_t nc, nb;
+	if (!spike_sizes(ctx->th, &nc, &nb))
+		return st;
+	const struct gw_hist *h = ctx->hist;
+	struct gw_win cl = gw_hist_valid(h, GW_V_LOG_LOSS, nc, 0);
+	struct gw_win bl = gw_hist_valid(h, GW_V_LOG_LOSS, nb, nc);
+	struct gw_win cg = gw_hist_valid(h, GW_V_LOG_GRAD_NORM, nc, 0);
+	struct gw_win bg = gw_hist_valid(h, GW_V_LOG_GRAD_NORM, nb, nc);
+	st->cur_n = gw_win_len(&cl);
+	st->base_n = gw_win_len(&bl);
+	if (st->cur_n < nc || st->base_n < nb)
+		return st;
+	st->cur_from = gw_hist_valid_step(h, nc, 0, 0);
+	st->cur_to = gw_hist_valid_step(h, nc, 0, nc - 1);
+	st->base_from = gw_hist_valid_step(h, nb, nc, 0);
+	st->base_to = gw_hist_valid_step(h, nb, nc, nb - 1);
+	spike_series(&bl, &cl, ctx->th, &st->loss);
+	spike_series(&bg, &cg, ctx->th, &st->gn);
+	st->ok = true;
+	return st;
+}

@@ -1,0 +1,56 @@
+/*
+ * spike: the statistics loss_spike and grad_explosion judge, computed once
+ * per valid line and shared by both.
+ *
+ * For loss and grad norm, in log space: the median of the short window (the
+ * sp_cur_window newest valid records, this line included), the median and
+ * robust noise of the baseline (the sp_base_window valid records before
+ * it), and the distance between the two medians in baseline noises (z) and
+ * as a log ratio.  The first call on a line computes them into the run's
+ * cache (engine-owned, reached as ctx->spike); later calls on the same line
+ * read the cache.  gw_spike_possible is the cheap test that comes first.
+ */
+#ifndef GW_SPIKE_H
+#define GW_SPIKE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "detector.h"
+
+/* One series (log loss or log grad norm). */
+struct gw_spike_series {
+	double base_median;   /* median of the baseline */
+	double base_noise;    /* its robust per-step noise, floored at sigma_floor_log */
+	double cur_median;    /* median of the short window */
+	double log_ratio;     /* cur_median - base_median */
+	double z;             /* log_ratio / base_noise */
+};
+
+struct gw_spike_stat {
+	bool ok;                       /* false while the history is too short */
+	int64_t base_from, base_to;    /* steps of the baseline's first and last record */
+	int64_t cur_from, cur_to;      /* ... and of the short window's */
+	size_t base_n, cur_n;
+	struct gw_spike_series loss, gn;
+};
+
+/* The per-run cache (a member of the engine's run state). */
+struct gw_spike_cache {
+	uint64_t valid_records;        /* ctx->valid_records it was computed at */
+	struct gw_spike_stat st;
+};
+
+/* The statistics of this line (computed on the first call).  Meaningful on
+ * a valid metric line; st->ok is false when the history is too short or
+ * sp_cur_window / sp_base_window are out of range. */
+const struct gw_spike_stat *gw_spike_stat(const struct gw_det_ctx *ctx);
+
+/* Could either ratio condition hold on this line (the loss short median
+ * sp_loss_rel above its baseline, or the grad norm's sp_gn_rel above)?  A
+ * count over the baseline, no selection: when false, a detector with no
+ * open episode has nothing to do and gw_spike_stat is never computed. */
+bool gw_spike_possible(const struct gw_det_ctx *ctx);
+
+#endif
