@@ -8,6 +8,13 @@
  * writes it outside it, so producers wait at most for a pointer swap, never
  * for the disk.  The writer keeps a cache of run name -> runs.id and updates
  * each touched run's last position once per transaction.
+ *
+ * Test hook (fault injection, tests/integration/test_crash.py): with
+ * GRADWATCH_FAULT_CRASH_COMMIT=N in the environment at gw_store_open(), the
+ * writer kills the whole process with SIGKILL right before its Nth COMMIT
+ * (counting the writer's transactions since open, failed ones included),
+ * so a test can crash the daemon between any two transactions and check
+ * what a restart finds.  Unset or 0: no effect.  Not for production use.
  */
 #include "store.h"
 #include "series.h"
@@ -16,8 +23,10 @@
 #include "util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -25,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* One queued row: statement index, values, then the text bytes. */
 struct val {
@@ -162,6 +172,8 @@ struct gw_store {
 	struct run_slot *runs;
 	struct gw__tiles *tiles;       /* chart extremes of this batch (series.c) */
 	size_t runs_cap, runs_n;
+	uint64_t commit_attempts;      /* COMMITs tried (the fault hook counts them) */
+	uint64_t crash_at_commit;      /* GRADWATCH_FAULT_CRASH_COMMIT, 0: off */
 
 	/* stats, under mu */
 	uint64_t commits, n[C_N];
@@ -711,8 +723,12 @@ static int write_batch(struct gw_store *s, uint64_t counts[C_N], char *why, size
 			goto fail;
 		r->dirty = false;
 	}
-	if ((rc = gw__tiles_flush(s->tiles, s->db)) != SQLITE_OK ||
-	    (rc = step_done(s->tx[T_COMMIT])) != SQLITE_OK)
+	if ((rc = gw__tiles_flush(s->tiles, s->db)) != SQLITE_OK)
+		goto fail;
+	/* the test hook: die as kill -9 would, with this transaction open */
+	if (++s->commit_attempts == s->crash_at_commit)
+		kill(getpid(), SIGKILL);
+	if ((rc = step_done(s->tx[T_COMMIT])) != SQLITE_OK)
 		goto fail;
 	return SQLITE_OK;
 fail:
@@ -1008,6 +1024,12 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 		s->schemas[k] = o->schemas[k];
 	s->n_schemas = o->n_schemas;
 	s->o.schemas = NULL;
+	const char *crash = getenv("GRADWATCH_FAULT_CRASH_COMMIT");
+	if (crash && *crash) {
+		s->crash_at_commit = strtoull(crash, NULL, 10);
+		gw_log_warn("store: test hook GRADWATCH_FAULT_CRASH_COMMIT=%s: the process kills "
+		            "itself before commit %" PRIu64, crash, s->crash_at_commit);
+	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->notify_mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
