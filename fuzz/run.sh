@@ -7,9 +7,12 @@
 #     its committed seeds are fuzz/corpus/NAME/ (read, never written).
 #   - Every target links lib/*.c, readers/*.c and the generated protobuf-c
 #     code, compiled once with coverage instrumentation.  A target that needs
-#     more names it in its header comment:
+#     more names it in its header comment (lines may repeat):
 #         * fuzz-sources: daemon/http.c daemon/other.c
 #         * fuzz-libs: -lhttp_parser -luv
+#     Those sources are compiled the same way, each once per run of this
+#     script however many targets name it.  Every module folder is on the
+#     include path, and a gw_config.h like meson's is generated.
 #   - Everything goes to $FUZZ_BUILD (default build-fuzz/): objects, the
 #     target binaries, the inputs each run found (work/NAME/, kept between
 #     runs) and crash reproducers (crash-NAME-*).  Replay one with
@@ -28,16 +31,24 @@ out=${FUZZ_BUILD:-build-fuzz}
 cc=${CC_FUZZ:-clang}
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 cflags="-g -O1 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter $san"
-incs="-Ilib -Ireaders -I$out/gen"
+incs="-Ilib -Ireaders -Ikernels -Idetectors -Istorage -Ialerts -Idaemon -I$out/gen"
 libs="-lprotobuf-c -lcsv -ljansson -lz -lzstd -lm"
 
 mkdir -p "$out/gen" "$out/obj"
 protoc-c --proto_path=readers/proto --c_out="$out/gen" readers/proto/tbevent.proto
+version=$(sed -n "s/^ *version: '\([^']*\)'.*/\1/p" meson.build | head -n 1)
+printf '#define GW_VERSION "%s"\n#define GW_SYSCONFDIR "/usr/local/etc"\n' "$version" \
+	>"$out/gen/gw_config.h"
+
+# obj_of SRC: the object file of a source under $out/obj
+obj_of() {
+	echo "$out/obj/$(echo "$1" | tr / _ | sed 's/\.c$/.o/')"
+}
 
 # the code under test, instrumented for coverage, in one archive
 objs=""
 for src in lib/*.c readers/*.c "$out"/gen/*.c; do
-	obj="$out/obj/$(echo "$src" | tr / _ | sed 's/\.c$/.o/')"
+	obj=$(obj_of "$src")
 	"$cc" $cflags -fsanitize=fuzzer-no-link $incs -c "$src" -o "$obj"
 	objs="$objs $obj"
 done
@@ -45,16 +56,27 @@ rm -f "$out/libgw-fuzz.a"
 ar rcs "$out/libgw-fuzz.a" $objs
 
 failed=""
+built=" "
 for harness in fuzz/fuzz_*.c; do
 	name=$(basename "$harness" .c)
 	name=${name#fuzz_}
 	if [ -n "${FUZZ_TARGETS:-}" ] && ! echo " $FUZZ_TARGETS " | grep -q " $name "; then
 		continue
 	fi
-	extra_src=$(sed -n 's/^ \* fuzz-sources: //p' "$harness")
-	extra_libs=$(sed -n 's/^ \* fuzz-libs: //p' "$harness")
+	extra_src=$(sed -n 's/^ \* fuzz-sources: //p' "$harness" | tr '\n' ' ')
+	extra_libs=$(sed -n 's/^ \* fuzz-libs: //p' "$harness" | tr '\n' ' ')
+	extra_objs=""
+	for src in $extra_src; do
+		obj=$(obj_of "$src")
+		case "$built" in
+		*" $src "*) ;;
+		*) "$cc" $cflags -fsanitize=fuzzer-no-link $incs -c "$src" -o "$obj"
+		   built="$built$src " ;;
+		esac
+		extra_objs="$extra_objs $obj"
+	done
 	bin="$out/fuzz_$name"
-	"$cc" $cflags -fsanitize=fuzzer $incs "$harness" $extra_src "$out/libgw-fuzz.a" \
+	"$cc" $cflags -fsanitize=fuzzer $incs "$harness" $extra_objs "$out/libgw-fuzz.a" \
 		$libs $extra_libs -o "$bin"
 	mkdir -p "$out/work/$name" "fuzz/corpus/$name"
 	echo "fuzz: $name for ${secs}s (seeds: fuzz/corpus/$name/)"

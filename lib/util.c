@@ -44,6 +44,25 @@ size_t gw_strlcpy(char *dst, const char *src, size_t dst_size)
 	return n;
 }
 
+size_t gw_utf8_cut(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t lead = n;
+	/* back over at most 3 continuation bytes to the sequence's first byte */
+	while (lead > 0 && n - lead < 4 && (p[lead - 1] & 0xC0) == 0x80)
+		lead--;
+	if (lead == 0 || n - lead >= 4 || p[lead - 1] < 0xC0)
+		return n;            /* ASCII, or not a sequence we can judge */
+	unsigned char b = p[lead - 1];
+	size_t want = b >= 0xF0 ? 4 : b >= 0xE0 ? 3 : 2;
+	return n - (lead - 1) < want ? lead - 1 : n;
+}
+
+void gw_utf8_fix_end(char *s)
+{
+	s[gw_utf8_cut(s, strlen(s))] = '\0';
+}
+
 int gw_glob_match(const char *pattern, const char *s)
 {
 	return fnmatch(pattern, s, 0) == 0;

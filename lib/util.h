@@ -1,6 +1,7 @@
 /*
  * Small helpers every module uses: container_of, array size, min/max, the
- * always-on invariant check, clocks, string copy, glob match, error
+ * always-on invariant check, clocks, string copy, cutting UTF-8 text at a
+ * character boundary, glob match, error
  * messages next to negative errnos, and reading a whole file.  Only
  * gw_read_file allocates and does I/O (and GW_REQUIRE's abort path logs).
  * The growable buffer, the hash and the string table have their own
@@ -38,6 +39,16 @@ uint64_t gw_mono_ms(void);
 
 /* Copy at most dst_size - 1 bytes of src and terminate; returns strlen(src). */
 size_t gw_strlcpy(char *dst, const char *src, size_t dst_size);
+
+/* How much of s[0..n) to keep so as not to end inside a UTF-8 sequence:
+ * n, or less when the last character is incomplete (a cut made by a
+ * fixed-size buffer: snprintf, a field copied into char[64]).  The bytes
+ * before are taken as they are.  For text that goes into JSON, which must
+ * be valid UTF-8 (jansson refuses anything else). */
+size_t gw_utf8_cut(const char *s, size_t n);
+
+/* Terminate s (a C string that may have been cut short) at gw_utf8_cut. */
+void gw_utf8_fix_end(char *s);
 
 /* Shell-style glob match of a whole string ('*', '?', '[...]'). */
 int gw_glob_match(const char *pattern, const char *s);

@@ -298,9 +298,9 @@ static int fail(struct cur *c, enum gw_wire_reason r, size_t col,
 	e->reason = r;
 	e->column = col;
 	if (field) {
-		size_t n = strlen(field);
-		if (n >= sizeof(e->field))
-			n = sizeof(e->field) - 1;
+		/* a long field name is cut at a character boundary: the message
+		 * goes into JSON answers, which take only valid UTF-8 */
+		size_t n = gw_utf8_cut(field, GW_MIN(strlen(field), sizeof(e->field) - 1));
 		memcpy(e->field, field, n);
 		e->field[n] = '\0';
 	} else {
@@ -311,6 +311,7 @@ static int fail(struct cur *c, enum gw_wire_reason r, size_t col,
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
+	gw_utf8_fix_end(what);
 	int off = snprintf(e->msg, sizeof(e->msg), "%s", gw_wire_reason_name(r));
 	if (field && off < (int)sizeof(e->msg))
 		off += snprintf(e->msg + off, sizeof(e->msg) - (size_t)off,
@@ -320,7 +321,20 @@ static int fail(struct cur *c, enum gw_wire_reason r, size_t col,
 		                " at column %zu", col);
 	if (off < (int)sizeof(e->msg))
 		snprintf(e->msg + off, sizeof(e->msg) - (size_t)off, ": %s", what);
+	gw_utf8_fix_end(e->msg);
 	return -EINVAL;
+}
+
+/* A byte of the input for a message: 'x' when it is printable ASCII, else
+ * its value (a lone byte of a UTF-8 sequence is no character). */
+static const char *show_byte(char ch, char buf[16])
+{
+	unsigned char u = (unsigned char)ch;
+	if (u >= 0x20 && u < 0x7f)
+		snprintf(buf, 16, "'%c'", ch);
+	else
+		snprintf(buf, 16, "byte 0x%02x", u);
+	return buf;
 }
 
 static void skip_ws(struct cur *c)
@@ -505,7 +519,7 @@ static int parse_string(struct cur *c, const char **out, size_t *out_len)
 		case 'u': break;
 		default:
 			return fail(c, GW_REJ_SYNTAX, c->i + 1, c->field,
-			            "invalid escape \\%c", e);
+			            "invalid escape: %s after a backslash", show_byte(e, (char[16]){0}));
 		}
 		if (lit) {
 			if (o)
@@ -780,7 +794,8 @@ static int parse_value(struct cur *c, int depth, json_t **out)
 			return -ENOMEM;
 		return 0;
 	}
-	return fail(c, GW_REJ_SYNTAX, c->i + 1, c->field, "unexpected character '%c'", ch);
+	return fail(c, GW_REJ_SYNTAX, c->i + 1, c->field, "unexpected character %s",
+	            show_byte(ch, (char[16]){0}));
 }
 
 /* First pass: the top-level object into w->ent. */
@@ -853,7 +868,8 @@ static int read_object(struct cur *c)
 			e->kind = V_NUM;
 			rc = parse_number(c, &e->num, &e->num_int);
 		} else {
-			rc = fail(c, GW_REJ_SYNTAX, c->i + 1, e->key, "unexpected character '%c'", ch);
+			rc = fail(c, GW_REJ_SYNTAX, c->i + 1, e->key, "unexpected character %s",
+			          show_byte(ch, (char[16]){0}));
 		}
 		if (rc < 0)
 			return rc;
@@ -904,7 +920,10 @@ static int build_attrs(struct cur *c, const struct entry *skip[], size_t nskip)
 		bool skipped = false;
 		for (size_t j = 0; j < nskip; j++)
 			skipped |= skip[j] == e;
-		if (skipped)
+		int prio;
+		if (skipped || (e->kind == V_NULL &&
+		                alias_lookup_hashed(w->aliases, e->key, e->key_len, e->key_hash,
+		                                    &prio) == GW_ROLE_TS))
 			continue;
 		json_t *v = NULL;
 		switch (e->kind) {
@@ -982,7 +1001,9 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 		int p;
 		int role = alias_lookup_hashed(w->aliases, e->key, e->key_len, e->key_hash, &p);
 		if (role == GW_ROLE_TS) {
-			if (p < ts_prio) {
+			/* null counts as absent, as for the roles; so does it
+			 * among an event's attributes (build_attrs) */
+			if (e->kind != V_NULL && p < ts_prio) {
 				ts = e;
 				ts_prio = p;
 			}

@@ -300,6 +300,57 @@ START_TEST(append_rec_roundtrip)
 }
 END_TEST
 
+/* Found by fuzz/fuzz_wire.c: an error about a long non-ASCII field name, or
+ * about a non-ASCII byte where a value belongs, had its message cut inside
+ * a UTF-8 character, so jansson refused it and the client got no error. */
+START_TEST(error_text_is_valid_utf8)
+{
+	char line[512], key[200] = "";
+	for (int i = 0; i < 40; i++)
+		strcat(key, "\xc3\xa9");     /* 80 bytes of e-acute */
+	const char *fmt[] = {
+		"{\"run\":\"r\",\"step\":1,\"%s\":1,\"%s\":2}",   /* duplicate_field */
+		"{\"run\":\"r\",\"step\":1,\"%s\":\"x\",\"loss\":\xc3\xa9}",
+		"{\"run\":\"r\",\"step\":1,\"%s\":[\"\\\xc3\xa9\"]}",
+	};
+	for (size_t i = 0; i < sizeof(fmt) / sizeof(fmt[0]); i++) {
+		snprintf(line, sizeof(line), fmt[i], key, key);
+		struct gw_rec r;
+		struct gw_wire_err e;
+		ck_assert_int_eq(parse(line, &r, &e), -EINVAL);
+		json_t *m = json_string(e.msg), *f = json_string(e.field);
+		ck_assert_msg(m != NULL, "case %zu: message is not UTF-8: %s", i, e.msg);
+		ck_assert_msg(f != NULL, "case %zu: field is not UTF-8: %s", i, e.field);
+		json_decref(m);
+		json_decref(f);
+	}
+	struct gw_rec r;
+	struct gw_wire_err e;
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":\xc3\xa9}", &r, &e), -EINVAL);
+	ck_assert_msg(strstr(e.msg, "byte 0xc3") != NULL, "%s", e.msg);
+}
+END_TEST
+
+/* Found by fuzz/fuzz_wire.c: {"ts": null, "time": 7} in an event kept
+ * "time" as an attribute, which the written-back line then read as its ts.
+ * A null ts alias counts as absent, as a null role does. */
+START_TEST(null_ts_counts_as_absent)
+{
+	struct gw_rec r;
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":1,\"ts\":null,\"time\":7,\"loss\":1}", &r, NULL), 0);
+	ck_assert_double_eq(r.ts, 7);
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":1,\"event\":\"e\",\"ts\":null,\"time\":7,"
+	                       "\"timestamp\":null,\"a\":null}", &r, NULL), 0);
+	ck_assert_double_eq(r.ts, 7);
+	ck_assert_ptr_null(json_object_get(r.attrs, "ts"));
+	ck_assert_ptr_null(json_object_get(r.attrs, "time"));
+	ck_assert_ptr_null(json_object_get(r.attrs, "timestamp"));
+	ck_assert(json_is_null(json_object_get(r.attrs, "a")));
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":1,\"event\":\"e\",\"ts\":null}", &r, NULL), 0);
+	ck_assert(isnan(r.ts));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("wire");
@@ -316,6 +367,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, run_names);
 	tcase_add_test(tc, fmt_double_roundtrip);
 	tcase_add_test(tc, append_rec_roundtrip);
+	tcase_add_test(tc, error_text_is_valid_utf8);
+	tcase_add_test(tc, null_ts_counts_as_absent);
 	suite_add_tcase(s, tc);
 	return s;
 }
