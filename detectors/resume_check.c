@@ -19,6 +19,8 @@
  */
 #include "resume_check.h"
 
+#include "util.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -36,6 +38,10 @@ static int add(json_t *diffs, const char *kind, const char *field, const json_t 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* names and values from the manifests may be long UTF-8: a cut inside
+	 * a character would make jansson refuse the text, and the difference
+	 * would silently go missing */
+	gw_utf8_fix_end(msg);
 	return json_array_append_new(diffs, json_pack("{s:s, s:s, s:O?, s:O?, s:s}", "kind", kind,
 	                                              "field", field, "checkpoint", ck, "live", live,
 	                                              "message", msg));
@@ -48,6 +54,7 @@ static void brief(const json_t *v, char *out, size_t n)
 		snprintf(out, n, "(none)");
 	} else if (json_is_string(v)) {
 		snprintf(out, n, "%s", json_string_value(v));
+		gw_utf8_fix_end(out);
 	} else if (json_is_number(v)) {
 		snprintf(out, n, "%g", json_number_value(v));
 	} else if (json_is_boolean(v)) {
@@ -64,6 +71,7 @@ static void brief(const json_t *v, char *out, size_t n)
 		}
 		if (o < n)
 			snprintf(out + o, n - o, "]");
+		gw_utf8_fix_end(out);
 	} else {
 		snprintf(out, n, "{...}");
 	}
@@ -147,10 +155,13 @@ json_t *gw_resume_diff(const json_t *ckpt, const json_t *live)
 		const json_t *ch = json_object_get(ckpt, "param_names_sha256");
 		const json_t *lh = json_object_get(live, "param_names_sha256");
 		if (json_is_string(ch) && json_is_string(lh) &&
-		    strcmp(json_string_value(ch), json_string_value(lh)) != 0)
+		    strcmp(json_string_value(ch), json_string_value(lh)) != 0) {
+			const char *x = json_string_value(ch), *y = json_string_value(lh);
 			add(diffs, "params", "param_names_sha256", ch, lh,
-			    "parameter-name hash %.8s\u2026 \u2192 %.8s\u2026 (parameters reordered, added or removed)",
-			    json_string_value(ch), json_string_value(lh));
+			    "parameter-name hash %.*s\u2026 \u2192 %.*s\u2026 (parameters reordered, added or removed)",
+			    (int)gw_utf8_cut(x, GW_MIN(strlen(x), 8)), x,
+			    (int)gw_utf8_cut(y, GW_MIN(strlen(y), 8)), y);
+		}
 	}
 	const json_t *loaded = json_object_get(live, "optimizer_state_loaded");
 	if (json_is_false(loaded))
@@ -186,6 +197,7 @@ json_t *gw_resume_diff(const json_t *ckpt, const json_t *live)
 				brief(w, b, sizeof(b));
 				char field[96];
 				snprintf(field, sizeof(field), "hparams.%s", k);
+				gw_utf8_fix_end(field);
 				add(diffs, "hparams", field, v, w, "%s %s \u2192 %s", k, a, b);
 			}
 			json_object_foreach((json_t *)lh, k, v) {
@@ -194,6 +206,7 @@ json_t *gw_resume_diff(const json_t *ckpt, const json_t *live)
 				brief(v, b, sizeof(b));
 				char field[96];
 				snprintf(field, sizeof(field), "hparams.%s", k);
+				gw_utf8_fix_end(field);
 				add(diffs, "hparams", field, NULL, v, "%s (none) \u2192 %s", k, b);
 			}
 		}

@@ -15,7 +15,8 @@
 
 #include "util.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
+/* optional, as with libFuzzer */
+int LLVMFuzzerInitialize(int *argc, char ***argv) __attribute__((weak));
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int run_file(const char *path)
@@ -35,7 +36,7 @@ static int run_file(const char *path)
 int main(int argc, char **argv)
 {
 	int bad = 0, files = 0;
-	if (LLVMFuzzerInitialize(&argc, &argv) != 0)
+	if (LLVMFuzzerInitialize && LLVMFuzzerInitialize(&argc, &argv) != 0)
 		return 1;
 	for (int i = 1; i < argc; i++) {
 		struct stat sb;

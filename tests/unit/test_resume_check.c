@@ -3,6 +3,7 @@
  * the resume gate (detectors/resume_check.c).
  */
 #include "gwcheck.h"
+#include <stdio.h>
 #include <string.h>
 
 #include "resume_check.h"
@@ -114,6 +115,27 @@ START_TEST(no_checkpoint)
 }
 END_TEST
 
+/* Found by fuzz/fuzz_resume.c: a difference whose message or field was cut
+ * inside a UTF-8 character (a long non-ASCII hyperparameter name or value,
+ * a non-ASCII parameter-name hash) was dropped, since jansson refuses such
+ * text: the gate then said "ok" for a resume that was not. */
+START_TEST(long_utf8_differences_are_reported)
+{
+	char key[256] = "", ck[1024], live[1024];
+	for (int i = 0; i < 60; i++)
+		strcat(key, "\xc3\xa9");
+	snprintf(ck, sizeof(ck), "{\"optimizer\":\"AdamW\",\"param_names_sha256\":\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\","
+	         "\"hparams\":{\"%s\":\"%s\"}}", key, key);
+	snprintf(live, sizeof(live), "{\"optimizer\":\"AdamW\",\"param_names_sha256\":\"\xc3\xa8\xc3\xa8\xc3\xa8\xc3\xa8\xc3\xa8\","
+	         "\"hparams\":{\"%s\":\"%s!\"}}", key, key);
+	json_t *d = diff(ck, live);
+	ck_assert_int_eq(json_array_size(d), 2);
+	ck_assert_str_eq(kind_of(d, 0), "params");
+	ck_assert_str_eq(kind_of(d, 1), "hparams");
+	json_decref(d);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("resume_check");
@@ -123,6 +145,7 @@ int main(void)
 	tcase_add_test(tc, other_optimizer_and_params);
 	tcase_add_test(tc, hparams);
 	tcase_add_test(tc, no_checkpoint);
+	tcase_add_test(tc, long_utf8_differences_are_reported);
 	suite_add_tcase(s, tc);
 	return gw_check_run(s);
 }
