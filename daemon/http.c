@@ -269,8 +269,11 @@ void gw_http_respond_text(struct gw_http_conn *c, int status, const char *ctype,
 static void respond_verror(struct gw_http_conn *c, int status, bool force_close,
                            const char *fmt, va_list ap)
 {
-	char msg[512];
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	char raw[512], msg[512];
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	/* the message may quote the request (its path, its method): bytes that
+	 * are not UTF-8 would make jansson refuse it */
+	gw_utf8_clean(msg, sizeof(msg), raw, strlen(raw));
 	json_t *j = json_pack("{s:s}", "error", msg);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);

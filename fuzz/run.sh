@@ -17,6 +17,8 @@
 #     target binaries, the inputs each run found (work/NAME/, kept between
 #     runs) and crash reproducers (crash-NAME-*).  Replay one with
 #         build-fuzz/fuzz_NAME build-fuzz/crash-NAME-...
+#   - A dictionary fuzz/NAME.dict (libFuzzer's format), if there is one, is
+#     used.
 #   - FUZZ_TARGETS="csv tfevents" limits the run to those targets.
 #
 # Needs clang and libclang-rt-*-dev (libFuzzer), protoc-c and the build
@@ -79,13 +81,15 @@ for harness in fuzz/fuzz_*.c; do
 	"$cc" $cflags -fsanitize=fuzzer $incs "$harness" $extra_objs "$out/libgw-fuzz.a" \
 		$libs $extra_libs -o "$bin"
 	mkdir -p "$out/work/$name" "fuzz/corpus/$name"
+	dict=""
+	[ -f "fuzz/$name.dict" ] && dict="-dict=fuzz/$name.dict"
 	echo "fuzz: $name for ${secs}s (seeds: fuzz/corpus/$name/)"
 	# the first corpus directory receives what the run finds; the committed
 	# seeds are only read
 	if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 \
 	   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	   "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -max_len=65536 \
-	          -print_final_stats=1 -artifact_prefix="$out/crash-$name-" \
+	          -print_final_stats=1 -artifact_prefix="$out/crash-$name-" $dict \
 	          "$out/work/$name" "fuzz/corpus/$name" >"$out/$name.log" 2>&1; then
 		grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb|#[0-9]+ *DONE)' \
 			"$out/$name.log" | sed "s/^/fuzz: $name: /" || true

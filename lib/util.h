@@ -40,6 +40,18 @@ uint64_t gw_mono_ms(void);
 /* Copy at most dst_size - 1 bytes of src and terminate; returns strlen(src). */
 size_t gw_strlcpy(char *dst, const char *src, size_t dst_size);
 
+/* Length of the valid multi-byte UTF-8 sequence at p (at most avail bytes;
+ * p[0] >= 0x80), or 0.  Rejects overlong forms, surrogates and code points
+ * above U+10FFFF. */
+size_t gw_utf8_seq(const unsigned char *p, size_t avail);
+
+/* Copy in[0..n) into out (cap bytes, NUL-terminated) as valid UTF-8: each
+ * byte that is not part of a valid sequence (and each NUL) becomes the
+ * text \xNN, as the log writes control characters.  Stops at a character
+ * that does not fit.  Returns the length written.  For text from the
+ * network that goes into a JSON answer. */
+size_t gw_utf8_clean(char *out, size_t cap, const char *in, size_t n);
+
 /* How much of s[0..n) to keep so as not to end inside a UTF-8 sequence:
  * n, or less when the last character is incomplete (a cut made by a
  * fixed-size buffer: snprintf, a field copied into char[64]).  The bytes

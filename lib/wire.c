@@ -360,35 +360,6 @@ static const char *kind_name(char ch)
 	}
 }
 
-/* Length of a valid UTF-8 sequence starting at p (at most avail bytes), or 0.
- * Rejects overlong forms, surrogates and code points above U+10FFFF. */
-static size_t utf8_seq(const unsigned char *p, size_t avail)
-{
-	unsigned char b0 = p[0];
-	if (b0 >= 0xC2 && b0 <= 0xDF)
-		return avail >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
-	if (b0 >= 0xE0 && b0 <= 0xEF) {
-		if (avail < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
-			return 0;
-		if (b0 == 0xE0 && p[1] < 0xA0)
-			return 0;
-		if (b0 == 0xED && p[1] >= 0xA0)
-			return 0;
-		return 3;
-	}
-	if (b0 >= 0xF0 && b0 <= 0xF4) {
-		if (avail < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
-		    (p[3] & 0xC0) != 0x80)
-			return 0;
-		if (b0 == 0xF0 && p[1] < 0x90)
-			return 0;
-		if (b0 == 0xF4 && p[1] >= 0x90)
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
 int gw_wire_check_run(const char *s, size_t n, char *why, size_t whylen)
 {
 	if (n == 0 || n > GW_WIRE_RUN_MAX)
@@ -404,7 +375,7 @@ int gw_wire_check_run(const char *s, size_t n, char *why, size_t whylen)
 			i++;
 			continue;
 		}
-		size_t k = utf8_seq(p + i, n - i);
+		size_t k = gw_utf8_seq(p + i, n - i);
 		if (!k)
 			return gw_errf(why, whylen, -EINVAL,
 			               "a run name is UTF-8 (byte %zu, 0x%02x, is not)", i + 1, p[i]);
@@ -491,7 +462,7 @@ static int parse_string(struct cur *c, const char **out, size_t *out_len)
 			continue;
 		}
 		if (ch >= 0x80) {
-			size_t k = utf8_seq((const unsigned char *)c->s + c->i, c->n - c->i);
+			size_t k = gw_utf8_seq((const unsigned char *)c->s + c->i, c->n - c->i);
 			if (!k)
 				return fail(c, GW_REJ_UTF8, c->i + 1, c->field,
 				            "invalid UTF-8 byte 0x%02x", ch);
