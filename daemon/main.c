@@ -440,7 +440,8 @@ int main(int argc, char **argv)
 		.auth = d.auth,
 	};
 	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0 ||
-	    gw_ingest_init(&d.ingest, d.loop, &cfg, d.store, err, sizeof(err)) < 0 ||
+	    gw_ingest_init(&d.ingest, &(struct gw_ingest_opts){.loop = d.loop, .cfg = &cfg, .store = d.store},
+	                   err, sizeof(err)) < 0 ||
 	    gw_http_start(&ho, &d.http, err, sizeof(err)) < 0 ||
 	    gw_api_start(&d, err, sizeof(err)) < 0 || gw_metrics_start(&d, err, sizeof(err)) < 0 ||
 	    gw_web_start(&d, err, sizeof(err)) < 0 ||
