@@ -424,7 +424,7 @@ int main(int argc, char **argv)
 	uv_timer_init(d.loop, &d.grace_timer);
 	d.tick_timer.data = d.grace_timer.data = &d;
 
-	static const struct gw_store_schema *const schemas[] = {&gw_outbox_schema};
+	static const struct gw_store_schema *const schemas[] = {&gw_outbox_schema, &gw_idem_schema};
 	struct gw_store_opts so = {
 		.path = cfg.db_path,
 		.sync_full = cfg.sync_full,
@@ -449,6 +449,8 @@ int main(int argc, char **argv)
 	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0 ||
 	    gw_ingest_init(&d.ingest, &(struct gw_ingest_opts){.loop = d.loop, .cfg = &cfg, .store = d.store},
 	                   err, sizeof(err)) < 0 ||
+	    gw_idem_init(&d.idem, cfg.db_path, cfg.idempotency_window_s, cfg.idempotency_max_keys,
+	                 err, sizeof(err)) < 0 ||
 	    gw_http_start(&ho, &d.http, err, sizeof(err)) < 0 ||
 	    gw_api_start(&d, err, sizeof(err)) < 0 || gw_metrics_start(&d, err, sizeof(err)) < 0 ||
 	    gw_web_start(&d, err, sizeof(err)) < 0 ||
@@ -486,6 +488,7 @@ out:
 		}
 	}
 	gw_ingest_deinit(&d.ingest);
+	gw_idem_deinit(&d.idem);
 	gw_server_free(&d);
 	gw_http_free(d.http);
 	gw_follow_free(&d);
