@@ -1,9 +1,9 @@
 /*
  * Fuzz target: gradwatchd's HTTP request path, end to end: http.c's
  * parser, limits and routing, bearer tokens (auth.c), and the routes of
- * api.c and metrics.c -- ingest through the record path into a real store,
- * the reads on the thread pool, and the resume gate with arbitrary bodies
- * and percent-encoded run names.
+ * api.c and metrics.c -- ingest through the record path into a real store
+ * (idempotency keys too), the reads on the thread pool, and the resume gate
+ * with arbitrary bodies and percent-encoded run names.
  *
  * The target runs the daemon's core in process, as main() wires it: a
  * libuv loop, a store on a temporary directory (its writer thread, commits
@@ -24,8 +24,8 @@
  * Seeds: fuzz/corpus/http/ (tokens: see TOKENS below); dictionary:
  * fuzz/http.dict.
  *
- * fuzz-sources: daemon/http.c daemon/api.c daemon/ingest.c daemon/metrics.c
- * fuzz-sources: daemon/config.c daemon/auth.c
+ * fuzz-sources: daemon/http.c daemon/api.c daemon/idem.c daemon/ingest.c daemon/runs.c
+ * fuzz-sources: daemon/metrics.c daemon/config.c daemon/auth.c daemon/input.c
  * fuzz-sources: storage/store.c storage/read.c storage/series.c storage/tiles.c
  * fuzz-sources: alerts/outbox.c alerts/outbox_db.c alerts/curl_uv.c alerts/sink.c
  * fuzz-sources: alerts/sink_slack.c alerts/sink_webhook.c alerts/sink_alertmanager.c
@@ -56,6 +56,7 @@
 #include "auth.h"
 #include "daemon.h"
 #include "http.h"
+#include "idem.h"
 #include "log.h"
 #include "metrics.h"
 #include "outbox_db.h"
@@ -171,18 +172,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	d.loop = &loop;
 	d.cfg = &cfg;
 	d.started = gw_wall_now();
-	static const struct gw_store_schema *const schemas[] = {&gw_outbox_schema};
+	static const struct gw_store_schema *const schemas[] = {&gw_outbox_schema, &gw_idem_schema};
 	struct gw_store_opts so = {
 		.path = cfg.db_path, .sync_full = false, .commit_interval_ms = 1,
 		.commit_max_records = cfg.commit_max_records, .max_pending_bytes = cfg.max_pending_bytes,
-		.schemas = schemas, .n_schemas = 1,
+		.schemas = schemas, .n_schemas = GW_ARRAY_SIZE(schemas),
 	};
 	struct gw_http_opts ho = {
 		.loop = &loop, .cfg = &cfg, .barrier = barrier, .cancel = cancel,
 		.barrier_data = &d.ingest, .auth = d.auth,
 	};
 	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0 ||
-	    gw_ingest_init(&d.ingest, &loop, &cfg, d.store, err, sizeof(err)) < 0)
+	    gw_ingest_init(&d.ingest, &(struct gw_ingest_opts){.loop = &loop, .cfg = &cfg, .store = d.store},
+	                   err, sizeof(err)) < 0 ||
+	    gw_idem_init(&d.idem, cfg.db_path, cfg.idempotency_window_s, cfg.idempotency_max_keys,
+	                 err, sizeof(err)) < 0)
 		return init_failed("storage", err);
 	int rc = -1;
 	for (int attempt = 0; attempt < 20 && rc < 0; attempt++) {
