@@ -1,9 +1,10 @@
 /*
  * Fuzz target: gradwatchd's HTTP request path, end to end: http.c's
  * parser, limits and routing, bearer tokens (auth.c), and the routes of
- * api.c and metrics.c -- ingest through the record path into a real store
- * (idempotency keys too), the reads on the thread pool, and the resume gate
- * with arbitrary bodies and percent-encoded run names.
+ * api.c, metrics.c and web.c -- ingest through the record path into a real store
+ * (idempotency keys too), the reads on the thread pool (chart data with
+ * its query parameters), the pages, and the resume gate with arbitrary
+ * bodies and percent-encoded run names.
  *
  * The target runs the daemon's core in process, as main() wires it: a
  * libuv loop, a store on a temporary directory (its writer thread, commits
@@ -25,7 +26,8 @@
  * fuzz/http.dict.
  *
  * fuzz-sources: daemon/http.c daemon/api.c daemon/idem.c daemon/ingest.c daemon/runs.c
- * fuzz-sources: daemon/metrics.c daemon/config.c daemon/auth.c daemon/input.c
+ * fuzz-sources: daemon/metrics.c daemon/web.c web/report_page.c
+ * fuzz-sources: daemon/config.c daemon/auth.c daemon/input.c
  * fuzz-sources: storage/store.c storage/read.c storage/series.c storage/tiles.c
  * fuzz-sources: alerts/outbox.c alerts/outbox_db.c alerts/curl_uv.c alerts/sink.c
  * fuzz-sources: alerts/sink_slack.c alerts/sink_webhook.c alerts/sink_alertmanager.c
@@ -61,6 +63,7 @@
 #include "metrics.h"
 #include "outbox_db.h"
 #include "util.h"
+#include "web.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -196,7 +199,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		rc = gw_http_start(&ho, &d.http, err, sizeof(err));
 	}
 	if (rc < 0 || gw_api_start(&d, err, sizeof(err)) < 0 ||
-	    gw_metrics_start(&d, err, sizeof(err)) < 0)
+	    gw_metrics_start(&d, err, sizeof(err)) < 0 || gw_web_start(&d, err, sizeof(err)) < 0)
 		return init_failed("http", err);
 	return 0;
 }

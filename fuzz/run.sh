@@ -12,7 +12,8 @@
 #         * fuzz-libs: -lhttp_parser -luv
 #     Those sources are compiled the same way, each once per run of this
 #     script however many targets name it.  Every module folder is on the
-#     include path, and a gw_config.h like meson's is generated.
+#     include path; gw_config.h and the web pages (web_assets.c) are
+#     generated as meson does.
 #   - Everything goes to $FUZZ_BUILD (default build-fuzz/): objects, the
 #     target binaries, the inputs each run found (work/NAME/, kept between
 #     runs) and crash reproducers (crash-NAME-*).  Replay one with
@@ -33,7 +34,7 @@ out=${FUZZ_BUILD:-build-fuzz}
 cc=${CC_FUZZ:-clang}
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 cflags="-g -O1 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter $san"
-incs="-Ilib -Ireaders -Ikernels -Idetectors -Istorage -Ialerts -Idaemon -I$out/gen"
+incs="-Ilib -Ireaders -Ikernels -Idetectors -Istorage -Ialerts -Idaemon -Iweb -I$out/gen"
 libs="-lprotobuf-c -lcsv -ljansson -lz -lzstd -lm"
 
 mkdir -p "$out/gen" "$out/obj"
@@ -41,6 +42,15 @@ protoc-c --proto_path=readers/proto --c_out="$out/gen" readers/proto/tbevent.pro
 version=$(sed -n "s/^ *version: '\([^']*\)'.*/\1/p" meson.build | head -n 1)
 printf '#define GW_VERSION "%s"\n#define GW_SYSCONFDIR "/usr/local/etc"\n' "$version" \
 	>"$out/gen/gw_config.h"
+# the web pages compiled in, as web/meson.build does (needs npm ci --prefix web)
+uplot=web/node_modules/uplot/dist
+if [ ! -f "$uplot/uPlot.iife.min.js" ]; then
+	echo "fuzz: $uplot is missing: run npm ci --prefix web (./dev.sh deps does)" >&2
+	exit 2
+fi
+python3 web/embed.py "$out/gen/web_assets.c" "uPlot.iife.min.js=$uplot/uPlot.iife.min.js" \
+	"uPlot.min.css=$uplot/uPlot.min.css" app.js=web/src/app.js app.css=web/src/app.css \
+	index.html=web/src/index.html
 
 # obj_of SRC: the object file of a source under $out/obj
 obj_of() {
