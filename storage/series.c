@@ -737,7 +737,7 @@ int gw_store_read_series(const char *path, const struct gw_series_query *q, json
 	} else {
 		total = (int64_t)kv.n;
 	}
-	if (q->max_points)
+	if (q->max_points && kv.n)   /* qsort's base must not be NULL, even for 0 rows */
 		qsort(kv.v, kv.n, sizeof(*kv.v), cmp_step);
 	json_t *o = columns(q->run, &kv, q->extra);
 	json_object_set_new(o, "from", json_integer(from));
