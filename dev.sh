@@ -5,7 +5,8 @@
 #                   its defaults in ./demo/, feed it the bundled example trace,
 #                   show the alerts it raised, and replay the same trace offline
 #   ./dev.sh test   install everything the tests need, build (normal and
-#                   ASan+UBSan), run every test suite in both builds
+#                   ASan+UBSan), run every test suite in both builds, then
+#                   every fuzz target for FUZZ_SECONDS each (fuzz/run.sh)
 #   ./dev.sh deps | test-deps | build    the steps on their own
 #
 # Installing packages needs root (or sudo).  Nothing here reaches anything but
@@ -22,10 +23,15 @@ libprotobuf-c-dev protobuf-c-compiler libcsv-dev zlib1g-dev libzstd-dev"
 # qemu for the kernel tests, real Alertmanager and Prometheus servers,
 # PyTorch for the end-to-end training test, systemd-analyze for the units;
 # (sidecar) a venv with pip and setuptools to pip-install contrib/python
-# offline, man-db for systemd-analyze verify's man-page check
+# offline, man-db for systemd-analyze verify's man-page check; (probes)
+# clang and its libFuzzer runtime for fuzz/run.sh
 TEST_DEPS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
 prometheus-alertmanager prometheus python3-torch systemd chromium \
-python3-venv python3-pip python3-setuptools man-db"
+python3-venv python3-pip python3-setuptools man-db clang libclang-rt-14-dev"
+
+# seconds per fuzz target in `./dev.sh test` (6 targets, plus about two
+# minutes to build them on 2 cores)
+FUZZ_SECONDS=45
 
 as_root() {
 	if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
@@ -94,6 +100,9 @@ run_tests() {
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs
 	if [ -x .ci/kernels-aarch64.sh ]; then .ci/kernels-aarch64.sh; fi
+	# every fuzz target for a bounded time (docs/reliability.md); fails on
+	# a crash, a leak or a sanitizer report
+	sh fuzz/run.sh "$FUZZ_SECONDS"
 }
 
 case "${1:-}" in
@@ -102,5 +111,5 @@ test-deps) install_pkgs $BUILD_DEPS $TEST_DEPS ;;
 build) install_pkgs $BUILD_DEPS; build ;;
 demo) demo ;;
 test) run_tests ;;
-*) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+*) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
