@@ -317,8 +317,8 @@ int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t
 	if (s->token && !gw_auth_allows_run(s->token, rec->run)) {
 		*e = (struct gw_wire_err){.column = 0};
 		gw_strlcpy(e->field, "run", sizeof(e->field));
-		snprintf(e->msg, sizeof(e->msg), "unauthorized: this token may not write run \"%.100s\"",
-		         rec->run);
+		snprintf(e->msg, sizeof(e->msg), "unauthorized: this token may not write run \"%.*s\"",
+		         (int)gw_utf8_cut(rec->run, GW_MIN(rec->run_len, 100)), rec->run);
 		count_reject(in, s->t, e, GW_REJ_UNAUTHORIZED);
 		return -EINVAL;
 	}
@@ -508,10 +508,16 @@ const char *gw_ingest_src_format(const struct gw_ingest_src *s)
 
 json_t *gw_ingest_err_json(uint64_t lineno, const struct gw_wire_err *e)
 {
+	/* a message quotes the input (field and run names, the bytes of a log
+	 * file): what is not UTF-8 is written \xNN, or jansson would refuse
+	 * the text and the client would never hear of the error */
+	char msg[sizeof(e->msg) * 4], field[sizeof(e->field) * 4];
+	gw_utf8_clean(msg, sizeof(msg), e->msg, strnlen(e->msg, sizeof(e->msg)));
+	gw_utf8_clean(field, sizeof(field), e->field, strnlen(e->field, sizeof(e->field)));
 	json_t *j = json_pack("{s:I, s:s, s:s}", "line", (json_int_t)lineno,
-	                      "reason", gw_wire_reason_name(e->reason), "message", e->msg);
-	if (j && e->field[0])
-		json_object_set_new(j, "field", json_string(e->field));
+	                      "reason", gw_wire_reason_name(e->reason), "message", msg);
+	if (j && field[0])
+		json_object_set_new(j, "field", json_string(field));
 	if (j && e->column)
 		json_object_set_new(j, "column", json_integer((json_int_t)e->column));
 	return j;

@@ -18,6 +18,8 @@
  *     server answers and closes within a deadline;
  *   - every response is well-formed HTTP/1.1 with a Content-Length, and a
  *     JSON body (Content-Type application/json) parses;
+ *   - an ingest answer lists as many errors as it rejected lines (up to
+ *     20): none goes missing;
  *   - no 500: an internal error on some input is a bug.
  *
  * State (the database, the runs) carries over from input to input, as in a
@@ -76,6 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define DEADLINE_MS 15000       /* an answer later than this is a hang */
 #define RESPONSE_MAX (4 << 20)  /* bytes of responses kept per input */
+#define REPORTED_ERRORS 20      /* rejected lines an ingest answer lists (api.c) */
 
 /* The tokens of the seeds: Authorization: Bearer <one of these>. */
 #define TOKENS \
@@ -335,6 +338,12 @@ static void check_responses(const char *p, size_t len, bool complete)
 			json_error_t je;
 			json_t *j = json_loadb(body, (size_t)clen, 0, &je);
 			CHECK(j != NULL);
+			/* an ingest answer lists its first 20 rejected lines: an error
+			 * that went missing is one the client never hears of */
+			json_t *rej = json_object_get(j, "rejected"), *errs = json_object_get(j, "errors");
+			if (json_is_integer(rej) && json_is_array(errs))
+				CHECK(json_array_size(errs) ==
+				      (size_t)GW_MIN(json_integer_value(rej), (json_int_t)REPORTED_ERRORS));
 			json_decref(j);
 		}
 		p = body + clen;
