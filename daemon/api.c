@@ -287,7 +287,7 @@ static int q_runs(const struct gw_http_req *r, json_t **out)
 	char err[256];
 	json_t *runs;
 	if (gw_store_read_runs(r->db_path, &runs, err, sizeof(err)) < 0) {
-		*out = json_pack("{s:s}", "error", err);
+		*out = gw_http_error_json(err);
 		return 500;
 	}
 	*out = json_pack("{s:o}", "runs", runs);
@@ -300,7 +300,7 @@ static int q_run(const struct gw_http_req *r, json_t **out)
 	json_t *run;
 	int rc = gw_store_read_run(r->db_path, r->arg, &run, err, sizeof(err));
 	if (rc < 0) {
-		*out = json_pack("{s:s}", "error", err);
+		*out = gw_http_error_json(err);
 		return rc == -ENOENT ? 404 : 500;
 	}
 	*out = run;
@@ -312,7 +312,7 @@ static int q_alerts(const struct gw_http_req *r, json_t **out)
 	char err[256];
 	json_t *alerts;
 	if (gw_store_read_alerts(r->db_path, r->arg, 1000, &alerts, err, sizeof(err)) < 0) {
-		*out = json_pack("{s:s}", "error", err);
+		*out = gw_http_error_json(err);
 		return 500;
 	}
 	*out = json_pack("{s:s?, s:o}", "run", r->arg, "alerts", alerts);
@@ -338,7 +338,7 @@ static int q_resume_check(const struct gw_http_req *r, json_t **out)
 	                                  err, sizeof(err));
 	if (rc < 0 && rc != -ENOENT) {
 		json_decref(live);
-		*out = json_pack("{s:s}", "error", err);
+		*out = gw_http_error_json(err);
 		return 500;
 	}
 	json_t *diffs = gw_resume_diff(ckpt, live);

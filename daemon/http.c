@@ -267,15 +267,21 @@ void gw_http_respond_text(struct gw_http_conn *c, int status, const char *ctype,
 	respond(c, status, ctype, body, len, false);
 }
 
+json_t *gw_http_error_json(const char *msg)
+{
+	/* the message may quote the request (its path, a parameter): bytes
+	 * that are not UTF-8 would make jansson refuse it */
+	char clean[2048];
+	gw_utf8_clean(clean, sizeof(clean), msg, strlen(msg));
+	return json_pack("{s:s}", "error", clean);
+}
+
 static void respond_verror(struct gw_http_conn *c, int status, bool force_close,
                            const char *fmt, va_list ap)
 {
-	char raw[512], msg[512];
-	vsnprintf(raw, sizeof(raw), fmt, ap);
-	/* the message may quote the request (its path, its method): bytes that
-	 * are not UTF-8 would make jansson refuse it */
-	gw_utf8_clean(msg, sizeof(msg), raw, strlen(raw));
-	json_t *j = json_pack("{s:s}", "error", msg);
+	char msg[512];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	json_t *j = gw_http_error_json(msg);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	respond_json_str(c, status, s, force_close);

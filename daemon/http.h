@@ -121,6 +121,12 @@ void gw_http_conn_set_state(struct gw_http_conn *c, void *state);
 /* Do not keep the connection alive after the response. */
 void gw_http_conn_close_after(struct gw_http_conn *c);
 
+/* {"error": msg} for a query's answer (new reference, NULL when out of
+ * memory).  Bytes of msg that are not UTF-8 (a message may quote the
+ * request: a parameter's value, a path) are written \xNN, so the error
+ * still reaches the client. */
+json_t *gw_http_error_json(const char *msg);
+
 /* Decoded value of query parameter `name` into out: 1 present, 0 absent,
  * -1 bad escape or too long. */
 int gw_http_query_param(const char *query, size_t qlen, const char *name, char *out,

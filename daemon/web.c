@@ -120,10 +120,10 @@ static int q_records(const struct gw_http_req *req, json_t **out)
 	int rc = gw_store_read_series(req->db_path, &q, out, err, sizeof(err));
 	if (rc == 0)
 		return 200;
-	*out = json_pack("{s:s}", "error", err);
+	*out = gw_http_error_json(err);
 	return rc == -ENOENT ? 404 : rc == -EINVAL || rc == -EOVERFLOW ? 400 : 500;
 bad:
-	*out = json_pack("{s:s}", "error", err);
+	*out = gw_http_error_json(err);
 	return 400;
 }
 
@@ -133,7 +133,7 @@ static int q_alert(const struct gw_http_req *req, json_t **out)
 	int rc = gw_store_read_alert(req->db_path, req->arg, out, err, sizeof(err));
 	if (rc == 0)
 		return 200;
-	*out = json_pack("{s:s}", "error", err);
+	*out = gw_http_error_json(err);
 	return rc == -ENOENT ? 404 : 500;
 }
 

@@ -22,6 +22,7 @@
  *     20): none goes missing;
  *   - no 500: an internal error on some input is a bug.
  *
+ * GW_FUZZ_HTTP_SHOW=1 prints the responses (to see what a crash input got).
  * State (the database, the runs) carries over from input to input, as in a
  * daemon; runs are capped (limits.max_runs) so memory stays bounded.
  * Seeds: fuzz/corpus/http/ (tokens: see TOKENS below); dictionary:
@@ -371,6 +372,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	while (!c.done)
 		uv_run(&loop, UV_RUN_ONCE);
 	CHECK(!c.timed_out);
+	if (getenv("GW_FUZZ_HTTP_SHOW"))   /* replaying a crash: what came back */
+		fwrite(c.resp, 1, c.resp_len, stderr);
 	check_responses(c.resp, c.resp_len, c.resp_len < RESPONSE_MAX);
 	free(c.resp);
 	/* let the server finish closing its side */
