@@ -18,6 +18,7 @@
  * then neither updated, resolved nor counted in gw_run_info.open_alerts.
  */
 #include "engine_impl.h"
+#include "util.h"
 
 #include <math.h>
 #include <string.h>
@@ -102,6 +103,12 @@ bool gw_det_raise(const struct gw_det_ctx *ctx, struct gw_verdict *v)
 	struct gw_engine *e = ctx->engine;
 	struct run *r = ctx->run_state;
 	unsigned d = ctx->det_index;
+	/* a detector's texts are fixed-size buffers, cut wherever they filled:
+	 * maybe inside a character of a quoted name.  An alert goes out as
+	 * JSON, which takes only UTF-8 (an alert it refused was never sent) */
+	gw_utf8_fix_end(v->summary);
+	gw_utf8_fix_end(v->cause);
+	gw_utf8_fix_end(v->action);
 	bool drop = dropped(e, r, d, v);
 	r->gave_verdict |= 1u << d;
 	r->verdict_at[d] = r->valid_records;

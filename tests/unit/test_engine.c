@@ -8,6 +8,7 @@
  */
 #include "gwcheck.h"
 #include <errno.h>
+#include <stdbool.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -403,6 +404,59 @@ START_TEST(runs_in_order_of_appearance)
 }
 END_TEST
 
+/* Found while fuzzing the resume check: the resume_mismatch summary joins
+ * the differences' messages into 512 bytes, and the cut could fall inside a
+ * UTF-8 character of a quoted hyperparameter; the alert then could not be
+ * written as JSON and was never delivered.  Every alert's texts are UTF-8. */
+static bool texts_utf8 = true;
+
+static void check_texts(void *d, const struct gw_alert *a)
+{
+	const char *t[] = {a->summary, a->cause, a->action};
+	for (size_t i = 0; i < 3; i++) {
+		json_t *j = t[i] ? json_string(t[i]) : json_null();
+		texts_utf8 &= j != NULL;
+		json_decref(j);
+	}
+	on_alert(d, a);
+}
+
+START_TEST(alert_texts_stay_utf8)
+{
+	struct seen s = {0};
+	struct gw_engine_opts o = {0};
+	gw_thresholds_default(&o.th);
+	struct gw_engine_hooks h = {.data = &s, .on_alert = check_texts, .on_segment = on_seg};
+	struct gw_engine *e = gw_engine_new(&o, &h);
+	for (int i = 1; i <= 60; i++)
+		rec(e, "r", i, NAN, 2.0, 1.0, (uint64_t)i);
+	json_t *ck = json_pack("{s:s, s:{}}", "optimizer", "AdamW", "hparams");
+	json_t *rs = json_pack("{s:i, s:s, s:{}}", "checkpoint_step", 50, "optimizer", "AdamW", "hparams");
+	/* hyperparameters whose names and values are long runs of e-acute,
+	 * each differing: several messages of about 250 bytes */
+	for (int k = 0; k < 4; k++) {
+		char name[128] = "", val[200] = "";
+		for (int i = 0; i < 30 + k; i++)
+			strcat(name, "\xc3\xa9");
+		for (int i = 0; i < 90; i++)
+			strcat(val, "\xc3\xa9");
+		json_object_set_new(json_object_get(ck, "hparams"), name, json_string(val));
+		val[1] = '\0';
+		val[0] = 'x';
+		json_object_set_new(json_object_get(rs, "hparams"), name, json_string(val));
+	}
+	struct gw_rec ev = event("r", 50, "checkpoint_saved", ck);
+	ck_assert_int_eq(gw_engine_feed(e, &ev, 61, NAN, NULL), 0);
+	ev = event("r", 50, "resumed", rs);
+	ck_assert_int_eq(gw_engine_feed(e, &ev, 62, NAN, NULL), 0);
+	ck_assert_int_eq(opened(&s, "resume_mismatch"), 1);
+	ck_assert_msg(texts_utf8, "an alert's summary, cause or action is not UTF-8");
+	json_decref(ck);
+	json_decref(rs);
+	gw_engine_free(e);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
@@ -419,6 +473,7 @@ int main(void)
 	tcase_add_test(tc, restart_explanation_silences_spikes);
 	tcase_add_test(tc, explosion_aftermath_is_not_a_reset);
 	tcase_add_test(tc, runs_in_order_of_appearance);
+	tcase_add_test(tc, alert_texts_stay_utf8);
 	suite_add_tcase(s, tc);
 	return gw_check_run(s);
 }
