@@ -53,9 +53,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static int mem_fd = -1;
 static char mem_path[64];
 
-static int put_file(const char *dir, const char *name, const char *text)
+static char dir[512];   /* under $TMPDIR (fuzz/run.sh gives each target its own) */
+static const char *const files[] = {"ingest.tokens", "read.tokens", "bad.tokens", "hook.url",
+                                    "hook.secret"};
+
+static void cleanup(void)
 {
-	char p[512];
+	char p[600];
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+}
+
+static int put_file(const char *name, const char *text)
+{
+	char p[600];
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
 	FILE *f = fopen(p, "w");
 	if (!f)
@@ -66,16 +80,18 @@ static int put_file(const char *dir, const char *name, const char *text)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	static char dir[] = "/tmp/gw-fuzz-config-XXXXXX";
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof(dir), "%s/gw-fuzz-config-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir))
-		return -1;
-	if (put_file(dir, "ingest.tokens", "# job tokens\n0123456789abcdef-ingest team-a-*\n"
-	                                   "fedcba9876543210-ingest\n") < 0 ||
-	    put_file(dir, "read.tokens", "0123456789abcdef-reader\n") < 0 ||
-	    put_file(dir, "bad.tokens", "short\n") < 0 ||
-	    put_file(dir, "hook.url", "https://hooks.example.invalid/services/T/B/x\n") < 0 ||
-	    put_file(dir, "hook.secret", "It's a Secret to Everybody\n") < 0)
-		return -1;
+		abort();   /* libFuzzer ignores the result */
+	atexit(cleanup);
+	if (put_file("ingest.tokens", "# job tokens\n0123456789abcdef-ingest team-a-*\n"
+	                              "fedcba9876543210-ingest\n") < 0 ||
+	    put_file("read.tokens", "0123456789abcdef-reader\n") < 0 ||
+	    put_file("bad.tokens", "short\n") < 0 ||
+	    put_file("hook.url", "https://hooks.example.invalid/services/T/B/x\n") < 0 ||
+	    put_file("hook.secret", "It's a Secret to Everybody\n") < 0)
+		abort();
 	setenv("CREDENTIALS_DIRECTORY", dir, 1);
 	setenv("GW_FUZZ_HOOK_URL", "http://127.0.0.1:9/hook", 1);
 	setenv("STATE_DIRECTORY", dir, 1);
@@ -83,7 +99,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	gw_log_init(GW_LOG_CRIT, false);
 	mem_fd = memfd_create("gradwatch.json", 0);
 	if (mem_fd < 0)
-		return -1;
+		abort();
 	snprintf(mem_path, sizeof(mem_path), "/proc/self/fd/%d", mem_fd);
 	return 0;
 }

@@ -87,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 	"fuzz-team-a-token-0123456789 team-a-*\n"
 #define READ_TOKENS "fuzz-read-token-0123456789\n"
 
-static char dir[64];   /* in memory (/dev/shm) when there is one */
+static char dir[512];   /* under $TMPDIR (fuzz/run.sh gives each target its own) */
 static struct gw_cfg cfg;
 static struct gw_daemon d;
 static uv_loop_t loop;
@@ -104,10 +104,11 @@ static void cancel(void *data, struct gw_commit_waiter *w)
 
 static void cleanup(void)
 {
-	/* the store's threads may still run: only the files go */
+	/* the store's threads may still run: only the files go (libFuzzer
+	 * itself may end without running this: run.sh removes $TMPDIR) */
 	const char *const names[] = {"gw.db", "gw.db-wal", "gw.db-shm", "ingest.tokens",
 	                             "read.tokens"};
-	char p[256];
+	char p[600];
 	for (size_t i = 0; i < GW_ARRAY_SIZE(names); i++) {
 		snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
 		unlink(p);
@@ -117,7 +118,7 @@ static void cleanup(void)
 
 static int put_file(const char *name, const char *text)
 {
-	char p[256];
+	char p[600];
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
 	FILE *f = fopen(p, "w");
 	if (!f)
@@ -151,15 +152,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	char err[512] = "";
 	signal(SIGPIPE, SIG_IGN);
 	gw_log_init(GW_LOG_CRIT, false);
-	snprintf(dir, sizeof(dir), "%s/gw-fuzz-http-XXXXXX",
-	         access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof(dir), "%s/gw-fuzz-http-XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir) || put_file("ingest.tokens", TOKENS) < 0 ||
 	    put_file("read.tokens", READ_TOKENS) < 0)
 		return init_failed("cannot write the token files", strerror(errno));
 	atexit(cleanup);
 	if (gw_cfg_defaults(&cfg) < 0 || gw_cfg_init_kernels(NULL, err, sizeof(err)) < 0)
 		return init_failed("configuration", err);
-	char db[256];
+	char db[600];
 	snprintf(db, sizeof(db), "%s/gw.db", dir);
 	gw_cfg_set_str(&cfg.db_path, db);
 	gw_cfg_set_str(&cfg.socket_path, NULL);

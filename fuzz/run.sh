@@ -94,9 +94,15 @@ for harness in fuzz/fuzz_*.c; do
 	dict=""
 	[ -f "fuzz/$name.dict" ] && dict="-dict=fuzz/$name.dict"
 	echo "fuzz: $name for ${secs}s (seeds: fuzz/corpus/$name/)"
+	# the target's temporary files (a database, token files) in a
+	# directory of its own, removed afterwards even if it crashed
+	tmp="$out/tmp/$name"
+	rm -rf "$tmp"
+	mkdir -p "$tmp"
 	# the first corpus directory receives what the run finds; the committed
 	# seeds are only read
-	if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 \
+	if TMPDIR="$(cd "$tmp" && pwd)" \
+	   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 \
 	   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	   "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -max_len=65536 \
 	          -print_final_stats=1 -artifact_prefix="$out/crash-$name-" $dict \
@@ -108,6 +114,7 @@ for harness in fuzz/fuzz_*.c; do
 		tail -n 40 "$out/$name.log" >&2
 		failed="$failed $name"
 	fi
+	rm -rf "$tmp"
 done
 
 if [ -n "$failed" ]; then
