@@ -946,6 +946,7 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 	memset(rec, 0, sizeof(*rec));
 	rec->ts = NAN;
 	const struct entry *run = NULL, *step = NULL, *event = NULL, *ts = NULL;
+	const struct entry *bad_value = NULL;   /* a role field that is not a number */
 	int ts_prio = 1 << 30;
 	int prio[GW_NROLES];
 	for (int r = 0; r < GW_NROLES; r++)
@@ -983,10 +984,12 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 		if (role >= 0) {
 			if (e->kind == V_NULL)
 				continue;
-			if (e->kind != V_NUM)
-				return fail(&c, GW_REJ_BAD_VALUE, e->raw_start + 1, e->key,
-				            "expected a number (or NaN/Infinity), got %s",
-				            vkind_name(e->kind));
+			if (e->kind != V_NUM) {
+				/* an error for a record; an event's attribute */
+				if (!bad_value)
+					bad_value = e;
+				continue;
+			}
 			if (p < prio[role]) {
 				prio[role] = p;
 				rec->v[role] = e->num;
@@ -1000,6 +1003,10 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 			n_metrics++;
 		}
 	}
+
+	if (bad_value && !event)
+		return fail(&c, GW_REJ_BAD_VALUE, bad_value->raw_start + 1, bad_value->key,
+		            "expected a number (or NaN/Infinity), got %s", vkind_name(bad_value->kind));
 
 	if (run) {
 		if (run->kind != V_STR)

@@ -351,6 +351,35 @@ START_TEST(null_ts_counts_as_absent)
 }
 END_TEST
 
+/* Found by fuzz/fuzz_wire.c: an event with "loss": NaN kept the attribute
+ * as the string "NaN", and the written-back line was then rejected
+ * (bad_value), because role fields were checked as numbers even in an
+ * event.  An event's fields are its attributes (docs/wire-format.md). */
+START_TEST(event_role_fields_are_attributes)
+{
+	struct gw_rec r;
+	struct gw_wire_err e;
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":1,\"event\":\"eval\",\"loss\":\"n/a\",\"lr\":NaN}",
+	                       &r, &e), 0);
+	ck_assert_str_eq(json_string_value(json_object_get(r.attrs, "loss")), "n/a");
+	ck_assert_str_eq(json_string_value(json_object_get(r.attrs, "lr")), "NaN");
+	ck_assert_int_eq(r.present, 0);
+	struct gw_wire_buf b = {0};
+	ck_assert_int_eq(gw_wire_append_rec(&b, &r), 0);
+	struct gw_wire *w2 = gw_wire_new(al);
+	struct gw_rec c;
+	ck_assert_int_eq(gw_wire_parse(w2, b.p, b.len - 1, NULL, &c, &e), 0);
+	ck_assert(json_equal(c.attrs, r.attrs));
+	gw_wire_free(w2);
+	free(b.p);
+	/* a record still rejects it, with the field and column */
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":1,\"loss\":\"n/a\"}", &r, &e), -EINVAL);
+	ck_assert_int_eq(e.reason, GW_REJ_BAD_VALUE);
+	ck_assert_str_eq(e.field, "loss");
+	ck_assert_uint_eq(e.column, 28);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("wire");
@@ -369,6 +398,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, append_rec_roundtrip);
 	tcase_add_test(tc, error_text_is_valid_utf8);
 	tcase_add_test(tc, null_ts_counts_as_absent);
+	tcase_add_test(tc, event_role_fields_are_attributes);
 	suite_add_tcase(s, tc);
 	return s;
 }
