@@ -38,60 +38,25 @@
 
 #include "auth.h"
 #include "config.h"
+#include "fuzz.h"
 #include "log.h"
 #include "sink.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond) \
-	do { \
-		if (!(cond)) \
-			__builtin_trap(); \
-	} while (0)
-
 static int mem_fd = -1;
 static char mem_path[64];
 
-static char dir[512];   /* under $TMPDIR (fuzz/run.sh gives each target its own) */
-static const char *const files[] = {"ingest.tokens", "read.tokens", "bad.tokens", "hook.url",
-                                    "hook.secret"};
-
-static void cleanup(void)
-{
-	char p[600];
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
-		unlink(p);
-	}
-	rmdir(dir);
-}
-
-static int put_file(const char *name, const char *text)
-{
-	char p[600];
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	FILE *f = fopen(p, "w");
-	if (!f)
-		return -1;
-	fputs(text, f);
-	return fclose(f);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	const char *tmp = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/gw-fuzz-config-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir))
-		abort();   /* libFuzzer ignores the result */
-	atexit(cleanup);
-	if (put_file("ingest.tokens", "# job tokens\n0123456789abcdef-ingest team-a-*\n"
-	                              "fedcba9876543210-ingest\n") < 0 ||
-	    put_file("read.tokens", "0123456789abcdef-reader\n") < 0 ||
-	    put_file("bad.tokens", "short\n") < 0 ||
-	    put_file("hook.url", "https://hooks.example.invalid/services/T/B/x\n") < 0 ||
-	    put_file("hook.secret", "It's a Secret to Everybody\n") < 0)
-		abort();
+	const char *dir = fuzz_tmpdir("config");
+	fuzz_put_file("ingest.tokens", "# job tokens\n0123456789abcdef-ingest team-a-*\n"
+	                               "fedcba9876543210-ingest\n");
+	fuzz_put_file("read.tokens", "0123456789abcdef-reader\n");
+	fuzz_put_file("bad.tokens", "short\n");
+	fuzz_put_file("hook.url", "https://hooks.example.invalid/services/T/B/x\n");
+	fuzz_put_file("hook.secret", "It's a Secret to Everybody\n");
 	setenv("CREDENTIALS_DIRECTORY", dir, 1);
 	setenv("GW_FUZZ_HOOK_URL", "http://127.0.0.1:9/hook", 1);
 	setenv("STATE_DIRECTORY", dir, 1);
@@ -99,7 +64,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	gw_log_init(GW_LOG_CRIT, false);
 	mem_fd = memfd_create("gradwatch.json", 0);
 	if (mem_fd < 0)
-		abort();
+		fuzz_die("memfd_create");
 	snprintf(mem_path, sizeof(mem_path), "/proc/self/fd/%d", mem_fd);
 	return 0;
 }
@@ -124,46 +89,46 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	struct gw_cfg cfg;
 	char err[512];
-	CHECK(gw_cfg_defaults(&cfg) == 0);
+	FUZZ_CHECK(gw_cfg_defaults(&cfg) == 0);
 	err[0] = '\0';
 	int rc = gw_cfg_load(&cfg, mem_path, err, sizeof(err));
 	if (rc < 0) {
-		CHECK(rc == -EINVAL || rc == -ENOMEM);
-		CHECK(err[0] != '\0');
-		CHECK(rc == -ENOMEM || strstr(err, mem_path) != NULL);
+		FUZZ_CHECK(rc == -EINVAL || rc == -ENOMEM);
+		FUZZ_CHECK(err[0] != '\0');
+		FUZZ_CHECK(rc == -ENOMEM || strstr(err, mem_path) != NULL);
 		gw_cfg_free(&cfg);
 		return 0;
 	}
 	/* what loaded is within the documented ranges */
-	CHECK(cfg.max_line >= 256 && cfg.max_connections >= 1 && cfg.commit_interval_ms >= 1 &&
+	FUZZ_CHECK(cfg.max_line >= 256 && cfg.max_connections >= 1 && cfg.commit_interval_ms >= 1 &&
 	      cfg.commit_max_records >= 1 && cfg.tick_ms >= 10 && cfg.http_header_timeout_ms >= 100 &&
 	      cfg.stream_idle_timeout_ms >= 1000 && cfg.max_pending_bytes >= (1u << 20));
-	CHECK(cfg.db_path && cfg.state_dir && cfg.aliases);
+	FUZZ_CHECK(cfg.db_path && cfg.state_dir && cfg.aliases);
 	err[0] = '\0';
 	rc = gw_cfg_validate(&cfg, err, sizeof(err));
-	CHECK(rc == 0 || err[0] != '\0');
+	FUZZ_CHECK(rc == 0 || err[0] != '\0');
 	struct gw_sink_cfg *sinks = NULL;
 	size_t n = 0;
 	err[0] = '\0';
 	rc = gw_sink_parse(cfg.sinks, &sinks, &n, err, sizeof(err));
 	if (rc < 0) {
-		CHECK(err[0] != '\0');
-		CHECK(rc == -ENOMEM || strstr(err, "sinks") != NULL);
+		FUZZ_CHECK(err[0] != '\0');
+		FUZZ_CHECK(rc == -ENOMEM || strstr(err, "sinks") != NULL);
 	} else {
 		for (size_t i = 0; i < n; i++) {
-			CHECK(sinks[i].url && sinks[i].type && sinks[i].name[0]);
-			CHECK(sinks[i].retry_initial_ms > 0 && sinks[i].retry_max_ms >= sinks[i].retry_initial_ms);
-			CHECK(sinks[i].max_in_flight >= 1);
+			FUZZ_CHECK(sinks[i].url && sinks[i].type && sinks[i].name[0]);
+			FUZZ_CHECK(sinks[i].retry_initial_ms > 0 && sinks[i].retry_max_ms >= sinks[i].retry_initial_ms);
+			FUZZ_CHECK(sinks[i].max_in_flight >= 1);
 		}
 		gw_sink_free_all(sinks, n);
 	}
 	struct gw_auth *auth = NULL;
 	err[0] = '\0';
 	rc = gw_auth_load(cfg.auth, &auth, err, sizeof(err));
-	CHECK(rc == 0 || err[0] != '\0');
+	FUZZ_CHECK(rc == 0 || err[0] != '\0');
 	gw_auth_free(auth);
 	json_t *j = gw_cfg_to_json(&cfg);
-	CHECK(j != NULL);   /* --check-config prints it */
+	FUZZ_CHECK(j != NULL);   /* --check-config prints it */
 	char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 	free(s);
 	json_decref(j);

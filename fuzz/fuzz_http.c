@@ -60,6 +60,7 @@
 #include "api.h"
 #include "auth.h"
 #include "daemon.h"
+#include "fuzz.h"
 #include "http.h"
 #include "idem.h"
 #include "log.h"
@@ -71,12 +72,6 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond) \
-	do { \
-		if (!(cond)) \
-			__builtin_trap(); \
-	} while (0)
-
 #define DEADLINE_MS 15000       /* an answer later than this is a hang */
 #define RESPONSE_MAX (4 << 20)  /* bytes of responses kept per input */
 #define REPORTED_ERRORS 20      /* rejected lines an ingest answer lists (api.c) */
@@ -87,7 +82,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 	"fuzz-team-a-token-0123456789 team-a-*\n"
 #define READ_TOKENS "fuzz-read-token-0123456789\n"
 
-static char dir[512];   /* under $TMPDIR (fuzz/run.sh gives each target its own) */
 static struct gw_cfg cfg;
 static struct gw_daemon d;
 static uv_loop_t loop;
@@ -100,31 +94,6 @@ static void barrier(void *data, struct gw_commit_waiter *w)
 static void cancel(void *data, struct gw_commit_waiter *w)
 {
 	gw_ingest_cancel_wait(data, w);
-}
-
-static void cleanup(void)
-{
-	/* the store's threads may still run: only the files go (libFuzzer
-	 * itself may end without running this: run.sh removes $TMPDIR) */
-	const char *const names[] = {"gw.db", "gw.db-wal", "gw.db-shm", "ingest.tokens",
-	                             "read.tokens"};
-	char p[600];
-	for (size_t i = 0; i < GW_ARRAY_SIZE(names); i++) {
-		snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
-		unlink(p);
-	}
-	rmdir(dir);
-}
-
-static int put_file(const char *name, const char *text)
-{
-	char p[600];
-	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	FILE *f = fopen(p, "w");
-	if (!f)
-		return -1;
-	fputs(text, f);
-	return fclose(f);
 }
 
 /* A loopback port nobody uses right now. */
@@ -152,12 +121,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	char err[512] = "";
 	signal(SIGPIPE, SIG_IGN);
 	gw_log_init(GW_LOG_CRIT, false);
-	const char *tmp = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/gw-fuzz-http-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(dir) || put_file("ingest.tokens", TOKENS) < 0 ||
-	    put_file("read.tokens", READ_TOKENS) < 0)
-		return init_failed("cannot write the token files", strerror(errno));
-	atexit(cleanup);
+	const char *dir = fuzz_tmpdir("http");
+	fuzz_put_file("ingest.tokens", TOKENS);
+	fuzz_put_file("read.tokens", READ_TOKENS);
+	fuzz_track("gw.db");
+	fuzz_track("gw.db-wal");
+	fuzz_track("gw.db-shm");
 	if (gw_cfg_defaults(&cfg) < 0 || gw_cfg_init_kernels(NULL, err, sizeof(err)) < 0)
 		return init_failed("configuration", err);
 	char db[600];
@@ -310,14 +279,14 @@ static void check_responses(const char *p, size_t len, bool complete)
 	while (p < end) {
 		const char *hend = find(p, end, "\r\n\r\n");
 		if (!hend) {
-			CHECK(!complete);   /* only a cut-off (RESPONSE_MAX) tail may be partial */
+			FUZZ_CHECK(!complete);   /* only a cut-off (RESPONSE_MAX) tail may be partial */
 			return;
 		}
-		CHECK(end - p > 12 && memcmp(p, "HTTP/1.1 ", 9) == 0);
+		FUZZ_CHECK(end - p > 12 && memcmp(p, "HTTP/1.1 ", 9) == 0);
 		int status = atoi(p + 9);
-		CHECK(status >= 100 && status <= 599);
+		FUZZ_CHECK(status >= 100 && status <= 599);
 		/* an internal error is a bug; 503 and 507 are the storage's answers */
-		CHECK(status < 500 || status == 503 || status == 507);
+		FUZZ_CHECK(status < 500 || status == 503 || status == 507);
 		const char *body = hend + 4;
 		if (status == 100) {
 			p = body;
@@ -331,20 +300,20 @@ static void check_responses(const char *p, size_t len, bool complete)
 			if (!strncasecmp(h + 2, "Content-Type: application/json", 30))
 				json = true;
 		}
-		CHECK(clen >= 0);
+		FUZZ_CHECK(clen >= 0);
 		if (body + clen > end) {
-			CHECK(!complete);
+			FUZZ_CHECK(!complete);
 			return;
 		}
 		if (json) {
 			json_error_t je;
 			json_t *j = json_loadb(body, (size_t)clen, 0, &je);
-			CHECK(j != NULL);
+			FUZZ_CHECK(j != NULL);
 			/* an ingest answer lists its first 20 rejected lines: an error
 			 * that went missing is one the client never hears of */
 			json_t *rej = json_object_get(j, "rejected"), *errs = json_object_get(j, "errors");
 			if (json_is_integer(rej) && json_is_array(errs))
-				CHECK(json_array_size(errs) ==
+				FUZZ_CHECK(json_array_size(errs) ==
 				      (size_t)GW_MIN(json_integer_value(rej), (json_int_t)REPORTED_ERRORS));
 			json_decref(j);
 		}
@@ -372,7 +341,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	while (!c.done)
 		uv_run(&loop, UV_RUN_ONCE);
-	CHECK(!c.timed_out);
+	FUZZ_CHECK(!c.timed_out);
 	if (getenv("GW_FUZZ_HTTP_SHOW"))   /* replaying a crash: what came back */
 		fwrite(c.resp, 1, c.resp_len, stderr);
 	check_responses(c.resp, c.resp_len, c.resp_len < RESPONSE_MAX);

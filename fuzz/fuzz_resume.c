@@ -26,15 +26,11 @@
 
 #include <jansson.h>
 
+#include "fuzz.h"
+
 #include "resume_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond) \
-	do { \
-		if (!(cond)) \
-			__builtin_trap(); \
-	} while (0)
 
 static const char *const kinds[] = {"optimizer", "params", "state", "hparams"};
 
@@ -42,18 +38,18 @@ static const char *const kinds[] = {"optimizer", "params", "state", "hparams"};
  * (and, when field is not NULL, that field). */
 static size_t check_diffs(const json_t *diffs, const char *kind, const char *field)
 {
-	CHECK(json_is_array(diffs));
+	FUZZ_CHECK(json_is_array(diffs));
 	size_t i, n = 0;
 	json_t *d;
 	json_array_foreach(diffs, i, d) {
 		const char *k = json_string_value(json_object_get(d, "kind"));
 		const char *f = json_string_value(json_object_get(d, "field"));
-		CHECK(k && f && json_is_string(json_object_get(d, "message")));
+		FUZZ_CHECK(k && f && json_is_string(json_object_get(d, "message")));
 		bool known = false;
 		for (size_t j = 0; j < sizeof(kinds) / sizeof(kinds[0]); j++)
 			known |= strcmp(k, kinds[j]) == 0;
-		CHECK(known);
-		CHECK(gw_resume_cause(k) && gw_resume_action(k));
+		FUZZ_CHECK(known);
+		FUZZ_CHECK(gw_resume_cause(k) && gw_resume_action(k));
 		if (kind && strcmp(k, kind) == 0 && (!field || strcmp(f, field) == 0))
 			n++;
 	}
@@ -109,7 +105,7 @@ static void completeness(const json_t *ckpt)
 	json_t *d = gw_resume_diff(ckpt, ckpt);
 	if (d) {
 		size_t loaded = check_diffs(d, "state", "optimizer_state_loaded");
-		CHECK(json_array_size(d) == loaded);
+		FUZZ_CHECK(json_array_size(d) == loaded);
 		json_decref(d);
 	}
 	/* each hyperparameter but the LR, changed alone, is reported */
@@ -124,7 +120,7 @@ static void completeness(const json_t *ckpt)
 			if (!live)
 				continue;
 			size_t n = diff_count(ckpt, live, "hparams", NULL);
-			CHECK(n == 1 || n == SIZE_MAX);
+			FUZZ_CHECK(n == 1 || n == SIZE_MAX);
 			json_decref(live);
 		}
 	}
@@ -139,7 +135,7 @@ static void completeness(const json_t *ckpt)
 		if (!live)
 			continue;
 		size_t n = diff_count(ckpt, live, top[i].kind, top[i].key);
-		CHECK(n == 1 || n == SIZE_MAX);
+		FUZZ_CHECK(n == 1 || n == SIZE_MAX);
 		json_decref(live);
 	}
 	/* the optimizer state emptied by the resume */
@@ -148,7 +144,7 @@ static void completeness(const json_t *ckpt)
 		json_t *live = json_deep_copy(ckpt);
 		if (live && json_object_set_new(live, "optimizer_state_keys", json_array()) == 0) {
 			size_t n = diff_count(ckpt, live, "state", "optimizer_state_keys");
-			CHECK(n == 1 || n == SIZE_MAX);
+			FUZZ_CHECK(n == 1 || n == SIZE_MAX);
 		}
 		json_decref(live);
 	}
@@ -173,8 +169,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_diffs(d, NULL, NULL);
 		const char *kind = json_string_value(json_object_get(json_array_get(d, 0), "kind"));
 		if (kind) {
-			CHECK(gw_resume_cause(kind) != NULL);
-			CHECK(gw_resume_action(kind) != NULL);
+			FUZZ_CHECK(gw_resume_cause(kind) != NULL);
+			FUZZ_CHECK(gw_resume_action(kind) != NULL);
 		}
 		json_decref(d);
 	}

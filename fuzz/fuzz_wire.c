@@ -26,6 +26,8 @@
 
 #include <jansson.h>
 
+#include "fuzz.h"
+
 #include "wire.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -46,16 +48,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return first && again ? 0 : -1;
 }
 
-#define CHECK(cond) \
-	do { \
-		if (!(cond)) \
-			__builtin_trap(); \
-	} while (0)
-
 /* A C string that jansson takes as a JSON string (valid UTF-8). */
 static bool json_ok(const char *s, size_t cap)
 {
-	CHECK(memchr(s, '\0', cap) != NULL);
+	FUZZ_CHECK(memchr(s, '\0', cap) != NULL);
 	json_t *j = json_string(s);
 	json_decref(j);
 	return j != NULL;
@@ -70,25 +66,25 @@ static bool same_double(double a, double b)
 
 static void check_same(const struct gw_rec *a, const struct gw_rec *b)
 {
-	CHECK(a->run_len == b->run_len && memcmp(a->run, b->run, a->run_len) == 0);
-	CHECK(a->step == b->step);
-	CHECK(same_double(a->ts, b->ts));
-	CHECK((a->event == NULL) == (b->event == NULL));
+	FUZZ_CHECK(a->run_len == b->run_len && memcmp(a->run, b->run, a->run_len) == 0);
+	FUZZ_CHECK(a->step == b->step);
+	FUZZ_CHECK(same_double(a->ts, b->ts));
+	FUZZ_CHECK((a->event == NULL) == (b->event == NULL));
 	if (a->event) {
-		CHECK(strcmp(a->event, b->event) == 0);
-		CHECK((a->attrs && json_object_size(a->attrs)) == (b->attrs && json_object_size(b->attrs)));
+		FUZZ_CHECK(strcmp(a->event, b->event) == 0);
+		FUZZ_CHECK((a->attrs && json_object_size(a->attrs)) == (b->attrs && json_object_size(b->attrs)));
 		if (a->attrs && json_object_size(a->attrs))
-			CHECK(json_equal(a->attrs, b->attrs));
+			FUZZ_CHECK(json_equal(a->attrs, b->attrs));
 		return;
 	}
-	CHECK(a->present == b->present);
+	FUZZ_CHECK(a->present == b->present);
 	for (int r = 0; r < GW_NROLES; r++)
 		if (gw_rec_has(a, (enum gw_role)r))
-			CHECK(same_double(a->v[r], b->v[r]));
-	CHECK(a->n_extra == b->n_extra);
+			FUZZ_CHECK(same_double(a->v[r], b->v[r]));
+	FUZZ_CHECK(a->n_extra == b->n_extra);
 	for (size_t i = 0; i < a->n_extra; i++) {
-		CHECK(strcmp(a->extra[i].name, b->extra[i].name) == 0);
-		CHECK(same_double(a->extra[i].value, b->extra[i].value));
+		FUZZ_CHECK(strcmp(a->extra[i].name, b->extra[i].name) == 0);
+		FUZZ_CHECK(same_double(a->extra[i].value, b->extra[i].value));
 	}
 }
 
@@ -98,33 +94,33 @@ static void one_line(const char *p, size_t n, const char *default_run)
 	struct gw_wire_err err;
 	memset(&err, 0x55, sizeof(err));   /* the parser must write what it reports */
 	int rc = gw_wire_parse(first, p, n, default_run, &rec, &err);
-	CHECK(rc == 0 || rc == -EINVAL || rc == -ENODATA || rc == -ENOMEM);
+	FUZZ_CHECK(rc == 0 || rc == -EINVAL || rc == -ENODATA || rc == -ENOMEM);
 	if (rc == -EINVAL) {
-		CHECK((unsigned)err.reason < GW_REJ_NREASONS);
-		CHECK(gw_wire_reason_name(err.reason) != NULL);
-		CHECK(json_ok(err.msg, sizeof(err.msg)));
-		CHECK(json_ok(err.field, sizeof(err.field)));
-		CHECK(err.column <= n + 1);
+		FUZZ_CHECK((unsigned)err.reason < GW_REJ_NREASONS);
+		FUZZ_CHECK(gw_wire_reason_name(err.reason) != NULL);
+		FUZZ_CHECK(json_ok(err.msg, sizeof(err.msg)));
+		FUZZ_CHECK(json_ok(err.field, sizeof(err.field)));
+		FUZZ_CHECK(err.column <= n + 1);
 		return;
 	}
 	if (rc != 0)
 		return;
-	CHECK(gw_wire_check_run(rec.run, rec.run_len, NULL, 0) == 0);
-	CHECK(strlen(rec.run) == rec.run_len);
-	CHECK(rec.step >= 0 && rec.step <= GW_WIRE_STEP_MAX);
-	CHECK(isnan(rec.ts) || (isfinite(rec.ts) && rec.ts >= 0));
-	CHECK(rec.event == NULL || (rec.present == 0 && rec.n_extra == 0 && rec.attrs));
+	FUZZ_CHECK(gw_wire_check_run(rec.run, rec.run_len, NULL, 0) == 0);
+	FUZZ_CHECK(strlen(rec.run) == rec.run_len);
+	FUZZ_CHECK(rec.step >= 0 && rec.step <= GW_WIRE_STEP_MAX);
+	FUZZ_CHECK(isnan(rec.ts) || (isfinite(rec.ts) && rec.ts >= 0));
+	FUZZ_CHECK(rec.event == NULL || (rec.present == 0 && rec.n_extra == 0 && rec.attrs));
 
 	out.len = 0;
 	if (gw_wire_append_rec(&out, &rec) < 0)
 		return;
-	CHECK(out.len > 0 && out.p[out.len - 1] == '\n');
-	CHECK(memchr(out.p, '\n', out.len) == out.p + out.len - 1);
+	FUZZ_CHECK(out.len > 0 && out.p[out.len - 1] == '\n');
+	FUZZ_CHECK(memchr(out.p, '\n', out.len) == out.p + out.len - 1);
 	struct gw_rec back;
 	rc = gw_wire_parse(again, out.p, out.len - 1, NULL, &back, &err);
 	if (rc == -ENOMEM)
 		return;
-	CHECK(rc == 0);
+	FUZZ_CHECK(rc == 0);
 	check_same(&rec, &back);
 }
 
