@@ -5,7 +5,9 @@
  * Order matters: the engine's hooks queue a segment's row and an alert
  * (with its outbox rows) before the record that caused them, and all of
  * them before the next line, so the database reads in the order things
- * happened and an alert is never committed without the record it cites.
+ * happened; the store is held from the engine's feed to the record's row,
+ * so all of them commit in one transaction and an alert is never committed
+ * without the record it cites (tests/integration/test_crash.py).
  */
 #include "ingest.h"
 
@@ -324,9 +326,20 @@ int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t
 	}
 	double now = !in->o.replay ? gw_wall_now() : in->o.live_clock ? rec->ts : NAN;
 	int64_t seg = 0;
+	uint64_t seq = 0;
 	int rc = in->o.replay ? 0 : gw_runs_activate(in, rec->run, rec->run_len);
+	/* what the engine queues because of this line (a new segment's row, an
+	 * alert with its outbox rows) commits in one transaction with the line
+	 * itself: a crash never leaves an alert citing a record it lost */
+	if (in->store)
+		gw_store_hold(in->store);
 	if (rc == 0)
 		rc = gw_engine_feed(in->engine, rec, lineno, now, &seg);
+	if (rc == 0 && in->store)
+		seq = rec->event ? gw_store_put_event(in->store, rec, seg, lineno, now)
+		                 : gw_store_put_record(in->store, rec, seg, lineno, now);
+	if (in->store)
+		gw_store_release(in->store);
 	if (rc < 0) {
 		*e = (struct gw_wire_err){.column = 0};
 		gw_strlcpy(e->field, "run", sizeof(e->field));
@@ -337,8 +350,6 @@ int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t
 		return -EINVAL;
 	}
 	if (in->store) {
-		uint64_t seq = rec->event ? gw_store_put_event(in->store, rec, seg, lineno, now)
-		                          : gw_store_put_record(in->store, rec, seg, lineno, now);
 		if (!seq) {
 			*e = (struct gw_wire_err){.column = 0};
 			snprintf(e->msg, sizeof(e->msg), "out of memory queueing the line");

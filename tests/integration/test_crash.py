@@ -7,8 +7,9 @@ sockets, real SQLite file, real HTTP receivers; no mocks.
    before its Nth COMMIT while alerts are being raised on several runs.
    After each crash the restarted daemon's database must hold, for every
    alert row, the outbox row of each of its versions and a deliveries row
-   per sink -- and no outbox row without its alert.  Item 5 of issue 11:
-   an alert committed without its outbox rows is never delivered.
+   per sink -- and no outbox row without its alert -- and the record the
+   alert cites.  Item 5 of issue 11: an alert committed without its outbox
+   rows is never delivered.
 2. kill -9 under concurrent load: HTTP ingest (acknowledged), Unix socket and
    TCP clients write while the daemon is killed at a moment chosen at
    random (by the number of acknowledged requests, not by time); after each
@@ -179,6 +180,11 @@ class AlertOutboxAtomicity(unittest.TestCase):
                                  % (when, aid, v, sorted(per_event.get((aid, v), ()))))
         stray = set(per_event) - {(a, v) for a, vs in outbox.items() for v in vs}
         self.assertFalse(stray, "%s: deliveries without an outbox row: %s" % (when, sorted(stray)))
+        # an alert cites the record that raised it (nonfinite: the NaN line)
+        uncited = d.sql("SELECT a.id, a.step FROM alerts a WHERE NOT EXISTS (SELECT 1 FROM records r "
+                        "WHERE r.run_id = a.run_id AND r.seg = a.seg AND r.step = a.step)")
+        self.assertFalse(uncited, "%s: alerts committed without the record that raised them: %s"
+                         % (when, uncited))
         return len(alerts)
 
 
