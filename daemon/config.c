@@ -319,22 +319,29 @@ static int load_listen(struct loader *L, json_t *root, const char *key, struct g
 	return 0;
 }
 
+/* The thresholds of obj over *th: each key in its range, then the whole
+ * set (the thresholds that must agree); `where` is "thresholds." or
+ * "runs[i].thresholds." for the messages. */
 static int load_thresholds(struct loader *L, json_t *obj, const char *where,
                            struct gw_thresholds *th)
 {
 	const char *key;
 	json_t *v;
+	char e[512];
 	json_object_foreach(obj, key, v) {
 		if (!json_is_number(v))
 			return gw_errf(L->err, L->errlen, -EINVAL, "%s: \"%s%s\" must be a number", L->file, where, key);
-		int rc = gw_thresholds_set(th, key, json_number_value(v));
+		int rc = gw_thresholds_set(th, key, json_number_value(v), e, sizeof(e));
 		if (rc == -ENOENT)
 			return gw_errf(L->err, L->errlen, -EINVAL,
 			            "%s: unknown threshold \"%s%s\" (`gradwatch thresholds` lists them)",
 			            L->file, where, key);
 		if (rc < 0)
-			return gw_errf(L->err, L->errlen, -EINVAL, "%s: \"%s%s\" must be finite", L->file, where, key);
+			return gw_errf(L->err, L->errlen, -EINVAL, "%s: %s%s", L->file, where, e);
 	}
+	if (gw_thresholds_check(th, e, sizeof(e)) < 0)
+		return gw_errf(L->err, L->errlen, -EINVAL, "%s: %.*s: %s", L->file,
+		               (int)strlen(where) - 1, where, e);
 	return 0;
 }
 
@@ -409,6 +416,8 @@ static int load_runs(struct loader *L, json_t *arr)
 	json_array_foreach(arr, i, r) {
 		char where[48];
 		snprintf(where, sizeof(where), "runs[%zu].", i);
+		char th_where[64];
+		snprintf(th_where, sizeof(th_where), "runs[%zu].thresholds.", i);
 		if (!json_is_object(r) || (rc = unknown_keys(L, r, where, known)) < 0) {
 			rc = rc < 0 ? rc : gw_errf(L->err, L->errlen, -EINVAL, "%s: runs[%zu] must be an object", L->file, i);
 			break;
@@ -421,7 +430,12 @@ static int load_runs(struct loader *L, json_t *arr)
 		ov[i].glob = strdup(glob);
 		ov[i].th = L->c->engine.th;
 		json_t *th = json_object_get(r, "thresholds");
-		if (th && (rc = load_thresholds(L, th, where, &ov[i].th)) < 0)
+		if (th && !json_is_object(th)) {
+			rc = gw_errf(L->err, L->errlen, -EINVAL, "%s: runs[%zu].thresholds must be an object",
+			             L->file, i);
+			break;
+		}
+		if (th && (rc = load_thresholds(L, th, th_where, &ov[i].th)) < 0)
 			break;
 	}
 	if (rc < 0) {

@@ -59,7 +59,7 @@ static void usage(FILE *f)
 	        "        list the runs (or one run: segments, last step, last values)\n"
 	        "  alerts [--url URL | --db PATH] [--json] [RUN]\n"
 	        "        list stored alerts, newest first\n"
-	        "  thresholds    print every detection threshold, its default and its reason\n"
+	        "  thresholds    print every detection threshold, its default, its valid range and why\n"
 	        "  version       print the version and the kernel variant in use\n"
 	        "\n"
 	        "options:\n"
@@ -148,10 +148,13 @@ static int cmd_replay(struct gw_cfg *cfg, int argc, char **argv)
 	return st.serious ? 1 : 0;
 }
 
+/* name, default, valid range, why the default; then why the range */
 static int cmd_thresholds(void)
 {
+	char r[64];
 	for (const struct gw_threshold_info *i = gw_threshold_table; i->name; i++)
-		printf("%-32s %-10g %s\n", i->name, i->def, i->reason);
+		printf("%-24s %-8g %-20s %s\n%55srange: %s\n", i->name, i->def,
+		       gw_threshold_range(i, r, sizeof(r)), i->reason, "", i->range_reason);
 	return 0;
 }
 

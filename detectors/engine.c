@@ -164,9 +164,20 @@ static struct run *run_get(struct gw_engine *e, const char *name, size_t len, in
 
 /* ---- engine --------------------------------------------------------------- */
 
+/* Detectors see only thresholds within their ranges: the configuration
+ * loader refuses others with a message (thresholds.h), so a set that
+ * fails here is a bug in the caller. */
+static void require_thresholds(const struct gw_engine_opts *o)
+{
+	GW_REQUIRE(gw_thresholds_check(&o->th, NULL, 0) == 0);
+	for (size_t i = 0; i < o->n_overrides; i++)
+		GW_REQUIRE(gw_thresholds_check(&o->overrides[i].th, NULL, 0) == 0);
+}
+
 struct gw_engine *gw_engine_new(const struct gw_engine_opts *opts,
                                 const struct gw_engine_hooks *hooks)
 {
+	require_thresholds(opts);
 	struct gw_engine *e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
@@ -202,6 +213,7 @@ void gw_engine_free(struct gw_engine *e)
 
 void gw_engine_reconfigure(struct gw_engine *e, const struct gw_engine_opts *opts)
 {
+	require_thresholds(opts);
 	e->opts = *opts;
 	e->th_gen++;
 }

@@ -105,7 +105,10 @@ struct gw_engine_opts {
 struct gw_engine;
 
 /* Create an engine; opts and hooks are copied (override globs are
- * borrowed and must outlive the engine).  NULL on allocation failure. */
+ * borrowed and must outlive the engine).  NULL on allocation failure.
+ * Every threshold set in opts must pass gw_thresholds_check (the
+ * configuration loader makes sure): the engine aborts (GW_REQUIRE) rather
+ * than let a detector see an invalid value; so does gw_engine_reconfigure. */
 struct gw_engine *gw_engine_new(const struct gw_engine_opts *opts,
                                 const struct gw_engine_hooks *hooks);
 void gw_engine_free(struct gw_engine *e);
