@@ -85,6 +85,8 @@ static void ctx_init(struct gw_engine *e, struct run *r, struct gw_det_ctx *ctx,
 		.hist = &r->hist,
 		.restart = &r->restart,
 		.valid_records = r->valid_records,
+		.run_ended = r->ended,
+		.max_steps = r->max_steps,
 		.spike = &r->spike,
 		.engine = e,
 		.run_state = r,
@@ -109,6 +111,8 @@ static struct run *run_new(struct gw_engine *e, const char *name, size_t len)
 	r->last_step = -1;
 	r->last_ts = NAN;
 	r->last_wall = NAN;
+	r->ended_step = -1;
+	r->max_steps = -1;
 	for (int c = 0; c < GW_NROLES; c++)
 		r->last[c] = NAN;
 	r->th_gen = e->th_gen - 1;
@@ -241,6 +245,8 @@ static void open_segment(struct gw_engine *e, struct run *r, enum gw_seg_reason 
                          double ts, double now)
 {
 	r->seg++;
+	if (why != GW_SEG_START)
+		r->ended = false;   /* a restart: the job goes on */
 	r->seg_records = 0;
 	r->seg_fired = 0;
 	r->seg_from_event = why == GW_SEG_RESUMED;
@@ -299,6 +305,64 @@ static int segment_break(const struct run *r, const struct gw_rec *rec)
 	return -1;
 }
 
+/* ---- run endings (engine.h, "Run endings") -------------------------------------- */
+
+static const char RUN_FINISHED[] = "run_finished";
+
+/* A declared length: a positive integer count of steps, or -1. */
+static int64_t length_of(double v)
+{
+	return isfinite(v) && v >= 1 && v <= (double)GW_WIRE_STEP_MAX && v == floor(v) ? (int64_t)v : -1;
+}
+
+/* max_steps / total_steps among a record's extra metrics. */
+static void length_from_record(struct run *r, const struct gw_rec *rec)
+{
+	for (size_t i = 0; i < rec->n_extra; i++) {
+		const char *n = rec->extra[i].name;
+		int64_t m;
+		if ((!strcmp(n, "max_steps") || !strcmp(n, "total_steps")) &&
+		    (m = length_of(rec->extra[i].value)) > 0)
+			r->max_steps = m;
+	}
+}
+
+/* ... or among an event's attributes. */
+static void length_from_event(struct run *r, const struct gw_rec *rec)
+{
+	static const char *const keys[] = {"max_steps", "total_steps"};
+	for (size_t i = 0; i < GW_ARRAY_SIZE(keys); i++) {
+		json_t *v = json_object_get(rec->attrs, keys[i]);
+		int64_t m;
+		if (json_is_number(v) && (m = length_of(json_number_value(v))) > 0)
+			r->max_steps = m;
+	}
+}
+
+static void mark_ended(struct run *r, int64_t step)
+{
+	r->ended = true;
+	r->ended_step = GW_MAX(step, r->last_step);
+}
+
+/* A record: past the step the run ended at, it goes on; at its declared
+ * length, it ends. */
+static void ending_on_record(struct run *r, const struct gw_rec *rec)
+{
+	length_from_record(r, rec);
+	if (r->ended && rec->step > r->ended_step)
+		r->ended = false;
+	if (!r->ended && r->max_steps > 0 && rec->step >= r->max_steps)
+		mark_ended(r, rec->step);
+}
+
+static void ending_on_event(struct run *r, const struct gw_rec *rec)
+{
+	length_from_event(r, rec);
+	if (strcmp(rec->event, RUN_FINISHED) == 0)
+		mark_ended(r, rec->step);
+}
+
 /* ---- lines ------------------------------------------------------------------ */
 
 static void dispatch(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
@@ -339,6 +403,7 @@ static void feed_event(struct gw_engine *e, struct run *r, const struct gw_rec *
 	} else if (r->seg == 0) {
 		open_segment(e, r, GW_SEG_START, rec->step, -1, line, rec->ts, now);
 	}
+	ending_on_event(r, rec);
 	dispatch(e, r, rec, line, now, true);
 	if (!isnan(rec->ts))
 		r->last_ts = rec->ts;
@@ -379,6 +444,7 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
 	}
 	if (!isnan(rec->ts))
 		r->last_ts = rec->ts;
+	ending_on_record(r, rec);
 	if (merge || !metric)
 		return;   /* stored, but nothing new for the detectors */
 	gw_hist_push(&r->hist, rec);
@@ -430,6 +496,24 @@ void gw_engine_tick(struct gw_engine *e, double now)
 	}
 }
 
+int gw_engine_run_ended(struct gw_engine *e, const char *run, const char *reason, double now)
+{
+	struct run *r = run_find(e, run, strlen(run));
+	if (!r || r->seg == 0)
+		return -ENOENT;
+	json_t *attrs = json_pack("{s:s}", "reason", reason ? reason : "");
+	if (!attrs)
+		return -ENOMEM;
+	struct gw_rec rec = {
+		.run = r->name, .run_len = strlen(r->name), .step = GW_MAX(r->last_step, 0),
+		.ts = NAN, .event = RUN_FINISHED, .attrs = attrs,
+	};
+	mark_ended(r, rec.step);
+	dispatch(e, r, &rec, 0, now, true);
+	json_decref(attrs);
+	return 0;
+}
+
 int gw_engine_seed_run(struct gw_engine *e, const char *run, int64_t seg,
                        int64_t last_step, double last_ts)
 {
@@ -460,6 +544,8 @@ static void fill_info(const struct run *r, struct gw_run_info *ri)
 	memcpy(ri->last, r->last, sizeof(ri->last));
 	ri->records = r->records;
 	ri->events = r->events;
+	ri->ended = r->ended;
+	ri->max_steps = r->max_steps;
 	for (size_t d = 0; d < GW_DET_MAX; d++)
 		for (int k = 0; k < MAX_INCIDENTS; k++)
 			ri->open_alerts += r->inc[d][k].used && r->inc[d][k].open;

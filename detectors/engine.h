@@ -15,6 +15,14 @@
  * gap_factor x the run's typical step interval) opens the next segment.  A
  * resumed event and the rewound metric lines after it make one segment.
  *
+ * Run endings: a run has *ended* after a "run_finished" event, once a
+ * record reaches the length it declared (a max_steps or total_steps field
+ * on a record, or attribute of an event; the readers give Megatron's and
+ * llm.c's "N/M" as max_steps), or when gw_engine_run_ended says so (a
+ * followed file closed).  Detectors see it (ctx->run_ended): stall never
+ * alerts on an ended run.  A new segment or a record past the step it
+ * ended at means the job goes on, and the run is no longer ended.
+ *
  * Detectors run in registry order (registry.h) on every line; the engine
  * turns their verdicts into alerts and applies the precedence rules between
  * them.  The daemon (live) and `gradwatch replay` both feed lines in order
@@ -128,6 +136,18 @@ int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
  * the order they appeared. */
 void gw_engine_tick(struct gw_engine *e, double now);
 
+/* A run ended without a line saying so: its followed file was closed or
+ * rotated away (daemon/follow.c), or its source is otherwise gone for good.
+ * The run is marked ended as by a "run_finished" event, and the detectors
+ * see one (ctx->rec->event "run_finished", attrs {"reason": reason}, line
+ * 0, the run's last step; nothing is stored): no stall alert afterwards,
+ * and an open one resolves now.  Later lines of the run start it again
+ * (see "Run endings").  reason is a short word ("file_closed",
+ * "file_rotated"); now is the wall clock.  Returns 0, -ENOENT if the
+ * engine has no line of that run, -ENOMEM.  Nothing blocks; calling it
+ * twice is harmless. */
+int gw_engine_run_ended(struct gw_engine *e, const char *run, const char *reason, double now);
+
 /* Tell the engine where a run stood before a daemon restart, so segment
  * numbers continue and a repeated step after the restart is a rewind.  Call
  * before the run's first line. */
@@ -145,6 +165,8 @@ struct gw_run_info {
 	uint64_t records;          /* metric records since the engine started */
 	uint64_t events;
 	unsigned open_alerts;
+	bool ended;                /* see "Run endings" above */
+	int64_t max_steps;         /* the length it declared, -1 if none */
 };
 
 /* Info of one run; -ENOENT if unknown. */

@@ -54,6 +54,11 @@ struct run {
 	double dts[GAP_HIST];     /* recent step intervals, oldest first */
 	unsigned ndts;
 
+	/* how the run ends (engine.c, "run endings") */
+	bool ended;               /* run_finished, max_steps reached, or gw_engine_run_ended */
+	int64_t ended_step;       /* the step it ended at; a record past it starts it again */
+	int64_t max_steps;        /* the length it declared, -1 if none */
+
 	/* for gw_run_info */
 	double last_wall;
 	unsigned present_ever;
