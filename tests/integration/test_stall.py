@@ -21,7 +21,7 @@ import tempfile
 import time
 import unittest
 
-from gwtest import CONTRIB_PYTHON, GRADWATCH, Daemon, replay, torch_python, wait_for
+from gwtest import CONTRIB_PYTHON, GRADWATCH, SOURCE_ROOT, Daemon, replay, torch_python, wait_for
 from receiver import Receiver
 
 STALL = {'stall_min_seconds': 1.0, 'stall_factor': 5, 'stall_min_records': 20}
@@ -191,6 +191,28 @@ class PlainLoop(unittest.TestCase):
             wait_for(lambda: d.sql("SELECT count(*) FROM events WHERE name = 'run_finished'")[0][0],
                      10, 'the run_finished line')
             after_control(self, d, c, 'stall-control', ['stall-plain'])
+
+    def test_the_e2e_job_crashes_resumes_and_ends(self):
+        """tests/e2e/train_tiny.py: a process that dies without a word is a
+        stall; the restarted process resolves it and, ending with close(),
+        raises no other."""
+        with Daemon(config=CONFIG) as d, connect(d) as c:
+            env = dict(os.environ, PYTHONPATH=CONTRIB_PYTHON)
+            common = [TORCH, os.path.join(SOURCE_ROOT, 'tests', 'e2e', 'train_tiny.py'),
+                      '--run', 'stall-e2e', '--address', d.sock, '--http', '127.0.0.1:%d' % d.http_port,
+                      '--ckpt', os.path.join(d.dir, 'e2e.pt'), '--text',
+                      os.path.join(SOURCE_ROOT, 'README.md')]
+            r = subprocess.run(common + ['--steps', '60', '--save-at', '40', '--crash-at', '60'],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+            self.assertEqual(r.returncode, 3, r.stdout.decode()[-3000:])
+            wait_for(lambda: stalls(d, 'stall-e2e'), 20, 'the crashed job to stall', interval=0.1)
+            r = subprocess.run(common + ['--steps', '90', '--resume', 'full'],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout.decode()[-3000:])
+            [(step, state, _)] = stalls(d, 'stall-e2e')
+            self.assertEqual((step, state), (60, 'resolved'))
+            after_control(self, d, c, 'stall-control', [])
+            self.assertEqual(len(stalls(d, 'stall-e2e')), 1, d.logtext())
 
 
 class Throughput(unittest.TestCase):
