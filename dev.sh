@@ -14,8 +14,10 @@
 set -eu
 cd "$(dirname "$0")"
 
+# (readers) protobuf-c for TensorBoard event files, libcsv, zlib and zstd
 BUILD_DEPS="gcc pkg-config meson ninja-build libuv1-dev libsqlite3-dev libcurl4-openssl-dev \
-libjansson-dev check libhttp-parser-dev libssl-dev python3 sqlite3 curl ca-certificates"
+libjansson-dev check libhttp-parser-dev libssl-dev python3 sqlite3 curl ca-certificates \
+libprotobuf-c-dev protobuf-c-compiler libcsv-dev zlib1g-dev libzstd-dev"
 # what the test suites use beyond the build: the AArch64 cross toolchain and
 # qemu for the kernel tests, real Alertmanager and Prometheus servers,
 # PyTorch for the end-to-end training test, systemd-analyze for the units;

@@ -14,6 +14,7 @@
  *      interleaved runs (ns per record, with all detectors on).
  *   bench_replay CORPUS_DIR [min_lines]
  */
+#include "config.h"
 #include "engine.h"
 #include "kern.h"
 #include "lines.h"
@@ -205,15 +206,21 @@ int main(int argc, char **argv)
 	double t_wire = now() - t0;
 	gw_lines_free(&l);
 	/* 3. replay, in-process, output to /dev/null */
-	struct gw_replay_opts ro = {.format = GW_REPLAY_JSONL, .aliases = al, .max_line = 1 << 20,
-	                            .min_severity = 0, .out = fopen("/dev/null", "w")};
-	gw_thresholds_default(&ro.engine.th);
+	struct gw_cfg cfg;
+	if (gw_cfg_defaults(&cfg) < 0)
+		return 2;
+	struct gw_replay_opts ro;
+	gw_replay_opts_init(&ro, &cfg);
+	ro.format = GW_REPLAY_JSONL;
+	ro.min_severity = 0;
+	ro.out = fopen("/dev/null", "w");
 	struct gw_replay_stats rs;
 	char *files[] = {path};
 	t0 = now();
 	int rc = gw_replay(&ro, files, 1, &rs);
 	double t_replay = now() - t0;
 	fclose(ro.out);
+	gw_cfg_free(&cfg);
 	unlink(path);
 	if (rc < 0)
 		return 2;

@@ -16,6 +16,8 @@
 #include "http.h"
 #include "ingest.h"
 
+#include "buf.h"
+#include "idem.h"
 #include "kern.h"
 #include "resume_check.h"
 #include "util.h"
@@ -30,6 +32,13 @@
 
 /* ---- POST /v1/ingest ------------------------------------------------------------ */
 
+enum idem_role {
+	IDEM_NONE,       /* no Idempotency-Key: lines are ingested as they stream in */
+	IDEM_FIRST,      /* the first request of its key: the body is buffered, then
+	                    ingested whole with the key row (idem.h) */
+	IDEM_REPEAT,     /* a repeat: the body is read and dropped, the first answer given */
+};
+
 struct ingest_req {
 	struct gw_http_conn *c;
 	struct gw_daemon *d;
@@ -40,6 +49,9 @@ struct ingest_req {
 	json_t *errors;
 	struct gw_commit_waiter waiter;
 	bool waiting;
+	enum idem_role role;
+	struct gw_idem_entry *idem;     /* held while the request uses it */
+	struct gw_buf body;             /* IDEM_FIRST: the whole body */
 };
 
 static void on_reject(struct gw_ingest_src *s, uint64_t lineno, const struct gw_wire_err *e)
@@ -65,12 +77,31 @@ static void respond_storage(struct gw_http_conn *c, int error, const char *why)
 		                      "(storage.max_pending_bytes); retry in a moment");
 }
 
+/* A repeat of a committed key: the first answer, marked as such. */
+static void respond_replayed(struct ingest_req *q)
+{
+	const struct gw_idem_entry *e = q->idem;
+	gw_http_respond_page(q->c, e->status, "application/json", "Idempotent-Replayed: true\r\n",
+	                     e->answer, strlen(e->answer));
+}
+
 static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 {
 	struct gw_daemon *d = r->data;
 	char why[200];
+	struct gw_idem_entry *e = NULL;
+	if (r->idempotency_key) {
+		size_t kl = strlen(r->idempotency_key);
+		e = gw_idem_get(&d->idem, r->idempotency_key, kl, gw_wall_now(),
+		                gw_store_committed(d->store));
+		if (e && e->state == GW_IDEM_RUNNING) {
+			gw_http_respond_error(c, 409, "a request with this Idempotency-Key is still being "
+			                      "sent; retry once it is answered");
+			return -EBUSY;
+		}
+	}
 	int serr = gw_ingest_store_error(&d->ingest, why, sizeof(why));
-	if (serr || gw_ingest_congested(&d->ingest)) {
+	if (!e && (serr || gw_ingest_congested(&d->ingest))) {
 		respond_storage(c, serr, why);
 		return -EAGAIN;
 	}
@@ -98,6 +129,20 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 	}
 	if (rc > 0)
 		q->src.default_run = q->default_run;
+	if (e) {
+		q->role = IDEM_REPEAT;
+	} else if (r->idempotency_key) {
+		e = gw_idem_begin(&d->idem, r->idempotency_key, strlen(r->idempotency_key), gw_wall_now());
+		if (!e) {
+			gw_http_respond_error(c, 500, "out of memory");
+			return -ENOMEM;
+		}
+		q->role = IDEM_FIRST;
+	}
+	if (e) {
+		q->idem = e;
+		gw_idem_hold(e);
+	}
 	return 0;
 }
 
@@ -105,25 +150,21 @@ static int ingest_data(struct gw_http_conn *c, const char *p, size_t n)
 {
 	struct ingest_req *q = gw_http_conn_state(c);
 	size_t max = q->d->cfg->max_body;
-	if (q->too_large)
+	if (q->too_large || q->role == IDEM_REPEAT)
 		return 0;
 	if (q->body_bytes + n > max) {
 		n = max - q->body_bytes;
 		q->too_large = true;
 	}
 	q->body_bytes += n;
+	if (q->role == IDEM_FIRST)
+		return gw_buf_add(&q->body, p, n) < 0 ? -1 : 0;
 	return gw_ingest_src_feed(&q->src, p, n) == -ENOMEM ? -1 : 0;
 }
 
-static void ingest_committed(struct gw_commit_waiter *w)
+/* The body's answer: the counts, the first errors. */
+static json_t *answer_json(struct ingest_req *q, int *status)
 {
-	struct ingest_req *q = gw_container_of(w, struct ingest_req, waiter);
-	q->waiting = false;
-	if (w->error) {
-		gw_http_conn_close_after(q->c);
-		respond_storage(q->c, w->error, w->why);
-		return;
-	}
 	json_t *j = json_pack("{s:I, s:I, s:b, s:O}", "accepted", (json_int_t)q->src.accepted,
 	                      "rejected", (json_int_t)q->src.rejected, "committed", 1,
 	                      "errors", q->errors);
@@ -132,19 +173,78 @@ static void ingest_committed(struct gw_commit_waiter *w)
 	if (j && q->too_large)
 		json_object_set_new(j, "error", json_sprintf("the body is larger than %zu bytes (limits.max_body_bytes); lines after the limit were not read",
 		                                             q->d->cfg->max_body));
-	int status = q->too_large ? 413 : q->src.rejected ? 422 : 200;
+	*status = q->too_large ? 413 : q->src.rejected ? 422 : 200;
+	return j;
+}
+
+static void ingest_committed(struct gw_commit_waiter *w)
+{
+	struct ingest_req *q = gw_container_of(w, struct ingest_req, waiter);
+	q->waiting = false;
+	if (w->error) {
+		/* not committed (yet): a retry with the same key waits for this
+		 * commit instead of storing the batch twice */
+		gw_http_conn_close_after(q->c);
+		respond_storage(q->c, w->error, w->why);
+		return;
+	}
+	if (q->role == IDEM_REPEAT) {
+		gw_idem_done(&q->d->idem, q->idem);
+		respond_replayed(q);
+		return;
+	}
+	if (q->role == IDEM_FIRST)
+		gw_idem_done(&q->d->idem, q->idem);
+	int status;
+	json_t *j = answer_json(q, &status);
 	if (q->too_large)
 		gw_http_conn_close_after(q->c);
 	gw_http_respond_json(q->c, status, j);
 }
 
+/* The first request of a key: its whole body, its lines and the key row
+ * under one hold, so they commit in one transaction. */
+static void ingest_first(struct ingest_req *q)
+{
+	struct gw_store *st = q->d->store;
+	gw_store_hold(st);
+	if (q->body.len)
+		gw_ingest_src_feed(&q->src, q->body.p, q->body.len);
+	gw_ingest_src_finish(&q->src);
+	int status;
+	json_t *j = answer_json(q, &status);
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	uint64_t seq = text ? gw_idem_queue(&q->d->idem, st, q->idem, status, text) : 0;
+	free(text);
+	gw_store_release(st);
+	gw_buf_free(&q->body);
+	if (!seq) {
+		/* out of memory for the key row: the lines went in without it, so
+		 * the key must not claim them (a retry stores them again) */
+		gw_idem_drop(&q->d->idem, q->idem);
+		q->role = IDEM_NONE;
+	}
+	q->waiter.seq = seq ? seq : q->src.last_seq;
+}
+
 static void ingest_end(struct gw_http_conn *c)
 {
 	struct ingest_req *q = gw_http_conn_state(c);
-	gw_ingest_src_finish(&q->src);
-	q->waiter.seq = q->src.last_seq;
+	if (q->role == IDEM_REPEAT) {
+		if (q->idem->state == GW_IDEM_DONE) {
+			respond_replayed(q);
+			return;
+		}
+		q->waiter.seq = q->idem->seq;   /* QUEUED: wait for the first one's commit */
+	} else if (q->role == IDEM_FIRST) {
+		ingest_first(q);
+	} else {
+		gw_ingest_src_finish(&q->src);
+		q->waiter.seq = q->src.last_seq;
+	}
 	q->waiter.fn = ingest_committed;
-	if (q->src.last_seq)
+	if (q->waiter.seq)
 		gw_store_flush(q->d->store);
 	q->waiting = true;
 	gw_ingest_wait_commit(&q->d->ingest, &q->waiter);
@@ -160,6 +260,14 @@ static void ingest_free(struct gw_http_conn *c, bool complete)
 		gw_ingest_count_reject(&q->d->ingest, GW_TR_HTTP, GW_REJ_TRUNCATED);
 	if (q->waiting)
 		gw_ingest_cancel_wait(&q->d->ingest, &q->waiter);
+	if (q->idem) {
+		/* the first request cut off before its body was ingested: nothing
+		 * of it is stored, so its key must not stay */
+		if (q->role == IDEM_FIRST && q->idem->state == GW_IDEM_RUNNING)
+			gw_idem_drop(&q->d->idem, q->idem);
+		gw_idem_release(&q->d->idem, q->idem);
+	}
+	gw_buf_free(&q->body);
 	gw_ingest_src_deinit(&q->src);
 	json_decref(q->errors);
 	free(q);

@@ -72,6 +72,8 @@ int gw_cfg_defaults(struct gw_cfg *c)
 	c->http_reserved_connections = 16;
 	c->stream_idle_timeout_ms = 900000;
 	c->stream_evict_idle_ms = 30000;
+	c->idempotency_window_s = 86400;
+	c->idempotency_max_keys = 100000;
 	c->commit_interval_ms = 100;
 	c->commit_max_records = 20000;
 	c->sync_full = true;
@@ -469,7 +471,8 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	static const char *const known_limits[] = {
 		"max_line_bytes", "max_body_bytes", "max_connections", "max_runs",
 		"http_header_timeout_ms", "http_idle_timeout_ms", "http_body_timeout_ms",
-		"http_reserved_connections", "stream_idle_timeout_ms", "stream_evict_idle_ms", NULL,
+		"http_reserved_connections", "stream_idle_timeout_ms", "stream_evict_idle_ms",
+		"idempotency_window_s", "idempotency_max_keys", NULL,
 	};
 	static const char *const known_storage[] = {
 		"commit_interval_ms", "commit_max_records", "synchronous", "max_pending_bytes", NULL,
@@ -564,7 +567,9 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		    (rc = get_uint(&L, v, "http_body_timeout_ms", "limits.", 100, 86400000, &c->http_body_timeout_ms, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "http_reserved_connections", "limits.", 0, 10000, &c->http_reserved_connections, sizeof(size_t))) < 0 ||
 		    (rc = get_uint(&L, v, "stream_idle_timeout_ms", "limits.", 1000, 86400000, &c->stream_idle_timeout_ms, sizeof(unsigned))) < 0 ||
-		    (rc = get_uint(&L, v, "stream_evict_idle_ms", "limits.", 1000, 86400000, &c->stream_evict_idle_ms, sizeof(unsigned))) < 0)
+		    (rc = get_uint(&L, v, "stream_evict_idle_ms", "limits.", 1000, 86400000, &c->stream_evict_idle_ms, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "idempotency_window_s", "limits.", 60, 30 * 86400, &c->idempotency_window_s, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "idempotency_max_keys", "limits.", 100, 10000000, &c->idempotency_max_keys, sizeof(size_t))) < 0)
 			goto out;
 	}
 	if ((v = json_object_get(root, "storage"))) {

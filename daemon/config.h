@@ -47,6 +47,8 @@ struct gw_cfg {
 	size_t http_reserved_connections; /* more HTTP ones, for /healthz and /metrics only */
 	unsigned stream_idle_timeout_ms;  /* close a stream connection silent this long */
 	unsigned stream_evict_idle_ms;    /* a full transport closes one idle this long */
+	unsigned idempotency_window_s;    /* how long an Idempotency-Key is remembered */
+	size_t idempotency_max_keys;
 	size_t max_runs;
 	unsigned http_header_timeout_ms;
 	unsigned http_idle_timeout_ms;

@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "idem.h"
 #include "ingest.h"
 #include "store.h"
 
@@ -28,6 +29,7 @@ struct gw_daemon {
 	struct gw_store *store;
 	struct gw_ingest ingest;
 	struct gw_auth *auth;             /* NULL: no tokens configured */
+	struct gw_idem idem;              /* idempotency keys of POST /v1/ingest */
 	double started;
 
 	uv_signal_t sig_term, sig_int, sig_hup;

@@ -1,12 +1,15 @@
 /*
- * follow: tail NDJSON log files a training job already writes.
+ * follow: tail the log files a training job already writes, in any format
+ * that can be read while it grows (readers/: gradwatch NDJSON, Megatron,
+ * llm.c, nanoGPT, ms-swift stdout and logging.jsonl, TensorBoard event
+ * files; sniffed from the content or forced with "format").
  *
  * Each followed file has a uv_fs_poll_t that stats its path every poll_ms
  * and one uv_fs_t request at a time (open, fstat, read: all uv_fs_* on the
  * thread pool, so the loop never waits for the disk).  Whenever the stat
  * changes, the file is read from the position reached so far up to its end,
- * in 64 KiB chunks, into the record path as an ingest source (ingest.h),
- * like every socket (transport "follow").  Line numbers are the file's own, so
+ * in 64 KiB chunks, into the record path as an ingest source read through
+ * a log reader (ingest.h; transport "follow").  Line numbers are the file's own, so
  * an alert points into the file.
  *
  *   growth      read from the position to the end;
@@ -52,6 +55,8 @@ struct ffile {
 	struct gw_daemon *d;
 	char *path;              /* absolute */
 	char *run;               /* run of lines without one, or NULL */
+	char *format;            /* the reader format to use, or NULL: sniff */
+	bool unreadable;         /* the reader gave up on this file: wait for another */
 	char *key;               /* meta key */
 	unsigned poll_ms;
 
@@ -66,6 +71,7 @@ struct ffile {
 	uv_file fd;              /* -1 when no file is open */
 	uint64_t dev, ino;
 	uint64_t off;            /* next byte to read */
+	uint64_t start_off;      /* where the source started reading (its byte 0) */
 	uint64_t saved_line;     /* lines.lineno at the last stored position */
 	bool draining;           /* rotated: read the old file to its end, then switch */
 	bool waiting_logged;
@@ -102,10 +108,23 @@ int gw_follow_validate(const json_t *follow, char *err, size_t errlen)
 			return -EINVAL;
 		}
 		json_object_foreach(e, key, v) {
-			if (strcmp(key, "path") && strcmp(key, "run") && strcmp(key, "poll_ms")) {
-				snprintf(err, errlen, "follow[%zu]: unknown key \"%s\" (path, run, poll_ms)", i, key);
+			if (strcmp(key, "path") && strcmp(key, "run") && strcmp(key, "poll_ms") &&
+			    strcmp(key, "format")) {
+				snprintf(err, errlen, "follow[%zu]: unknown key \"%s\" (path, run, format, poll_ms)",
+				         i, key);
 				return -EINVAL;
 			}
+		}
+		json_t *fmt = json_object_get(e, "format");
+		const struct gw_reader_format *rf = json_is_string(fmt)
+		                                    ? gw_reader_format_find(json_string_value(fmt)) : NULL;
+		if (fmt && (!rf || !(rf->flags & GW_RDF_STREAM))) {
+			snprintf(err, errlen, "follow[%zu].format: %s", i,
+			         !json_is_string(fmt) ? "must be a format name (gradwatch formats)"
+			         : !rf ? "no such format (gradwatch formats lists them)"
+			               : "that format is rewritten whole by its writer and cannot be followed; "
+			                 "replay it instead");
+			return -EINVAL;
 		}
 		const char *path = json_string_value(json_object_get(e, "path"));
 		if (!path || !*path) {
@@ -182,20 +201,22 @@ static void on_reject(struct gw_ingest_src *s, uint64_t lineno, const struct gw_
 		            s->rejected == LOGGED_ERRORS ? " (further errors of this file are counted, not logged)" : "");
 }
 
-/* Queue the position after the last complete line (caller holds the store). */
+/* Queue the position after the last complete line or record (caller holds
+ * the store), with the lines it covers. */
 static void save_position(struct ffile *f)
 {
-	const struct gw_lines *l = &f->src.lines;
-	if (l->discarding || l->lineno == f->saved_line)
+	uint64_t line = gw_ingest_src_lines(&f->src);
+	if (line == f->saved_line)
 		return;
 	char val[160];
 	snprintf(val, sizeof(val),
 	         "{\"dev\":%" PRIu64 ",\"ino\":%" PRIu64 ",\"offset\":%" PRIu64 ",\"line\":%" PRIu64 "}",
-	         f->dev, f->ino, f->off - l->len, l->lineno);
+	         f->dev, f->ino, f->start_off + gw_ingest_src_consumed(&f->src), line);
 	if (gw_store_put_meta(f->d->store, f->key, val))
-		f->saved_line = l->lineno;
+		f->saved_line = line;
 }
 
+/* A fresh source from byte f->off (line `lineno`), read through a reader. */
 static void reset_lines(struct ffile *f, uint64_t lineno)
 {
 	gw_ingest_src_deinit(&f->src);
@@ -204,6 +225,26 @@ static void reset_lines(struct ffile *f, uint64_t lineno)
 	f->src.on_reject = on_reject;
 	f->src.data = f;
 	f->saved_line = lineno;
+	f->start_off = f->off;
+	f->unreadable = false;
+	char err[256];
+	if (gw_ingest_src_reader(&f->src, f->format, true, err, sizeof(err)) < 0) {
+		gw_log_err("follow %s: %s", f->path, err);
+		f->unreadable = true;
+	}
+}
+
+/* The reader gave up on the file (not a format that can be followed, a
+ * corrupt record): say why once, read no more of it until it is replaced
+ * or truncated. */
+static void give_up(struct ffile *f, int rc)
+{
+	if (f->unreadable)
+		return;
+	f->unreadable = true;
+	const char *why = f->src.reader ? gw_reader_error(f->src.reader) : "";
+	gw_log_err("follow %s: %s; waiting for the file to be replaced or truncated", f->path,
+	           rc == -EPROTO && why[0] ? why : strerror(-rc));
 }
 
 /* ---- the file: open, fstat, read -------------------------------------------------- */
@@ -246,7 +287,8 @@ static void on_read(uv_fs_t *req)
 			/* the old file is read to its end: a last line without its
 			 * newline is still a line; then the new file from byte 0 */
 			gw_store_hold(f->d->store);
-			gw_ingest_src_finish(&f->src);
+			if (!f->unreadable)
+				gw_ingest_src_finish(&f->src);
 			gw_store_release(f->d->store);
 			gw_log_info("follow %s: finished the rotated file at line %" PRIu64
 			            "; reading the new one from its start", f->path, f->src.lines.lineno);
@@ -259,9 +301,12 @@ static void on_read(uv_fs_t *req)
 		return;
 	}
 	gw_store_hold(f->d->store);
-	gw_ingest_src_feed(&f->src, f->buf, (size_t)n);
+	int rc = f->unreadable ? 0 : gw_ingest_src_feed(&f->src, f->buf, (size_t)n);
 	f->off += (uint64_t)n;
-	save_position(f);
+	if (rc < 0)
+		give_up(f, rc);
+	else if (!f->unreadable)
+		save_position(f);
 	gw_store_release(f->d->store);
 	if (f->stopped) {
 		idle(f);
@@ -279,6 +324,10 @@ static void on_unpause(struct gw_paused *p)
 
 static void do_read(struct ffile *f)
 {
+	if (f->unreadable && !f->draining) {
+		idle(f);   /* nothing more of this file is read (give_up) */
+		return;
+	}
 	f->busy = true;
 	if (gw_ingest_congested(&f->d->ingest)) {
 		gw_ingest_pause(&f->d->ingest, &f->paused);
@@ -440,6 +489,8 @@ int gw_follow_start(struct gw_daemon *d, char *err, size_t errlen)
 		f->poll_ms = pm ? (unsigned)json_integer_value(pm) : GW_FOLLOW_POLL_MS;
 		f->paused.resume = on_unpause;
 		gw_ingest_src_init(&f->src, &d->ingest, GW_TR_FOLLOW, 0);
+		const char *format = json_string_value(json_object_get(e, "format"));
+		f->format = format ? strdup(format) : NULL;
 		if (!f->path || (run && !f->run) || asprintf(&f->key, "follow:%s", f->path) < 0) {
 			f->key = NULL;
 			snprintf(err, errlen, "out of memory");
@@ -489,6 +540,7 @@ void gw_follow_free(struct gw_daemon *d)
 		gw_ingest_src_deinit(&f->src);
 		free(f->path);
 		free(f->run);
+		free(f->format);
 		free(f->key);
 		free(f);
 	}

@@ -70,6 +70,7 @@ struct gw_http_conn {
 	size_t authz_len;
 	char idem[IDEM_MAX + 1];
 	size_t idem_len;
+	bool idem_seen;        /* the request has an Idempotency-Key header */
 	bool header_too_long;
 	bool rejected_early;   /* a response was sent before the body was read */
 
@@ -530,6 +531,7 @@ static int cb_message_begin(http_parser *p)
 	c->hfield_len = 0;
 	c->expect_continue = false;
 	c->authz_len = c->idem_len = 0;
+	c->idem_seen = false;
 	c->authz[0] = c->idem[0] = '\0';
 	c->header_too_long = false;
 	c->rejected_early = false;
@@ -589,8 +591,10 @@ static int cb_header_value(http_parser *p, const char *at, size_t len)
 		c->expect_continue = true;
 	else if (c->hwant == H_AUTH)
 		keep(c, c->authz, sizeof(c->authz), &c->authz_len, at, len);
-	else if (c->hwant == H_IDEM)
+	else if (c->hwant == H_IDEM) {
+		c->idem_seen = true;
 		keep(c, c->idem, sizeof(c->idem), &c->idem_len, at, len);
+	}
 	c->hfield_len = SIZE_MAX; /* next field starts fresh */
 	return 0;
 }
@@ -665,7 +669,7 @@ static int cb_headers_complete(http_parser *p)
 	}
 	if (authorize(c) < 0)
 		return refuse_early(c);
-	if (c->idem_len && !idem_ok(c->idem, c->idem_len)) {
+	if (c->idem_seen && !idem_ok(c->idem, c->idem_len)) {
 		respond_fatal(c, 400, "Idempotency-Key is 1 to %d printable ASCII characters", IDEM_MAX);
 		return refuse_early(c);
 	}

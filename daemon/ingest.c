@@ -39,6 +39,10 @@ static void on_segment(void *data, const struct gw_segment_info *si)
 {
 	struct gw_ingest *in = data;
 	in->n.segments++;
+	if (in->o.observe.on_segment)
+		in->o.observe.on_segment(in->o.observe.data, si);
+	if (!in->store)
+		return;
 	gw_store_put_segment(in->store, si->run, si->seg, gw_seg_reason_name(si->reason),
 	                     si->first_step, si->restart_step, si->line, si->ts, gw_wall_now());
 	if (si->seg > 1)
@@ -84,6 +88,10 @@ static uint64_t put_alert(struct gw_store *st, const struct gw_alert *a)
 static void on_alert(void *data, const struct gw_alert *a)
 {
 	struct gw_ingest *in = data;
+	if (in->o.observe.on_alert)
+		in->o.observe.on_alert(in->o.observe.data, a);
+	if (!in->store)
+		return;
 	/* the alert and its outbox rows commit together or not at all: an
 	 * alert stored without them would never be delivered */
 	gw_store_hold(in->store);
@@ -237,28 +245,35 @@ static int open_outbox(struct gw_ingest *in, char *err, size_t errlen)
 	return gw_outbox_open(&o, &in->outbox, err, errlen);
 }
 
-int gw_ingest_init(struct gw_ingest *in, uv_loop_t *loop, const struct gw_cfg *cfg,
-                   struct gw_store *store, char *err, size_t errlen)
+int gw_ingest_init(struct gw_ingest *in, const struct gw_ingest_opts *o, char *err,
+                   size_t errlen)
 {
+	const struct gw_cfg *cfg = o->cfg;
 	memset(in, 0, sizeof(*in));
-	in->loop = loop;
+	in->o = *o;
+	in->loop = o->loop;
 	in->cfg = cfg;
-	in->store = store;
+	in->store = o->store;
 	in->paused.next = in->paused.prev = &in->paused;
-	uv_async_init(loop, &in->commit_async, on_commit);
-	in->commit_async.data = in;
-	gw_store_set_notify(store, store_notify, &in->commit_async);
+	if (in->loop) {
+		uv_async_init(in->loop, &in->commit_async, on_commit);
+		in->commit_async.data = in;
+	}
+	if (in->store)
+		gw_store_set_notify(in->store, store_notify, &in->commit_async);
 
 	struct gw_engine_opts eo = cfg->engine;
 	eo.overrides = cfg->overrides;
 	eo.n_overrides = cfg->n_overrides;
-	eo.live = true;
-	eo.max_runs = cfg->max_runs;
+	eo.live = !o->replay;
+	eo.max_runs = o->replay ? 0 : cfg->max_runs;
 	struct gw_engine_hooks hooks = {.data = in, .on_alert = on_alert, .on_segment = on_segment};
 	in->engine = gw_engine_new(&eo, &hooks);
 	in->wire = gw_wire_new(cfg->aliases);
 	if (!in->engine || !in->wire)
 		return gw_errf(err, errlen, -ENOMEM, "out of memory");
+	if (o->replay)
+		return 0;
 	char rerr[256];
 	if (gw_store_read_run_positions(cfg->db_path, seed_run, in, rerr, sizeof(rerr)) < 0)
 		gw_log_warn("could not read where known runs stood: %s", rerr);
@@ -297,8 +312,51 @@ static void count_reject(struct gw_ingest *in, enum gw_transport t, struct gw_wi
 	in->n.rejected[t][r]++;
 }
 
-/* Parse, detect, queue one line; 0 accepted, -EINVAL rejected (*e filled),
- * -ENODATA blank. */
+int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t lineno,
+                     struct gw_wire_err *e)
+{
+	struct gw_ingest *in = s->in;
+	if (s->token && !gw_auth_allows_run(s->token, rec->run)) {
+		*e = (struct gw_wire_err){.column = 0};
+		gw_strlcpy(e->field, "run", sizeof(e->field));
+		snprintf(e->msg, sizeof(e->msg), "unauthorized: this token may not write run \"%.100s\"",
+		         rec->run);
+		count_reject(in, s->t, e, GW_REJ_UNAUTHORIZED);
+		return -EINVAL;
+	}
+	double now = !in->o.replay ? gw_wall_now() : in->o.live_clock ? rec->ts : NAN;
+	int64_t seg = 0;
+	int rc = gw_engine_feed(in->engine, rec, lineno, now, &seg);
+	if (rc < 0) {
+		*e = (struct gw_wire_err){.column = 0};
+		gw_strlcpy(e->field, "run", sizeof(e->field));
+		snprintf(e->msg, sizeof(e->msg), "%s",
+		         rc == -ENOSPC ? "bad_run: too many runs (limits.max_runs reached)"
+		                       : "bad_run: out of memory for a new run");
+		count_reject(in, s->t, e, GW_REJ_BAD_RUN);
+		return -EINVAL;
+	}
+	if (in->store) {
+		uint64_t seq = rec->event ? gw_store_put_event(in->store, rec, seg, lineno, now)
+		                          : gw_store_put_record(in->store, rec, seg, lineno, now);
+		if (!seq) {
+			*e = (struct gw_wire_err){.column = 0};
+			snprintf(e->msg, sizeof(e->msg), "out of memory queueing the line");
+			count_reject(in, s->t, e, GW_REJ_SYNTAX);
+			return -EINVAL;
+		}
+		in->seq_seen = seq;
+		s->last_seq = seq;
+	}
+	if (rec->event)
+		in->n.events[s->t]++;
+	in->n.accepted[s->t]++;
+	s->last_seg = seg;
+	return 0;
+}
+
+/* Parse, detect, queue one NDJSON line; 0 accepted, -EINVAL rejected (*e
+ * filled), -ENODATA blank. */
 static int ingest_line(struct gw_ingest_src *s, const char *line, size_t len, uint64_t lineno,
                        struct gw_wire_err *e)
 {
@@ -317,40 +375,19 @@ static int ingest_line(struct gw_ingest_src *s, const char *line, size_t len, ui
 		in->n.rejected[s->t][e->reason]++;
 		return -EINVAL;
 	}
-	if (s->token && !gw_auth_allows_run(s->token, rec.run)) {
-		*e = (struct gw_wire_err){.column = 0};
-		gw_strlcpy(e->field, "run", sizeof(e->field));
-		snprintf(e->msg, sizeof(e->msg), "unauthorized: this token may not write run \"%.100s\"",
-		         rec.run);
-		count_reject(in, s->t, e, GW_REJ_UNAUTHORIZED);
-		return -EINVAL;
+	return gw_ingest_record(s, &rec, lineno, e);
+}
+
+/* The outcome of one line: counted on the source, a rejection reported. */
+static void outcome(struct gw_ingest_src *s, int rc, uint64_t lineno, const struct gw_wire_err *e)
+{
+	if (rc == 0) {
+		s->accepted++;
+	} else if (rc == -EINVAL) {
+		s->rejected++;
+		if (s->on_reject)
+			s->on_reject(s, lineno, e);
 	}
-	double now = gw_wall_now();
-	int64_t seg = 0;
-	rc = gw_engine_feed(in->engine, &rec, lineno, now, &seg);
-	if (rc < 0) {
-		*e = (struct gw_wire_err){.column = 0};
-		gw_strlcpy(e->field, "run", sizeof(e->field));
-		snprintf(e->msg, sizeof(e->msg), "%s",
-		         rc == -ENOSPC ? "bad_run: too many runs (limits.max_runs reached)"
-		                       : "bad_run: out of memory for a new run");
-		count_reject(in, s->t, e, GW_REJ_BAD_RUN);
-		return -EINVAL;
-	}
-	uint64_t seq = rec.event ? gw_store_put_event(in->store, &rec, seg, lineno, now)
-	                         : gw_store_put_record(in->store, &rec, seg, lineno, now);
-	if (!seq) {
-		*e = (struct gw_wire_err){.column = 0};
-		snprintf(e->msg, sizeof(e->msg), "out of memory queueing the line");
-		count_reject(in, s->t, e, GW_REJ_SYNTAX);
-		return -EINVAL;
-	}
-	if (rec.event)
-		in->n.events[s->t]++;
-	in->n.accepted[s->t]++;
-	in->seq_seen = seq;
-	s->last_seq = seq;
-	return 0;
 }
 
 static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
@@ -379,13 +416,7 @@ static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
 			gw_strlcpy(e.msg, m, sizeof(e.msg));
 		}
 	}
-	if (rc == 0) {
-		s->accepted++;
-	} else if (rc == -EINVAL) {
-		s->rejected++;
-		if (s->on_reject)
-			s->on_reject(s, lineno, &e);
-	}
+	outcome(s, rc, lineno, &e);
 	return 0;
 }
 
@@ -401,20 +432,78 @@ void gw_ingest_src_init(struct gw_ingest_src *s, struct gw_ingest *in, enum gw_t
 	s->lines.lineno = first_line;
 }
 
+static int reader_rec(void *data, const struct gw_rec *rec, uint64_t line)
+{
+	struct gw_ingest_src *s = data;
+	struct gw_wire_err e = {.reason = GW_REJ_SYNTAX};
+	int rc = gw_ingest_record(s, rec, line, &e);
+	outcome(s, rc, line, &e);
+	return rc == -EINVAL ? 0 : rc;
+}
+
+static void reader_error(void *data, uint64_t line, const struct gw_wire_err *e)
+{
+	struct gw_ingest_src *s = data;
+	s->in->n.rejected[s->t][e->reason]++;
+	outcome(s, -EINVAL, line, e);
+}
+
+int gw_ingest_src_reader(struct gw_ingest_src *s, const char *format, bool follow, char *err,
+                         size_t errlen)
+{
+	const struct gw_reader_opts ro = {
+		.aliases = s->in->cfg->aliases,
+		.run = s->default_run,
+		.format = format,
+		.max_line = s->in->cfg->max_line,
+		.follow = follow,
+		.first_line = s->lines.lineno,
+	};
+	const struct gw_reader_sink sink = {.data = s, .on_rec = reader_rec, .on_error = reader_error};
+	gw_reader_free(s->reader);
+	s->reader = NULL;
+	return gw_reader_new(&ro, &sink, &s->reader, err, errlen);
+}
+
 void gw_ingest_src_deinit(struct gw_ingest_src *s)
 {
 	gw_lines_free(&s->lines);
+	gw_reader_free(s->reader);
+	s->reader = NULL;
 }
 
 int gw_ingest_src_feed(struct gw_ingest_src *s, const char *p, size_t n)
 {
 	s->in->n.bytes[s->t] += n;
+	s->fed += n;
+	if (s->reader)
+		return gw_reader_feed(s->reader, p, n);
 	return gw_lines_feed(&s->lines, p, n, on_line, s);
 }
 
-void gw_ingest_src_finish(struct gw_ingest_src *s)
+int gw_ingest_src_finish(struct gw_ingest_src *s)
 {
-	gw_lines_finish(&s->lines, on_line, s);
+	if (s->reader)
+		return gw_reader_finish(s->reader);
+	return gw_lines_finish(&s->lines, on_line, s);
+}
+
+uint64_t gw_ingest_src_consumed(const struct gw_ingest_src *s)
+{
+	if (s->reader)
+		return gw_reader_consumed(s->reader);
+	return s->lines.discarding ? s->fed : s->fed - s->lines.len;
+}
+
+uint64_t gw_ingest_src_lines(const struct gw_ingest_src *s)
+{
+	return s->reader ? s->lines.lineno + gw_reader_lines(s->reader) : s->lines.lineno;
+}
+
+const char *gw_ingest_src_format(const struct gw_ingest_src *s)
+{
+	const struct gw_reader_format *f = s->reader ? gw_reader_format(s->reader) : NULL;
+	return f ? f->name : NULL;
 }
 
 json_t *gw_ingest_err_json(uint64_t lineno, const struct gw_wire_err *e)

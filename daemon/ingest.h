@@ -39,6 +39,7 @@
 
 #include "engine.h"
 #include "lines.h"
+#include "reader.h"
 #include "store.h"
 #include "wire.h"
 
@@ -88,10 +89,23 @@ struct gw_paused {
 	bool linked;
 };
 
+/* How a record path is set up: the daemon's (a loop, a store, live
+ * detectors) or a replay's (no loop, no store: records go to the detectors
+ * only, and `observe` sees every alert and segment). */
+struct gw_ingest_opts {
+	uv_loop_t *loop;                  /* NULL for a replay */
+	const struct gw_cfg *cfg;         /* aliases, thresholds, limits, sinks (borrowed) */
+	struct gw_store *store;           /* borrowed; NULL: nothing is stored */
+	bool replay;                      /* detectors off the wall clock; no outbox, no seeding */
+	bool live_clock;                  /* replay: the records' ts is "now" */
+	struct gw_engine_hooks observe;   /* also told of every alert and segment (may be empty) */
+};
+
 struct gw_ingest {
+	struct gw_ingest_opts o;
 	uv_loop_t *loop;
 	const struct gw_cfg *cfg;         /* borrowed */
-	struct gw_store *store;           /* borrowed */
+	struct gw_store *store;           /* borrowed, or NULL (replay) */
 	struct gw_engine *engine;
 	struct gw_wire *wire;
 	struct gw_outbox *outbox;         /* NULL when no sinks are configured */
@@ -104,10 +118,11 @@ struct gw_ingest {
 
 /* Set up: the engine (seeded with where every run in the database stood),
  * the wire parser, the alert outbox (reads what is still undelivered: call
- * before uv_run) and the commit notification.  Returns 0 or a negative
- * errno with a message in err; on failure call gw_ingest_deinit anyway. */
-int gw_ingest_init(struct gw_ingest *in, uv_loop_t *loop, const struct gw_cfg *cfg,
-                   struct gw_store *store, char *err, size_t errlen);
+ * before uv_run) and the commit notification; for a replay, the engine
+ * only.  Returns 0 or a negative errno with a message in err; on failure
+ * call gw_ingest_deinit anyway. */
+int gw_ingest_init(struct gw_ingest *in, const struct gw_ingest_opts *o, char *err,
+                   size_t errlen);
 
 /* Stop delivering alerts and close the handles (the loop must run once more
  * for their close callbacks); then gw_ingest_deinit frees everything. */
@@ -128,23 +143,49 @@ struct gw_ingest_src {
 	void *data;                   /* the owner's */
 	const struct gw_token *token; /* limits the runs it may write (auth.h), or NULL */
 
-	struct gw_lines lines;
+	struct gw_lines lines;        /* NDJSON sources: the line splitter */
+	struct gw_reader *reader;     /* other sources: a log reader (gw_ingest_src_reader) */
 	uint64_t accepted, rejected;
 	uint64_t last_seq;            /* store sequence of the last accepted line */
+	int64_t last_seg;             /* the segment of the last accepted line */
+	uint64_t fed;                 /* bytes fed */
 };
 
-/* Initialise (lines numbered from `first_line` + 1). */
+/* Initialise (lines numbered from `first_line` + 1) as an NDJSON source. */
 void gw_ingest_src_init(struct gw_ingest_src *s, struct gw_ingest *in, enum gw_transport t,
                         uint64_t first_line);
+/* Read this source through a log reader instead (readers/): `format` forces
+ * one (NULL: sniffed from the content), `follow` accepts only formats that
+ * can be read while they grow.  Call after setting default_run.  Returns 0
+ * or a negative errno with a message in err. */
+int gw_ingest_src_reader(struct gw_ingest_src *s, const char *format, bool follow,
+                         char *err, size_t errlen);
 void gw_ingest_src_deinit(struct gw_ingest_src *s);
 
+/* The input bytes fully processed since the source started (the end of its
+ * last complete line or record), and the number of its lines so far; a
+ * follower stores them as its position. */
+uint64_t gw_ingest_src_consumed(const struct gw_ingest_src *s);
+uint64_t gw_ingest_src_lines(const struct gw_ingest_src *s);
+/* The reader's format name once known (NULL: NDJSON source, or not yet). */
+const char *gw_ingest_src_format(const struct gw_ingest_src *s);
+
 /* Feed the next n bytes (counted as received bytes of the transport).
- * Returns 0 or -ENOMEM. */
+ * Returns 0, -ENOMEM, or -EPROTO when a reader source found its input
+ * unreadable (gw_reader_error(s->reader) says why). */
 int gw_ingest_src_feed(struct gw_ingest_src *s, const char *p, size_t n);
 
 /* The stream ended: a last line without its newline is still parsed (and
- * counted as truncated if it does not parse, unless eof_ends_line). */
-void gw_ingest_src_finish(struct gw_ingest_src *s);
+ * counted as truncated if it does not parse, unless eof_ends_line).
+ * Returns as gw_ingest_src_feed. */
+int gw_ingest_src_finish(struct gw_ingest_src *s);
+
+/* One record or event, parsed already (by the wire parser or a reader), of
+ * source s at line `lineno`: detect, then queue it.  Returns 0, or -EINVAL
+ * with *e filled (a run the source's token may not write, too many runs,
+ * out of memory), or the engine's negative errno. */
+int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t lineno,
+                     struct gw_wire_err *e);
 
 /* A rejected line as the JSON error object clients get:
  * {line, reason, message, field?, column?} (new reference). */

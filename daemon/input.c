@@ -177,8 +177,9 @@ static void put_escaped(const char *s)
 	}
 }
 
-static void on_error(void *data, uint64_t line, const char *msg)
+static void on_error(void *data, uint64_t line, const struct gw_wire_err *e)
 {
+	const char *msg = e->msg;
 	struct ctx *c = data;
 	c->in->errors++;
 	if (c->shown >= c->cap)

@@ -53,8 +53,10 @@ static void usage(FILE *f)
 	        "      --http ADDR:PORT|off HTTP API (default 127.0.0.1:%d)\n"
 	        "      --log-level LEVEL   crit, err, warn, info, debug (default info)\n"
 	        "      --kernels NAME      scalar, sse2, avx2, neon (default: best available)\n"
-	        "      --follow FILE       tail NDJSON metrics a job writes to FILE (repeatable)\n"
-	        "      --run NAME          run name of lines without one in the --follow FILE before it\n"
+	        "      --follow FILE       tail the log a job writes to FILE, in any format that can be\n"
+	        "                          followed (gradwatch formats; sniffed); repeatable\n"
+	        "      --run NAME          run name of points without one in the --follow FILE before it\n"
+	        "      --input-format NAME the format of the --follow FILE before it (default: sniffed)\n"
 	        "      --check-config      validate the configuration, print it, exit\n"
 	        "  -V, --version           print version, kernel variant and detectors\n"
 	        "  -h, --help\n",
@@ -232,21 +234,24 @@ static void on_watchdog(uv_timer_t *t)
 
 enum {
 	OPT_STATE_DIR = 1000, OPT_DB, OPT_SOCKET, OPT_TCP, OPT_UDP, OPT_HTTP, OPT_LOG,
-	OPT_KERNELS, OPT_CHECK, OPT_FOLLOW, OPT_RUN,
+	OPT_KERNELS, OPT_CHECK, OPT_FOLLOW, OPT_RUN, OPT_FORMAT,
 };
 
-/* --follow FILE [--run NAME]: one more entry of the config's "follow"
- * array; --run names the run of the --follow before it. */
+/* --follow FILE [--run NAME] [--input-format NAME]: one more entry of the
+ * config's "follow" array; --run and --input-format apply to the --follow
+ * before them. */
 static int add_follow(struct gw_cfg *cfg, int opt, const char *v)
 {
 	size_t n = json_array_size(cfg->follow);
 	if (opt == OPT_FOLLOW)
 		return json_array_append_new(cfg->follow, json_pack("{s:s}", "path", v)) ? -ENOMEM : 0;
-	if (n == 0 || json_object_get(json_array_get(cfg->follow, n - 1), "run")) {
-		fprintf(stderr, "gradwatchd: --run NAME goes after the --follow FILE it names\n");
+	const char *key = opt == OPT_RUN ? "run" : "format";
+	if (n == 0 || json_object_get(json_array_get(cfg->follow, n - 1), key)) {
+		fprintf(stderr, "gradwatchd: %s goes after the --follow FILE it applies to\n",
+		        opt == OPT_RUN ? "--run NAME" : "--input-format NAME");
 		return -EINVAL;
 	}
-	return json_object_set_new(json_array_get(cfg->follow, n - 1), "run", json_string(v));
+	return json_object_set_new(json_array_get(cfg->follow, n - 1), key, json_string(v));
 }
 
 static int apply_listen(const char *flag, const char *v, struct gw_listen *l)
@@ -274,6 +279,7 @@ int main(int argc, char **argv)
 		{"check-config", no_argument, NULL, OPT_CHECK},
 		{"follow", required_argument, NULL, OPT_FOLLOW},
 		{"run", required_argument, NULL, OPT_RUN},
+		{"input-format", required_argument, NULL, OPT_FORMAT},
 		{"version", no_argument, NULL, 'V'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -344,6 +350,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_FOLLOW:
 		case OPT_RUN:
+		case OPT_FORMAT:
 			if (add_follow(&cfg, ch, optarg) < 0)
 				goto out_cfg;
 			break;
@@ -417,7 +424,7 @@ int main(int argc, char **argv)
 	uv_timer_init(d.loop, &d.grace_timer);
 	d.tick_timer.data = d.grace_timer.data = &d;
 
-	static const struct gw_store_schema *const schemas[] = {&gw_outbox_schema};
+	static const struct gw_store_schema *const schemas[] = {&gw_outbox_schema, &gw_idem_schema};
 	struct gw_store_opts so = {
 		.path = cfg.db_path,
 		.sync_full = cfg.sync_full,
@@ -440,7 +447,10 @@ int main(int argc, char **argv)
 		.auth = d.auth,
 	};
 	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0 ||
-	    gw_ingest_init(&d.ingest, d.loop, &cfg, d.store, err, sizeof(err)) < 0 ||
+	    gw_ingest_init(&d.ingest, &(struct gw_ingest_opts){.loop = d.loop, .cfg = &cfg, .store = d.store},
+	                   err, sizeof(err)) < 0 ||
+	    gw_idem_init(&d.idem, cfg.db_path, cfg.idempotency_window_s, cfg.idempotency_max_keys,
+	                 err, sizeof(err)) < 0 ||
 	    gw_http_start(&ho, &d.http, err, sizeof(err)) < 0 ||
 	    gw_api_start(&d, err, sizeof(err)) < 0 || gw_metrics_start(&d, err, sizeof(err)) < 0 ||
 	    gw_web_start(&d, err, sizeof(err)) < 0 ||
@@ -478,6 +488,7 @@ out:
 		}
 	}
 	gw_ingest_deinit(&d.ingest);
+	gw_idem_deinit(&d.idem);
 	gw_server_free(&d);
 	gw_http_free(d.http);
 	gw_follow_free(&d);

@@ -1,6 +1,8 @@
 /*
- * replay: run saved training logs through the detector engine, the same
- * engine the daemon runs live, and print the alerts.
+ * replay: run saved training logs through the record path the daemon runs
+ * live (ingest.c: gw_ingest_record, the same detectors with the same
+ * thresholds; only nothing is stored and the detectors' clock is the
+ * records' own), and print the alerts.
  *
  * Every file is read through the readers layer (readers/reader.h, via
  * input.c), so it may be gradwatch NDJSON or any log format gradwatch
@@ -19,6 +21,7 @@
 
 #include "config.h"
 #include "engine.h"
+#include "ingest.h"
 #include "input.h"
 #include "wire.h"
 
@@ -31,7 +34,8 @@
 
 struct replay {
 	const struct gw_replay_opts *o;
-	struct gw_engine *engine;
+	struct gw_ingest in;
+	struct gw_ingest_src src;
 	const char *file;
 	FILE *out;
 	uint64_t lines, records, events, rejected, unreadable, duplicates;
@@ -86,15 +90,22 @@ static void print_alert(void *data, const struct gw_alert *a)
 static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 {
 	struct replay *r = data;
+	struct gw_wire_err e;
+	int rc = gw_ingest_record(&r->src, rec, line, &e);
+	if (rc == -EINVAL) {
+		/* the engine refused it (no memory for a new run): say so, go on */
+		fprintf(stderr, "gradwatch replay: %s:%" PRIu64 ": %s\n", r->file, line, e.msg);
+		r->rejected++;
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
 	if (rec->event)
 		r->events++;
 	else
 		r->records++;
-	int64_t seg = 0;
-	int rc = gw_engine_feed(r->engine, rec, line, r->o->live_clock ? rec->ts : NAN, &seg);
-	if (rc < 0)
-		return rc;
-	if (r->o->hooks && r->o->hooks->on_rec && (rc = r->o->hooks->on_rec(r->o->hooks->data, rec, seg, line)) < 0)
+	if (r->o->hooks && r->o->hooks->on_rec &&
+	    (rc = r->o->hooks->on_rec(r->o->hooks->data, rec, r->src.last_seg, line)) < 0)
 		return rc;
 	return r->err;
 }
@@ -110,15 +121,10 @@ void gw_replay_opts_init(struct gw_replay_opts *o, const struct gw_cfg *cfg)
 {
 	*o = (struct gw_replay_opts){
 		.format = GW_REPLAY_TEXT,
-		.engine = cfg->engine,
-		.aliases = cfg->aliases,
+		.cfg = cfg,
 		.max_line = cfg->max_line > (16u << 20) ? cfg->max_line : (16u << 20),
 		.min_severity = GW_SEV_INFO,
 	};
-	o->engine.live = false;
-	o->engine.overrides = cfg->overrides;
-	o->engine.n_overrides = cfg->n_overrides;
-	o->engine.max_runs = 0;
 }
 
 int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
@@ -126,13 +132,19 @@ int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
 {
 	struct replay r = {.o = o, .out = o->out ? o->out : stdout};
 	struct gw_input_seen *seen = NULL;
-	struct gw_alias *aliases = o->aliases;
 	int rc = 0;
-	struct gw_engine_hooks hooks = {.data = &r, .on_alert = print_alert, .on_segment = on_segment};
-	r.engine = gw_engine_new(&o->engine, &hooks);
+	const struct gw_ingest_opts io = {
+		.cfg = o->cfg,
+		.replay = true,
+		.live_clock = o->live_clock,
+		.observe = {.data = &r, .on_alert = print_alert, .on_segment = on_segment},
+	};
+	char err[256];
+	rc = gw_ingest_init(&r.in, &io, err, sizeof(err));
+	gw_ingest_src_init(&r.src, &r.in, GW_TR_FOLLOW, 0);
 	seen = gw_input_seen_new();
-	if (!r.engine || !seen) {
-		rc = -ENOMEM;
+	if (rc < 0 || !seen) {
+		rc = rc < 0 ? rc : -ENOMEM;
 		goto out;
 	}
 	for (int i = 0; i < nfiles; i++) {
@@ -142,7 +154,7 @@ int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
 			.path = files[i],
 			.run = o->default_run,
 			.format = o->input_format,
-			.aliases = aliases,
+			.aliases = o->cfg->aliases,
 			.max_line = o->max_line,
 			.max_errors = o->max_errors,
 			.on_rec = on_rec,
@@ -174,9 +186,10 @@ out:
 		stats->duplicates = r.duplicates;
 		stats->alerts = r.alerts;
 		stats->serious = r.serious;
-		stats->runs = r.engine ? gw_engine_run_count(r.engine) : 0;
+		stats->runs = r.in.engine ? gw_engine_run_count(r.in.engine) : 0;
 	}
-	gw_engine_free(r.engine);
+	gw_ingest_src_deinit(&r.src);
+	gw_ingest_deinit(&r.in);
 	gw_input_seen_free(seen);
 	return rc;
 }

@@ -1,5 +1,6 @@
 /*
- * replay: saved training logs through the detector engine (see replay.c).
+ * replay: saved training logs through the record path the daemon uses
+ * (ingest.c, without a store), see replay.c.
  */
 #ifndef GW_REPLAY_H
 #define GW_REPLAY_H
@@ -29,10 +30,11 @@ struct gw_replay_hooks {
 	void (*on_segment)(void *data, const struct gw_segment_info *s);
 };
 
+struct gw_cfg;
+
 struct gw_replay_opts {
 	enum gw_replay_format format;
-	struct gw_engine_opts engine;
-	struct gw_alias *aliases;     /* borrowed */
+	const struct gw_cfg *cfg;     /* aliases, thresholds, overrides, detectors (borrowed) */
 	const char *default_run;      /* for points that name no run; NULL: from the file name */
 	const char *input_format;     /* a reader format to force, or NULL: sniff */
 	size_t max_line;
@@ -51,7 +53,6 @@ struct gw_replay_stats {
 	size_t runs;
 };
 
-struct gw_cfg;
 /* Options for replaying with a configuration's aliases, thresholds and
  * overrides: text output, every severity, wall-clock detectors off. */
 void gw_replay_opts_init(struct gw_replay_opts *o, const struct gw_cfg *cfg);

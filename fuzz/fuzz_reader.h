@@ -46,8 +46,9 @@ static int fuzz_on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 	return 0;
 }
 
-static void fuzz_on_error(void *data, uint64_t line, const char *msg)
+static void fuzz_on_error(void *data, uint64_t line, const struct gw_wire_err *e)
 {
+	const char *msg = e->msg;
 	struct fuzz_tally *t = data;
 	t->errors++;
 	t->hash ^= line * 0x9e3779b97f4a7c15ull + strlen(msg);

@@ -87,3 +87,41 @@ int gw_strtab_put(struct gw_strtab *t, const char *key, size_t len, uint32_t val
 	t->count++;
 	return 0;
 }
+
+int gw_strtab_del(struct gw_strtab *t, const char *key, size_t len, uint32_t *val)
+{
+	if (!t->count || len > UINT32_MAX)
+		return -ENOENT;
+	struct gw_strtab_slot *s = probe(t, key, (uint32_t)len, gw_fnv1a32(key, len));
+	if (!s->key)
+		return -ENOENT;
+	if (val)
+		*val = s->val;
+	/* backward-shift deletion: pull later entries of the same probe run
+	 * into the hole, so no probe ever stops early at it */
+	size_t mask = t->cap - 1;
+	size_t hole = (size_t)(s - t->slot);
+	for (size_t i = (hole + 1) & mask; t->slot[i].key; i = (i + 1) & mask) {
+		size_t home = t->slot[i].hash & mask;
+		/* the entry may move back to the hole if its home is not in (hole, i] */
+		bool between = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+		if (!between) {
+			t->slot[hole] = t->slot[i];
+			hole = i;
+		}
+	}
+	t->slot[hole] = (struct gw_strtab_slot){0};
+	t->count--;
+	return 0;
+}
+
+int gw_strtab_set(struct gw_strtab *t, const char *key, size_t len, uint32_t val)
+{
+	if (!t->count || len > UINT32_MAX)
+		return -ENOENT;
+	struct gw_strtab_slot *s = probe(t, key, (uint32_t)len, gw_fnv1a32(key, len));
+	if (!s->key)
+		return -ENOENT;
+	s->val = val;
+	return 0;
+}

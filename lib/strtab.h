@@ -13,7 +13,8 @@
  * it), so a lookup probes a few slots.  A zeroed struct is an empty table
  * that allocates on its first gw_strtab_put; gw_strtab_init starts it on the
  * caller's storage instead (static or on the stack), which it leaves for the
- * heap only when it outgrows it.  No removal: nothing needs it yet.  Not
+ * heap only when it outgrows it.  Removal shifts the probe run back (no
+ * tombstones), so a table that keys come and go in stays fast.  Not
  * thread-safe: lookups may run concurrently, a put may not run beside
  * anything.
  */
@@ -56,5 +57,12 @@ int gw_strtab_find_hashed(const struct gw_strtab *t, const char *key, size_t len
  * the key is there already (its value is left as it was); -EINVAL for a NULL
  * key or len > UINT32_MAX; -ENOMEM.  May move the slots (never the keys). */
 int gw_strtab_put(struct gw_strtab *t, const char *key, size_t len, uint32_t val);
+
+/* Remove key[0..len): 0 and *val (if not NULL) = its value, or -ENOENT. */
+int gw_strtab_del(struct gw_strtab *t, const char *key, size_t len, uint32_t *val);
+
+/* Change the value of a key that is there (its key pointer moved, say):
+ * 0, or -ENOENT. */
+int gw_strtab_set(struct gw_strtab *t, const char *key, size_t len, uint32_t val);
 
 #endif

@@ -69,7 +69,7 @@ struct gw_wire_err {
 	enum gw_wire_reason reason;
 	size_t column;     /* 1-based byte offset in the line, 0 if not known */
 	char field[64];    /* field concerned, "" if none */
-	char msg[192];     /* human-readable, includes field and column */
+	char msg[256];     /* human-readable, includes field and column */
 };
 
 struct gw_metric {

@@ -44,8 +44,7 @@ static int nd_line(struct gw_reader *r, void *st, const char *line, size_t len, 
 	if (rc == -ENOMEM)
 		return rc;
 	if (rc < 0) {
-		gw__rd_error(r, lineno, "%s%s",
-		             gw__rd_line_truncated(r) ? "(last line, no newline) " : "", err.msg);
+		gw__rd_wire_error(r, lineno, &err);
 		return 0;
 	}
 	return gw__rd_emit_rec(r, &rec, lineno);

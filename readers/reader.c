@@ -125,14 +125,27 @@ uint64_t gw__rd_first_line(const struct gw_reader *r)
 
 void gw__rd_error(struct gw_reader *r, uint64_t line, const char *fmt, ...)
 {
-	char msg[512];
+	struct gw_wire_err e = {.reason = r->truncated ? GW_REJ_TRUNCATED : GW_REJ_BAD_VALUE};
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
 	va_end(ap);
 	r->errors++;
 	if (r->sink.on_error)
-		r->sink.on_error(r->sink.data, line, msg);
+		r->sink.on_error(r->sink.data, line, &e);
+}
+
+void gw__rd_wire_error(struct gw_reader *r, uint64_t line, const struct gw_wire_err *e)
+{
+	struct gw_wire_err x = *e;
+	if (r->truncated) {
+		/* the input ended inside this line: say so */
+		snprintf(x.msg, sizeof(x.msg), "(last line, no newline) %.*s",
+		         (int)sizeof(x.msg) - 32, e->msg);
+	}
+	r->errors++;
+	if (r->sink.on_error)
+		r->sink.on_error(r->sink.data, line, &x);
 }
 
 void gw__rd_begin(struct gw_reader *r, const char *run, size_t run_len, int64_t step)

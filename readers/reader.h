@@ -62,8 +62,10 @@ struct gw_reader_sink {
 	 * errno to stop: gw_reader_feed/finish then return it. */
 	int (*on_rec)(void *data, const struct gw_rec *rec, uint64_t line);
 	/* Input that looked like a training point but could not be read:
-	 * `line` (0 if unknown) and a message naming the field. */
-	void (*on_error)(void *data, uint64_t line, const char *msg);
+	 * `line` (0 if unknown) and why: e->msg names the field; e->reason is
+	 * the wire parser's own for NDJSON lines (malformed_json, bad_run...),
+	 * bad_value or truncated for the other formats' complaints. */
+	void (*on_error)(void *data, uint64_t line, const struct gw_wire_err *e);
 };
 
 struct gw_reader_opts {

@@ -42,6 +42,10 @@ int gw__rd_emit(struct gw_reader *r, uint64_t line);
 int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t step,
                  json_t *attrs, uint64_t line);
 
+/* An NDJSON line the wire parser rejected, with the parser's reason, field
+ * and column. */
+void gw__rd_wire_error(struct gw_reader *r, uint64_t line, const struct gw_wire_err *e);
+
 /* Report input that could not be read at `line` (0 if unknown); the
  * message names the field ("bad_value: field \"loss\": ...").  It is not
  * an error of the reader: reading goes on. */

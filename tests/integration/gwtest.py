@@ -40,18 +40,6 @@ def wait_for(pred, timeout=10.0, what='condition', interval=0.02):
         time.sleep(interval)
 
 
-def binary_mentions(path, pattern):
-    """True if the binary at path contains pattern (a bytes regex, case
-    insensitive): how a test finds out whether a feature another branch is
-    building has landed yet, so it can skip with a clear message before."""
-    import re
-    try:
-        with open(path, 'rb') as f:
-            return re.search(pattern, f.read(), re.I) is not None
-    except OSError:
-        return False
-
-
 def free_port(kind=socket.SOCK_STREAM):
     """A port that is free for both TCP and UDP right now."""
     for _ in range(50):

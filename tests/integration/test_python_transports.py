@@ -13,8 +13,7 @@ that misbehave on purpose:
   Retry-After; 507 is given up after a bounded number of tries; 401 is not
   retried; a daemon that never answers does not block log(), and close()
   counts what it could not deliver;
-- tokens on HTTP and TCP, and idempotent replays through the real daemon
-  (skipped, saying why, until gradwatchd has them);
+- tokens on HTTP and TCP, and idempotent replays through the real daemon;
 - `pip install` of contrib/python, offline, writing nothing into the
   source tree.
 In every case the counters add up: sent + sent_unconfirmed + dropped + lost
@@ -33,16 +32,12 @@ import tempfile
 import unittest
 import urllib.request
 
-from gwtest import CONTRIB_PYTHON, GRADWATCHD, Daemon, binary_mentions, free_port, wait_for
+from gwtest import CONTRIB_PYTHON, GRADWATCHD, Daemon, free_port, wait_for
 from ingest_receiver import AnswerDropper, IngestReceiver
 
 sys.path.insert(0, CONTRIB_PYTHON)
 import gradwatch  # noqa: E402
 
-HAS_AUTH = binary_mentions(GRADWATCHD, rb'ingest_tokens_file')
-NO_AUTH = 'gradwatchd has no bearer tokens yet ("auth": {"ingest_tokens_file"}: the lead\'s daemon side)'
-HAS_IDEMPOTENCY = binary_mentions(GRADWATCHD, rb'idempotent-replayed')
-NO_IDEMPOTENCY = 'gradwatchd does not replay answers to a repeated Idempotency-Key yet (no Idempotent-Replayed header: the lead\'s daemon side)'
 INGEST = 'ingest-token-0123456789abcdef'     # tokens are 16 to 256 characters
 READ = 'read-token-0123456789abcdef'
 
@@ -380,7 +375,6 @@ class RealDaemonHttp(unittest.TestCase):
                                    "ON u.id=e.run_id WHERE u.name='http-real'"),
                              [('run_finished', 12001, '{"reason":"closed"}')])
 
-    @unittest.skipUnless(HAS_IDEMPOTENCY, NO_IDEMPOTENCY)
     def test_a_lost_answer_stores_nothing_twice(self):
         with Daemon() as d:
             proxy = AnswerDropper(d.http_port)
@@ -408,7 +402,6 @@ def auth_daemon(tmp):
     return Daemon(config={'auth': {'ingest_tokens_file': ing, 'read_tokens_file': rd}})
 
 
-@unittest.skipUnless(HAS_AUTH, NO_AUTH)
 class Tokens(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix='gwtok-')

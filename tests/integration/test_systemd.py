@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import unittest
 
-from gwtest import GRADWATCHD, SOURCE_ROOT, Daemon, binary_mentions, lines, wait_for
+from gwtest import GRADWATCHD, SOURCE_ROOT, Daemon, lines, wait_for
 
 ANALYZE = shutil.which('systemd-analyze') or '/usr/bin/systemd-analyze'
 SYSUSERS = shutil.which('systemd-sysusers') or '/usr/bin/systemd-sysusers'
@@ -176,10 +176,6 @@ class Install(unittest.TestCase):
 
 # ---- socket activation ---------------------------------------------------------------------
 
-HAS_ACTIVATION = binary_mentions(GRADWATCHD, rb'LISTEN_FDS')
-NO_ACTIVATION = ('gradwatchd does not take its socket from systemd yet (no LISTEN_FDS in the '
-                 'binary: the lead\'s socket activation)')
-
 
 class ActivatedDaemon(Daemon):
     """gradwatchd started the way systemd starts a socket-activated service:
@@ -218,7 +214,6 @@ def wait_steps(d, run, n):
                     '%d rows of %s' % (n, run))
 
 
-@unittest.skipUnless(HAS_ACTIVATION, NO_ACTIVATION)
 class SocketActivation(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix='gwsock-')

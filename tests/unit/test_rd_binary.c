@@ -375,8 +375,9 @@ static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 	return 0;
 }
 
-static void on_error(void *data, uint64_t line, const char *msg)
+static void on_error(void *data, uint64_t line, const struct gw_wire_err *e)
 {
+	const char *msg = e->msg;
 	struct got *g = data;
 	if (g->errors < 8) {
 		snprintf(g->errmsg[g->errors], sizeof(g->errmsg[0]), "%s", msg);

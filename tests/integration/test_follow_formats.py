@@ -1,0 +1,107 @@
+"""`gradwatchd --follow` on the logs jobs already write, as they are being
+written: a Megatron stdout log and an llm.c stdout log, appended by a test
+writer in pieces of random size (lines cut anywhere), raise exactly the
+alerts `gradwatch replay` raises on the finished file (detector, step,
+line, severity, segment), and the stored points equal the file's.
+
+The Megatron log is the dev corpus's genesis trace (a resume without the
+optimizer state) printed the way Megatron-LM prints iterations, with its
+start-up banner and a wall-clock prefix; the llm.c log is a real one
+(../shared/realworld/raw/llmc-gpt2-124m-hector-nan.log, NaN from step 1)."""
+import datetime
+import json
+import os
+import random
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from gwtest import CORPUS, GRADWATCH, SHARED, Daemon, wait_for
+
+RAW = os.path.join(SHARED, 'realworld', 'raw')
+
+
+def megatron_text(trace):
+    out = ['using world size: 8, data-parallel-size: 8, tensor-model-parallel size: 1\n',
+           '------------------------ arguments ------------------------\n',
+           '  lr .............................................. 0.00015\n',
+           '-------------------- end of arguments ---------------------\n']
+    with open(trace) as f:
+        for line in f:
+            r = json.loads(line)
+            if 'event' in r:
+                continue
+            stamp = datetime.datetime.utcfromtimestamp(r['ts']).strftime('%Y-%m-%d %H:%M:%S.%f')
+            out.append(' [%s] iteration %8d/   10000 | consumed samples: %12d | elapsed time per '
+                       'iteration (ms): 412.3 | learning rate: %.6E | global batch size:   512 | '
+                       'lm loss: %.6E | loss scale: 1.0 | grad norm: %.3f | number of skipped '
+                       'iterations:   0 | number of nan iterations:   0 |\n'
+                       % (stamp, r['step'], r['step'] * 512, r['lr'], r['loss'], r['grad_norm']))
+    return ''.join(out).encode()
+
+
+def replay_alerts(path, fmt):
+    r = subprocess.run([GRADWATCH, 'replay', '--format', 'jsonl', '--run', 'job', '--input-format',
+                        fmt, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    assert r.returncode in (0, 1), r.stderr
+    return sorted((a['detector'], a['step'], a['line'], a['severity'], a['segment'])
+                  for a in map(json.loads, r.stdout.decode().splitlines()) if a['kind'] == 'open')
+
+
+class FollowFormats(unittest.TestCase):
+    @staticmethod
+    def position(d):
+        rows = d.sql("SELECT value FROM meta WHERE key LIKE 'follow:%'")
+        return json.loads(rows[0][0])['offset'] if rows else 0
+
+    def follow_and_compare(self, data, fmt, min_alerts):
+        d = Daemon()
+        log = os.path.join(d.dir, 'train.log')
+        d.extra_args += ['--follow', log, '--run', 'job']
+        with d:
+            rnd = random.Random(7)
+            i = 0
+            with open(log, 'wb') as f:
+                while i < len(data):
+                    n = rnd.randint(1, 64 * 1024)
+                    f.write(data[i:i + n])
+                    f.flush()
+                    i += n
+                    # now and then, let the daemon catch up, so that it reads the
+                    # log in the pieces it was written in (lines cut anywhere)
+                    if i > 64 * 1024 and rnd.random() < 0.3:
+                        last_nl = data.rfind(b'\n', 0, i) + 1
+                        wait_for(lambda: self.position(d) >= last_nl, timeout=60,
+                                 what='the follower to read up to byte %d' % last_nl)
+            # everything read: the stored position is the end of the file
+            wait_for(lambda: self.position(d) == len(data), timeout=120,
+                     what='the follower to reach the end of the log')
+            live = sorted(tuple(r) for r in d.sql(
+                "SELECT detector, step, line, severity, seg FROM alerts"))
+            stored = d.sql("SELECT count(*) FROM records")[0][0]
+        tmp = tempfile.mkdtemp(prefix='gw-follow-')
+        self.addCleanup(shutil.rmtree, tmp)
+        path = os.path.join(tmp, 'finished.log')
+        with open(path, 'wb') as f:
+            f.write(data)
+        replayed = replay_alerts(path, fmt)
+        self.assertGreaterEqual(len(replayed), min_alerts, replayed)
+        self.assertEqual(live, replayed)
+        r = subprocess.run([GRADWATCH, 'convert', '--run', 'job', path], stdout=subprocess.PIPE,
+                           timeout=300)
+        points = sum(1 for l in r.stdout.decode().splitlines() if '"event"' not in l)
+        self.assertEqual(stored, points)
+
+    def test_megatron(self):
+        data = megatron_text(os.path.join(CORPUS, 'genesis.jsonl'))
+        self.follow_and_compare(data, 'megatron', 2)
+
+    def test_llmc(self):
+        with open(os.path.join(RAW, 'llmc-gpt2-124m-hector-nan.log'), 'rb') as f:
+            data = f.read()
+        self.follow_and_compare(data, 'llmc', 1)
+
+
+if __name__ == '__main__':
+    unittest.main()
