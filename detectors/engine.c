@@ -305,64 +305,6 @@ static int segment_break(const struct run *r, const struct gw_rec *rec)
 	return -1;
 }
 
-/* ---- run endings (engine.h, "Run endings") -------------------------------------- */
-
-static const char RUN_FINISHED[] = "run_finished";
-
-/* A declared length: a positive integer count of steps, or -1. */
-static int64_t length_of(double v)
-{
-	return isfinite(v) && v >= 1 && v <= (double)GW_WIRE_STEP_MAX && v == floor(v) ? (int64_t)v : -1;
-}
-
-/* max_steps / total_steps among a record's extra metrics. */
-static void length_from_record(struct run *r, const struct gw_rec *rec)
-{
-	for (size_t i = 0; i < rec->n_extra; i++) {
-		const char *n = rec->extra[i].name;
-		int64_t m;
-		if ((!strcmp(n, "max_steps") || !strcmp(n, "total_steps")) &&
-		    (m = length_of(rec->extra[i].value)) > 0)
-			r->max_steps = m;
-	}
-}
-
-/* ... or among an event's attributes. */
-static void length_from_event(struct run *r, const struct gw_rec *rec)
-{
-	static const char *const keys[] = {"max_steps", "total_steps"};
-	for (size_t i = 0; i < GW_ARRAY_SIZE(keys); i++) {
-		json_t *v = json_object_get(rec->attrs, keys[i]);
-		int64_t m;
-		if (json_is_number(v) && (m = length_of(json_number_value(v))) > 0)
-			r->max_steps = m;
-	}
-}
-
-static void mark_ended(struct run *r, int64_t step)
-{
-	r->ended = true;
-	r->ended_step = GW_MAX(step, r->last_step);
-}
-
-/* A record: past the step the run ended at, it goes on; at its declared
- * length, it ends. */
-static void ending_on_record(struct run *r, const struct gw_rec *rec)
-{
-	length_from_record(r, rec);
-	if (r->ended && rec->step > r->ended_step)
-		r->ended = false;
-	if (!r->ended && r->max_steps > 0 && rec->step >= r->max_steps)
-		mark_ended(r, rec->step);
-}
-
-static void ending_on_event(struct run *r, const struct gw_rec *rec)
-{
-	length_from_event(r, rec);
-	if (strcmp(rec->event, RUN_FINISHED) == 0)
-		mark_ended(r, rec->step);
-}
-
 /* ---- lines ------------------------------------------------------------------ */
 
 static void dispatch(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
@@ -403,7 +345,7 @@ static void feed_event(struct gw_engine *e, struct run *r, const struct gw_rec *
 	} else if (r->seg == 0) {
 		open_segment(e, r, GW_SEG_START, rec->step, -1, line, rec->ts, now);
 	}
-	ending_on_event(r, rec);
+	gw__run_end_event(r, rec);
 	dispatch(e, r, rec, line, now, true);
 	if (!isnan(rec->ts))
 		r->last_ts = rec->ts;
@@ -444,7 +386,7 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
 	}
 	if (!isnan(rec->ts))
 		r->last_ts = rec->ts;
-	ending_on_record(r, rec);
+	gw__run_end_record(r, rec);
 	if (merge || !metric)
 		return;   /* stored, but nothing new for the detectors */
 	gw_hist_push(&r->hist, rec);
@@ -506,9 +448,9 @@ int gw_engine_run_ended(struct gw_engine *e, const char *run, const char *reason
 		return -ENOMEM;
 	struct gw_rec rec = {
 		.run = r->name, .run_len = strlen(r->name), .step = GW_MAX(r->last_step, 0),
-		.ts = NAN, .event = RUN_FINISHED, .attrs = attrs,
+		.ts = NAN, .event = GW_RUN_FINISHED, .attrs = attrs,
 	};
-	mark_ended(r, rec.step);
+	gw__run_end_mark(r, rec.step);
 	dispatch(e, r, &rec, 0, now, true);
 	json_decref(attrs);
 	return 0;
