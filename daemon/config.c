@@ -74,6 +74,7 @@ int gw_cfg_defaults(struct gw_cfg *c)
 	c->stream_evict_idle_ms = 30000;
 	c->idempotency_window_s = 86400;
 	c->run_evict_idle_s = 600;
+	c->retention_every_ms = 60000;
 	c->idempotency_max_keys = 100000;
 	c->commit_interval_ms = 100;
 	c->commit_max_records = 20000;
@@ -452,7 +453,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	static const char *const known[] = {
 		"state_dir", "database", "socket", "socket_mode", "tcp", "udp", "http",
 		"allow_remote", "log_level", "kernels", "limits", "storage", "aliases",
-		"thresholds", "runs", "detectors", "tick_ms", "sinks", "follow", "auth", "public_url",
+		"thresholds", "runs", "detectors", "tick_ms", "sinks", "follow", "auth", "public_url", "retention",
 		NULL,
 	};
 	static const char *const known_limits[] = {
@@ -613,6 +614,32 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		}
 		json_decref(c->sinks);
 		c->sinks = json_incref(v);
+	}
+	if ((v = json_object_get(root, "retention"))) {
+		static const char *const known_ret[] = {"max_age", "max_bytes", "check_every", NULL};
+		json_t *x;
+		if (!json_is_object(v) || (rc = unknown_keys(&L, v, "retention.", known_ret)) < 0) {
+			rc = rc < 0 ? rc : gw_errf(err, errlen, -EINVAL, "%s: retention must be an object", path);
+			goto out;
+		}
+		if ((x = json_object_get(v, "max_age")) &&
+		    (gw_parse_duration(x, &c->retention_max_age_ms) < 0 || c->retention_max_age_ms < 60000)) {
+			rc = gw_errf(err, errlen, -EINVAL, "%s: retention.max_age must be a duration of at "
+			             "least a minute (\"30d\", \"12h\", or seconds)", path);
+			goto out;
+		}
+		if ((x = json_object_get(v, "check_every")) &&
+		    (gw_parse_duration(x, &c->retention_every_ms) < 0 || c->retention_every_ms < 1000 ||
+		     c->retention_every_ms > 86400000)) {
+			rc = gw_errf(err, errlen, -EINVAL, "%s: retention.check_every must be a duration from "
+			             "1 s to 1 d", path);
+			goto out;
+		}
+		size_t mb = 0;
+		if ((rc = get_uint(&L, v, "max_bytes", "retention.", 1u << 20, 1ull << 50, &mb,
+		                   sizeof(size_t))) < 0)
+			goto out;
+		c->retention_max_bytes = mb;
 	}
 	if ((v = json_object_get(root, "auth"))) {
 		char e[256];

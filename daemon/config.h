@@ -67,6 +67,9 @@ struct gw_cfg {
 	size_t n_overrides;
 
 	json_t *auth;               /* token files (object, auth.h), owned, or NULL */
+	uint64_t retention_max_age_ms;  /* runs last seen longer ago are deleted (0: never) */
+	uint64_t retention_max_bytes;   /* the oldest runs go above this (0: no limit) */
+	uint64_t retention_every_ms;    /* how often retention looks (60 s) */
 	json_t *sinks;              /* alert sinks (array), owned */
 	json_t *follow;             /* files to follow (array), owned */
 };
