@@ -99,6 +99,12 @@ void gw__http_request(const struct gw__http_opts *o, const char *url, const char
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
 	}
+	if (o->method && !body && strcmp(o->method, "POST") == 0) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+	} else if (o->method) {
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, o->method);
+	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	CURLcode rc = curl_easy_perform(h);
 	if (rc == CURLE_OK) {

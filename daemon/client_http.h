@@ -29,6 +29,8 @@ int gw__buf_add(struct gw__buf *b, const char *p, size_t n);
 struct gw__http_opts {
 	const char *token;        /* sent as "Authorization: Bearer", or NULL */
 	long timeout_ms;          /* the whole request, connecting included */
+	const char *method;       /* "DELETE", "POST" without a body...; NULL: GET, or POST
+	                             when there is a body */
 };
 
 struct gw__http_answer {

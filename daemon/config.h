@@ -49,7 +49,8 @@ struct gw_cfg {
 	unsigned stream_evict_idle_ms;    /* a full transport closes one idle this long */
 	unsigned idempotency_window_s;    /* how long an Idempotency-Key is remembered */
 	size_t idempotency_max_keys;
-	size_t max_runs;
+	size_t max_runs;            /* runs whose detector state is in memory (runs.h) */
+	unsigned run_evict_idle_s;  /* an idle run's state leaves memory after this */
 	unsigned http_header_timeout_ms;
 	unsigned http_idle_timeout_ms;
 	unsigned http_body_timeout_ms;
@@ -66,6 +67,9 @@ struct gw_cfg {
 	size_t n_overrides;
 
 	json_t *auth;               /* token files (object, auth.h), owned, or NULL */
+	uint64_t retention_max_age_ms;  /* runs last seen longer ago are deleted (0: never) */
+	uint64_t retention_max_bytes;   /* the oldest runs go above this (0: no limit) */
+	uint64_t retention_every_ms;    /* how often retention looks (60 s) */
 	json_t *sinks;              /* alert sinks (array), owned */
 	json_t *follow;             /* files to follow (array), owned */
 };

@@ -21,6 +21,7 @@
 #include "kern.h"
 #include "log.h"
 #include "reader.h"
+#include "prune.h"
 #include "replay.h"
 #include "report.h"
 #include "util.h"
@@ -48,6 +49,8 @@ static void usage(FILE *f)
 	        "        replay logs into one self-contained HTML page of charts and alerts\n"
 	        "        (default report.html; opens from disk, no network)\n"
 	        "  export RUN [--format csv|jsonl] [--url URL | --db PATH] [--from S] [--to S] [-o FILE]\n"
+	        "  prune [--url URL] (--older-than DURATION | --run NAME...)\n"
+	        "        delete runs from the daemon's database\n"
 	        "        every record of a run, for notebooks (jsonl replays)\n"
 	        "  convert [--input-format NAME] [--run NAME] FILE...\n"
 	        "        read logs in any format gradwatch reads, write gradwatch NDJSON on stdout\n"
@@ -222,6 +225,8 @@ int main(int argc, char **argv)
 		rc = gw_report_main(&cfg, sub_argc, sub_argv);
 	else if (!strcmp(cmd, "export"))
 		rc = gw_client_export(&cfg, sub_argc, sub_argv);
+	else if (!strcmp(cmd, "prune"))
+		rc = gw_cmd_prune(&cfg, sub_argc, sub_argv);
 	else if (!strcmp(cmd, "convert"))
 		rc = gw_convert_main(&cfg, sub_argc, sub_argv);
 	else if (!strcmp(cmd, "formats"))

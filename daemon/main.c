@@ -17,6 +17,7 @@
 #include "follow.h"
 #include "http.h"
 #include "metrics.h"
+#include "retention.h"
 #include "web.h"
 
 #include "kern.h"
@@ -115,6 +116,7 @@ static void close_all(struct gw_daemon *d)
 	gw_server_stop(d);
 	gw_follow_stop(d);
 	gw_http_close_all(d->http);
+	gw_retention_stop(d);
 	gw_ingest_close(&d->ingest);
 	uv_close((uv_handle_t *)&d->sig_term, NULL);
 	uv_close((uv_handle_t *)&d->sig_int, NULL);
@@ -222,7 +224,7 @@ static void on_signal(uv_signal_t *s, int signum)
 static void on_tick(uv_timer_t *t)
 {
 	struct gw_daemon *d = t->data;
-	gw_engine_tick(d->ingest.engine, gw_wall_now());
+	gw_ingest_tick(&d->ingest, gw_wall_now());
 }
 
 static void on_watchdog(uv_timer_t *t)
@@ -453,6 +455,7 @@ int main(int argc, char **argv)
 	                 err, sizeof(err)) < 0 ||
 	    gw_http_start(&ho, &d.http, err, sizeof(err)) < 0 ||
 	    gw_api_start(&d, err, sizeof(err)) < 0 || gw_metrics_start(&d, err, sizeof(err)) < 0 ||
+	    gw_retention_start(&d, err, sizeof(err)) < 0 ||
 	    gw_web_start(&d, err, sizeof(err)) < 0 ||
 	    gw_alerting_start(&d, err, sizeof(err)) < 0 ||
 	    gw_server_start(&d, err, sizeof(err)) < 0 || gw_follow_start(&d, err, sizeof(err)) < 0) {

@@ -146,6 +146,13 @@ uint64_t gw_store_put_event(struct gw_store *s, const struct gw_rec *rec,
 uint64_t gw_store_put_segment(struct gw_store *s, const char *run, int64_t seg,
                               const char *reason, int64_t first_step, int64_t restart_step,
                               uint64_t line, double ts, double wall);
+/* Delete a run and everything of it (records, events, segments, alerts:
+ * the store's own tables) in one transaction.  Other modules' rows that name
+ * the run (the outbox's) stay.  Returns the last item's sequence (0: out of
+ * memory).  The writer holds the database while it deletes (about a second
+ * per few hundred thousand records). */
+uint64_t gw_store_delete_run(struct gw_store *s, const char *run);
+
 /* A small key/value fact kept in the `meta` table (e.g. a followed file's
  * position), written in order with the records it describes. */
 uint64_t gw_store_put_meta(struct gw_store *s, const char *key, const char *value);
@@ -205,6 +212,15 @@ int gw_store_read_run_positions(const char *path,
                                 void (*fn)(void *data, const char *run, int64_t seg,
                                            int64_t last_step, double last_ts),
                                 void *data, char *err, size_t errlen);
+
+/* A run's newest n records, and its events from the oldest of them on, in
+ * the order they happened (oldest first), to rebuild the detectors' state
+ * of an evicted run: fn gets each as a struct gw_rec (roles, ts, NaN
+ * restored; no extras) with its segment and line; a negative return stops
+ * the read and is returned.  Returns 0 or a negative errno. */
+int gw_store_read_tail(const char *path, const char *run, size_t n,
+                       int (*fn)(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line),
+                       void *data, char *err, size_t errlen);
 
 /* Attributes and step of a run's last event named `name` (new reference in
  * *attrs); -ENOENT when the run has none. */
