@@ -8,7 +8,7 @@
  *   gradwatch formats                               the log formats it reads
  *   gradwatch send [--run NAME] [FILE]              NDJSON to a running daemon
  *   gradwatch runs / alerts [RUN]                   query the daemon or the database
- *   gradwatch thresholds                            every threshold and its reason
+ *   gradwatch thresholds                            every threshold, its range and reasons
  *   gradwatch version
  *
  * Exit status: 0 success (replay: no warning or critical alert), 1 replay
