@@ -488,9 +488,12 @@ static void fill_info(const struct run *r, struct gw_run_info *ri)
 	ri->events = r->events;
 	ri->ended = r->ended;
 	ri->max_steps = r->max_steps;
-	for (size_t d = 0; d < GW_DET_MAX; d++)
-		for (int k = 0; k < MAX_INCIDENTS; k++)
-			ri->open_alerts += r->inc[d][k].used && r->inc[d][k].open;
+	for (size_t d = 0; d < GW_DET_MAX && gw_det_registry[d]; d++)
+		for (int k = 0; k < MAX_INCIDENTS; k++) {
+			bool open = r->inc[d][k].used && r->inc[d][k].open;
+			ri->open_alerts += open;
+			ri->open_live += open && gw_det_registry[d]->on_tick;
+		}
 }
 
 int gw_engine_run_info(const struct gw_engine *e, const char *run,

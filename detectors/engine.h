@@ -165,6 +165,8 @@ struct gw_run_info {
 	uint64_t records;          /* metric records since the engine started */
 	uint64_t events;
 	unsigned open_alerts;
+	unsigned open_live;        /* of those, of wall-clock detectors (stall): only the
+	                              live engine can resolve them, from its ticks */
 	bool ended;                /* see "Run endings" above */
 	int64_t max_steps;         /* the length it declared, -1 if none */
 };

@@ -94,7 +94,7 @@ static const struct core_stmt {
 		C_ALERTS, -1, -1, -1},
 	[GW_STORE_ALERT_RESOLVE] = {
 		"UPDATE alerts SET state = 'resolved', resolved = ?2, updated = ?2, "
-		"last_step = ?3, version = version + 1 WHERE id = ?1",
+		"last_step = ?3, resolution = ?4, version = version + 1 WHERE id = ?1",
 		C_ALERTS, -1, -1, -1},
 	[S_RECORD] = {
 		"INSERT INTO records(run_id, seg, step, line, ts, recv, loss, grad_norm, lr, "
@@ -214,6 +214,9 @@ static const char *const migrations[] = {
 	 * records holding the chart's extremes (storage/series.c), filled from
 	 * the records already stored; the writer keeps it current. */
 	GW_SERIES_TILES_MIGRATION,
+	/* 3 -> 4: what a resolve said (how long a run was silent, why it
+	 * ended), kept beside the summary of what was detected */
+	"ALTER TABLE alerts ADD COLUMN resolution TEXT",
 };
 
 _Static_assert(GW_ARRAY_SIZE(migrations) == GW_STORE_SCHEMA_VERSION,

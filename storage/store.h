@@ -40,7 +40,7 @@
 
 #include "wire.h"
 
-#define GW_STORE_SCHEMA_VERSION 3 /* the store's own tables: see migrations[] in store.c */
+#define GW_STORE_SCHEMA_VERSION 4 /* the store's own tables: see migrations[] in store.c */
 
 /* ---- typed values -------------------------------------------------------------- */
 
@@ -128,7 +128,8 @@ enum gw_store_stmt {
 	/* alerts (incidents): OPEN (id, run, seg, step, line, detector, severity,
 	 * summary, cause, action, evidence JSON, ts, created) inserts or reopens;
 	 * UPDATE (id, severity, summary, cause, action, evidence, updated,
-	 * last_step, last_line); RESOLVE (id, resolved, last_step). */
+	 * last_step, last_line); RESOLVE (id, resolved, last_step, resolution: what the
+	 * resolve said, or NULL). */
 	GW_STORE_ALERT_OPEN,
 	GW_STORE_ALERT_UPDATE,
 	GW_STORE_ALERT_RESOLVE,
