@@ -21,7 +21,9 @@
  */
 #include "client.h"
 
+#include "cli.h"
 #include "client_http.h"
+#include "query.h"
 #include "lines.h"
 #include "series.h"
 #include "store.h"
@@ -274,7 +276,7 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 	unsigned long max_lines = 10000, retries = DEFAULT_RETRIES;
 	struct gw__http_opts http = {.token = gw__client_token(), .timeout_ms = GW__CLIENT_TIMEOUT_MS};
 	int ch;
-	optind = 1;
+	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":u:r:b:t:h", lo, NULL)) != -1) {
 		switch (ch) {
@@ -282,22 +284,22 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 		case 'r': run = optarg; break;
 		case 'b':
 			if (gw__client_parse_count(optarg, 1000000, &max_lines) < 0 || !max_lines)
-				return gw__client_usage_error("send", "--batch wants a number of lines from 1 to 1000000, not", optarg);
+				return gw_cli_usage_error("gradwatch send", "--batch wants a number of lines from 1 to 1000000, not", optarg);
 			break;
 		case 't':
 			if (gw__client_parse_seconds(optarg, &http.timeout_ms) < 0)
-				return gw__client_usage_error("send", "--timeout wants seconds (more than 0, at most 86400), not", optarg);
+				return gw_cli_usage_error("gradwatch send", "--timeout wants seconds (more than 0, at most 86400), not", optarg);
 			break;
 		case 'R':
 			if (gw__client_parse_count(optarg, 100, &retries) < 0)
-				return gw__client_usage_error("send", "--retries wants a number from 0 to 100, not", optarg);
+				return gw_cli_usage_error("gradwatch send", "--retries wants a number from 0 to 100, not", optarg);
 			break;
 		case 'h': fputs(send_usage, stdout); return 0;
-		default: return gw__client_bad_option("send", ch, argv);
+		default: return gw_cli_bad_option("gradwatch send", ch, argv);
 		}
 	}
 	if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8))
-		return gw__client_usage_error("send", "--url / $GRADWATCH_URL must start with http:// or https://:", base);
+		return gw_cli_usage_error("gradwatch send", "--url / $GRADWATCH_URL must start with http:// or https://:", base);
 	if (run) {
 		char *enc = curl_easy_escape(NULL, run, 0);
 		snprintf(url, sizeof(url), "%s/v1/ingest?run=%s", base, enc ? enc : "");
@@ -422,8 +424,11 @@ static const char query_usage[] =
 	"\n"
 	"  --url URL          the daemon's HTTP API (default: $GRADWATCH_URL, else the\n"
 	"                     configuration's \"http\" address, http://127.0.0.1:7471)\n"
-	"  --db PATH          read the database file instead\n"
-	"  --json             print the daemon's JSON\n"
+	"  --db PATH          read the database file instead (gradwatchd's default:\n"
+	"                     $STATE_DIRECTORY or $XDG_STATE_HOME/gradwatch/gradwatch.db)\n"
+	"  --json             print the JSON the daemon's API answers (GET /v1/runs,\n"
+	"                     /v1/alerts...); --db prints the same; alerts in the\n"
+	"                     alert schema (docs/alert-schema.md)\n"
 	"  --timeout SECONDS  how long the request may take (default 30)\n"
 	"\n"
 	"environment: GRADWATCH_URL, GRADWATCH_TOKEN (sent as a bearer token)\n"
@@ -439,45 +444,48 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
-	const char *cmd = alerts ? "alerts" : "runs";
-	bool as_json = false;
+	const char *prog = alerts ? "gradwatch alerts" : "gradwatch runs";
+	bool as_json = false, url_given = false;
 	char base[256];
 	gw__client_default_url(cfg, base, sizeof(base));
 	const char *db = NULL;
 	struct gw__http_opts http = {.token = gw__client_token(), .timeout_ms = GW__CLIENT_TIMEOUT_MS};
 	int ch;
-	optind = 1;
+	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":u:d:jt:h", lo, NULL)) != -1) {
 		switch (ch) {
-		case 'u': gw_strlcpy(base, optarg, sizeof(base)); break;
+		case 'u': gw_strlcpy(base, optarg, sizeof(base)); url_given = true; break;
 		case 'd': db = optarg; break;
 		case 'j': as_json = true; break;
 		case 't':
 			if (gw__client_parse_seconds(optarg, &http.timeout_ms) < 0)
-				return gw__client_usage_error(cmd, "--timeout wants seconds (more than 0, at most 86400), not", optarg);
+				return gw_cli_usage_error(prog, "--timeout wants seconds (more than 0, at most 86400), not", optarg);
 			break;
 		case 'h':
-			printf(query_usage, cmd, alerts ? "List stored alerts, newest first (of one run, if given)"
-			                                : "List the runs, or one run: segments, last step, last values");
+			printf(query_usage, prog + 10, alerts ? "List stored alerts, newest first (of one run, if given)"
+			                                      : "List the runs, or one run: segments, last step, last values");
 			return 0;
-		default: return gw__client_bad_option(cmd, ch, argv);
+		default: return gw_cli_bad_option(prog, ch, argv);
 		}
 	}
+	if (db && url_given)
+		return gw_cli_usage_error(prog, "--url and --db exclude each other; got both, --db", db);
 	if (optind + 1 < argc)
-		return gw__client_usage_error(cmd, "one RUN at most; unexpected", argv[optind + 1]);
+		return gw_cli_usage_error(prog, "one RUN at most; unexpected", argv[optind + 1]);
 	const char *run = optind < argc ? argv[optind] : NULL;
-	char err[512];
 	json_t *out = NULL;
 	if (db) {
-		int rc = alerts ? gw_store_read_alerts(db, run, 1000, &out, err, sizeof(err))
-		         : run ? gw_store_read_run(db, run, &out, err, sizeof(err))
-		               : gw_store_read_runs(db, &out, err, sizeof(err));
-		if (rc < 0) {
-			fprintf(stderr, "gradwatch: %s\n", err);
+		/* exactly what the daemon's API answers from the same file */
+		int st = alerts ? gw_query_alerts(db, run, &out) : gw_query_runs(db, run, &out);
+		if (st != 200) {
+			fprintf(stderr, "%s: %s\n", prog, json_string_value(json_object_get(out, "error")));
+			json_decref(out);
 			return 2;
 		}
 	} else {
+		if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8))
+			return gw_cli_usage_error(prog, "--url / $GRADWATCH_URL must start with http:// or https://:", base);
 		char url[1024];
 		char *enc = run ? curl_easy_escape(NULL, run, 0) : NULL;
 		if (alerts)
@@ -490,7 +498,7 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		gw__http_request(&http, url, NULL, 0, NULL, &a);
 		curl_global_cleanup();
 		if (a.status < 0) {
-			fprintf(stderr, "gradwatch %s: %s (is gradwatchd running? or use --db PATH)\n", cmd, a.err);
+			fprintf(stderr, "%s: %s (is gradwatchd running? or use --db PATH)\n", prog, a.err);
 			free(a.body.p);
 			return 2;
 		}
@@ -499,7 +507,7 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 			const char *hint = a.status == 401 ? (http.token ? " (the token in $GRADWATCH_TOKEN was refused)"
 			                                                 : " (set $GRADWATCH_TOKEN)")
 			                                   : "";
-			fprintf(stderr, "gradwatch %s: the daemon answered %ld: %s%s\n", cmd, a.status,
+			fprintf(stderr, "%s: the daemon answered %ld: %s%s\n", prog, a.status,
 			        gw__http_error_text(out, &a.body), hint);
 			json_decref(out);
 			free(a.body.p);
@@ -632,8 +640,28 @@ static void export_page(struct exporter *x, json_t *page)
 	}
 }
 
+static const char export_usage[] =
+	"usage: gradwatch export RUN [--format csv|jsonl] [--url URL | --db PATH]\n"
+	"                        [--from STEP] [--to STEP] [-o FILE] [--timeout SECONDS]\n"
+	"\n"
+	"Every record of a run, for notebooks, from a running gradwatchd over HTTP\n"
+	"or, with --db, from its database file.\n"
+	"\n"
+	"  -f, --format csv|jsonl  csv (default) or gradwatch NDJSON, which replays\n"
+	"  -u, --url URL           the daemon's HTTP API (default: $GRADWATCH_URL, else\n"
+	"                          the configuration's \"http\" address)\n"
+	"  -d, --db PATH           read the database file instead\n"
+	"      --from STEP         the first step (default: the run's first)\n"
+	"      --to STEP           the last step (default: the run's last)\n"
+	"  -o, --output FILE       write there (default: standard output)\n"
+	"      --timeout SECONDS   how long one request may take (default 30)\n"
+	"\n"
+	"environment: GRADWATCH_URL, GRADWATCH_TOKEN (sent as a bearer token)\n"
+	"exit status: 0 written; 2 an error\n";
+
 int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 {
+	static const char prog[] = "gradwatch export";
 	static const struct option lo[] = {
 		{"url", required_argument, NULL, 'u'},
 		{"db", required_argument, NULL, 'd'},
@@ -641,50 +669,60 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{"from", required_argument, NULL, 'F'},
 		{"to", required_argument, NULL, 'T'},
+		{"timeout", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
 	char base[256];
 	gw__client_default_url(cfg, base, sizeof(base));
 	const char *db = NULL, *out_path = NULL, *from = NULL, *to = NULL;
-	bool csv = true;
+	bool csv = true, url_given = false;
+	long timeout_ms = GW__CLIENT_TIMEOUT_MS;
 	int ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "u:d:f:o:", lo, NULL)) != -1) {
+	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":u:d:f:o:h", lo, NULL)) != -1) {
 		switch (ch) {
-		case 'u': gw_strlcpy(base, optarg, sizeof(base)); break;
+		case 'u': gw_strlcpy(base, optarg, sizeof(base)); url_given = true; break;
 		case 'd': db = optarg; break;
 		case 'o': out_path = optarg; break;
 		case 'F': from = optarg; break;
 		case 'T': to = optarg; break;
+		case 't':
+			if (gw__client_parse_seconds(optarg, &timeout_ms) < 0)
+				return gw_cli_usage_error(prog, "--timeout wants seconds (more than 0, at most 86400), not", optarg);
+			break;
 		case 'f':
 			if (strcmp(optarg, "csv") == 0)
 				csv = true;
 			else if (strcmp(optarg, "jsonl") == 0)
 				csv = false;
-			else {
-				fprintf(stderr, "gradwatch export: --format is csv or jsonl, not \"%s\"\n", optarg);
-				return 2;
-			}
+			else
+				return gw_cli_usage_error(prog, "--format is csv or jsonl, not", optarg);
 			break;
-		default: return 2;
+		case 'h': fputs(export_usage, stdout); return 0;
+		default: return gw_cli_bad_option(prog, ch, argv);
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "usage: gradwatch export RUN [--format csv|jsonl] [--db PATH | --url URL] "
-		                "[--from STEP] [--to STEP] [-o FILE]\n");
-		return 2;
-	}
+	if (db && url_given)
+		return gw_cli_usage_error(prog, "--url and --db exclude each other; got both, --db", db);
+	if (optind >= argc)
+		return gw_cli_usage_error(prog, "which run? (gradwatch runs lists them)", NULL);
+	if (optind + 1 < argc)
+		return gw_cli_usage_error(prog, "one RUN only; unexpected", argv[optind + 1]);
+	if (!db && strncmp(base, "http://", 7) && strncmp(base, "https://", 8))
+		return gw_cli_usage_error(prog, "--url / $GRADWATCH_URL must start with http:// or https://:", base);
 	struct gw_series_query q = {.run = argv[optind], .max_points = 0, .limit = 20000, .extra = true};
 	const char *bounds[2] = {from, to};
 	for (int k = 0; k < 2; k++) {
 		char *end;
 		if (!bounds[k])
 			continue;
+		errno = 0;
 		long long v = strtoll(bounds[k], &end, 10);
-		if (!*bounds[k] || *end) {
-			fprintf(stderr, "gradwatch export: --%s takes a step number, not \"%s\"\n", k ? "to" : "from", bounds[k]);
-			return 2;
-		}
+		if (!*bounds[k] || *end || errno)
+			return gw_cli_usage_error(prog, k ? "--to wants a step number, not" : "--from wants a step number, not",
+			                          bounds[k]);
 		if (k)
 			q.has_to = true, q.to = v;
 		else
@@ -722,8 +760,7 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 				n += snprintf(url + n, sizeof(url) - (size_t)n, "&from=%lld", (long long)q.from);
 			if (q.has_to)
 				snprintf(url + n, sizeof(url) - (size_t)n, "&to=%lld", (long long)q.to);
-			const struct gw__http_opts ho = {.token = gw__client_token(),
-			                                  .timeout_ms = GW__CLIENT_TIMEOUT_MS};
+			const struct gw__http_opts ho = {.token = gw__client_token(), .timeout_ms = timeout_ms};
 			struct gw__http_answer a = {0};
 			gw__http_request(&ho, url, NULL, 0, NULL, &a);
 			long st = a.status;
