@@ -12,10 +12,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int gw_cfg_set_str(char **field, const char *value)
 {
@@ -47,15 +49,97 @@ static char *first_dir(const char *env)
 	return colon ? strndup(v, (size_t)(colon - v)) : strdup(v);
 }
 
+/* $XDG_<env>/gradwatch, else $HOME/<home_rel>/gradwatch (when home_rel);
+ * XDG wants absolute paths, so a relative one is ignored.  NULL: none. */
+static char *xdg_dir(const char *env, const char *home_rel)
+{
+	const char *v = getenv(env), *home = getenv("HOME");
+	char *p = NULL;
+	if (v && v[0] == '/') {
+		if (asprintf(&p, "%s/gradwatch", v) < 0)
+			return NULL;
+	} else if (home_rel && home && home[0] == '/') {
+		if (asprintf(&p, "%s/%s/gradwatch", strcmp(home, "/") ? home : "", home_rel) < 0)
+			return NULL;
+	}
+	return p;
+}
+
+int gw_cfg_default_dirs(char **state, char **runtime)
+{
+	*state = first_dir("STATE_DIRECTORY");
+	*runtime = first_dir("RUNTIME_DIRECTORY");
+	if (!*state) {
+		/* not under systemd: the user's XDG directories */
+		*state = xdg_dir("XDG_STATE_HOME", ".local/state");
+		if (!*runtime)
+			*runtime = xdg_dir("XDG_RUNTIME_DIR", NULL);
+	}
+	if (!*state)
+		*state = strdup(".");
+	if (!*runtime && *state)
+		*runtime = strdup(*state);  /* no runtime directory: beside the database */
+	if (!*state || !*runtime) {
+		free(*state);
+		free(*runtime);
+		*state = *runtime = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* mkdir -p with mode for the components it creates. */
+static int mkdirs(const char *dir, mode_t mode)
+{
+	char p[PATH_MAX];
+	if (gw_strlcpy(p, dir, sizeof(p)) >= sizeof(p))
+		return -ENAMETOOLONG;
+	for (char *s = p + 1;; s++) {
+		if (*s != '/' && *s)
+			continue;
+		char c = *s;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*s = c;
+		if (!c)
+			return 0;
+	}
+}
+
+int gw_cfg_make_dirs(const struct gw_cfg *c, char *err, size_t errlen)
+{
+	char *state, *runtime;
+	if (gw_cfg_default_dirs(&state, &runtime) < 0)
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
+	const char *dirs[] = {state, runtime};
+	const char *paths[] = {c->db_path, c->socket_path};
+	int rc = 0;
+	for (size_t i = 0; i < 2 && rc == 0; i++) {
+		size_t n = strlen(dirs[i]);
+		/* only the default directories, and only when used: a path
+		 * given by hand names a directory that must exist */
+		if (!paths[i] || strcmp(dirs[i], ".") == 0 || strncmp(paths[i], dirs[i], n) ||
+		    paths[i][n] != '/')
+			continue;
+		rc = mkdirs(dirs[i], 0700);
+		if (rc < 0)
+			rc = gw_errf(err, errlen, rc, "cannot create the directory %s: %s", dirs[i],
+			             strerror(-rc));
+	}
+	free(state);
+	free(runtime);
+	return rc;
+}
+
 int gw_cfg_defaults(struct gw_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->state_dir = first_dir("STATE_DIRECTORY");
-	if (!c->state_dir)
-		c->state_dir = strdup(".");
-	char *rt = first_dir("RUNTIME_DIRECTORY");
+	char *rt = NULL;
+	if (gw_cfg_default_dirs(&c->state_dir, &rt) < 0)
+		return -ENOMEM;
 	c->db_path = path_join(c->state_dir, "gradwatch.db");
-	c->socket_path = path_join(rt ? rt : ".", "gradwatch.sock");
+	c->socket_path = path_join(rt, "gradwatch.sock");
 	free(rt);
 	c->socket_mode = 0660;
 	c->tcp = (struct gw_listen){true, "127.0.0.1", GW_DEFAULT_PORT};
@@ -634,42 +718,6 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 out:
 	json_decref(root);
 	return rc;
-}
-
-json_t *gw_cfg_to_json(const struct gw_cfg *c)
-{
-	char tcp[96] = "off", udp[96] = "off", http[96] = "off";
-	if (c->tcp.enabled)
-		snprintf(tcp, sizeof(tcp), "%s:%d", c->tcp.host, c->tcp.port);
-	if (c->udp.enabled)
-		snprintf(udp, sizeof(udp), "%s:%d", c->udp.host, c->udp.port);
-	if (c->http.enabled)
-		snprintf(http, sizeof(http), "%s:%d", c->http.host, c->http.port);
-	json_t *th = json_object();
-	for (const struct gw_threshold_info *i = gw_threshold_table; i->name; i++)
-		json_object_set_new(th, i->name,
-		                    json_real(*(const double *)((const char *)&c->engine.th + i->offset)));
-	json_t *dis = json_array();
-	for (size_t k = 0; gw_det_registry[k]; k++)
-		if ((c->engine.disabled >> k) & 1u)
-			json_array_append_new(dis, json_string(gw_det_registry[k]->name));
-	return json_pack("{s:s?, s:s, s:s, s:s?, s:s, s:s, s:s, s:s?, s:b, s:I, s:I, s:I, s:I, s:I, s:b, s:o, s:o, s:I, s:I}",
-	                 "config_file", c->file,
-	                 "state_dir", c->state_dir,
-	                 "database", c->db_path,
-	                 "socket", c->socket_path,
-	                 "tcp", tcp, "udp", udp, "http", http, "public_url", c->public_url,
-	                 "allow_remote", c->allow_remote,
-	                 "max_line_bytes", (json_int_t)c->max_line,
-	                 "max_body_bytes", (json_int_t)c->max_body,
-	                 "max_connections", (json_int_t)c->max_connections,
-	                 "commit_interval_ms", (json_int_t)c->commit_interval_ms,
-	                 "commit_max_records", (json_int_t)c->commit_max_records,
-	                 "synchronous_full", c->sync_full,
-	                 "thresholds", th,
-	                 "disabled_detectors", dis,
-	                 "sinks", (json_int_t)json_array_size(c->sinks),
-	                 "follow", (json_int_t)json_array_size(c->follow));
 }
 
 int gw_cfg_init_kernels(const char *name, char *err, size_t errlen)

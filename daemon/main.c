@@ -420,11 +420,22 @@ int main(int argc, char **argv)
 		goto out_cfg;
 	}
 	if (check) {
+		/* stdout: only the configuration, in the file's schema */
 		json_t *j = gw_cfg_to_json(&cfg);
-		char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-		printf("%s\nconfiguration OK\n", s);
-		free(s);
+		char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
 		json_decref(j);
+		if (!s) {
+			fprintf(stderr, "gradwatchd: out of memory\n");
+			goto out_cfg;
+		}
+		printf("%s\n", s);
+		free(s);
+		if (fflush(stdout) != 0) {
+			fprintf(stderr, "gradwatchd: cannot write the configuration: %s\n", strerror(errno));
+			goto out_cfg;
+		}
+		fprintf(stderr, "configuration OK%s%s\n", cfg.file ? ": " : " (no file: defaults and flags)",
+		        cfg.file ? cfg.file : "");
 		rc = 0;
 		goto out_cfg;
 	}
@@ -432,6 +443,10 @@ int main(int argc, char **argv)
 	gw_log_info("gradwatchd %s starting: kernels %s, database %s", GW_VERSION, gw_kern_name(),
 	            cfg.db_path);
 
+	if (gw_cfg_make_dirs(&cfg, err, sizeof(err)) < 0) {
+		gw_log_crit("%s", err);
+		goto out_cfg;
+	}
 	int lock_fd = lock_instance(cfg.db_path, err, sizeof(err));
 	if (lock_fd < 0) {
 		gw_log_crit("%s", err);
