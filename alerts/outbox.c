@@ -26,6 +26,12 @@
  * random) from retry_initial up to retry_max, until give_up_after since the
  * event; a Retry-After on 429/503 sets the delay and, for 429, pauses the
  * whole sink that long.  Other statuses are final ("failed", logged once).
+ *
+ * (Over 1,000 lines: queueing, retries, grouping, repeats, rate limits and
+ * the known-alert table are one state machine per sink over shared structs;
+ * the SQL is in outbox_db.c, the payloads in sink_*.c.  The next split would
+ * put the known-alert table and the per-sink pump apart behind an internal
+ * header.)
  */
 #include "outbox.h"
 #include "outbox_db.h"

@@ -13,6 +13,11 @@
  * Limits: header time, body time and body size (413 before reading a
  * too-large body when Content-Length says so), keep-alive idle time, and
  * limits.max_connections.
+ *
+ * (About 1,000 lines: the parser callbacks, the connection lifecycle and the
+ * responses all work on struct gw_http_conn and its timers.  The split that
+ * would help, http_parse.c / http_conn.c / http_respond.c around an internal
+ * header holding that struct, waits for the work on eviction in this area.)
  */
 #include "http.h"
 
