@@ -54,7 +54,7 @@ int gw_cfg_defaults(struct gw_cfg *c)
 	c->max_line = 64 * 1024;
 	c->max_body = 64 * 1024 * 1024;
 	c->max_connections = 1024;
-	c->max_runs = 100000;
+	c->max_runs = 16384;          /* ~1 GiB of detector state at ~61 KB a run */
 	c->http_header_timeout_ms = 10000;
 	c->http_idle_timeout_ms = 60000;
 	c->http_body_timeout_ms = 30000;
@@ -62,6 +62,7 @@ int gw_cfg_defaults(struct gw_cfg *c)
 	c->stream_idle_timeout_ms = 900000;
 	c->stream_evict_idle_ms = 30000;
 	c->idempotency_window_s = 86400;
+	c->run_evict_idle_s = 600;
 	c->idempotency_max_keys = 100000;
 	c->commit_interval_ms = 100;
 	c->commit_max_records = 20000;
@@ -447,7 +448,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		"max_line_bytes", "max_body_bytes", "max_connections", "max_runs",
 		"http_header_timeout_ms", "http_idle_timeout_ms", "http_body_timeout_ms",
 		"http_reserved_connections", "stream_idle_timeout_ms", "stream_evict_idle_ms",
-		"idempotency_window_s", "idempotency_max_keys", NULL,
+		"idempotency_window_s", "idempotency_max_keys", "run_evict_idle_s", NULL,
 	};
 	static const char *const known_storage[] = {
 		"commit_interval_ms", "commit_max_records", "synchronous", "max_pending_bytes", NULL,
@@ -536,7 +537,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		if ((rc = get_uint(&L, v, "max_line_bytes", "limits.", 256, 1u << 30, &c->max_line, sizeof(size_t))) < 0 ||
 		    (rc = get_uint(&L, v, "max_body_bytes", "limits.", 256, 1ull << 34, &c->max_body, sizeof(size_t))) < 0 ||
 		    (rc = get_uint(&L, v, "max_connections", "limits.", 1, 1000000, &c->max_connections, sizeof(size_t))) < 0 ||
-		    (rc = get_uint(&L, v, "max_runs", "limits.", 0, 100000000, &c->max_runs, sizeof(size_t))) < 0 ||
+		    (rc = get_uint(&L, v, "max_runs", "limits.", 1, 10000000, &c->max_runs, sizeof(size_t))) < 0 ||
 		    (rc = get_uint(&L, v, "http_header_timeout_ms", "limits.", 100, 86400000, &c->http_header_timeout_ms, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "http_idle_timeout_ms", "limits.", 100, 86400000, &c->http_idle_timeout_ms, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "http_body_timeout_ms", "limits.", 100, 86400000, &c->http_body_timeout_ms, sizeof(unsigned))) < 0 ||
@@ -544,7 +545,8 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		    (rc = get_uint(&L, v, "stream_idle_timeout_ms", "limits.", 1000, 86400000, &c->stream_idle_timeout_ms, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "stream_evict_idle_ms", "limits.", 1000, 86400000, &c->stream_evict_idle_ms, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "idempotency_window_s", "limits.", 60, 30 * 86400, &c->idempotency_window_s, sizeof(unsigned))) < 0 ||
-		    (rc = get_uint(&L, v, "idempotency_max_keys", "limits.", 100, 10000000, &c->idempotency_max_keys, sizeof(size_t))) < 0)
+		    (rc = get_uint(&L, v, "idempotency_max_keys", "limits.", 100, 10000000, &c->idempotency_max_keys, sizeof(size_t))) < 0 ||
+		    (rc = get_uint(&L, v, "run_evict_idle_s", "limits.", 1, 30 * 86400, &c->run_evict_idle_s, sizeof(unsigned))) < 0)
 			goto out;
 	}
 	if ((v = json_object_get(root, "storage"))) {

@@ -52,7 +52,8 @@ struct gw_cfg {
 	unsigned stream_evict_idle_ms;    /* a full transport closes one idle this long */
 	unsigned idempotency_window_s;    /* how long an Idempotency-Key is remembered */
 	size_t idempotency_max_keys;
-	size_t max_runs;
+	size_t max_runs;            /* runs whose detector state is in memory (runs.h) */
+	unsigned run_evict_idle_s;  /* an idle run's state leaves memory after this */
 	unsigned http_header_timeout_ms;
 	unsigned http_idle_timeout_ms;
 	unsigned http_body_timeout_ms;

@@ -88,7 +88,7 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c)
 		                                      "thresholds", thresholds_json(&c->overrides[i].th)));
 	json_t *o = json_pack(
 		"{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:b, s:s, s:I,"
-		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
 		" s:{s:I, s:I, s:s, s:I},"
 		" s:o, s:o, s:o, s:{s:o}, s:O, s:O}",
 		"state_dir", abs_path(c->state_dir),
@@ -113,6 +113,7 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c)
 		"stream_evict_idle_ms", (json_int_t)c->stream_evict_idle_ms,
 		"idempotency_window_s", (json_int_t)c->idempotency_window_s,
 		"idempotency_max_keys", (json_int_t)c->idempotency_max_keys,
+		"run_evict_idle_s", (json_int_t)c->run_evict_idle_s,
 		"storage",
 		"commit_interval_ms", (json_int_t)c->commit_interval_ms,
 		"commit_max_records", (json_int_t)c->commit_max_records,

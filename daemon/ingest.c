@@ -109,12 +109,6 @@ static void on_alert(void *data, const struct gw_alert *a)
 	}
 }
 
-static void seed_run(void *data, const char *run, int64_t seg, int64_t last_step, double last_ts)
-{
-	struct gw_ingest *in = data;
-	if (seg > 0)
-		gw_engine_seed_run(in->engine, run, seg, last_step, last_ts);
-}
 
 /* ---- commit notifications --------------------------------------------------------- */
 
@@ -266,7 +260,7 @@ int gw_ingest_init(struct gw_ingest *in, const struct gw_ingest_opts *o, char *e
 	eo.overrides = cfg->overrides;
 	eo.n_overrides = cfg->n_overrides;
 	eo.live = !o->replay;
-	eo.max_runs = o->replay ? 0 : cfg->max_runs;
+	eo.max_runs = 0;   /* live: runs.c keeps the active runs under limits.max_runs */
 	struct gw_engine_hooks hooks = {.data = in, .on_alert = on_alert, .on_segment = on_segment};
 	in->engine = gw_engine_new(&eo, &hooks);
 	in->wire = gw_wire_new(cfg->aliases);
@@ -275,12 +269,15 @@ int gw_ingest_init(struct gw_ingest *in, const struct gw_ingest_opts *o, char *e
 	if (o->replay)
 		return 0;
 	char rerr[256];
-	if (gw_store_read_run_positions(cfg->db_path, seed_run, in, rerr, sizeof(rerr)) < 0)
+	if (gw_runs_load(&in->runs, cfg->db_path, rerr, sizeof(rerr)) < 0)
 		gw_log_warn("could not read where known runs stood: %s", rerr);
-	else if (gw_engine_run_count(in->engine))
-		gw_log_info("%zu known run(s) continue from their stored positions",
-		            gw_engine_run_count(in->engine));
 	return open_outbox(in, err, errlen);
+}
+
+void gw_ingest_tick(struct gw_ingest *in, double now)
+{
+	gw_engine_tick(in->engine, now);
+	gw_runs_tick(in, now);
 }
 
 void gw_ingest_close(struct gw_ingest *in)
@@ -298,6 +295,7 @@ void gw_ingest_deinit(struct gw_ingest *in)
 	in->outbox = NULL;
 	gw_engine_free(in->engine);
 	in->engine = NULL;
+	gw_runs_free(&in->runs);
 	gw_wire_free(in->wire);
 	in->wire = NULL;
 	in->waiters = NULL;
@@ -326,7 +324,9 @@ int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t
 	}
 	double now = !in->o.replay ? gw_wall_now() : in->o.live_clock ? rec->ts : NAN;
 	int64_t seg = 0;
-	int rc = gw_engine_feed(in->engine, rec, lineno, now, &seg);
+	int rc = in->o.replay ? 0 : gw_runs_activate(in, rec->run, rec->run_len);
+	if (rc == 0)
+		rc = gw_engine_feed(in->engine, rec, lineno, now, &seg);
 	if (rc < 0) {
 		*e = (struct gw_wire_err){.column = 0};
 		gw_strlcpy(e->field, "run", sizeof(e->field));

@@ -40,6 +40,7 @@
 #include "engine.h"
 #include "lines.h"
 #include "reader.h"
+#include "runs.h"
 #include "store.h"
 #include "wire.h"
 
@@ -114,6 +115,7 @@ struct gw_ingest {
 	struct gw_paused paused;          /* list head */
 	uint64_t seq_seen;                /* store sequence of the last line queued */
 	struct gw_ingest_counters n;
+	struct gw_runs runs;              /* active and dormant runs (runs.h) */
 };
 
 /* Set up: the engine (seeded with where every run in the database stood),
@@ -123,6 +125,9 @@ struct gw_ingest {
  * call gw_ingest_deinit anyway. */
 int gw_ingest_init(struct gw_ingest *in, const struct gw_ingest_opts *o, char *err,
                    size_t errlen);
+
+/* Every tick: the wall-clock detectors, and idle runs made dormant. */
+void gw_ingest_tick(struct gw_ingest *in, double now);
 
 /* Stop delivering alerts and close the handles (the loop must run once more
  * for their close callbacks); then gw_ingest_deinit frees everything. */

@@ -238,7 +238,7 @@ static void on_signal(uv_signal_t *s, int signum)
 static void on_tick(uv_timer_t *t)
 {
 	struct gw_daemon *d = t->data;
-	gw_engine_tick(d->ingest.engine, gw_wall_now());
+	gw_ingest_tick(&d->ingest, gw_wall_now());
 }
 
 static void on_watchdog(uv_timer_t *t)

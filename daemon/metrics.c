@@ -27,7 +27,8 @@
  *   gradwatch_alerts_total{detector,severity}        incidents opened
  *   gradwatch_store_commits_total, gradwatch_store_pending_bytes, gradwatch_store_up
  *   gradwatch_outbox_depth                           (once the alert outbox registers it)
- *   gradwatch_runs                                   runs the engine tracks
+ *   gradwatch_runs, gradwatch_runs_dormant           active runs, and the others known
+ *   gradwatch_runs_evicted_total, _rebuilt_total     runs made dormant, and rebuilt
  *   gradwatch_run_last_step{run}, gradwatch_run_segment{run},
  *   gradwatch_run_loss{run}, gradwatch_run_grad_norm{run}, gradwatch_run_lr{run},
  *   gradwatch_run_throughput{run}, gradwatch_run_seconds_since_last_record{run},
@@ -225,9 +226,22 @@ int gw_metrics_render(struct gw_daemon *d, FILE *f)
 		u64(f, outbox.depth(outbox.data));
 	}
 
-	family(f, "gradwatch_runs", "gauge", "Runs the detector engine tracks.");
+	family(f, "gradwatch_runs", "gauge",
+	       "Active runs: their detector state is in memory (the per-run series below).");
 	fputs("gradwatch_runs", f);
 	u64(f, gw_engine_run_count(d->ingest.engine));
+	family(f, "gradwatch_runs_dormant", "gauge",
+	       "Known runs whose detector state is not in memory (rebuilt on their next line).");
+	fputs("gradwatch_runs_dormant", f);
+	u64(f, gw_runs_dormant(&d->ingest.runs));
+	family(f, "gradwatch_runs_evicted_total", "counter",
+	       "Runs made dormant (idle, or to make room under limits.max_runs).");
+	fputs("gradwatch_runs_evicted_total", f);
+	u64(f, d->ingest.runs.evicted);
+	family(f, "gradwatch_runs_rebuilt_total", "counter",
+	       "Dormant runs whose detector state was rebuilt from the database.");
+	fputs("gradwatch_runs_rebuilt_total", f);
+	u64(f, d->ingest.runs.rehydrated);
 	struct run_ctx rc = {.f = f, .now = gw_wall_now()};
 	for (size_t k = 0; k < GW_ARRAY_SIZE(run_families); k++) {
 		rc.fam = &run_families[k];

@@ -240,7 +240,7 @@ static void open_segment(struct gw_engine *e, struct run *r, enum gw_seg_reason 
 	} else {
 		gw_hist_end_replay(&r->hist);
 	}
-	if (e->hooks.on_segment) {
+	if (e->hooks.on_segment && !e->quiet) {
 		struct gw_segment_info si = {
 			.run = r->name, .seg = r->seg, .reason = why,
 			.first_step = first_step, .restart_step = restart_step,
@@ -467,6 +467,41 @@ const struct gw_hist *gw_engine_hist(const struct gw_engine *e, const char *run)
 {
 	const struct run *r = run_find(e, run, strlen(run));
 	return r ? &r->hist : NULL;
+}
+
+/* ---- active runs: eviction and quiet re-feeding ----------------------------------- */
+
+bool gw_engine_has_run(const struct gw_engine *e, const char *run, size_t len)
+{
+	return run_find(e, run, len) != NULL;
+}
+
+int gw_engine_evict(struct gw_engine *e, const char *run, struct gw_run_info *last)
+{
+	uint32_t i;
+	size_t len = strlen(run);
+	if (gw_strtab_del(&e->by_name, run, len, &i) < 0)
+		return -ENOENT;
+	struct run *r = e->runs[i];
+	if (last) {
+		fill_info(r, last);
+		last->run = NULL;   /* its name goes with it */
+	}
+	/* the last run takes its place in the list (and in the index) */
+	struct run *moved = e->runs[--e->nruns];
+	if (moved != r) {
+		e->runs[i] = moved;
+		gw_strtab_set(&e->by_name, moved->name, strlen(moved->name), i);
+	}
+	run_free(r);
+	return 0;
+}
+
+bool gw_engine_quiet(struct gw_engine *e, bool quiet)
+{
+	bool was = e->quiet;
+	e->quiet = quiet;
+	return was;
 }
 
 void gw_engine_foreach_run(const struct gw_engine *e,

@@ -148,7 +148,24 @@ struct gw_run_info {
 int gw_engine_run_info(const struct gw_engine *e, const char *run,
                        struct gw_run_info *out);
 
-/* Call fn for every run, in the order the runs appeared. */
+/* Is the run's state in the engine? */
+bool gw_engine_has_run(const struct gw_engine *e, const char *run, size_t len);
+
+/* Forget a run's detector state (an idle run, to bound memory): its last
+ * position and values go to *last (may be NULL; last->run is NULL).  The
+ * caller re-creates the state before the run's next line, by seeding it
+ * and re-feeding its recent lines quietly.  The runs' order changes (the
+ * last one takes the evicted one's place).  Returns 0 or -ENOENT. */
+int gw_engine_evict(struct gw_engine *e, const char *run, struct gw_run_info *last);
+
+/* While quiet, lines change the detectors' state but no hook is called (no
+ * alert, no segment is reported): re-feeding a run's stored lines after an
+ * eviction rebuilds what the detectors knew without saying it twice.
+ * Returns the previous setting. */
+bool gw_engine_quiet(struct gw_engine *e, bool quiet);
+
+/* Call fn for every active run (in the order they appeared, but for
+ * evictions). */
 void gw_engine_foreach_run(const struct gw_engine *e,
                            void (*fn)(void *data, const struct gw_run_info *ri),
                            void *data);

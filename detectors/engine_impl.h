@@ -93,6 +93,7 @@ struct gw_engine {
 	size_t det_total;
 	struct prec prec[MAX_PREC];
 	size_t nprec;
+	bool quiet;               /* hooks are not called (gw_engine_quiet) */
 };
 
 #endif

@@ -75,7 +75,7 @@ static void emit(struct gw_engine *e, struct run *r, const struct gw_det_ctx *ct
                  enum gw_alert_kind kind, uint32_t key, int64_t seg,
                  const struct gw_verdict *v, enum gw_severity sev)
 {
-	if (!e->hooks.on_alert)
+	if (!e->hooks.on_alert || e->quiet)
 		return;
 	const struct gw_detector *det = gw_det_registry[ctx->det_index];
 	struct gw_alert a = {

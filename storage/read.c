@@ -5,9 +5,11 @@
  */
 #include "store.h"
 
+#include "buf.h"
 #include "util.h"
 
 #include <errno.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -267,6 +269,126 @@ int gw_store_read_meta(const char *path, const char *key, char **out)
 			rc = -ENOMEM;
 	}
 	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return rc;
+}
+
+/* ---- a run's recent lines ---------------------------------------------------------------- */
+
+struct tail_row {
+	int64_t seg, step;
+	uint64_t line;
+	double ts, v[GW_NROLES];
+	unsigned present;
+	char *event;              /* NULL: a record */
+	json_t *attrs;
+};
+
+static double col_real(sqlite3_stmt *st, int k)
+{
+	return sqlite3_column_type(st, k) == SQLITE_NULL ? NAN : sqlite3_column_double(st, k);
+}
+
+int gw_store_read_tail(const char *path, const char *run, size_t n,
+                       int (*fn)(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line),
+                       void *data, char *err, size_t errlen)
+{
+	sqlite3 *db;
+	int rc = open_ro(path, &db, err, errlen);
+	if (rc < 0)
+		return rc;
+	struct tail_row *rows = calloc(n ? n : 1, sizeof(*rows));
+	struct tail_row *evs = NULL;
+	size_t nrows = 0, nev = 0, cap_ev = 0;
+	sqlite3_stmt *st = NULL;
+	if (!rows) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* the newest n records, by the index on (run_id, seg, step), newest first */
+	if (sqlite3_prepare_v2(db, "SELECT seg, step, line, ts, loss, grad_norm, lr, throughput, "
+	                           "nonfinite FROM records WHERE run_id = (SELECT id FROM runs WHERE "
+	                           "name = ?1) ORDER BY seg DESC, step DESC LIMIT ?2", -1, &st,
+	                       NULL) != SQLITE_OK)
+		goto sqlfail;
+	sqlite3_bind_text(st, 1, run, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)n);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && nrows < n) {
+		struct tail_row *t = &rows[nrows++];
+		t->seg = sqlite3_column_int64(st, 0);
+		t->step = sqlite3_column_int64(st, 1);
+		t->line = (uint64_t)sqlite3_column_int64(st, 2);
+		t->ts = col_real(st, 3);
+		unsigned nonfinite = (unsigned)sqlite3_column_int(st, 8);
+		for (int k = 0; k < GW_NROLES; k++) {
+			t->v[k] = col_real(st, 4 + k);
+			/* a NaN is stored as NULL with its bit set */
+			if (sqlite3_column_type(st, 4 + k) != SQLITE_NULL || ((nonfinite >> k) & 1u))
+				t->present |= 1u << k;
+		}
+	}
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		goto sqlfail;
+	sqlite3_finalize(st);
+	st = NULL;
+	/* the events from the oldest of those records on */
+	int64_t min_seg = nrows ? rows[nrows - 1].seg : 0, min_step = nrows ? rows[nrows - 1].step : 0;
+	if (sqlite3_prepare_v2(db, "SELECT seg, step, line, ts, name, attrs FROM events WHERE run_id = "
+	                           "(SELECT id FROM runs WHERE name = ?1) AND (seg > ?2 OR (seg = ?2 AND "
+	                           "step >= ?3)) ORDER BY seg, step, id", -1, &st, NULL) != SQLITE_OK)
+		goto sqlfail;
+	sqlite3_bind_text(st, 1, run, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, min_seg);
+	sqlite3_bind_int64(st, 3, min_step);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (gw_grow((void **)&evs, &cap_ev, nev + 1, sizeof(*evs)) < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		struct tail_row *t = &evs[nev++];
+		memset(t, 0, sizeof(*t));
+		t->seg = sqlite3_column_int64(st, 0);
+		t->step = sqlite3_column_int64(st, 1);
+		t->line = (uint64_t)sqlite3_column_int64(st, 2);
+		t->ts = col_real(st, 3);
+		t->event = strdup((const char *)sqlite3_column_text(st, 4));
+		const char *a = (const char *)sqlite3_column_text(st, 5);
+		t->attrs = a ? json_loads(a, 0, NULL) : json_object();
+		if (!t->event || !t->attrs) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	if (rc != SQLITE_DONE)
+		goto sqlfail;
+	/* oldest first, a record before an event at the same (seg, step): a
+	 * checkpoint is saved after its step; a resume opens its segment
+	 * before the steps that follow it */
+	rc = 0;
+	size_t i = nrows, j = 0;
+	while (rc == 0 && (i > 0 || j < nev)) {
+		const struct tail_row *t;
+		if (i > 0 && (j >= nev || rows[i - 1].seg < evs[j].seg ||
+		              (rows[i - 1].seg == evs[j].seg && rows[i - 1].step <= evs[j].step)))
+			t = &rows[--i];
+		else
+			t = &evs[j++];
+		struct gw_rec rec = {.run = run, .run_len = strlen(run), .step = t->step, .ts = t->ts,
+		                     .present = t->present, .event = t->event, .attrs = t->attrs};
+		memcpy(rec.v, t->v, sizeof(rec.v));
+		rc = fn(data, &rec, t->seg, t->line);
+	}
+	goto out;
+sqlfail:
+	rc = gw_errf(err, errlen, -EIO, "%s: reading run %s: %s", path, run, sqlite3_errmsg(db));
+out:
+	sqlite3_finalize(st);
+	for (size_t k = 0; k < nev; k++) {
+		free(evs[k].event);
+		json_decref(evs[k].attrs);
+	}
+	free(evs);
+	free(rows);
 	sqlite3_close(db);
 	return rc;
 }

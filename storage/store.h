@@ -206,6 +206,15 @@ int gw_store_read_run_positions(const char *path,
                                            int64_t last_step, double last_ts),
                                 void *data, char *err, size_t errlen);
 
+/* A run's newest n records, and its events from the oldest of them on, in
+ * the order they happened (oldest first), to rebuild the detectors' state
+ * of an evicted run: fn gets each as a struct gw_rec (roles, ts, NaN
+ * restored; no extras) with its segment and line; a negative return stops
+ * the read and is returned.  Returns 0 or a negative errno. */
+int gw_store_read_tail(const char *path, const char *run, size_t n,
+                       int (*fn)(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line),
+                       void *data, char *err, size_t errlen);
+
 /* Attributes and step of a run's last event named `name` (new reference in
  * *attrs); -ENOENT when the run has none. */
 int gw_store_read_last_event(const char *path, const char *run, const char *name,

@@ -199,6 +199,8 @@ START_TEST(every_key_type_and_range)
 		{"{\"limits\": {\"stream_evict_idle_ms\": 0}}", "\"limits.stream_evict_idle_ms\""},
 		{"{\"limits\": {\"idempotency_window_s\": 59}}", "\"limits.idempotency_window_s\""},
 		{"{\"limits\": {\"idempotency_max_keys\": 99}}", "\"limits.idempotency_max_keys\""},
+		{"{\"limits\": {\"max_runs\": 0}}", "\"limits.max_runs\" must be an integer from 1"},
+		{"{\"limits\": {\"run_evict_idle_s\": 0}}", "\"limits.run_evict_idle_s\""},
 		{"{\"limits\": {\"max_line_bytez\": 5}}", "unknown key \"limits.max_line_bytez\""},
 		{"{\"storage\": {\"commit_interval_ms\": 0}}", "\"storage.commit_interval_ms\""},
 		{"{\"storage\": {\"commit_max_records\": 0}}", "\"storage.commit_max_records\""},
@@ -232,7 +234,7 @@ START_TEST(every_key_type_and_range)
 	}
 	/* the edges of a range are accepted */
 	ck_assert_int_eq(load("{\"tick_ms\": 10, \"limits\": {\"max_line_bytes\": 256, "
-	                      "\"max_runs\": 0, \"idempotency_window_s\": 2592000}}", err, sizeof(err)), 0);
+	                      "\"max_runs\": 1, \"idempotency_window_s\": 2592000}}", err, sizeof(err)), 0);
 	/* loopback in both families is fine without allow_remote */
 	ck_assert_int_eq(load("{\"tcp\": \"127.0.0.2:1\", \"http\": \"[::1]:7471\", \"udp\": false}",
 	                      err, sizeof(err)), 0);
@@ -269,7 +271,7 @@ START_TEST(check_config_json_round_trips)
 	char text[1024];
 	snprintf(text, sizeof(text),
 	         "{\"state_dir\": \"%s\", \"database\": \"x.db\", \"udp\": false, \"socket\": false,"
-	         " \"limits\": {\"max_runs\": 5}, \"thresholds\": {\"gap_min_seconds\": 120},"
+	         " \"limits\": {\"max_runs\": 5, \"run_evict_idle_s\": 77}, \"thresholds\": {\"gap_min_seconds\": 120},"
 	         " \"runs\": [{\"match\": \"big-*\", \"thresholds\": {\"gap_min_seconds\": 30}}],"
 	         " \"detectors\": {\"disabled\": [\"stall\"]}, \"aliases\": {\"loss\": [\"my_loss\"]},"
 	         " \"storage\": {\"synchronous\": \"normal\"}, \"log_level\": \"debug\"}", tmpdir);
@@ -285,6 +287,7 @@ START_TEST(check_config_json_round_trips)
 	ck_assert_ptr_null(b.socket_path);
 	ck_assert(!b.udp.enabled && b.tcp.enabled);
 	ck_assert_uint_eq(b.max_runs, 5);
+	ck_assert_uint_eq(b.run_evict_idle_s, 77);
 	ck_assert(!b.sync_full);
 	ck_assert_int_eq(b.log_level, GW_LOG_DEBUG);
 	ck_assert_uint_eq(b.engine.disabled, a.engine.disabled);

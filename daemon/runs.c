@@ -1,0 +1,248 @@
+/*
+ * runs: active and dormant runs (see runs.h).  Dormant runs are an array
+ * of (name, position) with the lib's string table over it; removing one
+ * moves the last into its place.
+ */
+#include "runs.h"
+
+#include "buf.h"
+#include "config.h"
+#include "ingest.h"
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int dormant_add(struct gw_runs *rs, const char *name, int64_t seg, int64_t last_step,
+                       double last_ts)
+{
+	if (gw_grow((void **)&rs->d, &rs->cap, rs->n + 1, sizeof(*rs->d)) < 0)
+		return -ENOMEM;
+	char *copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	int rc = gw_strtab_put(&rs->by_name, copy, strlen(copy), (uint32_t)rs->n);
+	if (rc < 0) {
+		free(copy);
+		return rc == -EEXIST ? 0 : rc;
+	}
+	rs->d[rs->n++] = (struct gw_dormant){copy, seg, last_step, last_ts};
+	return 0;
+}
+
+static void dormant_remove(struct gw_runs *rs, uint32_t i)
+{
+	struct gw_dormant *x = &rs->d[i];
+	gw_strtab_del(&rs->by_name, x->name, strlen(x->name), NULL);
+	free(x->name);
+	if (i != rs->n - 1) {
+		rs->d[i] = rs->d[rs->n - 1];
+		gw_strtab_set(&rs->by_name, rs->d[i].name, strlen(rs->d[i].name), i);
+	}
+	rs->n--;
+}
+
+struct load_ctx {
+	struct gw_runs *rs;
+	int err;
+};
+
+static void load_one(void *data, const char *run, int64_t seg, int64_t last_step, double last_ts)
+{
+	struct load_ctx *c = data;
+	if (seg > 0 && !c->err)
+		c->err = dormant_add(c->rs, run, seg, last_step, last_ts);
+}
+
+int gw_runs_load(struct gw_runs *rs, const char *db_path, char *err, size_t errlen)
+{
+	struct load_ctx c = {.rs = rs};
+	int rc = gw_store_read_run_positions(db_path, load_one, &c, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (c.err)
+		return gw_errf(err, errlen, c.err, "out of memory loading the runs");
+	if (rs->n)
+		gw_log_info("%zu known run(s): their detector state is rebuilt from the database on "
+		            "their next line", rs->n);
+	return 0;
+}
+
+void gw_runs_free(struct gw_runs *rs)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		free(rs->d[i].name);
+	free(rs->d);
+	gw_strtab_free(&rs->by_name);
+	memset(rs, 0, sizeof(*rs));
+}
+
+size_t gw_runs_dormant(const struct gw_runs *rs)
+{
+	return rs->n;
+}
+
+/* ---- eviction --------------------------------------------------------------------- */
+
+static int make_dormant(struct gw_ingest *in, const char *name)
+{
+	char *copy = strdup(name);   /* the engine frees its own copy */
+	if (!copy)
+		return -ENOMEM;
+	struct gw_run_info last;
+	int rc = gw_engine_evict(in->engine, copy, &last);
+	if (rc == 0) {
+		rc = dormant_add(&in->runs, copy, last.seg, last.last_step, last.last_ts);
+		in->runs.evicted++;
+	}
+	free(copy);
+	return rc;
+}
+
+struct by_age {
+	double wall;
+	char *name;
+};
+
+struct age_ctx {
+	struct by_age *v;
+	size_t n, cap;
+};
+
+static void collect_age(void *data, const struct gw_run_info *ri)
+{
+	struct age_ctx *c = data;
+	if (gw_grow((void **)&c->v, &c->cap, c->n + 1, sizeof(*c->v)) < 0)
+		return;
+	char *name = strdup(ri->run);
+	if (!name)
+		return;
+	c->v[c->n++] = (struct by_age){isnan(ri->last_wall) ? -INFINITY : ri->last_wall, name};
+}
+
+static int cmp_age(const void *a, const void *b)
+{
+	double x = ((const struct by_age *)a)->wall, y = ((const struct by_age *)b)->wall;
+	return x < y ? -1 : x > y;
+}
+
+/* Room for one more active run under limits.max_runs: the least recently
+ * active tenth go at once (their state is rebuilt when they send again), so
+ * a stream of new runs costs one sort per max_runs / 10 of them. */
+static void make_room(struct gw_ingest *in)
+{
+	size_t max = in->cfg->max_runs, n = gw_engine_run_count(in->engine);
+	if (!max || n < max)
+		return;
+	struct age_ctx c = {0};
+	gw_engine_foreach_run(in->engine, collect_age, &c);
+	qsort(c.v, c.n, sizeof(*c.v), cmp_age);
+	size_t go = n - max + 1 + max / 10;
+	for (size_t i = 0; i < c.n; i++) {
+		if (i < go)
+			make_dormant(in, c.v[i].name);
+		free(c.v[i].name);
+	}
+	free(c.v);
+}
+
+struct idle_ctx {
+	double before;
+	char **names;
+	size_t n, cap;
+};
+
+static void find_idle(void *data, const struct gw_run_info *ri)
+{
+	struct idle_ctx *c = data;
+	if (ri->open_alerts || isnan(ri->last_wall) || ri->last_wall > c->before)
+		return;
+	if (gw_grow((void **)&c->names, &c->cap, c->n + 1, sizeof(*c->names)) == 0 &&
+	    (c->names[c->n] = strdup(ri->run)))
+		c->n++;
+}
+
+void gw_runs_tick(struct gw_ingest *in, double now)
+{
+	unsigned idle_s = in->cfg->run_evict_idle_s;
+	if (!idle_s)
+		return;
+	struct idle_ctx c = {.before = now - idle_s};
+	gw_engine_foreach_run(in->engine, find_idle, &c);
+	for (size_t i = 0; i < c.n; i++) {
+		make_dormant(in, c.names[i]);
+		free(c.names[i]);
+	}
+	if (c.n)
+		gw_log_debug("%zu idle run(s) made dormant (limits.run_evict_idle_s %u)", c.n, idle_s);
+	free(c.names);
+}
+
+/* ---- rebuilding a dormant run ------------------------------------------------------- */
+
+struct refeed {
+	struct gw_ingest *in;
+	bool seeded;
+	uint64_t lines;
+};
+
+static int refeed_one(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line)
+{
+	struct refeed *f = data;
+	if (!f->seeded) {
+		/* the run continues where its re-fed lines begin: their first
+		 * line is no restart */
+		gw_engine_seed_run(f->in->engine, rec->run, seg, rec->event ? rec->step : rec->step - 1,
+		                   NAN);
+		f->seeded = true;
+	}
+	f->lines++;
+	int rc = gw_engine_feed(f->in->engine, rec, line, NAN, NULL);
+	return rc == -ENOSPC ? 0 : rc;
+}
+
+int gw_runs_activate(struct gw_ingest *in, const char *run, size_t len)
+{
+	struct gw_runs *rs = &in->runs;
+	if (gw_engine_has_run(in->engine, run, len))
+		return 0;
+	uint32_t i;
+	bool dormant = rs->n && gw_strtab_find(&rs->by_name, run, len, &i) == 0;
+	make_room(in);
+	if (!dormant)
+		return 0;
+	struct gw_dormant dm = rs->d[i];
+	rs->d[i].name = NULL;
+	bool quiet = gw_engine_quiet(in->engine, true);
+	struct refeed f = {.in = in};
+	char err[256];
+	uint64_t t0 = gw_mono_ms();
+	int rc = gw_store_read_tail(in->cfg->db_path, dm.name, GW_RUNS_REFEED, refeed_one, &f, err,
+	                            sizeof(err));
+	gw_engine_quiet(in->engine, quiet);
+	if (rc < 0 || !f.seeded) {
+		if (rc < 0)
+			gw_log_warn("run %s: cannot rebuild its detector state (%s); it continues from its "
+			            "stored position only", dm.name, err);
+		if (!f.seeded)
+			gw_engine_seed_run(in->engine, dm.name, dm.seg, dm.last_step, dm.last_ts);
+	}
+	rs->rehydrated++;
+	gw_log_debug("run %s: detector state rebuilt from %" PRIu64 " stored line(s) in %" PRIu64 " ms",
+	             dm.name, f.lines, gw_mono_ms() - t0);
+	rs->d[i].name = dm.name;
+	dormant_remove(rs, i);
+	return 0;
+}
+
+void gw_runs_forget(struct gw_ingest *in, const char *run)
+{
+	uint32_t i;
+	gw_engine_evict(in->engine, run, NULL);
+	if (gw_strtab_find(&in->runs.by_name, run, strlen(run), &i) == 0)
+		dormant_remove(&in->runs, i);
+}

@@ -1,0 +1,65 @@
+/*
+ * runs: which runs have their detector state in memory (active) and which
+ * do not (dormant), so memory stays bounded however many runs a daemon has
+ * seen (docs/reliability.md, "Memory").
+ *
+ * An active run costs gw_engine_bytes_per_run() (~60 KB: its history ring,
+ * detector states); a dormant one a few dozen bytes (its name and where it
+ * stood).  Runs in the database start dormant when the daemon starts; an
+ * active run becomes dormant when it has been idle for
+ * limits.run_evict_idle_s (and has no open alert), or when a new run needs
+ * room under limits.max_runs (the least recently active goes).  On a
+ * dormant run's next line its state is rebuilt before the line is fed: the
+ * engine is seeded where the run's last stored lines begin and they are
+ * re-fed quietly (no alert, no segment reported twice), the last
+ * GW_RUNS_REFEED records and the events among them, read from SQLite with
+ * one indexed query (a bounded, synchronous read on the loop thread:
+ * docs/reliability.md gives its measured cost).
+ */
+#ifndef GW_RUNS_H
+#define GW_RUNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strtab.h"
+
+#define GW_RUNS_REFEED 1024   /* records re-fed: twice the history ring */
+
+struct gw_ingest;
+
+struct gw_dormant {
+	char *name;
+	int64_t seg, last_step;
+	double last_ts;
+};
+
+struct gw_runs {
+	struct gw_dormant *d;
+	size_t n, cap;
+	struct gw_strtab by_name;
+	uint64_t evicted, rehydrated;   /* counters (gradwatch_runs_*_total) */
+};
+
+/* Load every run of the database as dormant (a blocking read of the runs
+ * table, before the loop runs).  Returns 0 or a negative errno (err). */
+int gw_runs_load(struct gw_runs *rs, const char *db_path, char *err, size_t errlen);
+void gw_runs_free(struct gw_runs *rs);
+
+/* Before a line of run `run` reaches the engine: make its state active
+ * (rebuild a dormant run's; make room under max_runs for a new one).
+ * Returns 0 or a negative errno (a failed read is logged; the run then
+ * continues from its stored position only). */
+int gw_runs_activate(struct gw_ingest *in, const char *run, size_t len);
+
+/* Every tick: runs idle longer than run_evict_idle_s become dormant. */
+void gw_runs_tick(struct gw_ingest *in, double now);
+
+/* Forget a run altogether (DELETE /v1/runs/{run}, retention): its state,
+ * active or dormant. */
+void gw_runs_forget(struct gw_ingest *in, const char *run);
+
+size_t gw_runs_dormant(const struct gw_runs *rs);
+
+#endif
