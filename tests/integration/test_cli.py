@@ -345,6 +345,11 @@ class XdgDefaults(unittest.TestCase):
                 db = json.loads(run([GRADWATCH, 'runs', '--json', '--db', state + '/gradwatch.db'],
                                     env=env).stdout)
                 self.assertEqual([x['run'] for x in db['runs']], ['xdg'])
+                # the Python client finds the same socket
+                r = run([sys.executable, '-c', 'from gradwatch.client import default_address as d; print(d())'],
+                        env=dict(env, GRADWATCH_SOCKET='', GRADWATCH_ADDRESS='',
+                                 PYTHONPATH=os.path.join(SRC, 'contrib', 'python')), cwd=tmp)
+                self.assertEqual(r.stdout.decode().strip(), sock, r.stderr)
             finally:
                 d.stop()
 
