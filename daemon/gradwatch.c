@@ -130,8 +130,7 @@ static int cmd_replay(struct gw_cfg *cfg, int argc, char **argv)
 			break;
 		case 'i':
 			if (!gw_reader_format_find(optarg))
-				return gw_cli_usage_error(prog, "--input-format: unknown format (gradwatch formats "
-				                          "lists them):", optarg);
+				return gw_cli_usage_error(prog, "unknown input format", optarg);
 			o.input_format = optarg;
 			break;
 		case 's':

@@ -270,8 +270,7 @@ int gw_report_main(struct gw_cfg *cfg, int argc, char **argv)
 		case 'r': o.default_run = optarg; break;
 		case 'i':
 			if (!gw_reader_format_find(optarg))
-				return gw_cli_usage_error(prog, "--input-format: unknown format (gradwatch formats "
-				                          "lists them):", optarg);
+				return gw_cli_usage_error(prog, "unknown input format", optarg);
 			o.input_format = optarg;
 			break;
 		case 'm':
