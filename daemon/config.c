@@ -37,25 +37,14 @@ static char *path_join(const char *dir, const char *name)
 	return p;
 }
 
-/* systemd may pass several colon-separated directories; use the first. */
-static char *first_dir(const char *env)
-{
-	const char *v = getenv(env);
-	if (!v || !*v)
-		return NULL;
-	const char *colon = strchr(v, ':');
-	return colon ? strndup(v, (size_t)(colon - v)) : strdup(v);
-}
-
 int gw_cfg_defaults(struct gw_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->state_dir = first_dir("STATE_DIRECTORY");
-	if (!c->state_dir)
-		c->state_dir = strdup(".");
-	char *rt = first_dir("RUNTIME_DIRECTORY");
+	char *rt = NULL;
+	if (gw_cfg_default_dirs(&c->state_dir, &rt) < 0)
+		return -ENOMEM;
 	c->db_path = path_join(c->state_dir, "gradwatch.db");
-	c->socket_path = path_join(rt ? rt : ".", "gradwatch.sock");
+	c->socket_path = path_join(rt, "gradwatch.sock");
 	free(rt);
 	c->socket_mode = 0660;
 	c->tcp = (struct gw_listen){true, "127.0.0.1", GW_DEFAULT_PORT};
@@ -677,42 +666,6 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 out:
 	json_decref(root);
 	return rc;
-}
-
-json_t *gw_cfg_to_json(const struct gw_cfg *c)
-{
-	char tcp[96] = "off", udp[96] = "off", http[96] = "off";
-	if (c->tcp.enabled)
-		snprintf(tcp, sizeof(tcp), "%s:%d", c->tcp.host, c->tcp.port);
-	if (c->udp.enabled)
-		snprintf(udp, sizeof(udp), "%s:%d", c->udp.host, c->udp.port);
-	if (c->http.enabled)
-		snprintf(http, sizeof(http), "%s:%d", c->http.host, c->http.port);
-	json_t *th = json_object();
-	for (const struct gw_threshold_info *i = gw_threshold_table; i->name; i++)
-		json_object_set_new(th, i->name,
-		                    json_real(*(const double *)((const char *)&c->engine.th + i->offset)));
-	json_t *dis = json_array();
-	for (size_t k = 0; gw_det_registry[k]; k++)
-		if ((c->engine.disabled >> k) & 1u)
-			json_array_append_new(dis, json_string(gw_det_registry[k]->name));
-	return json_pack("{s:s?, s:s, s:s, s:s?, s:s, s:s, s:s, s:s?, s:b, s:I, s:I, s:I, s:I, s:I, s:b, s:o, s:o, s:I, s:I}",
-	                 "config_file", c->file,
-	                 "state_dir", c->state_dir,
-	                 "database", c->db_path,
-	                 "socket", c->socket_path,
-	                 "tcp", tcp, "udp", udp, "http", http, "public_url", c->public_url,
-	                 "allow_remote", c->allow_remote,
-	                 "max_line_bytes", (json_int_t)c->max_line,
-	                 "max_body_bytes", (json_int_t)c->max_body,
-	                 "max_connections", (json_int_t)c->max_connections,
-	                 "commit_interval_ms", (json_int_t)c->commit_interval_ms,
-	                 "commit_max_records", (json_int_t)c->commit_max_records,
-	                 "synchronous_full", c->sync_full,
-	                 "thresholds", th,
-	                 "disabled_detectors", dis,
-	                 "sinks", (json_int_t)json_array_size(c->sinks),
-	                 "follow", (json_int_t)json_array_size(c->follow));
 }
 
 int gw_cfg_init_kernels(const char *name, char *err, size_t errlen)

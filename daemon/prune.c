@@ -5,6 +5,7 @@
  */
 #include "prune.h"
 
+#include "cli.h"
 #include "client_http.h"
 #include "util.h"
 
@@ -45,7 +46,7 @@ static int report(const char *what, struct gw__http_answer *a)
 	return rc;
 }
 
-int gw_cmd_prune(const struct gw_cfg *cfg, int argc, char **argv)
+int gw_cmd_prune(struct gw_cfg *cfg, int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{"url", required_argument, NULL, 'u'},
@@ -72,17 +73,18 @@ int gw_cmd_prune(const struct gw_cfg *cfg, int argc, char **argv)
 		case 't':
 			if (gw__client_parse_seconds(optarg, &ho.timeout_ms) < 0) {
 				free(runs);
-				return gw__client_usage_error("prune", "--timeout takes seconds, not", optarg);
+				return gw_cli_usage_error("gradwatch prune", "--timeout takes seconds, not", optarg);
 			}
 			break;
 		case 'h': usage(stdout); free(runs); return 0;
-		default: free(runs); return gw__client_bad_option("prune", ch, argv);
+		default: free(runs); return gw_cli_bad_option("gradwatch prune", ch, argv);
 		}
 	}
 	if (optind < argc || (!older && !nruns) || (older && nruns)) {
 		free(runs);
-		usage(stderr);
-		return 2;
+		return gw_cli_usage_error("gradwatch prune", optind < argc ? "unexpected argument"
+		                          : "give either --older-than DURATION or --run NAME...",
+		                          optind < argc ? argv[optind] : NULL);
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	char url[2048];

@@ -7,6 +7,6 @@
 #include "config.h"
 
 /* Run the command; returns the exit status. */
-int gw_cmd_prune(const struct gw_cfg *cfg, int argc, char **argv);
+int gw_cmd_prune(struct gw_cfg *cfg, int argc, char **argv);
 
 #endif

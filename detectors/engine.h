@@ -206,10 +206,35 @@ const struct gw_hist *gw_engine_hist(const struct gw_engine *e, const char *run)
  * restart regime, detector states, incidents and bookkeeping). */
 size_t gw_engine_bytes_per_run(void);
 
-/* The alert as a JSON object (new reference; NULL on allocation failure):
- * id, kind, run, segment, step, line, detector, severity, summary, cause,
- * action, evidence, and ts / raised_at when known. */
+/* The one alert JSON schema (docs/alert-schema.md): its name, the value of
+ * every alert object's "schema". */
+#define GW_ALERT_SCHEMA "gradwatch.alert.v1"
+
+/* The fields one alert event carries by itself (new reference; NULL on
+ * allocation failure): schema, id, kind, run, segment, step, line,
+ * detector, severity, summary, cause, action, evidence, and ts / raised_at
+ * when known. */
 json_t *gw_alert_to_json(const struct gw_alert *a);
+
+/* The whole alert object of event number version (1 for the open) of an
+ * alert: gw_alert_to_json plus version, state, opened_step, opened_line,
+ * opened_at (live), resolved_step / resolved_at on a resolve; the alert's
+ * last firing object (the one returned for its previous open or update; NULL
+ * for the first) gives what an event does not carry itself: where it opened,
+ * the opening record's ts, and a resolve's summary, cause, action and
+ * evidence.  New reference, or NULL on allocation failure. */
+json_t *gw_alert_event_json(const struct gw_alert *a, int64_t version, const json_t *firing);
+
+/* gw_alert_event_json for a stream of events kept only in memory (replay,
+ * report): seen maps alert id -> last firing object, and is updated.
+ * New reference, or NULL on allocation failure. */
+json_t *gw_alert_track(json_t *seen, const struct gw_alert *a);
+
+/* A stored alert (a row of storage/read.c's alert queries: id, run,
+ * segment, step, line, detector, severity, state, summary, cause, action,
+ * evidence, ts, created, updated, resolved, last_step, last_line, version)
+ * as the alert object of its latest event.  New reference, or NULL. */
+json_t *gw_alert_row_json(const json_t *row);
 
 /* Compute the stable alert id of (run, seg, detector, incident) into id. */
 void gw_alert_make_id(char id[24], const char *run, int64_t seg,

@@ -3,6 +3,8 @@
  * sniffing, line splitting, run splitting, the consumed offset, "nothing
  * readable") and every text format's hazards.  Every input is fed twice,
  * in one piece and byte by byte, and must give the same points.
+ * (Over 700 lines: one suite for the framework and every text format,
+ * sharing that feed-twice harness; the cases are grouped by format.)
  */
 #include "gwcheck.h"
 

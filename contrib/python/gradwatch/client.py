@@ -108,16 +108,34 @@ class GateUnavailable(RuntimeError):
 
 def default_address():
     """The stream address: $GRADWATCH_SOCKET, else the deprecated
-    $GRADWATCH_ADDRESS, else the systemd socket /run/gradwatch/gradwatch.sock
-    if it exists, else ./gradwatch.sock (gradwatchd's default in its working
-    directory)."""
+    $GRADWATCH_ADDRESS, else the first that exists of the systemd socket
+    /run/gradwatch/gradwatch.sock and gradwatchd's per-user defaults
+    ($XDG_RUNTIME_DIR/gradwatch/gradwatch.sock, else
+    $XDG_STATE_HOME/gradwatch/gradwatch.sock), else ./gradwatch.sock."""
     env = os.environ.get('GRADWATCH_SOCKET') or _old_env('GRADWATCH_ADDRESS', 'GRADWATCH_SOCKET')
     if env:
         return env
-    for p in SYSTEM_SOCKETS:
+    for p in SYSTEM_SOCKETS + _user_sockets():
         if os.path.exists(p):
             return p
     return 'gradwatch.sock'
+
+
+def _user_sockets():
+    """gradwatchd's defaults outside systemd: $XDG_RUNTIME_DIR/gradwatch/,
+    else beside the database in $XDG_STATE_HOME/gradwatch/
+    (~/.local/state/gradwatch/)."""
+    out = []
+    run = os.environ.get('XDG_RUNTIME_DIR')
+    if run and run.startswith('/'):
+        out.append(os.path.join(run, 'gradwatch', 'gradwatch.sock'))
+    state = os.environ.get('XDG_STATE_HOME')
+    if not (state and state.startswith('/')):
+        home = os.environ.get('HOME')
+        state = os.path.join(home, '.local', 'state') if home and home.startswith('/') else None
+    if state:
+        out.append(os.path.join(state, 'gradwatch', 'gradwatch.sock'))
+    return tuple(out)
 
 
 def default_url():
