@@ -41,8 +41,10 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <poll.h>
 #include <unistd.h>
 
+#define FLUSH_IDLE_MS 1000   /* a pending batch goes when the input pauses this long */
 #define DEFAULT_RETRIES 3
 #define FULL_RETRIES 2          /* 507: the disk stays full for a while */
 #define MAX_BACKOFF_MS 8000
@@ -60,7 +62,8 @@ static const char send_usage[] =
 	"  --url URL          the daemon's HTTP API (default: $GRADWATCH_URL, else the\n"
 	"                     configuration's \"http\" address, http://127.0.0.1:7471)\n"
 	"  --run NAME         the run of lines that name none\n"
-	"  --batch N          lines per request (default 10000)\n"
+	"  --batch N          lines per request (default 10000; a batch also goes as soon\n"
+	"                     as the input pauses for a second, for a job piped in)\n"
 	"  --timeout SECONDS  how long one request may take (default 30)\n"
 	"  --retries N        how often a batch is sent again, with the same\n"
 	"                     Idempotency-Key, after no answer, a timeout or 5xx\n"
@@ -234,7 +237,18 @@ static int send_file(struct sender *s, const char *path, size_t max_line)
 	char chunk[65536];
 	ssize_t n;
 	int rc = 0;
-	while (rc == 0 && (n = read(fd, chunk, sizeof(chunk))) != 0) {
+	for (;;) {
+		/* a job piped in (`train.py | gradwatch send`) writes a line per
+		 * step: what it wrote goes once the input pauses, not 10,000
+		 * lines later */
+		if (s->batch_lines) {
+			struct pollfd pfd = {.fd = fd, .events = POLLIN};
+			int pr = poll(&pfd, 1, FLUSH_IDLE_MS);
+			if (pr == 0 && (rc = flush_batch(s)) != 0)
+				break;
+		}
+		if ((n = read(fd, chunk, sizeof(chunk))) == 0)
+			break;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -242,7 +256,8 @@ static int send_file(struct sender *s, const char *path, size_t max_line)
 			rc = -EIO;
 			break;
 		}
-		rc = gw_lines_feed(&lines, chunk, (size_t)n, on_send_line, s);
+		if ((rc = gw_lines_feed(&lines, chunk, (size_t)n, on_send_line, s)) != 0)
+			break;
 	}
 	if (rc == 0)
 		rc = gw_lines_finish(&lines, on_send_line, s);

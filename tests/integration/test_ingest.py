@@ -36,9 +36,9 @@ class Transports(unittest.TestCase):
                                "WHERE u.name='via-http'")[0][0], 200)
         # streams are committed within the bounded delay (100 ms by default)
         q = ("SELECT count(*) FROM records r JOIN runs u ON u.id=r.run_id WHERE u.name='%s'")
-        self.assertEqual(d.wait_committed(q % 'via-unix', 500, timeout=2), 500)
-        self.assertEqual(d.wait_committed(q % 'via-tcp', 400, timeout=2), 400)
-        self.assertEqual(d.wait_committed(q % 'via-udp', 300, timeout=2), 300)
+        self.assertEqual(d.wait_committed(q % 'via-unix', 500), 500)
+        self.assertEqual(d.wait_committed(q % 'via-tcp', 400), 400)
+        self.assertEqual(d.wait_committed(q % 'via-udp', 300), 300)
         st = d.stats()['transports']
         self.assertEqual((st['unix']['accepted'], st['tcp']['accepted'], st['udp']['accepted'],
                           st['http']['accepted']), (500, 400, 300, 200))
