@@ -83,6 +83,9 @@ demo() {
 	./build/daemon/gradwatch alerts || true
 	echo "== the same trace replayed offline (gradwatch replay):"
 	./build/daemon/gradwatch replay examples/resume-without-optimizer.jsonl || true
+	echo "== see it: http://127.0.0.1:7471/ (the run's page with the alerts on its charts:"
+	echo "   http://127.0.0.1:7471/runs/example-gpt-1b); offline: ./build/daemon/gradwatch report \\"
+	echo "   examples/resume-without-optimizer.jsonl -o demo/report.html"
 	echo "== gradwatchd keeps running; stop it with: kill $(cat demo/gradwatchd.pid)"
 }
 
