@@ -76,12 +76,12 @@ demo() {
 	if [ -f demo/gradwatchd.pid ] && kill -0 "$(cat demo/gradwatchd.pid)" 2>/dev/null; then
 		kill "$(cat demo/gradwatchd.pid)"; sleep 1
 	fi
-	(cd demo && exec ../build/daemon/gradwatchd >gradwatchd.log 2>&1) &
+	(cd demo && exec ../build/daemon/gradwatchd --state-dir . --socket gradwatch.sock >gradwatchd.log 2>&1) &
 	echo $! > demo/gradwatchd.pid
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
 		curl -sf http://127.0.0.1:7471/healthz >/dev/null 2>&1 && break; sleep 0.3
 	done
-	echo "== gradwatchd is running on its defaults (pid $(cat demo/gradwatchd.pid)):"
+	echo "== gradwatchd is running in demo/ (pid $(cat demo/gradwatchd.pid)):"
 	echo "   socket demo/gradwatch.sock, tcp/udp 127.0.0.1:7470, http 127.0.0.1:7471, database demo/gradwatch.db"
 	echo "== sending examples/resume-without-optimizer.jsonl to it (gradwatch send):"
 	./build/daemon/gradwatch send examples/resume-without-optimizer.jsonl || true
@@ -89,6 +89,9 @@ demo() {
 	./build/daemon/gradwatch alerts || true
 	echo "== the same trace replayed offline (gradwatch replay):"
 	./build/daemon/gradwatch replay examples/resume-without-optimizer.jsonl || true
+	echo "== see it: http://127.0.0.1:7471/ (the run's page with the alerts on its charts:"
+	echo "   http://127.0.0.1:7471/runs/example-gpt-1b); offline: ./build/daemon/gradwatch report \\"
+	echo "   examples/resume-without-optimizer.jsonl -o demo/report.html"
 	echo "== gradwatchd keeps running; stop it with: kill $(cat demo/gradwatchd.pid)"
 }
 

@@ -26,6 +26,12 @@
  * random) from retry_initial up to retry_max, until give_up_after since the
  * event; a Retry-After on 429/503 sets the delay and, for 429, pauses the
  * whole sink that long.  Other statuses are final ("failed", logged once).
+ *
+ * (Over 1,000 lines: queueing, retries, grouping, repeats, rate limits and
+ * the known-alert table are one state machine per sink over shared structs;
+ * the SQL is in outbox_db.c, the payloads in sink_*.c.  The next split would
+ * put the known-alert table and the per-sink pump apart behind an internal
+ * header.)
  */
 #include "outbox.h"
 #include "outbox_db.h"
@@ -646,41 +652,6 @@ static void on_done(struct gw_alert_req *r, const struct gw_alert_http_result *r
 
 /* ---- events in ------------------------------------------------------------------ */
 
-/* The snapshot of an alert event: gw_alert_to_json plus version, state,
- * opened_at / opened_step (carried from the open), and for a resolve the
- * incident's last summary, cause, action and evidence, with resolved_at. */
-static json_t *snapshot(const struct gw_alert *a, int64_t version, const json_t *firing)
-{
-	json_t *o = gw_alert_to_json(a);
-	if (!o)
-		return NULL;
-	double wall = isfinite(a->wall) ? a->wall : gw_wall_now();
-	json_object_set_new(o, "version", json_integer(version));
-	json_object_set_new(o, "state", json_string(a->kind == GW_ALERT_RESOLVE ? "resolved" : "open"));
-	if (a->kind == GW_ALERT_OPEN || !firing) {
-		json_object_set_new(o, "opened_at", json_real(wall));
-		json_object_set_new(o, "opened_step", json_integer(a->step));
-	} else {
-		json_object_set(o, "opened_at", json_object_get(firing, "opened_at"));
-		json_object_set(o, "opened_step", json_object_get(firing, "opened_step"));
-	}
-	if (a->kind == GW_ALERT_RESOLVE) {
-		json_object_set_new(o, "resolved_at", json_real(wall));
-		json_object_set_new(o, "resolved_step", json_integer(a->step));
-		static const char *const carry[] = {"summary", "cause", "action"};
-		for (size_t i = 0; firing && i < GW_ARRAY_SIZE(carry); i++) {
-			const char *s = json_string_value(json_object_get(o, carry[i]));
-			if (!s || !*s)
-				json_object_set(o, carry[i], json_object_get(firing, carry[i]));
-		}
-		if (firing && !json_object_size(json_object_get(o, "evidence")))
-			json_object_set(o, "evidence", json_object_get(firing, "evidence"));
-		if (firing)
-			json_object_set(o, "step", json_object_get(firing, "step"));
-	}
-	return o;
-}
-
 /* Queue ev at sk: group-wait replacement, Alertmanager's previous labels,
  * the open-alert set. */
 static void enqueue(struct sink *sk, struct event *ev, uint64_t wait_seq, uint64_t now)
@@ -752,7 +723,7 @@ void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a)
 		return;
 	}
 	int64_t version = ++k->version;
-	json_t *snap = snapshot(a, version, k->firing);
+	json_t *snap = gw_alert_event_json(a, version, k->firing);
 	char *text = snap ? json_dumps(snap, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
 	if (!text) {
 		json_decref(snap);

@@ -32,39 +32,6 @@ static const struct gw_sink_type *const types[] = {
 	&gw_sink_slack, &gw_sink_webhook, &gw_sink_alertmanager,
 };
 
-int gw_sink_parse_duration(const json_t *v, uint64_t *ms)
-{
-	if (json_is_number(v)) {
-		double s = json_number_value(v);
-		if (!isfinite(s) || s < 0 || s > 1e9)
-			return -EINVAL;
-		*ms = (uint64_t)llround(s * 1000.0);
-		return 0;
-	}
-	if (!json_is_string(v))
-		return -EINVAL;
-	const char *s = json_string_value(v);
-	char *end;
-	double x = strtod(s, &end);
-	if (end == s || !isfinite(x) || x < 0 || x > 1e12)
-		return -EINVAL;
-	double mul;
-	if (!*end || strcmp(end, "s") == 0)
-		mul = 1000.0;
-	else if (strcmp(end, "ms") == 0)
-		mul = 1.0;
-	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
-		mul = 60000.0;
-	else if (strcmp(end, "h") == 0)
-		mul = 3600000.0;
-	else if (strcmp(end, "d") == 0)
-		mul = 86400000.0;
-	else
-		return -EINVAL;
-	*ms = (uint64_t)llround(x * mul);
-	return 0;
-}
-
 /* "N/s", "N/min", "N/h" (or "N/10s": any duration after the slash). */
 static int parse_rate(const char *s, unsigned *count, uint64_t *per_ms)
 {
@@ -79,7 +46,7 @@ static int parse_rate(const char *s, unsigned *count, uint64_t *per_ms)
 		per = buf;
 	}
 	json_t *j = json_string(per);
-	int rc = j ? gw_sink_parse_duration(j, per_ms) : -ENOMEM;
+	int rc = j ? gw_parse_duration(j, per_ms) : -ENOMEM;
 	json_decref(j);
 	if (rc < 0 || *per_ms == 0)
 		return -EINVAL;
@@ -190,7 +157,7 @@ static int get_duration(const json_t *o, const char *key, const char *where, uin
                         char *err, size_t errlen)
 {
 	const json_t *v = json_object_get(o, key);
-	if (v && gw_sink_parse_duration(v, ms) < 0)
+	if (v && gw_parse_duration(v, ms) < 0)
 		return gw_errf(err, errlen, -EINVAL, "%s: \"%s\" must be a duration: seconds, or a string like "
 		            "\"500ms\", \"10s\", \"5m\", \"4h\"", where, key);
 	return 0;

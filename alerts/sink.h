@@ -102,9 +102,6 @@ void gw_sink_free_all(struct gw_sink_cfg *s, size_t n);
 bool gw_sink_matches(const struct gw_sink_cfg *s, const char *run, const char *detector,
                      int severity);
 
-/* Parse a duration: a number of seconds (may be fractional) or a string
- * with a unit ("250ms", "10s", "5m", "4h", "0").  -EINVAL if malformed. */
-int gw_sink_parse_duration(const json_t *v, uint64_t *ms);
 
 /* HMAC-SHA256 of body under key, as 64 lowercase hex digits + NUL in
  * hex[65] (OpenSSL's libcrypto).  Returns 0 or -EIO. */

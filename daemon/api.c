@@ -15,6 +15,7 @@
 #include "daemon.h"
 #include "http.h"
 #include "ingest.h"
+#include "query.h"
 
 #include "buf.h"
 #include "idem.h"
@@ -284,39 +285,17 @@ static const struct gw_http_body_ops ingest_ops = {
 
 static int q_runs(const struct gw_http_req *r, json_t **out)
 {
-	char err[256];
-	json_t *runs;
-	if (gw_store_read_runs(r->db_path, &runs, err, sizeof(err)) < 0) {
-		*out = gw_http_error_json(err);
-		return 500;
-	}
-	*out = json_pack("{s:o}", "runs", runs);
-	return 200;
+	return gw_query_runs(r->db_path, NULL, out);
 }
 
 static int q_run(const struct gw_http_req *r, json_t **out)
 {
-	char err[256];
-	json_t *run;
-	int rc = gw_store_read_run(r->db_path, r->arg, &run, err, sizeof(err));
-	if (rc < 0) {
-		*out = gw_http_error_json(err);
-		return rc == -ENOENT ? 404 : 500;
-	}
-	*out = run;
-	return 200;
+	return gw_query_runs(r->db_path, r->arg, out);
 }
 
 static int q_alerts(const struct gw_http_req *r, json_t **out)
 {
-	char err[256];
-	json_t *alerts;
-	if (gw_store_read_alerts(r->db_path, r->arg, 1000, &alerts, err, sizeof(err)) < 0) {
-		*out = gw_http_error_json(err);
-		return 500;
-	}
-	*out = json_pack("{s:s?, s:o}", "run", r->arg, "alerts", alerts);
-	return 200;
+	return gw_query_alerts(r->db_path, r->arg, out);
 }
 
 /* The resume gate: is this live manifest what the run's last checkpoint

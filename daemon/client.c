@@ -1,5 +1,6 @@
 /*
- * client: `gradwatch send`, `runs`, `alerts` (see client.h).
+ * client: `gradwatch send`, `runs`, `alerts` (see client.h; `export` is in
+ * export.c).
  *
  * send reads NDJSON, cuts it into batches of whole lines and POSTs each to
  * the daemon's /v1/ingest, which answers once the batch is committed; errors
@@ -21,9 +22,10 @@
  */
 #include "client.h"
 
+#include "cli.h"
 #include "client_http.h"
+#include "query.h"
 #include "lines.h"
-#include "series.h"
 #include "store.h"
 #include "util.h"
 #include "wire.h"
@@ -39,8 +41,10 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#include <poll.h>
 #include <unistd.h>
 
+#define FLUSH_IDLE_MS 1000   /* a pending batch goes when the input pauses this long */
 #define DEFAULT_RETRIES 3
 #define FULL_RETRIES 2          /* 507: the disk stays full for a while */
 #define MAX_BACKOFF_MS 8000
@@ -58,7 +62,8 @@ static const char send_usage[] =
 	"  --url URL          the daemon's HTTP API (default: $GRADWATCH_URL, else the\n"
 	"                     configuration's \"http\" address, http://127.0.0.1:7471)\n"
 	"  --run NAME         the run of lines that name none\n"
-	"  --batch N          lines per request (default 10000)\n"
+	"  --batch N          lines per request (default 10000; a batch also goes as soon\n"
+	"                     as the input pauses for a second, for a job piped in)\n"
 	"  --timeout SECONDS  how long one request may take (default 30)\n"
 	"  --retries N        how often a batch is sent again, with the same\n"
 	"                     Idempotency-Key, after no answer, a timeout or 5xx\n"
@@ -232,7 +237,18 @@ static int send_file(struct sender *s, const char *path, size_t max_line)
 	char chunk[65536];
 	ssize_t n;
 	int rc = 0;
-	while (rc == 0 && (n = read(fd, chunk, sizeof(chunk))) != 0) {
+	for (;;) {
+		/* a job piped in (`train.py | gradwatch send`) writes a line per
+		 * step: what it wrote goes once the input pauses, not 10,000
+		 * lines later */
+		if (s->batch_lines) {
+			struct pollfd pfd = {.fd = fd, .events = POLLIN};
+			int pr = poll(&pfd, 1, FLUSH_IDLE_MS);
+			if (pr == 0 && (rc = flush_batch(s)) != 0)
+				break;
+		}
+		if ((n = read(fd, chunk, sizeof(chunk))) == 0)
+			break;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -240,7 +256,8 @@ static int send_file(struct sender *s, const char *path, size_t max_line)
 			rc = -EIO;
 			break;
 		}
-		rc = gw_lines_feed(&lines, chunk, (size_t)n, on_send_line, s);
+		if ((rc = gw_lines_feed(&lines, chunk, (size_t)n, on_send_line, s)) != 0)
+			break;
 	}
 	if (rc == 0)
 		rc = gw_lines_finish(&lines, on_send_line, s);
@@ -274,7 +291,7 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 	unsigned long max_lines = 10000, retries = DEFAULT_RETRIES;
 	struct gw__http_opts http = {.token = gw__client_token(), .timeout_ms = GW__CLIENT_TIMEOUT_MS};
 	int ch;
-	optind = 1;
+	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":u:r:b:t:h", lo, NULL)) != -1) {
 		switch (ch) {
@@ -282,22 +299,22 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 		case 'r': run = optarg; break;
 		case 'b':
 			if (gw__client_parse_count(optarg, 1000000, &max_lines) < 0 || !max_lines)
-				return gw__client_usage_error("send", "--batch wants a number of lines from 1 to 1000000, not", optarg);
+				return gw_cli_usage_error("gradwatch send", "--batch wants a number of lines from 1 to 1000000, not", optarg);
 			break;
 		case 't':
 			if (gw__client_parse_seconds(optarg, &http.timeout_ms) < 0)
-				return gw__client_usage_error("send", "--timeout wants seconds (more than 0, at most 86400), not", optarg);
+				return gw_cli_usage_error("gradwatch send", "--timeout wants seconds (more than 0, at most 86400), not", optarg);
 			break;
 		case 'R':
 			if (gw__client_parse_count(optarg, 100, &retries) < 0)
-				return gw__client_usage_error("send", "--retries wants a number from 0 to 100, not", optarg);
+				return gw_cli_usage_error("gradwatch send", "--retries wants a number from 0 to 100, not", optarg);
 			break;
 		case 'h': fputs(send_usage, stdout); return 0;
-		default: return gw__client_bad_option("send", ch, argv);
+		default: return gw_cli_bad_option("gradwatch send", ch, argv);
 		}
 	}
 	if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8))
-		return gw__client_usage_error("send", "--url / $GRADWATCH_URL must start with http:// or https://:", base);
+		return gw_cli_usage_error("gradwatch send", "--url / $GRADWATCH_URL must start with http:// or https://:", base);
 	if (run) {
 		char *enc = curl_easy_escape(NULL, run, 0);
 		snprintf(url, sizeof(url), "%s/v1/ingest?run=%s", base, enc ? enc : "");
@@ -422,8 +439,11 @@ static const char query_usage[] =
 	"\n"
 	"  --url URL          the daemon's HTTP API (default: $GRADWATCH_URL, else the\n"
 	"                     configuration's \"http\" address, http://127.0.0.1:7471)\n"
-	"  --db PATH          read the database file instead\n"
-	"  --json             print the daemon's JSON\n"
+	"  --db PATH          read the database file instead (gradwatchd's default:\n"
+	"                     $STATE_DIRECTORY or $XDG_STATE_HOME/gradwatch/gradwatch.db)\n"
+	"  --json             print the JSON the daemon's API answers (GET /v1/runs,\n"
+	"                     /v1/alerts...); --db prints the same; alerts in the\n"
+	"                     alert schema (docs/alert-schema.md)\n"
 	"  --timeout SECONDS  how long the request may take (default 30)\n"
 	"\n"
 	"environment: GRADWATCH_URL, GRADWATCH_TOKEN (sent as a bearer token)\n"
@@ -439,45 +459,48 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
-	const char *cmd = alerts ? "alerts" : "runs";
-	bool as_json = false;
+	const char *prog = alerts ? "gradwatch alerts" : "gradwatch runs";
+	bool as_json = false, url_given = false;
 	char base[256];
 	gw__client_default_url(cfg, base, sizeof(base));
 	const char *db = NULL;
 	struct gw__http_opts http = {.token = gw__client_token(), .timeout_ms = GW__CLIENT_TIMEOUT_MS};
 	int ch;
-	optind = 1;
+	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":u:d:jt:h", lo, NULL)) != -1) {
 		switch (ch) {
-		case 'u': gw_strlcpy(base, optarg, sizeof(base)); break;
+		case 'u': gw_strlcpy(base, optarg, sizeof(base)); url_given = true; break;
 		case 'd': db = optarg; break;
 		case 'j': as_json = true; break;
 		case 't':
 			if (gw__client_parse_seconds(optarg, &http.timeout_ms) < 0)
-				return gw__client_usage_error(cmd, "--timeout wants seconds (more than 0, at most 86400), not", optarg);
+				return gw_cli_usage_error(prog, "--timeout wants seconds (more than 0, at most 86400), not", optarg);
 			break;
 		case 'h':
-			printf(query_usage, cmd, alerts ? "List stored alerts, newest first (of one run, if given)"
-			                                : "List the runs, or one run: segments, last step, last values");
+			printf(query_usage, prog + 10, alerts ? "List stored alerts, newest first (of one run, if given)"
+			                                      : "List the runs, or one run: segments, last step, last values");
 			return 0;
-		default: return gw__client_bad_option(cmd, ch, argv);
+		default: return gw_cli_bad_option(prog, ch, argv);
 		}
 	}
+	if (db && url_given)
+		return gw_cli_usage_error(prog, "--url and --db exclude each other; got both, --db", db);
 	if (optind + 1 < argc)
-		return gw__client_usage_error(cmd, "one RUN at most; unexpected", argv[optind + 1]);
+		return gw_cli_usage_error(prog, "one RUN at most; unexpected", argv[optind + 1]);
 	const char *run = optind < argc ? argv[optind] : NULL;
-	char err[512];
 	json_t *out = NULL;
 	if (db) {
-		int rc = alerts ? gw_store_read_alerts(db, run, 1000, &out, err, sizeof(err))
-		         : run ? gw_store_read_run(db, run, &out, err, sizeof(err))
-		               : gw_store_read_runs(db, &out, err, sizeof(err));
-		if (rc < 0) {
-			fprintf(stderr, "gradwatch: %s\n", err);
+		/* exactly what the daemon's API answers from the same file */
+		int st = alerts ? gw_query_alerts(db, run, &out) : gw_query_runs(db, run, &out);
+		if (st != 200) {
+			fprintf(stderr, "%s: %s\n", prog, json_string_value(json_object_get(out, "error")));
+			json_decref(out);
 			return 2;
 		}
 	} else {
+		if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8))
+			return gw_cli_usage_error(prog, "--url / $GRADWATCH_URL must start with http:// or https://:", base);
 		char url[1024];
 		char *enc = run ? curl_easy_escape(NULL, run, 0) : NULL;
 		if (alerts)
@@ -490,7 +513,7 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		gw__http_request(&http, url, NULL, 0, NULL, &a);
 		curl_global_cleanup();
 		if (a.status < 0) {
-			fprintf(stderr, "gradwatch %s: %s (is gradwatchd running? or use --db PATH)\n", cmd, a.err);
+			fprintf(stderr, "%s: %s (is gradwatchd running? or use --db PATH)\n", prog, a.err);
 			free(a.body.p);
 			return 2;
 		}
@@ -499,7 +522,7 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 			const char *hint = a.status == 401 ? (http.token ? " (the token in $GRADWATCH_TOKEN was refused)"
 			                                                 : " (set $GRADWATCH_TOKEN)")
 			                                   : "";
-			fprintf(stderr, "gradwatch %s: the daemon answered %ld: %s%s\n", cmd, a.status,
+			fprintf(stderr, "%s: the daemon answered %ld: %s%s\n", prog, a.status,
 			        gw__http_error_text(out, &a.body), hint);
 			json_decref(out);
 			free(a.body.p);
@@ -524,242 +547,4 @@ int gw_client_runs(struct gw_cfg *cfg, int argc, char **argv)
 int gw_client_alerts(struct gw_cfg *cfg, int argc, char **argv)
 {
 	return query(cfg, argc, argv, true);
-}
-
-/* ---- export ------------------------------------------------------------------------------ */
-
-struct exporter {
-	FILE *out;
-	bool csv;
-	const char *run;
-	uint64_t rows;
-};
-
-static void csv_field(FILE *f, const char *s)
-{
-	if (!strpbrk(s, ",\"\n\r")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-/* A number as Python writes it (NaN for a non-finite value), or nothing. */
-static void put_num(FILE *f, json_t *v, bool nonfinite, bool csv)
-{
-	char b[32];
-	if (nonfinite)
-		fputs(csv ? "nan" : "NaN", f);
-	else if (json_is_number(v)) {
-		gw_wire_fmt_double(b, json_number_value(v));
-		fputs(b, f);
-	} else if (!csv)
-		fputs("null", f);
-}
-
-static void export_page(struct exporter *x, json_t *page)
-{
-	static const char *const roles[GW_NROLES] = {"loss", "grad_norm", "lr", "throughput"};
-	json_t *step = json_object_get(page, "step"), *seg = json_object_get(page, "segment");
-	json_t *sup = json_object_get(page, "superseded"), *nf = json_object_get(page, "nonfinite");
-	json_t *ts = json_object_get(page, "ts"), *line = json_object_get(page, "line");
-	json_t *extra = json_object_get(page, "extra");
-	for (size_t i = 0; i < json_array_size(step); i++) {
-		json_int_t bits = json_integer_value(json_array_get(nf, i));
-		json_t *ex = json_array_get(extra, i);
-		if (x->csv) {
-			fprintf(x->out, "%lld,%lld,%d,", (long long)json_integer_value(json_array_get(seg, i)),
-			        (long long)json_integer_value(json_array_get(step, i)),
-			        (int)json_integer_value(json_array_get(sup, i)));
-			put_num(x->out, json_array_get(ts, i), false, true);
-			for (int k = 0; k < GW_NROLES; k++) {
-				fputc(',', x->out);
-				put_num(x->out, json_array_get(json_object_get(page, roles[k]), i), bits >> k & 1, true);
-			}
-			fputc(',', x->out);
-			if (json_is_object(ex) && json_object_size(ex)) {
-				char *e = json_dumps(ex, JSON_COMPACT | JSON_SORT_KEYS);
-				csv_field(x->out, e ? e : "");
-				free(e);
-			}
-			fputc('\n', x->out);
-		} else {
-			/* the wire format, so the file replays (segment and
-			 * superseded become extra metrics there) */
-			json_t *r = json_pack("{s:s}", "run", x->run);
-			char *rs = json_dumps(r, JSON_COMPACT);
-			json_decref(r);
-			fprintf(x->out, "%.*s, \"step\": %lld, \"segment\": %lld, \"superseded\": %d, \"line\": %lld",
-			        rs ? (int)strlen(rs) - 1 : 0, rs ? rs : "",
-			        (long long)json_integer_value(json_array_get(step, i)),
-			        (long long)json_integer_value(json_array_get(seg, i)),
-			        (int)json_integer_value(json_array_get(sup, i)),
-			        (long long)json_integer_value(json_array_get(line, i)));
-			free(rs);
-			if (json_is_number(json_array_get(ts, i))) {
-				fputs(", \"ts\": ", x->out);
-				put_num(x->out, json_array_get(ts, i), false, false);
-			}
-			for (int k = 0; k < GW_NROLES; k++) {
-				json_t *v = json_array_get(json_object_get(page, roles[k]), i);
-				if (!json_is_number(v) && !(bits >> k & 1))
-					continue;
-				fprintf(x->out, ", \"%s\": ", roles[k]);
-				put_num(x->out, v, bits >> k & 1, false);
-			}
-			const char *key;
-			json_t *ev;
-			json_object_foreach(ex, key, ev) {
-				json_t *k = json_string(key);
-				char *ks = json_dumps(k, JSON_ENCODE_ANY);
-				json_decref(k);
-				fprintf(x->out, ", %s: ", ks ? ks : "\"?\"");
-				free(ks);
-				if (json_is_string(ev))   /* "NaN", "Infinity", "-Infinity" */
-					fputs(json_string_value(ev), x->out);
-				else
-					put_num(x->out, ev, false, false);
-			}
-			fputs("}\n", x->out);
-		}
-		x->rows++;
-	}
-}
-
-int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
-{
-	static const struct option lo[] = {
-		{"url", required_argument, NULL, 'u'},
-		{"db", required_argument, NULL, 'd'},
-		{"format", required_argument, NULL, 'f'},
-		{"output", required_argument, NULL, 'o'},
-		{"from", required_argument, NULL, 'F'},
-		{"to", required_argument, NULL, 'T'},
-		{0},
-	};
-	char base[256];
-	gw__client_default_url(cfg, base, sizeof(base));
-	const char *db = NULL, *out_path = NULL, *from = NULL, *to = NULL;
-	bool csv = true;
-	int ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "u:d:f:o:", lo, NULL)) != -1) {
-		switch (ch) {
-		case 'u': gw_strlcpy(base, optarg, sizeof(base)); break;
-		case 'd': db = optarg; break;
-		case 'o': out_path = optarg; break;
-		case 'F': from = optarg; break;
-		case 'T': to = optarg; break;
-		case 'f':
-			if (strcmp(optarg, "csv") == 0)
-				csv = true;
-			else if (strcmp(optarg, "jsonl") == 0)
-				csv = false;
-			else {
-				fprintf(stderr, "gradwatch export: --format is csv or jsonl, not \"%s\"\n", optarg);
-				return 2;
-			}
-			break;
-		default: return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "usage: gradwatch export RUN [--format csv|jsonl] [--db PATH | --url URL] "
-		                "[--from STEP] [--to STEP] [-o FILE]\n");
-		return 2;
-	}
-	struct gw_series_query q = {.run = argv[optind], .max_points = 0, .limit = 20000, .extra = true};
-	const char *bounds[2] = {from, to};
-	for (int k = 0; k < 2; k++) {
-		char *end;
-		if (!bounds[k])
-			continue;
-		long long v = strtoll(bounds[k], &end, 10);
-		if (!*bounds[k] || *end) {
-			fprintf(stderr, "gradwatch export: --%s takes a step number, not \"%s\"\n", k ? "to" : "from", bounds[k]);
-			return 2;
-		}
-		if (k)
-			q.has_to = true, q.to = v;
-		else
-			q.has_from = true, q.from = v;
-	}
-	struct exporter x = {.out = stdout, .csv = csv, .run = q.run};
-	if (out_path && !(x.out = fopen(out_path, "w"))) {
-		fprintf(stderr, "gradwatch export: %s: %s\n", out_path, strerror(errno));
-		return 2;
-	}
-	if (csv)
-		fputs("segment,step,superseded,ts,loss,grad_norm,lr,throughput,extra\n", x.out);
-	char err[512];
-	int rc = 0;
-	if (!db)
-		curl_global_init(CURL_GLOBAL_DEFAULT);
-	for (;;) {
-		json_t *page = NULL;
-		if (db) {
-			if (gw_store_read_series(db, &q, &page, err, sizeof(err)) < 0) {
-				fprintf(stderr, "gradwatch export: %s\n", err);
-				rc = 2;
-				break;
-			}
-		} else {
-			char url[1024];
-			char *enc = curl_easy_escape(NULL, q.run, 0);
-			int n = snprintf(url, sizeof(url), "%s/v1/runs/%s/records?max_points=0&extra=1&limit=%zu",
-			                 base, enc ? enc : "", q.limit);
-			curl_free(enc);
-			if (q.has_cursor)
-				n += snprintf(url + n, sizeof(url) - (size_t)n, "&cursor=%lld:%lld",
-				              (long long)q.cursor_seg, (long long)q.cursor_step);
-			if (q.has_from)
-				n += snprintf(url + n, sizeof(url) - (size_t)n, "&from=%lld", (long long)q.from);
-			if (q.has_to)
-				snprintf(url + n, sizeof(url) - (size_t)n, "&to=%lld", (long long)q.to);
-			const struct gw__http_opts ho = {.token = gw__client_token(),
-			                                  .timeout_ms = GW__CLIENT_TIMEOUT_MS};
-			struct gw__http_answer a = {0};
-			gw__http_request(&ho, url, NULL, 0, NULL, &a);
-			long st = a.status;
-			page = st > 0 ? json_loads(a.body.p ? a.body.p : "", 0, NULL) : NULL;
-			if (st != 200 || !page) {
-				if (st < 0)
-					fprintf(stderr, "gradwatch export: %s (is gradwatchd running? or use --db PATH)\n", a.err);
-				else
-					fprintf(stderr, "gradwatch export: the daemon answered %ld: %s\n", st,
-					        gw__http_error_text(page, &a.body));
-				free(a.body.p);
-				json_decref(page);
-				rc = 2;
-				break;
-			}
-			free(a.body.p);
-		}
-		export_page(&x, page);
-		const char *next = json_string_value(json_object_get(page, "next"));
-		long long cs, ct;
-		bool more = next && sscanf(next, "%lld:%lld", &cs, &ct) == 2;
-		json_decref(page);
-		if (!more)
-			break;
-		q.has_cursor = true;
-		q.cursor_seg = cs;
-		q.cursor_step = ct;
-	}
-	if (!db)
-		curl_global_cleanup();
-	if (x.out != stdout && fclose(x.out) != 0 && rc == 0) {
-		fprintf(stderr, "gradwatch export: %s: %s\n", out_path, strerror(errno));
-		rc = 2;
-	}
-	if (rc == 0 && out_path)
-		fprintf(stderr, "gradwatch export: %llu row(s) of run %s to %s\n", (unsigned long long)x.rows,
-		        q.run, out_path);
-	return rc;
 }

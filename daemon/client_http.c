@@ -1,5 +1,5 @@
 /*
- * client_http: the request, address, token and option helpers of the
+ * client_http: the request, address, token and option value helpers of the
  * gradwatch subcommands that talk to gradwatchd (see client_http.h).
  * libcurl's easy interface: these commands do one request at a time and
  * have nothing else to do meanwhile.
@@ -11,7 +11,6 @@
 
 #include <curl/curl.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,6 +98,12 @@ void gw__http_request(const struct gw__http_opts *o, const char *url, const char
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
 	}
+	if (o->method && !body && strcmp(o->method, "POST") == 0) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+	} else if (o->method) {
+		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, o->method);
+	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	CURLcode rc = curl_easy_perform(h);
 	if (rc == CURLE_OK) {
@@ -138,13 +143,6 @@ const char *gw__http_error_text(json_t *j, const struct gw__buf *b)
 	return e ? e : b->len ? b->p : "(no body)";
 }
 
-int gw__client_usage_error(const char *cmd, const char *what, const char *arg)
-{
-	fprintf(stderr, "gradwatch %s: %s%s%s%s (gradwatch %s --help)\n", cmd, what, arg ? " \"" : "",
-	        arg ? arg : "", arg ? "\"" : "", cmd);
-	return 2;
-}
-
 int gw__client_parse_seconds(const char *s, long *ms)
 {
 	char *end;
@@ -173,10 +171,4 @@ const char *gw__client_token(void)
 {
 	const char *t = getenv("GRADWATCH_TOKEN");
 	return t && *t ? t : NULL;
-}
-
-int gw__client_bad_option(const char *cmd, int ch, char **argv)
-{
-	return gw__client_usage_error(cmd, ch == ':' ? "this option needs a value:" : "unknown option",
-	                              argv[optind - 1]);
 }

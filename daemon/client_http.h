@@ -4,7 +4,7 @@
  * and an optional Idempotency-Key, whose outcome is either the daemon's
  * status and body or a negative errno saying why there is none; the
  * daemon's address ($GRADWATCH_URL or the configuration) and token
- * ($GRADWATCH_TOKEN); and the option parsing errors that exit with 2.
+ * ($GRADWATCH_TOKEN); and parsing option values.
  */
 #ifndef GW_CLIENT_HTTP_H
 #define GW_CLIENT_HTTP_H
@@ -29,6 +29,8 @@ int gw__buf_add(struct gw__buf *b, const char *p, size_t n);
 struct gw__http_opts {
 	const char *token;        /* sent as "Authorization: Bearer", or NULL */
 	long timeout_ms;          /* the whole request, connecting included */
+	const char *method;       /* "DELETE", "POST" without a body...; NULL: GET, or POST
+	                             when there is a body */
 };
 
 struct gw__http_answer {
@@ -57,14 +59,6 @@ void gw__client_default_url(const struct gw_cfg *cfg, char *out, size_t n);
 
 /* $GRADWATCH_TOKEN, or NULL when unset or empty. */
 const char *gw__client_token(void);
-
-/* Print "gradwatch CMD: what "arg" (gradwatch CMD --help)"; returns 2, the
- * exit status of a usage error. */
-int gw__client_usage_error(const char *cmd, const char *what, const char *arg);
-
-/* The usage error for what getopt_long returned ('?' or ':', with an
- * optstring that starts with ':' and opterr = 0); returns 2. */
-int gw__client_bad_option(const char *cmd, int ch, char **argv);
 
 /* Parse a number of seconds (0 < s <= 86400) into milliseconds, or a count
  * from 0 to max; 0 or -EINVAL. */

@@ -37,25 +37,14 @@ static char *path_join(const char *dir, const char *name)
 	return p;
 }
 
-/* systemd may pass several colon-separated directories; use the first. */
-static char *first_dir(const char *env)
-{
-	const char *v = getenv(env);
-	if (!v || !*v)
-		return NULL;
-	const char *colon = strchr(v, ':');
-	return colon ? strndup(v, (size_t)(colon - v)) : strdup(v);
-}
-
 int gw_cfg_defaults(struct gw_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->state_dir = first_dir("STATE_DIRECTORY");
-	if (!c->state_dir)
-		c->state_dir = strdup(".");
-	char *rt = first_dir("RUNTIME_DIRECTORY");
+	char *rt = NULL;
+	if (gw_cfg_default_dirs(&c->state_dir, &rt) < 0)
+		return -ENOMEM;
 	c->db_path = path_join(c->state_dir, "gradwatch.db");
-	c->socket_path = path_join(rt ? rt : ".", "gradwatch.sock");
+	c->socket_path = path_join(rt, "gradwatch.sock");
 	free(rt);
 	c->socket_mode = 0660;
 	c->tcp = (struct gw_listen){true, "127.0.0.1", GW_DEFAULT_PORT};
@@ -74,6 +63,7 @@ int gw_cfg_defaults(struct gw_cfg *c)
 	c->stream_evict_idle_ms = 30000;
 	c->idempotency_window_s = 86400;
 	c->run_evict_idle_s = 600;
+	c->retention_every_ms = 60000;
 	c->idempotency_max_keys = 100000;
 	c->commit_interval_ms = 100;
 	c->commit_max_records = 20000;
@@ -322,22 +312,29 @@ static int load_listen(struct loader *L, json_t *root, const char *key, struct g
 	return 0;
 }
 
+/* The thresholds of obj over *th: each key in its range, then the whole
+ * set (the thresholds that must agree); `where` is "thresholds." or
+ * "runs[i].thresholds." for the messages. */
 static int load_thresholds(struct loader *L, json_t *obj, const char *where,
                            struct gw_thresholds *th)
 {
 	const char *key;
 	json_t *v;
+	char e[512];
 	json_object_foreach(obj, key, v) {
 		if (!json_is_number(v))
 			return gw_errf(L->err, L->errlen, -EINVAL, "%s: \"%s%s\" must be a number", L->file, where, key);
-		int rc = gw_thresholds_set(th, key, json_number_value(v));
+		int rc = gw_thresholds_set(th, key, json_number_value(v), e, sizeof(e));
 		if (rc == -ENOENT)
 			return gw_errf(L->err, L->errlen, -EINVAL,
 			            "%s: unknown threshold \"%s%s\" (`gradwatch thresholds` lists them)",
 			            L->file, where, key);
 		if (rc < 0)
-			return gw_errf(L->err, L->errlen, -EINVAL, "%s: \"%s%s\" must be finite", L->file, where, key);
+			return gw_errf(L->err, L->errlen, -EINVAL, "%s: %s%s", L->file, where, e);
 	}
+	if (gw_thresholds_check(th, e, sizeof(e)) < 0)
+		return gw_errf(L->err, L->errlen, -EINVAL, "%s: %.*s: %s", L->file,
+		               (int)strlen(where) - 1, where, e);
 	return 0;
 }
 
@@ -412,6 +409,8 @@ static int load_runs(struct loader *L, json_t *arr)
 	json_array_foreach(arr, i, r) {
 		char where[48];
 		snprintf(where, sizeof(where), "runs[%zu].", i);
+		char th_where[64];
+		snprintf(th_where, sizeof(th_where), "runs[%zu].thresholds.", i);
 		if (!json_is_object(r) || (rc = unknown_keys(L, r, where, known)) < 0) {
 			rc = rc < 0 ? rc : gw_errf(L->err, L->errlen, -EINVAL, "%s: runs[%zu] must be an object", L->file, i);
 			break;
@@ -424,7 +423,12 @@ static int load_runs(struct loader *L, json_t *arr)
 		ov[i].glob = strdup(glob);
 		ov[i].th = L->c->engine.th;
 		json_t *th = json_object_get(r, "thresholds");
-		if (th && (rc = load_thresholds(L, th, where, &ov[i].th)) < 0)
+		if (th && !json_is_object(th)) {
+			rc = gw_errf(L->err, L->errlen, -EINVAL, "%s: runs[%zu].thresholds must be an object",
+			             L->file, i);
+			break;
+		}
+		if (th && (rc = load_thresholds(L, th, th_where, &ov[i].th)) < 0)
 			break;
 	}
 	if (rc < 0) {
@@ -452,7 +456,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	static const char *const known[] = {
 		"state_dir", "database", "socket", "socket_mode", "tcp", "udp", "http",
 		"allow_remote", "log_level", "kernels", "limits", "storage", "aliases",
-		"thresholds", "runs", "detectors", "tick_ms", "sinks", "follow", "auth", "public_url",
+		"thresholds", "runs", "detectors", "tick_ms", "sinks", "follow", "auth", "public_url", "retention",
 		NULL,
 	};
 	static const char *const known_limits[] = {
@@ -614,6 +618,32 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		json_decref(c->sinks);
 		c->sinks = json_incref(v);
 	}
+	if ((v = json_object_get(root, "retention"))) {
+		static const char *const known_ret[] = {"max_age", "max_bytes", "check_every", NULL};
+		json_t *x;
+		if (!json_is_object(v) || (rc = unknown_keys(&L, v, "retention.", known_ret)) < 0) {
+			rc = rc < 0 ? rc : gw_errf(err, errlen, -EINVAL, "%s: retention must be an object", path);
+			goto out;
+		}
+		if ((x = json_object_get(v, "max_age")) &&
+		    (gw_parse_duration(x, &c->retention_max_age_ms) < 0 || c->retention_max_age_ms < 60000)) {
+			rc = gw_errf(err, errlen, -EINVAL, "%s: retention.max_age must be a duration of at "
+			             "least a minute (\"30d\", \"12h\", or seconds)", path);
+			goto out;
+		}
+		if ((x = json_object_get(v, "check_every")) &&
+		    (gw_parse_duration(x, &c->retention_every_ms) < 0 || c->retention_every_ms < 1000 ||
+		     c->retention_every_ms > 86400000)) {
+			rc = gw_errf(err, errlen, -EINVAL, "%s: retention.check_every must be a duration from "
+			             "1 s to 1 d", path);
+			goto out;
+		}
+		size_t mb = 0;
+		if ((rc = get_uint(&L, v, "max_bytes", "retention.", 1u << 20, 1ull << 50, &mb,
+		                   sizeof(size_t))) < 0)
+			goto out;
+		c->retention_max_bytes = mb;
+	}
 	if ((v = json_object_get(root, "auth"))) {
 		char e[256];
 		if ((rc = gw_auth_check_config(v, e, sizeof(e))) < 0) {
@@ -636,42 +666,6 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 out:
 	json_decref(root);
 	return rc;
-}
-
-json_t *gw_cfg_to_json(const struct gw_cfg *c)
-{
-	char tcp[96] = "off", udp[96] = "off", http[96] = "off";
-	if (c->tcp.enabled)
-		snprintf(tcp, sizeof(tcp), "%s:%d", c->tcp.host, c->tcp.port);
-	if (c->udp.enabled)
-		snprintf(udp, sizeof(udp), "%s:%d", c->udp.host, c->udp.port);
-	if (c->http.enabled)
-		snprintf(http, sizeof(http), "%s:%d", c->http.host, c->http.port);
-	json_t *th = json_object();
-	for (const struct gw_threshold_info *i = gw_threshold_table; i->name; i++)
-		json_object_set_new(th, i->name,
-		                    json_real(*(const double *)((const char *)&c->engine.th + i->offset)));
-	json_t *dis = json_array();
-	for (size_t k = 0; gw_det_registry[k]; k++)
-		if ((c->engine.disabled >> k) & 1u)
-			json_array_append_new(dis, json_string(gw_det_registry[k]->name));
-	return json_pack("{s:s?, s:s, s:s, s:s?, s:s, s:s, s:s, s:s?, s:b, s:I, s:I, s:I, s:I, s:I, s:b, s:o, s:o, s:I, s:I}",
-	                 "config_file", c->file,
-	                 "state_dir", c->state_dir,
-	                 "database", c->db_path,
-	                 "socket", c->socket_path,
-	                 "tcp", tcp, "udp", udp, "http", http, "public_url", c->public_url,
-	                 "allow_remote", c->allow_remote,
-	                 "max_line_bytes", (json_int_t)c->max_line,
-	                 "max_body_bytes", (json_int_t)c->max_body,
-	                 "max_connections", (json_int_t)c->max_connections,
-	                 "commit_interval_ms", (json_int_t)c->commit_interval_ms,
-	                 "commit_max_records", (json_int_t)c->commit_max_records,
-	                 "synchronous_full", c->sync_full,
-	                 "thresholds", th,
-	                 "disabled_detectors", dis,
-	                 "sinks", (json_int_t)json_array_size(c->sinks),
-	                 "follow", (json_int_t)json_array_size(c->follow));
 }
 
 int gw_cfg_init_kernels(const char *name, char *err, size_t errlen)

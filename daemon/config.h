@@ -3,9 +3,12 @@
  * override it (docs/configuration.md).
  *
  * gw_cfg_defaults() gives a configuration that runs with no file at all:
- * database in $STATE_DIRECTORY (or the working directory), Unix socket in
- * $RUNTIME_DIRECTORY (or the working directory), TCP, UDP and HTTP on
- * 127.0.0.1.  gw_cfg_load() reads a file over it; unknown keys are errors so
+ * under systemd the database in $STATE_DIRECTORY and the Unix socket in
+ * $RUNTIME_DIRECTORY; otherwise the user's XDG directories, the database
+ * in $XDG_STATE_HOME/gradwatch (~/.local/state/gradwatch) and the socket in
+ * $XDG_RUNTIME_DIR/gradwatch, or beside the database when there is no
+ * runtime directory (gradwatchd creates them, mode 0700); TCP, UDP and
+ * HTTP on 127.0.0.1.  gw_cfg_load() reads a file over it; unknown keys are errors so
  * a typo never silently does nothing.  Flags are applied after the file.
  */
 #ifndef GW_CONFIG_H
@@ -67,13 +70,28 @@ struct gw_cfg {
 	size_t n_overrides;
 
 	json_t *auth;               /* token files (object, auth.h), owned, or NULL */
+	uint64_t retention_max_age_ms;  /* runs last seen longer ago are deleted (0: never) */
+	uint64_t retention_max_bytes;   /* the oldest runs go above this (0: no limit) */
+	uint64_t retention_every_ms;    /* how often retention looks (60 s) */
 	json_t *sinks;              /* alert sinks (array), owned */
 	json_t *follow;             /* files to follow (array), owned */
 };
 
-/* Fill defaults (environment: STATE_DIRECTORY, RUNTIME_DIRECTORY).
- * Returns 0 or -ENOMEM. */
+/* Fill defaults (environment: STATE_DIRECTORY, RUNTIME_DIRECTORY,
+ * XDG_STATE_HOME, XDG_RUNTIME_DIR, HOME).  Creates nothing.  Returns 0 or
+ * -ENOMEM. */
 int gw_cfg_defaults(struct gw_cfg *c);
+
+/* The default state and runtime directories (heap strings): systemd's
+ * $STATE_DIRECTORY/$RUNTIME_DIRECTORY; else $XDG_STATE_HOME/gradwatch
+ * (or $HOME/.local/state/gradwatch, or "." without HOME) and
+ * $XDG_RUNTIME_DIR/gradwatch (or the state directory).  0 or -ENOMEM. */
+int gw_cfg_default_dirs(char **state, char **runtime);
+
+/* Create the default directories that the configured database and socket
+ * lie in (with parents, mode 0700) when missing; a directory given by hand
+ * is not created.  0, or a negative errno with the reason in err. */
+int gw_cfg_make_dirs(const struct gw_cfg *c, char *err, size_t errlen);
 
 /* Read a JSON config file over the current values.  On error returns a
  * negative errno and writes a message naming the file, line and key into
@@ -100,7 +118,9 @@ void gw_cfg_link_base(const struct gw_cfg *c, char *out, size_t cap);
 /* Check cross-field rules (loopback unless allow_remote, limits > 0). */
 int gw_cfg_validate(const struct gw_cfg *c, char *err, size_t errlen);
 
-/* Describe the effective configuration as JSON (for --check-config). */
+/* The effective configuration as a configuration file, in the file's own
+ * keys (config_json.c; for --check-config): feeding it back with --config
+ * gives the same configuration.  New reference, or NULL. */
 json_t *gw_cfg_to_json(const struct gw_cfg *c);
 
 void gw_cfg_free(struct gw_cfg *c);

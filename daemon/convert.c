@@ -15,6 +15,8 @@
  */
 #include "convert.h"
 
+#include "cli.h"
+
 #include "input.h"
 #include "reader.h"
 
@@ -40,6 +42,18 @@ static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 	return 0;
 }
 
+static const char convert_usage[] =
+	"usage: gradwatch convert [--input-format NAME] [--run NAME] FILE...\n"
+	"\n"
+	"Read logs in any format gradwatch reads (gzip/zstd too; '-' = standard\n"
+	"input) and write them as gradwatch NDJSON on standard output.\n"
+	"\n"
+	"  -i, --input-format NAME   the format of every FILE (default: sniffed;\n"
+	"                            gradwatch formats lists them)\n"
+	"  -r, --run NAME            the run of points whose log names none\n"
+	"\n"
+	"exit status: 0 every file read; 2 an error (a file with nothing readable too)\n";
+
 int gw_convert_main(struct gw_cfg *cfg, int argc, char **argv)
 {
 	const char *run = NULL, *format = NULL;
@@ -49,32 +63,29 @@ int gw_convert_main(struct gw_cfg *cfg, int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
+	static const char prog[] = "gradwatch convert";
 	int ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "i:r:h", lo, NULL)) != -1) {
+	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":i:r:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'i':
+			if (!gw_reader_format_find(optarg))
+				return gw_cli_usage_error(prog, "unknown input format", optarg);
 			format = optarg;
 			break;
 		case 'r':
 			run = optarg;
 			break;
 		case 'h':
-			printf("usage: gradwatch convert [--input-format NAME] [--run NAME] FILE...\n");
+			fputs(convert_usage, stdout);
 			return 0;
 		default:
-			return 2;
+			return gw_cli_bad_option(prog, ch, argv);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "gradwatch convert: no file given (use - for standard input)\n");
-		return 2;
-	}
-	if (format && !gw_reader_format_find(format)) {
-		fprintf(stderr, "gradwatch convert: unknown input format \"%s\" (gradwatch formats lists them)\n",
-		        format);
-		return 2;
-	}
+	if (optind >= argc)
+		return gw_cli_usage_error(prog, "no file given (use - for standard input)", NULL);
 	struct out o = {.f = stdout};
 	int status = 0;
 	struct gw_input_seen *seen = gw_input_seen_new();
@@ -112,8 +123,15 @@ int gw_convert_main(struct gw_cfg *cfg, int argc, char **argv)
 	return status;
 }
 
-int gw_formats_main(void)
+int gw_formats_main(int argc, char **argv)
 {
+	int rc = gw_cli_plain("gradwatch formats",
+	                      "usage: gradwatch formats\n\n"
+	                      "List the log formats gradwatch reads: the name (for --input-format),\n"
+	                      "\"stream\" (can be followed while it grows) or \"whole\" (read as a\n"
+	                      "whole file), and what it is.\n", argc, argv);
+	if (rc >= 0)
+		return rc;
 	for (size_t i = 0; gw_reader_formats[i]; i++) {
 		const struct gw_reader_format *f = gw_reader_formats[i];
 		printf("%-18s %-7s %s\n", f->name, f->flags & GW_RDF_STREAM ? "stream" : "whole",

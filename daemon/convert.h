@@ -13,6 +13,6 @@
 int gw_convert_main(struct gw_cfg *cfg, int argc, char **argv);
 
 /* `gradwatch formats`: one line per reader format.  Returns 0. */
-int gw_formats_main(void);
+int gw_formats_main(int argc, char **argv);
 
 #endif

@@ -36,6 +36,7 @@
 #include "follow.h"
 
 #include "daemon.h"
+#include "engine.h"
 #include "log.h"
 #include "util.h"
 
@@ -291,7 +292,13 @@ static void on_read(uv_fs_t *req)
 				gw_ingest_src_finish(&f->src);
 			gw_store_release(f->d->store);
 			gw_log_info("follow %s: finished the rotated file at line %" PRIu64
-			            "; reading the new one from its start", f->path, f->src.lines.lineno);
+			            "; reading the new one from its start", f->path,
+			            gw_ingest_src_lines(&f->src));
+			/* the run the old file fed has ended there, as far as anyone
+			 * can tell: no silence alert until the new file has a line */
+			if (f->src.last_run[0])
+				gw_engine_run_ended(f->d->ingest.engine, f->src.last_run, "file_rotated",
+				                    gw_wall_now());
 			close_fd(f);
 			f->draining = false;
 			do_open(f);

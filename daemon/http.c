@@ -13,6 +13,11 @@
  * Limits: header time, body time and body size (413 before reading a
  * too-large body when Content-Length says so), keep-alive idle time, and
  * limits.max_connections.
+ *
+ * (About 1,000 lines: the parser callbacks, the connection lifecycle and the
+ * responses all work on struct gw_http_conn and its timers.  The split that
+ * would help, http_parse.c / http_conn.c / http_respond.c around an internal
+ * header holding that struct, waits for the work on eviction in this area.)
  */
 #include "http.h"
 
@@ -387,9 +392,7 @@ static int hexval(char ch)
 	return -1;
 }
 
-/* Percent-decode s[0..n) into out (size cap); -1 on bad escapes, a NUL, or
- * overflow. */
-static int pct_decode(const char *s, size_t n, char *out, size_t cap)
+int gw__http_pct_decode(const char *s, size_t n, char *out, size_t cap)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -425,7 +428,7 @@ int gw_http_query_param(const char *query, size_t qlen, const char *name, char *
 		const char *e = amp ? amp : end;
 		const char *eq = memchr(p, '=', (size_t)(e - p));
 		if (eq && (size_t)(eq - p) == nl && memcmp(p, name, nl) == 0)
-			return pct_decode(eq + 1, (size_t)(e - eq - 1), out, cap) < 0 ? -1 : 1;
+			return gw__http_pct_decode(eq + 1, (size_t)(e - eq - 1), out, cap) < 0 ? -1 : 1;
 		p = e + 1;
 	}
 	return 0;
@@ -471,7 +474,7 @@ static int find_route(struct gw_http_conn *c)
 				continue;
 			/* the argument is a run name (or an id): the same rule as
 			 * in the wire format */
-			int an = pct_decode(a, al, c->arg, sizeof(c->arg));
+			int an = gw__http_pct_decode(a, al, c->arg, sizeof(c->arg));
 			if (an <= 0 || gw_wire_check_run(c->arg, (size_t)an, NULL, 0) < 0)
 				return 400;
 		}

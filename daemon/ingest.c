@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,8 @@ static uint64_t put_alert(struct gw_store *st, const struct gw_alert *a)
 		};
 		seq = gw_store_put(st, NULL, GW_STORE_ALERT_UPDATE, v, GW_ARRAY_SIZE(v));
 	} else {
-		const struct gw_sv v[] = {id, gw_sv_real(wall), gw_sv_int(a->step)};
+		const struct gw_sv v[] = {id, gw_sv_real(wall), gw_sv_int(a->step),
+		                          gw_sv_text(a->summary && *a->summary ? a->summary : NULL)};
 		seq = gw_store_put(st, NULL, GW_STORE_ALERT_RESOLVE, v, GW_ARRAY_SIZE(v));
 	}
 	free(ev);
@@ -241,6 +243,56 @@ static int open_outbox(struct gw_ingest *in, char *err, size_t errlen)
 	return gw_outbox_open(&o, &in->outbox, err, errlen);
 }
 
+/* Stall alerts left open by the daemon that ran before: the silence of a
+ * run is watched by the live state of the run, which is gone, so the alert
+ * would stay open (and be re-posted to Alertmanager) for ever.  They are
+ * resolved, saying why; the run's silence is judged again once it sends. */
+static void orphan_row(void *ctx, sqlite3_stmt *row)
+{
+	struct gw_ingest *in = ctx;
+	const char *id = (const char *)sqlite3_column_text(row, 0);
+	const char *run = (const char *)sqlite3_column_text(row, 1);
+	const char *det = (const char *)sqlite3_column_text(row, 5);
+	if (!id || !run || !det || strlen(id) >= sizeof(((struct gw_alert *)0)->id))
+		return;
+	struct gw_alert a = {
+		.kind = GW_ALERT_RESOLVE,
+		.run = run,
+		.seg = sqlite3_column_int64(row, 2),
+		.step = sqlite3_column_int64(row, 3),
+		.line = (uint64_t)sqlite3_column_int64(row, 4),
+		.detector = det,
+		.severity = (enum gw_severity)gw_severity_parse((const char *)sqlite3_column_text(row, 6)),
+		.summary = "gradwatchd restarted: the run's silence is no longer watched; it is judged "
+		           "again from the run's next line",
+		.ts = NAN,
+		.wall = NAN,
+	};
+	gw_strlcpy(a.id, id, sizeof(a.id));
+	if ((int)a.severity < 0)
+		a.severity = GW_SEV_WARNING;
+	on_alert(in, &a);
+}
+
+static void resolve_orphan_silences(struct gw_ingest *in)
+{
+	char names[256] = "", err[256];
+	size_t o = 0;
+	/* the wall-clock detectors: those with a tick */
+	for (size_t d = 0; gw_det_registry[d]; d++)
+		if (gw_det_registry[d]->on_tick && o + 80 < sizeof(names))
+			o += (size_t)snprintf(names + o, sizeof(names) - o, "%s'%s'", o ? "," : "",
+			                      gw_det_registry[d]->name);
+	if (!o)
+		return;
+	char sql[512];
+	snprintf(sql, sizeof(sql), "SELECT a.id, r.name, a.seg, a.step, a.line, a.detector, a.severity "
+	         "FROM alerts a JOIN runs r ON r.id = a.run_id WHERE a.state = 'open' AND "
+	         "a.detector IN (%s)", names);
+	if (gw_store_read_each(in->cfg->db_path, sql, NULL, 0, orphan_row, in, err, sizeof(err)) < 0)
+		gw_log_warn("could not read the open silences of the daemon before: %s", err);
+}
+
 int gw_ingest_init(struct gw_ingest *in, const struct gw_ingest_opts *o, char *err,
                    size_t errlen)
 {
@@ -273,7 +325,10 @@ int gw_ingest_init(struct gw_ingest *in, const struct gw_ingest_opts *o, char *e
 	char rerr[256];
 	if (gw_runs_load(&in->runs, cfg->db_path, rerr, sizeof(rerr)) < 0)
 		gw_log_warn("could not read where known runs stood: %s", rerr);
-	return open_outbox(in, err, errlen);
+	int rc = open_outbox(in, err, errlen);
+	if (rc == 0)
+		resolve_orphan_silences(in);
+	return rc;
 }
 
 void gw_ingest_tick(struct gw_ingest *in, double now)
@@ -363,6 +418,11 @@ int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t
 		in->n.events[s->t]++;
 	in->n.accepted[s->t]++;
 	s->last_seg = seg;
+	if (rec->run_len < sizeof(s->last_run) &&
+	    (s->last_run[rec->run_len] != '\0' || memcmp(s->last_run, rec->run, rec->run_len) != 0)) {
+		memcpy(s->last_run, rec->run, rec->run_len);
+		s->last_run[rec->run_len] = '\0';
+	}
 	return 0;
 }
 

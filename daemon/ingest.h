@@ -154,6 +154,7 @@ struct gw_ingest_src {
 	uint64_t last_seq;            /* store sequence of the last accepted line */
 	int64_t last_seg;             /* the segment of the last accepted line */
 	uint64_t fed;                 /* bytes fed */
+	char last_run[GW_WIRE_RUN_MAX + 1];  /* the run of the last accepted line */
 };
 
 /* Initialise (lines numbered from `first_line` + 1) as an NDJSON source. */

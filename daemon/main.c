@@ -13,10 +13,12 @@
  */
 #include "api.h"
 #include "auth.h"
+#include "cli.h"
 #include "daemon.h"
 #include "follow.h"
 #include "http.h"
 #include "metrics.h"
+#include "retention.h"
 #include "web.h"
 
 #include "kern.h"
@@ -44,22 +46,37 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: gradwatchd [options]\n"
-	        "  -c, --config FILE       JSON configuration (docs/configuration.md)\n"
-	        "      --state-dir DIR     where the database lives (default $STATE_DIRECTORY or .)\n"
-	        "      --db PATH           the SQLite database (default STATE_DIR/gradwatch.db)\n"
-	        "      --socket PATH|off   Unix socket for NDJSON (default $RUNTIME_DIRECTORY/gradwatch.sock)\n"
-	        "      --tcp ADDR:PORT|off NDJSON over TCP (default 127.0.0.1:%d)\n"
-	        "      --udp ADDR:PORT|off NDJSON datagrams (default 127.0.0.1:%d)\n"
-	        "      --http ADDR:PORT|off HTTP API (default 127.0.0.1:%d)\n"
-	        "      --log-level LEVEL   crit, err, warn, info, debug (default info)\n"
-	        "      --kernels NAME      scalar, sse2, avx2, neon (default: best available)\n"
-	        "      --follow FILE       tail the log a job writes to FILE, in any format that can be\n"
-	        "                          followed (gradwatch formats; sniffed); repeatable\n"
-	        "      --run NAME          run name of points without one in the --follow FILE before it\n"
-	        "      --input-format NAME the format of the --follow FILE before it (default: sniffed)\n"
-	        "      --check-config      validate the configuration, print it, exit\n"
-	        "  -V, --version           print version, kernel variant and detectors\n"
-	        "  -h, --help\n",
+	        "\n"
+	        "The gradwatch daemon: ingests training telemetry (NDJSON over a Unix socket,\n"
+	        "TCP, UDP and HTTP, or followed log files), stores it in SQLite, runs the\n"
+	        "detectors and delivers alerts.\n"
+	        "\n"
+	        "  -c, --config FILE        JSON configuration (docs/configuration.md)\n"
+	        "      --state-dir DIR      where the database lives (default $STATE_DIRECTORY,\n"
+	        "                           else $XDG_STATE_HOME/gradwatch, ~/.local/state/gradwatch)\n"
+	        "      --db PATH            the SQLite database (default STATE_DIR/gradwatch.db)\n"
+	        "      --socket PATH|off    Unix socket for NDJSON (default $RUNTIME_DIRECTORY/\n"
+	        "                           gradwatch.sock, else $XDG_RUNTIME_DIR/gradwatch/gradwatch.sock,\n"
+	        "                           else STATE_DIR/gradwatch.sock)\n"
+	        "      --tcp ADDR:PORT|off  NDJSON over TCP (default 127.0.0.1:%d)\n"
+	        "      --udp ADDR:PORT|off  NDJSON datagrams (default 127.0.0.1:%d)\n"
+	        "      --http ADDR:PORT|off HTTP API and web view (default 127.0.0.1:%d)\n"
+	        "      --log-level LEVEL    crit, err, warn, info, debug (default info)\n"
+	        "      --kernels NAME       scalar, sse2, avx2, neon (default: $GRADWATCH_KERNELS,\n"
+	        "                           else the best the CPU has)\n"
+	        "      --follow FILE        tail the log a job writes to FILE, in any format that\n"
+	        "                           can be followed (gradwatch formats; sniffed); repeatable\n"
+	        "      --run NAME           run name of points without one in the --follow FILE\n"
+	        "                           before it\n"
+	        "      --input-format NAME  the format of the --follow FILE before it (default:\n"
+	        "                           sniffed)\n"
+	        "      --check-config       check the configuration; print the effective one as\n"
+	        "                           JSON in the file's schema on stdout; exit\n"
+	        "  -V, --version            print version, kernel variant, detectors, formats\n"
+	        "  -h, --help               print this\n"
+	        "\n"
+	        "exit status: 0 stopped cleanly; 1 a start-up or shutdown failure (bad\n"
+	        "configuration, database, address in use); 2 a usage error\n",
 	        GW_DEFAULT_PORT, GW_DEFAULT_PORT, GW_DEFAULT_HTTP_PORT);
 }
 
@@ -115,6 +132,7 @@ static void close_all(struct gw_daemon *d)
 	gw_server_stop(d);
 	gw_follow_stop(d);
 	gw_http_close_all(d->http);
+	gw_retention_stop(d);
 	gw_ingest_close(&d->ingest);
 	uv_close((uv_handle_t *)&d->sig_term, NULL);
 	uv_close((uv_handle_t *)&d->sig_int, NULL);
@@ -247,8 +265,9 @@ static int add_follow(struct gw_cfg *cfg, int opt, const char *v)
 		return json_array_append_new(cfg->follow, json_pack("{s:s}", "path", v)) ? -ENOMEM : 0;
 	const char *key = opt == OPT_RUN ? "run" : "format";
 	if (n == 0 || json_object_get(json_array_get(cfg->follow, n - 1), key)) {
-		fprintf(stderr, "gradwatchd: %s goes after the --follow FILE it applies to\n",
-		        opt == OPT_RUN ? "--run NAME" : "--input-format NAME");
+		gw_cli_usage_error("gradwatchd", opt == OPT_RUN ? "--run NAME goes after the --follow FILE "
+		                   "it applies to (once per --follow); got --run" : "--input-format NAME goes "
+		                   "after the --follow FILE it applies to (once per --follow); got --input-format", v);
 		return -EINVAL;
 	}
 	return json_object_set_new(json_array_get(cfg->follow, n - 1), key, json_string(v));
@@ -256,9 +275,10 @@ static int add_follow(struct gw_cfg *cfg, int opt, const char *v)
 
 static int apply_listen(const char *flag, const char *v, struct gw_listen *l)
 {
-	char err[256];
+	char err[256], what[300];
 	if (gw_cfg_parse_listen(v, l, err, sizeof(err)) < 0) {
-		fprintf(stderr, "gradwatchd: %s: %s\n", flag, err);
+		snprintf(what, sizeof(what), "%s: %s", flag, err);
+		gw_cli_usage_error("gradwatchd", what, NULL);
 		return -EINVAL;
 	}
 	return 0;
@@ -297,18 +317,28 @@ int main(int argc, char **argv)
 	const char *config = NULL;
 	int ch;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "c:Vh", lo, NULL)) != -1)
-		if (ch == 'c')
+	while ((ch = getopt_long(argc, argv, ":c:Vh", lo, NULL)) != -1) {
+		if (ch == 'c') {
 			config = optarg;
+		} else if (ch == '?' || ch == ':') {
+			rc = gw_cli_bad_option("gradwatchd", ch, argv);
+			goto out_cfg;
+		} else if (ch == 'h') {
+			/* help without reading the file */
+			usage(stdout);
+			rc = 0;
+			goto out_cfg;
+		}
+	}
 	if (config && gw_cfg_load(&cfg, config, err, sizeof(err)) < 0) {
 		fprintf(stderr, "gradwatchd: %s\n", err);
 		goto out_cfg;
 	}
 	bool check = false, version = false;
 	const char *kernels = cfg.kernels;
-	optind = 1;
-	opterr = 1;
-	while ((ch = getopt_long(argc, argv, "c:Vh", lo, NULL)) != -1) {
+	optind = 0;   /* 0: glibc starts afresh */
+	rc = GW_EXIT_USAGE;    /* for the usage errors below */
+	while ((ch = getopt_long(argc, argv, ":c:Vh", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			break;
@@ -338,7 +368,8 @@ int main(int argc, char **argv)
 			break;
 		case OPT_LOG:
 			if (gw_log_parse_level(optarg, &cfg.log_level) < 0) {
-				fprintf(stderr, "gradwatchd: --log-level: \"%s\" is not crit, err, warn, info or debug\n", optarg);
+				gw_cli_usage_error("gradwatchd", "--log-level is crit, err, warn, info or debug, not",
+				                   optarg);
 				goto out_cfg;
 			}
 			break;
@@ -362,23 +393,22 @@ int main(int argc, char **argv)
 			rc = 0;
 			goto out_cfg;
 		default:
-			usage(stderr);
+			gw_cli_bad_option("gradwatchd", ch, argv);
 			goto out_cfg;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "gradwatchd: unexpected argument \"%s\"\n", argv[optind]);
+		gw_cli_usage_error("gradwatchd", "takes no arguments; unexpected", argv[optind]);
 		goto out_cfg;
 	}
+	rc = 1;
 	if (gw_cfg_init_kernels(kernels, err, sizeof(err)) < 0) {
 		fprintf(stderr, "gradwatchd: %s\n", err);
 		goto out_cfg;
 	}
 	if (version) {
-		printf("gradwatchd %s\nkernels: %s\ndetectors:", GW_VERSION, gw_kern_name());
-		for (size_t k = 0; gw_det_registry[k]; k++)
-			printf(" %s", gw_det_registry[k]->name);
-		printf("\nmemory per run: %zu bytes\n", gw_engine_bytes_per_run());
+		gw_cli_print_version(stdout, "gradwatchd");
+		printf("memory per run: %zu bytes\n", gw_engine_bytes_per_run());
 		rc = 0;
 		goto out_cfg;
 	}
@@ -392,11 +422,22 @@ int main(int argc, char **argv)
 		goto out_cfg;
 	}
 	if (check) {
+		/* stdout: only the configuration, in the file's schema */
 		json_t *j = gw_cfg_to_json(&cfg);
-		char *s = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-		printf("%s\nconfiguration OK\n", s);
-		free(s);
+		char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
 		json_decref(j);
+		if (!s) {
+			fprintf(stderr, "gradwatchd: out of memory\n");
+			goto out_cfg;
+		}
+		printf("%s\n", s);
+		free(s);
+		if (fflush(stdout) != 0) {
+			fprintf(stderr, "gradwatchd: cannot write the configuration: %s\n", strerror(errno));
+			goto out_cfg;
+		}
+		fprintf(stderr, "configuration OK%s%s\n", cfg.file ? ": " : " (no file: defaults and flags)",
+		        cfg.file ? cfg.file : "");
 		rc = 0;
 		goto out_cfg;
 	}
@@ -404,6 +445,10 @@ int main(int argc, char **argv)
 	gw_log_info("gradwatchd %s starting: kernels %s, database %s", GW_VERSION, gw_kern_name(),
 	            cfg.db_path);
 
+	if (gw_cfg_make_dirs(&cfg, err, sizeof(err)) < 0) {
+		gw_log_crit("%s", err);
+		goto out_cfg;
+	}
 	int lock_fd = lock_instance(cfg.db_path, err, sizeof(err));
 	if (lock_fd < 0) {
 		gw_log_crit("%s", err);
@@ -453,6 +498,7 @@ int main(int argc, char **argv)
 	                 err, sizeof(err)) < 0 ||
 	    gw_http_start(&ho, &d.http, err, sizeof(err)) < 0 ||
 	    gw_api_start(&d, err, sizeof(err)) < 0 || gw_metrics_start(&d, err, sizeof(err)) < 0 ||
+	    gw_retention_start(&d, err, sizeof(err)) < 0 ||
 	    gw_web_start(&d, err, sizeof(err)) < 0 ||
 	    gw_alerting_start(&d, err, sizeof(err)) < 0 ||
 	    gw_server_start(&d, err, sizeof(err)) < 0 || gw_follow_start(&d, err, sizeof(err)) < 0) {

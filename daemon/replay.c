@@ -15,7 +15,8 @@
  * per file) and skipped; they never stop the replay.  A file with nothing
  * readable is reported and skipped, and makes the replay fail.  Output is
  * text for people or JSON lines (--format jsonl), one alert per line, which
- * is what ../shared/eval/score.py reads.
+ * is what ../shared/eval/score.py reads: the one alert object
+ * (gw_alert_track, docs/alert-schema.md) plus "file".
  */
 #include "replay.h"
 
@@ -40,14 +41,29 @@ struct replay {
 	FILE *out;
 	uint64_t lines, records, events, rejected, unreadable, duplicates;
 	uint64_t alerts, serious;
+	json_t *firing;           /* alert id -> last firing object (gw_alert_track) */
 	int err;
 };
+
+static void print_event(struct replay *r, const struct gw_alert *a, json_t *j);
 
 static void print_alert(void *data, const struct gw_alert *a)
 {
 	struct replay *r = data;
+	/* every event counts for versions, whatever is printed */
+	json_t *j = gw_alert_track(r->firing, a);
+	if (!j) {
+		r->err = -ENOMEM;
+		return;
+	}
 	if (r->o->hooks && r->o->hooks->on_alert)
-		r->o->hooks->on_alert(r->o->hooks->data, a);
+		r->o->hooks->on_alert(r->o->hooks->data, a, j);
+	print_event(r, a, j);
+	json_decref(j);
+}
+
+static void print_event(struct replay *r, const struct gw_alert *a, json_t *j)
+{
 	if (a->kind == GW_ALERT_RESOLVE && !r->o->show_resolved)
 		return;
 	if ((int)a->severity < r->o->min_severity)
@@ -58,14 +74,9 @@ static void print_alert(void *data, const struct gw_alert *a)
 	if (r->o->format == GW_REPLAY_QUIET)
 		return;
 	if (r->o->format == GW_REPLAY_JSONL) {
-		json_t *j = gw_alert_to_json(a);
-		if (!j) {
-			r->err = -ENOMEM;
-			return;
-		}
 		json_object_set_new(j, "file", json_string(r->file));
 		char *s = json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(12));
-		json_decref(j);
+		json_object_del(j, "file");
 		if (!s) {
 			r->err = -ENOMEM;
 			return;
@@ -130,7 +141,7 @@ void gw_replay_opts_init(struct gw_replay_opts *o, const struct gw_cfg *cfg)
 int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
               struct gw_replay_stats *stats)
 {
-	struct replay r = {.o = o, .out = o->out ? o->out : stdout};
+	struct replay r = {.o = o, .out = o->out ? o->out : stdout, .firing = json_object()};
 	struct gw_input_seen *seen = NULL;
 	int rc = 0;
 	const struct gw_ingest_opts io = {
@@ -143,7 +154,7 @@ int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
 	rc = gw_ingest_init(&r.in, &io, err, sizeof(err));
 	gw_ingest_src_init(&r.src, &r.in, GW_TR_FOLLOW, 0);
 	seen = gw_input_seen_new();
-	if (rc < 0 || !seen) {
+	if (rc < 0 || !seen || !r.firing) {
 		rc = rc < 0 ? rc : -ENOMEM;
 		goto out;
 	}
@@ -191,5 +202,6 @@ out:
 	gw_ingest_src_deinit(&r.src);
 	gw_ingest_deinit(&r.in);
 	gw_input_seen_free(seen);
+	json_decref(r.firing);
 	return rc;
 }

@@ -25,8 +25,10 @@ struct gw_replay_hooks {
 	/* Every record and event, after the engine saw it, with its segment.
 	 * Return 0, or a negative errno to stop the replay with it. */
 	int (*on_rec)(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line);
-	/* Every alert event (open, update, resolve), whatever the filters. */
-	void (*on_alert)(void *data, const struct gw_alert *a);
+	/* Every alert event (open, update, resolve), whatever the filters,
+	 * with its alert object (docs/alert-schema.md; borrowed: json_incref
+	 * or copy it to keep it). */
+	void (*on_alert)(void *data, const struct gw_alert *a, json_t *obj);
 	void (*on_segment)(void *data, const struct gw_segment_info *s);
 };
 

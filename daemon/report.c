@@ -15,7 +15,9 @@
  */
 #include "report.h"
 
+#include "cli.h"
 #include "config.h"
+#include "reader.h"
 #include "replay.h"
 #include "series.h"
 #include "util.h"
@@ -162,25 +164,17 @@ static void on_segment(void *data, const struct gw_segment_info *si)
 	s->restart_step = si->restart_step;
 }
 
-static void on_alert(void *data, const struct gw_alert *a)
+/* Every alert as of its latest event, in the one alert schema; a resolve
+ * keeps the last firing object's text and evidence, so it replaces it. */
+static void on_alert(void *data, const struct gw_alert *a, json_t *obj)
 {
 	struct report *rp = data;
 	struct run_acc *r = find_run(rp, a->run);
 	if (!r)
 		return;
-	if (a->kind == GW_ALERT_RESOLVE) {
-		json_t *old = json_object_get(r->alerts, a->id);
-		if (old)
-			json_object_set_new(old, "state", json_string("resolved"));
-		return;
-	}
-	json_t *j = gw_alert_to_json(a);
-	if (!j)
-		return;
-	json_object_set_new(j, "state", json_string("open"));
 	if (!json_object_get(r->alerts, a->id))
 		rp->alerts++;
-	json_object_set_new(r->alerts, a->id, j);
+	json_object_set(r->alerts, a->id, obj);
 }
 
 static int cmp_alert_step(const void *x, const void *y)
@@ -235,12 +229,20 @@ static void report_free(struct report *rp)
 	free(rp->order);
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: gradwatch report [-o FILE] [--max-points N] [--run NAME] [--input-format NAME] FILE...\n"
-	           "  replay the logs and write one self-contained HTML page with every run's\n"
-	           "  charts and alerts (default report.html); opens from disk, no network\n");
-}
+static const char report_usage[] =
+	"usage: gradwatch report [-o FILE] [--max-points N] [--run NAME] [--input-format NAME]\n"
+	"                        FILE...\n"
+	"\n"
+	"Replay the logs and write one self-contained HTML page with every run's\n"
+	"charts and alerts; it opens from disk, with no network.\n"
+	"\n"
+	"  -o, --output FILE         where to write it (default report.html; '-' =\n"
+	"                            standard output)\n"
+	"  -m, --max-points N        points per chart, 100 to %d (default 20000)\n"
+	"  -r, --run NAME            the run of lines that name none\n"
+	"  -i, --input-format NAME   the format of every FILE (default: sniffed)\n"
+	"\n"
+	"exit status: 0 written; 2 an error (a file with nothing readable too)\n";
 
 int gw_report_main(struct gw_cfg *cfg, int argc, char **argv)
 {
@@ -257,31 +259,35 @@ int gw_report_main(struct gw_cfg *cfg, int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{0},
 	};
+	static const char prog[] = "gradwatch report";
 	int ch;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, "o:m:r:i:h", lo, NULL)) != -1) {
+	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":o:m:r:i:h", lo, NULL)) != -1) {
 		char *end;
 		switch (ch) {
 		case 'o': out_path = optarg; break;
 		case 'r': o.default_run = optarg; break;
-		case 'i': o.input_format = optarg; break;
+		case 'i':
+			if (!gw_reader_format_find(optarg))
+				return gw_cli_usage_error(prog, "unknown input format", optarg);
+			o.input_format = optarg;
+			break;
 		case 'm':
 			max_points = strtol(optarg, &end, 10);
-			if (*end || max_points < 100 || max_points > GW_SERIES_MAX_POINTS) {
-				fprintf(stderr, "gradwatch report: --max-points is a number from 100 to %d, not \"%s\"\n",
-				        GW_SERIES_MAX_POINTS, optarg);
-				return 2;
+			if (!*optarg || *end || max_points < 100 || max_points > GW_SERIES_MAX_POINTS) {
+				char what[80];
+				snprintf(what, sizeof(what), "--max-points wants a number from 100 to %d, not",
+				         GW_SERIES_MAX_POINTS);
+				return gw_cli_usage_error(prog, what, optarg);
 			}
 			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h': printf(report_usage, GW_SERIES_MAX_POINTS); return 0;
+		default: return gw_cli_bad_option(prog, ch, argv);
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "gradwatch report: no file given (use - for standard input)\n");
-		usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return gw_cli_usage_error(prog, "no file given (use - for standard input)", NULL);
 	struct report rp = {0};
 	struct gw_replay_hooks hooks = {.data = &rp, .on_rec = on_rec, .on_alert = on_alert,
 	                                .on_segment = on_segment};

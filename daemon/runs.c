@@ -94,6 +94,11 @@ static int make_dormant(struct gw_ingest *in, const char *name)
 	if (!copy)
 		return -ENOMEM;
 	struct gw_run_info last;
+	/* an open stall cannot be watched without the state: it is resolved
+	 * (the silence is judged again when the run sends) */
+	if (gw_engine_run_info(in->engine, copy, &last) == 0 && last.open_live)
+		gw_engine_run_ended(in->engine, copy, "evicted: too many runs for limits.max_runs",
+		                    gw_wall_now());
 	int rc = gw_engine_evict(in->engine, copy, &last);
 	if (rc == 0) {
 		rc = dormant_add(&in->runs, copy, last.seg, last.last_step, last.last_ts);
@@ -105,6 +110,7 @@ static int make_dormant(struct gw_ingest *in, const char *name)
 
 struct by_age {
 	double wall;
+	bool live;
 	char *name;
 };
 
@@ -121,13 +127,17 @@ static void collect_age(void *data, const struct gw_run_info *ri)
 	char *name = strdup(ri->run);
 	if (!name)
 		return;
-	c->v[c->n++] = (struct by_age){isnan(ri->last_wall) ? -INFINITY : ri->last_wall, name};
+	c->v[c->n++] = (struct by_age){isnan(ri->last_wall) ? -INFINITY : ri->last_wall,
+	                               ri->open_live > 0, name};
 }
 
+/* Oldest first; runs whose silence is watched (an open stall) last. */
 static int cmp_age(const void *a, const void *b)
 {
-	double x = ((const struct by_age *)a)->wall, y = ((const struct by_age *)b)->wall;
-	return x < y ? -1 : x > y;
+	const struct by_age *p = a, *q = b;
+	if (p->live != q->live)
+		return p->live ? 1 : -1;
+	return p->wall < q->wall ? -1 : p->wall > q->wall;
 }
 
 /* Room for one more active run under limits.max_runs: the least recently
@@ -159,7 +169,9 @@ struct idle_ctx {
 static void find_idle(void *data, const struct gw_run_info *ri)
 {
 	struct idle_ctx *c = data;
-	if (ri->open_alerts || isnan(ri->last_wall) || ri->last_wall > c->before)
+	/* a run whose silence is being watched (an open stall) stays: its
+	 * alert is resolved by the ticks of the live state only */
+	if (ri->open_live || isnan(ri->last_wall) || ri->last_wall > c->before)
 		return;
 	if (gw_grow((void **)&c->names, &c->cap, c->n + 1, sizeof(*c->names)) == 0 &&
 	    (c->names[c->n] = strdup(ri->run)))

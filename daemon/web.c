@@ -23,6 +23,7 @@
 
 #include "daemon.h"
 #include "http.h"
+#include "query.h"
 #include "series.h"
 #include "store.h"
 #include "util.h"
@@ -129,12 +130,7 @@ bad:
 
 static int q_alert(const struct gw_http_req *req, json_t **out)
 {
-	char err[256];
-	int rc = gw_store_read_alert(req->db_path, req->arg, out, err, sizeof(err));
-	if (rc == 0)
-		return 200;
-	*out = gw_http_error_json(err);
-	return rc == -ENOENT ? 404 : 500;
+	return gw_query_alert(req->db_path, req->arg, out);
 }
 
 int gw_web_start(struct gw_daemon *d, char *err, size_t errlen)

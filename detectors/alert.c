@@ -1,8 +1,22 @@
 /*
  * Alerts as the engine reports them (see engine.h): the names of kinds and
- * severities, the stable alert id, and the JSON form shared by replay
- * output, storage, the HTTP API and the webhook sinks
- * (docs/wire-format.md, "Alerts").
+ * severities, the stable alert id, and the one JSON form of an alert
+ * (schema "gradwatch.alert.v1", docs/alert-schema.md) that replay's JSON
+ * lines, the report, the HTTP API, the CLI and the webhook sinks all print:
+ *
+ *   gw_alert_to_json     the fields one event carries by itself;
+ *   gw_alert_event_json  plus what follows from the events before it
+ *                        (version, state, opened_*, resolved_*), given the
+ *                        alert's last firing object: the alert outbox keeps
+ *                        those durably, replay and the report in memory
+ *                        (gw_alert_track);
+ *   gw_alert_row_json    a stored alert (storage/read.c's columns), which is
+ *                        the alert as of its latest event, in the same form.
+ *
+ * step and line are where the event was raised, except on a resolve, which
+ * keeps the step and line where the alert opened; ts is always the
+ * timestamp of the record that opened it.  Wall-clock times (raised_at,
+ * opened_at, resolved_at) exist only live, never in replay.
  */
 #include "engine.h"
 #include "hash.h"
@@ -10,6 +24,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *const kind_names[] = {"open", "update", "resolve"};
 
@@ -54,7 +70,8 @@ void gw_alert_make_id(char id[24], const char *run, int64_t seg,
 
 json_t *gw_alert_to_json(const struct gw_alert *a)
 {
-	json_t *o = json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:s, s:s, s:s}",
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:s, s:s, s:s}",
+	                      "schema", GW_ALERT_SCHEMA,
 	                      "id", a->id,
 	                      "kind", gw_alert_kind_name(a->kind),
 	                      "run", a->run,
@@ -74,5 +91,108 @@ json_t *gw_alert_to_json(const struct gw_alert *a)
 		json_object_set_new(o, "ts", json_real(a->ts));
 	if (isfinite(a->wall))
 		json_object_set_new(o, "raised_at", json_real(a->wall));
+	return o;
+}
+
+/* Copy key from one object to another, or drop it there when from lacks it. */
+static void carry(json_t *to, const json_t *from, const char *key)
+{
+	json_t *v = json_object_get(from, key);
+	if (v)
+		json_object_set(to, key, v);
+	else
+		json_object_del(to, key);
+}
+
+json_t *gw_alert_event_json(const struct gw_alert *a, int64_t version, const json_t *firing)
+{
+	json_t *o = gw_alert_to_json(a);
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "version", json_integer(version));
+	json_object_set_new(o, "state", json_string(a->kind == GW_ALERT_RESOLVE ? "resolved" : "open"));
+	if (a->kind == GW_ALERT_OPEN || !firing) {
+		if (isfinite(a->wall))
+			json_object_set_new(o, "opened_at", json_real(a->wall));
+		json_object_set_new(o, "opened_step", json_integer(a->step));
+		json_object_set_new(o, "opened_line", json_integer((json_int_t)a->line));
+	} else {
+		static const char *const opened[] = {"opened_at", "opened_step", "opened_line", "ts"};
+		for (size_t i = 0; i < ARRAY_SIZE(opened); i++)
+			carry(o, firing, opened[i]);
+	}
+	if (a->kind == GW_ALERT_RESOLVE) {
+		if (isfinite(a->wall))
+			json_object_set_new(o, "resolved_at", json_real(a->wall));
+		json_object_set_new(o, "resolved_step", json_integer(a->step));
+		static const char *const text[] = {"summary", "cause", "action"};
+		for (size_t i = 0; firing && i < ARRAY_SIZE(text); i++) {
+			const char *s = json_string_value(json_object_get(o, text[i]));
+			if (!s || !*s)
+				json_object_set(o, text[i], json_object_get(firing, text[i]));
+		}
+		if (firing && !json_object_size(json_object_get(o, "evidence")))
+			json_object_set(o, "evidence", json_object_get(firing, "evidence"));
+		if (firing) {
+			json_object_set(o, "step", json_object_get(firing, "opened_step"));
+			json_object_set(o, "line", json_object_get(firing, "opened_line"));
+		}
+	}
+	return o;
+}
+
+json_t *gw_alert_track(json_t *seen, const struct gw_alert *a)
+{
+	json_t *firing = json_object_get(seen, a->id);
+	json_int_t version = firing ? json_integer_value(json_object_get(firing, "version")) + 1 : 1;
+	json_t *o = gw_alert_event_json(a, version, firing);
+	if (!o)
+		return NULL;
+	if (a->kind == GW_ALERT_RESOLVE)
+		json_object_del(seen, a->id);
+	else
+		json_object_set(seen, a->id, o);
+	return o;
+}
+
+json_t *gw_alert_row_json(const json_t *row)
+{
+	json_t *o = json_deep_copy(row);
+	if (!o)
+		return NULL;
+	const char *state = json_string_value(json_object_get(o, "state"));
+	json_int_t version = json_integer_value(json_object_get(o, "version"));
+	bool resolved = state && strcmp(state, "resolved") == 0;
+	json_object_set_new(o, "schema", json_string(GW_ALERT_SCHEMA));
+	json_object_set_new(o, "kind", json_string(resolved ? "resolve" : version > 1 ? "update" : "open"));
+	json_object_set(o, "opened_step", json_object_get(o, "step"));
+	json_object_set(o, "opened_line", json_object_get(o, "line"));
+	if (resolved) {
+		json_object_set(o, "resolved_step", json_object_get(o, "last_step"));
+		json_object_set(o, "resolved_at", json_object_get(o, "resolved"));
+	} else if (version > 1) {
+		/* an update: where it was raised */
+		if (json_is_integer(json_object_get(o, "last_step")))
+			json_object_set(o, "step", json_object_get(o, "last_step"));
+		if (json_is_integer(json_object_get(o, "last_line")))
+			json_object_set(o, "line", json_object_get(o, "last_line"));
+	}
+	json_object_set(o, "opened_at", json_object_get(o, "created"));
+	json_object_set(o, "raised_at", json_object_get(o, "updated"));
+	if (!json_is_object(json_object_get(o, "evidence")))
+		json_object_set_new(o, "evidence", json_object());
+	static const char *const text[] = {"cause", "action", "summary"};
+	for (size_t i = 0; i < ARRAY_SIZE(text); i++)
+		if (!json_is_string(json_object_get(o, text[i])))
+			json_object_set_new(o, text[i], json_string(""));
+	/* what is not known is left out, as in an event */
+	static const char *const drop[] = {"created", "updated", "resolved", "last_step", "last_line"};
+	for (size_t i = 0; i < ARRAY_SIZE(drop); i++)
+		json_object_del(o, drop[i]);
+	static const char *const optional[] = {"ts", "raised_at", "opened_at", "resolved_at", "line",
+	                                       "opened_line"};
+	for (size_t i = 0; i < ARRAY_SIZE(optional); i++)
+		if (json_is_null(json_object_get(o, optional[i])))
+			json_object_del(o, optional[i]);
 	return o;
 }

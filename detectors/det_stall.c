@@ -1,13 +1,27 @@
 /*
- * stall: a run that was logging steadily goes silent, or its throughput
- * collapses.
+ * stall: a live run that was logging steadily goes silent, or its
+ * throughput collapses.
  *
  *  silence     (live only, on the wall-clock tick) the run has logged at
- *              least stall_min_records lines and has now been silent for
- *              longer than max(stall_min_seconds, stall_factor x its median
- *              interval between lines as received): the hang before a crash
- *              (an NCCL deadlock, a stuck checkpoint write).  Resolved when
- *              the run logs again.
+ *              least stall_min_records metric lines and has now been
+ *              silent for longer than max(stall_min_seconds, stall_factor x
+ *              its median interval between lines as received): the hang
+ *              before a crash (an NCCL deadlock, a stuck checkpoint write).
+ *              Only for a job that should still be logging:
+ *               - the run has not ended (ctx->run_ended: a run_finished
+ *                 event, its declared max_steps reached, its followed file
+ *                 closed; engine.h "Run endings");
+ *               - its lines were arriving live: the last one's ts was within
+ *                 stall_fresh_seconds of the wall clock when it arrived, or
+ *                 (a host whose clock is off) its last lines arrived at
+ *                 least stall_live_ratio as fast as their ts advance,
+ *                 measured from the oldest of up to LIVE_N lines kept
+ *                 >= LIVE_SPACING s of ts apart.  A backlog -- `gradwatch
+ *                 send` of an old log, a follower catching up on a finished
+ *                 file -- arrives at once with its ts long past: no job that
+ *                 can hang.  Lines without ts tell nothing and count as live.
+ *              Resolved when the run logs again (a metric line or an event)
+ *              or ends, saying how long it was silent.
  *  throughput  the median of the last 16 throughput values falls below
  *              thr_collapse of the median of the 128 before them, outside
  *              the first 20 steps after a restart (which warm up): a hung
@@ -27,16 +41,23 @@
 #define THR_CUR 16
 #define THR_BASE 128
 #define THR_RESTART_SKIP 20
+#define LIVE_N 16
+#define LIVE_SPACING 1.0
 
 struct stall_state {
 	uint32_t incident;
 	bool silent;              /* a silence incident is open */
-	double last_wall;
-	double iv[INTERVALS];
+	double last_wall;         /* arrival of the last line (live) */
+	double iv[INTERVALS];     /* intervals between arrivals */
 	unsigned niv, next_iv;
-	uint64_t seen;
+	uint64_t seen;            /* metric lines received live */
 	int64_t last_step;
 	bool thr_active;
+	/* the rate rule: the last ts and its arrival, and (ts, arrival) of up
+	 * to LIVE_N lines >= LIVE_SPACING s of ts apart */
+	double ts_last, ts_wall;
+	double lv_ts[LIVE_N], lv_wall[LIVE_N];
+	unsigned nlv, next_lv;
 };
 
 static void stall_init(void *st, const struct gw_det_ctx *ctx)
@@ -44,6 +65,7 @@ static void stall_init(void *st, const struct gw_det_ctx *ctx)
 	struct stall_state *s = st;
 	s->last_wall = NAN;
 	s->last_step = -1;
+	s->ts_last = s->ts_wall = NAN;
 }
 
 static void throughput(struct stall_state *s, const struct gw_det_ctx *ctx)
@@ -103,39 +125,126 @@ static void throughput(struct stall_state *s, const struct gw_det_ctx *ctx)
 	gw_det_raise(ctx, &v);
 }
 
+/* Keep the line's ts and arrival for the rate rule. */
+static void note_ts(struct stall_state *s, double ts, double now)
+{
+	if (isnan(ts))
+		return;
+	s->ts_last = ts;
+	s->ts_wall = now;
+	double newest = s->nlv ? s->lv_ts[(s->next_lv + LIVE_N - 1) % LIVE_N] : NAN;
+	if (s->nlv && ts < newest)
+		s->nlv = s->next_lv = 0;   /* ts went back: another clock or an older log */
+	if (s->nlv && ts < newest + LIVE_SPACING)
+		return;
+	s->lv_ts[s->next_lv] = ts;
+	s->lv_wall[s->next_lv] = now;
+	s->next_lv = (s->next_lv + 1) % LIVE_N;
+	if (s->nlv < LIVE_N)
+		s->nlv++;
+}
+
+/* Were the run's lines arriving live?  *lag gets the last ts's lag behind
+ * the wall clock, *ratio the arrival rate against the ts rate (NaN when
+ * not measured). */
+static bool arriving_live(const struct stall_state *s, const struct gw_thresholds *th,
+                          double *lag, double *ratio)
+{
+	*lag = *ratio = NAN;
+	if (isnan(s->ts_last))
+		return true;   /* no ts: nothing says it is a backlog */
+	*lag = s->ts_wall - s->ts_last;
+	unsigned oldest = (s->next_lv + LIVE_N - s->nlv) % LIVE_N;
+	double ts_span = s->nlv ? s->ts_last - s->lv_ts[oldest] : 0;
+	if (ts_span > 0)
+		*ratio = (s->ts_wall - s->lv_wall[oldest]) / ts_span;
+	if (fabs(*lag) <= th->stall_fresh_seconds)
+		return true;
+	return ts_span > 0 && *ratio >= th->stall_live_ratio;
+}
+
+/* The silence is over: a line came (this one), or the run finished. */
+static void end_silence(struct stall_state *s, const struct gw_det_ctx *ctx, bool finished,
+                        double quiet)
+{
+	s->silent = false;
+	struct gw_verdict v = {.incident = s->incident};
+	char sb[32], nb[32], how[96];
+	const char *reason = NULL;
+	if (finished) {
+		reason = json_string_value(json_object_get(ctx->rec->attrs, "reason"));
+		snprintf(how, sizeof(how), "finished%s%s%s", reason && *reason ? " (" : "",
+		         reason && *reason ? reason : "", reason && *reason ? ")" : "");
+	} else {
+		v.step_set = !ctx->rec->event;
+		v.step = ctx->rec->step;
+		snprintf(how, sizeof(how), "logged again at step %s",
+		         gw_det_fmt_step(nb, sizeof(nb), ctx->rec->step));
+	}
+	snprintf(v.summary, sizeof(v.summary), "the run %s after %.0f s of silence (last step before it %s)",
+	         how, quiet, gw_det_fmt_step(sb, sizeof(sb), s->last_step));
+	v.evidence = json_pack("{s:s, s:o, s:I, s:s, s:s?}", "rule", "silence", "silent_seconds",
+	                       gw_det_num(quiet), "last_step", (json_int_t)s->last_step, "ended_by",
+	                       finished ? "run_finished" : "line", "reason", reason);
+	gw_det_resolve_v(ctx, &v);
+}
+
+/* A line of the run arrived (live): intervals, the rate rule, and the end
+ * of a silence. */
+static void heard(struct stall_state *s, const struct gw_det_ctx *ctx)
+{
+	if (!ctx->live || !isfinite(ctx->now))
+		return;
+	double quiet = isfinite(s->last_wall) ? ctx->now - s->last_wall : NAN;
+	if (quiet >= 0) {
+		s->iv[s->next_iv] = quiet;
+		s->next_iv = (s->next_iv + 1) % INTERVALS;
+		if (s->niv < INTERVALS)
+			s->niv++;
+	}
+	s->last_wall = ctx->now;
+	note_ts(s, ctx->rec->ts, ctx->now);
+	if (s->silent)
+		end_silence(s, ctx, false, quiet);
+}
+
 static void stall_record(void *st, const struct gw_det_ctx *ctx)
 {
 	struct stall_state *s = st;
+	heard(s, ctx);
 	if (ctx->live && isfinite(ctx->now)) {
-		if (isfinite(s->last_wall) && ctx->now >= s->last_wall) {
-			s->iv[s->next_iv] = ctx->now - s->last_wall;
-			s->next_iv = (s->next_iv + 1) % INTERVALS;
-			if (s->niv < INTERVALS)
-				s->niv++;
-		}
-		s->last_wall = ctx->now;
 		s->seen++;
 		s->last_step = ctx->rec->step;
-		if (s->silent) {
-			s->silent = false;
-			gw_det_resolve(ctx, s->incident);
-		}
 	}
 	throughput(s, ctx);
+}
+
+static void stall_event(void *st, const struct gw_det_ctx *ctx)
+{
+	struct stall_state *s = st;
+	if (strcmp(ctx->rec->event, "run_finished") != 0) {
+		heard(s, ctx);
+		return;
+	}
+	/* the run ended (a line, or gw_engine_run_ended): no silence after */
+	if (s->silent)
+		end_silence(s, ctx, true, ctx->now - s->last_wall);
 }
 
 static void stall_tick(void *st, const struct gw_det_ctx *ctx)
 {
 	struct stall_state *s = st;
 	const struct gw_thresholds *th = ctx->th;
-	if (!ctx->live || s->silent || !isfinite(s->last_wall) || (double)s->seen < th->stall_min_records ||
-	    s->niv < 4)
+	if (!ctx->live || s->silent || ctx->run_ended || !isfinite(s->last_wall) ||
+	    (double)s->seen < th->stall_min_records || s->niv < 4)
 		return;
 	double tmp[INTERVALS];
 	memcpy(tmp, s->iv, s->niv * sizeof(double));
 	double usual = gw_median(tmp, s->niv);
 	double quiet = ctx->now - s->last_wall;
-	if (quiet <= fmax(th->stall_min_seconds, th->stall_factor * usual))
+	double lag, ratio;
+	if (quiet <= fmax(th->stall_min_seconds, th->stall_factor * usual) ||
+	    !arriving_live(s, th, &lag, &ratio))
 		return;
 	s->silent = true;
 	struct gw_verdict v = {.incident = ++s->incident, .severity = GW_SEV_WARNING,
@@ -149,9 +258,11 @@ static void stall_tick(void *st, const struct gw_det_ctx *ctx)
 	         "died without a word");
 	snprintf(v.action, sizeof(v.action),
 	         "check the job's processes and their stacks (py-spy dump), NCCL and storage health, and "
-	         "the scheduler's view of the job");
-	v.evidence = json_pack("{s:s, s:f, s:f, s:I}", "rule", "silence", "silent_seconds", quiet,
-	                       "usual_interval_seconds", usual, "last_step", (json_int_t)s->last_step);
+	         "the scheduler's view of the job; a job that ended should send run_finished "
+	         "(gradwatch.Client.close() does)");
+	v.evidence = json_pack("{s:s, s:f, s:f, s:I, s:o, s:o}", "rule", "silence", "silent_seconds", quiet,
+	                       "usual_interval_seconds", usual, "last_step", (json_int_t)s->last_step,
+	                       "ts_lag_seconds", gw_det_num(lag), "arrival_rate_ratio", gw_det_num(ratio));
 	gw_det_raise(ctx, &v);
 }
 
@@ -160,5 +271,6 @@ const struct gw_detector gw_det_stall = {
 	.state_size = sizeof(struct stall_state),
 	.init = stall_init,
 	.on_record = stall_record,
+	.on_event = stall_event,
 	.on_tick = stall_tick,
 };

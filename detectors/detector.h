@@ -52,6 +52,8 @@ struct gw_det_ctx {
 	const struct gw_hist *hist;        /* the timeline, this record included (hist.h) */
 	const struct gw_restart *restart;  /* the segment's restart, ->active if any (regime.h) */
 	uint64_t valid_records;            /* valid metric records of the run so far */
+	bool run_ended;                    /* the run said it ended (engine.h, "Run endings") */
+	int64_t max_steps;                 /* the length the run declared, -1 if none */
 	struct gw_spike_cache *spike;      /* per-line cache behind gw_spike_stat (spike.h) */
 	void *engine, *run_state;          /* the engine's, for gw_det_raise */
 	unsigned det_index;
@@ -85,6 +87,11 @@ bool gw_det_raise(const struct gw_det_ctx *ctx, struct gw_verdict *v);
 
 /* Close an open incident (the alert's endsAt); no-op if not open. */
 void gw_det_resolve(const struct gw_det_ctx *ctx, uint32_t incident);
+
+/* The same, with what ended it: v->incident is closed and the resolve
+ * carries v's summary, cause, action, evidence and step (severity and
+ * force_update are ignored); the evidence is taken either way. */
+void gw_det_resolve_v(const struct gw_det_ctx *ctx, struct gw_verdict *v);
 
 struct gw_detector {
 	const char *name;          /* the vocabulary of docs/detectors.md */

@@ -85,6 +85,8 @@ static void ctx_init(struct gw_engine *e, struct run *r, struct gw_det_ctx *ctx,
 		.hist = &r->hist,
 		.restart = &r->restart,
 		.valid_records = r->valid_records,
+		.run_ended = r->ended,
+		.max_steps = r->max_steps,
 		.spike = &r->spike,
 		.engine = e,
 		.run_state = r,
@@ -109,6 +111,8 @@ static struct run *run_new(struct gw_engine *e, const char *name, size_t len)
 	r->last_step = -1;
 	r->last_ts = NAN;
 	r->last_wall = NAN;
+	r->ended_step = -1;
+	r->max_steps = -1;
 	for (int c = 0; c < GW_NROLES; c++)
 		r->last[c] = NAN;
 	r->th_gen = e->th_gen - 1;
@@ -164,9 +168,20 @@ static struct run *run_get(struct gw_engine *e, const char *name, size_t len, in
 
 /* ---- engine --------------------------------------------------------------- */
 
+/* Detectors see only thresholds within their ranges: the configuration
+ * loader refuses others with a message (thresholds.h), so a set that
+ * fails here is a bug in the caller. */
+static void require_thresholds(const struct gw_engine_opts *o)
+{
+	GW_REQUIRE(gw_thresholds_check(&o->th, NULL, 0) == 0);
+	for (size_t i = 0; i < o->n_overrides; i++)
+		GW_REQUIRE(gw_thresholds_check(&o->overrides[i].th, NULL, 0) == 0);
+}
+
 struct gw_engine *gw_engine_new(const struct gw_engine_opts *opts,
                                 const struct gw_engine_hooks *hooks)
 {
+	require_thresholds(opts);
 	struct gw_engine *e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
@@ -202,6 +217,7 @@ void gw_engine_free(struct gw_engine *e)
 
 void gw_engine_reconfigure(struct gw_engine *e, const struct gw_engine_opts *opts)
 {
+	require_thresholds(opts);
 	e->opts = *opts;
 	e->th_gen++;
 }
@@ -229,6 +245,8 @@ static void open_segment(struct gw_engine *e, struct run *r, enum gw_seg_reason 
                          double ts, double now)
 {
 	r->seg++;
+	if (why != GW_SEG_START)
+		r->ended = false;   /* a restart: the job goes on */
 	r->seg_records = 0;
 	r->seg_fired = 0;
 	r->seg_from_event = why == GW_SEG_RESUMED;
@@ -327,6 +345,7 @@ static void feed_event(struct gw_engine *e, struct run *r, const struct gw_rec *
 	} else if (r->seg == 0) {
 		open_segment(e, r, GW_SEG_START, rec->step, -1, line, rec->ts, now);
 	}
+	gw__run_end_event(r, rec);
 	dispatch(e, r, rec, line, now, true);
 	if (!isnan(rec->ts))
 		r->last_ts = rec->ts;
@@ -367,6 +386,7 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
 	}
 	if (!isnan(rec->ts))
 		r->last_ts = rec->ts;
+	gw__run_end_record(r, rec);
 	if (merge || !metric)
 		return;   /* stored, but nothing new for the detectors */
 	gw_hist_push(&r->hist, rec);
@@ -418,6 +438,24 @@ void gw_engine_tick(struct gw_engine *e, double now)
 	}
 }
 
+int gw_engine_run_ended(struct gw_engine *e, const char *run, const char *reason, double now)
+{
+	struct run *r = run_find(e, run, strlen(run));
+	if (!r || r->seg == 0)
+		return -ENOENT;
+	json_t *attrs = json_pack("{s:s}", "reason", reason ? reason : "");
+	if (!attrs)
+		return -ENOMEM;
+	struct gw_rec rec = {
+		.run = r->name, .run_len = strlen(r->name), .step = GW_MAX(r->last_step, 0),
+		.ts = NAN, .event = GW_RUN_FINISHED, .attrs = attrs,
+	};
+	gw__run_end_mark(r, rec.step);
+	dispatch(e, r, &rec, 0, now, true);
+	json_decref(attrs);
+	return 0;
+}
+
 int gw_engine_seed_run(struct gw_engine *e, const char *run, int64_t seg,
                        int64_t last_step, double last_ts)
 {
@@ -448,9 +486,14 @@ static void fill_info(const struct run *r, struct gw_run_info *ri)
 	memcpy(ri->last, r->last, sizeof(ri->last));
 	ri->records = r->records;
 	ri->events = r->events;
-	for (size_t d = 0; d < GW_DET_MAX; d++)
-		for (int k = 0; k < MAX_INCIDENTS; k++)
-			ri->open_alerts += r->inc[d][k].used && r->inc[d][k].open;
+	ri->ended = r->ended;
+	ri->max_steps = r->max_steps;
+	for (size_t d = 0; d < GW_DET_MAX && gw_det_registry[d]; d++)
+		for (int k = 0; k < MAX_INCIDENTS; k++) {
+			bool open = r->inc[d][k].used && r->inc[d][k].open;
+			ri->open_alerts += open;
+			ri->open_live += open && gw_det_registry[d]->on_tick;
+		}
 }
 
 int gw_engine_run_info(const struct gw_engine *e, const char *run,

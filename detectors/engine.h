@@ -15,6 +15,14 @@
  * gap_factor x the run's typical step interval) opens the next segment.  A
  * resumed event and the rewound metric lines after it make one segment.
  *
+ * Run endings: a run has *ended* after a "run_finished" event, once a
+ * record reaches the length it declared (a max_steps or total_steps field
+ * on a record, or attribute of an event; the readers give Megatron's and
+ * llm.c's "N/M" as max_steps), or when gw_engine_run_ended says so (a
+ * followed file closed).  Detectors see it (ctx->run_ended): stall never
+ * alerts on an ended run.  A new segment or a record past the step it
+ * ended at means the job goes on, and the run is no longer ended.
+ *
  * Detectors run in registry order (registry.h) on every line; the engine
  * turns their verdicts into alerts and applies the precedence rules between
  * them.  The daemon (live) and `gradwatch replay` both feed lines in order
@@ -105,7 +113,10 @@ struct gw_engine_opts {
 struct gw_engine;
 
 /* Create an engine; opts and hooks are copied (override globs are
- * borrowed and must outlive the engine).  NULL on allocation failure. */
+ * borrowed and must outlive the engine).  NULL on allocation failure.
+ * Every threshold set in opts must pass gw_thresholds_check (the
+ * configuration loader makes sure): the engine aborts (GW_REQUIRE) rather
+ * than let a detector see an invalid value; so does gw_engine_reconfigure. */
 struct gw_engine *gw_engine_new(const struct gw_engine_opts *opts,
                                 const struct gw_engine_hooks *hooks);
 void gw_engine_free(struct gw_engine *e);
@@ -125,6 +136,18 @@ int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
  * the order they appeared. */
 void gw_engine_tick(struct gw_engine *e, double now);
 
+/* A run ended without a line saying so: its followed file was closed or
+ * rotated away (daemon/follow.c), or its source is otherwise gone for good.
+ * The run is marked ended as by a "run_finished" event, and the detectors
+ * see one (ctx->rec->event "run_finished", attrs {"reason": reason}, line
+ * 0, the run's last step; nothing is stored): no stall alert afterwards,
+ * and an open one resolves now.  Later lines of the run start it again
+ * (see "Run endings").  reason is a short word ("file_closed",
+ * "file_rotated"); now is the wall clock.  Returns 0, -ENOENT if the
+ * engine has no line of that run, -ENOMEM.  Nothing blocks; calling it
+ * twice is harmless. */
+int gw_engine_run_ended(struct gw_engine *e, const char *run, const char *reason, double now);
+
 /* Tell the engine where a run stood before a daemon restart, so segment
  * numbers continue and a repeated step after the restart is a rewind.  Call
  * before the run's first line. */
@@ -142,6 +165,10 @@ struct gw_run_info {
 	uint64_t records;          /* metric records since the engine started */
 	uint64_t events;
 	unsigned open_alerts;
+	unsigned open_live;        /* of those, of wall-clock detectors (stall): only the
+	                              live engine can resolve them, from its ticks */
+	bool ended;                /* see "Run endings" above */
+	int64_t max_steps;         /* the length it declared, -1 if none */
 };
 
 /* Info of one run; -ENOENT if unknown. */
@@ -179,10 +206,35 @@ const struct gw_hist *gw_engine_hist(const struct gw_engine *e, const char *run)
  * restart regime, detector states, incidents and bookkeeping). */
 size_t gw_engine_bytes_per_run(void);
 
-/* The alert as a JSON object (new reference; NULL on allocation failure):
- * id, kind, run, segment, step, line, detector, severity, summary, cause,
- * action, evidence, and ts / raised_at when known. */
+/* The one alert JSON schema (docs/alert-schema.md): its name, the value of
+ * every alert object's "schema". */
+#define GW_ALERT_SCHEMA "gradwatch.alert.v1"
+
+/* The fields one alert event carries by itself (new reference; NULL on
+ * allocation failure): schema, id, kind, run, segment, step, line,
+ * detector, severity, summary, cause, action, evidence, and ts / raised_at
+ * when known. */
 json_t *gw_alert_to_json(const struct gw_alert *a);
+
+/* The whole alert object of event number version (1 for the open) of an
+ * alert: gw_alert_to_json plus version, state, opened_step, opened_line,
+ * opened_at (live), resolved_step / resolved_at on a resolve; the alert's
+ * last firing object (the one returned for its previous open or update; NULL
+ * for the first) gives what an event does not carry itself: where it opened,
+ * the opening record's ts, and a resolve's summary, cause, action and
+ * evidence.  New reference, or NULL on allocation failure. */
+json_t *gw_alert_event_json(const struct gw_alert *a, int64_t version, const json_t *firing);
+
+/* gw_alert_event_json for a stream of events kept only in memory (replay,
+ * report): seen maps alert id -> last firing object, and is updated.
+ * New reference, or NULL on allocation failure. */
+json_t *gw_alert_track(json_t *seen, const struct gw_alert *a);
+
+/* A stored alert (a row of storage/read.c's alert queries: id, run,
+ * segment, step, line, detector, severity, state, summary, cause, action,
+ * evidence, ts, created, updated, resolved, last_step, last_line, version)
+ * as the alert object of its latest event.  New reference, or NULL. */
+json_t *gw_alert_row_json(const json_t *row);
 
 /* Compute the stable alert id of (run, seg, detector, incident) into id. */
 void gw_alert_make_id(char id[24], const char *run, int64_t seg,

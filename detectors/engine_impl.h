@@ -1,7 +1,7 @@
 /*
  * Internal to the engine (engine.c: runs, segments, dispatch; verdict.c:
- * verdicts, precedence, incidents): the state of a run and of the engine.
- * Nothing outside those two files includes this.
+ * verdicts, precedence, incidents; run_end.c: run endings): the state of a
+ * run and of the engine.  Nothing outside those files includes this.
  *
  * A run's state is one allocation of fixed size (struct run) plus its
  * detector states (one block) and, after the first restart with an
@@ -54,6 +54,11 @@ struct run {
 	double dts[GAP_HIST];     /* recent step intervals, oldest first */
 	unsigned ndts;
 
+	/* how the run ends (run_end.c) */
+	bool ended;               /* run_finished, max_steps reached, or gw_engine_run_ended */
+	int64_t ended_step;       /* the step it ended at; a record past it starts it again */
+	int64_t max_steps;        /* the length it declared, -1 if none */
+
 	/* for gw_run_info */
 	double last_wall;
 	unsigned present_ever;
@@ -73,6 +78,13 @@ struct run {
 	struct incident inc[GW_DET_MAX][MAX_INCIDENTS];
 	unsigned char *det_state;         /* detector d's at det_off[d] */
 };
+
+/* Run endings (run_end.c; engine.h "Run endings"): what a record or an
+ * event says about the run's end, and marking it ended at a step. */
+#define GW_RUN_FINISHED "run_finished"
+void gw__run_end_record(struct run *r, const struct gw_rec *rec);
+void gw__run_end_event(struct run *r, const struct gw_rec *rec);
+void gw__run_end_mark(struct run *r, int64_t step);
 
 /* A precedence rule with the names resolved to registry indices. */
 struct prec {

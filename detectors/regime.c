@@ -8,6 +8,7 @@
 
 #include "detector.h"
 #include "kern.h"
+#include "util.h"
 
 #include <math.h>
 #include <string.h>
@@ -31,9 +32,23 @@ static void regime_stat(const double *loss, const double *gn, size_t n,
 	out->log_gn_noise = fmax(sg, th->sigma_floor_log);
 }
 
+/* The windows' thresholds are what the code below turns into sizes; the
+ * configuration and the engine refuse sets outside their ranges
+ * (thresholds.h), so one here is a bug, and casting it would be undefined
+ * behaviour (a negative double to size_t). */
+static void require_windows(const struct gw_thresholds *th)
+{
+	GW_REQUIRE(th->pre_window >= 3 && th->pre_window <= GW_RING_CAP && th->pre_min >= 3 &&
+	           th->pre_min <= th->pre_window);
+	GW_REQUIRE(th->post_window_min >= 1 && th->post_window_min <= th->post_window &&
+	           th->post_window <= th->post_window_long && th->post_window_long <= GW_POST_CAP);
+	GW_REQUIRE(th->sigma_floor_log > 0 && th->sigma_floor_rel > 0);
+}
+
 void gw_regime_open(struct gw_restart *rs, int64_t S, int64_t T, const struct gw_hist *h,
                     const struct gw_thresholds *th)
 {
+	require_windows(th);
 	memset(rs, 0, sizeof(*rs));
 	rs->active = true;
 	rs->ckpt_step = S;
@@ -42,9 +57,7 @@ void gw_regime_open(struct gw_restart *rs, int64_t S, int64_t T, const struct gw
 	struct gw_regime *pre = &rs->pre;
 	double loss[GW_RING_CAP], gn[GW_RING_CAP];
 	int64_t step[GW_RING_CAP];
-	size_t want = th->pre_window > 0 && th->pre_window < GW_RING_CAP ? (size_t)th->pre_window
-	                                                                  : GW_RING_CAP;
-	size_t n = gw_hist_last_valid(h, want, 0, loss, gn, NULL, step);
+	size_t n = gw_hist_last_valid(h, (size_t)th->pre_window, 0, loss, gn, NULL, step);
 	pre->n = n;
 	if (n) {
 		pre->from_step = step[0];
@@ -112,6 +125,7 @@ static void judge(struct gw_restart *rs, size_t W, size_t wmin, double short_w,
 void gw_regime_update(struct gw_restart *rs, const struct gw_hist_rec *r,
                       const struct gw_thresholds *th)
 {
+	require_windows(th);
 	const struct gw_regime *pre = &rs->pre;
 	if (rs->k == 1) {
 		rs->has_first = true;
@@ -129,8 +143,7 @@ void gw_regime_update(struct gw_restart *rs, const struct gw_hist_rec *r,
 	s.lr_steady = true;
 	if (!isnan(r->lr) && !isnan(rs->lr_at_ckpt) && rs->lr_at_ckpt > 0 && r->lr > 0)
 		s.lr_steady = fabs(log(r->lr / rs->lr_at_ckpt)) <= log(th->or_lr_drift);
-	size_t cap = th->post_window_long > 0 && th->post_window_long < GW_POST_CAP
-	             ? (size_t)th->post_window_long : GW_POST_CAP;
+	size_t cap = (size_t)th->post_window_long;
 	if (rs->k >= 2) {
 		if (rs->npost == cap) {
 			memmove(rs->post, rs->post + 1, (cap - 1) * sizeof(*rs->post));

@@ -148,7 +148,7 @@ bool gw_det_raise(const struct gw_det_ctx *ctx, struct gw_verdict *v)
 	return true;
 }
 
-void gw_det_resolve(const struct gw_det_ctx *ctx, uint32_t incident)
+static void resolve(const struct gw_det_ctx *ctx, uint32_t incident, const struct gw_verdict *v)
 {
 	struct gw_engine *e = ctx->engine;
 	struct run *r = ctx->run_state;
@@ -157,7 +157,19 @@ void gw_det_resolve(const struct gw_det_ctx *ctx, uint32_t incident)
 		struct incident *in = &slots[k];
 		if (in->used && in->open && in->key == incident) {
 			in->open = false;
-			emit(e, r, ctx, GW_ALERT_RESOLVE, incident, in->seg, NULL, in->severity);
+			emit(e, r, ctx, GW_ALERT_RESOLVE, incident, in->seg, v, in->severity);
 		}
 	}
+}
+
+void gw_det_resolve(const struct gw_det_ctx *ctx, uint32_t incident)
+{
+	resolve(ctx, incident, NULL);
+}
+
+void gw_det_resolve_v(const struct gw_det_ctx *ctx, struct gw_verdict *v)
+{
+	resolve(ctx, v->incident, v);
+	json_decref(v->evidence);
+	v->evidence = NULL;
 }

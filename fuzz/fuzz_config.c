@@ -17,16 +17,6 @@
  * own with a good and a bad token file (ingest.tokens, read.tokens,
  * bad.tokens) for the seeds to name.  Seeds: fuzz/corpus/config/.
  *
- * fuzz-sources: daemon/config.c daemon/auth.c alerts/sink.c alerts/sink_slack.c
- * fuzz-sources: alerts/sink_webhook.c alerts/sink_alertmanager.c
- * fuzz-sources: detectors/alert.c detectors/engine.c detectors/verdict.c
- * fuzz-sources: detectors/registry.c detectors/format.c detectors/thresholds.c
- * fuzz-sources: detectors/hist.c detectors/robust.c detectors/regime.c detectors/spike.c
- * fuzz-sources: detectors/resume_check.c detectors/det_nonfinite.c
- * fuzz-sources: detectors/det_resume_mismatch.c detectors/det_lr_schedule.c
- * fuzz-sources: detectors/det_optimizer_reset.c detectors/det_resume_regression.c
- * fuzz-sources: detectors/det_spikes.c detectors/det_stall.c
- * fuzz-sources: kernels/kern_dispatch.c kernels/kern_scalar.c
  * fuzz-libs: -lcrypto -lpthread
  */
 #include <errno.h>

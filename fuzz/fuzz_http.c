@@ -28,20 +28,6 @@
  * Seeds: fuzz/corpus/http/ (tokens: see TOKENS below); dictionary:
  * fuzz/http.dict.
  *
- * fuzz-sources: daemon/http.c daemon/api.c daemon/idem.c daemon/ingest.c daemon/runs.c
- * fuzz-sources: daemon/metrics.c daemon/web.c web/report_page.c
- * fuzz-sources: daemon/config.c daemon/auth.c daemon/input.c
- * fuzz-sources: storage/store.c storage/read.c storage/series.c storage/tiles.c
- * fuzz-sources: alerts/outbox.c alerts/outbox_db.c alerts/curl_uv.c alerts/sink.c
- * fuzz-sources: alerts/sink_slack.c alerts/sink_webhook.c alerts/sink_alertmanager.c
- * fuzz-sources: detectors/alert.c detectors/engine.c detectors/verdict.c
- * fuzz-sources: detectors/registry.c detectors/format.c detectors/thresholds.c
- * fuzz-sources: detectors/hist.c detectors/robust.c detectors/regime.c detectors/spike.c
- * fuzz-sources: detectors/resume_check.c detectors/det_nonfinite.c
- * fuzz-sources: detectors/det_resume_mismatch.c detectors/det_lr_schedule.c
- * fuzz-sources: detectors/det_optimizer_reset.c detectors/det_resume_regression.c
- * fuzz-sources: detectors/det_spikes.c detectors/det_stall.c
- * fuzz-sources: kernels/kern_dispatch.c kernels/kern_scalar.c
  * fuzz-libs: -luv -lhttp_parser -lsqlite3 -lcurl -lcrypto -lpthread
  */
 #include <arpa/inet.h>

@@ -16,8 +16,6 @@
  *     that looks fine and is not).
  *
  * Seeds: fuzz/corpus/resume/.
- *
- * fuzz-sources: detectors/resume_check.c
  */
 #include <stdbool.h>
 #include <stdint.h>

@@ -5,15 +5,17 @@
 #
 #   - A target is a file fuzz/fuzz_NAME.c defining LLVMFuzzerTestOneInput;
 #     its committed seeds are fuzz/corpus/NAME/ (read, never written).
-#   - Every target links lib/*.c, readers/*.c and the generated protobuf-c
-#     code, compiled once with coverage instrumentation.  A target that needs
-#     more names it in its header comment (lines may repeat):
-#         * fuzz-sources: daemon/http.c daemon/other.c
+#   - The code under test is compiled once with coverage instrumentation
+#     into one archive: every module (lib, readers, the portable kernels,
+#     detectors, storage, alerts, daemon but its two main()s, the web
+#     pages) and the generated code (protobuf-c, gw_config.h and
+#     web_assets.c as meson makes them).  A target links what it uses from
+#     it; the libraries that needs beyond the readers' it names in its
+#     header comment, and any extra sources (lines may repeat):
 #         * fuzz-libs: -lhttp_parser -luv
+#         * fuzz-sources: some/other.c
 #     Those sources are compiled the same way, each once per run of this
-#     script however many targets name it.  Every module folder is on the
-#     include path; gw_config.h and the web pages (web_assets.c) are
-#     generated as meson does.
+#     script however many targets name it.
 #   - Everything goes to $FUZZ_BUILD (default build-fuzz/): objects, the
 #     target binaries, the inputs each run found (work/NAME/, kept between
 #     runs) and crash reproducers (crash-NAME-*).  Replay one with
@@ -57,13 +59,22 @@ obj_of() {
 	echo "$out/obj/$(echo "$1" | tr / _ | sed 's/\.c$/.o/')"
 }
 
-# the code under test, instrumented for coverage, in one archive
+# the code under test, instrumented for coverage, in one archive; compiled
+# on every core (a source and its object per line, for xargs)
 objs=""
-for src in lib/*.c readers/*.c "$out"/gen/*.c; do
+pairs=""
+for src in lib/*.c readers/*.c kernels/kern_dispatch.c kernels/kern_scalar.c detectors/*.c \
+           storage/*.c alerts/*.c daemon/*.c web/report_page.c "$out"/gen/*.c; do
+	case "$src" in
+	daemon/main.c|daemon/gradwatch.c) continue ;;   # main() of the binaries
+	esac
 	obj=$(obj_of "$src")
-	"$cc" $cflags -fsanitize=fuzzer-no-link $incs -c "$src" -o "$obj"
 	objs="$objs $obj"
+	pairs="$pairs$src $obj
+"
 done
+printf '%s' "$pairs" | FZ_CC=$cc FZ_FLAGS="$cflags -fsanitize=fuzzer-no-link $incs" \
+	xargs -n 2 -P "$(nproc 2>/dev/null || echo 2)" sh -c '$FZ_CC $FZ_FLAGS -c "$0" -o "$1"'
 rm -f "$out/libgw-fuzz.a"
 ar rcs "$out/libgw-fuzz.a" $objs
 

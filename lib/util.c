@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,3 +170,37 @@ int gw_credential_path(const char *name, char **out)
 	}
 	return *out ? 0 : -ENOMEM;
 }
+
+int gw_parse_duration(const json_t *v, uint64_t *ms)
+{
+	if (json_is_number(v)) {
+		double s = json_number_value(v);
+		if (!isfinite(s) || s < 0 || s > 1e9)
+			return -EINVAL;
+		*ms = (uint64_t)llround(s * 1000.0);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return -EINVAL;
+	const char *s = json_string_value(v);
+	char *end;
+	double x = strtod(s, &end);
+	if (end == s || !isfinite(x) || x < 0 || x > 1e12)
+		return -EINVAL;
+	double mul;
+	if (!*end || strcmp(end, "s") == 0)
+		mul = 1000.0;
+	else if (strcmp(end, "ms") == 0)
+		mul = 1.0;
+	else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0)
+		mul = 60000.0;
+	else if (strcmp(end, "h") == 0)
+		mul = 3600000.0;
+	else if (strcmp(end, "d") == 0)
+		mul = 86400000.0;
+	else
+		return -EINVAL;
+	*ms = (uint64_t)llround(x * mul);
+	return 0;
+}
+

@@ -10,6 +10,7 @@
 #ifndef GW_UTIL_H
 #define GW_UTIL_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,5 +79,9 @@ int gw_read_file(const char *path, char **out, size_t *len);
  * looked up in $CREDENTIALS_DIRECTORY when systemd set it (LoadCredential=),
  * else taken as given.  Heap string in *out; returns 0 or -ENOMEM. */
 int gw_credential_path(const char *name, char **out);
+
+/* Parse a duration: a number of seconds (may be fractional) or a string
+ * with a unit ("250ms", "10s", "5m", "4h", "0").  -EINVAL if malformed. */
+int gw_parse_duration(const json_t *v, uint64_t *ms);
 
 #endif

@@ -18,6 +18,8 @@
  * non-finite values as "nan" and "(+nanz)"; the step-1 z-scores are NaN in
  * every run.  "val loss X" and "HellaSwag: ..." lines are evaluations and
  * skipped; "Writing checkpoint at step N" is a checkpoint_saved event.
+ * The M of "step N/M" (the steps the run will take) becomes the extra
+ * metric max_steps, which tells the engine when the run has finished.
  *
  * main.log: "s:N trl:X lr:X norm:X" is a training point (every key:value
  * pair kept, trl being the loss); "s:N tel:X" (validation) and
@@ -42,9 +44,11 @@ static bool is_word(char c)
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '/' || c == '%';
 }
 
-/* "step" [spaces] N ["/" M] at s: the step, and where the fields start. */
-static size_t step_header(const char *s, size_t n, int64_t *step)
+/* "step" [spaces] N ["/" M] at s: the step, M (-1 without one), and where
+ * the fields start. */
+static size_t step_header(const char *s, size_t n, int64_t *step, int64_t *total)
 {
+	*total = -1;
 	if (n < 6 || memcmp(s, "step", 4) != 0 || !is_space(s[4]))
 		return 0;
 	size_t i = 4;
@@ -55,8 +59,7 @@ static size_t step_header(const char *s, size_t n, int64_t *step)
 		return 0;
 	i += k;
 	if (i < n && s[i] == '/') {
-		int64_t total;
-		size_t m = gw__rd_int(s + i + 1, n - i - 1, &total);
+		size_t m = gw__rd_int(s + i + 1, n - i - 1, total);
 		if (!m)
 			return 0;
 		i += 1 + m;
@@ -189,11 +192,13 @@ static int segment(struct gw_reader *r, void *state, const char *s, size_t n, ui
 		s++, n--;
 	if (n > 2 && s[0] == 's' && s[1] == ':')
 		return mainlog_line(r, s, n, lineno);
-	int64_t step;
-	size_t h = step_header(s, n, &step);
+	int64_t step, total;
+	size_t h = step_header(s, n, &step, &total);
 	if (h) {
 		gw__rd_begin(r, NULL, 0, step);
 		stdout_fields(r, s + h, n - h);
+		if (total > 0)
+			gw__rd_metric(r, "max_steps", 9, (double)total);
 		return gw__rd_emit(r, lineno);
 	}
 	static const char ck[] = "Writing checkpoint at step ";
@@ -224,8 +229,8 @@ static int llmc_sniff(const char *h, size_t n, bool all)
 	const char *p, *q = h;
 	size_t len;
 	while (gw__rd_sniff_line(&q, h + n, all, &p, &len)) {
-		int64_t step;
-		size_t k = step_header(p, len, &step);
+		int64_t step, total;
+		size_t k = step_header(p, len, &step, &total);
 		if (k && gw__rd_find(p, len, "loss ")) {
 			bool llmc_style = gw__rd_find(p, len, "| loss ") || gw__rd_find(p, len, "train loss ");
 			if (llmc_style && (gw__rd_find(p, len, "norm ") || gw__rd_find(p, len, "ms")))

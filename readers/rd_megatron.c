@@ -18,7 +18,9 @@
  * and lr roles through their aliases.  Iterations that fp16 skipped print
  * no "lm loss" / "grad norm": the point keeps what it has (lr, loss scale,
  * the skipped count).  A "[YYYY-MM-DD HH:MM:SS.ffffff]" stamp on the line
- * is the point's ts (read as UTC; only differences matter).
+ * is the point's ts (read as UTC; only differences matter).  M, the
+ * iterations the run will take, becomes the extra metric max_steps (the
+ * engine's sign that the run finished).
  *
  * "validation loss at iteration N | lm loss value: ..." has no "/ M" and is
  * skipped, as are the arguments dump and everything else.  A file with
@@ -43,9 +45,9 @@ static bool sp(char c)
 	return c == ' ' || c == '\t';
 }
 
-/* "iteration" spaces N "/" spaces M spaces "|" at s: the step and where the
- * fields begin (0 if not). */
-static size_t header(const char *s, size_t n, int64_t *step)
+/* "iteration" spaces N "/" spaces M spaces "|" at s: the step, M, and
+ * where the fields begin (0 if not). */
+static size_t header(const char *s, size_t n, int64_t *step, int64_t *total)
 {
 	size_t i = 9; /* "iteration" */
 	if (i >= n || !sp(s[i]))
@@ -61,8 +63,7 @@ static size_t header(const char *s, size_t n, int64_t *step)
 	i++;
 	while (i < n && sp(s[i]))
 		i++;
-	int64_t total;
-	if (!(k = gw__rd_int(s + i, n - i, &total)))
+	if (!(k = gw__rd_int(s + i, n - i, total)))
 		return 0;
 	i += k;
 	while (i < n && sp(s[i]))
@@ -72,15 +73,16 @@ static size_t header(const char *s, size_t n, int64_t *step)
 	return i + 1;
 }
 
-/* Where "iteration N/ M |" starts in the line, the step and the fields. */
-static const char *find_header(const char *s, size_t n, int64_t *step, size_t *fields)
+/* Where "iteration N/ M |" starts in the line, the step, M and the fields. */
+static const char *find_header(const char *s, size_t n, int64_t *step, int64_t *total,
+                               size_t *fields)
 {
 	const char *p = s;
 	for (;;) {
 		const char *it = gw__rd_find(p, (size_t)(s + n - p), "iteration");
 		if (!it)
 			return NULL;
-		size_t h = header(it, (size_t)(s + n - it), step);
+		size_t h = header(it, (size_t)(s + n - it), step, total);
 		if (h && (it == s || sp(it[-1]) || it[-1] == ']')) {
 			*fields = (size_t)(it - s) + h;
 			return it;
@@ -199,9 +201,9 @@ static int checkpoint_line(struct gw_reader *r, struct meg *st, const char *s, s
 static int meg_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
 {
 	struct meg *st = state;
-	int64_t step;
+	int64_t step, total;
 	size_t f;
-	const char *it = find_header(s, n, &step, &f);
+	const char *it = find_header(s, n, &step, &total, &f);
 	if (!it) {
 		if (gw__rd_find(s, n, "checkpoint"))
 			return checkpoint_line(r, st, s, n, lineno);
@@ -212,6 +214,8 @@ static int meg_line(struct gw_reader *r, void *state, const char *s, size_t n, u
 	if (ts >= 0)
 		gw__rd_ts(r, ts);
 	fields(r, s + f, n - f, f, lineno);
+	if (total > 0)
+		gw__rd_metric(r, "max_steps", 9, (double)total);
 	return gw__rd_emit(r, lineno);
 }
 
@@ -228,9 +232,9 @@ static int meg_sniff(const char *h, size_t n, bool all)
 	const char *p, *q = h;
 	size_t len;
 	while (gw__rd_sniff_line(&q, h + n, all, &p, &len)) {
-		int64_t step;
+		int64_t step, total;
 		size_t f;
-		if (find_header(p, len, &step, &f) && gw__rd_find(p + f, len - f, ":"))
+		if (find_header(p, len, &step, &total, &f) && gw__rd_find(p + f, len - f, ":"))
 			return 95;
 		if (gw__rd_find(p, len, "------------------------ arguments ------------------------"))
 			best = 60;

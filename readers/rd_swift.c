@@ -13,7 +13,8 @@
  * are: three records of the ms-swift stdout log are glued to the end of a
  * progress bar.  An object is a training point when it has a loss,
  * grad_norm or learning rate; its step is the N of
- * "global_step/max_steps": "N/M" (ms-swift has no other step), else its
+ * "global_step/max_steps": "N/M" (ms-swift has no other step; M, the run's
+ * length, becomes the extra metric max_steps), else its
  * "step", else (the plain HF Trainer prints none) the number of training
  * dicts read so far.  Values may be numbers or strings holding numbers
  * (ms-swift's stdout rounds them to four digits and quotes them); other
@@ -91,7 +92,16 @@ static int object(struct gw_reader *r, struct sw *st, const char *s, size_t n, u
 	gw__rd_obj_init(&o, s, n);
 	while (gw__rd_obj_next(&o, &kv) == 1) {
 		double v;
-		if (key_is(&kv, "step") || key_is(&kv, "global_step/max_steps"))
+		if (key_is(&kv, "global_step/max_steps") && kv.kind == GW_RD_STR) {
+			/* "N/M": M is the run's length (the engine's sign it finished) */
+			int64_t g, m;
+			size_t k = gw__rd_int(kv.str, kv.str_len, &g);
+			if (k && k + 1 < kv.str_len && kv.str[k] == '/' &&
+			    gw__rd_int(kv.str + k + 1, kv.str_len - k - 1, &m) == kv.str_len - k - 1 && m > 0)
+				gw__rd_metric(r, "max_steps", 9, (double)m);
+			continue;
+		}
+		if (key_is(&kv, "step"))
 			continue;
 		if (kv_num(&kv, &v))
 			gw__rd_metric(r, kv.key, kv.key_len, v);

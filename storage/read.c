@@ -155,12 +155,12 @@ int gw_store_read_alerts(const char *path, const char *run, size_t limit,
 	rc = query(db,
 	           run ? "SELECT a.id, r.name AS run, a.seg AS segment, a.step, a.line, a.detector,"
 	                 " a.severity, a.state, a.summary, a.cause, a.action, a.evidence AS evidence_json,"
-	                 " a.ts, a.created, a.updated, a.resolved, a.version"
+	                 " a.ts, a.created, a.updated, a.resolved, a.last_step, a.last_line, a.version"
 	                 " FROM alerts a JOIN runs r ON r.id = a.run_id WHERE r.name = ?2"
 	                 " ORDER BY a.created DESC, a.rowid DESC LIMIT ?1"
 	               : "SELECT a.id, r.name AS run, a.seg AS segment, a.step, a.line, a.detector,"
 	                 " a.severity, a.state, a.summary, a.cause, a.action, a.evidence AS evidence_json,"
-	                 " a.ts, a.created, a.updated, a.resolved, a.version"
+	                 " a.ts, a.created, a.updated, a.resolved, a.last_step, a.last_line, a.version"
 	                 " FROM alerts a JOIN runs r ON r.id = a.run_id"
 	                 " ORDER BY a.created DESC, a.rowid DESC LIMIT ?1",
 	           b, run ? 2 : 1, out, err, errlen);
@@ -178,7 +178,7 @@ int gw_store_read_alert(const char *path, const char *id, json_t **out, char *er
 	const char *b[1] = {id};
 	rc = query(db, "SELECT a.id, r.name AS run, a.seg AS segment, a.step, a.line, a.detector,"
 	               " a.severity, a.state, a.summary, a.cause, a.action, a.evidence AS evidence_json,"
-	               " a.ts, a.created, a.updated, a.resolved, a.version"
+	               " a.ts, a.created, a.updated, a.resolved, a.last_step, a.last_line, a.version"
 	               " FROM alerts a JOIN runs r ON r.id = a.run_id WHERE a.id = ?1",
 	           b, 1, &rows, err, errlen);
 	sqlite3_close(db);

@@ -77,7 +77,8 @@ struct run_slot {
  * `counter` is the stats counter a row bumps; pos_* are the indices of the
  * values that move the run's position (seg, step, ts), -1 when unused. */
 enum {
-	S_RECORD = GW_STORE_NSTMT_PUBLIC, S_EVENT, S_SEGMENT, S_META, S_NCORE,
+	S_RECORD = GW_STORE_NSTMT_PUBLIC, S_EVENT, S_SEGMENT, S_META,
+	S_DEL_RECORDS, S_DEL_EVENTS, S_DEL_SEGMENTS, S_DEL_ALERTS, S_DEL_RUN, S_NCORE,
 };
 
 enum counter { C_NONE, C_RECORDS, C_EVENTS, C_SEGMENTS, C_ALERTS, C_N };
@@ -103,7 +104,7 @@ static const struct core_stmt {
 		C_ALERTS, -1, -1, -1},
 	[GW_STORE_ALERT_RESOLVE] = {
 		"UPDATE alerts SET state = 'resolved', resolved = ?2, updated = ?2, "
-		"last_step = ?3, version = version + 1 WHERE id = ?1",
+		"last_step = ?3, resolution = ?4, version = version + 1 WHERE id = ?1",
 		C_ALERTS, -1, -1, -1},
 	[S_RECORD] = {
 		"INSERT INTO records(run_id, seg, step, line, ts, recv, loss, grad_norm, lr, "
@@ -121,6 +122,17 @@ static const struct core_stmt {
 		"INSERT INTO meta(key, value) VALUES(?1, ?2) "
 		"ON CONFLICT(key) DO UPDATE SET value = excluded.value",
 		C_NONE, -1, -1, -1},
+	/* deleting a run (gw_store_delete_run): its rows, then the run; ?1 is
+	 * its name (text: naming it must not create it) */
+	[S_DEL_RECORDS] = {"DELETE FROM records WHERE run_id = (SELECT id FROM runs WHERE name = ?1)",
+	                   C_NONE, -1, -1, -1},
+	[S_DEL_EVENTS] = {"DELETE FROM events WHERE run_id = (SELECT id FROM runs WHERE name = ?1)",
+	                  C_NONE, -1, -1, -1},
+	[S_DEL_SEGMENTS] = {"DELETE FROM segments WHERE run_id = (SELECT id FROM runs WHERE name = ?1)",
+	                    C_NONE, -1, -1, -1},
+	[S_DEL_ALERTS] = {"DELETE FROM alerts WHERE run_id = (SELECT id FROM runs WHERE name = ?1)",
+	                  C_NONE, -1, -1, -1},
+	[S_DEL_RUN] = {"DELETE FROM runs WHERE name = ?1", C_NONE, -1, -1, -1},
 };
 
 /* Transaction control and the runs table, the writer's own. */
@@ -214,6 +226,9 @@ static const char *const migrations[] = {
 	 * records holding the chart's extremes (storage/series.c), filled from
 	 * the records already stored; the writer keeps it current. */
 	GW_SERIES_TILES_MIGRATION,
+	/* 3 -> 4: what a resolve said (how long a run was silent, why it
+	 * ended), kept beside the summary of what was detected */
+	"ALTER TABLE alerts ADD COLUMN resolution TEXT",
 };
 
 _Static_assert(GW_ARRAY_SIZE(migrations) == GW_STORE_SCHEMA_VERSION,
@@ -441,6 +456,18 @@ uint64_t gw_store_put_segment(struct gw_store *s, const char *run, int64_t seg,
 	return put(s, S_SEGMENT, v, 8);
 }
 
+uint64_t gw_store_delete_run(struct gw_store *s, const char *run)
+{
+	const struct gw_sv v[] = {gw_sv_text(run)};
+	uint64_t seq = 0;
+	gw_store_hold(s);
+	for (unsigned st = S_DEL_RECORDS; st <= S_DEL_RUN; st++)
+		if (!(seq = put(s, st, v, 1)))
+			break;
+	gw_store_release(s);
+	return seq;
+}
+
 uint64_t gw_store_put_meta(struct gw_store *s, const char *key, const char *value)
 {
 	struct gw_sv v[2] = {gw_sv_text(key), gw_sv_text(value)};
@@ -566,11 +593,12 @@ static int run_id(struct gw_store *s, const char *name, double now, struct run_s
 {
 	uint32_t h = hash_str(name);
 	struct run_slot *r = run_find(s, name, h);
-	if (r->name) {
+	if (r->name && r->id >= 0) {
 		*out = r;
 		return 0;
 	}
-	if ((s->runs_n + 1) * 2 > s->runs_cap) {
+	bool known = r->name != NULL;   /* a run deleted since: resolved again */
+	if (!known && (s->runs_n + 1) * 2 > s->runs_cap) {
 		if (runs_grow(s) < 0)
 			return SQLITE_NOMEM;
 		r = run_find(s, name, h);
@@ -599,8 +627,7 @@ static int run_id(struct gw_store *s, const char *name, double now, struct run_s
 			return rc;
 		id = sqlite3_last_insert_rowid(s->db);
 	}
-	r->name = strdup(name);
-	if (!r->name)
+	if (!known && !(r->name = strdup(name)))
 		return SQLITE_NOMEM;
 	r->hash = h;
 	r->id = id;
@@ -608,7 +635,7 @@ static int run_id(struct gw_store *s, const char *name, double now, struct run_s
 	r->last_step = last_step;
 	r->last_ts = last_ts;
 	r->last_seen = now;
-	s->runs_n++;
+	s->runs_n += !known;
 	*out = r;
 	return 0;
 }
@@ -651,6 +678,15 @@ static int write_item(struct gw_store *s, const struct item *it, double now,
 	}
 	rc = step_done(st);
 	sqlite3_clear_bindings(st);
+	if (rc == SQLITE_OK && it->stmt == S_DEL_RUN) {
+		/* the cached id names a row that is gone */
+		const char *name = val_text(it, &it->v[0]);
+		struct run_slot *gone = run_find(s, name, hash_str(name));
+		if (gone->name) {
+			gone->id = -1;
+			gone->dirty = false;
+		}
+	}
 	const struct core_stmt *c = core_of(it);
 	if (rc != SQLITE_OK || !c)
 		return rc;

@@ -40,7 +40,7 @@
 
 #include "wire.h"
 
-#define GW_STORE_SCHEMA_VERSION 3 /* the store's own tables: see migrations[] in store.c */
+#define GW_STORE_SCHEMA_VERSION 4 /* the store's own tables: see migrations[] in store.c */
 
 /* ---- typed values -------------------------------------------------------------- */
 
@@ -128,7 +128,8 @@ enum gw_store_stmt {
 	/* alerts (incidents): OPEN (id, run, seg, step, line, detector, severity,
 	 * summary, cause, action, evidence JSON, ts, created) inserts or reopens;
 	 * UPDATE (id, severity, summary, cause, action, evidence, updated,
-	 * last_step, last_line); RESOLVE (id, resolved, last_step). */
+	 * last_step, last_line); RESOLVE (id, resolved, last_step, resolution: what the
+	 * resolve said, or NULL). */
 	GW_STORE_ALERT_OPEN,
 	GW_STORE_ALERT_UPDATE,
 	GW_STORE_ALERT_RESOLVE,
@@ -146,6 +147,13 @@ uint64_t gw_store_put_event(struct gw_store *s, const struct gw_rec *rec,
 uint64_t gw_store_put_segment(struct gw_store *s, const char *run, int64_t seg,
                               const char *reason, int64_t first_step, int64_t restart_step,
                               uint64_t line, double ts, double wall);
+/* Delete a run and everything of it (records, events, segments, alerts:
+ * the store's own tables) in one transaction.  Other modules' rows that name
+ * the run (the outbox's) stay.  Returns the last item's sequence (0: out of
+ * memory).  The writer holds the database while it deletes (about a second
+ * per few hundred thousand records). */
+uint64_t gw_store_delete_run(struct gw_store *s, const char *run);
+
 /* A small key/value fact kept in the `meta` table (e.g. a followed file's
  * position), written in order with the records it describes. */
 uint64_t gw_store_put_meta(struct gw_store *s, const char *key, const char *value);

@@ -193,8 +193,10 @@ class Daemon:
     def stats(self):
         return self.get('/v1/stats')[1]
 
-    def wait_committed(self, count_sql, expected, timeout=10):
-        """Poll the database until count_sql returns expected."""
+    def wait_committed(self, count_sql, expected, timeout=60):
+        """Poll the database until count_sql returns expected; fails the test
+        (AssertionError) when it does not within timeout (a deadline, not a
+        speed requirement)."""
         deadline = time.time() + timeout
         got = None
         while time.time() < deadline:
@@ -202,7 +204,7 @@ class Daemon:
             if got == expected:
                 return got
             time.sleep(0.02)
-        return got
+        raise AssertionError('%s: %r after %.0f s, expected %r' % (count_sql, got, timeout, expected))
 
     def sql(self, query, args=()):
         con = sqlite3.connect('file:%s?mode=ro' % self.db, uri=True, timeout=10)

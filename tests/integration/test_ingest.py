@@ -36,9 +36,9 @@ class Transports(unittest.TestCase):
                                "WHERE u.name='via-http'")[0][0], 200)
         # streams are committed within the bounded delay (100 ms by default)
         q = ("SELECT count(*) FROM records r JOIN runs u ON u.id=r.run_id WHERE u.name='%s'")
-        self.assertEqual(d.wait_committed(q % 'via-unix', 500, timeout=2), 500)
-        self.assertEqual(d.wait_committed(q % 'via-tcp', 400, timeout=2), 400)
-        self.assertEqual(d.wait_committed(q % 'via-udp', 300, timeout=2), 300)
+        self.assertEqual(d.wait_committed(q % 'via-unix', 500), 500)
+        self.assertEqual(d.wait_committed(q % 'via-tcp', 400), 400)
+        self.assertEqual(d.wait_committed(q % 'via-udp', 300), 300)
         st = d.stats()['transports']
         self.assertEqual((st['unix']['accepted'], st['tcp']['accepted'], st['udp']['accepted'],
                           st['http']['accepted']), (500, 400, 300, 200))
@@ -358,27 +358,33 @@ class BadInput(unittest.TestCase):
 
 
 class Lifecycle(unittest.TestCase):
-    def test_defaults_in_working_directory(self):
+    def test_defaults_in_the_xdg_state_directory(self):
         import tempfile
         with tempfile.TemporaryDirectory() as tmp:
-            # no arguments but ports (the defaults may be taken on a shared box)
+            # no arguments but ports (the defaults may be taken on a shared box);
+            # outside systemd and without $XDG_RUNTIME_DIR, the database and the
+            # socket are in $XDG_STATE_HOME/gradwatch (test_cli.py: the rest)
             from gwtest import free_port
             p, h = free_port(), free_port()
+            env = dict(os.environ, XDG_STATE_HOME=os.path.join(tmp, 'state'), XDG_RUNTIME_DIR='',
+                       STATE_DIRECTORY='', RUNTIME_DIRECTORY='')
+            state = os.path.join(tmp, 'state', 'gradwatch')
             proc = subprocess.Popen([GRADWATCHD, '--tcp', '127.0.0.1:%d' % p, '--udp', '127.0.0.1:%d' % p,
-                                     '--http', '127.0.0.1:%d' % h], cwd=tmp,
+                                     '--http', '127.0.0.1:%d' % h], cwd=tmp, env=env,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             try:
-                wait_for(lambda: os.path.exists(os.path.join(tmp, 'gradwatch.sock')), 10,
-                         'the socket in the working directory', interval=0.05)
-                self.assertTrue(os.path.exists(os.path.join(tmp, 'gradwatch.db')))
+                wait_for(lambda: os.path.exists(os.path.join(state, 'gradwatch.sock')), 10,
+                         'the socket in the state directory', interval=0.05)
+                self.assertTrue(os.path.exists(os.path.join(state, 'gradwatch.db')))
                 with socket.socket(socket.AF_UNIX) as s:
-                    s.connect(os.path.join(tmp, 'gradwatch.sock'))
+                    s.connect(os.path.join(state, 'gradwatch.sock'))
             finally:
                 proc.send_signal(signal.SIGTERM)
                 out = proc.communicate(timeout=20)[0].decode()
             self.assertEqual(proc.returncode, 0, out)
             self.assertIn('kernels', out)
-            self.assertFalse(os.path.exists(os.path.join(tmp, 'gradwatch.sock')))
+            self.assertFalse(os.path.exists(os.path.join(state, 'gradwatch.sock')))
+            self.assertEqual(sorted(os.listdir(tmp)), ['state'])   # nothing in the working directory
 
     def test_state_and_runtime_directory(self):
         import tempfile

@@ -100,6 +100,11 @@ def rows(d, run):
                  "WHERE u.name=? ORDER BY r.id", (run,))
 
 
+def events(d, run):
+    return d.sql("SELECT e.name, e.step, e.attrs FROM events e JOIN runs u ON u.id=e.run_id "
+                 "WHERE u.name=? ORDER BY e.id", (run,))
+
+
 def wait_rows(d, run, n, timeout=10):
     """The run's rows once there are at least n."""
     return wait_for(lambda: len(rows(d, run)) >= n and rows(d, run), timeout, '%d rows of %s' % (n, run))
@@ -145,14 +150,17 @@ class Delivery(unittest.TestCase):
         c.close()
         got = wait_rows(self.d, 'sock', 1000)
         self.assertEqual([r[0] for r in got], list(range(1, 1001)))
-        self.assertEqual(c.stats()['sent'], 1000)
+        self.assertEqual(c.stats()['sent'], 1001)       # and close()'s run_finished
+        self.assertEqual(c.stats()['logged'], 1001)
+        self.assertEqual(wait_for(lambda: events(self.d, 'sock'), 10, 'the run_finished event'),
+                         [('run_finished', 1000, '{"reason":"closed"}')])
         self.assertEqual(c.stats()['dropped'] + c.stats()['lost'], 0)
 
     def test_udp_fallback_when_the_socket_is_missing(self):
         c = client(self.d, 'udp', address=os.path.join(self.d.dir, 'nobody.sock'))
         for s in range(1, 201):
             c.log(s, loss=1.0)
-        c.close()
+        c.close(finished=False)
         self.assertEqual(len(wait_rows(self.d, 'udp', 200)), 200)
         self.assertEqual(c.stats()['sent_unconfirmed'], 200)
 
@@ -178,7 +186,7 @@ class Delivery(unittest.TestCase):
         for s in range(1, 101):
             c.log(s, loss=1.0)
         c.close()
-        self.assertEqual(c.stats()['lost'], 100)
+        self.assertEqual(c.stats()['lost'], 101)     # and close()'s run_finished
 
     def test_never_raises_into_the_loop(self):
         c = client(self.d, 'weird')
@@ -279,8 +287,12 @@ class Callbacks(unittest.TestCase):
             cb2.on_train_begin(args, state, None, model=m, optimizer=AdamW(m), lr_scheduler=None)
         cb2.client.close()
         ev = self.d.sql("SELECT name, step, attrs FROM events ORDER BY id")
-        self.assertEqual([(n, s) for n, s, _ in ev], [('checkpoint_saved', 20), ('resumed', 20)])
-        self.assertTrue(json.loads(ev[1][2])['optimizer_state_loaded'])
+        # train end says the run finished (close() adds nothing after it);
+        # cb2 logged nothing, so its close() says nothing
+        self.assertEqual([(n, s) for n, s, _ in ev],
+                         [('checkpoint_saved', 20), ('run_finished', 20), ('resumed', 20)])
+        self.assertEqual(json.loads(ev[1][2]), {'reason': 'train_end'})
+        self.assertTrue(json.loads(ev[2][2])['optimizer_state_loaded'])
 
     def test_lightning_callback(self):
         from gradwatch.lightning import GradwatchCallback
@@ -309,6 +321,8 @@ class Callbacks(unittest.TestCase):
         cb2.on_train_start(trainer, m)
         cb2.client.close()
         self.assertEqual(self.d.get('/v1/runs/pl-run/alerts')[1]['alerts'], [])
+        ev = self.d.sql("SELECT name, step, attrs FROM events WHERE name = 'run_finished'")
+        self.assertEqual(ev, [('run_finished', 10, '{"reason":"train_end"}')])
 
 
 # ---- real PyTorch: the plain loop, and the latency of log() --------------------------------
@@ -332,10 +346,12 @@ class RealTorch(unittest.TestCase):
             got = wait_rows(d, 'plain-loop', 120 + 60)
             self.assertEqual([x[0] for x in got], list(range(1, 121)) + list(range(101, 161)))
             ev = d.sql("SELECT name, step, attrs FROM events ORDER BY id")
+            # each process ends with close(): run_finished
             self.assertEqual([(n, s) for n, s, _ in ev],
-                             [('checkpoint_saved', 50), ('checkpoint_saved', 100), ('resumed', 100),
-                              ('checkpoint_saved', 150)])
-            saved, resumed = json.loads(ev[1][2]), json.loads(ev[2][2])
+                             [('checkpoint_saved', 50), ('checkpoint_saved', 100), ('run_finished', 120),
+                              ('resumed', 100), ('checkpoint_saved', 150), ('run_finished', 160)])
+            self.assertEqual(json.loads(ev[2][2]), {'reason': 'closed'})
+            saved, resumed = json.loads(ev[1][2]), json.loads(ev[3][2])
             self.assertEqual(saved['optimizer_state_keys'], ['exp_avg', 'exp_avg_sq', 'step'])
             for k in ('optimizer', 'param_names_sha256', 'optimizer_state_keys', 'hparams'):
                 self.assertEqual(saved[k], resumed[k], k)

@@ -102,7 +102,7 @@ class Environment(unittest.TestCase):
               'for k in range(2):\n'
               '    c = gradwatch.Client(run="env-%s-%d" % (RUN, k))\n'
               '    for s in range(1, 51): c.log(s, loss=1.0)\n'
-              '    c.close()\n'
+              '    c.close(finished=False)\n'
               '    print(json.dumps(dict(c.stats(), url=c.url, address=c.address, token=c.token)))\n')
 
     def test_the_names_shared_with_the_gradwatch_command(self):
@@ -164,7 +164,7 @@ c.flush()
 c._tr.next_connect = 0          # the next batch tries the socket again
 for s in range(101, 201):
     c.log(s, loss=1.0)
-c.close()
+c.close(finished=False)
 print(json.dumps(c.stats()))
 '''
 
@@ -215,7 +215,7 @@ class Fallback(unittest.TestCase):
                                  udp='127.0.0.1:%d' % closed)
             for s in range(1, 1001):
                 c.log(s, loss=1.0, grad_norm=0.5)
-            c.close()
+            c.close(finished=False)
         st = c.stats()
         self.assertEqual(st['sent'], 0, st)
         # each refusal is seen right after its datagram (loopback) or by the
@@ -235,7 +235,7 @@ class Fallback(unittest.TestCase):
             c.flush()
             wait_for(lambda: 'has no tokens configured' in buf.getvalue(), 10, 'the warning')
             c.log(21, loss=1.0)
-            c.close()
+            c.close(finished=False)
         st = c.stats()
         self.assertEqual((st['sent'], st['rejected']), (21, 0), st)
         wait_rows(self.d, 'tok-unneeded', 21)
@@ -250,11 +250,12 @@ class Fallback(unittest.TestCase):
         self.assertEqual(settled(st), 201, st)
         c.close()
         st = c.stats()
-        self.assertEqual(settled(st), 201, st)
+        # close()'s run_finished is a line too (an event: never dropped)
+        self.assertEqual((st['logged'], settled(st)), (202, 202), st)
         self.assertEqual((st['queued'], st['in_flight']), (0, 0))
         self.assertEqual(st['dropped'], 151)
         self.assertEqual(st['invalid'], 1)
-        self.assertEqual(st['sent'], 49)
+        self.assertEqual(st['sent'], 50)
         wait_rows(self.d, 'acct', 49)
 
 
@@ -267,7 +268,9 @@ class HttpTransport(unittest.TestCase):
 
     def deliver(self, rcv, run, batches, log=None):
         """Log `batches` (lists of steps, each flushed before the next) to a
-        client of rcv, close both; returns the client (its stats are final)."""
+        client of rcv, close both; returns the client (its stats are final).
+        The client closes without its run_finished line, which would be one
+        more request: these tests count the transport's requests and lines."""
         try:
             with contextlib.ExitStack() as stack:
                 if log is not None:
@@ -277,7 +280,7 @@ class HttpTransport(unittest.TestCase):
                     for s in steps:
                         c.log(s, loss=1.0)
                     self.assertTrue(c.flush(timeout=60))
-                c.close()
+                c.close(finished=False)
         finally:
             rcv.close()
         return c
@@ -342,7 +345,7 @@ class HttpTransport(unittest.TestCase):
             self.assertEqual(st['sent'], 0)
             self.assertEqual(settled(st), 3000, st)
             self.assertGreater(st['dropped'], 0)
-            c.close(timeout=3)         # the request times out after 1 s, the retry hangs too
+            c.close(timeout=3, finished=False)   # the request times out after 1 s, the retry hangs too
         finally:
             rcv.close()
         st = c.stats()
@@ -365,8 +368,12 @@ class RealDaemonHttp(unittest.TestCase):
             c.log(12001, loss='oops')       # a value that is no number: the line goes without it
             c.close()
             st = c.stats()
-            self.assertEqual((st['sent'], st['rejected'], st['lost']), (12001, 0, 0), st)
-            self.assertEqual(d.stats()['transports']['http']['accepted'], 12001)
+            # and close()'s run_finished line
+            self.assertEqual((st['sent'], st['rejected'], st['lost']), (12002, 0, 0), st)
+            self.assertEqual(d.stats()['transports']['http']['accepted'], 12002)
+            self.assertEqual(d.sql("SELECT e.name, e.step, e.attrs FROM events e JOIN runs u "
+                                   "ON u.id=e.run_id WHERE u.name='http-real'"),
+                             [('run_finished', 12001, '{"reason":"closed"}')])
 
     def test_a_lost_answer_stores_nothing_twice(self):
         with Daemon() as d:
@@ -376,7 +383,7 @@ class RealDaemonHttp(unittest.TestCase):
                 for s in range(1, 501):
                     c.log(s, loss=1.0)
                 self.assertTrue(c.flush(timeout=60))
-                c.close()
+                c.close(finished=False)     # no run_finished request: this counts requests
             finally:
                 proxy.close()
             st = c.stats()
@@ -414,7 +421,7 @@ class Tokens(unittest.TestCase):
                 for s in range(1, 21):
                     c.log(s, loss=1.0)
                 self.assertTrue(c.flush(timeout=30))
-                c.close()
+                c.close(finished=False)
                 got[name] = c.stats()
         self.assertEqual(got['ingest']['sent'], 20)
         self.assertEqual(len(rows(d, 'tok-ingest')), 20)
@@ -446,7 +453,7 @@ class Tokens(unittest.TestCase):
         for s in range(1, 101):
             c.log(s, loss=1.0)
         c.close()
-        self.assertEqual(c.stats()['sent'], 100)
+        self.assertEqual(c.stats()['sent'], 101)    # and close()'s run_finished
         wait_rows(d, 'tok-tcp', 100)
 
     def test_tcp_with_a_wrong_token_says_so(self):
@@ -468,7 +475,7 @@ class Tokens(unittest.TestCase):
         for c in (with_token, without):
             for s in range(1, 201):
                 c.log(s, loss=1.0)
-            c.close()
+            c.close(finished=False)
             self.assertEqual(c.stats()['sent_unconfirmed'], 200)
         wait_rows(d, 'tok-udp', 200)
         # what "unconfirmed" means: the daemon dropped every datagram without a token

@@ -233,5 +233,25 @@ class Tokens(unittest.TestCase):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+class Piped(unittest.TestCase):
+    def test_a_live_job_piped_in_arrives_as_it_goes(self):
+        # `train.py | gradwatch send`: lines are sent when the input pauses,
+        # not once 10,000 have piled up or the job ends
+        with Daemon() as d:
+            p = subprocess.Popen([GRADWATCH, 'send', '--url', 'http://127.0.0.1:%d' % d.http_port,
+                                  '--run', 'piped'], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE)
+            try:
+                for step in range(1, 4):
+                    p.stdin.write(b'{"step":%d,"loss":1.0}\n' % step)
+                    p.stdin.flush()
+                    self.assertEqual(d.wait_committed("SELECT count(*) FROM records", step,
+                                                      timeout=30), step)
+            finally:
+                p.stdin.close()
+                p.wait(30)
+            self.assertEqual(p.returncode, 0, p.stderr.read())
+
+
 if __name__ == '__main__':
     unittest.main()

@@ -1,63 +1,227 @@
-"""The stall detector: a live run that goes silent (wall clock, the daemon's
-tick) and a throughput collapse (also in replay)."""
+"""The stall detector against the real daemon: a live run that goes silent
+raises one alert, which resolves when lines come back (saying for how long
+it was silent) and is re-posted to Alertmanager only until then; a run
+that ended -- a run_finished line, the Python client's close(), its
+max_steps reached, the plain PyTorch loop -- raises none, nor does
+`gradwatch send` of an old log; a throughput collapse (also in replay).
+
+The daemon ticks every 50 ms and stalls after max(1 s, 5 x the interval)
+(a per-run override).  Tests that expect silence to stay quiet run a
+control run beside it that stopped logging later and has no reason not to
+alert: once the control's alert is in, the run under test was silent long
+enough, and its absence means something -- no fixed sleeps, only
+generous deadlines.
+"""
 import json
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 import unittest
 
-from gwtest import Daemon, replay, wait_for
+from gwtest import CONTRIB_PYTHON, GRADWATCH, SOURCE_ROOT, Daemon, replay, torch_python, wait_for
+from receiver import Receiver
+
+STALL = {'stall_min_seconds': 1.0, 'stall_factor': 5, 'stall_min_records': 20}
+CONFIG = {'tick_ms': 50, 'runs': [{'match': 'stall-*', 'thresholds': STALL}]}
 
 
-def line(run, step, thr=1000.0):
-    return (json.dumps({'run': run, 'step': step, 'loss': 2.0 - 1e-4 * step,
-                        'grad_norm': 0.5 + 0.01 * (step % 3), 'throughput': thr}) + '\n').encode()
+def line(run, step, thr=1000.0, ts='now', **extra):
+    """A metric line; ts 'now' (the wall clock), a number, or None (none)."""
+    rec = {'run': run, 'step': step, 'loss': 2.0 - 1e-4 * step,
+           'grad_norm': 0.5 + 0.01 * (step % 3), 'throughput': thr}
+    if ts is not None:
+        rec['ts'] = time.time() if ts == 'now' else ts
+    rec.update(extra)
+    return (json.dumps(rec) + '\n').encode()
+
+
+def feed(s, run, steps, cadence=0.02, **extra):
+    for step in steps:
+        s.sendall(line(run, step, **extra))
+        time.sleep(cadence)     # the run's cadence: the thing under test
+
+
+def connect(d):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(d.sock)
+    return s
+
+
+def stalls(d, run):
+    """The run's silence alerts: (step, state, summary)."""
+    return d.sql("SELECT a.step, a.state, a.summary FROM alerts a JOIN runs u ON u.id = a.run_id "
+                 "WHERE u.name = ? AND a.detector = 'stall' AND a.summary LIKE '%logged nothing%' "
+                 "ORDER BY a.created", (run,))
+
+
+def after_control(test, d, control_sock, control, runs):
+    """Silence a control run (it stops now, after the runs under test) and
+    wait for its stall alert; then none of `runs` may have one."""
+    feed(control_sock, control, range(1, 31))
+    wait_for(lambda: stalls(d, control), 20, 'the control run %s to stall' % control, interval=0.1)
+    for run in runs:
+        test.assertEqual(stalls(d, run), [], '%s stalled:\n%s' % (run, d.logtext()))
 
 
 class Silence(unittest.TestCase):
-    def test_silent_run_alerts_and_resolves(self):
-        cfg = {'tick_ms': 100,
-               'thresholds': {'stall_min_seconds': 1.0, 'stall_factor': 5, 'stall_min_records': 20}}
-        with Daemon(config=cfg) as d:
-            s = socket.socket(socket.AF_UNIX)
-            s.connect(d.sock)
-            for step in range(1, 31):
-                s.sendall(line('quiet', step))
-                time.sleep(0.02)    # the run's cadence: the thing under test
-            # nothing for a while: much longer than 5 x 20 ms and than 1 s
-            rows = wait_for(lambda: d.sql("SELECT state, severity, step, summary FROM alerts "
-                                          "WHERE detector = 'stall'"), 10, 'the stall alert', interval=0.2)
-            self.assertEqual(len(rows), 1, d.logtext())
-            state, sev, step, summary = rows[0]
-            self.assertEqual((state, sev, step), ('open', 'warning', 30))
-            self.assertIn('logged nothing', summary)
-            # the run speaks again: resolved
-            s.sendall(line('quiet', 31))
-            s.close()
-            wait_for(lambda: d.sql("SELECT state FROM alerts WHERE detector = 'stall'")[0][0] == 'resolved',
-                     5, 'the stall alert to resolve', interval=0.1)
-            self.assertEqual(d.sql("SELECT state FROM alerts WHERE detector = 'stall'")[0][0], 'resolved')
+    def test_alert_resolves_with_its_length_and_alertmanager_stops_repeating(self):
+        am = Receiver()
+        cfg = dict(CONFIG, sinks=[{'type': 'alertmanager', 'name': 'am', 'url': am.url,
+                                   'repeat_interval': '1s'}])
+        try:
+            with Daemon(config=cfg) as d, connect(d) as s:
+                feed(s, 'stall-quiet', range(1, 31))
+                feed(s, 'stall-other', range(1, 31))   # stays silent: its resends go on
+                [(step, state, summary)] = wait_for(lambda: stalls(d, 'stall-quiet'), 20,
+                                                    'the stall alert', interval=0.1)
+                self.assertEqual((step, state), (30, 'open'))
+
+                def posts(run):
+                    return [(r['t'], a) for r in am.requests for a in (r['json'] or [])
+                            if a['labels']['run'] == run]
+                # Alertmanager's resend convention while it is open: endsAt ahead
+                wait_for(lambda: len(posts('stall-quiet')) >= 2, 20, 'a resend', interval=0.1)
+                t, first = posts('stall-quiet')[0]
+                self.assertEqual(first['labels']['alertname'], 'GradwatchStall')
+                self.assertGreater(first['endsAt'], first['startsAt'])
+                # the run logs again
+                s.sendall(line('stall-quiet', 31))
+                wait_for(lambda: stalls(d, 'stall-quiet')[0][1] == 'resolved', 10,
+                         'the stall alert to resolve', interval=0.1)
+                resolved = wait_for(lambda: [(t, a) for t, a in posts('stall-quiet')
+                                             if 'logged again' in a['annotations']['summary']],
+                                    10, 'the resolve at Alertmanager', interval=0.1)
+                t_res, res = resolved[0]
+                self.assertRegex(res['annotations']['summary'],
+                                 r'^the run logged again at step 31 after \d+ s of silence '
+                                 r'\(last step before it 30\)$')
+                self.assertLessEqual(res['endsAt'], time.strftime('%Y-%m-%dT%H:%M:%S.999Z',
+                                                                  time.gmtime(time.time() + 1)))
+                self.assertEqual(res['labels'], first['labels'])
+                # no repeat of the resolved alert while the other one's go on
+                # (the run went silent again after line 31: that is another
+                # incident, with another alert_id)
+                n_other = len(posts('stall-other'))
+                wait_for(lambda: len(posts('stall-other')) >= n_other + 3, 20,
+                         'three more resends of the other alert', interval=0.1)
+                same = first['labels']['alert_id']
+                self.assertEqual([a['endsAt'] for t, a in posts('stall-quiet')
+                                  if t > t_res and a['labels']['alert_id'] == same], [])
+        finally:
+            am.close()
 
     def test_a_steady_run_does_not_alert(self):
-        cfg = {'tick_ms': 100,
-               'thresholds': {'stall_min_seconds': 1.0, 'stall_factor': 5, 'stall_min_records': 20}}
-        with Daemon(config=cfg) as d:
-            with socket.socket(socket.AF_UNIX) as s:
-                s.connect(d.sock)
-                for step in range(1, 80):
-                    s.sendall(line('steady', step))
-                    time.sleep(0.02)    # the run's cadence: the thing under test
+        with Daemon(config=CONFIG) as d, connect(d) as s:
+            feed(s, 'stall-steady', range(1, 80))
             self.assertEqual(d.sql("SELECT count(*) FROM alerts")[0][0], 0)
+
+
+class Endings(unittest.TestCase):
+    def test_run_finished_line(self):
+        with Daemon(config=CONFIG) as d, connect(d) as s, connect(d) as c:
+            feed(s, 'stall-done', range(1, 31))
+            s.sendall(b'{"run":"stall-done","step":30,"event":"run_finished","reason":"completed"}\n')
+            after_control(self, d, c, 'stall-control', ['stall-done'])
+
+    def test_run_finished_resolves_an_open_alert(self):
+        with Daemon(config=CONFIG) as d, connect(d) as s:
+            feed(s, 'stall-late', range(1, 31))
+            wait_for(lambda: stalls(d, 'stall-late'), 20, 'the stall alert', interval=0.1)
+            s.sendall(b'{"run":"stall-late","step":30,"event":"run_finished","reason":"killed"}\n')
+            wait_for(lambda: stalls(d, 'stall-late')[0][1] == 'resolved', 10, 'the resolve',
+                     interval=0.1)
+
+    def test_max_steps_reached(self):
+        with Daemon(config=CONFIG) as d, connect(d) as s, connect(d) as c:
+            feed(s, 'stall-max', range(1, 31), max_steps=30)
+            feed(s, 'stall-short', range(1, 31), total_steps=1000)   # expected to go on
+            after_control(self, d, c, 'stall-control', ['stall-max'])
+            wait_for(lambda: stalls(d, 'stall-short'), 10, 'the run short of its length to stall')
+
+    def test_python_client_close(self):
+        sys.path.insert(0, CONTRIB_PYTHON)
+        try:
+            import gradwatch
+        finally:
+            sys.path.remove(CONTRIB_PYTHON)
+        with Daemon(config=CONFIG) as d:
+            done = gradwatch.Client(run='stall-client', address=d.sock, udp='')
+            alive = gradwatch.Client(run='stall-client-alive', address=d.sock, udp='')
+            for step in range(1, 31):
+                done.log(step, loss=2.0, grad_norm=0.5)
+                time.sleep(0.02)        # the run's cadence
+            done.close()
+            for step in range(1, 31):
+                alive.log(step, loss=2.0, grad_norm=0.5)
+                time.sleep(0.02)
+            alive.close(finished=False)     # a job that dies without a word
+            wait_for(lambda: stalls(d, 'stall-client-alive'), 20, 'the control to stall', interval=0.1)
+            self.assertEqual(stalls(d, 'stall-client'), [])
+
+    def test_send_of_an_old_log(self):
+        with Daemon(config=CONFIG) as d, connect(d) as c, tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, 'old.jsonl')
+            t0 = time.time() - 2 * 86400
+            with open(path, 'wb') as f:
+                for step in range(1, 301):
+                    f.write(line('stall-old', step, ts=t0 + 2.0 * step))
+            r = subprocess.run([GRADWATCH, 'send', '--url', 'http://127.0.0.1:%d' % d.http_port, path],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(d.sql("SELECT count(*) FROM records")[0][0], 300)
+            after_control(self, d, c, 'stall-control', ['stall-old'])
+
+
+TORCH = torch_python()
+
+
+@unittest.skipUnless(TORCH or os.environ.get('CI'), 'no Python with torch (python3-torch)')
+class PlainLoop(unittest.TestCase):
+    def test_the_plain_pytorch_loop_ends_without_a_stall(self):
+        with Daemon(config=CONFIG) as d, connect(d) as c:
+            env = dict(os.environ, PYTHONPATH=CONTRIB_PYTHON, GRADWATCH_SOCKET=d.sock, GRADWATCH_UDP='')
+            ex = os.path.join(CONTRIB_PYTHON, 'examples', 'plain_loop.py')
+            r = subprocess.run([TORCH, ex, '--run', 'stall-plain', '--steps', '120',
+                                '--ckpt', os.path.join(d.dir, 'ck.pt')], env=env, cwd=d.dir,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout.decode()[-3000:])
+            wait_for(lambda: d.sql("SELECT count(*) FROM events WHERE name = 'run_finished'")[0][0],
+                     10, 'the run_finished line')
+            after_control(self, d, c, 'stall-control', ['stall-plain'])
+
+    def test_the_e2e_job_crashes_resumes_and_ends(self):
+        """tests/e2e/train_tiny.py: a process that dies without a word is a
+        stall; the restarted process resolves it and, ending with close(),
+        raises no other."""
+        with Daemon(config=CONFIG) as d, connect(d) as c:
+            env = dict(os.environ, PYTHONPATH=CONTRIB_PYTHON)
+            common = [TORCH, os.path.join(SOURCE_ROOT, 'tests', 'e2e', 'train_tiny.py'),
+                      '--run', 'stall-e2e', '--address', d.sock, '--http', '127.0.0.1:%d' % d.http_port,
+                      '--ckpt', os.path.join(d.dir, 'e2e.pt'), '--text',
+                      os.path.join(SOURCE_ROOT, 'README.md')]
+            r = subprocess.run(common + ['--steps', '60', '--save-at', '40', '--crash-at', '60'],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+            self.assertEqual(r.returncode, 3, r.stdout.decode()[-3000:])
+            wait_for(lambda: stalls(d, 'stall-e2e'), 20, 'the crashed job to stall', interval=0.1)
+            r = subprocess.run(common + ['--steps', '90', '--resume', 'full'],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stdout.decode()[-3000:])
+            [(step, state, _)] = stalls(d, 'stall-e2e')
+            self.assertEqual((step, state), (60, 'resolved'))
+            after_control(self, d, c, 'stall-control', [])
+            self.assertEqual(len(stalls(d, 'stall-e2e')), 1, d.logtext())
 
 
 class Throughput(unittest.TestCase):
     def test_collapse_in_replay(self):
         with tempfile.NamedTemporaryFile('wb', suffix='.jsonl') as f:
             for step in range(1, 301):
-                f.write(line('slow', step, 1000.0 + (step % 7)))
+                f.write(line('slow', step, 1000.0 + (step % 7), ts=None))
             for step in range(301, 341):
-                f.write(line('slow', step, 150.0 + (step % 5)))
+                f.write(line('slow', step, 150.0 + (step % 5), ts=None))
             f.flush()
             r = replay('replay', '--format', 'jsonl', f.name)
             alerts = [json.loads(l) for l in r.stdout.splitlines()]
@@ -72,7 +236,7 @@ class Throughput(unittest.TestCase):
         with tempfile.NamedTemporaryFile('wb', suffix='.jsonl') as f:
             for step in range(1, 401):
                 thr = 150.0 if step % 50 < 6 else 1000.0   # short dips (eval, checkpoint)
-                f.write(line('dips', step, thr))
+                f.write(line('dips', step, thr, ts=None))
             f.flush()
             r = replay('replay', '--format', 'jsonl', f.name)
             self.assertEqual(r.returncode, 0, r.stdout)

@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "sink.h"
+#include "util.h"
 
 static json_t *parse(const char *text)
 {
@@ -58,7 +59,7 @@ START_TEST(durations)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		json_t *j = json_loads(cases[i].json, JSON_DECODE_ANY, NULL);
 		uint64_t ms = 0;
-		ck_assert_msg(gw_sink_parse_duration(j, &ms) == cases[i].rc, "case %s", cases[i].json);
+		ck_assert_msg(gw_parse_duration(j, &ms) == cases[i].rc, "case %s", cases[i].json);
 		if (cases[i].rc == 0)
 			ck_assert_uint_eq(ms, cases[i].ms);
 		json_decref(j);

@@ -3,6 +3,8 @@
  * sniffing, line splitting, run splitting, the consumed offset, "nothing
  * readable") and every text format's hazards.  Every input is fed twice,
  * in one piece and byte by byte, and must give the same points.
+ * (Over 700 lines: one suite for the framework and every text format,
+ * sharing that feed-twice harness; the cases are grouped by format.)
  */
 #include "gwcheck.h"
 
@@ -376,15 +378,16 @@ START_TEST(llmc_stdout)
 	ck_assert_str_eq(r.format, "llmc");
 	ck_assert_str_eq(r.g.text,
 	                 "3 r 1 loss=11.009662 grad_norm=15.0789 lr=8.57e-07 "
-	                 "throughput=123917 | loss_z=NaN norm_z=NaN step_ms=4230.95 mfu_pct=31.9\n"
+	                 "throughput=123917 | loss_z=NaN norm_z=NaN step_ms=4230.95 mfu_pct=31.9 "
+	                 "max_steps=19560\n"
 	                 "4 r 2 loss=10.9 grad_norm=2.5 lr=1.71e-06 throughput=2 | "
-	                 "loss_z=-0.53 norm_z=2.08 step_ms=1 mfu_pct=1\n"
+	                 "loss_z=-0.53 norm_z=2.08 step_ms=1 mfu_pct=1 max_steps=19560\n"
 	                 "6 r 2 event=checkpoint_saved\n"
 	                 "9 r 3 loss=3.329409 grad_norm=0.2206 | "
-	                 "loss_z=0.47 norm_z=-0.39\n"
+	                 "loss_z=0.47 norm_z=-0.39 max_steps=19560\n"
 	                 "11 r 4 loss=4.36 grad_norm=2.1 lr=0.0001 "
-	                 "throughput=9000 | step_ms=21.3\n"
-	                 "12 r 902 loss=NaN | loss_z=NaN\n");
+	                 "throughput=9000 | step_ms=21.3 max_steps=74\n"
+	                 "12 r 902 loss=NaN | loss_z=NaN max_steps=19560\n");
 	ck_assert_int_eq(r.g.errors, 0);
 	free(r.g.text);
 }
@@ -428,13 +431,13 @@ START_TEST(megatron_lines)
 	ck_assert_str_eq(r.format, "megatron");
 	ck_assert_str_eq(r.g.text,
 	                 "4 r 10 lr=0 | consumed_samples=40 loss_scale=8388608 number_of_skipped_iterations=10 "
-	                 "number_of_nan_iterations=0\n"
-	                 "5 r 20 loss=12.10588 grad_norm=NaN lr=3.75e-05\n"
+	                 "number_of_nan_iterations=0 max_steps=1000\n"
+	                 "5 r 20 loss=12.10588 grad_norm=NaN lr=3.75e-05 | max_steps=1000\n"
 	                 "7 r#2 1 ts=1787022789.974126 loss=12.17164 grad_norm=5.507 | "
-	                 "throughput_per_gpu_tflop_s_gpu=229.4\n"
+	                 "throughput_per_gpu_tflop_s_gpu=229.4 max_steps=2\n"
 	                 "8 r#2 1 event=checkpoint_saved\n"
 	                 "10 r#2 1 event=resumed checkpoint_step=1\n"
-	                 "11 r#2 2 grad_norm=5.568\n");
+	                 "11 r#2 2 grad_norm=5.568 | max_steps=2\n");
 	ck_assert_int_eq(r.g.errors, 1);
 	ck_assert_int_eq(r.g.errline[0], 11);
 	ck_assert_str_eq(r.g.errmsg[0], "bad_value: field \"lm_loss\" at column 41: expected a number");
@@ -499,7 +502,7 @@ START_TEST(swift_lines)
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(r.format, "swift");
 	ck_assert_str_eq(r.g.text, "1 r 1 loss=20.53 grad_norm=52.2 lr=0.0001 "
-	                           "throughput=0.157 | token_acc=0\n");
+	                           "throughput=0.157 | token_acc=0 max_steps=438\n");
 	free(r.g.text);
 
 	read_str("[INFO:swift] Using deepspeed: {'_description': \"User's config\", 'zero': {'stage': 3}}\n"
@@ -515,8 +518,8 @@ START_TEST(swift_lines)
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(r.format, "swift");
 	ck_assert_str_eq(r.g.text, "2 r 3 loss=1.759 grad_norm=36.51 "
-	                           "lr=4e-06 | epoch=0.0102 tokens_this_step=25739\n"
-	                           "3 r 59 loss=NaN grad_norm=789.6\n");
+	                           "lr=4e-06 | epoch=0.0102 max_steps=294 tokens_this_step=25739\n"
+	                           "3 r 59 loss=NaN grad_norm=789.6 | max_steps=294\n");
 	free(r.g.text);
 
 	/* the plain HF Trainer prints no step: the dicts are numbered */
@@ -654,7 +657,7 @@ START_TEST(aliases_and_extras)
 	read_str("{\"train_loss\": 3, \"loss\": 2, \"lr\": 1, \"learning_rate\": 0.5, \"run\": 7, "
 	         "\"loss\": 9, \"global_step/max_steps\": \"4/9\"}\n", "swift", &r);
 	ck_assert_int_eq(r.rc, 0);
-	ck_assert_str_eq(r.g.text, "1 r 4 loss=2 lr=1 | train_loss=3 learning_rate=0.5\n");
+	ck_assert_str_eq(r.g.text, "1 r 4 loss=2 lr=1 | train_loss=3 learning_rate=0.5 max_steps=9\n");
 	free(r.g.text);
 }
 END_TEST

@@ -58,7 +58,7 @@ def main():
         if step % a.every == 0:
             torch.save({'model': model.state_dict(), 'optimizer': opt.state_dict(), 'step': step}, a.ckpt)
             gw.checkpoint_saved(step, model, opt)                          # 3: after saving
-    gw.close()
+    gw.close()          # sends run_finished: the silence after it is no stall
     print(gw.stats())
 
 

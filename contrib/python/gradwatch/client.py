@@ -23,9 +23,17 @@ $GRADWATCH_HTTP still work, with a warning once).
 When the queue is full (the daemon is slow or gone) new metric lines are
 dropped and counted; the count is reported in `stats()`, in a warning at
 close, and to the daemon itself as the extra field `gw_client_dropped` of
-the next line that gets through.  Events (`checkpoint_saved`, `resumed`)
-are never dropped for a full queue.  Every line ends in exactly one
-counter of stats() (see there).
+the next line that gets through.  Events (`checkpoint_saved`, `resumed`,
+`run_finished`) are never dropped for a full queue.  Every line ends in
+exactly one counter of stats() (see there).
+
+The end of a run is said on the wire: `close()` sends a `run_finished`
+event (with a reason: "closed", "exited" at interpreter exit, "crashed:
+<exception>" when an exception ended the `with` block or the program), so
+the daemon knows the silence that follows is no hang and raises no stall
+alert; `run_finished()` says it without closing (the framework callbacks'
+train end).  A job killed by a signal says nothing, and its silence is a
+stall, as it should be.
 
 Optionally every line is also appended to a local JSONL file (`jsonl=`),
 in the sender thread, so `gradwatch replay` can re-run the detectors later.
@@ -39,6 +47,7 @@ import collections
 import json
 import logging
 import os
+import sys
 import threading
 import time
 import urllib.error
@@ -99,16 +108,34 @@ class GateUnavailable(RuntimeError):
 
 def default_address():
     """The stream address: $GRADWATCH_SOCKET, else the deprecated
-    $GRADWATCH_ADDRESS, else the systemd socket /run/gradwatch/gradwatch.sock
-    if it exists, else ./gradwatch.sock (gradwatchd's default in its working
-    directory)."""
+    $GRADWATCH_ADDRESS, else the first that exists of the systemd socket
+    /run/gradwatch/gradwatch.sock and gradwatchd's per-user defaults
+    ($XDG_RUNTIME_DIR/gradwatch/gradwatch.sock, else
+    $XDG_STATE_HOME/gradwatch/gradwatch.sock), else ./gradwatch.sock."""
     env = os.environ.get('GRADWATCH_SOCKET') or _old_env('GRADWATCH_ADDRESS', 'GRADWATCH_SOCKET')
     if env:
         return env
-    for p in SYSTEM_SOCKETS:
+    for p in SYSTEM_SOCKETS + _user_sockets():
         if os.path.exists(p):
             return p
     return 'gradwatch.sock'
+
+
+def _user_sockets():
+    """gradwatchd's defaults outside systemd: $XDG_RUNTIME_DIR/gradwatch/,
+    else beside the database in $XDG_STATE_HOME/gradwatch/
+    (~/.local/state/gradwatch/)."""
+    out = []
+    run = os.environ.get('XDG_RUNTIME_DIR')
+    if run and run.startswith('/'):
+        out.append(os.path.join(run, 'gradwatch', 'gradwatch.sock'))
+    state = os.environ.get('XDG_STATE_HOME')
+    if not (state and state.startswith('/')):
+        home = os.environ.get('HOME')
+        state = os.path.join(home, '.local', 'state') if home and home.startswith('/') else None
+    if state:
+        out.append(os.path.join(state, 'gradwatch', 'gradwatch.sock'))
+    return tuple(out)
 
 
 def default_url():
@@ -146,6 +173,14 @@ def _number(v):
         return None
 
 
+def _exit_reason():
+    """Why the interpreter is exiting: "crashed: <type>" after an uncaught
+    exception (sys.last_type is set before atexit handlers run), else
+    "exited"."""
+    t = getattr(sys, 'last_type', None)
+    return 'crashed: %s' % t.__name__ if t is not None else 'exited'
+
+
 def _dumps(obj):
     # NaN/Infinity as bare tokens, as the wire format accepts
     return json.dumps(obj, separators=(',', ':'), allow_nan=True)
@@ -172,7 +207,8 @@ class Client:
     http       the old spelling of url, as "host:port"
     timeout    seconds an HTTP request may take (ingest and the gate)
     jsonl      also append every line to this file (for gradwatch replay)
-    events     False: send metrics only (checkpoint_saved/resumed are no-ops)
+    events     False: no checkpoint_saved/resumed events (no manifests); the
+               run_finished of close() is still sent
     max_queue  metric lines waiting to be sent before new ones are dropped
     interval   seconds between the sender's wake-ups
 
@@ -207,7 +243,9 @@ class Client:
         self._halt = threading.Event()     # close() stopped waiting: give up retries
         self._stop = False
         self._closed = False
-        self._enqueued = 0          # items put in the queue (written by log() only)
+        self._enqueued = 0          # items put in the queue (by the training thread)
+        self._last_step = None      # the last step logged (written by log() only)
+        self._finish_mark = -1      # _enqueued after the last run_finished
         self._dropped = 0           # (written by log() only)
         self._dropped_reported = 0
         self._errors = 0
@@ -224,7 +262,7 @@ class Client:
         self._thread = threading.Thread(target=self._run, name='gradwatch-sender', daemon=True)
         self._thread.start()
         ref = weakref.ref(self)
-        atexit.register(lambda: ref() and ref().close(timeout=2))
+        atexit.register(lambda: ref() and ref().close(timeout=2, reason=_exit_reason()))
 
     # ---- the training loop's side: cheap, never raises ------------------------------
 
@@ -238,6 +276,7 @@ class Client:
                 return
             self._q.append((_METRIC, step, time.time(), metrics))
             self._enqueued += 1
+            self._last_step = step
         except Exception:   # noqa: BLE001 - the training loop must go on
             self._errors += 1
 
@@ -260,6 +299,29 @@ class Client:
             return self.check_resume(model, optimizer, scheduler,
                                      optimizer_state_loaded=optimizer_state_loaded)
         return None
+
+    def run_finished(self, step=None, reason='completed'):
+        """Tell the daemon the run has ended: the silence after it is no
+        hang, so no stall alert (and an open one resolves).  step: the last
+        step (default: the last one logged).  close() calls it; call it
+        yourself when the client lives on after training (a framework's
+        train end).  Logging again afterwards starts the run again.  Does
+        nothing before anything was logged; never raises."""
+        try:
+            if step is None:
+                step = self._last_step
+            if step is None:
+                return
+            attrs = {'event': 'run_finished'}
+            if reason:
+                attrs['reason'] = str(reason)
+            self._q.append((_EVENT, step, time.time(), attrs))
+            self._enqueued += 1
+            self._finish_mark = self._enqueued
+            self._wake.set()
+        except Exception as e:  # noqa: BLE001
+            self._errors += 1
+            log.warning('gradwatch: could not record run_finished: %s', e)
 
     def _event(self, name, step, model, optimizer, scheduler, extra=None):
         if not self.events:
@@ -362,16 +424,20 @@ class Client:
         st['errors'] = self._errors
         return st
 
-    def close(self, timeout=5.0):
-        """Flush (waiting up to timeout), then stop the sender: what is still
-        queued or being retried after that is counted lost.  Warns if lines
-        were dropped or lost.  Blocks for at most timeout + 5 seconds; a
-        sender still stuck in a request then (a daemon that never answers,
+    def close(self, timeout=5.0, finished=True, reason=None):
+        """Send run_finished (unless finished=False, or it was sent after
+        the last line logged), flush (waiting up to timeout), then stop the
+        sender: what is still queued or being retried after that is counted
+        lost.  reason goes with run_finished (default "closed").  Warns if
+        lines were dropped or lost.  Blocks for at most timeout + 5 seconds;
+        a sender still stuck in a request then (a daemon that never answers,
         a socket nobody reads) is left behind, its lines reported as not
         delivered."""
         if self._closed:
             return
         self._closed = True
+        if finished and self._finish_mark != self._enqueued:
+            self.run_finished(reason=reason or 'closed')
         self.flush(timeout)
         self._halt.set()
         self._stop = True
@@ -396,8 +462,8 @@ class Client:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, exc, tb):
+        self.close(reason='crashed: %s' % exc_type.__name__ if exc_type else None)
 
     # ---- the sender thread --------------------------------------------------------------
 

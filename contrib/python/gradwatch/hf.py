@@ -12,7 +12,8 @@ on_train_begin when state.global_step > 0 the Trainer resumed from a
                default), asks the resume gate, which raises
                gradwatch.ResumeError before the first step if the optimizer
                state, parameter order or hyperparameters do not match
-on_train_end   flush
+on_train_end   run_finished (reason "train_end") at state.global_step, and
+               flush: the daemon knows the silence after training is no stall
 
 The Trainer passes model, optimizer and lr_scheduler to every callback
 event as keyword arguments; those are what the manifests are computed from.
@@ -78,4 +79,5 @@ class GradwatchCallback(TrainerCallback):
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.client is not None:
+            self.client.run_finished(state.global_step, reason='train_end')
             self.client.flush()

@@ -12,6 +12,8 @@ on_load_checkpoint        notes whether the checkpoint held optimizer state
 on_train_start            trainer.global_step > 0 means a resume: `resumed`,
                           and with check_resume=True the resume gate, which
                           raises gradwatch.ResumeError before the first step
+on_train_end              run_finished (reason "train_end") and flush: the
+                          silence after training is no stall
 
 Works with `lightning.pytorch` (Lightning 2.x) and `pytorch_lightning`.
 Steps are optimizer steps (trainer.global_step), so with gradient
@@ -86,4 +88,5 @@ class GradwatchCallback(Callback):
 
     def on_train_end(self, trainer, pl_module):
         if self.client is not None:
+            self.client.run_finished(trainer.global_step, reason='train_end')
             self.client.flush()

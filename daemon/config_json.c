@@ -1,0 +1,137 @@
+/*
+ * The effective configuration as a configuration file (gradwatchd
+ * --check-config): the same keys and nesting the file takes
+ * (docs/configuration.md), every value filled in from the parsed
+ * configuration, defaults and flags included, so that the output fed back
+ * with --config gives the same configuration.  Paths are written as they
+ * resolve: the database relative to state_dir when it lies in it, else
+ * absolute.  Aliases are the file's own (the built-in ones always apply and
+ * are not repeated); sinks, follow and auth are written as given, secrets
+ * included when the file held them inline.
+ */
+#include "config.h"
+
+#include "thresholds.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static json_t *listen_json(const struct gw_listen *l)
+{
+	char s[96];
+	if (!l->enabled)
+		return json_false();
+	snprintf(s, sizeof(s), strchr(l->host, ':') ? "[%s]:%d" : "%s:%d", l->host, l->port);
+	return json_string(s);
+}
+
+static json_t *thresholds_json(const struct gw_thresholds *th)
+{
+	json_t *o = json_object();
+	for (const struct gw_threshold_info *i = gw_threshold_table; i->name; i++)
+		json_object_set_new(o, i->name, json_real(*(const double *)((const char *)th + i->offset)));
+	return o;
+}
+
+/* A path as it resolves from here: absolute, or under the working
+ * directory. */
+static json_t *abs_path(const char *p)
+{
+	char cwd[PATH_MAX], *s = NULL;
+	if (p[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		return json_string(p);
+	if (strcmp(p, ".") == 0)
+		return json_string(cwd);
+	if (asprintf(&s, "%s/%s", cwd, strncmp(p, "./", 2) ? p : p + 2) < 0)
+		return json_string(p);
+	json_t *j = json_string(s);
+	free(s);
+	return j;
+}
+
+static json_t *database_json(const struct gw_cfg *c)
+{
+	size_t n = strlen(c->state_dir);
+	/* relative to state_dir, as the loader reads it */
+	if (strcmp(c->state_dir, ".") && !strncmp(c->db_path, c->state_dir, n) && c->db_path[n] == '/' &&
+	    c->db_path[n + 1])
+		return json_string(c->db_path + n + 1);
+	return abs_path(c->db_path);
+}
+
+/* The file's own aliases, or an empty object. */
+static json_t *file_aliases(const struct gw_cfg *c)
+{
+	json_t *root = c->file ? json_load_file(c->file, 0, NULL) : NULL;
+	json_t *a = json_object_get(root, "aliases");
+	json_t *out = json_is_object(a) ? json_incref(a) : json_object();
+	json_decref(root);
+	return out;
+}
+
+json_t *gw_cfg_to_json(const struct gw_cfg *c)
+{
+	const char *levels[] = {[GW_LOG_CRIT] = "crit", [GW_LOG_ERR] = "err", [GW_LOG_WARN] = "warn",
+	                        [GW_LOG_INFO] = "info", [GW_LOG_DEBUG] = "debug"};
+	char mode[8];
+	snprintf(mode, sizeof(mode), "%04o", c->socket_mode);
+	json_t *dis = json_array();
+	for (size_t k = 0; gw_det_registry[k]; k++)
+		if ((c->engine.disabled >> k) & 1u)
+			json_array_append_new(dis, json_string(gw_det_registry[k]->name));
+	json_t *runs = json_array();
+	for (size_t i = 0; i < c->n_overrides; i++)
+		json_array_append_new(runs, json_pack("{s:s, s:o}", "match", c->overrides[i].glob,
+		                                      "thresholds", thresholds_json(&c->overrides[i].th)));
+	json_t *o = json_pack(
+		"{s:o, s:o, s:o, s:s, s:o, s:o, s:o, s:b, s:s, s:I,"
+		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+		" s:{s:I, s:I, s:s, s:I},"
+		" s:o, s:o, s:o, s:{s:o}, s:O, s:O}",
+		"state_dir", abs_path(c->state_dir),
+		"database", database_json(c),
+		"socket", c->socket_path && *c->socket_path ? abs_path(c->socket_path) : json_false(),
+		"socket_mode", mode,
+		"tcp", listen_json(&c->tcp), "udp", listen_json(&c->udp), "http", listen_json(&c->http),
+		"allow_remote", c->allow_remote,
+		"log_level", (unsigned)c->log_level < sizeof(levels) / sizeof(levels[0]) &&
+		             levels[c->log_level] ? levels[c->log_level] : "info",
+		"tick_ms", (json_int_t)c->tick_ms,
+		"limits",
+		"max_line_bytes", (json_int_t)c->max_line,
+		"max_body_bytes", (json_int_t)c->max_body,
+		"max_connections", (json_int_t)c->max_connections,
+		"max_runs", (json_int_t)c->max_runs,
+		"http_header_timeout_ms", (json_int_t)c->http_header_timeout_ms,
+		"http_idle_timeout_ms", (json_int_t)c->http_idle_timeout_ms,
+		"http_body_timeout_ms", (json_int_t)c->http_body_timeout_ms,
+		"http_reserved_connections", (json_int_t)c->http_reserved_connections,
+		"stream_idle_timeout_ms", (json_int_t)c->stream_idle_timeout_ms,
+		"stream_evict_idle_ms", (json_int_t)c->stream_evict_idle_ms,
+		"idempotency_window_s", (json_int_t)c->idempotency_window_s,
+		"idempotency_max_keys", (json_int_t)c->idempotency_max_keys,
+		"run_evict_idle_s", (json_int_t)c->run_evict_idle_s,
+		"storage",
+		"commit_interval_ms", (json_int_t)c->commit_interval_ms,
+		"commit_max_records", (json_int_t)c->commit_max_records,
+		"synchronous", c->sync_full ? "full" : "normal",
+		"max_pending_bytes", (json_int_t)c->max_pending_bytes,
+		"aliases", file_aliases(c),
+		"thresholds", thresholds_json(&c->engine.th),
+		"runs", runs,
+		"detectors", "disabled", dis,
+		"sinks", c->sinks,
+		"follow", c->follow);
+	if (!o)
+		return NULL;
+	if (c->public_url)
+		json_object_set_new(o, "public_url", json_string(c->public_url));
+	if (c->kernels)
+		json_object_set_new(o, "kernels", json_string(c->kernels));
+	if (c->auth)
+		json_object_set(o, "auth", c->auth);
+	return o;
+}

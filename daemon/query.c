@@ -1,0 +1,73 @@
+/*
+ * query: the API's run and alert reads from the database (see query.h):
+ * storage/read.c runs the SQL, the rows become the API's JSON here, alert
+ * rows through the one alert schema builder (gw_alert_row_json).
+ */
+#include "query.h"
+
+#include "engine.h"
+#include "store.h"
+#include "util.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int fail(int rc, const char *err, json_t **out)
+{
+	char clean[1024];   /* UTF-8 for jansson, whatever the message quotes */
+	gw_utf8_clean(clean, sizeof(clean), err, strlen(err));
+	*out = json_pack("{s:s}", "error", clean);
+	return rc == -ENOENT ? 404 : 500;
+}
+
+int gw_query_runs(const char *db_path, const char *run, json_t **out)
+{
+	char err[512];
+	json_t *j;
+	int rc = run ? gw_store_read_run(db_path, run, &j, err, sizeof(err))
+	             : gw_store_read_runs(db_path, &j, err, sizeof(err));
+	if (rc < 0)
+		return fail(rc, err, out);
+	*out = run ? j : json_pack("{s:o}", "runs", j);
+	return *out ? 200 : fail(-ENOMEM, "out of memory", out);
+}
+
+/* Rows into alert objects, in place. */
+static int rows_to_alerts(json_t *rows)
+{
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row) {
+		json_t *a = gw_alert_row_json(row);
+		if (!a || json_array_set_new(rows, i, a) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int gw_query_alerts(const char *db_path, const char *run, json_t **out)
+{
+	char err[512];
+	json_t *rows;
+	int rc = gw_store_read_alerts(db_path, run, GW_QUERY_MAX_ALERTS, &rows, err, sizeof(err));
+	if (rc < 0)
+		return fail(rc, err, out);
+	if (rows_to_alerts(rows) < 0) {
+		json_decref(rows);
+		return fail(-ENOMEM, "out of memory", out);
+	}
+	*out = json_pack("{s:s?, s:o}", "run", run, "alerts", rows);
+	return *out ? 200 : fail(-ENOMEM, "out of memory", out);
+}
+
+int gw_query_alert(const char *db_path, const char *id, json_t **out)
+{
+	char err[512];
+	json_t *row;
+	int rc = gw_store_read_alert(db_path, id, &row, err, sizeof(err));
+	if (rc < 0)
+		return fail(rc, err, out);
+	*out = gw_alert_row_json(row);
+	json_decref(row);
+	return *out ? 200 : fail(-ENOMEM, "out of memory", out);
+}

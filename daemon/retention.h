@@ -1,0 +1,27 @@
+/*
+ * retention: runs leave the database when they are old or the database is
+ * too big (config "retention"), when a client deletes one (DELETE
+ * /v1/runs/{run}) or prunes (POST /v1/prune, `gradwatch prune`).
+ *
+ * A pass runs every retention.check_every (60 s): which runs go is read on the libuv
+ * thread pool (the runs table, the database's size), then each is deleted
+ * through the store's writer (gw_store_delete_run: its records, events,
+ * segments and alerts in one transaction) and forgotten by the record path
+ * (active or dormant).  max_bytes counts the pages in use (SQLite reuses
+ * freed pages; the file does not shrink): the oldest runs by last line go
+ * first, never one that sent a line in the last limits.run_evict_idle_s.
+ */
+#ifndef GW_RETENTION_H
+#define GW_RETENTION_H
+
+#include <stddef.h>
+
+struct gw_daemon;
+
+/* Start the periodic passes (when "retention" is configured) and register
+ * DELETE /v1/runs/{run} and POST /v1/prune.  Returns 0 or a negative errno
+ * with a message in err. */
+int gw_retention_start(struct gw_daemon *d, char *err, size_t errlen);
+void gw_retention_stop(struct gw_daemon *d);
+
+#endif

@@ -1,0 +1,91 @@
+"""Runs leave the database: DELETE /v1/runs/{run}, POST /v1/prune and
+`gradwatch prune` (older than a duration), retention.max_bytes (the oldest
+idle runs go when the database is too big); a deleted run can be written
+again from scratch; the ingest scope is needed when tokens are on."""
+import json
+import os
+import subprocess
+import time
+import unittest
+
+from gwtest import GRADWATCH, Daemon, wait_for
+
+
+def body(run, n, start=1, extras=0):
+    def line(s):
+        o = {'run': run, 'step': s, 'loss': 1.0 / s, 'grad_norm': 0.5}
+        o.update(('metric_%d' % k, s * 1.000001 + k) for k in range(extras))
+        return json.dumps(o) + '\n'
+    return ''.join(line(s) for s in range(start, start + n)).encode()
+
+
+def request(d, method, path):
+    import http.client
+    c = http.client.HTTPConnection('127.0.0.1', d.http_port, timeout=60)
+    try:
+        c.request(method, path)
+        r = c.getresponse()
+        return r.status, json.loads(r.read())
+    finally:
+        c.close()
+
+
+class Retention(unittest.TestCase):
+    def count(self, d, run):
+        return d.sql("SELECT count(*) FROM records r JOIN runs n ON n.id = r.run_id WHERE n.name = ?",
+                     (run,))[0][0]
+
+    def test_delete_and_write_again(self):
+        with Daemon() as d:
+            d.post('/v1/ingest', body('gone', 100) + body('kept', 10))
+            # an alert so the run has rows in every table
+            d.post('/v1/ingest', b'{"run":"gone","step":101,"loss":NaN,"grad_norm":1}\n')
+            self.assertEqual(request(d, 'DELETE', '/v1/runs/gone'), (200, {'deleted': ['gone']}))
+            for table in ('records', 'events', 'segments', 'alerts'):
+                self.assertEqual(d.sql("SELECT count(*) FROM %s t JOIN runs r ON r.id = t.run_id "
+                                       "WHERE r.name = 'gone'" % table)[0][0], 0, table)
+            self.assertEqual(d.sql("SELECT count(*) FROM runs WHERE name = 'gone'")[0][0], 0)
+            self.assertEqual(d.get('/v1/runs/gone')[0], 404)
+            self.assertEqual(self.count(d, 'kept'), 10)
+            # written again: a new run from segment 1, not a rewind of the old one
+            self.assertEqual(d.post('/v1/ingest', body('gone', 5))[0], 200)
+            self.assertEqual(self.count(d, 'gone'), 5)
+            self.assertEqual(d.sql("SELECT max(seg) FROM records r JOIN runs n ON n.id = r.run_id "
+                                   "WHERE n.name = 'gone'")[0][0], 1)
+
+    def test_prune_older_than(self):
+        with Daemon() as d:
+            d.post('/v1/ingest', body('old-1', 10) + body('old-2', 10))
+            time.sleep(1.5)   # the age under test: these runs are now 1.5 s old
+            d.post('/v1/ingest', body('new', 10))
+            r = subprocess.run([GRADWATCH, 'prune', '--url', 'http://127.0.0.1:%d' % d.http_port,
+                                '--older-than', '1s'], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(sorted(r.stdout.decode().split()), ['deleted', 'deleted', 'old-1', 'old-2'])
+            self.assertEqual([self.count(d, x) for x in ('old-1', 'old-2', 'new')], [0, 0, 10])
+            self.assertEqual(request(d, 'POST', '/v1/prune')[0], 400)
+            r = subprocess.run([GRADWATCH, 'prune', '--url', 'http://127.0.0.1:%d' % d.http_port,
+                                '--run', 'new'], stdout=subprocess.PIPE, timeout=60)
+            self.assertEqual((r.returncode, r.stdout), (0, b'deleted new\n'))
+
+    def test_max_bytes(self):
+        cfg = {'tick_ms': 100,
+               'limits': {'run_evict_idle_s': 1},
+               'retention': {'max_bytes': 2 << 20, 'check_every': 1}}
+        with Daemon(config=cfg) as d:
+            for k in range(8):
+                self.assertEqual(d.post('/v1/ingest', body('r%d' % k, 2000, extras=10))[0], 200)
+            def used():
+                pc, fc, ps = (d.sql('PRAGMA %s' % p)[0][0] for p in ('page_count', 'freelist_count', 'page_size'))
+                return (pc - fc) * ps
+            self.assertGreater(used(), 2 << 20)
+            # once the runs are idle, the oldest go until the database fits
+            wait_for(lambda: used() <= 2 << 20, timeout=120, what='retention to shrink the database')
+            left = [r[0] for r in d.sql('SELECT name FROM runs ORDER BY name')]
+            self.assertTrue(left and left == ['r%d' % k for k in range(8 - len(left), 8)], left)
+            self.assertIn('retention.max_bytes', d.logtext())
+
+
+if __name__ == '__main__':
+    unittest.main()

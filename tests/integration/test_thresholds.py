@@ -1,0 +1,114 @@
+"""Threshold ranges in the real binaries: a configuration with a threshold
+outside its range (the issue's examples, globally and per run, a window
+that is no integer, thresholds that disagree) is refused with the file,
+the key, the range and why -- by --check-config, by start-up and by
+`gradwatch replay --config` -- and a SIGHUP reload with one keeps the old
+configuration in force; `gradwatch thresholds` prints every range."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import unittest
+
+from gwtest import GRADWATCH, GRADWATCHD, Daemon, wait_for
+
+
+def check(cfg):
+    with tempfile.NamedTemporaryFile('w', suffix='.json') as f:
+        json.dump(cfg, f)
+        f.flush()
+        r = subprocess.run([GRADWATCHD, '--config', f.name, '--check-config'],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        return r.returncode, r.stderr.decode().replace(f.name, 'CFG')
+
+
+class Refused(unittest.TestCase):
+    def test_the_issues_examples(self):
+        rc, err = check({'thresholds': {'mr_post': -1}})
+        self.assertEqual(rc, 1)
+        self.assertEqual(err.strip(), 'gradwatchd: CFG: thresholds.mr_post must be an integer in '
+                         '[1, 512], not -1: records: at least 1; mr_post + mr_gap + mr_pre must fit '
+                         'in the 512 of the history')
+        rc, err = check({'runs': [{'match': 'x*', 'thresholds': {'post_window': -5}}]})
+        self.assertEqual(rc, 1)
+        self.assertIn('CFG: runs[0].thresholds.post_window must be an integer in [1, 32], not -5: '
+                      'samples:', err)
+
+    def test_more_refusals(self):
+        for cfg, says in (
+                ({'thresholds': {'post_window': 7.5}}, 'thresholds.post_window must be an integer'),
+                ({'thresholds': {'thr_collapse': 0}}, 'thresholds.thr_collapse must be in (0, 0.75], not 0'),
+                ({'thresholds': {'lr_jump': 1}}, 'thresholds.lr_jump must be in (1, 1000], not 1'),
+                ({'thresholds': {'stall_live_ratio': 2}}, 'stall_live_ratio must be in (0, 1], not 2'),
+                ({'thresholds': {'post_window_min': 9}},
+                 'CFG: thresholds: post_window_min (9) must not exceed post_window (8)'),
+                ({'thresholds': {'post_window': 4}, 'runs': [{'match': '*', 'thresholds': {'post_window': 8}}]},
+                 'CFG: thresholds: post_window_min (5) must not exceed post_window (4)'),
+                ({'runs': [{'match': '*', 'thresholds': []}]}, 'runs[0].thresholds must be an object'),
+                ({'thresholds': {'nope': 1}}, 'unknown threshold "thresholds.nope"')):
+            rc, err = check(cfg)
+            self.assertEqual(rc, 1, (cfg, err))
+            self.assertIn(says, err, cfg)
+
+    def test_agreeing_values_pass(self):
+        rc, err = check({'thresholds': {'post_window': 4, 'post_window_min': 3},
+                         'runs': [{'match': 'x*', 'thresholds': {'post_window': 32, 'mr_pre': 472}}]})
+        self.assertEqual(rc, 0, err)
+
+    def test_start_up_and_replay_refuse_too(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg = os.path.join(tmp, 'c.json')
+            with open(cfg, 'w') as f:
+                json.dump({'thresholds': {'mr_post': -1}}, f)
+            r = subprocess.run([GRADWATCHD, '--config', cfg, '--db', os.path.join(tmp, 'db'),
+                                '--socket', os.path.join(tmp, 's'), '--tcp', 'off', '--udp', 'off',
+                                '--http', 'off'], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               timeout=30)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn(b'thresholds.mr_post must be an integer in [1, 512], not -1', r.stderr)
+            log = os.path.join(tmp, 'l.jsonl')
+            with open(log, 'w') as f:
+                f.write('{"run":"r","step":1,"loss":1}\n')
+            r = subprocess.run([GRADWATCH, '--config', cfg, 'replay', log],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn(b'thresholds.mr_post must be an integer in [1, 512], not -1', r.stderr)
+
+    def test_gradwatch_thresholds_prints_the_ranges(self):
+        out = subprocess.run([GRADWATCH, 'thresholds'], stdout=subprocess.PIPE, check=True,
+                             timeout=30).stdout.decode()
+        names = [l.split()[0] for l in out.splitlines() if not l.startswith(' ')]
+        self.assertIn('mr_post', names)
+        self.assertIn('stall_live_ratio', names)
+        [mr] = [l for l in out.splitlines() if l.startswith('mr_post ')]
+        self.assertRegex(mr, r'^mr_post +32 +integer in \[1, 512\] +mid-run')
+        self.assertEqual(out.count('\n'), 2 * len(names))
+        self.assertEqual(sum(1 for l in out.splitlines() if l.lstrip().startswith('range: ')), len(names))
+
+
+class Reload(unittest.TestCase):
+    def test_a_bad_reload_keeps_the_old_thresholds(self):
+        good = {'tick_ms': 50, 'thresholds': {'stall_min_seconds': 1, 'stall_factor': 5}}
+        with Daemon(config=good) as d:
+            path = os.path.join(d.dir, 'config.json')
+            # the bad file would also make stalls take an hour, if any of it applied
+            with open(path, 'w') as f:
+                json.dump({'tick_ms': 50, 'thresholds': {'stall_min_seconds': 3600, 'post_window': -5}}, f)
+            d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: 'keeping the old configuration' in d.logtext(), 10, 'the refusal')
+            self.assertIn('thresholds.post_window must be an integer in [1, 32], not -5', d.logtext())
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(d.sock)
+                for step in range(1, 31):
+                    s.sendall((json.dumps({'run': 'r', 'step': step, 'loss': 2.0, 'grad_norm': 0.5,
+                                           'ts': time.time()}) + '\n').encode())
+                    time.sleep(0.02)    # the run's cadence
+                wait_for(lambda: d.sql("SELECT count(*) FROM alerts WHERE detector = 'stall'")[0][0],
+                         20, 'a stall under the old thresholds', interval=0.1)
+
+
+if __name__ == '__main__':
+    unittest.main()
