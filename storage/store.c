@@ -6,8 +6,9 @@
  * the mutex;
  * the writer swaps the whole arena for an empty one under the mutex and
  * writes it outside it, so producers wait at most for a pointer swap, never
- * for the disk.  The writer keeps a cache of run name -> runs.id and updates
- * each touched run's last position once per transaction.
+ * for the disk.  The writer keeps a cache of run name -> runs.id (an array
+ * of runs in the order first met, indexed by a gw_strtab on their names)
+ * and updates each touched run's last position once per transaction.
  *
  * Test hook (fault injection, tests/integration/test_crash.py): with
  * GRADWATCH_FAULT_CRASH_COMMIT=N in the environment at gw_store_open(), the
@@ -19,7 +20,9 @@
 #include "store.h"
 #include "series.h"
 
+#include "buf.h"
 #include "log.h"
+#include "strtab.h"
 #include "util.h"
 
 #include <errno.h>
@@ -63,9 +66,11 @@ struct arena {
 	uint64_t first_ms;    /* monotonic ms when the first item went in */
 };
 
+/* The writer's cache of one run: its runs.id (-1 once the run was deleted:
+ * resolved again on its next row) and the position it moved to in this
+ * batch (dirty: the runs row is updated before the commit). */
 struct run_slot {
-	char *name;
-	uint32_t hash;
+	char *name;           /* the key of its entry in runs_by_name */
 	int64_t id;
 	int64_t seg, last_step;
 	double last_ts, last_seen;
@@ -181,9 +186,10 @@ struct gw_store {
 
 	/* writer-thread only */
 	struct arena work;
-	struct run_slot *runs;
-	struct gw__tiles *tiles;       /* chart extremes of this batch (series.c) */
+	struct run_slot *runs;         /* in the order first met */
 	size_t runs_cap, runs_n;
+	struct gw_strtab runs_by_name; /* name -> index into runs */
+	struct gw__tiles *tiles;       /* chart extremes of this batch (series.c) */
 	uint64_t commit_attempts;      /* COMMITs tried (the fault hook counts them) */
 	uint64_t crash_at_commit;      /* GRADWATCH_FAULT_CRASH_COMMIT, 0: off */
 
@@ -262,16 +268,9 @@ static double wall_now(void)
 static struct item *arena_alloc(struct arena *a, size_t size)
 {
 	size = (size + 7) & ~(size_t)7;
-	if (a->len + size > a->cap) {
-		size_t ncap = a->cap ? a->cap : 1 << 16;
-		while (ncap < a->len + size)
-			ncap *= 2;
-		char *nb = realloc(a->buf, ncap);
-		if (!nb)
-			return NULL;
-		a->buf = nb;
-		a->cap = ncap;
-	}
+	/* at least 64 KiB, so a batch does not start with a string of reallocs */
+	if (gw_grow((void **)&a->buf, &a->cap, GW_MAX(a->len + size, (size_t)1 << 16), 1) < 0)
+		return NULL;
 	struct item *it = (struct item *)(a->buf + a->len);
 	memset(it, 0, sizeof(*it));
 	it->size = (uint32_t)size;
@@ -535,42 +534,23 @@ void gw_store_stats(const struct gw_store *s, struct gw_store_stats *out)
 
 /* ---- writer --------------------------------------------------------------------- */
 
-static uint32_t hash_str(const char *s)
+/* The cached run called name[0..len), or NULL. */
+static struct run_slot *run_find(struct gw_store *s, const char *name, size_t len)
 {
-	uint32_t h = 2166136261u;
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 16777619u;
-	}
-	return h;
+	uint32_t i;
+	return gw_strtab_find(&s->runs_by_name, name, len, &i) == 0 ? &s->runs[i] : NULL;
 }
 
-static struct run_slot *run_find(struct gw_store *s, const char *name, uint32_t h)
+/* Forget every cached run (after a rollback: the ids may name rows it
+ * removed). */
+static void runs_clear(struct gw_store *s)
 {
-	size_t mask = s->runs_cap - 1;
-	for (size_t i = h & mask;; i = (i + 1) & mask) {
-		struct run_slot *r = &s->runs[i];
-		if (!r->name || (r->hash == h && strcmp(r->name, name) == 0))
-			return r;
-	}
-}
-
-static int runs_grow(struct gw_store *s)
-{
-	size_t ncap = s->runs_cap ? s->runs_cap * 2 : 256;
-	struct run_slot *old = s->runs;
-	size_t ocap = s->runs_cap;
-	s->runs = calloc(ncap, sizeof(*s->runs));
-	if (!s->runs) {
-		s->runs = old;
-		return -ENOMEM;
-	}
-	s->runs_cap = ncap;
-	for (size_t i = 0; i < ocap; i++)
-		if (old[i].name)
-			*run_find(s, old[i].name, old[i].hash) = old[i];
-	free(old);
-	return 0;
+	for (size_t i = 0; i < s->runs_n; i++)
+		free(s->runs[i].name);
+	free(s->runs);
+	s->runs = NULL;
+	s->runs_cap = s->runs_n = 0;
+	gw_strtab_free(&s->runs_by_name);
 }
 
 static int step_done(sqlite3_stmt *st)
@@ -588,23 +568,19 @@ static void bind_real(sqlite3_stmt *st, int k, double v)
 		sqlite3_bind_double(st, k, v);
 }
 
-/* runs.id of a run, creating the row if needed (inside the transaction). */
-static int run_id(struct gw_store *s, const char *name, double now, struct run_slot **out)
+/* runs.id of the run name[0..len) (NUL-terminated), creating the row if
+ * needed (inside the transaction). */
+static int run_id(struct gw_store *s, const char *name, size_t len, double now,
+                  struct run_slot **out)
 {
-	uint32_t h = hash_str(name);
-	struct run_slot *r = run_find(s, name, h);
-	if (r->name && r->id >= 0) {
+	struct run_slot *r = run_find(s, name, len);
+	if (r && r->id >= 0) {
 		*out = r;
 		return 0;
 	}
-	bool known = r->name != NULL;   /* a run deleted since: resolved again */
-	if (!known && (s->runs_n + 1) * 2 > s->runs_cap) {
-		if (runs_grow(s) < 0)
-			return SQLITE_NOMEM;
-		r = run_find(s, name, h);
-	}
+	/* new, or deleted since: resolved again */
 	sqlite3_stmt *st = s->tx[T_RUN_GET];
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, name, (int)len, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	int64_t id = -1, seg = 0, last_step = -1;
 	double last_ts = NAN;
@@ -621,21 +597,29 @@ static int run_id(struct gw_store *s, const char *name, double now, struct run_s
 		return rc;
 	if (id < 0) {
 		st = s->tx[T_RUN_INS];
-		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 1, name, (int)len, SQLITE_STATIC);
 		sqlite3_bind_double(st, 2, now);
 		if ((rc = step_done(st)) != SQLITE_OK)
 			return rc;
 		id = sqlite3_last_insert_rowid(s->db);
 	}
-	if (!known && !(r->name = strdup(name)))
-		return SQLITE_NOMEM;
-	r->hash = h;
+	if (!r) {
+		char *copy = gw_grow((void **)&s->runs, &s->runs_cap, s->runs_n + 1, sizeof(*s->runs)) == 0
+		           ? strndup(name, len) : NULL;
+		if (!copy)
+			return SQLITE_NOMEM;
+		if (gw_strtab_put(&s->runs_by_name, copy, len, (uint32_t)s->runs_n) < 0) {
+			free(copy);
+			return SQLITE_NOMEM;
+		}
+		r = &s->runs[s->runs_n++];
+		*r = (struct run_slot){.name = copy};
+	}
 	r->id = id;
 	r->seg = seg;
 	r->last_step = last_step;
 	r->last_ts = last_ts;
 	r->last_seen = now;
-	s->runs_n += !known;
 	*out = r;
 	return 0;
 }
@@ -668,7 +652,7 @@ static int write_item(struct gw_store *s, const struct item *it, double now,
 			sqlite3_bind_text(st, k + 1, val_text(it, x), (int)x->len, SQLITE_STATIC);
 			break;
 		case GW_SV_RUN:
-			if ((rc = run_id(s, val_text(it, x), now, &r)) != SQLITE_OK) {
+			if ((rc = run_id(s, val_text(it, x), x->len, now, &r)) != SQLITE_OK) {
 				sqlite3_clear_bindings(st);
 				return rc;
 			}
@@ -680,9 +664,8 @@ static int write_item(struct gw_store *s, const struct item *it, double now,
 	sqlite3_clear_bindings(st);
 	if (rc == SQLITE_OK && it->stmt == S_DEL_RUN) {
 		/* the cached id names a row that is gone */
-		const char *name = val_text(it, &it->v[0]);
-		struct run_slot *gone = run_find(s, name, hash_str(name));
-		if (gone->name) {
+		struct run_slot *gone = run_find(s, val_text(it, &it->v[0]), it->v[0].len);
+		if (gone) {
 			gone->id = -1;
 			gone->dirty = false;
 		}
@@ -742,9 +725,9 @@ static int write_batch(struct gw_store *s, uint64_t counts[C_N], char *why, size
 			goto fail;
 		off += it->size;
 	}
-	for (size_t i = 0; i < s->runs_cap; i++) {
+	for (size_t i = 0; i < s->runs_n; i++) {
 		struct run_slot *r = &s->runs[i];
-		if (!r->name || !r->dirty)
+		if (!r->dirty)
 			continue;
 		sqlite3_stmt *st = s->tx[T_RUN_UPD];
 		sqlite3_bind_int64(st, 1, r->id);
@@ -772,10 +755,7 @@ fail:
 	step_done(s->tx[T_ROLLBACK]);
 	gw__tiles_clear(s->tiles);
 	/* the cache may hold ids of rows the rollback removed */
-	for (size_t i = 0; i < s->runs_cap; i++)
-		free(s->runs[i].name);
-	memset(s->runs, 0, s->runs_cap * sizeof(*s->runs));
-	s->runs_n = 0;
+	runs_clear(s);
 	return rc;
 }
 
@@ -1090,7 +1070,7 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	}
 	if ((rc = migrate(s, o->path, err, errlen)) < 0 || (rc = prepare_all(s, err, errlen)) < 0)
 		goto fail;
-	if (runs_grow(s) < 0 || !(s->tiles = gw__tiles_new())) {
+	if (!(s->tiles = gw__tiles_new())) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -1149,9 +1129,7 @@ int gw_store_close(struct gw_store *s)
 		sqlite3_exec(s->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
 		sqlite3_close(s->db);
 	}
-	for (size_t i = 0; i < s->runs_cap; i++)
-		free(s->runs[i].name);
-	free(s->runs);
+	runs_clear(s);
 	free(s->pending.buf);
 	free(s->work.buf);
 	free(s->path);
