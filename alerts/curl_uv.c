@@ -351,14 +351,6 @@ void gw_alert_http_cancel(struct gw_alert_req *r)
 	req_free_parts(r);
 }
 
-size_t gw_alert_http_active(const struct gw_alert_http *h)
-{
-	size_t n = 0;
-	for (const struct gw_alert_req *r = h->reqs.next; r != &h->reqs; r = r->next)
-		n++;
-	return n;
-}
-
 void gw_alert_http_close(struct gw_alert_http *h, void (*on_closed)(struct gw_alert_http *h))
 {
 	if (h->closing)

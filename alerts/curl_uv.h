@@ -83,9 +83,6 @@ int gw_alert_http_post(struct gw_alert_http *h, struct gw_alert_req *r,
 /* Abort a transfer in flight; its done callback is not called. */
 void gw_alert_http_cancel(struct gw_alert_req *r);
 
-/* Number of transfers in flight. */
-size_t gw_alert_http_active(const struct gw_alert_http *h);
-
 /* Abort every transfer (no done callbacks), close the handles; on_closed
  * runs once the last close callback ran, after which h may be freed. */
 void gw_alert_http_close(struct gw_alert_http *h, void (*on_closed)(struct gw_alert_http *h));

@@ -571,12 +571,6 @@ uint64_t gw_ingest_src_lines(const struct gw_ingest_src *s)
 	return s->reader ? s->lines.lineno + gw_reader_lines(s->reader) : s->lines.lineno;
 }
 
-const char *gw_ingest_src_format(const struct gw_ingest_src *s)
-{
-	const struct gw_reader_format *f = s->reader ? gw_reader_format(s->reader) : NULL;
-	return f ? f->name : NULL;
-}
-
 json_t *gw_ingest_err_json(uint64_t lineno, const struct gw_wire_err *e)
 {
 	/* a message quotes the input (field and run names, the bytes of a log

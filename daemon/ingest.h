@@ -173,9 +173,6 @@ void gw_ingest_src_deinit(struct gw_ingest_src *s);
  * follower stores them as its position. */
 uint64_t gw_ingest_src_consumed(const struct gw_ingest_src *s);
 uint64_t gw_ingest_src_lines(const struct gw_ingest_src *s);
-/* The reader's format name once known (NULL: NDJSON source, or not yet). */
-const char *gw_ingest_src_format(const struct gw_ingest_src *s);
-
 /* Feed the next n bytes (counted as received bytes of the transport).
  * Returns 0, -ENOMEM, or -EPROTO when a reader source found its input
  * unreadable (gw_reader_error(s->reader) says why). */
