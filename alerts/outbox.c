@@ -827,7 +827,7 @@ static void seed_active(struct gw_outbox *ob, uint64_t now)
 	}
 }
 
-int gw_outbox_open(const struct gw_outbox_opts *o, struct gw_outbox **out, char *err,
+int gw_outbox_start(const struct gw_outbox_opts *o, struct gw_outbox **out, char *err,
                    size_t errlen)
 {
 	*out = NULL;
@@ -882,10 +882,9 @@ int gw_outbox_open(const struct gw_outbox_opts *o, struct gw_outbox **out, char 
 		return rc;
 	}
 	seed_active(ob, now);
-	if ((rc = gw_alert_http_init(&ob->http, ob->loop)) < 0) {
+	if ((rc = gw_alert_http_start(&ob->http, ob->loop)) < 0) {
 		snprintf(err, errlen, "alerts: cannot set up the HTTP client: %s", strerror(-rc));
-		if (rc == -ENOTSUP)
-			gw_alert_http_close(&ob->http, NULL);
+		gw_alert_http_stop(&ob->http, NULL);
 		/* the handles close as the loop runs; gw_outbox_free after it */
 		ob->closing = true;
 		*out = ob;
@@ -963,7 +962,7 @@ static void on_http_closed(struct gw_alert_http *h)
 	on_closed_one(h->data);
 }
 
-void gw_outbox_close(struct gw_outbox *ob)
+void gw_outbox_stop(struct gw_outbox *ob)
 {
 	if (!ob || (ob->closing && !ob->http_up))
 		return;
@@ -978,7 +977,7 @@ void gw_outbox_close(struct gw_outbox *ob)
 		uv_close((uv_handle_t *)&ob->sinks[i].timer, on_timer_closed);
 	}
 	ob->closing_handles++;
-	gw_alert_http_close(&ob->http, on_http_closed);
+	gw_alert_http_stop(&ob->http, on_http_closed);
 	if (pending)
 		gw_log_info("alerts: %zu alert event(s) not delivered yet; they are sent after the "
 		            "next start", pending);

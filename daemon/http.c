@@ -977,7 +977,7 @@ int gw_http_start(const struct gw_http_opts *o, struct gw_http **out, char *err,
 	return 0;
 }
 
-void gw_http_stop(struct gw_http *h)
+void gw_http_drain(struct gw_http *h)
 {
 	if (!h)
 		return;
@@ -1004,11 +1004,11 @@ size_t gw_http_busy(const struct gw_http *h)
 	return n;
 }
 
-void gw_http_close_all(struct gw_http *h)
+void gw_http_stop(struct gw_http *h)
 {
 	if (!h)
 		return;
-	gw_http_stop(h);
+	gw_http_drain(h);
 	while (h->conns.next != &h->conns)
 		conn_close(h->conns.next);
 }

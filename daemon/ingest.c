@@ -240,7 +240,7 @@ static int open_outbox(struct gw_ingest *in, char *err, size_t errlen)
 		.n_sinks = n,
 		.api_base = api[0] ? api : NULL,
 	};
-	return gw_outbox_open(&o, &in->outbox, err, errlen);
+	return gw_outbox_start(&o, &in->outbox, err, errlen);
 }
 
 /* Stall alerts left open by the daemon that ran before: the silence of a
@@ -293,7 +293,7 @@ static void resolve_orphan_silences(struct gw_ingest *in)
 		gw_log_warn("could not read the open silences of the daemon before: %s", err);
 }
 
-int gw_ingest_init(struct gw_ingest *in, const struct gw_ingest_opts *o, char *err,
+int gw_ingest_start(struct gw_ingest *in, const struct gw_ingest_opts *o, char *err,
                    size_t errlen)
 {
 	const struct gw_cfg *cfg = o->cfg;
@@ -337,16 +337,16 @@ void gw_ingest_tick(struct gw_ingest *in, double now)
 	gw_runs_tick(in, now);
 }
 
-void gw_ingest_close(struct gw_ingest *in)
+void gw_ingest_stop(struct gw_ingest *in)
 {
-	gw_outbox_close(in->outbox);
+	gw_outbox_stop(in->outbox);
 	if (in->store)
 		gw_store_set_notify(in->store, NULL, NULL);
 	if (in->loop && !uv_is_closing((uv_handle_t *)&in->commit_async))
 		uv_close((uv_handle_t *)&in->commit_async, NULL);
 }
 
-void gw_ingest_deinit(struct gw_ingest *in)
+void gw_ingest_free(struct gw_ingest *in)
 {
 	gw_outbox_free(in->outbox);
 	in->outbox = NULL;
