@@ -1080,20 +1080,11 @@ int gw_wire_fmt_double(char *buf, double v)
 	return 0;
 }
 
-static int put(struct gw_wire_buf *b, const char *s, size_t n)
-{
-	if (gw_grow((void **)&b->p, &b->cap, b->len + n, 1) < 0)
-		return -ENOMEM;
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	return 0;
-}
-
 /* A JSON string: quote, backslash and control characters escaped; other
  * bytes (UTF-8 included) as they are. */
-static int put_str(struct gw_wire_buf *b, const char *s, size_t n)
+static int put_str(struct gw_buf *b, const char *s, size_t n)
 {
-	int rc = put(b, "\"", 1);
+	int rc = gw_buf_add(b, "\"", 1);
 	size_t i = 0, start = 0;
 	for (; i < n && !rc; i++) {
 		unsigned char ch = (unsigned char)s[i];
@@ -1102,51 +1093,51 @@ static int put_str(struct gw_wire_buf *b, const char *s, size_t n)
 		char esc[8];
 		int k = ch == '"' || ch == '\\' ? snprintf(esc, sizeof(esc), "\\%c", ch)
 		                                 : snprintf(esc, sizeof(esc), "\\u%04x", ch);
-		rc = put(b, s + start, i - start);
+		rc = gw_buf_add(b, s + start, i - start);
 		if (!rc)
-			rc = put(b, esc, (size_t)k);
+			rc = gw_buf_add(b, esc, (size_t)k);
 		start = i + 1;
 	}
 	if (!rc)
-		rc = put(b, s + start, i - start);
-	return rc ? rc : put(b, "\"", 1);
+		rc = gw_buf_add(b, s + start, i - start);
+	return rc ? rc : gw_buf_add(b, "\"", 1);
 }
 
-static int put_member(struct gw_wire_buf *b, const char *name, double v)
+static int put_member(struct gw_buf *b, const char *name, double v)
 {
 	char num[32];
 	int n = gw_wire_fmt_double(num, v);
-	int rc = put(b, ",", 1);
+	int rc = gw_buf_add(b, ",", 1);
 	if (!rc)
 		rc = put_str(b, name, strlen(name));
 	if (!rc)
-		rc = put(b, ":", 1);
-	return rc ? rc : put(b, num, (size_t)n);
+		rc = gw_buf_add(b, ":", 1);
+	return rc ? rc : gw_buf_add(b, num, (size_t)n);
 }
 
-int gw_wire_append_rec(struct gw_wire_buf *b, const struct gw_rec *rec)
+int gw_wire_append_rec(struct gw_buf *b, const struct gw_rec *rec)
 {
 	size_t mark = b->len;
 	char num[48];
-	int rc = put(b, "{\"run\":", 7);
+	int rc = gw_buf_add(b, "{\"run\":", 7);
 	if (!rc)
 		rc = put_str(b, rec->run, rec->run_len);
 	if (!rc) {
 		int n = snprintf(num, sizeof(num), ",\"step\":%lld", (long long)rec->step);
-		rc = put(b, num, (size_t)n);
+		rc = gw_buf_add(b, num, (size_t)n);
 	}
 	if (!rc && !isnan(rec->ts))
 		rc = put_member(b, "ts", rec->ts);
 	if (rec->event) {
 		if (!rc)
-			rc = put(b, ",\"event\":", 9);
+			rc = gw_buf_add(b, ",\"event\":", 9);
 		if (!rc)
 			rc = put_str(b, rec->event, strlen(rec->event));
 		if (!rc && rec->attrs && json_object_size(rec->attrs)) {
 			char *a = json_dumps(rec->attrs, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION(17));
-			rc = a ? put(b, ",", 1) : -ENOMEM;
+			rc = a ? gw_buf_add(b, ",", 1) : -ENOMEM;
 			if (!rc) /* the attributes' members after ours */
-				rc = put(b, a + 1, strlen(a) - 2);
+				rc = gw_buf_add(b, a + 1, strlen(a) - 2);
 			free(a);
 		}
 	} else {
@@ -1157,8 +1148,11 @@ int gw_wire_append_rec(struct gw_wire_buf *b, const struct gw_rec *rec)
 			rc = put_member(b, rec->extra[i].name, rec->extra[i].value);
 	}
 	if (!rc)
-		rc = put(b, "}\n", 2);
-	if (rc)
+		rc = gw_buf_add(b, "}\n", 2);
+	if (rc) {
 		b->len = mark;
+		if (b->p)
+			b->p[mark] = '\0';
+	}
 	return rc;
 }
