@@ -115,6 +115,10 @@ int gw_alias_add(struct gw_alias *a, enum gw_role role, const char *name);
 /* Role of a field name, or -1.  *prio gets its priority (lower wins). */
 int gw_alias_lookup(const struct gw_alias *a, const char *name, size_t len,
                     int *prio);
+/* The same for a caller that has hash = gw_fnv1a32(name, len) already
+ * (shared-internal: the parser). */
+int gw__alias_lookup_hashed(const struct gw_alias *a, const char *name, size_t len,
+                            uint32_t hash, int *prio);
 
 /* Parse a role name ("loss", "grad_norm", "lr", "throughput", "ts");
  * returns the role or -1. */

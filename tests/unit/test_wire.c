@@ -1,8 +1,9 @@
 /*
- * Unit tests of the NDJSON wire parser and the alias table (lib/wire.c):
- * records, events, aliases, Python's NaN/Infinity tokens, the precise
- * error (reason, column, field) for each kind of bad line, and the writer
- * (gw_wire_append_rec) giving back what the parser read.
+ * Unit tests of the NDJSON wire parser, the alias table and the writer
+ * (lib/wire.c, alias.c, wire_write.c): records, events, aliases, Python's
+ * NaN/Infinity tokens, the precise error (reason, column, field) for each
+ * kind of bad line, and the writer (gw_wire_append_rec) giving back what
+ * the parser read.
  */
 #include "gwcheck.h"
 #include <errno.h>
