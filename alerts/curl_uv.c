@@ -253,7 +253,7 @@ static size_t cb_write(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return n;  /* the rest is read and dropped */
 }
 
-int gw_alert_http_init(struct gw_alert_http *h, uv_loop_t *loop)
+int gw_alert_http_start(struct gw_alert_http *h, uv_loop_t *loop)
 {
 	memset(h, 0, sizeof(*h));
 	h->loop = loop;
@@ -267,12 +267,13 @@ int gw_alert_http_init(struct gw_alert_http *h, uv_loop_t *loop)
 		return rc;
 	}
 	h->timer.data = h;
+	h->timer_on = true;
 	if (curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, cb_socket) != CURLM_OK ||
 	    curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h) != CURLM_OK ||
 	    curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, cb_timer) != CURLM_OK ||
 	    curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h) != CURLM_OK) {
 		gw_log_crit("alerts: libcurl refused the multi_socket callbacks");
-		return -ENOTSUP;  /* the caller closes h */
+		return -ENOTSUP;  /* the caller stops h */
 	}
 	return 0;
 }
@@ -351,15 +352,7 @@ void gw_alert_http_cancel(struct gw_alert_req *r)
 	req_free_parts(r);
 }
 
-size_t gw_alert_http_active(const struct gw_alert_http *h)
-{
-	size_t n = 0;
-	for (const struct gw_alert_req *r = h->reqs.next; r != &h->reqs; r = r->next)
-		n++;
-	return n;
-}
-
-void gw_alert_http_close(struct gw_alert_http *h, void (*on_closed)(struct gw_alert_http *h))
+void gw_alert_http_stop(struct gw_alert_http *h, void (*on_closed)(struct gw_alert_http *h))
 {
 	if (h->closing)
 		return;
@@ -374,6 +367,10 @@ void gw_alert_http_close(struct gw_alert_http *h, void (*on_closed)(struct gw_al
 	h->multi = NULL;
 	while (h->socks)
 		sock_close(h, h->socks);
-	h->closing_handles++;
-	uv_close((uv_handle_t *)&h->timer, on_timer_closed);
+	if (h->timer_on) {
+		h->closing_handles++;
+		uv_close((uv_handle_t *)&h->timer, on_timer_closed);
+	} else if (!h->closing_handles && on_closed) {
+		on_closed(h);   /* a failed start: nothing was opened */
+	}
 }

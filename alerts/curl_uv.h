@@ -67,13 +67,19 @@ struct gw_alert_http {
 	struct gw_alert_req reqs;    /* list head of transfers in flight */
 	struct gw__alert_sock *socks;      /* sockets being watched */
 	unsigned closing_handles;
+	bool timer_on;               /* timer initialised (closed by stop) */
 	bool closing;
 	void (*on_closed)(struct gw_alert_http *h);
 };
 
-/* Set up h on loop (curl_global_init must have been called).  Returns 0
- * or -ENOMEM. */
-int gw_alert_http_init(struct gw_alert_http *h, uv_loop_t *loop);
+/* Lifecycle (docs/architecture.md, "Starting and stopping"):
+ * gw_alert_http_start, gw_alert_http_stop; h is the caller's memory (no
+ * free), which it may release once stop's on_closed ran. */
+
+/* Set up h on loop (curl_global_init must have been called).  Returns 0,
+ * or -ENOMEM, -ENOTSUP (libcurl refused the callbacks) or a libuv error;
+ * after a failure gw_alert_http_stop is still safe and needed. */
+int gw_alert_http_start(struct gw_alert_http *h, uv_loop_t *loop);
 
 /* Start a POST.  Returns 0 (r->done will be called) or a negative errno
  * (it will not; headers and body are freed). */
@@ -83,11 +89,10 @@ int gw_alert_http_post(struct gw_alert_http *h, struct gw_alert_req *r,
 /* Abort a transfer in flight; its done callback is not called. */
 void gw_alert_http_cancel(struct gw_alert_req *r);
 
-/* Number of transfers in flight. */
-size_t gw_alert_http_active(const struct gw_alert_http *h);
-
 /* Abort every transfer (no done callbacks), close the handles; on_closed
- * runs once the last close callback ran, after which h may be freed. */
-void gw_alert_http_close(struct gw_alert_http *h, void (*on_closed)(struct gw_alert_http *h));
+ * (may be NULL) runs once the last close callback ran, after which h may be
+ * freed.  Idempotent; safe after a failed start (on_closed then runs at
+ * once when no handle was opened). */
+void gw_alert_http_stop(struct gw_alert_http *h, void (*on_closed)(struct gw_alert_http *h));
 
 #endif

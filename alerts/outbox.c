@@ -36,8 +36,10 @@
 #include "outbox.h"
 #include "outbox_db.h"
 
+#include "buf.h"
 #include "curl_uv.h"
 #include "log.h"
+#include "strtab.h"
 #include "util.h"
 
 #include <errno.h>
@@ -101,7 +103,9 @@ struct sink {
 	char last_error[128];
 };
 
-/* Version and last firing snapshot of every alert that can still change. */
+/* Version and last firing snapshot of every alert that can still change.
+ * Each is allocated on its own, so its id stays put while known_by_id
+ * borrows it as the key. */
 struct known {
 	char id[24];
 	int64_t version;
@@ -120,8 +124,9 @@ struct gw_outbox {
 	uint64_t committed;
 	uint64_t want_seq;         /* last alert row that waits for a commit */
 	uint64_t flush_seq;        /* what the outstanding flush request covers */
-	struct known *known;
+	struct known **known;      /* in the order first met */
 	size_t known_cap, known_n;
+	struct gw_strtab known_by_id;  /* id -> index into known */
 	uint64_t rng;
 	unsigned closing_handles;
 	bool closing;
@@ -139,43 +144,23 @@ static uint64_t rng_next(struct gw_outbox *ob)
 	return ob->rng = x;
 }
 
-static uint32_t hash_id(const char *s)
-{
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
-static struct known *known_slot(struct gw_outbox *ob, const char *id)
-{
-	size_t mask = ob->known_cap - 1;
-	for (size_t i = hash_id(id) & mask;; i = (i + 1) & mask)
-		if (!ob->known[i].id[0] || strcmp(ob->known[i].id, id) == 0)
-			return &ob->known[i];
-}
-
 /* The entry of an alert id, created (version 0) if new; NULL when out of
  * memory. */
 static struct known *known_get(struct gw_outbox *ob, const char *id)
 {
-	if ((ob->known_n + 1) * 2 > ob->known_cap) {
-		size_t ocap = ob->known_cap, ncap = ocap ? ocap * 2 : 256;
-		struct known *old = ob->known, *nk = calloc(ncap, sizeof(*nk));
-		if (!nk)
-			return NULL;
-		ob->known = nk;
-		ob->known_cap = ncap;
-		for (size_t i = 0; i < ocap; i++)
-			if (old[i].id[0])
-				*known_slot(ob, old[i].id) = old[i];
-		free(old);
+	uint32_t i;
+	if (gw_strtab_find(&ob->known_by_id, id, strlen(id), &i) == 0)
+		return ob->known[i];
+	struct known *k = NULL;
+	if (gw_grow((void **)&ob->known, &ob->known_cap, ob->known_n + 1, sizeof(*ob->known)) < 0 ||
+	    !(k = calloc(1, sizeof(*k))))
+		return NULL;
+	gw_strlcpy(k->id, id, sizeof(k->id));
+	if (gw_strtab_put(&ob->known_by_id, k->id, strlen(k->id), (uint32_t)ob->known_n) < 0) {
+		free(k);
+		return NULL;
 	}
-	struct known *k = known_slot(ob, id);
-	if (!k->id[0]) {
-		gw_strlcpy(k->id, id, sizeof(k->id));
-		ob->known_n++;
-	}
+	ob->known[ob->known_n++] = k;
 	return k;
 }
 
@@ -502,46 +487,6 @@ static uint64_t queue_repeats(struct sink *sk, uint64_t now)
 	return next;
 }
 
-/* The set of runs met in one walk of a queue (open addressing on the
- * run's hash; the strings belong to the queued events). */
-struct run_set {
-	const char **slot;
-	size_t mask;
-	const char *stack[128];
-};
-
-static bool run_set_init(struct run_set *rs, size_t n)
-{
-	size_t cap = GW_ARRAY_SIZE(rs->stack);
-	while (cap < 2 * n)
-		cap *= 2;
-	rs->slot = cap == GW_ARRAY_SIZE(rs->stack) ? rs->stack : malloc(cap * sizeof(*rs->slot));
-	if (!rs->slot)
-		return false;
-	memset(rs->slot, 0, cap * sizeof(*rs->slot));
-	rs->mask = cap - 1;
-	return true;
-}
-
-/* Add run; false if it was there already. */
-static bool run_set_add(struct run_set *rs, const char *run)
-{
-	for (size_t i = hash_id(run) & rs->mask;; i = (i + 1) & rs->mask) {
-		if (!rs->slot[i]) {
-			rs->slot[i] = run;
-			return true;
-		}
-		if (strcmp(rs->slot[i], run) == 0)
-			return false;
-	}
-}
-
-static void run_set_free(struct run_set *rs)
-{
-	if (rs->slot != rs->stack)
-		free(rs->slot);
-}
-
 /* Start what may start and arm the timer for the next due time.  The walk
  * stops at the first delivery not committed yet (all after it are newer)
  * and when max_in_flight requests are out (a finished one pumps again), so
@@ -557,14 +502,21 @@ static void pump(struct sink *sk)
 		arm(sk, GW_MIN(next, sk->paused_until_ms), now);
 		return;
 	}
-	struct run_set seen;
-	bool room = sk->inflight < sk->cfg->max_in_flight && sk->queued;
-	if (room && run_set_init(&seen, sk->queued)) {
+	if (sk->inflight < sk->cfg->max_in_flight && sk->queued) {
+		/* the runs met in this walk (keys: the queued events' names) */
+		struct gw_strtab_slot seen_slots[128];
+		struct gw_strtab seen;
+		gw_strtab_init(&seen, seen_slots, GW_ARRAY_SIZE(seen_slots));
 		for (struct delivery *d = sk->q.next; d != &sk->q; d = d->next) {
 			if (d->wait_seq > ob->committed)
 				break;
 			/* only the first delivery of a run may go: per-run order */
-			if (!run_set_add(&seen, d->ev->run) || d->inflight)
+			int first = gw_strtab_put(&seen, d->ev->run, strlen(d->ev->run), 0);
+			if (first == -ENOMEM) {
+				next = GW_MIN(next, now + 100);  /* try again soon */
+				break;
+			}
+			if (first == -EEXIST || d->inflight)
 				continue;
 			if (d->due_ms > now) {
 				next = GW_MIN(next, d->due_ms);
@@ -585,9 +537,7 @@ static void pump(struct sink *sk)
 			if (sk->inflight >= sk->cfg->max_in_flight)
 				break;
 		}
-		run_set_free(&seen);
-	} else if (room) {
-		next = GW_MIN(next, now + 100);  /* out of memory: try again soon */
+		gw_strtab_free(&seen);
 	}
 	arm(sk, next, now);
 }
@@ -858,9 +808,9 @@ static void load_pending(void *data, const char *sink, const char *alert_id, int
 /* Open alerts with no pending delivery are repeated from now on. */
 static void seed_active(struct gw_outbox *ob, uint64_t now)
 {
-	for (size_t i = 0; i < ob->known_cap; i++) {
-		struct known *k = &ob->known[i];
-		if (!k->id[0] || !k->firing)
+	for (size_t i = 0; i < ob->known_n; i++) {
+		struct known *k = ob->known[i];
+		if (!k->firing)
 			continue;
 		const char *run = json_string_value(json_object_get(k->firing, "run"));
 		const char *det = json_string_value(json_object_get(k->firing, "detector"));
@@ -877,7 +827,7 @@ static void seed_active(struct gw_outbox *ob, uint64_t now)
 	}
 }
 
-int gw_outbox_open(const struct gw_outbox_opts *o, struct gw_outbox **out, char *err,
+int gw_outbox_start(const struct gw_outbox_opts *o, struct gw_outbox **out, char *err,
                    size_t errlen)
 {
 	*out = NULL;
@@ -932,10 +882,9 @@ int gw_outbox_open(const struct gw_outbox_opts *o, struct gw_outbox **out, char 
 		return rc;
 	}
 	seed_active(ob, now);
-	if ((rc = gw_alert_http_init(&ob->http, ob->loop)) < 0) {
+	if ((rc = gw_alert_http_start(&ob->http, ob->loop)) < 0) {
 		snprintf(err, errlen, "alerts: cannot set up the HTTP client: %s", strerror(-rc));
-		if (rc == -ENOTSUP)
-			gw_alert_http_close(&ob->http, NULL);
+		gw_alert_http_stop(&ob->http, NULL);
 		/* the handles close as the loop runs; gw_outbox_free after it */
 		ob->closing = true;
 		*out = ob;
@@ -1013,7 +962,7 @@ static void on_http_closed(struct gw_alert_http *h)
 	on_closed_one(h->data);
 }
 
-void gw_outbox_close(struct gw_outbox *ob)
+void gw_outbox_stop(struct gw_outbox *ob)
 {
 	if (!ob || (ob->closing && !ob->http_up))
 		return;
@@ -1028,7 +977,7 @@ void gw_outbox_close(struct gw_outbox *ob)
 		uv_close((uv_handle_t *)&ob->sinks[i].timer, on_timer_closed);
 	}
 	ob->closing_handles++;
-	gw_alert_http_close(&ob->http, on_http_closed);
+	gw_alert_http_stop(&ob->http, on_http_closed);
 	if (pending)
 		gw_log_info("alerts: %zu alert event(s) not delivered yet; they are sent after the "
 		            "next start", pending);
@@ -1046,9 +995,12 @@ void gw_outbox_free(struct gw_outbox *ob)
 		while (sk->active)
 			active_drop(sk, sk->active->alert_id);
 	}
-	for (size_t i = 0; i < ob->known_cap; i++)
-		json_decref(ob->known[i].firing);
+	for (size_t i = 0; i < ob->known_n; i++) {
+		json_decref(ob->known[i]->firing);
+		free(ob->known[i]);
+	}
 	free(ob->known);
+	gw_strtab_free(&ob->known_by_id);
 	free(ob->sinks);
 	gw_sink_free_all(ob->cfgs, ob->n);
 	free(ob->api_base);

@@ -18,7 +18,7 @@
  *   4. every outcome (delivered, retry with its attempt count, failed,
  *      superseded) goes back to SQLite through the same writer queue; the
  *      loop never touches SQLite;
- *   5. at start-up gw_outbox_open() reads what is still pending (a
+ *   5. at start-up gw_outbox_start() reads what is still pending (a
  *      synchronous read, before the loop runs) and sends it first.
  *
  * Delivery is at least once, and idempotent by id: an event keeps its
@@ -53,8 +53,9 @@ struct gw_outbox;
 /* Load pending deliveries and alert versions, set up the sinks' timers and
  * the HTTP client on the loop.  With no sinks *out is NULL and every other
  * function is a no-op.  Blocks on a database read: call before uv_run.
- * Returns 0 or a negative errno with a message in err. */
-int gw_outbox_open(const struct gw_outbox_opts *o, struct gw_outbox **out, char *err,
+ * Returns 0 or a negative errno with a message in err; on failure *out may
+ * be set: gw_outbox_stop and gw_outbox_free it as after a start. */
+int gw_outbox_start(const struct gw_outbox_opts *o, struct gw_outbox **out, char *err,
                    size_t errlen);
 
 /* An alert event from the engine (loop thread), right after it was queued
@@ -70,10 +71,13 @@ json_t *gw_outbox_stats(const struct gw_outbox *ob);
 /* Deliveries queued or in flight over all sinks (the outbox depth). */
 uint64_t gw_outbox_depth(const struct gw_outbox *ob);
 
-/* Stop: abort requests in flight (they stay pending in the database and are
- * sent again after a restart) and close every handle.  The loop must run
- * once more for the close callbacks; then call gw_outbox_free. */
-void gw_outbox_close(struct gw_outbox *ob);
+/* Lifecycle (docs/architecture.md, "Starting and stopping"):
+ * gw_outbox_start, gw_outbox_stop, gw_outbox_free after the loop ran.
+ * Stop: abort requests in flight (they stay pending in the database and are
+ * sent again after a restart) and close every handle (idempotent; ob may be
+ * NULL).  The loop must run once more for the close callbacks; then call
+ * gw_outbox_free. */
+void gw_outbox_stop(struct gw_outbox *ob);
 void gw_outbox_free(struct gw_outbox *ob);
 
 #endif

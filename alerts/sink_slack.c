@@ -14,6 +14,10 @@
  */
 #include "sink.h"
 
+#include "buf.h"
+#include "util.h"
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,74 +27,37 @@
 #define EVIDENCE_LINES 12
 #define EVIDENCE_LINE_MAX 160
 
-/* A growing text buffer; on allocation failure it stays NULL-marked. */
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static void sb_add(struct sbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t nc = b->cap ? b->cap * 2 : 256;
-		while (nc < b->len + n + 1)
-			nc *= 2;
-		char *np = realloc(b->p, nc);
-		if (!np) {
-			b->oom = true;
-			return;
-		}
-		b->p = np;
-		b->cap = nc;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void sb_str(struct sbuf *b, const char *s)
-{
-	sb_add(b, s, strlen(s));
-}
-
-/* Length of at most max bytes of s that does not split a UTF-8 sequence. */
+/* Length of at most max bytes of s[0..len) that does not split a UTF-8
+ * sequence. */
 static size_t utf8_cut(const char *s, size_t len, size_t max)
 {
-	if (len <= max)
-		return len;
-	size_t n = max;
-	while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-		n--;
-	return n;
+	return len <= max ? len : gw_utf8_cut(s, max);
 }
 
 /* Append s escaped for mrkdwn, stopping (with an ellipsis) before the
  * buffer passes limit bytes. */
-static void sb_mrkdwn(struct sbuf *b, const char *s, size_t limit)
+static void sb_mrkdwn(struct gw_buf *b, const char *s, size_t limit)
 {
 	for (const char *p = s; *p; p++) {
 		if (b->len + 8 >= limit) {
-			sb_str(b, "\xe2\x80\xa6"); /* … */
+			gw_buf_str(b, "\xe2\x80\xa6"); /* … */
 			return;
 		}
 		if (*p == '&')
-			sb_str(b, "&amp;");
+			gw_buf_str(b, "&amp;");
 		else if (*p == '<')
-			sb_str(b, "&lt;");
+			gw_buf_str(b, "&lt;");
 		else if (*p == '>')
-			sb_str(b, "&gt;");
+			gw_buf_str(b, "&gt;");
 		else if (((unsigned char)*p & 0xC0) == 0xC0) {
 			/* a whole UTF-8 sequence at once */
 			size_t n = 1;
 			while (((unsigned char)p[n] & 0xC0) == 0x80)
 				n++;
-			sb_add(b, p, n);
+			gw_buf_add(b, p, n);
 			p += n - 1;
 		} else {
-			sb_add(b, p, 1);
+			gw_buf_add(b, p, 1);
 		}
 	}
 }
@@ -116,21 +83,21 @@ static const char *sev_icon(const char *sev)
 }
 
 /* One "key: value" line per evidence field, values as compact JSON. */
-static void evidence_lines(struct sbuf *b, const json_t *ev)
+static void evidence_lines(struct gw_buf *b, const json_t *ev)
 {
 	const char *key;
 	const json_t *v;
 	int n = 0;
 	json_object_foreach((json_t *)ev, key, v) {
 		if (n++ == EVIDENCE_LINES) {
-			sb_str(b, "\xe2\x80\xa6\n");
+			gw_buf_str(b, "\xe2\x80\xa6\n");
 			break;
 		}
 		char *val = json_is_string(v) ? strdup(json_string_value(v))
 		                              : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT |
 		                                                  JSON_REAL_PRECISION(6));
 		if (!val) {
-			b->oom = true;
+			b->err = -ENOMEM;
 			return;
 		}
 		char line[EVIDENCE_LINE_MAX + 8];
@@ -143,7 +110,7 @@ static void evidence_lines(struct sbuf *b, const json_t *ev)
 			if (*p == '`')
 				*p = '\'';
 		sb_mrkdwn(b, line, SECTION_MAX - 16);
-		sb_str(b, "\n");
+		gw_buf_str(b, "\n");
 	}
 }
 
@@ -172,39 +139,39 @@ static int slack_format(const struct gw_sink_cfg *s, const struct gw_sink_msg *m
 	if (hcut < (size_t)hn)
 		strcpy(header + hcut, "\xe2\x80\xa6");
 
-	struct sbuf t = {0}, sum = {0}, ev = {0}, why = {0}, ctx = {0};
+	struct gw_buf t = {0}, sum = {0}, ev = {0}, why = {0}, ctx = {0};
 	/* fallback text (notifications): not mrkdwn-rendered by blocks, but
 	 * Slack still parses it, so escape it the same way */
-	sb_str(&t, "[");
-	sb_str(&t, sev);
-	sb_str(&t, resolve ? "] resolved: " : "] ");
+	gw_buf_str(&t, "[");
+	gw_buf_str(&t, sev);
+	gw_buf_str(&t, resolve ? "] resolved: " : "] ");
 	sb_mrkdwn(&t, det, 200);
-	sb_str(&t, " on run ");
+	gw_buf_str(&t, " on run ");
 	sb_mrkdwn(&t, run, 600);
-	sb_str(&t, ", step ");
-	sb_str(&t, step_s);
-	sb_str(&t, ": ");
+	gw_buf_str(&t, ", step ");
+	gw_buf_str(&t, step_s);
+	gw_buf_str(&t, ": ");
 	sb_mrkdwn(&t, summary, SECTION_MAX);
 
-	sb_str(&sum, "*");
+	gw_buf_str(&sum, "*");
 	if (resolve)
-		sb_str(&sum, "Resolved. ");
+		gw_buf_str(&sum, "Resolved. ");
 	sb_mrkdwn(&sum, *summary ? summary : "(no summary)", SECTION_MAX - 2);
-	sb_str(&sum, "*");
+	gw_buf_str(&sum, "*");
 
 	const json_t *evidence = json_object_get(a, "evidence");
 	if (json_object_size(evidence)) {
-		sb_str(&ev, "*Evidence*\n```\n");
+		gw_buf_str(&ev, "*Evidence*\n```\n");
 		evidence_lines(&ev, evidence);
-		sb_str(&ev, "```");
+		gw_buf_str(&ev, "```");
 	}
 	const char *cause = str_of(a, "cause"), *action = str_of(a, "action");
 	if (*cause) {
-		sb_str(&why, "*Likely cause*\n");
+		gw_buf_str(&why, "*Likely cause*\n");
 		sb_mrkdwn(&why, cause, SECTION_MAX / 2);
 	}
 	if (*action) {
-		sb_str(&why, *cause ? "\n*What to check*\n" : "*What to check*\n");
+		gw_buf_str(&why, *cause ? "\n*What to check*\n" : "*What to check*\n");
 		sb_mrkdwn(&why, action, SECTION_MAX - 8);
 	}
 	char c[512];
@@ -221,26 +188,26 @@ static int slack_format(const struct gw_sink_cfg *s, const struct gw_sink_msg *m
 		{"Run", run}, {"Step", step_s}, {"Detector", det}, {"Severity", sev},
 	};
 	for (int k = 0; k < 4 && fields; k++) {
-		struct sbuf f = {0};
-		sb_str(&f, "*");
-		sb_str(&f, names[k][0]);
-		sb_str(&f, "*\n");
+		struct gw_buf f = {0};
+		gw_buf_str(&f, "*");
+		gw_buf_str(&f, names[k][0]);
+		gw_buf_str(&f, "*\n");
 		sb_mrkdwn(&f, names[k][1], 1900);
-		if (!f.oom)
+		if (!f.err)
 			json_array_append_new(fields, mrkdwn(f.p));
-		free(f.p);
+		gw_buf_free(&f);
 	}
 	json_t *blocks = json_array();
 	json_array_append_new(blocks, json_pack("{s:s, s:{s:s, s:s, s:b}}", "type", "header", "text",
 	                                        "type", "plain_text", "text", header, "emoji", 1));
-	if (!sum.oom)
+	if (!sum.err)
 		json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "section", "text",
 		                                        mrkdwn(sum.p)));
 	json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "section", "fields", fields));
-	if (ev.len && !ev.oom)
+	if (ev.len && !ev.err)
 		json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "section", "text",
 		                                        mrkdwn(ev.p)));
-	if (why.len && !why.oom)
+	if (why.len && !why.err)
 		json_array_append_new(blocks, json_pack("{s:s, s:o}", "type", "section", "text",
 		                                        mrkdwn(why.p)));
 	if (has_url)   /* the run's charts at this alert, in gradwatchd */
@@ -248,18 +215,18 @@ static int slack_format(const struct gw_sink_cfg *s, const struct gw_sink_msg *m
 		                                        "type", "actions", "elements", "type", "button",
 		                                        "text", "type", "plain_text", "text", "View run",
 		                                        "url", url, "action_id", "gradwatch_view_run"));
-	if (!ctx.oom)
+	if (!ctx.err)
 		json_array_append_new(blocks, json_pack("{s:s, s:[o]}", "type", "context", "elements",
 		                                        mrkdwn(ctx.p)));
-	json_t *root = t.oom ? NULL : json_pack("{s:s, s:o}", "text", t.p, "blocks", blocks);
+	json_t *root = t.err ? NULL : json_pack("{s:s, s:o}", "text", t.p, "blocks", blocks);
 	if (!root)
 		json_decref(blocks);
-	bool oom = t.oom || sum.oom || ev.oom || why.oom || ctx.oom;
-	free(t.p);
-	free(sum.p);
-	free(ev.p);
-	free(why.p);
-	free(ctx.p);
+	bool oom = t.err || sum.err || ev.err || why.err || ctx.err;
+	gw_buf_free(&t);
+	gw_buf_free(&sum);
+	gw_buf_free(&ev);
+	gw_buf_free(&why);
+	gw_buf_free(&ctx);
 	(void)s;
 	if (oom) {
 		json_decref(root);

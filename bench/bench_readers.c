@@ -36,7 +36,7 @@ static double now(void)
 
 struct count {
 	uint64_t points;
-	struct gw_wire_buf *ndjson; /* if set, every point is appended here */
+	struct gw_buf *ndjson; /* if set, every point is appended here */
 };
 
 static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
@@ -51,7 +51,7 @@ static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 static struct gw_alias *aliases;
 
 /* One pass over buf; returns the points read, or exits on an error. */
-static uint64_t read_once(const char *buf, size_t len, const char *format, struct gw_wire_buf *out,
+static uint64_t read_once(const char *buf, size_t len, const char *format, struct gw_buf *out,
                           const char **fmt_used)
 {
 	struct count c = {.ndjson = out};
@@ -163,7 +163,7 @@ int main(int argc, char **argv)
 		NULL,
 	};
 	aliases = gw_alias_new();
-	struct gw_wire_buf first_nd = {0};
+	struct gw_buf first_nd = {0};
 	printf("%-46s %-16s %6s %8s %12s %8s %12s %7s\n", "file", "format", "MB", "points",
 	       "points/s", "MB/s", "ndjson pt/s", "ratio");
 	for (size_t i = 0; files[i]; i++) {
@@ -177,7 +177,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		const char *fmt;
-		struct gw_wire_buf nd = {0};
+		struct gw_buf nd = {0};
 		read_once(buf, len, NULL, &nd, &fmt);
 		uint64_t pts, nd_pts;
 		double r_fmt = rate(buf, len, NULL, &pts);

@@ -5,6 +5,7 @@
  */
 #include "auth.h"
 
+#include "buf.h"
 #include "util.h"
 
 #include <errno.h>
@@ -21,7 +22,7 @@ struct gw_token {
 
 struct gw_auth {
 	struct gw_token *t;
-	size_t n;
+	size_t n, cap;
 };
 
 static const struct gw_token open_token = {.scope = GW_SCOPE_INGEST};
@@ -77,12 +78,10 @@ static int load_file(struct gw_auth *a, const char *name, enum gw_scope scope, c
 			             : "a token has 16 to 256 characters");
 			break;
 		}
-		struct gw_token *nt = realloc(a->t, (a->n + 1) * sizeof(*a->t));
-		if (!nt) {
+		if (gw_grow((void **)&a->t, &a->cap, a->n + 1, sizeof(*a->t)) < 0) {
 			rc = -ENOMEM;
 			break;
 		}
-		a->t = nt;
 		struct gw_token *t = &a->t[a->n++];
 		memset(t, 0, sizeof(*t));
 		memcpy(t->tok, tok, tl);

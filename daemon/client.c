@@ -80,7 +80,7 @@ struct sender {
 	unsigned retries;
 	const char *key_prefix;
 	uint64_t *batch_no;       /* across files: keys stay unique */
-	struct gw__buf batch;
+	struct gw_buf batch;
 	size_t batch_lines, max_lines;
 	uint64_t first_line;      /* input line number of the batch's first line */
 	uint64_t accepted, rejected;
@@ -181,8 +181,8 @@ static int flush_batch(struct sender *s)
 	rc = 0;
 out:
 	json_decref(j);
-	free(a.body.p);
-	s->batch.len = 0;
+	gw_buf_free(&a.body);
+	gw_buf_reset(&s->batch);
 	if (rc == 0) {
 		s->first_line += s->batch_lines;
 		s->batch_lines = 0;
@@ -197,9 +197,9 @@ static int on_send_line(void *data, const char *line, size_t len, uint64_t linen
 	(void)lineno;
 	if (st == GW_LINE_TOO_LONG) {
 		/* the daemon would refuse it; keep line numbers aligned */
-		if (gw__buf_add(&s->batch, "\n", 1) < 0)
+		if (gw_buf_add(&s->batch, "\n", 1) < 0)
 			return -ENOMEM;
-	} else if (gw__buf_add(&s->batch, line, len) < 0 || gw__buf_add(&s->batch, "\n", 1) < 0) {
+	} else if (gw_buf_add(&s->batch, line, len) < 0 || gw_buf_add(&s->batch, "\n", 1) < 0) {
 		return -ENOMEM;
 	}
 	s->batch_lines++;
@@ -266,9 +266,7 @@ static int send_file(struct sender *s, const char *path, size_t max_line)
 	if (rc == -ENOMEM)
 		fprintf(stderr, "gradwatch send: out of memory\n");
 	gw_lines_free(&lines);
-	free(s->batch.p);
-	s->batch.p = NULL;
-	s->batch.cap = s->batch.len = 0;
+	gw_buf_free(&s->batch);
 	if (fd != STDIN_FILENO)
 		close(fd);
 	return rc < 0 ? -EIO : 0;
@@ -514,7 +512,7 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		curl_global_cleanup();
 		if (a.status < 0) {
 			fprintf(stderr, "%s: %s (is gradwatchd running? or use --db PATH)\n", prog, a.err);
-			free(a.body.p);
+			gw_buf_free(&a.body);
 			return 2;
 		}
 		out = json_loads(a.body.p ? a.body.p : "", 0, NULL);
@@ -525,10 +523,10 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 			fprintf(stderr, "%s: the daemon answered %ld: %s%s\n", prog, a.status,
 			        gw__http_error_text(out, &a.body), hint);
 			json_decref(out);
-			free(a.body.p);
+			gw_buf_free(&a.body);
 			return 2;
 		}
-		free(a.body.p);
+		gw_buf_free(&a.body);
 	}
 	int rc = 0;
 	if (as_json)

@@ -18,27 +18,9 @@
 
 #define MAX_RETRY_AFTER_S 60
 
-int gw__buf_add(struct gw__buf *b, const char *p, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t nc = b->cap ? b->cap : 1 << 16;
-		while (nc < b->len + n + 1)
-			nc *= 2;
-		char *np = realloc(b->p, nc);
-		if (!np)
-			return -ENOMEM;
-		b->p = np;
-		b->cap = nc;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return 0;
-}
-
 static size_t cb_write(char *ptr, size_t size, size_t nmemb, void *ud)
 {
-	return gw__buf_add(ud, ptr, size * nmemb) < 0 ? 0 : size * nmemb;
+	return gw_buf_add(ud, ptr, size * nmemb) < 0 ? 0 : size * nmemb;
 }
 
 void gw__client_default_url(const struct gw_cfg *cfg, char *out, size_t n)
@@ -61,7 +43,7 @@ void gw__http_request(const struct gw__http_opts *o, const char *url, const char
 {
 	a->status = -ENOMEM;
 	a->retry_after_s = -1;
-	a->body.len = 0;
+	gw_buf_reset(&a->body);
 	a->err[0] = '\0';
 	CURL *h = curl_easy_init();
 	if (!h) {
@@ -137,7 +119,7 @@ void gw__http_request(const struct gw__http_opts *o, const char *url, const char
 	curl_easy_cleanup(h);
 }
 
-const char *gw__http_error_text(json_t *j, const struct gw__buf *b)
+const char *gw__http_error_text(json_t *j, const struct gw_buf *b)
 {
 	const char *e = json_string_value(json_object_get(j, "error"));
 	return e ? e : b->len ? b->p : "(no body)";

@@ -9,21 +9,13 @@
 #ifndef GW_CLIENT_HTTP_H
 #define GW_CLIENT_HTTP_H
 
+#include "buf.h"
 #include "config.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #define GW__CLIENT_TIMEOUT_MS 30000L       /* --timeout's default */
-
-/* A growing NUL-terminated byte buffer. */
-struct gw__buf {
-	char *p;
-	size_t len, cap;
-};
-
-/* Append n bytes; 0 or -ENOMEM. */
-int gw__buf_add(struct gw__buf *b, const char *p, size_t n);
 
 /* How every request is made. */
 struct gw__http_opts {
@@ -36,7 +28,7 @@ struct gw__http_opts {
 struct gw__http_answer {
 	long status;              /* the HTTP status, or a negative errno: no answer */
 	long retry_after_s;       /* its Retry-After (capped at 60), or -1 */
-	struct gw__buf body;      /* the caller frees body.p */
+	struct gw_buf body;       /* the caller frees it (gw_buf_free) */
 	char err[512];            /* why there is no answer */
 };
 
@@ -51,7 +43,7 @@ void gw__http_request(const struct gw__http_opts *o, const char *url, const char
 
 /* The daemon's "error" from an answer's JSON (j may be NULL), else its
  * body, else "(no body)". */
-const char *gw__http_error_text(json_t *j, const struct gw__buf *body);
+const char *gw__http_error_text(json_t *j, const struct gw_buf *body);
 
 /* The HTTP API's base URL, without a trailing '/': $GRADWATCH_URL, else
  * the configuration's "http" address. */

@@ -132,4 +132,8 @@ int gw_cfg_init_kernels(const char *name, char *err, size_t errlen);
 /* Replace a string field (frees the old value).  Returns 0 or -ENOMEM. */
 int gw_cfg_set_str(char **field, const char *value);
 
+/* Shared-internal (config*.c): name under dir ("" or "." : name itself; an
+ * absolute name as it is), newly allocated, or NULL. */
+char *gw__cfg_path_join(const char *dir, const char *name);
+
 #endif

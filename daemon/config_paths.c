@@ -111,3 +111,12 @@ int gw_cfg_make_dirs(const struct gw_cfg *c, char *err, size_t errlen)
 	return rc;
 }
 
+char *gw__cfg_path_join(const char *dir, const char *name)
+{
+	char *p = NULL;
+	if (name[0] == '/' || !dir || !*dir || strcmp(dir, ".") == 0)
+		return strdup(name);
+	if (asprintf(&p, "%s/%s", dir, name) < 0)
+		return NULL;
+	return p;
+}

@@ -28,13 +28,13 @@
 
 struct out {
 	FILE *f;
-	struct gw_wire_buf buf;
+	struct gw_buf buf;
 };
 
 static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 {
 	struct out *o = data;
-	o->buf.len = 0;
+	gw_buf_reset(&o->buf);
 	if (gw_wire_append_rec(&o->buf, rec) < 0)
 		return -ENOMEM;
 	if (fwrite(o->buf.p, 1, o->buf.len, o->f) != o->buf.len)
@@ -118,7 +118,7 @@ int gw_convert_main(struct gw_cfg *cfg, int argc, char **argv)
 		fprintf(stderr, "gradwatch convert: cannot write the output: %s\n", strerror(errno));
 		status = 2;
 	}
-	free(o.buf.p);
+	gw_buf_free(&o.buf);
 	gw_input_seen_free(seen);
 	return status;
 }

@@ -45,10 +45,12 @@ struct gw_daemon {
 	bool stopping;
 };
 
-/* Listeners (stream.c): Unix, TCP, UDP. */
+/* Listeners (stream.c): Unix, TCP, UDP.  Lifecycle (docs/architecture.md,
+ * "Starting and stopping"): start; stop closes the listeners, the sweep
+ * timer and every connection (a partial last line is parsed, else counted
+ * as truncated; idempotent, also after a failed start); free once the loop
+ * ran the close callbacks. */
 int gw_server_start(struct gw_daemon *d, char *err, size_t errlen);
-/* Stop accepting; close connections (a partial last line is parsed, else
- * counted as truncated). */
 void gw_server_stop(struct gw_daemon *d);
 void gw_server_free(struct gw_daemon *d);
 

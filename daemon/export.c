@@ -258,12 +258,12 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 				else
 					fprintf(stderr, "gradwatch export: the daemon answered %ld: %s\n", st,
 					        gw__http_error_text(page, &a.body));
-				free(a.body.p);
+				gw_buf_free(&a.body);
 				json_decref(page);
 				rc = 2;
 				break;
 			}
-			free(a.body.p);
+			gw_buf_free(&a.body);
 		}
 		export_page(&x, page);
 		const char *next = json_string_value(json_object_get(page, "next"));

@@ -24,11 +24,12 @@ int gw_follow_validate(const json_t *follow, char *err, size_t errlen);
  * errno with a message in err. */
 int gw_follow_start(struct gw_daemon *d, char *err, size_t errlen);
 
-/* Stop following (shutdown): close the poll handles; reads in flight
- * finish and are ingested.  Idempotent. */
+/* Lifecycle (docs/architecture.md, "Starting and stopping"): start, stop,
+ * free.  Stop following (shutdown): close the poll handles; reads in flight
+ * finish and are ingested.  Idempotent, also after a failed start. */
 void gw_follow_stop(struct gw_daemon *d);
 
-/* Free everything once the loop has ended. */
+/* Free everything once the loop has run the close callbacks. */
 void gw_follow_free(struct gw_daemon *d);
 
 #endif

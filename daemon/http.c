@@ -21,6 +21,7 @@
  */
 #include "http.h"
 
+#include "buf.h"
 #include "config.h"
 #include "ingest.h"
 #include "log.h"
@@ -88,8 +89,7 @@ struct gw_http_conn {
 	void *rstate;
 
 	/* body of a non-streamed request (at most BODY_KEEP bytes) */
-	char *body;
-	size_t body_len;
+	struct gw_buf body;
 
 	/* data read past the end of the current message */
 	char *rest;
@@ -510,8 +510,8 @@ static void dispatch(struct gw_http_conn *c)
 		return;
 	}
 	const struct gw_http_route *r = c->route;
-	c->req.body = c->body ? c->body : "";
-	c->req.body_len = c->body_len;
+	c->req.body = c->body.p ? c->body.p : "";
+	c->req.body_len = c->body.len;
 	if (r->handler) {
 		r->handler(c, &c->req);
 	} else if (r->query) {
@@ -548,9 +548,7 @@ static int cb_message_begin(http_parser *p)
 	c->header_too_long = false;
 	c->rejected_early = false;
 	c->route = NULL;
-	free(c->body);
-	c->body = NULL;
-	c->body_len = 0;
+	gw_buf_free(&c->body);
 	return 0;
 }
 
@@ -716,18 +714,11 @@ static int cb_body(http_parser *p, const char *at, size_t len)
 	struct gw_http_conn *c = p->data;
 	if (c->streaming)
 		return c->route->body->data(c, at, len) < 0 ? -1 : 0;
-	if (c->body_len + len > BODY_KEEP) {
+	if (c->body.len + len > BODY_KEEP) {
 		respond_fatal(c, 413, "the body is larger than %d bytes", BODY_KEEP);
 		return refuse_early(c);
 	}
-	char *nb = realloc(c->body, c->body_len + len + 1);
-	if (!nb)
-		return -1;
-	memcpy(nb + c->body_len, at, len);
-	c->body = nb;
-	c->body_len += len;
-	c->body[c->body_len] = '\0';
-	return 0;
+	return gw_buf_add(&c->body, at, len) < 0 ? -1 : 0;
 }
 
 static int cb_message_complete(http_parser *p)
@@ -884,7 +875,7 @@ static void on_close_handle(uv_handle_t *h)
 	struct gw_http_conn *c = h->data;
 	if (--c->handles_open == 0) {
 		free(c->rest);
-		free(c->body);
+		gw_buf_free(&c->body);
 		free(c);
 	}
 }
@@ -986,7 +977,7 @@ int gw_http_start(const struct gw_http_opts *o, struct gw_http **out, char *err,
 	return 0;
 }
 
-void gw_http_stop(struct gw_http *h)
+void gw_http_drain(struct gw_http *h)
 {
 	if (!h)
 		return;
@@ -1013,11 +1004,11 @@ size_t gw_http_busy(const struct gw_http *h)
 	return n;
 }
 
-void gw_http_close_all(struct gw_http *h)
+void gw_http_stop(struct gw_http *h)
 {
 	if (!h)
 		return;
-	gw_http_stop(h);
+	gw_http_drain(h);
 	while (h->conns.next != &h->conns)
 		conn_close(h->conns.next);
 }

@@ -84,20 +84,28 @@ struct gw_http_opts {
 	const struct gw_auth *auth;   /* tokens (NULL: auth off) */
 };
 
+/* Lifecycle (docs/architecture.md, "Starting and stopping"): gw_http_start,
+ * gw_http_stop closes every handle, gw_http_free once the loop has run
+ * their close callbacks; gw_http_drain is the shutdown's grace period
+ * before gw_http_stop. */
+
 /* Listen (when the configuration enables HTTP).  Returns 0 or a negative
- * errno with a message in err; on failure call gw_http_free anyway. */
+ * errno with a message in err; on failure call gw_http_stop and, after the
+ * loop ran, gw_http_free anyway. */
 int gw_http_start(const struct gw_http_opts *o, struct gw_http **out, char *err, size_t errlen);
 
 /* Register a route; -ENOSPC when the table is full. */
 int gw_http_route(struct gw_http *h, const struct gw_http_route *r);
 
-/* Stop accepting; idle connections close now, busy ones after answering. */
-void gw_http_stop(struct gw_http *h);
+/* Stop accepting; idle connections close now, busy ones after answering
+ * (the start of the shutdown's grace period). */
+void gw_http_drain(struct gw_http *h);
 /* Connections in the middle of a request or response. */
 size_t gw_http_busy(const struct gw_http *h);
-/* Close every connection (shutdown); the loop must run for the callbacks. */
-void gw_http_close_all(struct gw_http *h);
-/* Free the server once every handle is closed. */
+/* Close the listener and every connection, busy or not; idempotent, h may
+ * be NULL.  The loop must run for the close callbacks. */
+void gw_http_stop(struct gw_http *h);
+/* Free the server once the loop ran the close callbacks (h may be NULL). */
 void gw_http_free(struct gw_http *h);
 
 /* ---- answering --------------------------------------------------------------- */

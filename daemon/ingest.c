@@ -1,6 +1,6 @@
 /*
- * ingest: parse, detect, queue; acknowledgement and back-pressure; the
- * counters (see ingest.h for the contract).
+ * ingest: parse, detect, queue; acknowledgement and back-pressure (see
+ * ingest.h for the contract; the counters are ingest_counters.c's).
  *
  * Order matters: the engine's hooks queue a segment's row and an alert
  * (with its outbox rows) before the record that caused them, and all of
@@ -26,15 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const transport_names[GW_NTRANSPORTS] = {
-	"unix", "tcp", "udp", "http", "follow",
-};
-
-const char *gw_transport_name(enum gw_transport t)
-{
-	return (unsigned)t < GW_NTRANSPORTS ? transport_names[t] : "?";
-}
 
 /* ---- engine hooks ------------------------------------------------------------- */
 
@@ -240,7 +231,7 @@ static int open_outbox(struct gw_ingest *in, char *err, size_t errlen)
 		.n_sinks = n,
 		.api_base = api[0] ? api : NULL,
 	};
-	return gw_outbox_open(&o, &in->outbox, err, errlen);
+	return gw_outbox_start(&o, &in->outbox, err, errlen);
 }
 
 /* Stall alerts left open by the daemon that ran before: the silence of a
@@ -293,7 +284,7 @@ static void resolve_orphan_silences(struct gw_ingest *in)
 		gw_log_warn("could not read the open silences of the daemon before: %s", err);
 }
 
-int gw_ingest_init(struct gw_ingest *in, const struct gw_ingest_opts *o, char *err,
+int gw_ingest_start(struct gw_ingest *in, const struct gw_ingest_opts *o, char *err,
                    size_t errlen)
 {
 	const struct gw_cfg *cfg = o->cfg;
@@ -337,16 +328,16 @@ void gw_ingest_tick(struct gw_ingest *in, double now)
 	gw_runs_tick(in, now);
 }
 
-void gw_ingest_close(struct gw_ingest *in)
+void gw_ingest_stop(struct gw_ingest *in)
 {
-	gw_outbox_close(in->outbox);
+	gw_outbox_stop(in->outbox);
 	if (in->store)
 		gw_store_set_notify(in->store, NULL, NULL);
 	if (in->loop && !uv_is_closing((uv_handle_t *)&in->commit_async))
 		uv_close((uv_handle_t *)&in->commit_async, NULL);
 }
 
-void gw_ingest_deinit(struct gw_ingest *in)
+void gw_ingest_free(struct gw_ingest *in)
 {
 	gw_outbox_free(in->outbox);
 	in->outbox = NULL;
@@ -571,12 +562,6 @@ uint64_t gw_ingest_src_lines(const struct gw_ingest_src *s)
 	return s->reader ? s->lines.lineno + gw_reader_lines(s->reader) : s->lines.lineno;
 }
 
-const char *gw_ingest_src_format(const struct gw_ingest_src *s)
-{
-	const struct gw_reader_format *f = s->reader ? gw_reader_format(s->reader) : NULL;
-	return f ? f->name : NULL;
-}
-
 json_t *gw_ingest_err_json(uint64_t lineno, const struct gw_wire_err *e)
 {
 	/* a message quotes the input (field and run names, the bytes of a log
@@ -594,21 +579,6 @@ json_t *gw_ingest_err_json(uint64_t lineno, const struct gw_wire_err *e)
 	return j;
 }
 
-void gw_ingest_count_connection(struct gw_ingest *in)
-{
-	in->n.connections++;
-}
-
-void gw_ingest_count_udp_dropped(struct gw_ingest *in)
-{
-	in->n.udp_dropped++;
-}
-
-void gw_ingest_count_reject(struct gw_ingest *in, enum gw_transport t, enum gw_wire_reason r)
-{
-	in->n.rejected[t][r]++;
-}
-
 void gw_ingest_alloc_slab(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
 	static char slab[256 * 1024];
@@ -616,84 +586,4 @@ void gw_ingest_alloc_slab(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 	(void)hint;
 	buf->base = slab;
 	buf->len = sizeof(slab);
-}
-
-/* ---- counters ------------------------------------------------------------------------ */
-
-enum dims { D_NONE, D_TRANSPORT, D_TRANSPORT_REASON, D_DETECTOR_SEVERITY };
-
-/* The one table both /v1/stats and /metrics are rendered from. */
-static const struct counter {
-	const char *metric, *key, *help;
-	enum dims dims;
-	size_t off;
-} counters[] = {
-	{"gradwatch_lines_ingested_total", "accepted",
-	 "Lines accepted (records and events), by transport.", D_TRANSPORT,
-	 offsetof(struct gw_ingest_counters, accepted)},
-	{"gradwatch_events_ingested_total", "events", "Event lines accepted, by transport.",
-	 D_TRANSPORT, offsetof(struct gw_ingest_counters, events)},
-	{"gradwatch_received_bytes_total", "bytes", "Bytes received, by transport.", D_TRANSPORT,
-	 offsetof(struct gw_ingest_counters, bytes)},
-	{"gradwatch_lines_rejected_total", "rejected",
-	 "Lines rejected, by transport and reason (docs/wire-format.md).", D_TRANSPORT_REASON,
-	 offsetof(struct gw_ingest_counters, rejected)},
-	{"gradwatch_udp_dropped_total", "udp_dropped",
-	 "UDP datagrams dropped because the store's queue was full.", D_NONE,
-	 offsetof(struct gw_ingest_counters, udp_dropped)},
-	{"gradwatch_connections_total", "connections", "Stream connections accepted.", D_NONE,
-	 offsetof(struct gw_ingest_counters, connections)},
-	{"gradwatch_segments_total", "segments",
-	 "Run segments opened (a run's start, restarts, wall-clock gaps).", D_NONE,
-	 offsetof(struct gw_ingest_counters, segments)},
-	{"gradwatch_alerts_total", "alerts", "Alerts (incidents) opened, by detector and severity.",
-	 D_DETECTOR_SEVERITY, offsetof(struct gw_ingest_counters, alerts)},
-};
-
-void gw_ingest_counters_foreach(const struct gw_ingest *in,
-                                void (*fn)(void *data, const struct gw_counter_sample *s),
-                                void *data)
-{
-	for (size_t k = 0; k < GW_ARRAY_SIZE(counters); k++) {
-		const struct counter *c = &counters[k];
-		const uint64_t *base = (const uint64_t *)((const char *)&in->n + c->off);
-		struct gw_counter_sample s = {.metric = c->metric, .key = c->key, .help = c->help,
-		                              .first = true};
-		switch (c->dims) {
-		case D_NONE:
-			s.n = *base;
-			fn(data, &s);
-			break;
-		case D_TRANSPORT:
-			s.label[0] = "transport";
-			for (int t = 0; t < GW_NTRANSPORTS; t++, s.first = false) {
-				s.value[0] = gw_transport_name((enum gw_transport)t);
-				s.n = base[t];
-				fn(data, &s);
-			}
-			break;
-		case D_TRANSPORT_REASON:
-			s.label[0] = "transport";
-			s.label[1] = "reason";
-			for (int t = 0; t < GW_NTRANSPORTS; t++)
-				for (int r = 0; r < GW_REJ_NREASONS; r++, s.first = false) {
-					s.value[0] = gw_transport_name((enum gw_transport)t);
-					s.value[1] = gw_wire_reason_name((enum gw_wire_reason)r);
-					s.n = base[t * GW_REJ_NREASONS + r];
-					fn(data, &s);
-				}
-			break;
-		case D_DETECTOR_SEVERITY:
-			s.label[0] = "detector";
-			s.label[1] = "severity";
-			for (size_t d = 0; gw_det_registry[d]; d++)
-				for (int v = 0; v < 3; v++, s.first = false) {
-					s.value[0] = gw_det_registry[d]->name;
-					s.value[1] = gw_severity_name((enum gw_severity)v);
-					s.n = base[d * 3 + v];
-					fn(data, &s);
-				}
-			break;
-		}
-	}
 }

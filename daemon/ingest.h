@@ -118,21 +118,27 @@ struct gw_ingest {
 	struct gw_runs runs;              /* active and dormant runs (runs.h) */
 };
 
+/* Lifecycle (docs/architecture.md, "Starting and stopping"):
+ * gw_ingest_start, gw_ingest_stop closes the handles (the commit
+ * notification's and the outbox's), gw_ingest_free once the loop ran their
+ * close callbacks.  A replay has no loop and no handles: start, then free. */
+
 /* Set up: the engine (seeded with where every run in the database stood),
  * the wire parser, the alert outbox (reads what is still undelivered: call
  * before uv_run) and the commit notification; for a replay, the engine
  * only.  Returns 0 or a negative errno with a message in err; on failure
- * call gw_ingest_deinit anyway. */
-int gw_ingest_init(struct gw_ingest *in, const struct gw_ingest_opts *o, char *err,
+ * call gw_ingest_stop and gw_ingest_free anyway. */
+int gw_ingest_start(struct gw_ingest *in, const struct gw_ingest_opts *o, char *err,
                    size_t errlen);
 
 /* Every tick: the wall-clock detectors, and idle runs made dormant. */
 void gw_ingest_tick(struct gw_ingest *in, double now);
 
-/* Stop delivering alerts and close the handles (the loop must run once more
- * for their close callbacks); then gw_ingest_deinit frees everything. */
-void gw_ingest_close(struct gw_ingest *in);
-void gw_ingest_deinit(struct gw_ingest *in);
+/* Stop delivering alerts and close the handles (idempotent; the loop must
+ * run once more for their close callbacks); then gw_ingest_free frees
+ * everything. */
+void gw_ingest_stop(struct gw_ingest *in);
+void gw_ingest_free(struct gw_ingest *in);
 
 /* ---- sources ---------------------------------------------------------------- */
 
@@ -173,9 +179,6 @@ void gw_ingest_src_deinit(struct gw_ingest_src *s);
  * follower stores them as its position. */
 uint64_t gw_ingest_src_consumed(const struct gw_ingest_src *s);
 uint64_t gw_ingest_src_lines(const struct gw_ingest_src *s);
-/* The reader's format name once known (NULL: NDJSON source, or not yet). */
-const char *gw_ingest_src_format(const struct gw_ingest_src *s);
-
 /* Feed the next n bytes (counted as received bytes of the transport).
  * Returns 0, -ENOMEM, or -EPROTO when a reader source found its input
  * unreadable (gw_reader_error(s->reader) says why). */

@@ -9,7 +9,10 @@
  * deliver what they already sent, close them (a partial last line is
  * counted as truncated), commit everything queued, STOPPING=1, exit 0.
  * SIGHUP reloads thresholds, per-run overrides and disabled detectors from
- * the configuration file.  One cleanup path unwinds in reverse.
+ * the configuration file.  One cleanup path unwinds in reverse: every part
+ * that owns libuv handles has _start, _stop (close its handles: close_all)
+ * and _free (after the loop ran the close callbacks), docs/architecture.md
+ * "Starting and stopping"; uv_loop_close() must then find nothing open.
  */
 #include "api.h"
 #include "auth.h"
@@ -125,15 +128,16 @@ static void http_cancel(void *data, struct gw_commit_waiter *w)
 	gw_ingest_cancel_wait(data, w);
 }
 
-/* Close every handle the daemon still holds, each through its owner; the
- * loop then ends. */
+/* Close every handle the daemon still holds, each through its owner's
+ * _stop, in the reverse order of their start, then main's own signals and
+ * timers; the loop then ends.  Also the failure path of a start. */
 static void close_all(struct gw_daemon *d)
 {
-	gw_server_stop(d);
 	gw_follow_stop(d);
-	gw_http_close_all(d->http);
+	gw_server_stop(d);
 	gw_retention_stop(d);
-	gw_ingest_close(&d->ingest);
+	gw_http_stop(d->http);
+	gw_ingest_stop(&d->ingest);
 	uv_close((uv_handle_t *)&d->sig_term, NULL);
 	uv_close((uv_handle_t *)&d->sig_int, NULL);
 	uv_close((uv_handle_t *)&d->sig_hup, NULL);
@@ -181,7 +185,7 @@ static void begin_shutdown(struct gw_daemon *d, const char *why)
 	gw_notify("STOPPING=1");
 	/* stop accepting; connections already open get a short grace period to
 	 * deliver what they sent before we close them */
-	gw_http_stop(d->http);
+	gw_http_drain(d->http);
 	gw_follow_stop(d);
 	uv_timer_stop(&d->tick_timer);
 	uv_timer_stop(&d->watchdog_timer);
@@ -492,7 +496,7 @@ int main(int argc, char **argv)
 		.auth = d.auth,
 	};
 	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0 ||
-	    gw_ingest_init(&d.ingest, &(struct gw_ingest_opts){.loop = d.loop, .cfg = &cfg, .store = d.store},
+	    gw_ingest_start(&d.ingest, &(struct gw_ingest_opts){.loop = d.loop, .cfg = &cfg, .store = d.store},
 	                   err, sizeof(err)) < 0 ||
 	    gw_idem_init(&d.idem, cfg.db_path, cfg.idempotency_window_s, cfg.idempotency_max_keys,
 	                 err, sizeof(err)) < 0 ||
@@ -524,6 +528,12 @@ out:
 	if (rc != 0)
 		close_all(&d);
 	uv_run(d.loop, UV_RUN_DEFAULT);   /* the close callbacks */
+	/* every handle is closed: free in the reverse order of the start */
+	gw_follow_free(&d);
+	gw_server_free(&d);
+	gw_http_free(d.http);
+	gw_idem_deinit(&d.idem);
+	gw_ingest_free(&d.ingest);
 	if (d.store) {
 		/* everything ingested is queued; commit it before going */
 		int src = gw_store_close(d.store);
@@ -533,11 +543,6 @@ out:
 			rc = 1;
 		}
 	}
-	gw_ingest_deinit(&d.ingest);
-	gw_idem_deinit(&d.idem);
-	gw_server_free(&d);
-	gw_http_free(d.http);
-	gw_follow_free(&d);
 	gw_auth_free(d.auth);
 	if (uv_loop_close(d.loop) != 0) {
 		/* a handle some owner did not close: a bug, made visible */

@@ -42,7 +42,7 @@ static int report(const char *what, struct gw__http_answer *a)
 			printf("deleted %s\n", json_string_value(n));
 	}
 	json_decref(j);
-	free(a->body.p);
+	gw_buf_free(&a->body);
 	return rc;
 }
 

@@ -151,7 +151,7 @@ int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
 		.observe = {.data = &r, .on_alert = print_alert, .on_segment = on_segment},
 	};
 	char err[256];
-	rc = gw_ingest_init(&r.in, &io, err, sizeof(err));
+	rc = gw_ingest_start(&r.in, &io, err, sizeof(err));
 	gw_ingest_src_init(&r.src, &r.in, GW_TR_FOLLOW, 0);
 	seen = gw_input_seen_new();
 	if (rc < 0 || !seen || !r.firing) {
@@ -200,7 +200,7 @@ out:
 		stats->runs = r.in.engine ? gw_engine_run_count(r.in.engine) : 0;
 	}
 	gw_ingest_src_deinit(&r.src);
-	gw_ingest_deinit(&r.in);
+	gw_ingest_free(&r.in);
 	gw_input_seen_free(seen);
 	json_decref(r.firing);
 	return rc;

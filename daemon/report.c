@@ -15,11 +15,13 @@
  */
 #include "report.h"
 
+#include "buf.h"
 #include "cli.h"
 #include "config.h"
 #include "reader.h"
 #include "replay.h"
 #include "series.h"
+#include "strtab.h"
 #include "util.h"
 #include "web_assets.h"
 
@@ -31,8 +33,6 @@
 #include <string.h>
 #include <time.h>
 
-#define NBUCKETS 4096
-
 struct run_acc {
 	char *name;
 	struct gw_series_row *rows;
@@ -42,51 +42,37 @@ struct run_acc {
 	json_t *alerts;            /* id -> the alert as it last was */
 	int64_t last_seg, last_step;
 	uint64_t events;
-	struct run_acc *next;      /* hash chain */
 };
 
 struct report {
-	struct run_acc *tab[NBUCKETS];
 	struct run_acc **order;    /* in order of first appearance */
 	size_t nruns, cap;
+	struct gw_strtab by_name;  /* name -> index into order */
 	struct run_acc *last;
 	uint64_t records, alerts;
 };
-
-static uint32_t hash_name(const char *s)
-{
-	uint32_t h = 2166136261u;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
 
 static struct run_acc *find_run(struct report *rp, const char *name)
 {
 	if (rp->last && strcmp(rp->last->name, name) == 0)
 		return rp->last;
-	uint32_t b = hash_name(name) % NBUCKETS;
-	for (struct run_acc *r = rp->tab[b]; r; r = r->next)
-		if (strcmp(r->name, name) == 0)
-			return rp->last = r;
-	if (rp->nruns == rp->cap) {
-		size_t cap = rp->cap ? rp->cap * 2 : 16;
-		struct run_acc **o = realloc(rp->order, cap * sizeof(*o));
-		if (!o)
-			return NULL;
-		rp->order = o;
-		rp->cap = cap;
-	}
+	size_t len = strlen(name);
+	uint32_t i;
+	if (gw_strtab_find(&rp->by_name, name, len, &i) == 0)
+		return rp->last = rp->order[i];
+	if (gw_grow((void **)&rp->order, &rp->cap, rp->nruns + 1, sizeof(*rp->order)) < 0)
+		return NULL;
 	struct run_acc *r = calloc(1, sizeof(*r));
-	if (!r || !(r->name = strdup(name)) || !(r->alerts = json_object())) {
-		if (r)
+	if (!r || !(r->name = strdup(name)) || !(r->alerts = json_object()) ||
+	    gw_strtab_put(&rp->by_name, r->name, len, (uint32_t)rp->nruns) < 0) {
+		if (r) {
+			json_decref(r->alerts);
 			free(r->name);
+		}
 		free(r);
 		return NULL;
 	}
 	r->last_step = -1;
-	r->next = rp->tab[b];
-	rp->tab[b] = r;
 	rp->order[rp->nruns++] = r;
 	return rp->last = r;
 }
@@ -96,14 +82,8 @@ static struct gw_series_seg *seg_of(struct run_acc *r, int64_t seg)
 	for (size_t i = r->nsegs; i-- > 0;)
 		if (r->segs[i].seg == seg)
 			return &r->segs[i];
-	if (r->nsegs == r->segcap) {
-		size_t cap = r->segcap ? r->segcap * 2 : 4;
-		struct gw_series_seg *s = realloc(r->segs, cap * sizeof(*s));
-		if (!s)
-			return NULL;
-		r->segs = s;
-		r->segcap = cap;
-	}
+	if (gw_grow((void **)&r->segs, &r->segcap, r->nsegs + 1, sizeof(*r->segs)) < 0)
+		return NULL;
 	/* segments arrive in order; keep them sorted anyway */
 	size_t at = r->nsegs;
 	while (at > 0 && r->segs[at - 1].seg > seg)
@@ -129,14 +109,8 @@ static int on_rec(void *data, const struct gw_rec *rec, int64_t seg, uint64_t li
 		r->events++;
 		return 0;
 	}
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 1024;
-		struct gw_series_row *nr = realloc(r->rows, cap * sizeof(*nr));
-		if (!nr)
-			return -ENOMEM;
-		r->rows = nr;
-		r->cap = cap;
-	}
+	if (gw_grow((void **)&r->rows, &r->cap, r->n + 1, sizeof(*r->rows)) < 0)
+		return -ENOMEM;
 	struct gw_series_row *row = &r->rows[r->n++];
 	row->step = rec->step;
 	row->seg = seg;
@@ -227,6 +201,7 @@ static void report_free(struct report *rp)
 		free(r);
 	}
 	free(rp->order);
+	gw_strtab_free(&rp->by_name);
 }
 
 static const char report_usage[] =

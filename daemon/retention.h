@@ -18,10 +18,15 @@
 
 struct gw_daemon;
 
-/* Start the periodic passes (when "retention" is configured) and register
- * DELETE /v1/runs/{run} and POST /v1/prune.  Returns 0 or a negative errno
- * with a message in err. */
+/* Lifecycle (docs/architecture.md, "Starting and stopping"): start and
+ * stop; the state is static, there is nothing to free.  Start the periodic
+ * passes (when "retention" is configured) and register DELETE
+ * /v1/runs/{run} and POST /v1/prune.  Returns 0 or a negative errno with a
+ * message in err. */
 int gw_retention_start(struct gw_daemon *d, char *err, size_t errlen);
+/* Close the timer (idempotent, also without a start).  A pass already on
+ * the thread pool finishes (the loop waits for it) and, the daemon
+ * stopping, deletes nothing. */
 void gw_retention_stop(struct gw_daemon *d);
 
 #endif

@@ -146,14 +146,20 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		.barrier_data = &d.ingest, .auth = d.auth,
 	};
 	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0 ||
-	    gw_ingest_init(&d.ingest, &(struct gw_ingest_opts){.loop = &loop, .cfg = &cfg, .store = d.store},
+	    gw_ingest_start(&d.ingest, &(struct gw_ingest_opts){.loop = &loop, .cfg = &cfg, .store = d.store},
 	                   err, sizeof(err)) < 0 ||
 	    gw_idem_init(&d.idem, cfg.db_path, cfg.idempotency_window_s, cfg.idempotency_max_keys,
 	                 err, sizeof(err)) < 0)
 		return init_failed("storage", err);
 	int rc = -1;
 	for (int attempt = 0; attempt < 20 && rc < 0; attempt++) {
-		gw_http_free(d.http);
+		if (d.http) {
+			/* a failed start may leave its listener open: stop, let the
+			 * loop close it, then free */
+			gw_http_stop(d.http);
+			uv_run(&loop, UV_RUN_NOWAIT);
+			gw_http_free(d.http);
+		}
 		d.http = NULL;
 		cfg.http.port = free_port();
 		rc = gw_http_start(&ho, &d.http, err, sizeof(err));

@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct gw_alias *aliases;
 static struct gw_wire *first, *again;   /* two parsers: a record lives in its parser */
-static struct gw_wire_buf out;
+static struct gw_buf out;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -111,7 +111,7 @@ static void one_line(const char *p, size_t n, const char *default_run)
 	FUZZ_CHECK(isnan(rec.ts) || (isfinite(rec.ts) && rec.ts >= 0));
 	FUZZ_CHECK(rec.event == NULL || (rec.present == 0 && rec.n_extra == 0 && rec.attrs));
 
-	out.len = 0;
+	gw_buf_reset(&out);
 	if (gw_wire_append_rec(&out, &rec) < 0)
 		return;
 	FUZZ_CHECK(out.len > 0 && out.p[out.len - 1] == '\n');

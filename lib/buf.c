@@ -54,6 +54,14 @@ int gw_buf_str(struct gw_buf *b, const char *s)
 	return gw_buf_add(b, s, strlen(s));
 }
 
+void gw_buf_reset(struct gw_buf *b)
+{
+	b->len = 0;
+	b->err = 0;
+	if (b->p)
+		b->p[0] = '\0';
+}
+
 void gw_buf_free(struct gw_buf *b)
 {
 	free(b->p);

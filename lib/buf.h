@@ -39,6 +39,9 @@ int gw_buf_reserve(struct gw_buf *b, size_t n);
 int gw_buf_add(struct gw_buf *b, const void *s, size_t n);
 int gw_buf_str(struct gw_buf *b, const char *s);
 
+/* Empty the buffer for reuse, keeping its memory, and clear err. */
+void gw_buf_reset(struct gw_buf *b);
+
 /* Free the memory and reset *b to empty. */
 void gw_buf_free(struct gw_buf *b);
 

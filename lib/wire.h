@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
+
 enum gw_role {
 	GW_ROLE_LOSS,
 	GW_ROLE_GRAD_NORM,
@@ -113,6 +115,10 @@ int gw_alias_add(struct gw_alias *a, enum gw_role role, const char *name);
 /* Role of a field name, or -1.  *prio gets its priority (lower wins). */
 int gw_alias_lookup(const struct gw_alias *a, const char *name, size_t len,
                     int *prio);
+/* The same for a caller that has hash = gw_fnv1a32(name, len) already
+ * (shared-internal: the parser). */
+int gw__alias_lookup_hashed(const struct gw_alias *a, const char *name, size_t len,
+                            uint32_t hash, int *prio);
 
 /* Parse a role name ("loss", "grad_norm", "lr", "throughput", "ts");
  * returns the role or -1. */
@@ -144,17 +150,12 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
  * hold 32 bytes; returns the length written. */
 int gw_wire_fmt_double(char *buf, double v);
 
-/* A growable text buffer (gw_wire_append_rec). */
-struct gw_wire_buf {
-	char *p;
-	size_t len, cap;
-};
-
 /* Append `rec` as one line of the wire format, '\n' included: run, step,
  * ts (when not NaN), then an event's "event" and attributes, or a record's
  * roles under their canonical names and its extras under their names;
  * numbers as gw_wire_fmt_double writes them, so gw_wire_parse gives the
- * same record back.  Returns 0 or -ENOMEM (buf keeps what it had). */
-int gw_wire_append_rec(struct gw_wire_buf *buf, const struct gw_rec *rec);
+ * same record back.  Returns 0 or -ENOMEM (buf keeps what it had, with its
+ * err set until gw_buf_reset, lib/buf.h). */
+int gw_wire_append_rec(struct gw_buf *buf, const struct gw_rec *rec);
 
 #endif

@@ -101,11 +101,6 @@ const char *gw__rd_default_run(const struct gw_reader *r)
 	return r->o.run;
 }
 
-bool gw__rd_line_truncated(const struct gw_reader *r)
-{
-	return r->truncated;
-}
-
 void gw__rd_consumed(struct gw_reader *r, uint64_t bytes)
 {
 	r->consumed = bytes;
@@ -179,11 +174,6 @@ void gw__rd_ts(struct gw_reader *r, double ts)
 		r->rec.ts = ts;
 		r->ts_prio = -1;
 	}
-}
-
-bool gw__rd_has(const struct gw_reader *r, enum gw_role role)
-{
-	return (unsigned)role < GW_NROLES && gw_rec_has(&r->rec, role);
 }
 
 static const char *copy_name(struct gw_reader *r, const char *name, size_t len)

@@ -29,9 +29,6 @@ void gw__rd_ts(struct gw_reader *r, double ts);
  * -ENOSPC when the point already has GW_RD_MAX_EXTRA extras (dropped). */
 int gw__rd_metric(struct gw_reader *r, const char *name, size_t len, double v);
 
-/* True when the point being built has a value for `role`. */
-bool gw__rd_has(const struct gw_reader *r, enum gw_role role);
-
 /* Hand the point over, from source line `line`.  Returns 0 (also when it
  * was skipped for carrying no role) or the sink's negative errno. */
 int gw__rd_emit(struct gw_reader *r, uint64_t line);
@@ -75,10 +72,6 @@ uint64_t gw__rd_first_line(const struct gw_reader *r);
 /* Hand over a record the format built itself (the NDJSON parser fills a
  * struct gw_rec): as is, without the role filter or run splitting. */
 int gw__rd_emit_rec(struct gw_reader *r, const struct gw_rec *rec, uint64_t line);
-
-/* Line formats: true while the line being handed over is a last line
- * without its '\n' (the input ended inside it). */
-bool gw__rd_line_truncated(const struct gw_reader *r);
 
 /* Text helpers for line formats. */
 

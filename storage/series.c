@@ -19,6 +19,7 @@
  */
 #include "series.h"
 
+#include "buf.h"
 #include "util.h"
 
 #include <errno.h>
@@ -73,14 +74,8 @@ struct ds {
 
 static int keep(struct keptv *kv, const struct kept *k)
 {
-	if (kv->n == kv->cap) {
-		size_t cap = kv->cap ? kv->cap * 2 : 256;
-		struct kept *nv = realloc(kv->v, cap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		kv->v = nv;
-		kv->cap = cap;
-	}
+	if (gw_grow((void **)&kv->v, &kv->cap, kv->n + 1, sizeof(*kv->v)) < 0)
+		return -ENOMEM;
 	kv->v[kv->n++] = *k;
 	return 0;
 }
@@ -374,14 +369,9 @@ static int read_segments(struct reader *r, struct gw_series_seg **out, size_t *n
 			break;
 		if (rc < 0)
 			goto fail;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 8;
-			struct gw_series_seg *nv = realloc(v, cap * sizeof(*nv));
-			if (!nv) {
-				rc = -ENOMEM;
-				goto fail;
-			}
-			v = nv;
+		if (gw_grow((void **)&v, &cap, n + 1, sizeof(*v)) < 0) {
+			rc = -ENOMEM;
+			goto fail;
 		}
 		struct gw_series_seg *s = &v[n++];
 		memset(s, 0, sizeof(*s));

@@ -6,8 +6,15 @@
  * the mutex;
  * the writer swaps the whole arena for an empty one under the mutex and
  * writes it outside it, so producers wait at most for a pointer swap, never
- * for the disk.  The writer keeps a cache of run name -> runs.id and updates
- * each touched run's last position once per transaction.
+ * for the disk.  The writer keeps a cache of run name -> runs.id (an array
+ * of runs in the order first met, indexed by a gw_strtab on their names)
+ * and updates each touched run's last position once per transaction.  The
+ * tables and their migrations are schema.c's.
+ *
+ * (About 1,000 lines: the queue and the writer thread are the two sides of
+ * one structure, struct gw_store, its arena items and its statement table,
+ * and read best beside each other; taking the writer apart would put all of
+ * that in an internal header.)
  *
  * Test hook (fault injection, tests/integration/test_crash.py): with
  * GRADWATCH_FAULT_CRASH_COMMIT=N in the environment at gw_store_open(), the
@@ -17,9 +24,12 @@
  * what a restart finds.  Unset or 0: no effect.  Not for production use.
  */
 #include "store.h"
+#include "schema.h"
 #include "series.h"
 
+#include "buf.h"
 #include "log.h"
+#include "strtab.h"
 #include "util.h"
 
 #include <errno.h>
@@ -63,9 +73,11 @@ struct arena {
 	uint64_t first_ms;    /* monotonic ms when the first item went in */
 };
 
+/* The writer's cache of one run: its runs.id (-1 once the run was deleted:
+ * resolved again on its next row) and the position it moved to in this
+ * batch (dirty: the runs row is updated before the commit). */
 struct run_slot {
-	char *name;
-	uint32_t hash;
+	char *name;           /* the key of its entry in runs_by_name */
 	int64_t id;
 	int64_t seg, last_step;
 	double last_ts, last_seen;
@@ -181,9 +193,10 @@ struct gw_store {
 
 	/* writer-thread only */
 	struct arena work;
-	struct run_slot *runs;
-	struct gw__tiles *tiles;       /* chart extremes of this batch (series.c) */
+	struct run_slot *runs;         /* in the order first met */
 	size_t runs_cap, runs_n;
+	struct gw_strtab runs_by_name; /* name -> index into runs */
+	struct gw__tiles *tiles;       /* chart extremes of this batch (series.c) */
 	uint64_t commit_attempts;      /* COMMITs tried (the fault hook counts them) */
 	uint64_t crash_at_commit;      /* GRADWATCH_FAULT_CRASH_COMMIT, 0: off */
 
@@ -193,64 +206,6 @@ struct gw_store {
 	int last_error;
 	char last_error_msg[200];
 };
-
-/* Schema migrations: migrations[v] takes the database from version v to
- * v + 1.  Never edit a released step; add one. */
-static const char *const migrations[] = {
-	/* 0 -> 1 */
-	"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
-	"CREATE TABLE runs(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
-	"  first_seen REAL, last_seen REAL, last_seg INTEGER NOT NULL DEFAULT 0,"
-	"  last_step INTEGER, last_ts REAL);"
-	"CREATE TABLE segments(run_id INTEGER NOT NULL REFERENCES runs(id), seg INTEGER NOT NULL,"
-	"  reason TEXT NOT NULL, first_step INTEGER, restart_step INTEGER, first_line INTEGER,"
-	"  ts REAL, opened REAL, PRIMARY KEY(run_id, seg)) WITHOUT ROWID;"
-	"CREATE TABLE records(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, seg INTEGER NOT NULL,"
-	"  step INTEGER NOT NULL, line INTEGER, ts REAL, recv REAL, loss REAL, grad_norm REAL,"
-	"  lr REAL, throughput REAL, nonfinite INTEGER NOT NULL DEFAULT 0, extra TEXT);"
-	"CREATE INDEX records_by_run ON records(run_id, seg, step);"
-	"CREATE TABLE events(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, seg INTEGER NOT NULL,"
-	"  step INTEGER NOT NULL, line INTEGER, ts REAL, recv REAL, name TEXT NOT NULL, attrs TEXT);"
-	"CREATE INDEX events_by_run ON events(run_id, seg, step);"
-	"CREATE TABLE alerts(id TEXT PRIMARY KEY, run_id INTEGER NOT NULL, seg INTEGER NOT NULL,"
-	"  step INTEGER NOT NULL, line INTEGER, detector TEXT NOT NULL, severity TEXT NOT NULL,"
-	"  state TEXT NOT NULL, summary TEXT NOT NULL, cause TEXT, action TEXT, evidence TEXT,"
-	"  ts REAL, created REAL, updated REAL, resolved REAL, last_step INTEGER, last_line INTEGER,"
-	"  version INTEGER NOT NULL DEFAULT 1);"
-	"CREATE INDEX alerts_by_run ON alerts(run_id, created);",
-	/* 1 -> 2: created the alert delivery outbox; those tables now belong to
-	 * the alerts module's own schema (alerts/outbox_db.c), whose first
-	 * step creates them if this one did not */
-	"SELECT 1",
-	/* 2 -> 3: per 256-step tile of each run and segment, the steps of the
-	 * records holding the chart's extremes (storage/series.c), filled from
-	 * the records already stored; the writer keeps it current. */
-	GW_SERIES_TILES_MIGRATION,
-	/* 3 -> 4: what a resolve said (how long a run was silent, why it
-	 * ended), kept beside the summary of what was detected */
-	"ALTER TABLE alerts ADD COLUMN resolution TEXT",
-};
-
-_Static_assert(GW_ARRAY_SIZE(migrations) == GW_STORE_SCHEMA_VERSION,
-               "GW_STORE_SCHEMA_VERSION is the number of migration steps");
-
-static int sqlite_errno(int rc)
-{
-	switch (rc & 0xff) {
-	case SQLITE_OK: return 0;
-	case SQLITE_NOMEM: return -ENOMEM;
-	case SQLITE_FULL: return -ENOSPC;
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED: return -EBUSY;
-	case SQLITE_CANTOPEN: return -ENOENT;
-	case SQLITE_READONLY:
-	case SQLITE_PERM:
-	case SQLITE_AUTH: return -EACCES;
-	case SQLITE_CORRUPT:
-	case SQLITE_NOTADB: return -EILSEQ;
-	default: return -EIO;
-	}
-}
 
 static double wall_now(void)
 {
@@ -262,16 +217,9 @@ static double wall_now(void)
 static struct item *arena_alloc(struct arena *a, size_t size)
 {
 	size = (size + 7) & ~(size_t)7;
-	if (a->len + size > a->cap) {
-		size_t ncap = a->cap ? a->cap : 1 << 16;
-		while (ncap < a->len + size)
-			ncap *= 2;
-		char *nb = realloc(a->buf, ncap);
-		if (!nb)
-			return NULL;
-		a->buf = nb;
-		a->cap = ncap;
-	}
+	/* at least 64 KiB, so a batch does not start with a string of reallocs */
+	if (gw_grow((void **)&a->buf, &a->cap, GW_MAX(a->len + size, (size_t)1 << 16), 1) < 0)
+		return NULL;
 	struct item *it = (struct item *)(a->buf + a->len);
 	memset(it, 0, sizeof(*it));
 	it->size = (uint32_t)size;
@@ -535,42 +483,23 @@ void gw_store_stats(const struct gw_store *s, struct gw_store_stats *out)
 
 /* ---- writer --------------------------------------------------------------------- */
 
-static uint32_t hash_str(const char *s)
+/* The cached run called name[0..len), or NULL. */
+static struct run_slot *run_find(struct gw_store *s, const char *name, size_t len)
 {
-	uint32_t h = 2166136261u;
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 16777619u;
-	}
-	return h;
+	uint32_t i;
+	return gw_strtab_find(&s->runs_by_name, name, len, &i) == 0 ? &s->runs[i] : NULL;
 }
 
-static struct run_slot *run_find(struct gw_store *s, const char *name, uint32_t h)
+/* Forget every cached run (after a rollback: the ids may name rows it
+ * removed). */
+static void runs_clear(struct gw_store *s)
 {
-	size_t mask = s->runs_cap - 1;
-	for (size_t i = h & mask;; i = (i + 1) & mask) {
-		struct run_slot *r = &s->runs[i];
-		if (!r->name || (r->hash == h && strcmp(r->name, name) == 0))
-			return r;
-	}
-}
-
-static int runs_grow(struct gw_store *s)
-{
-	size_t ncap = s->runs_cap ? s->runs_cap * 2 : 256;
-	struct run_slot *old = s->runs;
-	size_t ocap = s->runs_cap;
-	s->runs = calloc(ncap, sizeof(*s->runs));
-	if (!s->runs) {
-		s->runs = old;
-		return -ENOMEM;
-	}
-	s->runs_cap = ncap;
-	for (size_t i = 0; i < ocap; i++)
-		if (old[i].name)
-			*run_find(s, old[i].name, old[i].hash) = old[i];
-	free(old);
-	return 0;
+	for (size_t i = 0; i < s->runs_n; i++)
+		free(s->runs[i].name);
+	free(s->runs);
+	s->runs = NULL;
+	s->runs_cap = s->runs_n = 0;
+	gw_strtab_free(&s->runs_by_name);
 }
 
 static int step_done(sqlite3_stmt *st)
@@ -588,23 +517,19 @@ static void bind_real(sqlite3_stmt *st, int k, double v)
 		sqlite3_bind_double(st, k, v);
 }
 
-/* runs.id of a run, creating the row if needed (inside the transaction). */
-static int run_id(struct gw_store *s, const char *name, double now, struct run_slot **out)
+/* runs.id of the run name[0..len) (NUL-terminated), creating the row if
+ * needed (inside the transaction). */
+static int run_id(struct gw_store *s, const char *name, size_t len, double now,
+                  struct run_slot **out)
 {
-	uint32_t h = hash_str(name);
-	struct run_slot *r = run_find(s, name, h);
-	if (r->name && r->id >= 0) {
+	struct run_slot *r = run_find(s, name, len);
+	if (r && r->id >= 0) {
 		*out = r;
 		return 0;
 	}
-	bool known = r->name != NULL;   /* a run deleted since: resolved again */
-	if (!known && (s->runs_n + 1) * 2 > s->runs_cap) {
-		if (runs_grow(s) < 0)
-			return SQLITE_NOMEM;
-		r = run_find(s, name, h);
-	}
+	/* new, or deleted since: resolved again */
 	sqlite3_stmt *st = s->tx[T_RUN_GET];
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, name, (int)len, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
 	int64_t id = -1, seg = 0, last_step = -1;
 	double last_ts = NAN;
@@ -621,21 +546,29 @@ static int run_id(struct gw_store *s, const char *name, double now, struct run_s
 		return rc;
 	if (id < 0) {
 		st = s->tx[T_RUN_INS];
-		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 1, name, (int)len, SQLITE_STATIC);
 		sqlite3_bind_double(st, 2, now);
 		if ((rc = step_done(st)) != SQLITE_OK)
 			return rc;
 		id = sqlite3_last_insert_rowid(s->db);
 	}
-	if (!known && !(r->name = strdup(name)))
-		return SQLITE_NOMEM;
-	r->hash = h;
+	if (!r) {
+		char *copy = gw_grow((void **)&s->runs, &s->runs_cap, s->runs_n + 1, sizeof(*s->runs)) == 0
+		           ? strndup(name, len) : NULL;
+		if (!copy)
+			return SQLITE_NOMEM;
+		if (gw_strtab_put(&s->runs_by_name, copy, len, (uint32_t)s->runs_n) < 0) {
+			free(copy);
+			return SQLITE_NOMEM;
+		}
+		r = &s->runs[s->runs_n++];
+		*r = (struct run_slot){.name = copy};
+	}
 	r->id = id;
 	r->seg = seg;
 	r->last_step = last_step;
 	r->last_ts = last_ts;
 	r->last_seen = now;
-	s->runs_n += !known;
 	*out = r;
 	return 0;
 }
@@ -668,7 +601,7 @@ static int write_item(struct gw_store *s, const struct item *it, double now,
 			sqlite3_bind_text(st, k + 1, val_text(it, x), (int)x->len, SQLITE_STATIC);
 			break;
 		case GW_SV_RUN:
-			if ((rc = run_id(s, val_text(it, x), now, &r)) != SQLITE_OK) {
+			if ((rc = run_id(s, val_text(it, x), x->len, now, &r)) != SQLITE_OK) {
 				sqlite3_clear_bindings(st);
 				return rc;
 			}
@@ -680,9 +613,8 @@ static int write_item(struct gw_store *s, const struct item *it, double now,
 	sqlite3_clear_bindings(st);
 	if (rc == SQLITE_OK && it->stmt == S_DEL_RUN) {
 		/* the cached id names a row that is gone */
-		const char *name = val_text(it, &it->v[0]);
-		struct run_slot *gone = run_find(s, name, hash_str(name));
-		if (gone->name) {
+		struct run_slot *gone = run_find(s, val_text(it, &it->v[0]), it->v[0].len);
+		if (gone) {
 			gone->id = -1;
 			gone->dirty = false;
 		}
@@ -742,9 +674,9 @@ static int write_batch(struct gw_store *s, uint64_t counts[C_N], char *why, size
 			goto fail;
 		off += it->size;
 	}
-	for (size_t i = 0; i < s->runs_cap; i++) {
+	for (size_t i = 0; i < s->runs_n; i++) {
 		struct run_slot *r = &s->runs[i];
-		if (!r->name || !r->dirty)
+		if (!r->dirty)
 			continue;
 		sqlite3_stmt *st = s->tx[T_RUN_UPD];
 		sqlite3_bind_int64(st, 1, r->id);
@@ -772,10 +704,7 @@ fail:
 	step_done(s->tx[T_ROLLBACK]);
 	gw__tiles_clear(s->tiles);
 	/* the cache may hold ids of rows the rollback removed */
-	for (size_t i = 0; i < s->runs_cap; i++)
-		free(s->runs[i].name);
-	memset(s->runs, 0, s->runs_cap * sizeof(*s->runs));
-	s->runs_n = 0;
+	runs_clear(s);
 	return rc;
 }
 
@@ -838,7 +767,7 @@ static void *writer_main(void *arg)
 		char why[200];
 		while ((rc = write_batch(s, counts, why, sizeof(why))) != SQLITE_OK) {
 			pthread_mutex_lock(&s->mu);
-			s->last_error = sqlite_errno(rc);
+			s->last_error = gw__store_errno(rc);
 			snprintf(s->last_error_msg, sizeof(s->last_error_msg), "%s", why);
 			bool stopping = s->stop;
 			pthread_mutex_unlock(&s->mu);
@@ -920,86 +849,6 @@ static void *checkpointer_main(void *arg)
 
 /* ---- open / close ----------------------------------------------------------------- */
 
-static int exec(sqlite3 *db, const char *sql, char *err, size_t errlen)
-{
-	char *msg = NULL;
-	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
-	if (rc != SQLITE_OK) {
-		gw_errf(err, errlen, -EIO, "%s", msg ? msg : sqlite3_errstr(rc));
-		sqlite3_free(msg);
-		return sqlite_errno(rc);
-	}
-	return 0;
-}
-
-/* Run migration steps [from, n) of one schema, each in its own transaction
- * with the statement that records the new version (set_version, with %d). */
-static int run_steps(sqlite3 *db, const char *path, const char *what,
-                     const char *const *steps, int from, int n, const char *set_version,
-                     char *err, size_t errlen)
-{
-	for (int v = from; v < n; v++) {
-		char sql[320], e[256];
-		int rc;
-		snprintf(sql, sizeof(sql), set_version, v + 1);
-		if ((rc = exec(db, "BEGIN IMMEDIATE", e, sizeof(e))) < 0 ||
-		    (rc = exec(db, steps[v], e, sizeof(e))) < 0 || (rc = exec(db, sql, e, sizeof(e))) < 0 ||
-		    (rc = exec(db, "COMMIT", e, sizeof(e))) < 0) {
-			exec(db, "ROLLBACK", NULL, 0);
-			return gw_errf(err, errlen, rc, "%s: migrating %s from version %d failed: %s", path,
-			               what, v, e);
-		}
-		if (from > 0)
-			gw_log_info("store: %s: %s migrated to version %d", path, what, v + 1);
-	}
-	return 0;
-}
-
-static int int_query(sqlite3 *db, const char *sql, const char *bind, int *out)
-{
-	sqlite3_stmt *st;
-	*out = 0;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	if (bind)
-		sqlite3_bind_text(st, 1, bind, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		*out = sqlite3_column_int(st, 0);
-	sqlite3_finalize(st);
-	return 0;
-}
-
-/* The store's tables (PRAGMA user_version), then each schema's (meta
- * "schema:<name>").  A database written by a newer gradwatch is refused. */
-static int migrate(struct gw_store *s, const char *path, char *err, size_t errlen)
-{
-	int version = 0, rc;
-	int_query(s->db, "PRAGMA user_version", NULL, &version);
-	if (version > GW_STORE_SCHEMA_VERSION)
-		return gw_errf(err, errlen, -EPROTO, "%s has schema version %d; this gradwatchd knows up "
-		               "to %d (a newer gradwatch wrote it)", path, version,
-		               GW_STORE_SCHEMA_VERSION);
-	if ((rc = run_steps(s->db, path, "the schema", migrations, version, GW_STORE_SCHEMA_VERSION,
-	                    "PRAGMA user_version = %d", err, errlen)) < 0)
-		return rc;
-	for (size_t k = 0; k < s->n_schemas; k++) {
-		const struct gw_store_schema *sc = s->schemas[k];
-		char key[96], set[256];
-		snprintf(key, sizeof(key), "schema:%s", sc->name);
-		int_query(s->db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?1", key, &version);
-		if (version > (int)sc->n_migrations)
-			return gw_errf(err, errlen, -EPROTO, "%s: the %s tables have version %d; this "
-			               "gradwatchd knows up to %zu (a newer gradwatch wrote them)", path,
-			               sc->name, version, sc->n_migrations);
-		snprintf(set, sizeof(set), "INSERT INTO meta(key, value) VALUES('%s', '%%d') "
-		         "ON CONFLICT(key) DO UPDATE SET value = excluded.value", key);
-		if ((rc = run_steps(s->db, path, sc->name, sc->migrations, version,
-		                    (int)sc->n_migrations, set, err, errlen)) < 0)
-			return rc;
-	}
-	return 0;
-}
-
 /* Prepare the writer's statements: transaction control, the store's rows,
  * each schema's rows. */
 static int prepare_all(struct gw_store *s, char *err, size_t errlen)
@@ -1075,22 +924,23 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	if (rc != SQLITE_OK) {
 		gw_errf(err, errlen, -EIO, "cannot open database %s: %s", o->path,
 		     s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
-		rc = sqlite_errno(rc);
+		rc = gw__store_errno(rc);
 		goto fail;
 	}
 	sqlite3_busy_timeout(s->db, 5000);
 	char e[256];
-	if ((rc = exec(s->db, "PRAGMA journal_mode = WAL", e, sizeof(e))) < 0 ||
-	    (rc = exec(s->db, o->sync_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL",
-	               e, sizeof(e))) < 0 ||
-	    (rc = exec(s->db, "PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536; "
-	                      "PRAGMA wal_autocheckpoint = 0", e, sizeof(e))) < 0) {
+	const char *sync = o->sync_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL";
+	if ((rc = gw__store_exec(s->db, "PRAGMA journal_mode = WAL", e, sizeof(e))) < 0 ||
+	    (rc = gw__store_exec(s->db, sync, e, sizeof(e))) < 0 ||
+	    (rc = gw__store_exec(s->db, "PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536; "
+	                         "PRAGMA wal_autocheckpoint = 0", e, sizeof(e))) < 0) {
 		gw_errf(err, errlen, -EIO, "database %s: %s", o->path, e);
 		goto fail;
 	}
-	if ((rc = migrate(s, o->path, err, errlen)) < 0 || (rc = prepare_all(s, err, errlen)) < 0)
+	if ((rc = gw__store_migrate(s->db, o->path, s->schemas, s->n_schemas, err, errlen)) < 0 ||
+	    (rc = prepare_all(s, err, errlen)) < 0)
 		goto fail;
-	if (runs_grow(s) < 0 || !(s->tiles = gw__tiles_new())) {
+	if (!(s->tiles = gw__tiles_new())) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -1149,9 +999,7 @@ int gw_store_close(struct gw_store *s)
 		sqlite3_exec(s->db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL);
 		sqlite3_close(s->db);
 	}
-	for (size_t i = 0; i < s->runs_cap; i++)
-		free(s->runs[i].name);
-	free(s->runs);
+	runs_clear(s);
 	free(s->pending.buf);
 	free(s->work.buf);
 	free(s->path);

@@ -11,6 +11,7 @@
  */
 #include "series.h"
 
+#include "buf.h"
 #include <errno.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -123,14 +124,8 @@ int gw__tiles_add(struct gw__tiles *t, int64_t run_id, int64_t seg, int64_t step
 			while (t->slot[h])
 				h = (h + 1) & (t->nslot - 1);
 		}
-		if (t->n == t->cap) {
-			size_t cap = t->cap ? t->cap * 2 : 64;
-			struct tile_acc *nv = realloc(t->v, cap * sizeof(*nv));
-			if (!nv)
-				return -ENOMEM;
-			t->v = nv;
-			t->cap = cap;
-		}
+		if (gw_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)) < 0)
+			return -ENOMEM;
 		t->slot[h] = t->n + 1;
 		a = &t->v[t->n++];
 		*a = (struct tile_acc){.run_id = run_id, .seg = seg, .tile = tile, .lr_s = -1, .nf_s = -1,

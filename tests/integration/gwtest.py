@@ -133,6 +133,8 @@ class Daemon:
                 raise AssertionError('sanitizer report in gradwatchd log:\n' + text)
         if sig == signal.SIGTERM and rc != 0:
             raise AssertionError('gradwatchd exited %s after SIGTERM:\n%s' % (rc, text))
+        if 'handles still open' in text:
+            raise AssertionError('gradwatchd left libuv handles open:\n' + text)
         return rc
 
     def kill(self):

@@ -1,7 +1,8 @@
 /*
  * Unit tests of the growable buffer (lib/buf.c): appends keep the text
  * NUL-terminated across growth, gw_grow's capacities and its refusal of a
- * size that overflows, and the sticky error after a failed append.
+ * size that overflows, and the sticky error after a failed append until
+ * the buffer is reset.
  */
 #include "gwcheck.h"
 #include <errno.h>
@@ -69,6 +70,16 @@ START_TEST(sticky_error)
 	ck_assert_int_eq(b.err, 0);
 	ck_assert_int_eq(gw_buf_str(&b, "again"), 0);
 	ck_assert_str_eq(b.p, "again");
+	/* reset: empty, the error cleared, the memory kept for the next use */
+	ck_assert_int_eq(gw_buf_reserve(&b, SIZE_MAX - 1), -ENOMEM);
+	char *mem = b.p;
+	gw_buf_reset(&b);
+	ck_assert_int_eq(b.err, 0);
+	ck_assert_uint_eq(b.len, 0);
+	ck_assert_str_eq(b.p, "");
+	ck_assert_ptr_eq(b.p, mem);
+	ck_assert_int_eq(gw_buf_str(&b, "next"), 0);
+	ck_assert_str_eq(b.p, "next");
 	gw_buf_free(&b);
 }
 END_TEST

@@ -278,6 +278,56 @@ START_TEST(positions_for_seeding)
 }
 END_TEST
 
+/* The writer's run cache over many runs and several commits: every row
+ * lands on its own run, positions follow the last row, and a deleted run
+ * that sends again is a new runs row (its cached id is not reused). */
+START_TEST(many_runs_and_deletes)
+{
+	enum { NRUNS = 3000 };
+	struct gw_store *s = open_store();
+	uint64_t seq = 0;
+	char name[32];
+	for (int step = 1; step <= 3; step++) {
+		for (int i = 0; i < NRUNS; i++) {
+			snprintf(name, sizeof(name), "run-%d", i);
+			struct gw_rec r = record(name, step * 10 + i % 7, 1.0, 1.0);
+			seq = gw_store_put_record(s, &r, 1 + i % 3, (uint64_t)step, 0);
+			ck_assert_uint_gt(seq, 0);
+		}
+		wait_committed(s, seq);
+	}
+	ck_assert_int_eq(scalar("SELECT count(*) FROM runs"), NRUNS);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM records r JOIN runs u ON u.id = r.run_id "
+	                        "WHERE u.name = 'run-' || (r.step % 10)  AND r.step < 40"), 3 * 7);
+	ck_assert_int_eq(scalar("SELECT last_step FROM runs WHERE name = 'run-2999'"), 30 + 2999 % 7);
+	ck_assert_int_eq(scalar("SELECT last_seg FROM runs WHERE name = 'run-2999'"), 1 + 2999 % 3);
+	long long old_id = scalar("SELECT id FROM runs WHERE name = 'run-5'");
+	for (int i = 0; i < NRUNS; i += 3) {
+		snprintf(name, sizeof(name), "run-%d", i);
+		seq = gw_store_delete_run(s, name);
+		ck_assert_uint_gt(seq, 0);
+	}
+	/* in the same batch as the deletion of run-6: the cache must not hand
+	 * out its old id */
+	struct gw_rec again = record("run-6", 500, 2.0, 2.0);
+	seq = gw_store_put_record(s, &again, 7, 1, 0);
+	struct gw_rec kept = record("run-5", 600, 2.0, 2.0);
+	seq = gw_store_put_record(s, &kept, 9, 2, 0);
+	wait_committed(s, seq);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM runs"), NRUNS - NRUNS / 3 + 1);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM records r JOIN runs u ON u.id = r.run_id "
+	                        "WHERE u.name = 'run-6'"), 1);
+	ck_assert_int_eq(scalar("SELECT last_step FROM runs WHERE name = 'run-6'"), 500);
+	ck_assert_int_eq(scalar("SELECT last_seg FROM runs WHERE name = 'run-6'"), 7);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM records WHERE run_id NOT IN (SELECT id FROM runs)"), 0);
+	ck_assert_int_eq(scalar("SELECT id FROM runs WHERE name = 'run-5'"), old_id);
+	ck_assert_int_eq(scalar("SELECT last_step FROM runs WHERE name = 'run-5'"), 600);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM records r JOIN runs u ON u.id = r.run_id "
+	                        "WHERE u.name = 'run-5'"), 4);
+	ck_assert_int_eq(gw_store_close(s), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store");
@@ -291,6 +341,7 @@ int main(void)
 	tcase_add_test(tc, newer_schema_refused);
 	tcase_add_test(tc, bad_path);
 	tcase_add_test(tc, positions_for_seeding);
+	tcase_add_test(tc, many_runs_and_deletes);
 	suite_add_tcase(s, tc);
 	return gw_check_run(s);
 }

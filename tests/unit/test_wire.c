@@ -1,8 +1,9 @@
 /*
- * Unit tests of the NDJSON wire parser and the alias table (lib/wire.c):
- * records, events, aliases, Python's NaN/Infinity tokens, the precise
- * error (reason, column, field) for each kind of bad line, and the writer
- * (gw_wire_append_rec) giving back what the parser read.
+ * Unit tests of the NDJSON wire parser, the alias table and the writer
+ * (lib/wire.c, alias.c, wire_write.c): records, events, aliases, Python's
+ * NaN/Infinity tokens, the precise error (reason, column, field) for each
+ * kind of bad line, and the writer (gw_wire_append_rec) giving back what
+ * the parser read.
  */
 #include "gwcheck.h"
 #include <errno.h>
@@ -258,11 +259,11 @@ START_TEST(append_rec_roundtrip)
 		"\"train/loss\":2.5,\"lr\":NaN,\"grad norm\":-Infinity,\"x\\u0001\":0.1,\"y\":1e300}",
 		"{\"run\":\"r\",\"step\":8,\"event\":\"resumed\",\"checkpoint_step\":5,\"h\":{\"lr\":0.002}}",
 	};
-	struct gw_wire_buf b = {0};
+	struct gw_buf b = {0};
 	for (size_t i = 0; i < 2; i++) {
 		struct gw_rec a, c;
 		ck_assert_int_eq(gw_wire_parse(w, lines[i], strlen(lines[i]), NULL, &a, NULL), 0);
-		b.len = 0;
+		gw_buf_reset(&b);
 		ck_assert_int_eq(gw_wire_append_rec(&b, &a), 0);
 		ck_assert_int_eq(b.p[b.len - 1], '\n');
 		char *first = strndup(b.p, b.len);
@@ -285,7 +286,7 @@ START_TEST(append_rec_roundtrip)
 			ck_assert(json_equal(c.attrs, a.attrs));
 		}
 		/* and writing it again gives the same text */
-		b.len = 0;
+		gw_buf_reset(&b);
 		ck_assert_int_eq(gw_wire_append_rec(&b, &c), 0);
 		char *again = strndup(b.p, b.len);
 		ck_assert_str_eq(again, first);
@@ -296,7 +297,7 @@ START_TEST(append_rec_roundtrip)
 	char *last = strndup(b.p, b.len);
 	ck_assert_str_eq(last, "{\"run\":\"r\",\"step\":8,\"event\":\"resumed\",\"checkpoint_step\":5,\"h\":{\"lr\":0.002}}\n");
 	free(last);
-	free(b.p);
+	gw_buf_free(&b);
 }
 END_TEST
 
@@ -364,14 +365,14 @@ START_TEST(event_role_fields_are_attributes)
 	ck_assert_str_eq(json_string_value(json_object_get(r.attrs, "loss")), "n/a");
 	ck_assert_str_eq(json_string_value(json_object_get(r.attrs, "lr")), "NaN");
 	ck_assert_int_eq(r.present, 0);
-	struct gw_wire_buf b = {0};
+	struct gw_buf b = {0};
 	ck_assert_int_eq(gw_wire_append_rec(&b, &r), 0);
 	struct gw_wire *w2 = gw_wire_new(al);
 	struct gw_rec c;
 	ck_assert_int_eq(gw_wire_parse(w2, b.p, b.len - 1, NULL, &c, &e), 0);
 	ck_assert(json_equal(c.attrs, r.attrs));
 	gw_wire_free(w2);
-	free(b.p);
+	gw_buf_free(&b);
 	/* a record still rejects it, with the field and column */
 	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":1,\"loss\":\"n/a\"}", &r, &e), -EINVAL);
 	ck_assert_int_eq(e.reason, GW_REJ_BAD_VALUE);

@@ -1,0 +1,190 @@
+/*
+ * alias: the roles (loss, grad_norm, lr, throughput, and the ts pseudo-role)
+ * and the alias table that maps field names to them (see wire.h and
+ * docs/wire-format.md).  The table holds the aliases in the order they
+ * were added, which is their priority within a role (the built-in ones
+ * first, then the configuration's), with a gw_strtab index by name over
+ * them; the parser (wire.c) looks each field up with the hash it already
+ * has.  Not thread-safe to extend; lookups may run concurrently.
+ */
+#include "wire.h"
+
+#include "buf.h"
+#include "hash.h"
+#include "strtab.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const role_names[GW_NALIAS_ROLES] = {
+	"loss", "grad_norm", "lr", "throughput", "ts",
+};
+
+const char *gw_role_name(enum gw_role r)
+{
+	return (unsigned)r < GW_NALIAS_ROLES ? role_names[r] : "?";
+}
+
+int gw_role_parse(const char *name)
+{
+	for (int i = 0; i < GW_NALIAS_ROLES; i++)
+		if (strcmp(name, role_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+/* Built-in aliases, best first per role.  The sources: PyTorch loops
+ * (loss, grad_norm), Hugging Face Trainer (loss, grad_norm, learning_rate,
+ * train_samples_per_second), Megatron-LM text logs ("lm loss",
+ * "grad norm", "learning rate"), llm.c (norm, tok_per_s), composer/OLMo
+ * ("train/loss", "optim/total grad norm"), Lightning/W&B ("train/loss",
+ * "lr-AdamW"), ms-swift ("train_speed(iter/s)"), build-nanoGPT stdout
+ * ("tok/sec"), Lightning's on_step/on_epoch split ("train_loss_step"; the
+ * "_epoch" aggregate is deliberately not an alias: it repeats an epoch's
+ * last step with a different value) and its grad_norm() utility
+ * ("grad_2.0_norm_total"), Keras' TensorBoard callback ("epoch_loss"; Keras
+ * logs only per epoch, and validation goes to another file under the same
+ * tag), the TF2 Object Detection API ("Loss/total_loss"; its per-part losses
+ * stay extras).  Nothing named val_* / eval_* / test_* is an alias: they are
+ * evaluations, not training points. */
+static const struct {
+	enum gw_role role;
+	const char *name;
+} default_aliases[] = {
+	{GW_ROLE_LOSS, "loss"},
+	{GW_ROLE_LOSS, "train_loss"},
+	{GW_ROLE_LOSS, "train/loss"},
+	{GW_ROLE_LOSS, "training_loss"},
+	{GW_ROLE_LOSS, "lm loss"},
+	{GW_ROLE_LOSS, "lm_loss"},
+	{GW_ROLE_LOSS, "train/lm_loss"},
+	{GW_ROLE_LOSS, "loss/train"},
+	{GW_ROLE_LOSS, "train/ce_loss"},
+	{GW_ROLE_LOSS, "trl"},
+	{GW_ROLE_LOSS, "train_loss_step"},
+	{GW_ROLE_LOSS, "train/loss_step"},
+	{GW_ROLE_LOSS, "epoch_loss"},
+	{GW_ROLE_LOSS, "Loss/total_loss"},
+	{GW_ROLE_GRAD_NORM, "grad_norm"},
+	{GW_ROLE_GRAD_NORM, "grad norm"},
+	{GW_ROLE_GRAD_NORM, "gradient_norm"},
+	{GW_ROLE_GRAD_NORM, "train/grad_norm"},
+	{GW_ROLE_GRAD_NORM, "optim/total grad norm"},
+	{GW_ROLE_GRAD_NORM, "optim/total_grad_norm"},
+	{GW_ROLE_GRAD_NORM, "total_grad_norm"},
+	{GW_ROLE_GRAD_NORM, "grad_norm/total"},
+	{GW_ROLE_GRAD_NORM, "gnorm"},
+	{GW_ROLE_GRAD_NORM, "norm"},
+	{GW_ROLE_GRAD_NORM, "grad_2.0_norm_total"},
+	{GW_ROLE_LR, "lr"},
+	{GW_ROLE_LR, "learning_rate"},
+	{GW_ROLE_LR, "learning rate"},
+	{GW_ROLE_LR, "train/learning_rate"},
+	{GW_ROLE_LR, "train/lr"},
+	{GW_ROLE_LR, "optim/lr"},
+	{GW_ROLE_LR, "optim/learning_rate_group0"},
+	{GW_ROLE_LR, "lr-AdamW"},
+	{GW_ROLE_LR, "lr-Adam"},
+	{GW_ROLE_LR, "lr-SGD"},
+	{GW_ROLE_LR, "epoch_lr"},
+	{GW_ROLE_LR, "epoch_learning_rate"},
+	{GW_ROLE_THROUGHPUT, "throughput"},
+	{GW_ROLE_THROUGHPUT, "samples_per_second"},
+	{GW_ROLE_THROUGHPUT, "samples_per_sec"},
+	{GW_ROLE_THROUGHPUT, "samples per second"},
+	{GW_ROLE_THROUGHPUT, "tokens_per_s"},
+	{GW_ROLE_THROUGHPUT, "tokens_per_sec"},
+	{GW_ROLE_THROUGHPUT, "tokens_per_second"},
+	{GW_ROLE_THROUGHPUT, "tok_per_s"},
+	{GW_ROLE_THROUGHPUT, "tok/s"},
+	{GW_ROLE_THROUGHPUT, "tok/sec"},
+	{GW_ROLE_THROUGHPUT, "throughput/tokens_per_sec"},
+	{GW_ROLE_THROUGHPUT, "train_speed(iter/s)"},
+	{GW_ROLE_TS, "ts"},
+	{GW_ROLE_TS, "timestamp"},
+	{GW_ROLE_TS, "_timestamp"},
+	{GW_ROLE_TS, "time"},
+};
+
+/* The table: the aliases in the order they were added (which is their
+ * priority within a role) and an index by name over them. */
+struct alias {
+	char *name;
+	int role;
+	int prio;
+};
+
+struct gw_alias {
+	struct alias *items;
+	size_t n, cap;
+	struct gw_strtab index;   /* name -> position in items */
+	int next_prio[GW_NALIAS_ROLES];
+};
+
+int gw_alias_add(struct gw_alias *a, enum gw_role role, const char *name)
+{
+	if ((unsigned)role >= GW_NALIAS_ROLES || !*name)
+		return -EINVAL;
+	size_t n = strlen(name);
+	uint32_t k;
+	if (gw_strtab_find(&a->index, name, n, &k) == 0)
+		return a->items[k].role == (int)role ? 0 : -EEXIST;
+	if (a->n >= UINT32_MAX || gw_grow((void **)&a->items, &a->cap, a->n + 1, sizeof(*a->items)) < 0)
+		return -ENOMEM;
+	struct alias *it = &a->items[a->n];
+	if (!(it->name = strdup(name)))
+		return -ENOMEM;
+	int rc = gw_strtab_put(&a->index, it->name, n, (uint32_t)a->n);
+	if (rc < 0) {
+		free(it->name);
+		return rc;
+	}
+	it->role = role;
+	it->prio = a->next_prio[role]++;
+	a->n++;
+	return 0;
+}
+
+struct gw_alias *gw_alias_new(void)
+{
+	struct gw_alias *a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	for (size_t i = 0; i < GW_ARRAY_SIZE(default_aliases); i++) {
+		if (gw_alias_add(a, default_aliases[i].role, default_aliases[i].name) < 0) {
+			gw_alias_free(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+void gw_alias_free(struct gw_alias *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->n; i++)
+		free(a->items[i].name);
+	free(a->items);
+	gw_strtab_free(&a->index);
+	free(a);
+}
+
+int gw__alias_lookup_hashed(const struct gw_alias *a, const char *name, size_t len,
+                            uint32_t hash, int *prio)
+{
+	uint32_t k;
+	if (gw_strtab_find_hashed(&a->index, name, len, hash, &k) < 0)
+		return -1;
+	if (prio)
+		*prio = a->items[k].prio;
+	return a->items[k].role;
+}
+
+int gw_alias_lookup(const struct gw_alias *a, const char *name, size_t len,
+                    int *prio)
+{
+	return gw__alias_lookup_hashed(a, name, len, gw_fnv1a32(name, len), prio);
+}

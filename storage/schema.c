@@ -1,0 +1,156 @@
+/*
+ * schema: the store's own tables, and how every table in the database is
+ * created and migrated forward (see schema.h).
+ *
+ * The store's tables are versioned with PRAGMA user_version, a module's
+ * tables (struct gw_store_schema: the alert outbox, idempotency keys) with
+ * the row "schema:<name>" in meta.  A version is the number of migration
+ * steps applied; each step runs in its own transaction with the statement
+ * that records the new version, so a crash leaves the database at a step
+ * boundary.  Steps only go forward; a released step is never edited.
+ */
+#include "schema.h"
+#include "series.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+/* Schema migrations: migrations[v] takes the database from version v to
+ * v + 1.  Never edit a released step; add one. */
+static const char *const migrations[] = {
+	/* 0 -> 1 */
+	"CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+	"CREATE TABLE runs(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+	"  first_seen REAL, last_seen REAL, last_seg INTEGER NOT NULL DEFAULT 0,"
+	"  last_step INTEGER, last_ts REAL);"
+	"CREATE TABLE segments(run_id INTEGER NOT NULL REFERENCES runs(id), seg INTEGER NOT NULL,"
+	"  reason TEXT NOT NULL, first_step INTEGER, restart_step INTEGER, first_line INTEGER,"
+	"  ts REAL, opened REAL, PRIMARY KEY(run_id, seg)) WITHOUT ROWID;"
+	"CREATE TABLE records(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, seg INTEGER NOT NULL,"
+	"  step INTEGER NOT NULL, line INTEGER, ts REAL, recv REAL, loss REAL, grad_norm REAL,"
+	"  lr REAL, throughput REAL, nonfinite INTEGER NOT NULL DEFAULT 0, extra TEXT);"
+	"CREATE INDEX records_by_run ON records(run_id, seg, step);"
+	"CREATE TABLE events(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL, seg INTEGER NOT NULL,"
+	"  step INTEGER NOT NULL, line INTEGER, ts REAL, recv REAL, name TEXT NOT NULL, attrs TEXT);"
+	"CREATE INDEX events_by_run ON events(run_id, seg, step);"
+	"CREATE TABLE alerts(id TEXT PRIMARY KEY, run_id INTEGER NOT NULL, seg INTEGER NOT NULL,"
+	"  step INTEGER NOT NULL, line INTEGER, detector TEXT NOT NULL, severity TEXT NOT NULL,"
+	"  state TEXT NOT NULL, summary TEXT NOT NULL, cause TEXT, action TEXT, evidence TEXT,"
+	"  ts REAL, created REAL, updated REAL, resolved REAL, last_step INTEGER, last_line INTEGER,"
+	"  version INTEGER NOT NULL DEFAULT 1);"
+	"CREATE INDEX alerts_by_run ON alerts(run_id, created);",
+	/* 1 -> 2: created the alert delivery outbox; those tables now belong to
+	 * the alerts module's own schema (alerts/outbox_db.c), whose first
+	 * step creates them if this one did not */
+	"SELECT 1",
+	/* 2 -> 3: per 256-step tile of each run and segment, the steps of the
+	 * records holding the chart's extremes (storage/series.c), filled from
+	 * the records already stored; the writer keeps it current. */
+	GW_SERIES_TILES_MIGRATION,
+	/* 3 -> 4: what a resolve said (how long a run was silent, why it
+	 * ended), kept beside the summary of what was detected */
+	"ALTER TABLE alerts ADD COLUMN resolution TEXT",
+};
+
+_Static_assert(GW_ARRAY_SIZE(migrations) == GW_STORE_SCHEMA_VERSION,
+               "GW_STORE_SCHEMA_VERSION is the number of migration steps");
+
+int gw__store_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK: return 0;
+	case SQLITE_NOMEM: return -ENOMEM;
+	case SQLITE_FULL: return -ENOSPC;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED: return -EBUSY;
+	case SQLITE_CANTOPEN: return -ENOENT;
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+	case SQLITE_AUTH: return -EACCES;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB: return -EILSEQ;
+	default: return -EIO;
+	}
+}
+
+int gw__store_exec(sqlite3 *db, const char *sql, char *err, size_t errlen)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(db, sql, NULL, NULL, &msg);
+	if (rc != SQLITE_OK) {
+		gw_errf(err, errlen, -EIO, "%s", msg ? msg : sqlite3_errstr(rc));
+		sqlite3_free(msg);
+		return gw__store_errno(rc);
+	}
+	return 0;
+}
+
+/* Run migration steps [from, n) of one schema, each in its own transaction
+ * with the statement that records the new version (set_version, with %d). */
+static int run_steps(sqlite3 *db, const char *path, const char *what,
+                     const char *const *steps, int from, int n, const char *set_version,
+                     char *err, size_t errlen)
+{
+	for (int v = from; v < n; v++) {
+		char sql[320], e[256];
+		int rc;
+		snprintf(sql, sizeof(sql), set_version, v + 1);
+		if ((rc = gw__store_exec(db, "BEGIN IMMEDIATE", e, sizeof(e))) < 0 ||
+		    (rc = gw__store_exec(db, steps[v], e, sizeof(e))) < 0 || (rc = gw__store_exec(db, sql, e, sizeof(e))) < 0 ||
+		    (rc = gw__store_exec(db, "COMMIT", e, sizeof(e))) < 0) {
+			gw__store_exec(db, "ROLLBACK", NULL, 0);
+			return gw_errf(err, errlen, rc, "%s: migrating %s from version %d failed: %s", path,
+			               what, v, e);
+		}
+		if (from > 0)
+			gw_log_info("store: %s: %s migrated to version %d", path, what, v + 1);
+	}
+	return 0;
+}
+
+static int int_query(sqlite3 *db, const char *sql, const char *bind, int *out)
+{
+	sqlite3_stmt *st;
+	*out = 0;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	if (bind)
+		sqlite3_bind_text(st, 1, bind, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*out = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return 0;
+}
+
+int gw__store_migrate(sqlite3 *db, const char *path, const struct gw_store_schema *const *schemas,
+                      size_t n_schemas, char *err, size_t errlen)
+{
+	int version = 0, rc;
+	int_query(db, "PRAGMA user_version", NULL, &version);
+	if (version > GW_STORE_SCHEMA_VERSION)
+		return gw_errf(err, errlen, -EPROTO, "%s has schema version %d; this gradwatchd knows up "
+		               "to %d (a newer gradwatch wrote it)", path, version,
+		               GW_STORE_SCHEMA_VERSION);
+	if ((rc = run_steps(db, path, "the schema", migrations, version, GW_STORE_SCHEMA_VERSION,
+	                    "PRAGMA user_version = %d", err, errlen)) < 0)
+		return rc;
+	for (size_t k = 0; k < n_schemas; k++) {
+		const struct gw_store_schema *sc = schemas[k];
+		char key[96], set[256];
+		snprintf(key, sizeof(key), "schema:%s", sc->name);
+		int_query(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?1", key, &version);
+		if (version > (int)sc->n_migrations)
+			return gw_errf(err, errlen, -EPROTO, "%s: the %s tables have version %d; this "
+			               "gradwatchd knows up to %zu (a newer gradwatch wrote them)", path,
+			               sc->name, version, sc->n_migrations);
+		snprintf(set, sizeof(set), "INSERT INTO meta(key, value) VALUES('%s', '%%d') "
+		         "ON CONFLICT(key) DO UPDATE SET value = excluded.value", key);
+		if ((rc = run_steps(db, path, sc->name, sc->migrations, version,
+		                    (int)sc->n_migrations, set, err, errlen)) < 0)
+			return rc;
+	}
+	return 0;
+}

@@ -1,0 +1,31 @@
+/*
+ * schema: the store's own tables and the way every table in the database
+ * is created and migrated forward (schema.c).  Shared-internal to
+ * storage/: store.c calls it when it opens a database, before its writer
+ * starts.
+ */
+#ifndef GW_STORE_SCHEMA_H
+#define GW_STORE_SCHEMA_H
+
+#include <sqlite3.h>
+#include <stddef.h>
+
+#include "store.h"
+
+/* Bring the database to this gradwatch's schema: the store's own tables
+ * (PRAGMA user_version), then each module's (meta "schema:<name>"), every
+ * step in its own transaction.  A database written by a newer gradwatch is
+ * refused (-EPROTO).  Blocks on the disk.  Returns 0 or a negative errno
+ * with a message naming the file in err. */
+int gw__store_migrate(sqlite3 *db, const char *path, const struct gw_store_schema *const *schemas,
+                      size_t n_schemas, char *err, size_t errlen);
+
+/* Run sql (any number of statements): 0, or the negative errno of its
+ * SQLite error with SQLite's message in err (err may be NULL). */
+int gw__store_exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
+
+/* A SQLite result code as a negative errno (0 for SQLITE_OK): -ENOSPC for
+ * a full disk, -EBUSY, -EACCES, -EILSEQ for a corrupt file, else -EIO. */
+int gw__store_errno(int rc);
+
+#endif
