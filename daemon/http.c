@@ -392,7 +392,7 @@ static int hexval(char ch)
 	return -1;
 }
 
-int gw__http_pct_decode(const char *s, size_t n, char *out, size_t cap)
+int gw__http_pct_decode(const char *s, size_t n, char *out, size_t cap, bool plus_is_space)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -407,7 +407,7 @@ int gw__http_pct_decode(const char *s, size_t n, char *out, size_t cap)
 			if (ch == '\0')
 				return -1;
 			i += 2;
-		} else if (ch == '+') {
+		} else if (ch == '+' && plus_is_space) {
 			ch = ' ';
 		}
 		if (o + 1 >= cap)
@@ -428,7 +428,7 @@ int gw_http_query_param(const char *query, size_t qlen, const char *name, char *
 		const char *e = amp ? amp : end;
 		const char *eq = memchr(p, '=', (size_t)(e - p));
 		if (eq && (size_t)(eq - p) == nl && memcmp(p, name, nl) == 0)
-			return gw__http_pct_decode(eq + 1, (size_t)(e - eq - 1), out, cap) < 0 ? -1 : 1;
+			return gw__http_pct_decode(eq + 1, (size_t)(e - eq - 1), out, cap, true) < 0 ? -1 : 1;
 		p = e + 1;
 	}
 	return 0;
@@ -474,7 +474,7 @@ static int find_route(struct gw_http_conn *c)
 				continue;
 			/* the argument is a run name (or an id): the same rule as
 			 * in the wire format */
-			int an = gw__http_pct_decode(a, al, c->arg, sizeof(c->arg));
+			int an = gw__http_pct_decode(a, al, c->arg, sizeof(c->arg), false);
 			if (an <= 0 || gw_wire_check_run(c->arg, (size_t)an, NULL, 0) < 0)
 				return 400;
 		}

@@ -18,7 +18,8 @@ from gwtest import Daemon
 CONTROL = re.compile(r'[\x00-\x08\x0b-\x1f\x7f]')
 
 AWKWARD = ['quote"and\\back', '<img src=x onerror=alert(1)>', 'a/b c', 'ünïcödé-日本',
-           '</script><script>x</script>', "it's", '{"run":"x"}', '%2F..%2F', 'x' * 256]
+           '</script><script>x</script>', "it's", '{"run":"x"}', '%2F..%2F', 'x' * 256,
+           'lr+warmup', 'a b+c']
 
 
 def prometheus_ok(text):
@@ -85,6 +86,10 @@ class HostileInput(unittest.TestCase):
             for r in AWKWARD:
                 status, one = d.get('/v1/runs/' + urllib.parse.quote(r, safe=''))
                 self.assertEqual((status, one['run'], one['last_step']), (200, r, 3), r)
+                # as a user types it: in a path only '/', '%', '?', '#' and
+                # spaces need escaping; '+' is itself
+                status, one = d.get('/v1/runs/' + urllib.parse.quote(r, safe='+'))
+                self.assertEqual((status, one['run']), (200, r), r)
             status, text = d.get('/metrics')
             self.assertIsNone(prometheus_ok(text))
             # label values are escaped, so each name appears once, exactly
