@@ -79,6 +79,36 @@ static int query(sqlite3 *db, const char *sql, const char *const *binds, int nbi
 	return 0;
 }
 
+/* An alert as the API and the CLI show it (docs/alert-schema.md), joined
+ * with its run's name; the callers add WHERE / ORDER BY / LIMIT. */
+#define ALERT_SELECT                                                                       \
+	"SELECT a.id, r.name AS run, a.seg AS segment, a.step, a.line, a.detector,"        \
+	" a.severity, a.state, a.summary, a.cause, a.action, a.evidence AS evidence_json," \
+	" a.ts, a.created, a.updated, a.resolved, a.last_step, a.last_line, a.version"     \
+	" FROM alerts a JOIN runs r ON r.id = a.run_id"
+
+/* The first row of a query on its own read-only connection: 0 and *row (a
+ * new reference), 1 when the query gave no row (*row NULL), or a negative
+ * errno with err filled. */
+static int query_first(const char *path, const char *sql, const char *const *binds, int nbind,
+                       json_t **row, char *err, size_t errlen)
+{
+	sqlite3 *db;
+	*row = NULL;
+	int rc = open_ro(path, &db, err, errlen);
+	if (rc < 0)
+		return rc;
+	json_t *rows = NULL;
+	rc = query(db, sql, binds, nbind, &rows, err, errlen);
+	sqlite3_close(db);
+	if (rc < 0)
+		return rc;
+	json_t *first = json_array_get(rows, 0);
+	*row = first ? json_incref(first) : NULL;
+	json_decref(rows);
+	return first ? 0 : 1;
+}
+
 int gw_store_read_runs(const char *path, json_t **out, char *err, size_t errlen)
 {
 	sqlite3 *db;
@@ -153,16 +183,8 @@ int gw_store_read_alerts(const char *path, const char *run, size_t limit,
 	snprintf(lim, sizeof(lim), "%zu", limit ? limit : (size_t)1000);
 	const char *b[2] = {lim, run};
 	rc = query(db,
-	           run ? "SELECT a.id, r.name AS run, a.seg AS segment, a.step, a.line, a.detector,"
-	                 " a.severity, a.state, a.summary, a.cause, a.action, a.evidence AS evidence_json,"
-	                 " a.ts, a.created, a.updated, a.resolved, a.last_step, a.last_line, a.version"
-	                 " FROM alerts a JOIN runs r ON r.id = a.run_id WHERE r.name = ?2"
-	                 " ORDER BY a.created DESC, a.rowid DESC LIMIT ?1"
-	               : "SELECT a.id, r.name AS run, a.seg AS segment, a.step, a.line, a.detector,"
-	                 " a.severity, a.state, a.summary, a.cause, a.action, a.evidence AS evidence_json,"
-	                 " a.ts, a.created, a.updated, a.resolved, a.last_step, a.last_line, a.version"
-	                 " FROM alerts a JOIN runs r ON r.id = a.run_id"
-	                 " ORDER BY a.created DESC, a.rowid DESC LIMIT ?1",
+	           run ? ALERT_SELECT " WHERE r.name = ?2 ORDER BY a.created DESC, a.rowid DESC LIMIT ?1"
+	               : ALERT_SELECT " ORDER BY a.created DESC, a.rowid DESC LIMIT ?1",
 	           b, run ? 2 : 1, out, err, errlen);
 	sqlite3_close(db);
 	return rc;
@@ -170,28 +192,11 @@ int gw_store_read_alerts(const char *path, const char *run, size_t limit,
 
 int gw_store_read_alert(const char *path, const char *id, json_t **out, char *err, size_t errlen)
 {
-	sqlite3 *db;
-	int rc = open_ro(path, &db, err, errlen);
-	if (rc < 0)
-		return rc;
-	json_t *rows = NULL;
 	const char *b[1] = {id};
-	rc = query(db, "SELECT a.id, r.name AS run, a.seg AS segment, a.step, a.line, a.detector,"
-	               " a.severity, a.state, a.summary, a.cause, a.action, a.evidence AS evidence_json,"
-	               " a.ts, a.created, a.updated, a.resolved, a.last_step, a.last_line, a.version"
-	               " FROM alerts a JOIN runs r ON r.id = a.run_id WHERE a.id = ?1",
-	           b, 1, &rows, err, errlen);
-	sqlite3_close(db);
-	if (rc < 0)
-		return rc;
-	json_t *row = json_array_get(rows, 0);
-	if (!row) {
-		json_decref(rows);
+	int rc = query_first(path, ALERT_SELECT " WHERE a.id = ?1", b, 1, out, err, errlen);
+	if (rc == 1)
 		return gw_errf(err, errlen, -ENOENT, "no alert with id \"%s\"", id);
-	}
-	*out = json_incref(row);
-	json_decref(rows);
-	return 0;
+	return rc;
 }
 
 int gw_store_read_run_positions(const char *path,
@@ -224,28 +229,22 @@ int gw_store_read_run_positions(const char *path,
 int gw_store_read_last_event(const char *path, const char *run, const char *name,
                              json_t **attrs, int64_t *step, char *err, size_t errlen)
 {
-	sqlite3 *db;
 	*attrs = NULL;
 	*step = -1;
-	int rc = open_ro(path, &db, err, errlen);
-	if (rc < 0)
-		return rc;
-	json_t *rows = NULL;
+	json_t *row;
 	const char *b[2] = {run, name};
-	rc = query(db, "SELECT e.step, e.attrs AS attrs_json FROM events e JOIN runs r ON r.id = e.run_id"
-	               " WHERE r.name = ?1 AND e.name = ?2 ORDER BY e.id DESC LIMIT 1",
-	           b, 2, &rows, err, errlen);
-	sqlite3_close(db);
+	int rc = query_first(path,
+	                     "SELECT e.step, e.attrs AS attrs_json FROM events e"
+	                     " JOIN runs r ON r.id = e.run_id"
+	                     " WHERE r.name = ?1 AND e.name = ?2 ORDER BY e.id DESC LIMIT 1",
+	                     b, 2, &row, err, errlen);
+	if (rc == 1)
+		return gw_errf(err, errlen, -ENOENT, "run \"%s\" has no %s event", run, name);
 	if (rc < 0)
 		return rc;
-	json_t *row = json_array_get(rows, 0);
-	if (!row) {
-		json_decref(rows);
-		return gw_errf(err, errlen, -ENOENT, "run \"%s\" has no %s event", run, name);
-	}
 	*step = json_integer_value(json_object_get(row, "step"));
 	*attrs = json_incref(json_object_get(row, "attrs"));
-	json_decref(rows);
+	json_decref(row);
 	return 0;
 }
 
