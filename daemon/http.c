@@ -14,10 +14,11 @@
  * too-large body when Content-Length says so), keep-alive idle time, and
  * limits.max_connections.
  *
- * (About 1,000 lines: the parser callbacks, the connection lifecycle and the
- * responses all work on struct gw_http_conn and its timers.  The split that
- * would help, http_parse.c / http_conn.c / http_respond.c around an internal
- * header holding that struct, waits for the work on eviction in this area.)
+ * (About 1,000 lines, on purpose: the parser callbacks, the connection
+ * lifecycle with its limits and timers, and the responses are one state
+ * machine over struct gw_http_conn; the routes are api.c's, the pages
+ * web.c's.  Cutting the transport further would move that struct and its
+ * state rules into an internal header that every piece then changes.)
  */
 #include "http.h"
 
