@@ -15,7 +15,9 @@
  * about max_points/5 buckets and, per bucket and per copy (segment,
  * current or superseded), the rows holding the minimum and the maximum of
  * loss and of grad norm, the minimum throughput, the first LR and the first
- * non-finite value are kept, so a one-step spike is always drawn.
+ * non-finite value are kept, so a one-step spike is always drawn; and the
+ * first and last row of each copy in the range, so a chart ends at the
+ * run's latest point.
  *
  * Speed: the store keeps, per run, segment and tile of 256 steps, the same
  * extremes (table record_tiles, written by the store's writer thread at each

@@ -175,6 +175,21 @@ START_TEST(every_row_and_superseded)
 }
 END_TEST
 
+/* The first and the last row of every piece (segment 1 current up to
+ * 1999, its superseded copy 2000..2999, segment 2 from 2000) within
+ * [from, to]: a chart starts and ends where the run does, and a streaming
+ * run's latest point is drawn. */
+static void check_piece_ends(json_t *o, int64_t from, int64_t to)
+{
+	static const struct { int64_t seg, step; } ends[] = {{1, -1}, {1, 1999}, {1, 2000},
+	                                                     {1, 2999}, {2, 2000}, {2, -2}};
+	for (size_t i = 0; i < GW_ARRAY_SIZE(ends); i++) {
+		int64_t step = ends[i].step == -1 ? from : ends[i].step == -2 ? to : ends[i].step;
+		ck_assert_msg(find(o, ends[i].seg, step) >= 0, "segment %lld step %lld is not drawn",
+		              (long long)ends[i].seg, (long long)step);
+	}
+}
+
 static void check_downsampled(size_t max_points)
 {
 	struct gw_series_query q = {.run = "r", .max_points = max_points};
@@ -192,6 +207,15 @@ static void check_downsampled(size_t max_points)
 	for (size_t i = 0; i < n; i++)
 		lr += !json_is_null(at(o, "lr", i));
 	ck_assert_uint_ge(lr, max_points / 5);
+	check_piece_ends(o, 0, 4999);
+	json_decref(o);
+	/* a range whose ends fall on tile boundaries: its first and last rows
+	 * are inside whole tiles, and still drawn */
+	q.has_from = q.has_to = true;
+	q.from = 256;
+	q.to = 4863;
+	o = series(&q);
+	check_piece_ends(o, 256, 4863);
 	json_decref(o);
 }
 
