@@ -256,6 +256,25 @@ class OneShapeOneSchema(unittest.TestCase):
                 self.assertIn(k, last[i])
         self.assertIn('resolve', kinds)   # a resolved alert was compared too
 
+    def test_a_failed_command_leaves_its_output_file_alone(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, 'keep.txt')
+            junk = os.path.join(tmp, 'notes.txt')
+            with open(junk, 'w') as f:
+                f.write('no training log here\n')
+            for args in (['export', 'no-such-run', '--url', self.url, '-o', out],
+                         ['export', 'no-such-run', '--db', self.d.db, '-o', out],
+                         ['report', '-o', out, junk]):
+                with open(out, 'w') as f:
+                    f.write('an earlier report\n')
+                r = run([GRADWATCH] + args)
+                self.assertEqual(r.returncode, 2, (args, r.stderr))
+                with open(out) as f:
+                    self.assertEqual(f.read(), 'an earlier report\n', args)
+                self.assertTrue(r.stderr.decode().startswith('gradwatch %s: ' % args[0]),
+                                (args, r.stderr))
+            self.assertEqual(sorted(os.listdir(tmp)), ['keep.txt', 'notes.txt'])
+
     def test_text_listing(self):
         r = run([GRADWATCH, 'alerts', '--db', self.d.db])
         self.assertEqual(r.returncode, 0)
