@@ -24,7 +24,7 @@ SRC = os.path.join(os.path.dirname(__file__), '..', '..')
 MAN = os.path.join(SRC, 'docs', 'man')
 
 COMMANDS = ['replay', 'report', 'export', 'convert', 'formats', 'send', 'runs', 'alerts',
-            'thresholds', 'version', 'help']
+            'prune', 'thresholds', 'version', 'help']
 
 
 def run(args, env=None, cwd=None, stdin=subprocess.DEVNULL):
@@ -90,6 +90,9 @@ class HelpAndUsageErrors(unittest.TestCase):
             (['export', 'r', '--format', 'xls'], '"xls"'),
             (['export', 'r', '--from', 'ten'], '"ten"'),
             (['formats', 'extra'], '"extra"'),
+            # checked before any request: no daemon listens at this address
+            (['prune', '--url', 'http://127.0.0.1:1', '--older-than', '3x'], '"3x"'),
+            (['prune', '--url', 'http://127.0.0.1:1', '--older-than', '-5'], '"-5"'),
             (['version', 'extra'], '"extra"'),
             (['resolved', '--x'], 'unknown command'),
         ]
@@ -274,6 +277,12 @@ class OneShapeOneSchema(unittest.TestCase):
                 self.assertTrue(r.stderr.decode().startswith('gradwatch %s: ' % args[0]),
                                 (args, r.stderr))
             self.assertEqual(sorted(os.listdir(tmp)), ['keep.txt', 'notes.txt'])
+
+    def test_prune_of_a_run_that_does_not_exist_is_an_error(self):
+        r = run([GRADWATCH, 'prune', '--url', self.url, '--run', 'no-such-run'])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stdout, b'')
+        self.assertIn('no run named "no-such-run"', r.stderr.decode())
 
     def test_text_listing(self):
         r = run([GRADWATCH, 'alerts', '--db', self.d.db])
