@@ -107,6 +107,24 @@ class HelpAndUsageErrors(unittest.TestCase):
             err = usage_error(self, run([GRADWATCHD] + args), 'gradwatchd')
             self.assertIn(what, err, args)
 
+    def test_start_up_errors_say_what_to_fix(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            missing = os.path.join(tmp, 'no-such-dir')
+            r = run([GRADWATCHD, '--state-dir', missing, '--socket', 'off', '--tcp', 'off',
+                     '--udp', 'off', '--http', 'off'])
+            self.assertEqual(r.returncode, 1, r.stderr)
+            err = r.stderr.decode()
+            self.assertIn("the database's directory %s does not exist" % missing, err)
+            self.assertFalse(os.path.exists(missing))
+            conf = os.path.join(tmp, 'gradwatchd.json')
+            for prog in (GRADWATCHD, GRADWATCH):
+                args = [prog, '--config', conf] + (['runs'] if prog == GRADWATCH else [])
+                r = run(args)
+                self.assertNotEqual(r.returncode, 0)
+                err = r.stderr.decode()
+                self.assertIn('cannot read the configuration: unable to open %s' % conf, err)
+                self.assertNotIn(':-1:', err)
+
     def test_send_prints_no_zero_accepted_after_a_connect_error(self):
         port = gwtest.free_port()
         r = subprocess.run([GRADWATCH, 'send', '--url', 'http://127.0.0.1:%d' % port, '--retries', '0'],
