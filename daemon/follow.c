@@ -32,11 +32,16 @@
  *
  * Back-pressure: when the store's queue is over its limit, reading pauses
  * until it drains, as for stream connections.
+ *
+ * Run: points that name no run are run "run" of the entry, else named
+ * after the file as `gradwatch replay` names them (gw_input_run_name:
+ * train.log -> "train"), so two followed logs never share a run.
  */
 #include "follow.h"
 
 #include "daemon.h"
 #include "engine.h"
+#include "input.h"
 #include "log.h"
 #include "util.h"
 
@@ -491,6 +496,11 @@ int gw_follow_start(struct gw_daemon *d, char *err, size_t errlen)
 		f->fd = -1;
 		f->path = absolute(json_string_value(json_object_get(e, "path")));
 		const char *run = json_string_value(json_object_get(e, "run"));
+		char by_name[GW_WIRE_RUN_MAX + 1];
+		if (!run && f->path) {
+			gw_input_run_name(f->path, by_name, sizeof(by_name));
+			run = by_name;
+		}
 		f->run = run ? strdup(run) : NULL;
 		json_t *pm = json_object_get(e, "poll_ms");
 		f->poll_ms = pm ? (unsigned)json_integer_value(pm) : GW_FOLLOW_POLL_MS;
@@ -512,7 +522,7 @@ int gw_follow_start(struct gw_daemon *d, char *err, size_t errlen)
 			snprintf(err, errlen, "follow %s: %s", f->path, uv_strerror(rc));
 			return rc;
 		}
-		gw_log_info("following %s%s%s", f->path, f->run ? " as run " : "", f->run ? f->run : "");
+		gw_log_info("following %s as run %s", f->path, f->run);
 		do_open(f);
 	}
 	return 0;

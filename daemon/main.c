@@ -70,7 +70,7 @@ static void usage(FILE *f)
 	        "      --follow FILE        tail the log a job writes to FILE, in any format that\n"
 	        "                           can be followed (gradwatch formats; sniffed); repeatable\n"
 	        "      --run NAME           run name of points without one in the --follow FILE\n"
-	        "                           before it\n"
+	        "                           before it (default: from the file name, as replay)\n"
 	        "      --input-format NAME  the format of the --follow FILE before it (default:\n"
 	        "                           sniffed)\n"
 	        "      --check-config       check the configuration; print the effective one as\n"

@@ -102,6 +102,50 @@ class FollowFormats(unittest.TestCase):
             data = f.read()
         self.follow_and_compare(data, 'llmc', 1)
 
+    def test_logs_followed_without_run_are_runs_of_their_own(self):
+        # two jobs' logs, no --run: each is its own run, named as replay
+        # names it (the file name), and raises what replay raises on it
+        logs = {'job-a.log': os.path.join(RAW, 'llmc-gpt2-124m-hector-killed.log'),
+                'job-b.out': os.path.join(SHARED, 'realworld', 'raw-more',
+                                          'megatron-ds-qwen7b-500.log')}
+        d = Daemon()
+        sizes = {}
+        for name, src in logs.items():
+            shutil.copy(src, os.path.join(d.dir, name))
+            d.extra_args += ['--follow', os.path.join(d.dir, name)]
+            sizes[name] = os.path.getsize(src)
+        with d:
+            def offsets():
+                return sorted(json.loads(v)['offset'] for (v,) in
+                              d.sql("SELECT value FROM meta WHERE key LIKE 'follow:%'"))
+            wait_for(lambda: offsets() == sorted(sizes.values()), timeout=120,
+                     what='the followers to reach the ends of both logs')
+            runs = {r: n for r, n in d.sql(
+                "SELECT runs.name, count(*) FROM records JOIN runs ON runs.id = records.run_id"
+                " GROUP BY runs.name")}
+            live = sorted(tuple(r) for r in d.sql(
+                "SELECT runs.name, detector, step, severity FROM alerts"
+                " JOIN runs ON runs.id = alerts.run_id"))
+        want_runs, want_alerts = {}, []
+        tmp = tempfile.mkdtemp(prefix='gw-follow-')
+        self.addCleanup(shutil.rmtree, tmp)
+        for name in logs:
+            path = os.path.join(tmp, name)
+            shutil.copy(logs[name], path)
+            r = subprocess.run([GRADWATCH, 'convert', path], stdout=subprocess.PIPE, timeout=300)
+            for line in r.stdout.decode().splitlines():
+                o = json.loads(line)
+                if 'event' not in o:
+                    want_runs[o['run']] = want_runs.get(o['run'], 0) + 1
+            r = subprocess.run([GRADWATCH, 'replay', '--format', 'jsonl', path],
+                               stdout=subprocess.PIPE, timeout=300)
+            want_alerts += [(a['run'], a['detector'], a['step'], a['severity'])
+                            for a in map(json.loads, r.stdout.decode().splitlines())
+                            if a['kind'] == 'open']
+        self.assertEqual(set(want_runs), {'job-a', 'job-b'})
+        self.assertEqual(runs, want_runs)
+        self.assertEqual(live, sorted(want_alerts))
+
 
 if __name__ == '__main__':
     unittest.main()
