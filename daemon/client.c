@@ -422,7 +422,12 @@ static void print_text(json_t *out, bool alerts, const char *run)
 	json_t *arr = json_is_array(out) ? out : json_object_get(out, "runs");
 	printf("%-40s %8s %12s %12s\n", "run", "segment", "last step", "open alerts");
 	json_array_foreach(arr, i, x) {
-		printf("%-40s %8lld %12lld %12lld\n", str_of(x, "run"),
+		/* pad by characters, not bytes: UTF-8 continuation bytes add width */
+		const char *name = str_of(x, "run");
+		int pad = 40;
+		for (const char *c = name; *c; c++)
+			pad += ((unsigned char)*c & 0xC0) == 0x80;
+		printf("%-*s %8lld %12lld %12lld\n", pad, name,
 		       (long long)json_integer_value(json_object_get(x, "segment")),
 		       (long long)json_integer_value(json_object_get(x, "last_step")),
 		       (long long)json_integer_value(json_object_get(x, "open_alerts")));
@@ -432,7 +437,7 @@ static void print_text(json_t *out, bool alerts, const char *run)
 static const char query_usage[] =
 	"usage: gradwatch %s [--url URL | --db PATH] [--json] [--timeout SECONDS] [RUN]\n"
 	"\n"
-	"%s, from a running gradwatchd over HTTP or, with --db, from its database\n"
+	"%s,\nfrom a running gradwatchd over HTTP or, with --db, from its database\n"
 	"file (read-only; works while the daemon runs).\n"
 	"\n"
 	"  --url URL          the daemon's HTTP API (default: $GRADWATCH_URL, else the\n"

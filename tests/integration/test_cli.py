@@ -307,6 +307,27 @@ class OneShapeOneSchema(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         self.assertIn(self.ids[0], r.stdout.decode())
 
+    def test_runs_listing_columns_line_up_with_accented_run_names(self):
+        # a run name with non-ASCII letters: its row's columns start where
+        # the header's do (characters counted, not bytes; a double-width
+        # East Asian character still counts as one)
+        name = 'ünïcödé-ρun'
+        with tempfile.TemporaryDirectory() as tmp:
+            p = os.path.join(tmp, 'r.jsonl')
+            with open(p, 'w', encoding='utf-8') as f:
+                for step in range(1, 4):
+                    f.write(json.dumps({'run': name, 'step': step, 'loss': 2.0}) + '\n')
+            r = run([GRADWATCH, 'send', '--url', self.url, p])
+            self.assertEqual(r.returncode, 0, r.stderr)
+        r = run([GRADWATCH, 'runs', '--url', self.url])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.decode().splitlines()
+        head = lines[0]
+        row = [l for l in lines if l.startswith(name)][0]
+        col = head.index('segment') + len('segment')   # right-aligned numbers end here
+        self.assertEqual(row[col - 1], '1', (head, row))
+        self.assertEqual(row[col], ' ', (head, row))
+
 
 class CheckConfig(unittest.TestCase):
     def test_stdout_is_the_configuration_and_it_round_trips(self):
