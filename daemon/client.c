@@ -26,6 +26,7 @@
 #include "client_http.h"
 #include "query.h"
 #include "lines.h"
+#include "reader.h"
 #include "store.h"
 #include "util.h"
 #include "wire.h"
@@ -57,7 +58,8 @@ static const char send_usage[] =
 	"\n"
 	"Send NDJSON (standard input by default, or '-') to a running gradwatchd over\n"
 	"HTTP (POST /v1/ingest, one batch of whole lines per request); each batch\n"
-	"returns once the daemon has committed it.\n"
+	"returns once the daemon has committed it.  A log in another format:\n"
+	"gradwatch convert FILE | gradwatch send.\n"
 	"\n"
 	"  --url URL          the daemon's HTTP API (default: $GRADWATCH_URL, else the\n"
 	"                     configuration's \"http\" address, http://127.0.0.1:7471)\n"
@@ -272,6 +274,48 @@ static int send_file(struct sender *s, const char *path, size_t max_line)
 	return rc < 0 ? -EIO : 0;
 }
 
+static int sniff_rec(void *data, const struct gw_rec *rec, uint64_t line)
+{
+	return 0;
+}
+
+static void sniff_err(void *data, uint64_t line, const struct gw_wire_err *e)
+{
+}
+
+/* The log format of the file at path as replay would read it (gzip/zstd
+ * too), from its first MiB; NULL when none is recognised.  For a file whose
+ * every line was rejected: a log in another format is what convert is for. */
+static const char *file_format(const char *path, const struct gw_alias *aliases)
+{
+	const struct gw_reader_opts ro = {.aliases = aliases, .run = "sniff"};
+	const struct gw_reader_sink sink = {.on_rec = sniff_rec, .on_error = sniff_err};
+	struct gw_reader *r = NULL;
+	char err[256];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || gw_reader_new(&ro, &sink, &r, err, sizeof(err)) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	char chunk[65536];
+	ssize_t n;
+	size_t total = 0;
+	int rc = 0;
+	while (!gw_reader_format(r) && rc == 0 && total < ((size_t)1 << 20) &&
+	       (n = read(fd, chunk, sizeof(chunk))) > 0) {
+		total += (size_t)n;
+		rc = gw_reader_feed(r, chunk, (size_t)n);
+	}
+	if (!gw_reader_format(r) && rc == 0)
+		gw_reader_finish(r);
+	const struct gw_reader_format *f = gw_reader_format(r);
+	const char *name = f ? f->name : NULL;   /* static strings */
+	gw_reader_free(r);
+	close(fd);
+	return name;
+}
+
 int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -343,6 +387,12 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 			failed = s.name;
 			failed_from = s.first_line;
 		}
+		const char *fmt = NULL;
+		if (!rc && !s.accepted && s.rejected && strcmp(files[f], "-") &&
+		    (fmt = file_format(files[f], cfg->aliases)) && strcmp(fmt, "ndjson"))
+			fprintf(stderr, "gradwatch send: %s is a%s %s log, not gradwatch NDJSON: "
+			        "gradwatch convert %s | gradwatch send\n", files[f],
+			        strchr("aeiou", fmt[0]) ? "n" : "", fmt, files[f]);
 		acc += s.accepted;
 		rej += s.rejected;
 	}
