@@ -18,7 +18,8 @@
  *   rotation    (the path now names another inode, or disappeared) read
  *               the old file to its end, finish a last unterminated line,
  *               close it, then read the new file from byte 0;
- *   missing     wait until the path exists.
+ *   missing     wait until the path exists (a directory: until a file
+ *               takes its place).
  *
  * Position: after each chunk the file's (device, inode, byte offset of the
  * end of its last complete line, line number) is queued with
@@ -81,6 +82,7 @@ struct ffile {
 	uint64_t saved_line;     /* lines.lineno at the last stored position */
 	bool draining;           /* rotated: read the old file to its end, then switch */
 	bool waiting_logged;
+	bool dir_logged;         /* said that the path is a directory */
 	struct gw_ingest_src src;
 	struct gw_paused paused;
 
@@ -366,6 +368,18 @@ static void on_fstat(uv_fs_t *req)
 		idle(f);
 		return;
 	}
+	if ((st.st_mode & S_IFMT) == S_IFDIR) {
+		/* nothing to read: wait, as for a missing file, until the path's
+		 * stat changes (a file takes its place); said once */
+		if (!f->dir_logged)
+			gw_log_err("follow %s: is a directory, not a log file; waiting for a file at this path",
+			           f->path);
+		f->dir_logged = true;
+		close_fd(f);
+		idle(f);
+		return;
+	}
+	f->dir_logged = false;
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
 	f->off = 0;
