@@ -146,6 +146,21 @@ class FollowFormats(unittest.TestCase):
         self.assertEqual(runs, want_runs)
         self.assertEqual(live, sorted(want_alerts))
 
+    def test_a_file_rewritten_whole_is_said_not_to_be_followable(self):
+        # trainer_state.json and a Lightning metrics.csv are rewritten whole
+        # while a job runs: following one says so (once each), reads nothing
+        d = Daemon()
+        for name, src in (('trainer_state.json', 'hf-nsllm-2178.trainer_state.json'),
+                          ('metrics.csv', 'lightning-slm-wikitext-v0.metrics.csv')):
+            shutil.copy(os.path.join(RAW, src), os.path.join(d.dir, name))
+            d.extra_args += ['--follow', os.path.join(d.dir, name)]
+        with d:
+            for fmt in ('hf_trainer_state', 'lightning_csv'):
+                wait_for(lambda: 'not a log that can be followed: %s' % fmt in d.logtext(), 20,
+                         'the daemon to say %s cannot be followed' % fmt)
+            self.assertEqual(d.sql("SELECT count(*) FROM records")[0][0], 0)
+            self.assertEqual(d.logtext().count('replay the file instead'), 2)
+
 
 if __name__ == '__main__':
     unittest.main()
