@@ -114,6 +114,9 @@ int gw__tiles_flush(struct gw__tiles *t, struct sqlite3 *db);
 /* Forget what was added (the transaction was rolled back).  Free the
  * accumulator before closing the connection it flushed to. */
 void gw__tiles_clear(struct gw__tiles *t);
+/* Forget what the batch holds of run run_id (deleted in this transaction):
+ * gw__tiles_flush writes none of it. */
+void gw__tiles_drop_run(struct gw__tiles *t, int64_t run_id);
 
 /* The SQL of the schema migration that adds record_tiles and fills it from
  * the records already stored (store.c's migrations[]). */
