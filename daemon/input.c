@@ -225,26 +225,36 @@ static bool hf_checkpoint_dir(const char *name, size_t n)
 }
 
 /* The name of the folder that holds path (above checkpoint-N) into buf;
- * false when there is none to be had. */
+ * false when there is none to be had.  The folder is resolved, not the
+ * file; an absolute path whose folder does not exist yet (followed before
+ * the job made it) is taken as written, so it gets the name it will have. */
 static bool folder_name(const char *path, char *buf, size_t len)
 {
-	char *full = realpath(path, NULL);
+	char *copy = strdup(path);
+	if (!copy)
+		return false;
+	char *slash = strrchr(copy, '/');
+	const char *dir_part = slash ? (slash == copy ? "/" : copy) : ".";
+	if (slash && slash != copy)
+		*slash = '\0';
+	char *full = realpath(dir_part, NULL);
+	if (!full && dir_part[0] == '/')
+		full = strdup(dir_part);   /* not there yet: the path as given */
+	free(copy);
 	if (!full)
 		return false;
 	bool ok = false;
-	char *end = strrchr(full, '/');   /* the file's own name starts after it */
-	for (int up = 0; end && end > full && up < 2; up++) {
-		*end = '\0';
+	for (int up = 0; up < 2; up++) {
 		char *dir = strrchr(full, '/');
 		dir = dir ? dir + 1 : full;
-		if (up == 0 && hf_checkpoint_dir(dir, strlen(dir))) {
-			end = dir - 1;
+		if (!*dir)
+			break;                        /* the root */
+		if (up == 0 && hf_checkpoint_dir(dir, strlen(dir)) && dir - 1 > full) {
+			dir[-1] = '\0';               /* the output folder above it */
 			continue;
 		}
-		if (*dir) {
-			gw_strlcpy(buf, dir, len);
-			ok = true;
-		}
+		gw_strlcpy(buf, dir, len);
+		ok = true;
 		break;
 	}
 	free(full);

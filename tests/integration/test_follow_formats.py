@@ -146,6 +146,22 @@ class FollowFormats(unittest.TestCase):
         self.assertEqual(runs, want_runs)
         self.assertEqual(live, sorted(want_alerts))
 
+    def test_a_log_every_run_names_alike_is_named_after_its_folder(self):
+        # llm.c writes main.log in the run's log folder: followed before the
+        # job created it, it is run "gpt2-run-7", as replay names it after
+        d = Daemon()
+        folder = os.path.join(d.dir, 'gpt2-run-7')
+        log = os.path.join(folder, 'main.log')
+        d.extra_args += ['--follow', log]
+        with d:
+            os.mkdir(folder)
+            shutil.copy(os.path.join(RAW, 'llmc-gpt2-124m-siddanth.main.log'), log)
+            wait_for(lambda: d.sql("SELECT count(*) FROM records")[0][0] == 19552, 120,
+                     'the follower to read main.log')
+            self.assertEqual([r[0] for r in d.sql("SELECT name FROM runs")], ['gpt2-run-7'])
+            r = subprocess.run([GRADWATCH, 'convert', log], stdout=subprocess.PIPE, timeout=300)
+            self.assertEqual(json.loads(r.stdout.decode().splitlines()[0])['run'], 'gpt2-run-7')
+
     def test_a_file_rewritten_whole_is_said_not_to_be_followable(self):
         # trainer_state.json and a Lightning metrics.csv are rewritten whole
         # while a job runs: following one says so (once each), reads nothing
