@@ -284,9 +284,11 @@ static void sniff_err(void *data, uint64_t line, const struct gw_wire_err *e)
 }
 
 /* The log format of the file at path as replay would read it (gzip/zstd
- * too), from its first MiB; NULL when none is recognised.  For a file whose
- * every line was rejected: a log in another format is what convert is for. */
-static const char *file_format(const char *path, const struct gw_alias *aliases)
+ * too: *compressed is set), from its first MiB; NULL when none is
+ * recognised.  For a file whose every line was rejected: a log in another
+ * format, or compressed, is what convert is for. */
+static const char *file_format(const char *path, const struct gw_alias *aliases,
+                               bool *compressed)
 {
 	const struct gw_reader_opts ro = {.aliases = aliases, .run = "sniff"};
 	const struct gw_reader_sink sink = {.on_rec = sniff_rec, .on_error = sniff_err};
@@ -302,8 +304,11 @@ static const char *file_format(const char *path, const struct gw_alias *aliases)
 	ssize_t n;
 	size_t total = 0;
 	int rc = 0;
+	*compressed = false;
 	while (!gw_reader_format(r) && rc == 0 && total < ((size_t)1 << 20) &&
 	       (n = read(fd, chunk, sizeof(chunk))) > 0) {
+		if (!total && n >= 4)
+			*compressed = !memcmp(chunk, "\x1f\x8b", 2) || !memcmp(chunk, "\x28\xb5\x2f\xfd", 4);
 		total += (size_t)n;
 		rc = gw_reader_feed(r, chunk, (size_t)n);
 	}
@@ -388,11 +393,13 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 			failed_from = s.first_line;
 		}
 		const char *fmt = NULL;
+		bool packed = false;
 		if (!rc && !s.accepted && s.rejected && strcmp(files[f], "-") &&
-		    (fmt = file_format(files[f], cfg->aliases)) && strcmp(fmt, "ndjson"))
-			fprintf(stderr, "gradwatch send: %s is a%s %s log, not gradwatch NDJSON: "
+		    (fmt = file_format(files[f], cfg->aliases, &packed)) && (packed || strcmp(fmt, "ndjson")))
+			fprintf(stderr, "gradwatch send: %s is a%s %s%s log, not gradwatch NDJSON: "
 			        "gradwatch convert %s | gradwatch send\n", files[f],
-			        strchr("aeiou", fmt[0]) ? "n" : "", fmt, files[f]);
+			        !packed && strchr("aeiou", fmt[0]) ? "n" : "", packed ? "compressed " : "",
+			        fmt, files[f]);
 		acc += s.accepted;
 		rej += s.rejected;
 	}

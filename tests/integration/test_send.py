@@ -72,12 +72,18 @@ class Send(unittest.TestCase):
         packed = self.file('train.log.gz', gzip.compress(data))
         with Daemon() as d:
             url = 'http://127.0.0.1:%d' % d.http_port
-            for path in (plain, packed):
+            for path, what in ((plain, 'a megatron'), (packed, 'a compressed megatron')):
                 rc, out, err = gw('send', '--url', url, path)
                 self.assertEqual(rc, 1, err)
-                self.assertIn('gradwatch send: %s is a megatron log, not gradwatch NDJSON: '
-                              'gradwatch convert %s | gradwatch send' % (path, path), err)
+                self.assertIn('gradwatch send: %s is %s log, not gradwatch NDJSON: '
+                              'gradwatch convert %s | gradwatch send' % (path, what, path), err)
                 self.assertEqual(count(d, 'train'), 0)
+            # gradwatch's own NDJSON, gzip'ed: the same advice
+            nd = self.file('run.jsonl.gz', gzip.compress(lines('z', range(1, 11))))
+            rc, out, err = gw('send', '--url', url, nd)
+            self.assertEqual(rc, 1, err)
+            self.assertIn('is a compressed ndjson log', err)
+            self.assertIn('gradwatch convert %s | gradwatch send' % nd, err)
             # what it says works
             conv = subprocess.run([GRADWATCH, 'convert', plain], stdout=subprocess.PIPE, timeout=120)
             rc, out, err = gw('send', '--url', url, stdin=conv.stdout)
