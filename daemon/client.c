@@ -10,7 +10,9 @@
  * (timeout, reset connection, 503 while the daemon's queue is full) is sent
  * again with the same key and the daemon stores it once.  Retries are
  * bounded (--retries; 507 "disk full" at most twice): send never hangs and
- * never loops forever.  A request may take --timeout seconds.
+ * never loops forever.  A request may take --timeout seconds.  A file of
+ * which every line was rejected is sniffed by the readers: a log in another
+ * format, or a compressed file, gets the advice to send it through convert.
  *
  * runs and alerts read the daemon's HTTP API, or with --db the database
  * file itself (read-only; works while the daemon runs).
@@ -19,6 +21,8 @@
  * else the configuration's HTTP address; $GRADWATCH_TOKEN is sent as
  * "Authorization: Bearer".  Exit status: 0 done; 1 (send) some lines were
  * rejected; 2 an error (usage, input, connection, the daemon refusing).
+ * (Just over 600 lines: send's batching and retries and the two listings
+ * share the option handling and the HTTP client here.)
  */
 #include "client.h"
 
