@@ -10,7 +10,9 @@
  * (timeout, reset connection, 503 while the daemon's queue is full) is sent
  * again with the same key and the daemon stores it once.  Retries are
  * bounded (--retries; 507 "disk full" at most twice): send never hangs and
- * never loops forever.  A request may take --timeout seconds.
+ * never loops forever.  A request may take --timeout seconds.  A file of
+ * which every line was rejected is sniffed by the readers: a log in another
+ * format, or a compressed file, gets the advice to send it through convert.
  *
  * runs and alerts read the daemon's HTTP API, or with --db the database
  * file itself (read-only; works while the daemon runs).
@@ -19,6 +21,8 @@
  * else the configuration's HTTP address; $GRADWATCH_TOKEN is sent as
  * "Authorization: Bearer".  Exit status: 0 done; 1 (send) some lines were
  * rejected; 2 an error (usage, input, connection, the daemon refusing).
+ * (Just over 600 lines: send's batching and retries and the two listings
+ * share the option handling and the HTTP client here.)
  */
 #include "client.h"
 
@@ -26,6 +30,7 @@
 #include "client_http.h"
 #include "query.h"
 #include "lines.h"
+#include "reader.h"
 #include "store.h"
 #include "util.h"
 #include "wire.h"
@@ -57,7 +62,8 @@ static const char send_usage[] =
 	"\n"
 	"Send NDJSON (standard input by default, or '-') to a running gradwatchd over\n"
 	"HTTP (POST /v1/ingest, one batch of whole lines per request); each batch\n"
-	"returns once the daemon has committed it.\n"
+	"returns once the daemon has committed it.  A log in another format:\n"
+	"gradwatch convert FILE | gradwatch send.\n"
 	"\n"
 	"  --url URL          the daemon's HTTP API (default: $GRADWATCH_URL, else the\n"
 	"                     configuration's \"http\" address, http://127.0.0.1:7471)\n"
@@ -272,6 +278,53 @@ static int send_file(struct sender *s, const char *path, size_t max_line)
 	return rc < 0 ? -EIO : 0;
 }
 
+static int sniff_rec(void *data, const struct gw_rec *rec, uint64_t line)
+{
+	return 0;
+}
+
+static void sniff_err(void *data, uint64_t line, const struct gw_wire_err *e)
+{
+}
+
+/* The log format of the file at path as replay would read it (gzip/zstd
+ * too: *compressed is set), from its first MiB; NULL when none is
+ * recognised.  For a file whose every line was rejected: a log in another
+ * format, or compressed, is what convert is for. */
+static const char *file_format(const char *path, const struct gw_alias *aliases,
+                               bool *compressed)
+{
+	const struct gw_reader_opts ro = {.aliases = aliases, .run = "sniff"};
+	const struct gw_reader_sink sink = {.on_rec = sniff_rec, .on_error = sniff_err};
+	struct gw_reader *r = NULL;
+	char err[256];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || gw_reader_new(&ro, &sink, &r, err, sizeof(err)) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	char chunk[65536];
+	ssize_t n;
+	size_t total = 0;
+	int rc = 0;
+	*compressed = false;
+	while (!gw_reader_format(r) && rc == 0 && total < ((size_t)1 << 20) &&
+	       (n = read(fd, chunk, sizeof(chunk))) > 0) {
+		if (!total && n >= 4)
+			*compressed = !memcmp(chunk, "\x1f\x8b", 2) || !memcmp(chunk, "\x28\xb5\x2f\xfd", 4);
+		total += (size_t)n;
+		rc = gw_reader_feed(r, chunk, (size_t)n);
+	}
+	if (!gw_reader_format(r) && rc == 0)
+		gw_reader_finish(r);
+	const struct gw_reader_format *f = gw_reader_format(r);
+	const char *name = f ? f->name : NULL;   /* static strings */
+	gw_reader_free(r);
+	close(fd);
+	return name;
+}
+
 int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -343,6 +396,14 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 			failed = s.name;
 			failed_from = s.first_line;
 		}
+		const char *fmt = NULL;
+		bool packed = false;
+		if (!rc && !s.accepted && s.rejected && strcmp(files[f], "-") &&
+		    (fmt = file_format(files[f], cfg->aliases, &packed)) && (packed || strcmp(fmt, "ndjson")))
+			fprintf(stderr, "gradwatch send: %s is a%s %s%s log, not gradwatch NDJSON: "
+			        "gradwatch convert %s | gradwatch send\n", files[f],
+			        !packed && strchr("aeiou", fmt[0]) ? "n" : "", packed ? "compressed " : "",
+			        fmt, files[f]);
 		acc += s.accepted;
 		rej += s.rejected;
 	}
@@ -422,7 +483,12 @@ static void print_text(json_t *out, bool alerts, const char *run)
 	json_t *arr = json_is_array(out) ? out : json_object_get(out, "runs");
 	printf("%-40s %8s %12s %12s\n", "run", "segment", "last step", "open alerts");
 	json_array_foreach(arr, i, x) {
-		printf("%-40s %8lld %12lld %12lld\n", str_of(x, "run"),
+		/* pad by characters, not bytes: UTF-8 continuation bytes add width */
+		const char *name = str_of(x, "run");
+		int pad = 40;
+		for (const char *c = name; *c; c++)
+			pad += ((unsigned char)*c & 0xC0) == 0x80;
+		printf("%-*s %8lld %12lld %12lld\n", pad, name,
 		       (long long)json_integer_value(json_object_get(x, "segment")),
 		       (long long)json_integer_value(json_object_get(x, "last_step")),
 		       (long long)json_integer_value(json_object_get(x, "open_alerts")));
@@ -432,7 +498,7 @@ static void print_text(json_t *out, bool alerts, const char *run)
 static const char query_usage[] =
 	"usage: gradwatch %s [--url URL | --db PATH] [--json] [--timeout SECONDS] [RUN]\n"
 	"\n"
-	"%s, from a running gradwatchd over HTTP or, with --db, from its database\n"
+	"%s,\nfrom a running gradwatchd over HTTP or, with --db, from its database\n"
 	"file (read-only; works while the daemon runs).\n"
 	"\n"
 	"  --url URL          the daemon's HTTP API (default: $GRADWATCH_URL, else the\n"

@@ -225,6 +225,8 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 {
 	json_error_t je;
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!root && je.line < 1)   /* not read at all: jansson's text names the file */
+		return gw_errf(err, errlen, -EINVAL, "cannot read the configuration: %s", je.text);
 	if (!root)
 		return gw_errf(err, errlen, -EINVAL, "%s:%d:%d: %s", path, je.line, je.column, je.text);
 	struct loader L = {.c = c, .err = err, .errlen = errlen, .file = path};

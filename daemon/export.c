@@ -4,7 +4,8 @@
  * page asks for the next) or read from the database file with the same
  * query (storage/series.c), written as CSV or as gradwatch NDJSON that
  * replays.  Numbers are written as Python writes them (shortest round trip,
- * NaN for a non-finite value).
+ * NaN for a non-finite value).  -o FILE is written beside it and renamed
+ * over it at the end, so a failed export never touches FILE.
  */
 #include "client.h"
 
@@ -215,9 +216,16 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 		else
 			q.has_from = true, q.from = v;
 	}
+	/* -o FILE: written to FILE.tmp, renamed over FILE only when every row
+	 * is in: a failed export (no such run, daemon gone) leaves FILE as it was */
 	struct exporter x = {.out = stdout, .csv = csv, .run = q.run};
-	if (out_path && !(x.out = fopen(out_path, "w"))) {
-		fprintf(stderr, "gradwatch export: %s: %s\n", out_path, strerror(errno));
+	char tmp[4096];
+	if (out_path && (size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", out_path) >= sizeof(tmp)) {
+		fprintf(stderr, "gradwatch export: %s: %s\n", out_path, strerror(ENAMETOOLONG));
+		return 2;
+	}
+	if (out_path && !(x.out = fopen(tmp, "w"))) {
+		fprintf(stderr, "gradwatch export: %s: %s\n", tmp, strerror(errno));
 		return 2;
 	}
 	if (csv)
@@ -279,9 +287,15 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 	if (!db)
 		curl_global_cleanup();
 	if (x.out != stdout && fclose(x.out) != 0 && rc == 0) {
+		fprintf(stderr, "gradwatch export: %s: %s\n", tmp, strerror(errno));
+		rc = 2;
+	}
+	if (out_path && rc == 0 && rename(tmp, out_path) != 0) {
 		fprintf(stderr, "gradwatch export: %s: %s\n", out_path, strerror(errno));
 		rc = 2;
 	}
+	if (out_path && rc != 0)
+		remove(tmp);
 	if (rc == 0 && out_path)
 		fprintf(stderr, "gradwatch export: %llu row(s) of run %s to %s\n", (unsigned long long)x.rows,
 		        q.run, out_path);

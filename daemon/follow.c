@@ -18,7 +18,8 @@
  *   rotation    (the path now names another inode, or disappeared) read
  *               the old file to its end, finish a last unterminated line,
  *               close it, then read the new file from byte 0;
- *   missing     wait until the path exists.
+ *   missing     wait until the path exists (a directory: until a file
+ *               takes its place).
  *
  * Position: after each chunk the file's (device, inode, byte offset of the
  * end of its last complete line, line number) is queued with
@@ -32,11 +33,16 @@
  *
  * Back-pressure: when the store's queue is over its limit, reading pauses
  * until it drains, as for stream connections.
+ *
+ * Run: points that name no run are run "run" of the entry, else named
+ * after the file as `gradwatch replay` names them (gw_input_run_name:
+ * train.log -> "train"), so two followed logs never share a run.
  */
 #include "follow.h"
 
 #include "daemon.h"
 #include "engine.h"
+#include "input.h"
 #include "log.h"
 #include "util.h"
 
@@ -76,6 +82,7 @@ struct ffile {
 	uint64_t saved_line;     /* lines.lineno at the last stored position */
 	bool draining;           /* rotated: read the old file to its end, then switch */
 	bool waiting_logged;
+	bool dir_logged;         /* said that the path is a directory */
 	struct gw_ingest_src src;
 	struct gw_paused paused;
 
@@ -361,6 +368,18 @@ static void on_fstat(uv_fs_t *req)
 		idle(f);
 		return;
 	}
+	if ((st.st_mode & S_IFMT) == S_IFDIR) {
+		/* nothing to read: wait, as for a missing file, until the path's
+		 * stat changes (a file takes its place); said once */
+		if (!f->dir_logged)
+			gw_log_err("follow %s: is a directory, not a log file; waiting for a file at this path",
+			           f->path);
+		f->dir_logged = true;
+		close_fd(f);
+		idle(f);
+		return;
+	}
+	f->dir_logged = false;
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
 	f->off = 0;
@@ -491,6 +510,11 @@ int gw_follow_start(struct gw_daemon *d, char *err, size_t errlen)
 		f->fd = -1;
 		f->path = absolute(json_string_value(json_object_get(e, "path")));
 		const char *run = json_string_value(json_object_get(e, "run"));
+		char by_name[GW_WIRE_RUN_MAX + 1];
+		if (!run && f->path) {
+			gw_input_run_name(f->path, by_name, sizeof(by_name));
+			run = by_name;
+		}
 		f->run = run ? strdup(run) : NULL;
 		json_t *pm = json_object_get(e, "poll_ms");
 		f->poll_ms = pm ? (unsigned)json_integer_value(pm) : GW_FOLLOW_POLL_MS;
@@ -512,7 +536,7 @@ int gw_follow_start(struct gw_daemon *d, char *err, size_t errlen)
 			snprintf(err, errlen, "follow %s: %s", f->path, uv_strerror(rc));
 			return rc;
 		}
-		gw_log_info("following %s%s%s", f->path, f->run ? " as run " : "", f->run ? f->run : "");
+		gw_log_info("following %s as run %s", f->path, f->run);
 		do_open(f);
 	}
 	return 0;

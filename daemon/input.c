@@ -194,6 +194,73 @@ static void on_error(void *data, uint64_t line, const struct gw_wire_err *e)
 	fputc('\n', stderr);
 }
 
+/* The file names a framework always writes, whatever the run: such a file
+ * is named after its folder instead (the run's output folder, above a
+ * Hugging Face checkpoint-N folder), so that the trainer_state.json of two
+ * runs are two runs and the checkpoint copies of one are one. */
+static bool generic_name(const char *name)
+{
+	static const char *const fixed[] = {
+		"trainer_state",            /* Hugging Face Trainer */
+		"metrics",                  /* Lightning CSVLogger metrics.csv */
+		"logging",                  /* ms-swift logging.jsonl */
+		"main",                     /* llm.c main.log */
+		"log",                      /* build-nanoGPT log.txt */
+		NULL,
+	};
+	for (size_t i = 0; fixed[i]; i++)
+		if (!strcmp(name, fixed[i]))
+			return true;
+	return !strncmp(name, "events.out.tfevents.", 20);   /* TensorBoard */
+}
+
+static bool hf_checkpoint_dir(const char *name, size_t n)
+{
+	if (n <= 11 || strncmp(name, "checkpoint-", 11))
+		return false;
+	for (size_t i = 11; i < n; i++)
+		if (name[i] < '0' || name[i] > '9')
+			return false;
+	return true;
+}
+
+/* The name of the folder that holds path (above checkpoint-N) into buf;
+ * false when there is none to be had.  The folder is resolved, not the
+ * file; an absolute path whose folder does not exist yet (followed before
+ * the job made it) is taken as written, so it gets the name it will have. */
+static bool folder_name(const char *path, char *buf, size_t len)
+{
+	char *copy = strdup(path);
+	if (!copy)
+		return false;
+	char *slash = strrchr(copy, '/');
+	const char *dir_part = slash ? (slash == copy ? "/" : copy) : ".";
+	if (slash && slash != copy)
+		*slash = '\0';
+	char *full = realpath(dir_part, NULL);
+	if (!full && dir_part[0] == '/')
+		full = strdup(dir_part);   /* not there yet: the path as given */
+	free(copy);
+	if (!full)
+		return false;
+	bool ok = false;
+	for (int up = 0; up < 2; up++) {
+		char *dir = strrchr(full, '/');
+		dir = dir ? dir + 1 : full;
+		if (!*dir)
+			break;                        /* the root */
+		if (up == 0 && hf_checkpoint_dir(dir, strlen(dir)) && dir - 1 > full) {
+			dir[-1] = '\0';               /* the output folder above it */
+			continue;
+		}
+		gw_strlcpy(buf, dir, len);
+		ok = true;
+		break;
+	}
+	free(full);
+	return ok;
+}
+
 void gw_input_run_name(const char *path, char *buf, size_t len)
 {
 	if (!strcmp(path, "-")) {
@@ -221,6 +288,8 @@ void gw_input_run_name(const char *path, char *buf, size_t len)
 	}
 	if (!*buf)
 		gw_strlcpy(buf, base, len);
+	if (generic_name(buf))
+		folder_name(path, buf, len);   /* else the file's name, as it is */
 	/* the run-name rule: at most GW_WIRE_RUN_MAX bytes of UTF-8 without
 	 * control characters; a file name that breaks it becomes ASCII */
 	size_t n = strlen(buf);

@@ -57,7 +57,10 @@ int gw_input_read(struct gw_input *in);
  * .txt .csv, and .trainer_state / .logging / .main / .metrics / .train
  * before them); "stdin" for "-"; cut to 256 bytes, and made ASCII ('_'
  * for other bytes) if it is not valid UTF-8 without control characters.
- * A label only: nothing is chosen by it. */
+ * A name every run of a framework writes (trainer_state.json, metrics.csv,
+ * logging.jsonl, main.log, log.txt, events.out.tfevents.*) is replaced by
+ * the name of its folder (above checkpoint-N), path resolved with
+ * realpath(3).  A label only: nothing is chosen by it. */
 void gw_input_run_name(const char *path, char *buf, size_t len);
 
 /* "65,000": n with thousands separators. */

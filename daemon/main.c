@@ -70,7 +70,7 @@ static void usage(FILE *f)
 	        "      --follow FILE        tail the log a job writes to FILE, in any format that\n"
 	        "                           can be followed (gradwatch formats; sniffed); repeatable\n"
 	        "      --run NAME           run name of points without one in the --follow FILE\n"
-	        "                           before it\n"
+	        "                           before it (default: from the file name, as replay)\n"
 	        "      --input-format NAME  the format of the --follow FILE before it (default:\n"
 	        "                           sniffed)\n"
 	        "      --check-config       check the configuration; print the effective one as\n"
@@ -94,6 +94,17 @@ static int lock_instance(const char *db_path, char *err, size_t errlen)
 	if (snprintf(path, sizeof(path), "%s.lock", db_path) >= (int)sizeof(path))
 		return gw_errf(err, errlen, -ENAMETOOLONG, "database path too long: %s", db_path);
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == ENOENT) {
+		/* only the default directories are created (gw_cfg_make_dirs) */
+		char dir[PATH_MAX];
+		gw_strlcpy(dir, db_path, sizeof(dir));
+		char *slash = strrchr(dir, '/');
+		if (slash)
+			*slash = '\0';
+		return gw_errf(err, errlen, -ENOENT, "the database's directory %s does not exist: a "
+		               "directory given with --state-dir, --db or the configuration must exist "
+		               "(create it first)", slash ? dir : ".");
+	}
 	if (fd < 0)
 		return gw_errf(err, errlen, -errno, "cannot open the lock file %s: %s", path,
 		               strerror(errno));

@@ -1,7 +1,9 @@
 /*
  * prune: `gradwatch prune` asks the daemon to delete runs (DELETE
  * /v1/runs/{run}, POST /v1/prune?older_than=): the daemon owns the
- * database while it runs, so pruning goes through it.
+ * database while it runs, so pruning goes through it.  The arguments are
+ * checked first: DURATION here, each named run by GET /v1/runs/{run}
+ * (deleting a run the daemon does not have is an error, not "deleted").
  */
 #include "prune.h"
 
@@ -10,6 +12,7 @@
 #include "util.h"
 
 #include <curl/curl.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,12 +27,14 @@ static void usage(FILE *f)
 	           "  ($GRADWATCH_TOKEN) when the daemon has tokens; exit 0 done, 2 error\n");
 }
 
+/* Print what an answer says; 0, or 2 (an error, printed).  what names the
+ * request (NULL: the URL in the transport's error says it). */
 static int report(const char *what, struct gw__http_answer *a)
 {
 	json_t *j = a->status > 0 ? json_loads(a->body.p ? a->body.p : "", 0, NULL) : NULL;
 	int rc = 0;
 	if (a->status < 0) {
-		fprintf(stderr, "gradwatch prune: %s: %s\n", what, a->err);
+		fprintf(stderr, "gradwatch prune: %s%s%s\n", what ? what : "", what ? ": " : "", a->err);
 		rc = 2;
 	} else if (a->status != 200) {
 		fprintf(stderr, "gradwatch prune: %s: the daemon answered %ld: %s\n", what, a->status,
@@ -86,6 +91,19 @@ int gw_cmd_prune(struct gw_cfg *cfg, int argc, char **argv)
 		                          : "give either --older-than DURATION or --run NAME...",
 		                          optind < argc ? argv[optind] : NULL);
 	}
+	if (older) {
+		/* the daemon's own rule, before any request */
+		json_t *v = json_string(older);
+		uint64_t ms;
+		int prc = v ? gw_parse_duration(v, &ms) : -ENOMEM;
+		json_decref(v);
+		if (prc < 0) {
+			free(runs);
+			return gw_cli_usage_error("gradwatch prune",
+			                          "--older-than wants a duration (30d, 12h, 90m, seconds), not",
+			                          older);
+		}
+	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	char url[2048];
 	struct gw__http_answer a;
@@ -96,12 +114,28 @@ int gw_cmd_prune(struct gw_cfg *cfg, int argc, char **argv)
 		memset(&a, 0, sizeof(a));
 		ho.method = "POST";
 		gw__http_request(&ho, url, NULL, 0, NULL, &a);
-		rc = report(url, &a);
+		rc = report(NULL, &a);
 	}
 	for (size_t i = 0; i < nruns && rc == 0; i++) {
 		char *enc = curl_easy_escape(NULL, runs[i], 0);
 		snprintf(url, sizeof(url), "%s/v1/runs/%s", base, enc ? enc : "");
 		curl_free(enc);
+		/* a run the daemon does not have (a typo) is an error */
+		memset(&a, 0, sizeof(a));
+		ho.method = NULL;
+		gw__http_request(&ho, url, NULL, 0, NULL, &a);
+		if (a.status == 404) {
+			fprintf(stderr, "gradwatch prune: no run named \"%s\" (gradwatch runs lists them)\n",
+			        runs[i]);
+			gw_buf_free(&a.body);
+			rc = 2;
+			break;
+		}
+		if (a.status != 200) {
+			rc = report(runs[i], &a);   /* no answer, or an error: printed, 2 */
+			break;
+		}
+		gw_buf_free(&a.body);
 		memset(&a, 0, sizeof(a));
 		ho.method = "DELETE";
 		gw__http_request(&ho, url, NULL, 0, NULL, &a);

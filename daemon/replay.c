@@ -132,6 +132,7 @@ void gw_replay_opts_init(struct gw_replay_opts *o, const struct gw_cfg *cfg)
 {
 	*o = (struct gw_replay_opts){
 		.format = GW_REPLAY_TEXT,
+		.cmd = "replay",
 		.cfg = cfg,
 		.max_line = cfg->max_line > (16u << 20) ? cfg->max_line : (16u << 20),
 		.min_severity = GW_SEV_INFO,
@@ -161,7 +162,7 @@ int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
 	for (int i = 0; i < nfiles; i++) {
 		r.file = files[i];
 		struct gw_input in = {
-			.cmd = "replay",
+			.cmd = o->cmd,
 			.path = files[i],
 			.run = o->default_run,
 			.format = o->input_format,

@@ -36,6 +36,7 @@ struct gw_cfg;
 
 struct gw_replay_opts {
 	enum gw_replay_format format;
+	const char *cmd;              /* the command named in messages: "replay" */
 	const struct gw_cfg *cfg;     /* aliases, thresholds, overrides, detectors (borrowed) */
 	const char *default_run;      /* for points that name no run; NULL: from the file name */
 	const char *input_format;     /* a reader format to force, or NULL: sniff */

@@ -224,6 +224,7 @@ int gw_report_main(struct gw_cfg *cfg, int argc, char **argv)
 	struct gw_replay_opts o;
 	gw_replay_opts_init(&o, cfg);
 	o.format = GW_REPLAY_QUIET;
+	o.cmd = "report";
 	const char *out_path = "report.html";
 	long max_points = 20000;
 	static const struct option lo[] = {
@@ -271,6 +272,12 @@ int gw_report_main(struct gw_cfg *cfg, int argc, char **argv)
 	int rc = gw_replay(&o, argv + optind, argc - optind, &st);
 	if (rc == -ENOMEM || rc == -ENOSPC) {
 		fprintf(stderr, "gradwatch report: %s\n", strerror(-rc));
+		report_free(&rp);
+		return 2;
+	}
+	if (rc < 0 && rp.nruns == 0) {
+		/* nothing was read: no empty page in place of an earlier report */
+		fprintf(stderr, "gradwatch report: nothing to report, %s not written\n", out_path);
 		report_free(&rp);
 		return 2;
 	}

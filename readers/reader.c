@@ -541,6 +541,20 @@ static const struct gw_reader_format *sniff(struct gw_reader *r, size_t n, bool 
 	return best;
 }
 
+/* Following: a format that is rewritten whole (not GW_RDF_STREAM) and is
+ * surer than every stream format (best), or NULL.  Such a file is said to
+ * be one at once, instead of waiting for a sure stream format forever. */
+static const struct gw_reader_format *whole_instead(struct gw_reader *r, size_t n, bool all,
+                                                    int best)
+{
+	for (size_t i = 0; r->o.follow && gw_reader_formats[i]; i++) {
+		const struct gw_reader_format *f = gw_reader_formats[i];
+		if (!(f->flags & GW_RDF_STREAM) && f->sniff(r->head, n, all) >= GW_MAX(SNIFF_SURE, best + 1))
+			return f;
+	}
+	return NULL;
+}
+
 static int nothing_readable(struct gw_reader *r)
 {
 	char list[512];
@@ -562,6 +576,11 @@ static int decide(struct gw_reader *r, bool all)
 		f = sniff(r, n, false, &score);
 		if (score >= SNIFF_SURE)
 			goto chosen;
+		const struct gw_reader_format *w = whole_instead(r, n, false, score);
+		if (w)
+			return gw__rd_fail(r, "not a log that can be followed: %s (%s) is rewritten whole "
+			                   "while a job runs; replay the file instead (gradwatch replay)",
+			                   w->name, w->describe);
 		if (n >= GW_READER_SNIFF_MAX) {
 			if (score > 0)
 				goto chosen;

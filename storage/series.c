@@ -34,7 +34,12 @@
 
 /* ---- the downsampler -------------------------------------------------------------- */
 
-enum { C_LMIN, C_LMAX, C_GMIN, C_GMAX, C_TMIN, C_LR, C_NF, NCRIT };
+/* per bucket: the extremes, the first LR and non-finite value; C_FIRST and
+ * C_LAST (any row) are kept only in a piece's first and last bucket, so a
+ * chart starts and ends where its data does (a streaming run's latest
+ * point is drawn); the tiles name no such rows, so ds_piece reads the
+ * rows at both ends of a piece */
+enum { C_LMIN, C_LMAX, C_GMIN, C_GMAX, C_TMIN, C_LR, C_NF, C_FIRST, C_LAST, NCRIT };
 #define POINTS_PER_BUCKET 5   /* typical distinct rows a bucket keeps */
 
 struct cand {
@@ -64,6 +69,7 @@ struct keptv {
 struct ds {
 	int64_t from, width;
 	bool open;
+	bool piece_start;          /* the open bucket is its piece's first */
 	int64_t seg, bucket;
 	bool sup;
 	struct cand c[NCRIT];
@@ -88,11 +94,17 @@ static void keptv_free(struct keptv *kv)
 	memset(kv, 0, sizeof(*kv));
 }
 
-static void ds_close(struct ds *d)
+/* Keep the open bucket's rows; piece_end: no later row of its piece (the
+ * same segment and copy) follows. */
+static void ds_close(struct ds *d, bool piece_end)
 {
 	if (!d->open)
 		return;
 	d->open = false;
+	if (!d->piece_start)
+		d->c[C_FIRST].has = false;
+	if (!piece_end)
+		d->c[C_LAST].has = false;
 	for (int i = 0; i < NCRIT; i++) {
 		struct cand *c = &d->c[i];
 		if (!c->has)
@@ -115,9 +127,11 @@ static void ds_close(struct ds *d)
 static void ds_slot(struct ds *d, int64_t seg, bool sup, int64_t step)
 {
 	int64_t b = (step - d->from) / d->width;
-	if (d->open && d->seg == seg && d->sup == sup && d->bucket == b)
+	bool same_piece = d->open && d->seg == seg && d->sup == sup;
+	if (same_piece && d->bucket == b)
 		return;
-	ds_close(d);
+	ds_close(d, !same_piece);
+	d->piece_start = !same_piece;
 	d->open = true;
 	d->seg = seg;
 	d->sup = sup;
@@ -132,7 +146,8 @@ static void offer(struct cand *c, int crit, double val, const struct gw_series_r
 	switch (crit) {
 	case C_LMIN: case C_GMIN: case C_TMIN: better = !c->has || val < c->val; break;
 	case C_LMAX: case C_GMAX: better = !c->has || val > c->val; break;
-	default: better = !c->has; break;   /* first LR, first non-finite */
+	case C_LAST: better = true; break;
+	default: better = !c->has; break;   /* first LR, first non-finite, first row */
 	}
 	if (!better)
 		return;
@@ -157,6 +172,8 @@ static void ds_row(struct ds *d, bool sup, const struct gw_series_row *r, int64_
 			offer(&d->c[i], i, r->v[role_of[i]], r, true, ord);
 	if (r->nf)
 		offer(&d->c[C_NF], C_NF, 0, r, true, ord);
+	offer(&d->c[C_FIRST], C_FIRST, 0, r, true, ord);
+	offer(&d->c[C_LAST], C_LAST, 0, r, true, ord);
 }
 
 /* One extreme a tile names (only its step and value are known). */
@@ -244,14 +261,16 @@ static int to_ds(void *ctx, const struct gw_series_row *row, sqlite3_stmt *st)
 }
 
 /* Downsample segment seg's steps [lo, hi] (all current, or all
- * superseded) into d: tiles for the whole tiles inside, raw rows at the
- * ends.  Adds the rows covered to *total. */
+ * superseded) into d: tiles for the whole tiles inside, raw rows in the
+ * tiles that hold lo and hi (also when whole: the piece's first and last
+ * rows are kept, and only rows name them).  Adds the rows covered to
+ * *total. */
 static int ds_piece(struct reader *r, struct ds *d, int64_t seg, bool sup, int64_t lo,
                     int64_t hi, int64_t *total)
 {
 	struct ds_ctx c = {d, sup, total};
-	int64_t t0 = (lo + TILE - 1) >> GW_SERIES_TILE_SHIFT;   /* first whole tile */
-	int64_t t1 = ((hi + 1) >> GW_SERIES_TILE_SHIFT) - 1;    /* last whole tile */
+	int64_t t0 = (lo >> GW_SERIES_TILE_SHIFT) + 1;   /* first tile after lo's */
+	int64_t t1 = (hi >> GW_SERIES_TILE_SHIFT) - 1;   /* last tile before hi's */
 	if (!r->has_tiles || d->width < TILE || t0 > t1)
 		return scan(r, seg, lo, hi, to_ds, &c);
 	int rc;
@@ -266,9 +285,9 @@ static int ds_piece(struct reader *r, struct ds *d, int64_t seg, bool sup, int64
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		*total += sqlite3_column_int64(st, 0);
 		/* the tile's extremes in step order, so slots only move forward */
-		struct { int crit; int64_t step; double val; } e[NCRIT];
+		struct { int crit; int64_t step; double val; } e[C_NF + 1];
 		int n = 0;
-		for (int i = 0; i < NCRIT; i++) {
+		for (int i = 0; i <= C_NF; i++) {
 			int vc = i < C_LR ? 1 + 2 * i : -1;         /* value column */
 			int sc = i < C_LR ? 2 + 2 * i : 11 + (i - C_LR); /* step column */
 			if (sqlite3_column_type(st, sc) == SQLITE_NULL)
@@ -289,9 +308,7 @@ static int ds_piece(struct reader *r, struct ds *d, int64_t seg, bool sup, int64
 	}
 	if (rc != SQLITE_DONE)
 		return db_fail(r, "reading record_tiles");
-	if ((t1 + 1) * TILE <= hi)
-		return scan(r, seg, (t1 + 1) * TILE, hi, to_ds, &c);
-	return 0;
+	return scan(r, seg, (t1 + 1) * TILE, hi, to_ds, &c);
 }
 
 /* Replace the kept entries that only name a step by the rows at that step. */
@@ -717,7 +734,7 @@ int gw_store_read_series(const char *path, const struct gw_series_query *q, json
 		}
 	}
 	if (ds_mode) {
-		ds_close(&d);
+		ds_close(&d, true);
 		if (d.err) {
 			rc = d.err;
 			goto out;
@@ -803,7 +820,7 @@ json_t *gw_series_from_rows(const char *run, const struct gw_series_row *rows, s
 		if (d.err)
 			break;
 	}
-	ds_close(&d);
+	ds_close(&d, true);
 	if (d.err) {
 		keptv_free(&kv);
 		return NULL;

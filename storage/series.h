@@ -15,7 +15,9 @@
  * about max_points/5 buckets and, per bucket and per copy (segment,
  * current or superseded), the rows holding the minimum and the maximum of
  * loss and of grad norm, the minimum throughput, the first LR and the first
- * non-finite value are kept, so a one-step spike is always drawn.
+ * non-finite value are kept, so a one-step spike is always drawn; and the
+ * first and last row of each copy in the range, so a chart ends at the
+ * run's latest point.
  *
  * Speed: the store keeps, per run, segment and tile of 256 steps, the same
  * extremes (table record_tiles, written by the store's writer thread at each
@@ -112,6 +114,9 @@ int gw__tiles_flush(struct gw__tiles *t, struct sqlite3 *db);
 /* Forget what was added (the transaction was rolled back).  Free the
  * accumulator before closing the connection it flushed to. */
 void gw__tiles_clear(struct gw__tiles *t);
+/* Forget what the batch holds of run run_id (deleted in this transaction):
+ * gw__tiles_flush writes none of it. */
+void gw__tiles_drop_run(struct gw__tiles *t, int64_t run_id);
 
 /* The SQL of the schema migration that adds record_tiles and fills it from
  * the records already stored (store.c's migrations[]). */

@@ -90,7 +90,7 @@ struct run_slot {
  * values that move the run's position (seg, step, ts), -1 when unused. */
 enum {
 	S_RECORD = GW_STORE_NSTMT_PUBLIC, S_EVENT, S_SEGMENT, S_META,
-	S_DEL_RECORDS, S_DEL_EVENTS, S_DEL_SEGMENTS, S_DEL_ALERTS, S_DEL_RUN, S_NCORE,
+	S_DEL_RECORDS, S_DEL_EVENTS, S_DEL_SEGMENTS, S_DEL_ALERTS, S_DEL_TILES, S_DEL_RUN, S_NCORE,
 };
 
 enum counter { C_NONE, C_RECORDS, C_EVENTS, C_SEGMENTS, C_ALERTS, C_N };
@@ -144,6 +144,10 @@ static const struct core_stmt {
 	                    C_NONE, -1, -1, -1},
 	[S_DEL_ALERTS] = {"DELETE FROM alerts WHERE run_id = (SELECT id FROM runs WHERE name = ?1)",
 	                  C_NONE, -1, -1, -1},
+	/* its chart tiles too: SQLite gives the next run the same id when the
+	 * deleted one had the highest, and it must not inherit them */
+	[S_DEL_TILES] = {"DELETE FROM record_tiles WHERE run_id = (SELECT id FROM runs WHERE name = ?1)",
+	                 C_NONE, -1, -1, -1},
 	[S_DEL_RUN] = {"DELETE FROM runs WHERE name = ?1", C_NONE, -1, -1, -1},
 };
 
@@ -615,6 +619,9 @@ static int write_item(struct gw_store *s, const struct item *it, double now,
 		/* the cached id names a row that is gone */
 		struct run_slot *gone = run_find(s, val_text(it, &it->v[0]), it->v[0].len);
 		if (gone) {
+			/* tiles of this transaction's records of it: not flushed */
+			if (gone->id >= 0)
+				gw__tiles_drop_run(s->tiles, gone->id);
 			gone->id = -1;
 			gone->dirty = false;
 		}

@@ -147,8 +147,8 @@ uint64_t gw_store_put_event(struct gw_store *s, const struct gw_rec *rec,
 uint64_t gw_store_put_segment(struct gw_store *s, const char *run, int64_t seg,
                               const char *reason, int64_t first_step, int64_t restart_step,
                               uint64_t line, double ts, double wall);
-/* Delete a run and everything of it (records, events, segments, alerts:
- * the store's own tables) in one transaction.  Other modules' rows that name
+/* Delete a run and everything of it (records, events, segments, alerts,
+ * record_tiles: the store's own tables) in one transaction.  Other modules' rows that name
  * the run (the outbox's) stay.  Returns the last item's sequence (0: out of
  * memory).  The writer holds the database while it deletes (about a second
  * per few hundred thousand records). */

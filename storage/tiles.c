@@ -94,6 +94,15 @@ void gw__tiles_clear(struct gw__tiles *t)
 		memset(t->slot, 0, t->nslot * sizeof(*t->slot));
 }
 
+void gw__tiles_drop_run(struct gw__tiles *t, int64_t run_id)
+{
+	/* run ids are >= 1: an entry of run -1 matches no lookup and is not
+	 * flushed; it stays in the hash table until gw__tiles_clear */
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].run_id == run_id)
+			t->v[i].run_id = -1;
+}
+
 int gw__tiles_add(struct gw__tiles *t, int64_t run_id, int64_t seg, int64_t step,
                   const double v[GW_NROLES], unsigned nf)
 {
@@ -181,6 +190,8 @@ int gw__tiles_flush(struct gw__tiles *t, sqlite3 *db)
 	rc = SQLITE_OK;
 	for (size_t i = 0; i < t->n && rc == SQLITE_OK; i++) {
 		const struct tile_acc *a = &t->v[i];
+		if (a->run_id < 0)
+			continue;   /* its run was deleted (gw__tiles_drop_run) */
 		sqlite3_bind_int64(st, 1, a->run_id);
 		sqlite3_bind_int64(st, 2, a->seg);
 		sqlite3_bind_int64(st, 3, a->tile);

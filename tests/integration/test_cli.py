@@ -24,7 +24,7 @@ SRC = os.path.join(os.path.dirname(__file__), '..', '..')
 MAN = os.path.join(SRC, 'docs', 'man')
 
 COMMANDS = ['replay', 'report', 'export', 'convert', 'formats', 'send', 'runs', 'alerts',
-            'thresholds', 'version', 'help']
+            'prune', 'thresholds', 'version', 'help']
 
 
 def run(args, env=None, cwd=None, stdin=subprocess.DEVNULL):
@@ -90,6 +90,9 @@ class HelpAndUsageErrors(unittest.TestCase):
             (['export', 'r', '--format', 'xls'], '"xls"'),
             (['export', 'r', '--from', 'ten'], '"ten"'),
             (['formats', 'extra'], '"extra"'),
+            # checked before any request: no daemon listens at this address
+            (['prune', '--url', 'http://127.0.0.1:1', '--older-than', '3x'], '"3x"'),
+            (['prune', '--url', 'http://127.0.0.1:1', '--older-than', '-5'], '"-5"'),
             (['version', 'extra'], '"extra"'),
             (['resolved', '--x'], 'unknown command'),
         ]
@@ -103,6 +106,24 @@ class HelpAndUsageErrors(unittest.TestCase):
                            (['--http', '1.2.3.4.5:1'], 'not a numeric')]:
             err = usage_error(self, run([GRADWATCHD] + args), 'gradwatchd')
             self.assertIn(what, err, args)
+
+    def test_start_up_errors_say_what_to_fix(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            missing = os.path.join(tmp, 'no-such-dir')
+            r = run([GRADWATCHD, '--state-dir', missing, '--socket', 'off', '--tcp', 'off',
+                     '--udp', 'off', '--http', 'off'])
+            self.assertEqual(r.returncode, 1, r.stderr)
+            err = r.stderr.decode()
+            self.assertIn("the database's directory %s does not exist" % missing, err)
+            self.assertFalse(os.path.exists(missing))
+            conf = os.path.join(tmp, 'gradwatchd.json')
+            for prog in (GRADWATCHD, GRADWATCH):
+                args = [prog, '--config', conf] + (['runs'] if prog == GRADWATCH else [])
+                r = run(args)
+                self.assertNotEqual(r.returncode, 0)
+                err = r.stderr.decode()
+                self.assertIn('cannot read the configuration: unable to open %s' % conf, err)
+                self.assertNotIn(':-1:', err)
 
     def test_send_prints_no_zero_accepted_after_a_connect_error(self):
         port = gwtest.free_port()
@@ -256,10 +277,56 @@ class OneShapeOneSchema(unittest.TestCase):
                 self.assertIn(k, last[i])
         self.assertIn('resolve', kinds)   # a resolved alert was compared too
 
+    def test_a_failed_command_leaves_its_output_file_alone(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, 'keep.txt')
+            junk = os.path.join(tmp, 'notes.txt')
+            with open(junk, 'w') as f:
+                f.write('no training log here\n')
+            for args in (['export', 'no-such-run', '--url', self.url, '-o', out],
+                         ['export', 'no-such-run', '--db', self.d.db, '-o', out],
+                         ['report', '-o', out, junk]):
+                with open(out, 'w') as f:
+                    f.write('an earlier report\n')
+                r = run([GRADWATCH] + args)
+                self.assertEqual(r.returncode, 2, (args, r.stderr))
+                with open(out) as f:
+                    self.assertEqual(f.read(), 'an earlier report\n', args)
+                self.assertTrue(r.stderr.decode().startswith('gradwatch %s: ' % args[0]),
+                                (args, r.stderr))
+            self.assertEqual(sorted(os.listdir(tmp)), ['keep.txt', 'notes.txt'])
+
+    def test_prune_of_a_run_that_does_not_exist_is_an_error(self):
+        r = run([GRADWATCH, 'prune', '--url', self.url, '--run', 'no-such-run'])
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stdout, b'')
+        self.assertIn('no run named "no-such-run"', r.stderr.decode())
+
     def test_text_listing(self):
         r = run([GRADWATCH, 'alerts', '--db', self.d.db])
         self.assertEqual(r.returncode, 0)
         self.assertIn(self.ids[0], r.stdout.decode())
+
+    def test_runs_listing_columns_line_up_with_accented_run_names(self):
+        # a run name with non-ASCII letters: its row's columns start where
+        # the header's do (characters counted, not bytes; a double-width
+        # East Asian character still counts as one)
+        name = 'ünïcödé-ρun'
+        with tempfile.TemporaryDirectory() as tmp:
+            p = os.path.join(tmp, 'r.jsonl')
+            with open(p, 'w', encoding='utf-8') as f:
+                for step in range(1, 4):
+                    f.write(json.dumps({'run': name, 'step': step, 'loss': 2.0}) + '\n')
+            r = run([GRADWATCH, 'send', '--url', self.url, p])
+            self.assertEqual(r.returncode, 0, r.stderr)
+        r = run([GRADWATCH, 'runs', '--url', self.url])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.decode().splitlines()
+        head = lines[0]
+        row = [l for l in lines if l.startswith(name)][0]
+        col = head.index('segment') + len('segment')   # right-aligned numbers end here
+        self.assertEqual(row[col - 1], '1', (head, row))
+        self.assertEqual(row[col], ' ', (head, row))
 
 
 class CheckConfig(unittest.TestCase):

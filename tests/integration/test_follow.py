@@ -72,6 +72,21 @@ class Follow(unittest.TestCase):
         self.assertEqual(st['accepted'], 52)
         self.assertEqual(st['rejected'], {'malformed_json': 1})
 
+    def test_a_directory_is_waited_on_not_read_in_a_loop(self):
+        # --follow names a directory (a slip of the hand): said once, no
+        # reading in a loop; once a file takes its place, it is followed
+        d = self.start()
+        os.mkdir(self.log)
+        wait_for(lambda: 'is a directory' in d.logtext(), 20, 'the directory to be reported')
+        import time
+        time.sleep(1.0)   # what a loop would fill with thousands of lines
+        text = d.logtext()
+        self.assertEqual(text.count('is a directory'), 1, text[-2000:])
+        self.assertNotIn('reopening', text)
+        os.rmdir(self.log)
+        append(self.log, ''.join(metric(s) for s in range(1, 11)))
+        self.assertEqual(len(self.wait_rows(10)), 10)
+
     def test_truncation_reads_again_from_the_start(self):
         d = self.start()
         append(self.log, ''.join(metric(s) for s in range(1, 101)))

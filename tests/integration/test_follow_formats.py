@@ -102,6 +102,81 @@ class FollowFormats(unittest.TestCase):
             data = f.read()
         self.follow_and_compare(data, 'llmc', 1)
 
+    def test_logs_followed_without_run_are_runs_of_their_own(self):
+        # two jobs' logs, no --run: each is its own run, named as replay
+        # names it (the file name), and raises what replay raises on it
+        logs = {'job-a.log': os.path.join(RAW, 'llmc-gpt2-124m-hector-killed.log'),
+                'job-b.out': os.path.join(SHARED, 'realworld', 'raw-more',
+                                          'megatron-ds-qwen7b-500.log')}
+        d = Daemon()
+        sizes = {}
+        for name, src in logs.items():
+            shutil.copy(src, os.path.join(d.dir, name))
+            d.extra_args += ['--follow', os.path.join(d.dir, name)]
+            sizes[name] = os.path.getsize(src)
+        with d:
+            def offsets():
+                return sorted(json.loads(v)['offset'] for (v,) in
+                              d.sql("SELECT value FROM meta WHERE key LIKE 'follow:%'"))
+            wait_for(lambda: offsets() == sorted(sizes.values()), timeout=120,
+                     what='the followers to reach the ends of both logs')
+            runs = {r: n for r, n in d.sql(
+                "SELECT runs.name, count(*) FROM records JOIN runs ON runs.id = records.run_id"
+                " GROUP BY runs.name")}
+            live = sorted(tuple(r) for r in d.sql(
+                "SELECT runs.name, detector, step, severity FROM alerts"
+                " JOIN runs ON runs.id = alerts.run_id"))
+        want_runs, want_alerts = {}, []
+        tmp = tempfile.mkdtemp(prefix='gw-follow-')
+        self.addCleanup(shutil.rmtree, tmp)
+        for name in logs:
+            path = os.path.join(tmp, name)
+            shutil.copy(logs[name], path)
+            r = subprocess.run([GRADWATCH, 'convert', path], stdout=subprocess.PIPE, timeout=300)
+            for line in r.stdout.decode().splitlines():
+                o = json.loads(line)
+                if 'event' not in o:
+                    want_runs[o['run']] = want_runs.get(o['run'], 0) + 1
+            r = subprocess.run([GRADWATCH, 'replay', '--format', 'jsonl', path],
+                               stdout=subprocess.PIPE, timeout=300)
+            want_alerts += [(a['run'], a['detector'], a['step'], a['severity'])
+                            for a in map(json.loads, r.stdout.decode().splitlines())
+                            if a['kind'] == 'open']
+        self.assertEqual(set(want_runs), {'job-a', 'job-b'})
+        self.assertEqual(runs, want_runs)
+        self.assertEqual(live, sorted(want_alerts))
+
+    def test_a_log_every_run_names_alike_is_named_after_its_folder(self):
+        # llm.c writes main.log in the run's log folder: followed before the
+        # job created it, it is run "gpt2-run-7", as replay names it after
+        d = Daemon()
+        folder = os.path.join(d.dir, 'gpt2-run-7')
+        log = os.path.join(folder, 'main.log')
+        d.extra_args += ['--follow', log]
+        with d:
+            os.mkdir(folder)
+            shutil.copy(os.path.join(RAW, 'llmc-gpt2-124m-siddanth.main.log'), log)
+            wait_for(lambda: d.sql("SELECT count(*) FROM records")[0][0] == 19552, 120,
+                     'the follower to read main.log')
+            self.assertEqual([r[0] for r in d.sql("SELECT name FROM runs")], ['gpt2-run-7'])
+            r = subprocess.run([GRADWATCH, 'convert', log], stdout=subprocess.PIPE, timeout=300)
+            self.assertEqual(json.loads(r.stdout.decode().splitlines()[0])['run'], 'gpt2-run-7')
+
+    def test_a_file_rewritten_whole_is_said_not_to_be_followable(self):
+        # trainer_state.json and a Lightning metrics.csv are rewritten whole
+        # while a job runs: following one says so (once each), reads nothing
+        d = Daemon()
+        for name, src in (('trainer_state.json', 'hf-nsllm-2178.trainer_state.json'),
+                          ('metrics.csv', 'lightning-slm-wikitext-v0.metrics.csv')):
+            shutil.copy(os.path.join(RAW, src), os.path.join(d.dir, name))
+            d.extra_args += ['--follow', os.path.join(d.dir, name)]
+        with d:
+            for fmt in ('hf_trainer_state', 'lightning_csv'):
+                wait_for(lambda: 'not a log that can be followed: %s' % fmt in d.logtext(), 20,
+                         'the daemon to say %s cannot be followed' % fmt)
+            self.assertEqual(d.sql("SELECT count(*) FROM records")[0][0], 0)
+            self.assertEqual(d.logtext().count('replay the file instead'), 2)
+
 
 if __name__ == '__main__':
     unittest.main()

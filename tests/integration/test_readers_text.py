@@ -77,9 +77,9 @@ MORE_FORMATS = {'hf_trainer_state', 'megatron_stdout', 'buildnanogpt_stdout',
 ROLES = ('loss', 'grad_norm', 'lr')
 
 
-def run(*args, stdin=None):
-    return subprocess.run([GRADWATCH] + list(args), stdin=stdin, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, timeout=300)
+def run(*args, stdin=None, cwd=None):
+    return subprocess.run([os.path.abspath(GRADWATCH)] + list(args), stdin=stdin,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, cwd=cwd)
 
 
 def convert(path, *opts):
@@ -178,7 +178,7 @@ class RawFiles(unittest.TestCase):
             nf = [a for a in alerts if a['detector'] == 'nonfinite']
             self.assertEqual(nf[0]['step'], 20)
             self.assertEqual(nf[0]['line'], k + 1)
-            self.assertEqual(nf[0]['run'], 'trainer_state')
+            self.assertEqual(nf[0]['run'], os.path.basename(d))   # its folder's name
 
     @unittest.skipUnless(b'tfevents' in run('formats').stdout, 'no TensorBoard reader in this build')
     def test_tfevents_and_trainer_state_agree(self):
@@ -310,6 +310,33 @@ class Replay(unittest.TestCase):
             self.assertEqual([(a['id'], a['line']) for a in got if a['kind'] != 'resolve'],
                              [(a['id'], a['line']) for a in want])
 
+    def test_the_trainer_state_of_two_runs_are_two_runs(self):
+        # out-a/checkpoint-8660/trainer_state.json and out-b/checkpoint-2178/:
+        # the same file name, two runs (named after their output folders),
+        # each replayed as it is alone: no alert of one run about the other
+        srcs = {'out-a': 'hf-mistral-translator-8660', 'out-b': 'hf-nsllm-2178'}
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for out, name in sorted(srcs.items()):
+                ck = os.path.join(d, out, 'checkpoint-%s' % name.rsplit('-', 1)[1])
+                os.makedirs(ck)
+                shutil.copy(os.path.join(RAW, name + '.trainer_state.json'),
+                            os.path.join(ck, 'trainer_state.json'))
+                paths.append(os.path.join(ck, 'trainer_state.json'))
+            for order in (paths, paths[::-1]):
+                r = run('replay', *order)
+                self.assertEqual(r.returncode, 0, r.stdout.decode() + r.stderr.decode())
+                self.assertIn('of 2 run(s)', r.stderr.decode())
+            r = run('convert', *paths)
+            runs = {}
+            for line in r.stdout.decode().splitlines():
+                o = json.loads(line)
+                runs[o['run']] = runs.get(o['run'], 0) + 1
+            self.assertEqual(runs, {'out-a': 866, 'out-b': 435})
+            # and from inside the checkpoint folder, the same name
+            r = run('convert', 'trainer_state.json', cwd=os.path.dirname(paths[0]))
+            self.assertEqual(json.loads(r.stdout.decode().splitlines()[0])['run'], 'out-a')
+
     def test_checkpoint_copies_are_one_run(self):
         # out/checkpoint-500/trainer_state.json and checkpoint-1000/: the
         # second repeats the first's history; in any order, one run with
@@ -331,7 +358,8 @@ class Replay(unittest.TestCase):
                 r = run('convert', *order)
                 lines = [json.loads(l) for l in r.stdout.decode().splitlines()]
                 self.assertEqual(sorted(d['step'] for d in lines), list(range(10, 1001, 10)))
-                self.assertEqual({d['run'] for d in lines}, {'trainer_state'})
+                # named after the output folder the checkpoints are in
+                self.assertEqual({d['run'] for d in lines}, {os.path.basename(d)})
             r = run('replay', *paths)
             self.assertEqual(r.returncode, 0)
             self.assertIn('(100 records, 0 events, 0 rejected, 50 repeated in checkpoint copies)',

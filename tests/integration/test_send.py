@@ -8,6 +8,7 @@ Idempotency-Key; 503 waits for Retry-After; a full disk (507) is not
 retried forever; an error after some batches says what was committed and
 where to resume; $GRADWATCH_URL and $GRADWATCH_TOKEN; usage errors exit 2,
 --help exits 0; tokens and idempotent replays through the real daemon."""
+import gzip
 import json
 import os
 import shutil
@@ -15,7 +16,7 @@ import subprocess
 import tempfile
 import unittest
 
-from gwtest import GRADWATCH, GRADWATCHD, Daemon, free_port, lines
+from gwtest import GRADWATCH, GRADWATCHD, REALWORLD, Daemon, free_port, lines
 from ingest_receiver import AnswerDropper, IngestReceiver
 
 INGEST = 'ingest-token-0123456789abcdef'     # tokens are 16 to 256 characters
@@ -59,6 +60,39 @@ class Send(unittest.TestCase):
             self.assertIn('%s:19: ' % path, err)
             self.assertIn('23 line(s) accepted and committed, 2 rejected', err)
             self.assertEqual(count(d, 's1'), 23)      # committed when send returns
+
+    def test_a_log_in_another_format_says_how_to_send_it(self):
+        # a Megatron log (gzip'ed too) given to send, which takes NDJSON:
+        # every line is rejected, and send says what the file is and how
+        # to send it
+        src = os.path.join(REALWORLD, 'raw-more', 'megatron-ds-qwen7b-500.log')
+        with open(src, 'rb') as f:
+            data = f.read()
+        plain = self.file('train.log', data)
+        packed = self.file('train.log.gz', gzip.compress(data))
+        with Daemon() as d:
+            url = 'http://127.0.0.1:%d' % d.http_port
+            for path, what in ((plain, 'a megatron'), (packed, 'a compressed megatron')):
+                rc, out, err = gw('send', '--url', url, path)
+                self.assertEqual(rc, 1, err)
+                self.assertIn('gradwatch send: %s is %s log, not gradwatch NDJSON: '
+                              'gradwatch convert %s | gradwatch send' % (path, what, path), err)
+                self.assertEqual(count(d, 'train'), 0)
+            # gradwatch's own NDJSON, gzip'ed: the same advice
+            nd = self.file('run.jsonl.gz', gzip.compress(lines('z', range(1, 11))))
+            rc, out, err = gw('send', '--url', url, nd)
+            self.assertEqual(rc, 1, err)
+            self.assertIn('is a compressed ndjson log', err)
+            self.assertIn('gradwatch convert %s | gradwatch send' % nd, err)
+            # what it says works
+            conv = subprocess.run([GRADWATCH, 'convert', plain], stdout=subprocess.PIPE, timeout=120)
+            rc, out, err = gw('send', '--url', url, stdin=conv.stdout)
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(count(d, 'train'), 500)
+            # NDJSON with a bad line gets no such advice
+            rc, out, err = gw('send', '--url', url, self.file('x.jsonl', b'not json\n'))
+            self.assertEqual(rc, 1, err)
+            self.assertNotIn('gradwatch convert', err)
 
     def test_url_from_the_environment_and_stdin(self):
         with Daemon() as d:

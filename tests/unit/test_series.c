@@ -175,6 +175,21 @@ START_TEST(every_row_and_superseded)
 }
 END_TEST
 
+/* The first and the last row of every piece (segment 1 current up to
+ * 1999, its superseded copy 2000..2999, segment 2 from 2000) within
+ * [from, to]: a chart starts and ends where the run does, and a streaming
+ * run's latest point is drawn. */
+static void check_piece_ends(json_t *o, int64_t from, int64_t to)
+{
+	static const struct { int64_t seg, step; } ends[] = {{1, -1}, {1, 1999}, {1, 2000},
+	                                                     {1, 2999}, {2, 2000}, {2, -2}};
+	for (size_t i = 0; i < GW_ARRAY_SIZE(ends); i++) {
+		int64_t step = ends[i].step == -1 ? from : ends[i].step == -2 ? to : ends[i].step;
+		ck_assert_msg(find(o, ends[i].seg, step) >= 0, "segment %lld step %lld is not drawn",
+		              (long long)ends[i].seg, (long long)step);
+	}
+}
+
 static void check_downsampled(size_t max_points)
 {
 	struct gw_series_query q = {.run = "r", .max_points = max_points};
@@ -192,6 +207,15 @@ static void check_downsampled(size_t max_points)
 	for (size_t i = 0; i < n; i++)
 		lr += !json_is_null(at(o, "lr", i));
 	ck_assert_uint_ge(lr, max_points / 5);
+	check_piece_ends(o, 0, 4999);
+	json_decref(o);
+	/* a range whose ends fall on tile boundaries: its first and last rows
+	 * are inside whole tiles, and still drawn */
+	q.has_from = q.has_to = true;
+	q.from = 256;
+	q.to = 4863;
+	o = series(&q);
+	check_piece_ends(o, 256, 4863);
 	json_decref(o);
 }
 
@@ -357,6 +381,74 @@ START_TEST(memory_equals_database)
 }
 END_TEST
 
+/* A deleted run takes its tiles along: the next run, which gets the same
+ * id from SQLite, is drawn and counted from its own records only, whether
+ * the deletion committed before it or in the same transaction. */
+START_TEST(a_deleted_runs_tiles_are_gone)
+{
+	for (int same_batch = 0; same_batch < 2; same_batch++) {
+		char p2[128];
+		snprintf(p2, sizeof(p2), "%s/del%d.db", dir, same_batch);
+		struct gw_store_opts o = {.path = p2, .commit_interval_ms = 5};
+		struct gw_store *s = NULL;
+		char err[256];
+		ck_assert_msg(gw_store_open(&o, &s, err, sizeof(err)) == 0, "%s", err);
+		struct gw_rec r = {.present = 1u << GW_ROLE_LOSS};
+		if (same_batch)
+			gw_store_hold(s);
+		gw_store_put_segment(s, "old", 1, "start", 0, -1, 1, 1000, 1.0);
+		for (int64_t i = 0; i < 3000; i++) {
+			r.run = "old";
+			r.run_len = 3;
+			r.step = i;
+			r.v[GW_ROLE_LOSS] = i == 700 ? 1000.0 : 1.0;   /* a spike only "old" has */
+			gw_store_put_record(s, &r, 1, (uint64_t)i + 1, 1.0);
+		}
+		if (!same_batch) {
+			ck_assert_int_eq(gw_store_close(s), 0);
+			s = NULL;
+			ck_assert_msg(gw_store_open(&o, &s, err, sizeof(err)) == 0, "%s", err);
+		}
+		gw_store_delete_run(s, "old");
+		gw_store_put_segment(s, "new", 1, "start", 0, -1, 1, 1000, 2.0);
+		for (int64_t i = 0; i < 2000; i++) {
+			r.run = "new";
+			r.run_len = 3;
+			r.step = i;
+			r.v[GW_ROLE_LOSS] = 2.0 + (i == 1500 ? 5.0 : 0.0);
+			gw_store_put_record(s, &r, 1, (uint64_t)i + 1, 2.0);
+		}
+		if (same_batch)
+			gw_store_release(s);
+		ck_assert_int_eq(gw_store_close(s), 0);
+		/* the new run reused the old one's id (what made stale tiles its own) */
+		sqlite3 *db;
+		ck_assert_int_eq(sqlite3_open(p2, &db), SQLITE_OK);
+		sqlite3_stmt *st;
+		ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT id FROM runs WHERE name = 'new'", -1, &st, NULL),
+		                 SQLITE_OK);
+		ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+		ck_assert_int_eq(sqlite3_column_int64(st, 0), 1);
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+		json_t *out = NULL;
+		struct gw_series_query q = {.run = "new", .max_points = 50};
+		ck_assert_int_eq(gw_store_read_series(p2, &q, &out, err, sizeof(err)), 0);
+		ck_assert_int_eq(json_integer_value(json_object_get(out, "total")), 2000);
+		json_t *seg0 = json_array_get(json_object_get(out, "segments"), 0);
+		ck_assert_int_eq(json_integer_value(json_object_get(seg0, "records")), 2000);
+		for (size_t i = 0; i < len(out, "step"); i++)
+			ck_assert_double_le(json_real_value(at(out, "loss", i)), 7.0);
+		long spike = -1;
+		for (size_t i = 0; i < len(out, "step"); i++)
+			if (json_integer_value(at(out, "step", i)) == 1500)
+				spike = (long)i;
+		ck_assert_int_ge(spike, 0);   /* its own spike is drawn */
+		json_decref(out);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("series");
@@ -370,6 +462,7 @@ int main(void)
 	tcase_add_test(tc, paging_returns_every_row_once);
 	tcase_add_test(tc, writer_tiles_equal_migration);
 	tcase_add_test(tc, memory_equals_database);
+	tcase_add_test(tc, a_deleted_runs_tiles_are_gone);
 	suite_add_tcase(s, tc);
 	return gw_check_run(s);
 }
