@@ -120,25 +120,17 @@ int gw_cmd_prune(struct gw_cfg *cfg, int argc, char **argv)
 		char *enc = curl_easy_escape(NULL, runs[i], 0);
 		snprintf(url, sizeof(url), "%s/v1/runs/%s", base, enc ? enc : "");
 		curl_free(enc);
-		/* a run the daemon does not have (a typo) is an error */
 		memset(&a, 0, sizeof(a));
-		ho.method = NULL;
+		ho.method = "DELETE";
 		gw__http_request(&ho, url, NULL, 0, NULL, &a);
 		if (a.status == 404) {
+			/* a run the daemon does not have (a typo) is an error */
 			fprintf(stderr, "gradwatch prune: no run named \"%s\" (gradwatch runs lists them)\n",
 			        runs[i]);
 			gw_buf_free(&a.body);
 			rc = 2;
 			break;
 		}
-		if (a.status != 200) {
-			rc = report(runs[i], &a);   /* no answer, or an error: printed, 2 */
-			break;
-		}
-		gw_buf_free(&a.body);
-		memset(&a, 0, sizeof(a));
-		ho.method = "DELETE";
-		gw__http_request(&ho, url, NULL, 0, NULL, &a);
 		rc = report(runs[i], &a);
 	}
 	curl_global_cleanup();

@@ -256,6 +256,10 @@ static void req_end(struct gw_http_conn *c)
 {
 	struct req *q = gw_http_conn_state(c);
 	if (q->run) {
+		if (!gw_runs_known(&q->d->ingest, q->run)) {
+			gw_http_respond_error(c, 404, "no run named \"%s\"", q->run);
+			return;
+		}
 		gw_log_info("run %s deleted (DELETE /v1/runs)", q->run);
 		answer_after(q, delete_run(q->d, q->run), json_pack("{s:[s]}", "deleted", q->run));
 	} else if (start_pass(q->d, q->older_than, 0, q) < 0) {

@@ -251,6 +251,14 @@ int gw_runs_activate(struct gw_ingest *in, const char *run, size_t len)
 	return 0;
 }
 
+bool gw_runs_known(const struct gw_ingest *in, const char *run)
+{
+	uint32_t i;
+	size_t len = strlen(run);
+	return gw_engine_has_run(in->engine, run, len) ||
+	       gw_strtab_find(&in->runs.by_name, run, len, &i) == 0;
+}
+
 void gw_runs_forget(struct gw_ingest *in, const char *run)
 {
 	uint32_t i;

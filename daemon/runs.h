@@ -56,6 +56,11 @@ int gw_runs_activate(struct gw_ingest *in, const char *run, size_t len);
 /* Every tick: runs idle longer than run_evict_idle_s become dormant. */
 void gw_runs_tick(struct gw_ingest *in, double now);
 
+/* Whether the daemon has run `run` (active or dormant): every run in the
+ * database is one or the other, and so is a new run whose first lines are
+ * not committed yet. */
+bool gw_runs_known(const struct gw_ingest *in, const char *run);
+
 /* Forget a run altogether (DELETE /v1/runs/{run}, retention): its state,
  * active or dormant. */
 void gw_runs_forget(struct gw_ingest *in, const char *run);

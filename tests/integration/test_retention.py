@@ -47,11 +47,21 @@ class Retention(unittest.TestCase):
             self.assertEqual(d.sql("SELECT count(*) FROM runs WHERE name = 'gone'")[0][0], 0)
             self.assertEqual(d.get('/v1/runs/gone')[0], 404)
             self.assertEqual(self.count(d, 'kept'), 10)
+            # a run the daemon does not have is a 404, not 'deleted'
+            self.assertEqual(request(d, 'DELETE', '/v1/runs/gone'),
+                             (404, {'error': 'no run named "gone"'}))
+            self.assertEqual(request(d, 'DELETE', '/v1/runs/never-seen')[0], 404)
             # written again: a new run from segment 1, not a rewind of the old one
             self.assertEqual(d.post('/v1/ingest', body('gone', 5))[0], 200)
             self.assertEqual(self.count(d, 'gone'), 5)
             self.assertEqual(d.sql("SELECT max(seg) FROM records r JOIN runs n ON n.id = r.run_id "
                                    "WHERE n.name = 'gone'")[0][0], 1)
+            # after a restart every run is dormant (its detector state not in
+            # memory): it is still known and deleted
+            d.stop()
+            d.start()
+            self.assertEqual(request(d, 'DELETE', '/v1/runs/kept'), (200, {'deleted': ['kept']}))
+            self.assertEqual(self.count(d, 'kept'), 0)
 
     def test_prune_older_than(self):
         with Daemon() as d:
