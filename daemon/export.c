@@ -29,6 +29,7 @@ struct exporter {
 	bool csv;
 	const char *run;
 	uint64_t rows;
+	bool header;               /* the CSV header is out */
 };
 
 static void csv_field(FILE *f, const char *s)
@@ -66,6 +67,11 @@ static void export_page(struct exporter *x, json_t *page)
 	json_t *sup = json_object_get(page, "superseded"), *nf = json_object_get(page, "nonfinite");
 	json_t *ts = json_object_get(page, "ts"), *line = json_object_get(page, "line");
 	json_t *extra = json_object_get(page, "extra");
+	/* the header with the first page, so a failed export writes nothing */
+	if (x->csv && !x->header) {
+		fputs("segment,step,superseded,ts,loss,grad_norm,lr,throughput,extra\n", x->out);
+		x->header = true;
+	}
 	for (size_t i = 0; i < json_array_size(step); i++) {
 		json_int_t bits = json_integer_value(json_array_get(nf, i));
 		json_t *ex = json_array_get(extra, i);
@@ -228,8 +234,6 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 		fprintf(stderr, "gradwatch export: %s: %s\n", tmp, strerror(errno));
 		return 2;
 	}
-	if (csv)
-		fputs("segment,step,superseded,ts,loss,grad_norm,lr,throughput,extra\n", x.out);
 	char err[512];
 	int rc = 0;
 	if (!db)
@@ -288,6 +292,10 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 		curl_global_cleanup();
 	if (x.out != stdout && fclose(x.out) != 0 && rc == 0) {
 		fprintf(stderr, "gradwatch export: %s: %s\n", tmp, strerror(errno));
+		rc = 2;
+	}
+	if (x.out == stdout && (fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {
+		fprintf(stderr, "gradwatch export: standard output: %s\n", strerror(errno));
 		rc = 2;
 	}
 	if (out_path && rc == 0 && rename(tmp, out_path) != 0) {

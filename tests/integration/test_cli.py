@@ -295,6 +295,10 @@ class OneShapeOneSchema(unittest.TestCase):
                 self.assertTrue(r.stderr.decode().startswith('gradwatch %s: ' % args[0]),
                                 (args, r.stderr))
             self.assertEqual(sorted(os.listdir(tmp)), ['keep.txt', 'notes.txt'])
+        # to standard output: nothing at all, not a CSV header with no rows
+        for where in (['--url', self.url], ['--db', self.d.db]):
+            r = run([GRADWATCH, 'export', 'no-such-run'] + where)
+            self.assertEqual((r.returncode, r.stdout), (2, b''), (where, r.stderr))
 
     def test_prune_of_a_run_that_does_not_exist_is_an_error(self):
         r = run([GRADWATCH, 'prune', '--url', self.url, '--run', 'no-such-run'])
