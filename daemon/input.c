@@ -137,11 +137,11 @@ static void draw_progress(struct ctx *c)
 	char lines[32];
 	gw_input_fmt_count(lines, c->in->lines);
 	if (c->size)
-		fprintf(stderr, "\r\033[K%s: %s: %d%% (%.1f of %.1f MB), %s lines", c->in->cmd,
+		fprintf(stderr, "\r\033[Kgradwatch %s: %s: %d%% (%.1f of %.1f MB), %s lines", c->in->cmd,
 		        c->in->path, (int)(100.0 * (double)c->done / (double)c->size),
 		        (double)c->done / 1e6, (double)c->size / 1e6, lines);
 	else
-		fprintf(stderr, "\r\033[K%s: %s: %.1f MB, %s lines", c->in->cmd, c->in->path,
+		fprintf(stderr, "\r\033[Kgradwatch %s: %s: %.1f MB, %s lines", c->in->cmd, c->in->path,
 		        (double)c->done / 1e6, lines);
 	c->progress_on = true;
 }

@@ -460,7 +460,7 @@ class Replay(unittest.TestCase):
         os.close(master)
         self.assertEqual(p.wait(), 0)
         text = out.decode()
-        self.assertRegex(text, r'\r\x1b\[Kreplay: -: [0-9.]+ MB, [0-9,]+ lines')
+        self.assertRegex(text, r'\r\x1b\[Kgradwatch replay: -: [0-9.]+ MB, [0-9,]+ lines')
         self.assertIn('\r\x1b[Kreplayed 824 lines', text)
         r = run('replay', src)
         self.assertNotIn('MB,', r.stderr.decode())
