@@ -506,6 +506,12 @@ int main(int argc, char **argv)
 		.barrier_data = &d.ingest,
 		.auth = d.auth,
 	};
+	/* the signals first: a SIGTERM while the listeners come up (the socket
+	 * already there) stops the daemon cleanly once the loop runs, instead
+	 * of killing it by the default action with the socket file left */
+	uv_signal_start(&d.sig_term, on_signal, SIGTERM);
+	uv_signal_start(&d.sig_int, on_signal, SIGINT);
+	uv_signal_start(&d.sig_hup, on_signal, SIGHUP);
 	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0 ||
 	    gw_ingest_start(&d.ingest, &(struct gw_ingest_opts){.loop = d.loop, .cfg = &cfg, .store = d.store},
 	                   err, sizeof(err)) < 0 ||
@@ -520,9 +526,6 @@ int main(int argc, char **argv)
 		gw_log_crit("%s", err);
 		goto out;
 	}
-	uv_signal_start(&d.sig_term, on_signal, SIGTERM);
-	uv_signal_start(&d.sig_int, on_signal, SIGINT);
-	uv_signal_start(&d.sig_hup, on_signal, SIGHUP);
 	if (cfg.tick_ms)
 		uv_timer_start(&d.tick_timer, on_tick, cfg.tick_ms, cfg.tick_ms);
 	uint64_t watchdog_usec = gw_notify_watchdog_usec();
