@@ -176,6 +176,11 @@ bool gw_auth_allows_run(const struct gw_token *t, const char *run)
 	return !t || !t->runs || gw_glob_match(t->runs, run);
 }
 
+const char *gw_auth_runs_glob(const struct gw_token *t)
+{
+	return t ? t->runs : NULL;
+}
+
 const struct gw_token *gw_auth_line(const struct gw_auth *a, const char *line, size_t len,
                                     char *why, size_t whylen)
 {

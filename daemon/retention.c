@@ -3,6 +3,7 @@
  */
 #include "retention.h"
 
+#include "auth.h"
 #include "buf.h"
 #include "daemon.h"
 #include "http.h"
@@ -229,9 +230,22 @@ static int req_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 	q->c = c;
 	q->d = r->data;
 	gw_http_conn_set_state(c, q);
+	/* deleting is writing: a token limited to a glob of runs deletes only
+	 * those, and may not prune (that would reach every team's runs) */
+	const char *glob = gw_auth_runs_glob(r->token);
 	if (r->arg) {
+		if (!gw_auth_allows_run(r->token, r->arg)) {
+			gw_http_respond_error(c, 403, "this token may not delete run \"%s\" (it may write "
+			                      "only runs matching %s)", r->arg, glob);
+			return -EPERM;
+		}
 		q->run = r->arg;
 		return 0;
+	}
+	if (glob) {
+		gw_http_respond_error(c, 403, "this token may write only runs matching %s and may not "
+		                      "prune; prune needs an ingest token without a run glob", glob);
+		return -EPERM;
 	}
 	char v[64];
 	uint64_t ms;

@@ -67,6 +67,25 @@ class Auth(unittest.TestCase):
             self.assertEqual(res['errors'][0]['reason'], 'unauthorized')
             self.assertEqual((self.count(d, 'team-a-1'), self.count(d, 'team-b-1')), (1, 0))
 
+    def test_a_token_limited_to_its_runs_deletes_only_those(self):
+        # a team's token may not delete another team's run, nor prune
+        # every team's runs; the unrestricted ingest token may do both
+        with self.daemon() as d:
+            body = b'{"run":"team-a-1","step":1,"loss":1}\n{"run":"team-b-1","step":1,"loss":1}\n'
+            self.assertEqual(request(d, 'POST', '/v1/ingest', body, token=INGEST)[0], 200)
+            st, _, data = request(d, 'DELETE', '/v1/runs/team-b-1', token=TEAM)
+            self.assertEqual(st, 403, data)
+            self.assertIn(b'team-b-1', data)
+            st, _, data = request(d, 'POST', '/v1/prune?older_than=0', token=TEAM)
+            self.assertEqual(st, 403, data)
+            self.assertIn(b'team-a-*', data)
+            self.assertEqual((self.count(d, 'team-a-1'), self.count(d, 'team-b-1')), (1, 1))
+            st, _, data = request(d, 'DELETE', '/v1/runs/team-a-1', token=TEAM)
+            self.assertEqual((st, json.loads(data)), (200, {'deleted': ['team-a-1']}))
+            st, _, data = request(d, 'DELETE', '/v1/runs/team-b-1', token=INGEST)
+            self.assertEqual((st, json.loads(data)), (200, {'deleted': ['team-b-1']}))
+            self.assertEqual((self.count(d, 'team-a-1'), self.count(d, 'team-b-1')), (0, 0))
+
     def test_tcp_udp_unix(self):
         with self.daemon() as d:
             # TCP without the auth line: told why, closed, nothing stored
