@@ -185,7 +185,8 @@ int gw_parse_duration(const json_t *v, uint64_t *ms)
 	const char *s = json_string_value(v);
 	char *end;
 	double x = strtod(s, &end);
-	if (end == s || !isfinite(x) || x < 0 || x > 1e12)
+	if (end == s || strspn(s, "0123456789.eE+-") != (size_t)(end - s) || !isfinite(x) || x < 0 ||
+	    x > 1e12)
 		return -EINVAL;
 	double mul;
 	if (!*end || strcmp(end, "s") == 0)
@@ -200,6 +201,8 @@ int gw_parse_duration(const json_t *v, uint64_t *ms)
 		mul = 86400000.0;
 	else
 		return -EINVAL;
+	if (x * mul > 1e15)
+		return -EINVAL;   /* llround's range, and far past any retention */
 	*ms = (uint64_t)llround(x * mul);
 	return 0;
 }

@@ -81,7 +81,8 @@ int gw_read_file(const char *path, char **out, size_t *len);
 int gw_credential_path(const char *name, char **out);
 
 /* Parse a duration: a number of seconds (may be fractional) or a string
- * with a unit ("250ms", "10s", "5m", "4h", "0").  -EINVAL if malformed. */
+ * with a unit ("250ms", "10s", "5m", "4h", "0"), decimal digits only, at
+ * most 10^15 ms (about 31,700 years).  -EINVAL if malformed or larger. */
 int gw_parse_duration(const json_t *v, uint64_t *ms);
 
 #endif
