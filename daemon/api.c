@@ -120,16 +120,19 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 	q->src.on_reject = on_reject;
 	q->src.data = q;
 	gw_http_conn_set_state(c, q);
-	int rc = gw_http_query_param(r->query, r->query_len, "run", q->default_run,
-	                             sizeof(q->default_run));
-	snprintf(why, sizeof(why), "bad percent-encoding");
-	if (rc < 0 || (rc > 0 && gw_wire_check_run(q->default_run, strlen(q->default_run), why,
-	                                           sizeof(why)) < 0)) {
+	/* decoded whole (a URL is at most 4 KiB), so a name that is too long
+	 * is told its length, not a decoding error */
+	char run[4096];
+	int rc = gw_http_query_param(r->query, r->query_len, "run", run, sizeof(run));
+	snprintf(why, sizeof(why), "bad percent-encoding (a %%XX that is not two hex digits, or %%00)");
+	if (rc < 0 || (rc > 0 && gw_wire_check_run(run, strlen(run), why, sizeof(why)) < 0)) {
 		gw_http_respond_error(c, 400, "bad ?run= parameter: %s", why);
 		return -EINVAL;
 	}
-	if (rc > 0)
+	if (rc > 0) {
+		gw_strlcpy(q->default_run, run, sizeof(q->default_run));
 		q->src.default_run = q->default_run;
+	}
 	if (e) {
 		q->role = IDEM_REPEAT;
 	} else if (r->idempotency_key) {

@@ -79,6 +79,10 @@ struct gw_http_conn {
 	bool idem_seen;        /* the request has an Idempotency-Key header */
 	bool header_too_long;
 	bool rejected_early;   /* a response was sent before the body was read */
+	bool head;             /* HEAD: answered as GET, without the body */
+	char allow[64];        /* the methods of the path, for a 405's Allow */
+	char arg_why[160];     /* why the path's {run} part was refused (400) */
+	const char *arg_name;  /* what that part is ("run name", "alert id") */
 
 	const struct gw_http_route *route;
 	struct gw_http_req req;
@@ -219,15 +223,19 @@ static void respond_h(struct gw_http_conn *c, int status, const char *ctype, con
 	                    "Cache-Control: no-store\r\n"
 	                    "X-Content-Type-Options: nosniff\r\n"
 	                    "Server: gradwatchd/" GW_VERSION "\r\n"
-	                    "%s%s%s"
+	                    "%s%s%s%s%s%s"
 	                    "\r\n",
 	                    status, reason_phrase(status), ctype, blen, headers,
+	                    status == 405 ? "Allow: " : "", status == 405 ? c->allow : "",
+	                    status == 405 ? "\r\n" : "",
 	                    status == 401 ? "WWW-Authenticate: Bearer realm=\"gradwatch\"\r\n"
 	                    : status == 503 ? "Retry-After: 1\r\n" : "",
 	                    close_after ? "Connection: close\r\n" : "");
 	GW_REQUIRE(hlen > 0 && (size_t)hlen < sizeof(head));
 	c->state = H_CLOSING;
-	send_raw(c, head, (size_t)hlen, body, blen, close_after, !close_after);
+	/* HEAD: the headers GET would have, Content-Length included, and no
+	 * body (RFC 9110 9.3.2) */
+	send_raw(c, head, (size_t)hlen, body, c->head ? 0 : blen, close_after, !close_after);
 }
 
 static void respond(struct gw_http_conn *c, int status, const char *ctype, const char *body,
@@ -434,12 +442,27 @@ int gw_http_query_param(const char *query, size_t qlen, const char *name, char *
 	return 0;
 }
 
+/* Add a route's method to c->allow (once; HEAD after GET). */
+static void allow_add(struct gw_http_conn *c, const char *method)
+{
+	size_t n = strlen(c->allow), ml = strlen(method);
+	for (const char *p = c->allow; (p = strstr(p, method)) != NULL; p += ml)
+		if ((p == c->allow || p[-1] == ' ') && (p[ml] == ',' || p[ml] == '\0'))
+			return;
+	snprintf(c->allow + n, sizeof(c->allow) - n, "%s%s%s", n ? ", " : "", method,
+	         strcmp(method, "GET") == 0 ? ", HEAD" : "");
+}
+
 /* Find the route of the request in c->url; fills c->route and c->req.
- * Returns 0, or the status to answer (400 bad path, 404, 405). */
+ * HEAD takes the GET routes (c->head: the answer has no body).
+ * Returns 0, or the status to answer (400 bad path with c->arg_why, 404,
+ * 405 with c->allow). */
 static int find_route(struct gw_http_conn *c)
 {
 	const char *method = http_method_str((enum http_method)c->parser.method);
 	const char *url = c->url;
+	c->head = c->parser.method == HTTP_HEAD;
+	c->allow[0] = '\0';
 	const char *q = strchr(url, '?');
 	size_t plen = q ? (size_t)(q - url) : c->url_len;
 	bool path_found = false;
@@ -474,12 +497,20 @@ static int find_route(struct gw_http_conn *c)
 				continue;
 			/* the argument is a run name (or an id): the same rule as
 			 * in the wire format */
+			c->arg_name = r->arg_name ? r->arg_name : "run name";
 			int an = gw__http_pct_decode(a, al, c->arg, sizeof(c->arg), false);
-			if (an <= 0 || gw_wire_check_run(c->arg, (size_t)an, NULL, 0) < 0)
+			if (an < 0) {
+				snprintf(c->arg_why, sizeof(c->arg_why), "bad percent-encoding (a %%XX "
+				         "that is not two hex digits, or %%00) or longer than %d bytes",
+				         GW_WIRE_RUN_MAX);
+				return 400;
+			}
+			if (gw_wire_check_run(c->arg, (size_t)an, c->arg_why, sizeof(c->arg_why)) < 0)
 				return 400;
 		}
 		path_found = true;
-		if (strcmp(method, r->method) != 0)
+		allow_add(c, r->method);
+		if (strcmp(method, r->method) != 0 && !(c->head && strcmp(r->method, "GET") == 0))
 			continue;
 		c->route = r;
 		c->req.arg = c->arg[0] ? c->arg : NULL;
@@ -494,8 +525,9 @@ static void route_error(struct gw_http_conn *c, int status)
 {
 	const struct gw_http_req *r = &c->req;
 	if (status == 400)
-		respond_fatal(c, 400, "bad run name in the path: not percent-encoded UTF-8 of 1 to %d "
-		              "bytes without control characters", GW_WIRE_RUN_MAX);
+		respond_fatal(c, 400, "bad %s in the path (percent-encoded UTF-8 of 1 to %d bytes "
+		              "without control characters): %s", c->arg_name, GW_WIRE_RUN_MAX,
+		              c->arg_why);
 	else if (status == 405)
 		respond_fatal(c, 405, "method %s not allowed on %.*s", r->method, (int)r->path_len, r->path);
 	else
@@ -547,6 +579,7 @@ static int cb_message_begin(http_parser *p)
 	c->authz[0] = c->idem[0] = '\0';
 	c->header_too_long = false;
 	c->rejected_early = false;
+	c->head = false;
 	c->route = NULL;
 	gw_buf_free(&c->body);
 	return 0;
@@ -670,7 +703,7 @@ static int cb_headers_complete(http_parser *p)
 		route_error(c, st);
 		return refuse_early(c);
 	}
-	if (c->reserve && !(strcmp(c->req.method, "GET") == 0 &&
+	if (c->reserve && !(strcmp(c->route->method, "GET") == 0 &&
 	                    ((c->req.path_len == 8 && !memcmp(c->req.path, "/healthz", 8)) ||
 	                     (c->req.path_len == 8 && !memcmp(c->req.path, "/metrics", 8))))) {
 		respond_fatal(c, 503, "too many HTTP connections (limits.max_connections = %zu); "

@@ -250,10 +250,18 @@ static int req_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 	char v[64];
 	uint64_t ms;
 	json_t *j = NULL;
-	if (gw_http_query_param(r->query, r->query_len, "older_than", v, sizeof(v)) != 1 ||
-	    !(j = json_string(v)) || gw_parse_duration(j, &ms) < 0) {
+	int has = gw_http_query_param(r->query, r->query_len, "older_than", v, sizeof(v));
+	if (has != 1 || !(j = json_string(v)) || gw_parse_duration(j, &ms) < 0) {
 		json_decref(j);
-		gw_http_respond_error(c, 400, "POST /v1/prune?older_than=DURATION (e.g. 30d, 12h)");
+		if (has == 1)
+			gw_http_respond_error(c, 400, "bad query parameter older_than=%s: expected a "
+			                      "duration (30d, 12h, 90m, 45s or seconds)", v);
+		else if (has < 0)
+			gw_http_respond_error(c, 400, "bad query parameter older_than: bad "
+			                      "percent-encoding or longer than %zu bytes", sizeof(v) - 1);
+		else
+			gw_http_respond_error(c, 400, "POST /v1/prune needs ?older_than=DURATION "
+			                      "(e.g. 30d, 12h)");
 		return -EINVAL;
 	}
 	json_decref(j);

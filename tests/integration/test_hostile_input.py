@@ -97,6 +97,85 @@ class HostileInput(unittest.TestCase):
                 esc = r.replace('\\', '\\\\').replace('"', '\\"')
                 self.assertIn('gradwatch_run_last_step{run="%s"} 3' % esc, text)
 
+    def test_every_method_on_every_route(self):
+        """HEAD answers what GET would, without the body, so a pipelined
+        request after it reads right; a 405 says which methods the path
+        takes (Allow, RFC 9110 15.5.6)."""
+        def exchange(d, data):
+            s = socket.create_connection(('127.0.0.1', d.http_port), timeout=10)
+            s.sendall(data)
+            out = b''
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                out += b
+            s.close()
+            return out
+
+        def responses(data):
+            """Split a stream of responses by their Content-Length."""
+            out = []
+            while data:
+                head, _, rest = data.partition(b'\r\n\r\n')
+                lines = head.decode().split('\r\n')
+                hdrs = dict(l.split(': ', 1) for l in lines[1:])
+                n = int(hdrs['Content-Length'])
+                out.append((int(lines[0].split()[1]), hdrs, rest[:n]))
+                data = rest[n:]
+            return out
+
+        with Daemon() as d:
+            d.post('/v1/ingest', b'{"run":"r","step":1,"loss":1}\n')
+            for path in ('/healthz', '/metrics', '/v1/stats', '/v1/runs', '/v1/runs/r',
+                         '/v1/runs/r/alerts', '/v1/runs/r/records', '/v1/alerts', '/', '/runs/r',
+                         '/static/app.js', '/v1/runs/nope', '/v1/alerts/nope'):
+                get = responses(exchange(d, b'GET %s HTTP/1.1\r\nConnection: close\r\n\r\n'
+                                         % path.encode()))[0]
+                raw = exchange(d, b'HEAD %s HTTP/1.1\r\n\r\nGET /healthz HTTP/1.1\r\n'
+                               b'Connection: close\r\n\r\n' % path.encode())
+                head_end = raw.index(b'\r\n\r\n') + 4
+                status = int(raw.split()[1])
+                self.assertEqual(status, get[0], (path, raw[:300]))
+                hdrs = dict(l.split(': ', 1) for l in raw[:head_end - 4].decode().split('\r\n')[1:])
+                self.assertEqual(hdrs['Content-Type'], get[1]['Content-Type'], path)
+                if path not in ('/healthz', '/metrics', '/v1/stats'):   # those change by the second
+                    self.assertEqual(int(hdrs['Content-Length']), len(get[2]), path)
+                # no body: the next bytes are the pipelined GET's answer
+                self.assertTrue(raw[head_end:].startswith(b'HTTP/1.1 200 '), (path, raw[head_end:][:80]))
+            for method, path, allow in (('DELETE', '/healthz', 'GET, HEAD'),
+                                        ('POST', '/v1/runs', 'GET, HEAD'),
+                                        ('PUT', '/v1/runs/r', 'GET, HEAD, DELETE'),
+                                        ('GET', '/v1/ingest', 'POST'),
+                                        ('PATCH', '/v1/runs/r/resume-check', 'POST'),
+                                        ('OPTIONS', '/static/app.js', 'GET, HEAD')):
+                raw = exchange(d, b'%s %s HTTP/1.1\r\nContent-Length: 0\r\n\r\n'
+                               % (method.encode(), path.encode()))
+                status, hdrs, body = responses(raw)[0]
+                self.assertEqual(status, 405, (method, path, raw))
+                self.assertEqual(hdrs.get('Allow'), allow, (method, path, raw))
+                self.assertIn(method, json.loads(body)['error'])
+            self.assertEqual(d.get('/healthz')[0], 200)
+
+    def test_refusals_say_what_was_refused(self):
+        with Daemon() as d:
+            cases = [('/v1/alerts/%FF', 'alert id', 'UTF-8'),
+                     ('/alerts/' + 'a' * 300, 'alert id', '300'),
+                     ('/static/app.js%00.html', 'file name', 'percent-encoding'),
+                     ('/v1/runs/' + 'r' * 257, 'run name', '257'),
+                     ('/v1/runs/a%0Ab/records', 'run name', 'control')]
+            for path, what, why in cases:
+                status, body = d.get(path)
+                self.assertEqual(status, 400, path)
+                self.assertIn('bad %s in the path' % what, body['error'], path)
+                self.assertIn(why, body['error'], path)
+            status, body = d.post('/v1/ingest?run=' + 'r' * 257, b'{"step":1,"loss":1}\n')
+            self.assertEqual(status, 400)
+            self.assertIn('257', body['error'])
+            status, body = d.post('/v1/prune?older_than=-1d', b'')
+            self.assertEqual(status, 400)
+            self.assertIn('older_than=-1d', body['error'])
+
     def test_garbage_requests_do_not_hurt(self):
         with Daemon() as d:
             garbage = [b'\x00\xff' * 100 + b'\r\n\r\n', b'GET /' + b'A' * 10000 + b' HTTP/1.1\r\n\r\n',
