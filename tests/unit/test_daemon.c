@@ -210,6 +210,7 @@ START_TEST(every_key_type_and_range)
 		{"{\"aliases\": {\"speed\": [\"x\"]}}", "\"speed\" is not a role"},
 		{"{\"aliases\": {\"loss\": \"x\"}}", "aliases.loss must be an array"},
 		{"{\"aliases\": {\"loss\": [1]}}", "aliases.loss[0] must be a string"},
+		{"{\"aliases\": {\"grad_norm\": [\"x\", \"\"]}}", "aliases.grad_norm[1] is empty"},
 		{"{\"aliases\": {\"loss\": [\"lr\"]}}", "already an alias of another role"},
 		{"{\"thresholds\": {\"no_such\": 1}}", "unknown threshold \"thresholds.no_such\""},
 		{"{\"thresholds\": {\"gap_min_seconds\": \"1\"}}", "\"thresholds.gap_min_seconds\" must be a number"},
