@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CHUNK (64 * 1024)
@@ -58,6 +59,7 @@ struct ffile {
 	char *run;               /* run of lines without one, or NULL */
 	char *format;            /* the reader format to use, or NULL: sniff */
 	bool unreadable;         /* the reader gave up on this file: wait for another */
+	bool dir_logged;         /* the path is a directory, and that was said */
 	char *key;               /* meta key */
 	unsigned poll_ms;
 
@@ -276,10 +278,12 @@ static void on_read(uv_fs_t *req)
 	ssize_t n = req->result;
 	uv_fs_req_cleanup(req);
 	if (n < 0) {
-		gw_log_warn("follow %s: read failed: %s; reopening it", f->path, uv_strerror((int)n));
+		/* reopened when the path changes next, not at once: a read
+		 * that keeps failing must not spin */
+		gw_log_warn("follow %s: read failed: %s; reopening it when it changes", f->path,
+		            uv_strerror((int)n));
 		close_fd(f);
 		reset_lines(f, 0);
-		f->changed = true;
 		idle(f);
 		return;
 	}
@@ -361,6 +365,17 @@ static void on_fstat(uv_fs_t *req)
 		idle(f);
 		return;
 	}
+	if ((st.st_mode & S_IFMT) == S_IFDIR) {
+		/* said once; the path is looked at again when it changes */
+		if (!f->dir_logged)
+			gw_log_err("follow %s: is a directory, not a log file; waiting for a file "
+			           "to take its place", f->path);
+		f->dir_logged = true;
+		close_fd(f);
+		idle(f);
+		return;
+	}
+	f->dir_logged = false;
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
 	f->off = 0;

@@ -72,6 +72,29 @@ class Follow(unittest.TestCase):
         self.assertEqual(st['accepted'], 52)
         self.assertEqual(st['rejected'], {'malformed_json': 1})
 
+    def test_a_directory_is_said_once_then_waited_out(self):
+        # a follow path that is a directory was opened, failed to read
+        # (EISDIR) and reopened at once, forever: thousands of log lines a
+        # second and a core busy; now it is said once and the path waited
+        # for until a file takes its place
+        d = Daemon()
+        path = os.path.join(d.dir, 'train.jsonl')
+        d.config = {'follow': [{'path': path, 'run': 'job', 'poll_ms': 10}]}
+        os.mkdir(path)
+        self.d = d.start()
+        wait_for(lambda: 'is a directory' in d.logtext(), 20, 'the directory to be reported')
+        # many polls later (poll_ms 10), still one line about it
+        d.post('/v1/ingest', metric(1, run='other').encode())
+        for _ in range(3):
+            wait_for(lambda: d.stats()['transports']['http']['accepted'] >= 1, 20, 'ingest')
+            os.utime(path)   # the directory changes: its stat is seen again
+            d.get('/v1/runs')
+        said = [l for l in d.logtext().splitlines() if path in l]
+        self.assertLessEqual(len(said), 3, said[:10])
+        os.rmdir(path)
+        append(path, ''.join(metric(s) for s in range(1, 11)))
+        self.assertEqual(len(self.wait_rows(10)), 10)
+
     def test_truncation_reads_again_from_the_start(self):
         d = self.start()
         append(self.log, ''.join(metric(s) for s in range(1, 101)))
