@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a token file holds at most this many bytes (4,096 tokens of 256) */
+#define AUTH_FILE_MAX (1024 * 1024)
+
 struct gw_token {
 	char tok[GW_AUTH_TOKEN_MAX + 1];
 	size_t len;
@@ -52,7 +55,13 @@ static int load_file(struct gw_auth *a, const char *name, enum gw_scope scope, c
 	size_t len;
 	if (gw_credential_path(name, &path) < 0)
 		return -ENOMEM;
-	int rc = gw_read_file(path, &text, &len);
+	int rc = gw_read_file(path, AUTH_FILE_MAX, &text, &len);
+	if (rc == -EFBIG) {
+		gw_errf(err, errlen, rc, "auth: %s is longer than %d bytes: not a token file", path,
+		        AUTH_FILE_MAX);
+		free(path);
+		return rc;
+	}
 	if (rc < 0) {
 		gw_errf(err, errlen, rc, "auth: cannot read %s: %s", path, strerror(-rc));
 		free(path);

@@ -132,21 +132,29 @@ int gw_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 	return rc;
 }
 
-int gw_read_file(const char *path, char **out, size_t *len)
+int gw_read_file(const char *path, size_t max, char **out, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	if (!f)
 		return -errno;
 	struct gw_buf b = {0};
 	size_t r;
+	int rerr = 0;
 	do {
+		if (b.len > max) {
+			rerr = -EFBIG;
+			break;
+		}
 		if (gw_buf_reserve(&b, 4096) < 0)
 			break;
+		errno = 0;
 		r = fread(b.p + b.len, 1, b.cap - b.len - 1, f);
 		b.len += r;
 		b.p[b.len] = '\0';
 	} while (r);
-	int err = b.err ? b.err : ferror(f) ? -EIO : 0;
+	if (!rerr && ferror(f))
+		rerr = errno ? -errno : -EIO;
+	int err = b.err ? b.err : rerr;
 	fclose(f);
 	if (err) {
 		gw_buf_free(&b);

@@ -71,9 +71,11 @@ int gw_glob_match(const char *pattern, const char *s);
 int gw_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* Read a whole file into a NUL-terminated heap buffer (caller frees).
- * Returns 0 or a negative errno; *len (may be NULL) gets the length. */
-int gw_read_file(const char *path, char **out, size_t *len);
+/* Read a whole file of at most `max` bytes into a NUL-terminated heap
+ * buffer (caller frees).  Returns 0, -EFBIG when the file is longer than
+ * max (/dev/zero never ends), or another negative errno (-EISDIR for a
+ * directory); *len (may be NULL) gets the length. */
+int gw_read_file(const char *path, size_t max, char **out, size_t *len);
 
 /* Where a secret file named in the configuration is: a relative name is
  * looked up in $CREDENTIALS_DIRECTORY when systemd set it (LoadCredential=),

@@ -141,6 +141,16 @@ class Auth(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn('short.tokens:1', r.stdout.decode())
         d.close()
+        # a file that never ends (read whole, it took gigabytes and the
+        # daemon never started) or a directory: refused with the reason
+        for name, why in (('/dev/zero', 'longer than'), ('tokens.d', 'Is a directory')):
+            d = Daemon(config={'auth': {'ingest_tokens_file': name}})
+            os.makedirs(os.path.join(d.dir, 'tokens.d'), exist_ok=True)
+            r = subprocess.run(d.command(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=30, cwd=d.dir)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn(why, r.stdout.decode())
+            d.close()
 
 
 if __name__ == '__main__':
