@@ -102,7 +102,7 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 		}
 	}
 	int serr = gw_ingest_store_error(&d->ingest, why, sizeof(why));
-	if (!e && (serr || gw_ingest_congested(&d->ingest))) {
+	if (!e && (serr || gw_ingest_full(&d->ingest))) {
 		respond_storage(c, serr, why);
 		return -EAGAIN;
 	}
