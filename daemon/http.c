@@ -132,6 +132,7 @@ static void conn_close(struct gw_http_conn *c);
 static void conn_continue(struct gw_http_conn *c);
 static void start_reading(struct gw_http_conn *c);
 static void on_drain_timer(uv_timer_t *t);
+static void on_send_timer(uv_timer_t *t);
 
 /* ---- responses -------------------------------------------------------------------- */
 
@@ -233,6 +234,10 @@ static void respond_h(struct gw_http_conn *c, int status, const char *ctype, con
 	                    close_after ? "Connection: close\r\n" : "");
 	GW_REQUIRE(hlen > 0 && (size_t)hlen < sizeof(head));
 	c->state = H_CLOSING;
+	/* the client has http_body_timeout_ms to take the answer: one that
+	 * never reads would hold the connection for good */
+	c->armed = -1;
+	uv_timer_start(&c->timer, on_send_timer, c->srv->o.cfg->http_body_timeout_ms, 0);
 	/* HEAD: the headers GET would have, Content-Length included, and no
 	 * body (RFC 9110 9.3.2) */
 	send_raw(c, head, (size_t)hlen, body, c->head ? 0 : blen, close_after, !close_after);
@@ -771,6 +776,15 @@ static void on_timer(uv_timer_t *t);
 static void on_drain_timer(uv_timer_t *t)
 {
 	conn_close(t->data);
+}
+
+static void on_send_timer(uv_timer_t *t)
+{
+	struct gw_http_conn *c = t->data;
+	gw_log_debug("http: the client did not take its answer within %u ms "
+	            "(limits.http_body_timeout_ms); closing the connection",
+	            c->srv->o.cfg->http_body_timeout_ms);
+	conn_close(c);
 }
 
 /* Each state has one deadline from when it began (a request's headers,
