@@ -229,6 +229,8 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 {
 	json_error_t je;
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!root && je.line < 1)   /* not read at all: jansson says why, with no position */
+		return gw_errf(err, errlen, -EINVAL, "%s", je.text);
 	if (!root)
 		return gw_errf(err, errlen, -EINVAL, "%s:%d:%d: %s", path, je.line, je.column, je.text);
 	struct loader L = {.c = c, .err = err, .errlen = errlen, .file = path};

@@ -233,6 +233,13 @@ START_TEST(every_key_type_and_range)
 		ck_assert_msg(strstr(err, "c.json") || strstr(err, "listens on"), "%s: no file in \"%s\"",
 		              bad[i].text, err);
 	}
+	/* a file that cannot be opened: its name and why, no "-1:-1" position */
+	struct gw_cfg nc;
+	ck_assert_int_eq(gw_cfg_defaults(&nc), 0);
+	ck_assert_int_eq(gw_cfg_load(&nc, "/nonexistent/gw.json", err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "/nonexistent/gw.json") && strstr(err, "No such file") &&
+	              !strstr(err, "-1"), "%s", err);
+	gw_cfg_free(&nc);
 	/* the edges of a range are accepted */
 	ck_assert_int_eq(load("{\"tick_ms\": 10, \"limits\": {\"max_line_bytes\": 256, "
 	                      "\"max_runs\": 1, \"idempotency_window_s\": 2592000}}", err, sizeof(err)), 0);
