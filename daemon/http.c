@@ -41,7 +41,7 @@
 #define MAX_ROUTES 32
 #define IDEM_MAX 128
 
-enum { H_OTHER, H_EXPECT, H_AUTH, H_IDEM };
+enum { H_OTHER, H_EXPECT, H_AUTH, H_IDEM, H_CODING };
 
 enum hstate {
 	H_IDLE,      /* between requests (keep-alive) */
@@ -77,6 +77,11 @@ struct gw_http_conn {
 	char idem[IDEM_MAX + 1];
 	size_t idem_len;
 	bool idem_seen;        /* the request has an Idempotency-Key header */
+	char cenc[64], tenc[64]; /* Content-Encoding, Transfer-Encoding values (joined by ,) */
+	size_t cenc_len, tenc_len;
+	bool hvalue_new;       /* the next header value piece starts a new header */
+	char coding[48];       /* a coding the body would need that we do not apply */
+	const char *coding_hdr; /* its header ("Content-Encoding", "Transfer-Encoding") */
 	bool header_too_long;
 	bool rejected_early;   /* a response was sent before the body was read */
 	bool head;             /* HEAD: answered as GET, without the body */
@@ -149,9 +154,11 @@ static const char *reason_phrase(int status)
 	case 408: return "Request Timeout";
 	case 409: return "Conflict";
 	case 413: return "Content Too Large";
+	case 415: return "Unsupported Media Type";
 	case 422: return "Unprocessable Content";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
 	case 507: return "Insufficient Storage";
 	default: return "Status";
@@ -582,6 +589,8 @@ static int cb_message_begin(http_parser *p)
 	c->authz_len = c->idem_len = 0;
 	c->idem_seen = false;
 	c->authz[0] = c->idem[0] = '\0';
+	c->coding[0] = '\0';
+	c->cenc_len = c->tenc_len = 0;
 	c->header_too_long = false;
 	c->rejected_early = false;
 	c->head = false;
@@ -608,6 +617,7 @@ static int cb_header_field(http_parser *p, const char *at, size_t len)
 	struct gw_http_conn *c = p->data;
 	if (c->hfield_len == SIZE_MAX)
 		c->hfield_len = 0;
+	c->hvalue_new = true;
 	if (c->hfield_len + len < sizeof(c->hfield)) {
 		memcpy(c->hfield + c->hfield_len, at, len);
 		c->hfield_len += len;
@@ -615,8 +625,54 @@ static int cb_header_field(http_parser *p, const char *at, size_t len)
 	}
 	c->hwant = strcasecmp(c->hfield, "expect") == 0 ? H_EXPECT
 	         : strcasecmp(c->hfield, "authorization") == 0 ? H_AUTH
-	         : strcasecmp(c->hfield, "idempotency-key") == 0 ? H_IDEM : H_OTHER;
+	         : strcasecmp(c->hfield, "idempotency-key") == 0 ? H_IDEM
+	         : strcasecmp(c->hfield, "content-encoding") == 0 ||
+	           strcasecmp(c->hfield, "transfer-encoding") == 0 ? H_CODING : H_OTHER;
 	return 0;
+}
+
+/* The codings of a Content-Encoding or Transfer-Encoding value (its
+ * headers joined by commas): remember the first one the body would need
+ * and the daemon does not apply (anything but identity, and chunked for
+ * Transfer-Encoding, which the parser handles). */
+static void note_coding(struct gw_http_conn *c, const char *at, size_t len, bool te)
+{
+	for (size_t i = 0; i < len && !c->coding[0];) {
+		while (i < len && (at[i] == ' ' || at[i] == '\t' || at[i] == ','))
+			i++;
+		size_t b = i;
+		while (i < len && at[i] != ',' && at[i] != ' ' && at[i] != '\t' && at[i] != ';')
+			i++;
+		size_t n = i - b;
+		while (i < len && at[i] != ',')   /* parameters */
+			i++;
+		if (!n || (n == 8 && !strncasecmp(at + b, "identity", 8)) ||
+		    (te && n == 7 && !strncasecmp(at + b, "chunked", 7)))
+			continue;
+		snprintf(c->coding, sizeof(c->coding), "%.*s", (int)GW_MIN(n, sizeof(c->coding) - 1),
+		         at + b);
+		c->coding_hdr = te ? "Transfer-Encoding" : "Content-Encoding";
+	}
+}
+
+/* Collect a coding header's value (it may come in pieces); one too long
+ * for the buffer is a coding we do not apply either. */
+static void keep_coding(struct gw_http_conn *c, const char *at, size_t len)
+{
+	bool te = c->hfield[0] == 't' || c->hfield[0] == 'T';
+	char *buf = te ? c->tenc : c->cenc;
+	size_t *n = te ? &c->tenc_len : &c->cenc_len;
+	size_t cap = te ? sizeof(c->tenc) : sizeof(c->cenc);
+	if (c->hvalue_new && *n && *n + 1 < cap)
+		buf[(*n)++] = ',';
+	c->hvalue_new = false;
+	if (*n + len >= cap) {
+		gw_strlcpy(c->coding, "(a value too long to read)", sizeof(c->coding));
+		c->coding_hdr = te ? "Transfer-Encoding" : "Content-Encoding";
+		return;
+	}
+	memcpy(buf + *n, at, len);
+	*n += len;
 }
 
 /* Append a header value (it may come in pieces) to a kept header. */
@@ -642,6 +698,8 @@ static int cb_header_value(http_parser *p, const char *at, size_t len)
 	else if (c->hwant == H_IDEM) {
 		c->idem_seen = true;
 		keep(c, c->idem, sizeof(c->idem), &c->idem_len, at, len);
+	} else if (c->hwant == H_CODING) {
+		keep_coding(c, at, len);
 	}
 	c->hfield_len = SIZE_MAX; /* next field starts fresh */
 	return 0;
@@ -717,6 +775,15 @@ static int cb_headers_complete(http_parser *p)
 	}
 	if (authorize(c) < 0)
 		return refuse_early(c);
+	note_coding(c, c->tenc, c->tenc_len, true);
+	note_coding(c, c->cenc, c->cenc_len, false);
+	if (c->coding[0]) {
+		/* read as it is, a compressed body is only malformed lines */
+		bool te = c->coding_hdr[0] == 'T';
+		respond_fatal(c, te ? 501 : 415, "%s %s is not supported: send the body as it is%s",
+		              c->coding_hdr, c->coding, te ? " (chunked is fine)" : " (identity)");
+		return refuse_early(c);
+	}
 	if (c->idem_seen && !idem_ok(c->idem, c->idem_len)) {
 		respond_fatal(c, 400, "Idempotency-Key is 1 to %d printable ASCII characters", IDEM_MAX);
 		return refuse_early(c);
