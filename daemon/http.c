@@ -721,7 +721,10 @@ static int authorize(struct gw_http_conn *c)
 	c->req.token = gw_auth_check(c->srv->o.auth, tok, len, c->route->scope, &status);
 	if (c->req.token)
 		return 0;
-	if (status == 401)
+	if (status == 401 && tok && len)
+		respond_fatal(c, 401, "the bearer token is not a known token (it is compared whole, "
+		              "with nothing after it)");
+	else if (status == 401)
 		respond_fatal(c, 401, "a bearer token is required (Authorization: Bearer TOKEN)");
 	else
 		respond_fatal(c, 403, "this token may not %s", c->route->scope == GW_SCOPE_INGEST

@@ -48,7 +48,11 @@ class Auth(unittest.TestCase):
             line = b'{"run":"r1","step":1,"loss":1}\n'
             st, www, _ = request(d, 'GET', '/v1/runs')
             self.assertEqual((st, www), (401, 'Bearer realm="gradwatch"'))
-            self.assertEqual(request(d, 'GET', '/v1/runs', token='wrong-token-0123456789')[0], 401)
+            st, _, data = request(d, 'GET', '/v1/runs', token='wrong-token-0123456789')
+            self.assertEqual(st, 401)
+            self.assertIn(b'not a known token', data)   # not "a token is required"
+            st, _, data = request(d, 'GET', '/v1/runs')
+            self.assertIn(b'Authorization: Bearer', data)
             self.assertEqual(request(d, 'GET', '/metrics')[0], 401)
             self.assertEqual(request(d, 'POST', '/v1/ingest', line)[0], 401)
             self.assertEqual(request(d, 'POST', '/v1/ingest', line, token=READ)[0], 403)
