@@ -80,6 +80,7 @@ struct gw_http_conn {
 	char cenc[64], tenc[64]; /* Content-Encoding, Transfer-Encoding values (joined by ,) */
 	size_t cenc_len, tenc_len;
 	bool hvalue_new;       /* the next header value piece starts a new header */
+	const char *dup_header; /* a header that must come once came twice */
 	char coding[48];       /* a coding the body would need that we do not apply */
 	const char *coding_hdr; /* its header ("Content-Encoding", "Transfer-Encoding") */
 	bool header_too_long;
@@ -591,6 +592,7 @@ static int cb_message_begin(http_parser *p)
 	c->authz[0] = c->idem[0] = '\0';
 	c->coding[0] = '\0';
 	c->cenc_len = c->tenc_len = 0;
+	c->dup_header = NULL;
 	c->header_too_long = false;
 	c->rejected_early = false;
 	c->head = false;
@@ -693,6 +695,9 @@ static int cb_header_value(http_parser *p, const char *at, size_t len)
 	struct gw_http_conn *c = p->data;
 	if (c->hwant == H_EXPECT && len >= 12 && strncasecmp(at, "100-continue", 12) == 0)
 		c->expect_continue = true;
+	else if ((c->hwant == H_AUTH || c->hwant == H_IDEM) && c->hvalue_new &&
+	         (c->hwant == H_AUTH ? c->authz_len > 0 : c->idem_seen))
+		c->dup_header = c->hwant == H_AUTH ? "Authorization" : "Idempotency-Key";
 	else if (c->hwant == H_AUTH)
 		keep(c, c->authz, sizeof(c->authz), &c->authz_len, at, len);
 	else if (c->hwant == H_IDEM) {
@@ -701,6 +706,7 @@ static int cb_header_value(http_parser *p, const char *at, size_t len)
 	} else if (c->hwant == H_CODING) {
 		keep_coding(c, at, len);
 	}
+	c->hvalue_new = false;
 	c->hfield_len = SIZE_MAX; /* next field starts fresh */
 	return 0;
 }
@@ -762,6 +768,10 @@ static int cb_headers_complete(http_parser *p)
 	}
 	if (c->header_too_long) {
 		respond_fatal(c, 431, "the Authorization or Idempotency-Key header is too long");
+		return refuse_early(c);
+	}
+	if (c->dup_header) {
+		respond_fatal(c, 400, "the %s header appears twice (it is read once)", c->dup_header);
 		return refuse_early(c);
 	}
 	int st = find_route(c);

@@ -203,6 +203,16 @@ class HostileInput(unittest.TestCase):
                 s.close()
                 self.assertTrue(answer.startswith(b'HTTP/1.1 %d ' % status), (value, answer[:200]))
                 self.assertIn(value.split(',')[0].encode(), answer.split(b'\r\n\r\n', 1)[1])
+            # a header that must come once, twice: its two values were
+            # run together ("a" and "b" made the key "ab")
+            for hdr in (b'Idempotency-Key: a\r\nIdempotency-Key: b', b'Authorization: Bearer x\r\n'
+                        b'Authorization: Bearer y'):
+                s = socket.create_connection(('127.0.0.1', d.http_port), timeout=10)
+                s.sendall(b'POST /v1/ingest HTTP/1.1\r\n%s\r\nContent-Length: 0\r\n\r\n' % hdr)
+                answer = s.recv(4096)
+                s.close()
+                self.assertTrue(answer.startswith(b'HTTP/1.1 400 '), answer)
+                self.assertIn(hdr.split(b':')[0] + b' header appears twice', answer)
             # identity is no coding at all
             status, body = d.post('/v1/ingest', b'{"run":"id","step":1,"loss":1}\n',
                                   {'Content-Encoding': 'identity'})
