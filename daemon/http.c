@@ -11,10 +11,13 @@
  * the request and the read-only database path, never loop-owned state.
  *
  * Limits: header time, body time and body size (413 before reading a
- * too-large body when Content-Length says so), keep-alive idle time, and
- * limits.max_connections.
+ * too-large body when Content-Length says so), the time a client takes to
+ * read an answer (the body deadline again), keep-alive idle time, and
+ * limits.max_connections.  HEAD is answered as GET without the body; a
+ * 405 lists the path's methods in Allow; a body coding the daemon does not
+ * apply (Content-Encoding, a transfer coding but chunked) is refused.
  *
- * (About 1,000 lines: the parser callbacks, the connection lifecycle and the
+ * (About 1,100 lines: the parser callbacks, the connection lifecycle and the
  * responses all work on struct gw_http_conn and its timers.  The split that
  * would help, http_parse.c / http_conn.c / http_respond.c around an internal
  * header holding that struct, waits for the work on eviction in this area.)
