@@ -59,7 +59,7 @@ struct ffile {
 	char *run;               /* run of lines without one, or NULL */
 	char *format;            /* the reader format to use, or NULL: sniff */
 	bool unreadable;         /* the reader gave up on this file: wait for another */
-	bool dir_logged;         /* the path is a directory, and that was said */
+	bool dir_logged;         /* the path is not a regular file, and that was said */
 	char *key;               /* meta key */
 	unsigned poll_ms;
 
@@ -365,11 +365,15 @@ static void on_fstat(uv_fs_t *req)
 		idle(f);
 		return;
 	}
-	if ((st.st_mode & S_IFMT) == S_IFDIR) {
-		/* said once; the path is looked at again when it changes */
+	if ((st.st_mode & S_IFMT) != S_IFREG) {
+		/* a directory, a pipe, a device: no size to follow, no offset to
+		 * read at; said once, the path is looked at again when it changes */
 		if (!f->dir_logged)
-			gw_log_err("follow %s: is a directory, not a log file; waiting for a file "
-			           "to take its place", f->path);
+			gw_log_err("follow %s: is %s, not a regular file; waiting for a log file to "
+			           "take its place", f->path,
+			           (st.st_mode & S_IFMT) == S_IFDIR ? "a directory"
+			           : (st.st_mode & S_IFMT) == S_IFIFO ? "a named pipe"
+			           : (st.st_mode & S_IFMT) == S_IFSOCK ? "a socket" : "a device");
 		f->dir_logged = true;
 		close_fd(f);
 		idle(f);
@@ -428,7 +432,11 @@ static void do_open(struct ffile *f)
 {
 	f->busy = true;
 	f->req.data = f;
-	int rc = uv_fs_open(f->d->loop, &f->req, f->path, O_RDONLY | O_CLOEXEC, 0, on_open);
+	/* O_NONBLOCK: opening a named pipe would wait for a writer, holding a
+	 * thread-pool thread and the daemon's stop; a regular file reads the
+	 * same either way */
+	int rc = uv_fs_open(f->d->loop, &f->req, f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0,
+	                    on_open);
 	if (rc < 0) {
 		gw_log_warn("follow %s: cannot open: %s", f->path, uv_strerror(rc));
 		idle(f);

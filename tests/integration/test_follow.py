@@ -95,6 +95,18 @@ class Follow(unittest.TestCase):
         append(path, ''.join(metric(s) for s in range(1, 11)))
         self.assertEqual(len(self.wait_rows(10)), 10)
 
+    def test_a_fifo_is_refused_and_does_not_block_the_stop(self):
+        # a follow path that is a named pipe: the open waited for a writer
+        # on a thread-pool thread, for ever, and SIGTERM never finished
+        d = Daemon()
+        path = os.path.join(d.dir, 'train.pipe')
+        os.mkfifo(path)
+        d.config = {'follow': [{'path': path, 'run': 'job', 'poll_ms': 10}]}
+        self.d = d.start()
+        wait_for(lambda: 'not a regular file' in d.logtext(), 20, 'the pipe to be reported')
+        self.assertEqual(d.get('/v1/runs')[0], 200)
+        self.assertEqual(d.stop(timeout=20), 0)
+
     def test_truncation_reads_again_from_the_start(self):
         d = self.start()
         append(self.log, ''.join(metric(s) for s in range(1, 101)))
