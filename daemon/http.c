@@ -765,6 +765,7 @@ static int cb_headers_complete(http_parser *p)
 	struct gw_http_conn *c = p->data;
 	const struct gw_cfg *cfg = c->srv->o.cfg;
 	c->keep_alive = http_should_keep_alive(p);
+	c->head = p->method == HTTP_HEAD;   /* every answer to it, refusals too, has no body */
 	if (c->url_too_long) {
 		respond_fatal(c, 431, "the URL is longer than %d bytes", URL_MAX);
 		return refuse_early(c);
