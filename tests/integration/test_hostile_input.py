@@ -143,6 +143,10 @@ class HostileInput(unittest.TestCase):
                     self.assertEqual(int(hdrs['Content-Length']), len(get[2]), path)
                 # no body: the next bytes are the pipelined GET's answer
                 self.assertTrue(raw[head_end:].startswith(b'HTTP/1.1 200 '), (path, raw[head_end:][:80]))
+            # refused before routing (URL too long): no body either
+            raw = exchange(d, b'HEAD /' + b'a' * 5000 + b' HTTP/1.1\r\n\r\n')
+            self.assertTrue(raw.startswith(b'HTTP/1.1 431 '), raw[:80])
+            self.assertTrue(raw.endswith(b'\r\n\r\n'), raw[-80:])
             for method, path, allow in (('DELETE', '/healthz', 'GET, HEAD'),
                                         ('POST', '/v1/runs', 'GET, HEAD'),
                                         ('PUT', '/v1/runs/r', 'GET, HEAD, DELETE'),
