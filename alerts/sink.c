@@ -104,7 +104,8 @@ static int load_secret(const json_t *o, const char *key, const char *where, char
 		int rc = gw_read_file(path, SECRET_FILE_MAX, &val, &len);
 		if (rc < 0) {
 			gw_errf(err, errlen, -EINVAL, "%s: \"%s\": cannot read %s: %s", where, wkey, path,
-			     strerror(-rc));
+			     rc == -EINVAL ? "not a regular file" : rc == -EFBIG ? "longer than 64 KiB"
+			     : strerror(-rc));
 			free(path);
 			return rc;
 		}

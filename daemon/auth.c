@@ -56,6 +56,12 @@ static int load_file(struct gw_auth *a, const char *name, enum gw_scope scope, c
 	if (gw_credential_path(name, &path) < 0)
 		return -ENOMEM;
 	int rc = gw_read_file(path, AUTH_FILE_MAX, &text, &len);
+	if (rc == -EINVAL) {
+		gw_errf(err, errlen, rc, "auth: %s is not a regular file (a directory, a pipe or a "
+		        "device): not a token file", path);
+		free(path);
+		return rc;
+	}
 	if (rc == -EFBIG) {
 		gw_errf(err, errlen, rc, "auth: %s is longer than %d bytes: not a token file", path,
 		        AUTH_FILE_MAX);

@@ -6,13 +6,16 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void gw__require_failed(const char *expr, const char *file, int line)
 {
@@ -134,9 +137,22 @@ int gw_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 int gw_read_file(const char *path, size_t max, char **out, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
+	/* O_NONBLOCK: a named pipe would wait for a writer in open() */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
 		return -errno;
+	struct stat st;
+	int e = fstat(fd, &st) < 0 ? errno : S_ISREG(st.st_mode) ? 0 : EINVAL;
+	if (e) {
+		close(fd);
+		return -e;
+	}
+	FILE *f = fdopen(fd, "rb");
+	if (!f) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
 	struct gw_buf b = {0};
 	size_t r;
 	int rerr = 0;

@@ -71,10 +71,11 @@ int gw_glob_match(const char *pattern, const char *s);
 int gw_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* Read a whole file of at most `max` bytes into a NUL-terminated heap
- * buffer (caller frees).  Returns 0, -EFBIG when the file is longer than
- * max (/dev/zero never ends), or another negative errno (-EISDIR for a
- * directory); *len (may be NULL) gets the length. */
+/* Read a whole regular file of at most `max` bytes into a NUL-terminated
+ * heap buffer (caller frees).  Returns 0, -EINVAL when the path is not a
+ * regular file (a directory, a named pipe that would wait for a writer, a
+ * device such as /dev/zero that never ends), -EFBIG when the file is longer
+ * than max, or another negative errno; *len (may be NULL) gets the length. */
 int gw_read_file(const char *path, size_t max, char **out, size_t *len);
 
 /* Where a secret file named in the configuration is: a relative name is

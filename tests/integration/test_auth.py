@@ -147,9 +147,14 @@ class Auth(unittest.TestCase):
         d.close()
         # a file that never ends (read whole, it took gigabytes and the
         # daemon never started) or a directory: refused with the reason
-        for name, why in (('/dev/zero', 'longer than'), ('tokens.d', 'Is a directory')):
+        # a named pipe would wait for a writer for ever (found by fuzz_config)
+        for name, why in (('/dev/zero', 'not a regular file'), ('tokens.d', 'not a regular file'),
+                          ('tokens.pipe', 'not a regular file'), ('big.tokens', 'longer than')):
             d = Daemon(config={'auth': {'ingest_tokens_file': name}})
             os.makedirs(os.path.join(d.dir, 'tokens.d'), exist_ok=True)
+            os.mkfifo(os.path.join(d.dir, 'tokens.pipe'))
+            with open(os.path.join(d.dir, 'big.tokens'), 'w') as f:
+                f.write(('#' * 1000 + '\n') * 1100)
             r = subprocess.run(d.command(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                timeout=30, cwd=d.dir)
             self.assertEqual(r.returncode, 1, r.stdout)
