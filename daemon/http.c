@@ -985,6 +985,7 @@ static void conn_continue(struct gw_http_conn *c)
 		return;
 	end_stream(c, true);
 	c->state = H_IDLE;
+	c->head = false;   /* a refusal of what follows (bytes that are no request) has its body */
 	http_parser_pause(&c->parser, 0);
 	arm_timer(c);
 	if (c->rest) {

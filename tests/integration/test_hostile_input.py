@@ -143,6 +143,12 @@ class HostileInput(unittest.TestCase):
                     self.assertEqual(int(hdrs['Content-Length']), len(get[2]), path)
                 # no body: the next bytes are the pipelined GET's answer
                 self.assertTrue(raw[head_end:].startswith(b'HTTP/1.1 200 '), (path, raw[head_end:][:80]))
+            # garbage after a HEAD: its 400 is no answer to a HEAD and has its
+            # body (it went without, found by fuzz_http)
+            raw = exchange(d, b'HEAD /healthz HTTP/1.1\r\n\r\nInfinity\r\n\r\n')
+            answers = responses(raw[raw.index(b'\r\n\r\n') + 4:])
+            self.assertEqual([a[0] for a in answers], [400], raw)
+            self.assertIn('malformed', json.loads(answers[0][2])['error'])
             # refused before routing (URL too long): no body either
             raw = exchange(d, b'HEAD /' + b'a' * 5000 + b' HTTP/1.1\r\n\r\n')
             self.assertTrue(raw.startswith(b'HTTP/1.1 431 '), raw[:80])
