@@ -28,6 +28,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* a secret read from a file (a webhook URL, a signing key) is at most this long */
+#define SECRET_FILE_MAX (64 * 1024)
+
 static const struct gw_sink_type *const types[] = {
 	&gw_sink_slack, &gw_sink_webhook, &gw_sink_alertmanager,
 };
@@ -98,10 +101,11 @@ static int load_secret(const json_t *o, const char *key, const char *where, char
 		char *path = NULL;
 		if (gw_credential_path(s, &path) < 0)
 			return -ENOMEM;
-		int rc = gw_read_file(path, &val, &len);
+		int rc = gw_read_file(path, SECRET_FILE_MAX, &val, &len);
 		if (rc < 0) {
 			gw_errf(err, errlen, -EINVAL, "%s: \"%s\": cannot read %s: %s", where, wkey, path,
-			     strerror(-rc));
+			     rc == -EINVAL ? "not a regular file" : rc == -EFBIG ? "longer than 64 KiB"
+			     : strerror(-rc));
 			free(path);
 			return rc;
 		}

@@ -171,7 +171,7 @@ int main(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/%s", argv[1], files[i]);
 		char *buf;
 		size_t len;
-		int rc = gw_read_file(path, &buf, &len);
+		int rc = gw_read_file(path, SIZE_MAX, &buf, &len);
 		if (rc < 0) {
 			fprintf(stderr, "bench_readers: %s: %s\n", path, strerror(-rc));
 			return 2;

@@ -102,7 +102,7 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 		}
 	}
 	int serr = gw_ingest_store_error(&d->ingest, why, sizeof(why));
-	if (!e && (serr || gw_ingest_congested(&d->ingest))) {
+	if (!e && (serr || gw_ingest_full(&d->ingest))) {
 		respond_storage(c, serr, why);
 		return -EAGAIN;
 	}
@@ -120,16 +120,19 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 	q->src.on_reject = on_reject;
 	q->src.data = q;
 	gw_http_conn_set_state(c, q);
-	int rc = gw_http_query_param(r->query, r->query_len, "run", q->default_run,
-	                             sizeof(q->default_run));
-	snprintf(why, sizeof(why), "bad percent-encoding");
-	if (rc < 0 || (rc > 0 && gw_wire_check_run(q->default_run, strlen(q->default_run), why,
-	                                           sizeof(why)) < 0)) {
+	/* decoded whole (a URL is at most 4 KiB), so a name that is too long
+	 * is told its length, not a decoding error */
+	char run[4096];
+	int rc = gw_http_query_param(r->query, r->query_len, "run", run, sizeof(run));
+	snprintf(why, sizeof(why), "bad percent-encoding (a %%XX that is not two hex digits, or %%00)");
+	if (rc < 0 || (rc > 0 && gw_wire_check_run(run, strlen(run), why, sizeof(why)) < 0)) {
 		gw_http_respond_error(c, 400, "bad ?run= parameter: %s", why);
 		return -EINVAL;
 	}
-	if (rc > 0)
+	if (rc > 0) {
+		gw_strlcpy(q->default_run, run, sizeof(q->default_run));
 		q->src.default_run = q->default_run;
+	}
 	if (e) {
 		q->role = IDEM_REPEAT;
 	} else if (r->idempotency_key) {
@@ -300,14 +303,56 @@ static int q_alerts(const struct gw_http_req *r, json_t **out)
 
 /* The resume gate: is this live manifest what the run's last checkpoint
  * saved?  The same comparison the resume_mismatch detector makes. */
+/* The manifest's fields the check compares, with the JSON type each must
+ * have (null counts as absent): one of another type would not be compared
+ * at all, and the gate would answer ok for it. */
+static const char *manifest_field_error(const json_t *live, char *buf, size_t len)
+{
+	static const struct {
+		const char *name;
+		json_type type;
+		const char *what;
+	} fields[] = {
+		{"optimizer", JSON_STRING, "a string (the optimizer class)"},
+		{"param_names_sha256", JSON_STRING, "a string (hexadecimal SHA-256)"},
+		{"optimizer_state_keys", JSON_ARRAY, "an array of the state's keys"},
+		{"optimizer_state_loaded", JSON_TRUE, "true or false"},
+		{"hparams", JSON_OBJECT, "an object of hyperparameters"},
+	};
+	for (size_t i = 0; i < GW_ARRAY_SIZE(fields); i++) {
+		const json_t *v = json_object_get(live, fields[i].name);
+		if (!v || json_is_null(v))
+			continue;
+		bool ok = fields[i].type == JSON_TRUE ? json_is_boolean(v) : json_typeof(v) == fields[i].type;
+		if (!ok) {
+			snprintf(buf, len, "%s must be %s%s", fields[i].name, fields[i].what,
+			         json_is_string(v) && fields[i].type != JSON_STRING
+			         ? ", not a string (was it JSON-encoded twice?)" : "");
+			return buf;
+		}
+	}
+	return NULL;
+}
+
 static int q_resume_check(const struct gw_http_req *r, json_t **out)
 {
 	json_error_t je;
-	json_t *live = json_loadb(r->body, r->body_len, 0, &je);
+	json_t *live = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je);
+	char why[256];
+	if (!live) {
+		snprintf(why, sizeof(why), "the body is not JSON: %s at line %d, column %d", je.text,
+		         je.line, je.column);
+		*out = gw_http_error_json(why);
+		return 400;
+	}
 	if (!json_is_object(live)) {
-		*out = json_pack("{s:s}", "error", live ? "the body must be a JSON object (the resume manifest)"
-		                                         : je.text);
+		*out = json_pack("{s:s}", "error", "the body must be a JSON object (the resume manifest)");
 		json_decref(live);
+		return 400;
+	}
+	if (manifest_field_error(live, why, sizeof(why))) {
+		json_decref(live);
+		*out = gw_http_error_json(why);
 		return 400;
 	}
 	char err[256];

@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a token file holds at most this many bytes (4,096 tokens of 256) */
+#define AUTH_FILE_MAX (1024 * 1024)
+
 struct gw_token {
 	char tok[GW_AUTH_TOKEN_MAX + 1];
 	size_t len;
@@ -52,7 +55,19 @@ static int load_file(struct gw_auth *a, const char *name, enum gw_scope scope, c
 	size_t len;
 	if (gw_credential_path(name, &path) < 0)
 		return -ENOMEM;
-	int rc = gw_read_file(path, &text, &len);
+	int rc = gw_read_file(path, AUTH_FILE_MAX, &text, &len);
+	if (rc == -EINVAL) {
+		gw_errf(err, errlen, rc, "auth: %s is not a regular file (a directory, a pipe or a "
+		        "device): not a token file", path);
+		free(path);
+		return rc;
+	}
+	if (rc == -EFBIG) {
+		gw_errf(err, errlen, rc, "auth: %s is longer than %d bytes: not a token file", path,
+		        AUTH_FILE_MAX);
+		free(path);
+		return rc;
+	}
 	if (rc < 0) {
 		gw_errf(err, errlen, rc, "auth: cannot read %s: %s", path, strerror(-rc));
 		free(path);
@@ -174,6 +189,11 @@ const struct gw_token *gw_auth_check(const struct gw_auth *a, const char *tok, s
 bool gw_auth_allows_run(const struct gw_token *t, const char *run)
 {
 	return !t || !t->runs || gw_glob_match(t->runs, run);
+}
+
+const char *gw_auth_runs_glob(const struct gw_token *t)
+{
+	return t ? t->runs : NULL;
 }
 
 const struct gw_token *gw_auth_line(const struct gw_auth *a, const char *line, size_t len,

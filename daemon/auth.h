@@ -50,6 +50,9 @@ const struct gw_token *gw_auth_check(const struct gw_auth *a, const char *tok, s
 
 /* May this token write into run `run`? */
 bool gw_auth_allows_run(const struct gw_token *t, const char *run);
+/* The glob of runs the token is limited to (borrowed), or NULL when it may
+ * write every run (also with auth off). */
+const char *gw_auth_runs_glob(const struct gw_token *t);
 
 bool gw_auth_enabled(const struct gw_auth *a);
 

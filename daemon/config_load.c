@@ -133,12 +133,16 @@ static int load_aliases(struct loader *L, json_t *obj)
 			if (!json_is_string(n))
 				return gw_errf(L->err, L->errlen, -EINVAL, "%s: aliases.%s[%zu] must be a string",
 				            L->file, key, i);
+			if (!*json_string_value(n))
+				return gw_errf(L->err, L->errlen, -EINVAL, "%s: aliases.%s[%zu] is empty (a "
+				            "field name has at least one character)", L->file, key, i);
 			int rc = gw_alias_add(L->c->aliases, role, json_string_value(n));
 			if (rc == -EEXIST)
 				return gw_errf(L->err, L->errlen, -EINVAL, "%s: aliases.%s: \"%s\" is already an alias of another role",
 				            L->file, key, json_string_value(n));
 			if (rc < 0)
-				return rc;
+				return gw_errf(L->err, L->errlen, rc, "%s: aliases.%s[%zu]: %s", L->file,
+				            key, i, strerror(-rc));
 		}
 	}
 	return 0;

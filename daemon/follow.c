@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CHUNK (64 * 1024)
@@ -64,6 +65,7 @@ struct ffile {
 	char *run;               /* run of lines without one, or NULL */
 	char *format;            /* the reader format to use, or NULL: sniff */
 	bool unreadable;         /* the reader gave up on this file: wait for another */
+	bool dir_logged;         /* the path is not a regular file, and that was said */
 	char *key;               /* meta key */
 	unsigned poll_ms;
 
@@ -82,7 +84,6 @@ struct ffile {
 	uint64_t saved_line;     /* lines.lineno at the last stored position */
 	bool draining;           /* rotated: read the old file to its end, then switch */
 	bool waiting_logged;
-	bool dir_logged;         /* said that the path is a directory */
 	struct gw_ingest_src src;
 	struct gw_paused paused;
 
@@ -283,10 +284,12 @@ static void on_read(uv_fs_t *req)
 	ssize_t n = req->result;
 	uv_fs_req_cleanup(req);
 	if (n < 0) {
-		gw_log_warn("follow %s: read failed: %s; reopening it", f->path, uv_strerror((int)n));
+		/* reopened when the path changes next, not at once: a read
+		 * that keeps failing must not spin */
+		gw_log_warn("follow %s: read failed: %s; reopening it when it changes", f->path,
+		            uv_strerror((int)n));
 		close_fd(f);
 		reset_lines(f, 0);
-		f->changed = true;
 		idle(f);
 		return;
 	}
@@ -368,12 +371,15 @@ static void on_fstat(uv_fs_t *req)
 		idle(f);
 		return;
 	}
-	if ((st.st_mode & S_IFMT) == S_IFDIR) {
-		/* nothing to read: wait, as for a missing file, until the path's
-		 * stat changes (a file takes its place); said once */
+	if ((st.st_mode & S_IFMT) != S_IFREG) {
+		/* a directory, a pipe, a device: no size to follow, no offset to
+		 * read at; said once, the path is looked at again when it changes */
 		if (!f->dir_logged)
-			gw_log_err("follow %s: is a directory, not a log file; waiting for a file at this path",
-			           f->path);
+			gw_log_err("follow %s: is %s, not a regular file; waiting for a log file to "
+			           "take its place", f->path,
+			           (st.st_mode & S_IFMT) == S_IFDIR ? "a directory"
+			           : (st.st_mode & S_IFMT) == S_IFIFO ? "a named pipe"
+			           : (st.st_mode & S_IFMT) == S_IFSOCK ? "a socket" : "a device");
 		f->dir_logged = true;
 		close_fd(f);
 		idle(f);
@@ -432,7 +438,11 @@ static void do_open(struct ffile *f)
 {
 	f->busy = true;
 	f->req.data = f;
-	int rc = uv_fs_open(f->d->loop, &f->req, f->path, O_RDONLY | O_CLOEXEC, 0, on_open);
+	/* O_NONBLOCK: opening a named pipe would wait for a writer, holding a
+	 * thread-pool thread and the daemon's stop; a regular file reads the
+	 * same either way */
+	int rc = uv_fs_open(f->d->loop, &f->req, f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0,
+	                    on_open);
 	if (rc < 0) {
 		gw_log_warn("follow %s: cannot open: %s", f->path, uv_strerror(rc));
 		idle(f);

@@ -11,10 +11,13 @@
  * the request and the read-only database path, never loop-owned state.
  *
  * Limits: header time, body time and body size (413 before reading a
- * too-large body when Content-Length says so), keep-alive idle time, and
- * limits.max_connections.
+ * too-large body when Content-Length says so), the time a client takes to
+ * read an answer (the body deadline again), keep-alive idle time, and
+ * limits.max_connections.  HEAD is answered as GET without the body; a
+ * 405 lists the path's methods in Allow; a body coding the daemon does not
+ * apply (Content-Encoding, a transfer coding but chunked) is refused.
  *
- * (About 1,000 lines, on purpose: the parser callbacks, the connection
+ * (About 1,100 lines, on purpose: the parser callbacks, the connection
  * lifecycle with its limits and timers, and the responses are one state
  * machine over struct gw_http_conn; the routes are api.c's, the pages
  * web.c's.  Cutting the transport further would move that struct and its
@@ -42,7 +45,7 @@
 #define MAX_ROUTES 32
 #define IDEM_MAX 128
 
-enum { H_OTHER, H_EXPECT, H_AUTH, H_IDEM };
+enum { H_OTHER, H_EXPECT, H_AUTH, H_IDEM, H_CODING };
 
 enum hstate {
 	H_IDLE,      /* between requests (keep-alive) */
@@ -78,8 +81,18 @@ struct gw_http_conn {
 	char idem[IDEM_MAX + 1];
 	size_t idem_len;
 	bool idem_seen;        /* the request has an Idempotency-Key header */
+	char cenc[64], tenc[64]; /* Content-Encoding, Transfer-Encoding values (joined by ,) */
+	size_t cenc_len, tenc_len;
+	bool hvalue_new;       /* the next header value piece starts a new header */
+	const char *dup_header; /* a header that must come once came twice */
+	char coding[48];       /* a coding the body would need that we do not apply */
+	const char *coding_hdr; /* its header ("Content-Encoding", "Transfer-Encoding") */
 	bool header_too_long;
 	bool rejected_early;   /* a response was sent before the body was read */
+	bool head;             /* HEAD: answered as GET, without the body */
+	char allow[64];        /* the methods of the path, for a 405's Allow */
+	char arg_why[160];     /* why the path's {run} part was refused (400) */
+	const char *arg_name;  /* what that part is ("run name", "alert id") */
 
 	const struct gw_http_route *route;
 	struct gw_http_req req;
@@ -129,6 +142,7 @@ static void conn_close(struct gw_http_conn *c);
 static void conn_continue(struct gw_http_conn *c);
 static void start_reading(struct gw_http_conn *c);
 static void on_drain_timer(uv_timer_t *t);
+static void on_send_timer(uv_timer_t *t);
 
 /* ---- responses -------------------------------------------------------------------- */
 
@@ -145,9 +159,11 @@ static const char *reason_phrase(int status)
 	case 408: return "Request Timeout";
 	case 409: return "Conflict";
 	case 413: return "Content Too Large";
+	case 415: return "Unsupported Media Type";
 	case 422: return "Unprocessable Content";
 	case 431: return "Request Header Fields Too Large";
 	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
 	case 507: return "Insufficient Storage";
 	default: return "Status";
@@ -220,15 +236,23 @@ static void respond_h(struct gw_http_conn *c, int status, const char *ctype, con
 	                    "Cache-Control: no-store\r\n"
 	                    "X-Content-Type-Options: nosniff\r\n"
 	                    "Server: gradwatchd/" GW_VERSION "\r\n"
-	                    "%s%s%s"
+	                    "%s%s%s%s%s%s"
 	                    "\r\n",
 	                    status, reason_phrase(status), ctype, blen, headers,
+	                    status == 405 ? "Allow: " : "", status == 405 ? c->allow : "",
+	                    status == 405 ? "\r\n" : "",
 	                    status == 401 ? "WWW-Authenticate: Bearer realm=\"gradwatch\"\r\n"
 	                    : status == 503 ? "Retry-After: 1\r\n" : "",
 	                    close_after ? "Connection: close\r\n" : "");
 	GW_REQUIRE(hlen > 0 && (size_t)hlen < sizeof(head));
 	c->state = H_CLOSING;
-	send_raw(c, head, (size_t)hlen, body, blen, close_after, !close_after);
+	/* the client has http_body_timeout_ms to take the answer: one that
+	 * never reads would hold the connection for good */
+	c->armed = -1;
+	uv_timer_start(&c->timer, on_send_timer, c->srv->o.cfg->http_body_timeout_ms, 0);
+	/* HEAD: the headers GET would have, Content-Length included, and no
+	 * body (RFC 9110 9.3.2) */
+	send_raw(c, head, (size_t)hlen, body, c->head ? 0 : blen, close_after, !close_after);
 }
 
 static void respond(struct gw_http_conn *c, int status, const char *ctype, const char *body,
@@ -435,12 +459,27 @@ int gw_http_query_param(const char *query, size_t qlen, const char *name, char *
 	return 0;
 }
 
+/* Add a route's method to c->allow (once; HEAD after GET). */
+static void allow_add(struct gw_http_conn *c, const char *method)
+{
+	size_t n = strlen(c->allow), ml = strlen(method);
+	for (const char *p = c->allow; (p = strstr(p, method)) != NULL; p += ml)
+		if ((p == c->allow || p[-1] == ' ') && (p[ml] == ',' || p[ml] == '\0'))
+			return;
+	snprintf(c->allow + n, sizeof(c->allow) - n, "%s%s%s", n ? ", " : "", method,
+	         strcmp(method, "GET") == 0 ? ", HEAD" : "");
+}
+
 /* Find the route of the request in c->url; fills c->route and c->req.
- * Returns 0, or the status to answer (400 bad path, 404, 405). */
+ * HEAD takes the GET routes (c->head: the answer has no body).
+ * Returns 0, or the status to answer (400 bad path with c->arg_why, 404,
+ * 405 with c->allow). */
 static int find_route(struct gw_http_conn *c)
 {
 	const char *method = http_method_str((enum http_method)c->parser.method);
 	const char *url = c->url;
+	c->head = c->parser.method == HTTP_HEAD;
+	c->allow[0] = '\0';
 	const char *q = strchr(url, '?');
 	size_t plen = q ? (size_t)(q - url) : c->url_len;
 	bool path_found = false;
@@ -475,12 +514,20 @@ static int find_route(struct gw_http_conn *c)
 				continue;
 			/* the argument is a run name (or an id): the same rule as
 			 * in the wire format */
+			c->arg_name = r->arg_name ? r->arg_name : "run name";
 			int an = gw__http_pct_decode(a, al, c->arg, sizeof(c->arg), false);
-			if (an <= 0 || gw_wire_check_run(c->arg, (size_t)an, NULL, 0) < 0)
+			if (an < 0) {
+				snprintf(c->arg_why, sizeof(c->arg_why), "bad percent-encoding (a %%XX "
+				         "that is not two hex digits, or %%00) or longer than %d bytes",
+				         GW_WIRE_RUN_MAX);
+				return 400;
+			}
+			if (gw_wire_check_run(c->arg, (size_t)an, c->arg_why, sizeof(c->arg_why)) < 0)
 				return 400;
 		}
 		path_found = true;
-		if (strcmp(method, r->method) != 0)
+		allow_add(c, r->method);
+		if (strcmp(method, r->method) != 0 && !(c->head && strcmp(r->method, "GET") == 0))
 			continue;
 		c->route = r;
 		c->req.arg = c->arg[0] ? c->arg : NULL;
@@ -495,8 +542,9 @@ static void route_error(struct gw_http_conn *c, int status)
 {
 	const struct gw_http_req *r = &c->req;
 	if (status == 400)
-		respond_fatal(c, 400, "bad run name in the path: not percent-encoded UTF-8 of 1 to %d "
-		              "bytes without control characters", GW_WIRE_RUN_MAX);
+		respond_fatal(c, 400, "bad %s in the path (percent-encoded UTF-8 of 1 to %d bytes "
+		              "without control characters): %s", c->arg_name, GW_WIRE_RUN_MAX,
+		              c->arg_why);
 	else if (status == 405)
 		respond_fatal(c, 405, "method %s not allowed on %.*s", r->method, (int)r->path_len, r->path);
 	else
@@ -546,8 +594,12 @@ static int cb_message_begin(http_parser *p)
 	c->authz_len = c->idem_len = 0;
 	c->idem_seen = false;
 	c->authz[0] = c->idem[0] = '\0';
+	c->coding[0] = '\0';
+	c->cenc_len = c->tenc_len = 0;
+	c->dup_header = NULL;
 	c->header_too_long = false;
 	c->rejected_early = false;
+	c->head = false;
 	c->route = NULL;
 	gw_buf_free(&c->body);
 	return 0;
@@ -571,6 +623,7 @@ static int cb_header_field(http_parser *p, const char *at, size_t len)
 	struct gw_http_conn *c = p->data;
 	if (c->hfield_len == SIZE_MAX)
 		c->hfield_len = 0;
+	c->hvalue_new = true;
 	if (c->hfield_len + len < sizeof(c->hfield)) {
 		memcpy(c->hfield + c->hfield_len, at, len);
 		c->hfield_len += len;
@@ -578,8 +631,54 @@ static int cb_header_field(http_parser *p, const char *at, size_t len)
 	}
 	c->hwant = strcasecmp(c->hfield, "expect") == 0 ? H_EXPECT
 	         : strcasecmp(c->hfield, "authorization") == 0 ? H_AUTH
-	         : strcasecmp(c->hfield, "idempotency-key") == 0 ? H_IDEM : H_OTHER;
+	         : strcasecmp(c->hfield, "idempotency-key") == 0 ? H_IDEM
+	         : strcasecmp(c->hfield, "content-encoding") == 0 ||
+	           strcasecmp(c->hfield, "transfer-encoding") == 0 ? H_CODING : H_OTHER;
 	return 0;
+}
+
+/* The codings of a Content-Encoding or Transfer-Encoding value (its
+ * headers joined by commas): remember the first one the body would need
+ * and the daemon does not apply (anything but identity, and chunked for
+ * Transfer-Encoding, which the parser handles). */
+static void note_coding(struct gw_http_conn *c, const char *at, size_t len, bool te)
+{
+	for (size_t i = 0; i < len && !c->coding[0];) {
+		while (i < len && (at[i] == ' ' || at[i] == '\t' || at[i] == ','))
+			i++;
+		size_t b = i;
+		while (i < len && at[i] != ',' && at[i] != ' ' && at[i] != '\t' && at[i] != ';')
+			i++;
+		size_t n = i - b;
+		while (i < len && at[i] != ',')   /* parameters */
+			i++;
+		if (!n || (n == 8 && !strncasecmp(at + b, "identity", 8)) ||
+		    (te && n == 7 && !strncasecmp(at + b, "chunked", 7)))
+			continue;
+		snprintf(c->coding, sizeof(c->coding), "%.*s", (int)GW_MIN(n, sizeof(c->coding) - 1),
+		         at + b);
+		c->coding_hdr = te ? "Transfer-Encoding" : "Content-Encoding";
+	}
+}
+
+/* Collect a coding header's value (it may come in pieces); one too long
+ * for the buffer is a coding we do not apply either. */
+static void keep_coding(struct gw_http_conn *c, const char *at, size_t len)
+{
+	bool te = c->hfield[0] == 't' || c->hfield[0] == 'T';
+	char *buf = te ? c->tenc : c->cenc;
+	size_t *n = te ? &c->tenc_len : &c->cenc_len;
+	size_t cap = te ? sizeof(c->tenc) : sizeof(c->cenc);
+	if (c->hvalue_new && *n && *n + 1 < cap)
+		buf[(*n)++] = ',';
+	c->hvalue_new = false;
+	if (*n + len >= cap) {
+		gw_strlcpy(c->coding, "(a value too long to read)", sizeof(c->coding));
+		c->coding_hdr = te ? "Transfer-Encoding" : "Content-Encoding";
+		return;
+	}
+	memcpy(buf + *n, at, len);
+	*n += len;
 }
 
 /* Append a header value (it may come in pieces) to a kept header. */
@@ -600,12 +699,18 @@ static int cb_header_value(http_parser *p, const char *at, size_t len)
 	struct gw_http_conn *c = p->data;
 	if (c->hwant == H_EXPECT && len >= 12 && strncasecmp(at, "100-continue", 12) == 0)
 		c->expect_continue = true;
+	else if ((c->hwant == H_AUTH || c->hwant == H_IDEM) && c->hvalue_new &&
+	         (c->hwant == H_AUTH ? c->authz_len > 0 : c->idem_seen))
+		c->dup_header = c->hwant == H_AUTH ? "Authorization" : "Idempotency-Key";
 	else if (c->hwant == H_AUTH)
 		keep(c, c->authz, sizeof(c->authz), &c->authz_len, at, len);
 	else if (c->hwant == H_IDEM) {
 		c->idem_seen = true;
 		keep(c, c->idem, sizeof(c->idem), &c->idem_len, at, len);
+	} else if (c->hwant == H_CODING) {
+		keep_coding(c, at, len);
 	}
+	c->hvalue_new = false;
 	c->hfield_len = SIZE_MAX; /* next field starts fresh */
 	return 0;
 }
@@ -626,7 +731,10 @@ static int authorize(struct gw_http_conn *c)
 	c->req.token = gw_auth_check(c->srv->o.auth, tok, len, c->route->scope, &status);
 	if (c->req.token)
 		return 0;
-	if (status == 401)
+	if (status == 401 && tok && len)
+		respond_fatal(c, 401, "the bearer token is not a known token (it is compared whole, "
+		              "with nothing after it)");
+	else if (status == 401)
 		respond_fatal(c, 401, "a bearer token is required (Authorization: Bearer TOKEN)");
 	else
 		respond_fatal(c, 403, "this token may not %s", c->route->scope == GW_SCOPE_INGEST
@@ -658,6 +766,7 @@ static int cb_headers_complete(http_parser *p)
 	struct gw_http_conn *c = p->data;
 	const struct gw_cfg *cfg = c->srv->o.cfg;
 	c->keep_alive = http_should_keep_alive(p);
+	c->head = p->method == HTTP_HEAD;   /* every answer to it, refusals too, has no body */
 	if (c->url_too_long) {
 		respond_fatal(c, 431, "the URL is longer than %d bytes", URL_MAX);
 		return refuse_early(c);
@@ -666,12 +775,16 @@ static int cb_headers_complete(http_parser *p)
 		respond_fatal(c, 431, "the Authorization or Idempotency-Key header is too long");
 		return refuse_early(c);
 	}
+	if (c->dup_header) {
+		respond_fatal(c, 400, "the %s header appears twice (it is read once)", c->dup_header);
+		return refuse_early(c);
+	}
 	int st = find_route(c);
 	if (st) {
 		route_error(c, st);
 		return refuse_early(c);
 	}
-	if (c->reserve && !(strcmp(c->req.method, "GET") == 0 &&
+	if (c->reserve && !(strcmp(c->route->method, "GET") == 0 &&
 	                    ((c->req.path_len == 8 && !memcmp(c->req.path, "/healthz", 8)) ||
 	                     (c->req.path_len == 8 && !memcmp(c->req.path, "/metrics", 8))))) {
 		respond_fatal(c, 503, "too many HTTP connections (limits.max_connections = %zu); "
@@ -680,6 +793,15 @@ static int cb_headers_complete(http_parser *p)
 	}
 	if (authorize(c) < 0)
 		return refuse_early(c);
+	note_coding(c, c->tenc, c->tenc_len, true);
+	note_coding(c, c->cenc, c->cenc_len, false);
+	if (c->coding[0]) {
+		/* read as it is, a compressed body is only malformed lines */
+		bool te = c->coding_hdr[0] == 'T';
+		respond_fatal(c, te ? 501 : 415, "%s %s is not supported: send the body as it is%s",
+		              c->coding_hdr, c->coding, te ? " (chunked is fine)" : " (identity)");
+		return refuse_early(c);
+	}
 	if (c->idem_seen && !idem_ok(c->idem, c->idem_len)) {
 		respond_fatal(c, 400, "Idempotency-Key is 1 to %d printable ASCII characters", IDEM_MAX);
 		return refuse_early(c);
@@ -739,6 +861,15 @@ static void on_timer(uv_timer_t *t);
 static void on_drain_timer(uv_timer_t *t)
 {
 	conn_close(t->data);
+}
+
+static void on_send_timer(uv_timer_t *t)
+{
+	struct gw_http_conn *c = t->data;
+	gw_log_debug("http: the client did not take its answer within %u ms "
+	            "(limits.http_body_timeout_ms); closing the connection",
+	            c->srv->o.cfg->http_body_timeout_ms);
+	conn_close(c);
 }
 
 /* Each state has one deadline from when it began (a request's headers,
@@ -855,6 +986,7 @@ static void conn_continue(struct gw_http_conn *c)
 		return;
 	end_stream(c, true);
 	c->state = H_IDLE;
+	c->head = false;   /* a refusal of what follows (bytes that are no request) has its body */
 	http_parser_pause(&c->parser, 0);
 	arm_timer(c);
 	if (c->rest) {

@@ -71,6 +71,7 @@ struct gw_http_route {
 	const struct gw_http_body_ops *body;
 	void *data;                /* handed to handler/query/body as r->data */
 	enum gw_scope scope;       /* the token it takes (default: a read token) */
+	const char *arg_name;      /* what {run} is, for errors ("alert id"); NULL: "run name" */
 };
 
 struct gw_http_opts {

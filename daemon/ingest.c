@@ -27,6 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define STREAM_SHARE_PCT 50   /* of max_pending_bytes, for streams, files and UDP */
+
 /* ---- engine hooks ------------------------------------------------------------- */
 
 static void on_segment(void *data, const struct gw_segment_info *si)
@@ -134,7 +136,7 @@ static void on_commit(uv_async_t *a)
 		w->why = w->error ? st.last_error_msg : NULL;
 		w->fn(w);
 	}
-	if (!gw_store_congested(in->store)) {
+	if (!gw_ingest_congested(in)) {
 		while (in->paused.next != &in->paused) {
 			struct gw_paused *p = in->paused.next;
 			gw_ingest_unpause(in, p);
@@ -179,6 +181,11 @@ void gw_ingest_barrier(struct gw_ingest *in, struct gw_commit_waiter *w)
 }
 
 bool gw_ingest_congested(const struct gw_ingest *in)
+{
+	return gw_store_over(in->store, STREAM_SHARE_PCT);
+}
+
+bool gw_ingest_full(const struct gw_ingest *in)
 {
 	return gw_store_congested(in->store);
 }

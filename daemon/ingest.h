@@ -20,8 +20,9 @@
  * the loop (commit_async); waiters registered with gw_ingest_wait_commit
  * (an HTTP response, a read that must see its own writes) run once the
  * committed sequence covers theirs.  Back-pressure: while the store's queue
- * is over its limit, sources that can wait are parked (gw_ingest_pause) and
- * resumed after the commit that drains it.
+ * is over half its limit, sources that can wait are parked
+ * (gw_ingest_pause) and resumed after the commit that drains it below; HTTP
+ * ingest is refused only over the whole limit.
  *
  * Only this file writes the counters; /v1/stats and /metrics render them
  * through gw_ingest_counters_foreach, from one table.
@@ -217,8 +218,13 @@ void gw_ingest_cancel_wait(struct gw_ingest *in, struct gw_commit_waiter *w);
 /* Wait for everything queued so far (a read that must see its own writes). */
 void gw_ingest_barrier(struct gw_ingest *in, struct gw_commit_waiter *w);
 
-/* True while the store's queue is over its limit: stop reading. */
+/* True while the store's queue is over half its limit: sources that can
+ * wait (streams, followed files) stop reading, UDP drops.  The other half
+ * is kept for HTTP ingest, so one stream writing as fast as it can does not
+ * lock HTTP clients out. */
 bool gw_ingest_congested(const struct gw_ingest *in);
+/* True while the queue is over its whole limit: HTTP ingest answers 503. */
+bool gw_ingest_full(const struct gw_ingest *in);
 /* The store's last commit failed: its negative errno and message (into why);
  * 0 while commits work. */
 int gw_ingest_store_error(const struct gw_ingest *in, char *why, size_t whylen);

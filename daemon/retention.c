@@ -3,6 +3,7 @@
  */
 #include "retention.h"
 
+#include "auth.h"
 #include "buf.h"
 #include "daemon.h"
 #include "http.h"
@@ -229,17 +230,38 @@ static int req_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 	q->c = c;
 	q->d = r->data;
 	gw_http_conn_set_state(c, q);
+	/* deleting is writing: a token limited to a glob of runs deletes only
+	 * those, and may not prune (that would reach every team's runs) */
+	const char *glob = gw_auth_runs_glob(r->token);
 	if (r->arg) {
+		if (!gw_auth_allows_run(r->token, r->arg)) {
+			gw_http_respond_error(c, 403, "this token may not delete run \"%s\" (it may write "
+			                      "only runs matching %s)", r->arg, glob);
+			return -EPERM;
+		}
 		q->run = r->arg;
 		return 0;
+	}
+	if (glob) {
+		gw_http_respond_error(c, 403, "this token may write only runs matching %s and may not "
+		                      "prune; prune needs an ingest token without a run glob", glob);
+		return -EPERM;
 	}
 	char v[64];
 	uint64_t ms;
 	json_t *j = NULL;
-	if (gw_http_query_param(r->query, r->query_len, "older_than", v, sizeof(v)) != 1 ||
-	    !(j = json_string(v)) || gw_parse_duration(j, &ms) < 0) {
+	int has = gw_http_query_param(r->query, r->query_len, "older_than", v, sizeof(v));
+	if (has != 1 || !(j = json_string(v)) || gw_parse_duration(j, &ms) < 0) {
 		json_decref(j);
-		gw_http_respond_error(c, 400, "POST /v1/prune?older_than=DURATION (e.g. 30d, 12h)");
+		if (has == 1)
+			gw_http_respond_error(c, 400, "bad query parameter older_than=%s: expected a "
+			                      "duration (30d, 12h, 90m, 45s or seconds)", v);
+		else if (has < 0)
+			gw_http_respond_error(c, 400, "bad query parameter older_than: bad "
+			                      "percent-encoding or longer than %zu bytes", sizeof(v) - 1);
+		else
+			gw_http_respond_error(c, 400, "POST /v1/prune needs ?older_than=DURATION "
+			                      "(e.g. 30d, 12h)");
 		return -EINVAL;
 	}
 	json_decref(j);

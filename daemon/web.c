@@ -138,12 +138,12 @@ int gw_web_start(struct gw_daemon *d, char *err, size_t errlen)
 	static const struct gw_http_route routes[] = {
 		/* the shell and its files hold no data: open, like /healthz;
 		 * everything they read takes a read token when tokens are on */
-		{"GET", "/", false, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN},
-		{"GET", "/runs/", true, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN},
-		{"GET", "/alerts/", true, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN},
-		{"GET", "/static/", true, NULL, h_static, NULL, NULL, NULL, GW_SCOPE_OPEN},
-		{"GET", "/v1/runs/", true, "/records", NULL, q_records, NULL, NULL, GW_SCOPE_READ},
-		{"GET", "/v1/alerts/", true, NULL, NULL, q_alert, NULL, NULL, GW_SCOPE_READ},
+		{"GET", "/", false, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN, NULL},
+		{"GET", "/runs/", true, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN, NULL},
+		{"GET", "/alerts/", true, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN, "alert id"},
+		{"GET", "/static/", true, NULL, h_static, NULL, NULL, NULL, GW_SCOPE_OPEN, "file name"},
+		{"GET", "/v1/runs/", true, "/records", NULL, q_records, NULL, NULL, GW_SCOPE_READ, NULL},
+		{"GET", "/v1/alerts/", true, NULL, NULL, q_alert, NULL, NULL, GW_SCOPE_READ, "alert id"},
 	};
 	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++)
 		if (gw_http_route(d->http, &routes[i]) < 0)

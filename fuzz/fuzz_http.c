@@ -17,10 +17,14 @@
  *   - no crash, leak or undefined behaviour (the sanitizers), no hang: the
  *     server answers and closes within a deadline;
  *   - every response is well-formed HTTP/1.1 with a Content-Length, and a
- *     JSON body (Content-Type application/json) parses;
+ *     JSON body (Content-Type application/json) parses; the answer to a
+ *     HEAD request (found by reading the input with the same parser) has
+ *     no body;
  *   - an ingest answer lists as many errors as it rejected lines (up to
  *     20): none goes missing;
- *   - no 500: an internal error on some input is a bug.
+ *   - no 500: an internal error on some input is a bug (501 answers a
+ *     transfer coding the daemon does not apply, 503 and 507 are the
+ *     storage's).
  *
  * GW_FUZZ_HTTP_SHOW=1 prints the responses (to see what a crash input got).
  * State (the database, the runs) carries over from input to input, as in a
@@ -41,6 +45,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <http_parser.h>
 #include <uv.h>
 
 #include "api.h"
@@ -264,10 +269,47 @@ static const char *find(const char *p, const char *end, const char *what)
 	return NULL;
 }
 
-/* Walk the responses: status line, headers with a Content-Length, body. */
-static void check_responses(const char *p, size_t len, bool complete)
+/* Which of the input's requests are HEAD (bit k: the k-th request), as the
+ * server's parser reads them; the server answers them in that order. */
+struct methods {
+	uint64_t head;
+	unsigned n;
+};
+
+static int cb_methods_begin(http_parser *p)
+{
+	return 0;
+}
+
+static int cb_methods_headers(http_parser *p)
+{
+	struct methods *m = p->data;
+	if (m->n < 64 && p->method == HTTP_HEAD)
+		m->head |= 1ull << m->n;
+	m->n++;
+	return 0;
+}
+
+static uint64_t head_requests(const uint8_t *data, size_t size)
+{
+	static http_parser_settings settings = {
+		.on_message_begin = cb_methods_begin,
+		.on_headers_complete = cb_methods_headers,
+	};
+	struct methods m = {0};
+	http_parser p;
+	http_parser_init(&p, HTTP_REQUEST);
+	p.data = &m;
+	http_parser_execute(&p, &settings, (const char *)data, size);
+	return m.head;
+}
+
+/* Walk the responses: status line, headers with a Content-Length, body
+ * (none for the answer to a HEAD: bit k of `head` for the k-th). */
+static void check_responses(const char *p, size_t len, bool complete, uint64_t head)
 {
 	const char *end = p + len;
+	unsigned k = 0;
 	while (p < end) {
 		const char *hend = find(p, end, "\r\n\r\n");
 		if (!hend) {
@@ -277,8 +319,9 @@ static void check_responses(const char *p, size_t len, bool complete)
 		FUZZ_CHECK(end - p > 12 && memcmp(p, "HTTP/1.1 ", 9) == 0);
 		int status = atoi(p + 9);
 		FUZZ_CHECK(status >= 100 && status <= 599);
-		/* an internal error is a bug; 503 and 507 are the storage's answers */
-		FUZZ_CHECK(status < 500 || status == 503 || status == 507);
+		/* an internal error is a bug; 503 and 507 are the storage's answers,
+		 * 501 the one to a transfer coding the daemon does not apply */
+		FUZZ_CHECK(status < 500 || status == 501 || status == 503 || status == 507);
 		const char *body = hend + 4;
 		if (status == 100) {
 			p = body;
@@ -293,6 +336,12 @@ static void check_responses(const char *p, size_t len, bool complete)
 				json = true;
 		}
 		FUZZ_CHECK(clen >= 0);
+		if (k < 64 && (head >> k & 1)) {
+			k++;
+			p = body;
+			continue;
+		}
+		k++;
 		if (body + clen > end) {
 			FUZZ_CHECK(!complete);
 			return;
@@ -336,7 +385,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(!c.timed_out);
 	if (getenv("GW_FUZZ_HTTP_SHOW"))   /* replaying a crash: what came back */
 		fwrite(c.resp, 1, c.resp_len, stderr);
-	check_responses(c.resp, c.resp_len, c.resp_len < RESPONSE_MAX);
+	check_responses(c.resp, c.resp_len, c.resp_len < RESPONSE_MAX, head_requests(data, size));
 	free(c.resp);
 	/* let the server finish closing its side */
 	uv_run(&loop, UV_RUN_NOWAIT);

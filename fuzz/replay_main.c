@@ -23,7 +23,7 @@ static int run_file(const char *path)
 {
 	char *buf;
 	size_t len;
-	int rc = gw_read_file(path, &buf, &len);
+	int rc = gw_read_file(path, SIZE_MAX, &buf, &len);
 	if (rc < 0) {
 		fprintf(stderr, "%s: cannot read (%d)\n", path, rc);
 		return 1;

@@ -6,13 +6,16 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void gw__require_failed(const char *expr, const char *file, int line)
 {
@@ -132,21 +135,42 @@ int gw_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 	return rc;
 }
 
-int gw_read_file(const char *path, char **out, size_t *len)
+int gw_read_file(const char *path, size_t max, char **out, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
+	/* O_NONBLOCK: a named pipe would wait for a writer in open() */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
 		return -errno;
+	struct stat st;
+	int e = fstat(fd, &st) < 0 ? errno : S_ISREG(st.st_mode) ? 0 : EINVAL;
+	if (e) {
+		close(fd);
+		return -e;
+	}
+	FILE *f = fdopen(fd, "rb");
+	if (!f) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
 	struct gw_buf b = {0};
 	size_t r;
+	int rerr = 0;
 	do {
+		if (b.len > max) {
+			rerr = -EFBIG;
+			break;
+		}
 		if (gw_buf_reserve(&b, 4096) < 0)
 			break;
+		errno = 0;
 		r = fread(b.p + b.len, 1, b.cap - b.len - 1, f);
 		b.len += r;
 		b.p[b.len] = '\0';
 	} while (r);
-	int err = b.err ? b.err : ferror(f) ? -EIO : 0;
+	if (!rerr && ferror(f))
+		rerr = errno ? -errno : -EIO;
+	int err = b.err ? b.err : rerr;
 	fclose(f);
 	if (err) {
 		gw_buf_free(&b);
@@ -185,7 +209,8 @@ int gw_parse_duration(const json_t *v, uint64_t *ms)
 	const char *s = json_string_value(v);
 	char *end;
 	double x = strtod(s, &end);
-	if (end == s || !isfinite(x) || x < 0 || x > 1e12)
+	if (end == s || strspn(s, "0123456789.eE+-") != (size_t)(end - s) || !isfinite(x) || x < 0 ||
+	    x > 1e12)
 		return -EINVAL;
 	double mul;
 	if (!*end || strcmp(end, "s") == 0)
@@ -200,6 +225,8 @@ int gw_parse_duration(const json_t *v, uint64_t *ms)
 		mul = 86400000.0;
 	else
 		return -EINVAL;
+	if (x * mul > 1e15)
+		return -EINVAL;   /* llround's range, and far past any retention */
 	*ms = (uint64_t)llround(x * mul);
 	return 0;
 }

@@ -71,9 +71,12 @@ int gw_glob_match(const char *pattern, const char *s);
 int gw_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* Read a whole file into a NUL-terminated heap buffer (caller frees).
- * Returns 0 or a negative errno; *len (may be NULL) gets the length. */
-int gw_read_file(const char *path, char **out, size_t *len);
+/* Read a whole regular file of at most `max` bytes into a NUL-terminated
+ * heap buffer (caller frees).  Returns 0, -EINVAL when the path is not a
+ * regular file (a directory, a named pipe that would wait for a writer, a
+ * device such as /dev/zero that never ends), -EFBIG when the file is longer
+ * than max, or another negative errno; *len (may be NULL) gets the length. */
+int gw_read_file(const char *path, size_t max, char **out, size_t *len);
 
 /* Where a secret file named in the configuration is: a relative name is
  * looked up in $CREDENTIALS_DIRECTORY when systemd set it (LoadCredential=),
@@ -81,7 +84,8 @@ int gw_read_file(const char *path, char **out, size_t *len);
 int gw_credential_path(const char *name, char **out);
 
 /* Parse a duration: a number of seconds (may be fractional) or a string
- * with a unit ("250ms", "10s", "5m", "4h", "0").  -EINVAL if malformed. */
+ * with a unit ("250ms", "10s", "5m", "4h", "0"), decimal digits only, at
+ * most 10^15 ms (about 31,700 years).  -EINVAL if malformed or larger. */
 int gw_parse_duration(const json_t *v, uint64_t *ms);
 
 #endif

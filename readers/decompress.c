@@ -88,23 +88,44 @@ static int inflate_some(struct gw_rd_dc *d, const unsigned char *p, size_t n)
 	return 0;
 }
 
+/* zstd stops at the first corrupt block (or block header), and the output
+ * of the blocks before it in the same call is not handed back.  So each
+ * call gets at most the input zstd asked for (its hint: the rest of the
+ * current block and the 3-byte header of the next; a byte between frames)
+ * less those 3 bytes, which come in a call of their own: a call decodes at
+ * most one block and never reads the next block's header with it, so
+ * everything before a corrupt block reaches the reader however the input
+ * was cut into pieces. */
+#define ZST_BLOCK_HEADER 3
 static int unzstd_some(struct gw_rd_dc *d, const void *p, size_t n)
 {
-	ZSTD_inBuffer in = {p, n, 0};
-	for (;;) {
-		ZSTD_outBuffer o = {d->buf, OUT_CHUNK, 0};
-		size_t zr = ZSTD_decompressStream(d->zd, &o, &in);
-		if (ZSTD_isError(zr))
-			return fail(d, "zstd: corrupt compressed data: %s", ZSTD_getErrorName(zr));
-		d->zd_hint = zr;
-		if (o.pos) {
-			int rc = d->out(d->data, d->buf, o.pos);
-			if (rc)
-				return rc;
+	const char *s = p;
+	while (n) {
+		size_t want = d->zd_hint > ZST_BLOCK_HEADER ? d->zd_hint - ZST_BLOCK_HEADER
+		              : d->zd_hint ? d->zd_hint : 1;
+		size_t k = GW_MIN(n, want);
+		ZSTD_inBuffer in = {s, k, 0};
+		for (;;) {
+			ZSTD_outBuffer o = {d->buf, OUT_CHUNK, 0};
+			size_t was = in.pos;
+			size_t zr = ZSTD_decompressStream(d->zd, &o, &in);
+			if (ZSTD_isError(zr))
+				return fail(d, "zstd: corrupt compressed data: %s", ZSTD_getErrorName(zr));
+			d->zd_hint = zr;
+			if (o.pos) {
+				int rc = d->out(d->data, d->buf, o.pos);
+				if (rc)
+					return rc;
+			}
+			if (in.pos == in.size && o.pos < o.size)
+				break;
+			if (!o.pos && in.pos == was)   /* NEVER: zstd neither read nor wrote */
+				return fail(d, "zstd: the decoder stopped making progress");
 		}
-		if (in.pos == in.size && o.pos < o.size)
-			return 0;
+		s += k;
+		n -= k;
 	}
+	return 0;
 }
 
 static int start(struct gw_rd_dc *d)

@@ -469,6 +469,12 @@ bool gw_store_congested(const struct gw_store *s)
 	return atomic_load(&((struct gw_store *)s)->pending_bytes) > s->o.max_pending_bytes;
 }
 
+bool gw_store_over(const struct gw_store *s, unsigned pct)
+{
+	return atomic_load(&((struct gw_store *)s)->pending_bytes) >
+	       s->o.max_pending_bytes / 100 * pct;
+}
+
 void gw_store_stats(const struct gw_store *s, struct gw_store_stats *out)
 {
 	struct gw_store *m = (struct gw_store *)s;

@@ -178,6 +178,8 @@ uint64_t gw_store_queued(const struct gw_store *s);
 
 /* True while the queue holds more than max_pending_bytes (stop reading). */
 bool gw_store_congested(const struct gw_store *s);
+/* True while the queue holds more than pct percent of max_pending_bytes. */
+bool gw_store_over(const struct gw_store *s, unsigned pct);
 
 /* Bytes queued, commits done, last commit error (0 if the last one worked). */
 struct gw_store_stats {

@@ -55,6 +55,31 @@ class ResumeGate(unittest.TestCase):
                                                'optimizer_state_loaded': False})
             self.assertFalse(body['ok'])
 
+    def test_a_manifest_field_of_the_wrong_type_is_named(self):
+        # hparams sent as a JSON string (encoded twice, a common slip) was
+        # not compared at all and the gate answered ok: true
+        with Daemon() as d:
+            d.post('/v1/ingest', (json.dumps({'run': 'r', 'step': 5, 'event': 'checkpoint_saved',
+                                              'optimizer': 'AdamW', 'hparams': {'lr': 1e-3, 'wd': 0.1},
+                                              'optimizer_state_keys': ['exp_avg']}) + '\n').encode())
+            for field, value, want in (('hparams', json.dumps({'wd': 0.2}), 'an object'),
+                                       ('optimizer_state_loaded', 'yes', 'true or false'),
+                                       ('optimizer_state_keys', 'exp_avg', 'an array'),
+                                       ('optimizer', 5, 'a string'),
+                                       ('param_names_sha256', ['ab'], 'a string')):
+                status, body = d.post('/v1/runs/r/resume-check', json.dumps({field: value}).encode())
+                self.assertEqual(status, 400, (field, body))
+                self.assertIn(field, body['error'])
+                self.assertIn(want, body['error'])
+            status, body = d.post('/v1/runs/r/resume-check',
+                                  b'{"optimizer_state_loaded":true,"optimizer_state_loaded":false}')
+            self.assertEqual(status, 400, body)
+            self.assertIn('duplicate', body['error'])
+            self.assertIn('column', body['error'])
+            # null is absent, as on the wire
+            status, body = d.post('/v1/runs/r/resume-check', b'{"hparams":null,"optimizer":"AdamW"}')
+            self.assertEqual((status, body['ok']), (200, True), body)
+
 
 if __name__ == '__main__':
     unittest.main()

@@ -48,7 +48,11 @@ class Auth(unittest.TestCase):
             line = b'{"run":"r1","step":1,"loss":1}\n'
             st, www, _ = request(d, 'GET', '/v1/runs')
             self.assertEqual((st, www), (401, 'Bearer realm="gradwatch"'))
-            self.assertEqual(request(d, 'GET', '/v1/runs', token='wrong-token-0123456789')[0], 401)
+            st, _, data = request(d, 'GET', '/v1/runs', token='wrong-token-0123456789')
+            self.assertEqual(st, 401)
+            self.assertIn(b'not a known token', data)   # not "a token is required"
+            st, _, data = request(d, 'GET', '/v1/runs')
+            self.assertIn(b'Authorization: Bearer', data)
             self.assertEqual(request(d, 'GET', '/metrics')[0], 401)
             self.assertEqual(request(d, 'POST', '/v1/ingest', line)[0], 401)
             self.assertEqual(request(d, 'POST', '/v1/ingest', line, token=READ)[0], 403)
@@ -66,6 +70,25 @@ class Auth(unittest.TestCase):
             self.assertEqual((st, res['accepted'], res['rejected']), (422, 1, 1), res)
             self.assertEqual(res['errors'][0]['reason'], 'unauthorized')
             self.assertEqual((self.count(d, 'team-a-1'), self.count(d, 'team-b-1')), (1, 0))
+
+    def test_a_token_limited_to_its_runs_deletes_only_those(self):
+        # a team's token may not delete another team's run, nor prune
+        # every team's runs; the unrestricted ingest token may do both
+        with self.daemon() as d:
+            body = b'{"run":"team-a-1","step":1,"loss":1}\n{"run":"team-b-1","step":1,"loss":1}\n'
+            self.assertEqual(request(d, 'POST', '/v1/ingest', body, token=INGEST)[0], 200)
+            st, _, data = request(d, 'DELETE', '/v1/runs/team-b-1', token=TEAM)
+            self.assertEqual(st, 403, data)
+            self.assertIn(b'team-b-1', data)
+            st, _, data = request(d, 'POST', '/v1/prune?older_than=0', token=TEAM)
+            self.assertEqual(st, 403, data)
+            self.assertIn(b'team-a-*', data)
+            self.assertEqual((self.count(d, 'team-a-1'), self.count(d, 'team-b-1')), (1, 1))
+            st, _, data = request(d, 'DELETE', '/v1/runs/team-a-1', token=TEAM)
+            self.assertEqual((st, json.loads(data)), (200, {'deleted': ['team-a-1']}))
+            st, _, data = request(d, 'DELETE', '/v1/runs/team-b-1', token=INGEST)
+            self.assertEqual((st, json.loads(data)), (200, {'deleted': ['team-b-1']}))
+            self.assertEqual((self.count(d, 'team-a-1'), self.count(d, 'team-b-1')), (0, 0))
 
     def test_tcp_udp_unix(self):
         with self.daemon() as d:
@@ -122,6 +145,21 @@ class Auth(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn('short.tokens:1', r.stdout.decode())
         d.close()
+        # a file that never ends (read whole, it took gigabytes and the
+        # daemon never started) or a directory: refused with the reason
+        # a named pipe would wait for a writer for ever (found by fuzz_config)
+        for name, why in (('/dev/zero', 'not a regular file'), ('tokens.d', 'not a regular file'),
+                          ('tokens.pipe', 'not a regular file'), ('big.tokens', 'longer than')):
+            d = Daemon(config={'auth': {'ingest_tokens_file': name}})
+            os.makedirs(os.path.join(d.dir, 'tokens.d'), exist_ok=True)
+            os.mkfifo(os.path.join(d.dir, 'tokens.pipe'))
+            with open(os.path.join(d.dir, 'big.tokens'), 'w') as f:
+                f.write(('#' * 1000 + '\n') * 1100)
+            r = subprocess.run(d.command(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=30, cwd=d.dir)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn(why, r.stdout.decode())
+            d.close()
 
 
 if __name__ == '__main__':

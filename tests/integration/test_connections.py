@@ -121,5 +121,37 @@ class Connections(unittest.TestCase):
             self.assertEqual(http_get(d.http_port, '/v1/runs'), 200)
 
 
+    def test_clients_that_never_read_their_answers_do_not_hold_http(self):
+        # a client that asks and never reads held its connection for good
+        # (the answer's write never finished; no deadline covered it): as
+        # many as max_connections locked HTTP out for as long as they
+        # liked; an answer now has http_body_timeout_ms to be taken
+        cfg = {'limits': {'max_connections': 4, 'http_reserved_connections': 0,
+                          'http_body_timeout_ms': 1000}}
+        with Daemon(config=cfg) as d:
+            held = []
+            for _ in range(4):
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+                s.connect(('127.0.0.1', d.http_port))
+                s.sendall(b'GET /static/uPlot.iife.min.js HTTP/1.1\r\nHost: x\r\n\r\n' * 200)
+                held.append(s)
+            # until the deadline the server is full; then the stuck
+            # answers are dropped and a new client is served
+            status = None
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                try:
+                    status = http_get(d.http_port, '/v1/runs', timeout=5)
+                except OSError:
+                    status = None
+                if status == 200:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(status, 200)
+            self.assertIn('did not take', d.logtext())
+            for s in held:
+                s.close()
+
 if __name__ == '__main__':
     unittest.main()

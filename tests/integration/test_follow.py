@@ -72,20 +72,40 @@ class Follow(unittest.TestCase):
         self.assertEqual(st['accepted'], 52)
         self.assertEqual(st['rejected'], {'malformed_json': 1})
 
-    def test_a_directory_is_waited_on_not_read_in_a_loop(self):
-        # --follow names a directory (a slip of the hand): said once, no
-        # reading in a loop; once a file takes its place, it is followed
-        d = self.start()
-        os.mkdir(self.log)
+    def test_a_directory_is_said_once_then_waited_out(self):
+        # a follow path that is a directory was opened, failed to read
+        # (EISDIR) and reopened at once, forever: thousands of log lines a
+        # second and a core busy; now it is said once and the path waited
+        # for until a file takes its place
+        d = Daemon()
+        path = os.path.join(d.dir, 'train.jsonl')
+        d.config = {'follow': [{'path': path, 'run': 'job', 'poll_ms': 10}]}
+        os.mkdir(path)
+        self.d = d.start()
         wait_for(lambda: 'is a directory' in d.logtext(), 20, 'the directory to be reported')
-        import time
-        time.sleep(1.0)   # what a loop would fill with thousands of lines
-        text = d.logtext()
-        self.assertEqual(text.count('is a directory'), 1, text[-2000:])
-        self.assertNotIn('reopening', text)
-        os.rmdir(self.log)
-        append(self.log, ''.join(metric(s) for s in range(1, 11)))
+        # many polls later (poll_ms 10), still one line about it
+        d.post('/v1/ingest', metric(1, run='other').encode())
+        for _ in range(3):
+            wait_for(lambda: d.stats()['transports']['http']['accepted'] >= 1, 20, 'ingest')
+            os.utime(path)   # the directory changes: its stat is seen again
+            d.get('/v1/runs')
+        said = [l for l in d.logtext().splitlines() if path in l]
+        self.assertLessEqual(len(said), 3, said[:10])
+        os.rmdir(path)
+        append(path, ''.join(metric(s) for s in range(1, 11)))
         self.assertEqual(len(self.wait_rows(10)), 10)
+
+    def test_a_fifo_is_refused_and_does_not_block_the_stop(self):
+        # a follow path that is a named pipe: the open waited for a writer
+        # on a thread-pool thread, for ever, and SIGTERM never finished
+        d = Daemon()
+        path = os.path.join(d.dir, 'train.pipe')
+        os.mkfifo(path)
+        d.config = {'follow': [{'path': path, 'run': 'job', 'poll_ms': 10}]}
+        self.d = d.start()
+        wait_for(lambda: 'not a regular file' in d.logtext(), 20, 'the pipe to be reported')
+        self.assertEqual(d.get('/v1/runs')[0], 200)
+        self.assertEqual(d.stop(timeout=20), 0)
 
     def test_truncation_reads_again_from_the_start(self):
         d = self.start()

@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 import unittest
 
@@ -459,6 +460,42 @@ class Lifecycle(unittest.TestCase):
         finally:
             ns.close()
             d.close()
+
+
+class Fairness(unittest.TestCase):
+    def test_a_stream_flood_does_not_lock_out_http_ingest(self):
+        # one TCP client writing as fast as it can kept the write queue at
+        # storage.max_pending_bytes, so every HTTP batch was answered 503
+        # (9,050 of 9,056 in 8 s); streams now stop reading at half the
+        # limit, and the other half is HTTP's
+        limit = 16 << 20
+        with Daemon(config={'storage': {'max_pending_bytes': limit}}) as d:
+            stop = threading.Event()
+
+            def flood():
+                line = b'{"run":"flood","step":%d,"loss":1}\n'
+                with socket.create_connection(('127.0.0.1', d.port)) as s:
+                    step = 0
+                    while not stop.is_set():
+                        s.sendall(b''.join(line % i for i in range(step, step + 2000)))
+                        step += 2000
+
+            t = threading.Thread(target=flood)
+            t.start()
+            try:
+                wait_for(lambda: d.get('/healthz')[1]['pending_bytes'] > limit // 4, 60,
+                         'the flood to fill the write queue')
+                # the queue stays full while the flood goes on: HTTP's
+                # batches go in anyway (and wait for their commit)
+                statuses = []
+                for i in range(20):
+                    status, body = d.post('/v1/ingest', lines('job', range(i * 10, i * 10 + 10)))
+                    statuses.append(status)
+                self.assertEqual(statuses, [200] * 20)
+                self.assertGreater(d.get('/healthz')[1]['pending_bytes'], 0)
+            finally:
+                stop.set()
+                t.join()
 
 
 if __name__ == '__main__':

@@ -55,6 +55,12 @@ START_TEST(durations)
 		{"\"5m\"", 0, 300000}, {"\"4h\"", 0, 14400000}, {"\"1d\"", 0, 86400000},
 		{"\"0\"", 0, 0}, {"\"10x\"", -22, 0}, {"-1", -22, 0}, {"\"\"", -22, 0},
 		{"true", -22, 0},
+		/* beyond 10^15 ms (about 31,700 years) the milliseconds no longer
+		 * fit what llround returns: refused, never a wrapped value */
+		{"\"1e12\"", 0, 1000000000000000ull}, {"\"2e11d\"", -22, 0}, {"\"1e12d\"", -22, 0},
+		{"\"3e11h\"", -22, 0}, {"\"nan\"", -22, 0}, {"\"inf\"", -22, 0},
+		/* only decimal numbers: no hexadecimal, no leading blanks */
+		{"\"0x10\"", -22, 0}, {"\" 5\"", -22, 0},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		json_t *j = json_loads(cases[i].json, JSON_DECODE_ANY, NULL);

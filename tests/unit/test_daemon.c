@@ -210,6 +210,7 @@ START_TEST(every_key_type_and_range)
 		{"{\"aliases\": {\"speed\": [\"x\"]}}", "\"speed\" is not a role"},
 		{"{\"aliases\": {\"loss\": \"x\"}}", "aliases.loss must be an array"},
 		{"{\"aliases\": {\"loss\": [1]}}", "aliases.loss[0] must be a string"},
+		{"{\"aliases\": {\"grad_norm\": [\"x\", \"\"]}}", "aliases.grad_norm[1] is empty"},
 		{"{\"aliases\": {\"loss\": [\"lr\"]}}", "already an alias of another role"},
 		{"{\"thresholds\": {\"no_such\": 1}}", "unknown threshold \"thresholds.no_such\""},
 		{"{\"thresholds\": {\"gap_min_seconds\": \"1\"}}", "\"thresholds.gap_min_seconds\" must be a number"},
@@ -232,6 +233,13 @@ START_TEST(every_key_type_and_range)
 		ck_assert_msg(strstr(err, "c.json") || strstr(err, "listens on"), "%s: no file in \"%s\"",
 		              bad[i].text, err);
 	}
+	/* a file that cannot be opened: its name and why, no "-1:-1" position */
+	struct gw_cfg nc;
+	ck_assert_int_eq(gw_cfg_defaults(&nc), 0);
+	ck_assert_int_eq(gw_cfg_load(&nc, "/nonexistent/gw.json", err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "/nonexistent/gw.json") && strstr(err, "No such file") &&
+	              !strstr(err, "-1"), "%s", err);
+	gw_cfg_free(&nc);
 	/* the edges of a range are accepted */
 	ck_assert_int_eq(load("{\"tick_ms\": 10, \"limits\": {\"max_line_bytes\": 256, "
 	                      "\"max_runs\": 1, \"idempotency_window_s\": 2592000}}", err, sizeof(err)), 0);

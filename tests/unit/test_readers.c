@@ -321,6 +321,54 @@ START_TEST(gzip_and_zstd)
 	ck_assert_msg(strstr(e.err, "zstd: corrupt compressed data"), "%s", e.err);
 	free(e.g.text);
 
+	/* a good frame, then a corrupt one: the good frame's lines are read
+	 * whether the input comes in one piece or byte by byte (zstd dropped
+	 * the output of the blocks before the error in the same call, so one
+	 * piece read nothing; found by fuzz_csv) */
+	size_t sn, s1n;
+	char *small = ndjson_lines(100, &sn);
+	char *s1 = zstd_of(small, sn, &s1n);
+	char *bad = malloc(s1n + zn);
+	memcpy(bad, s1, s1n);
+	memcpy(bad + s1n, zs, zn);
+	read_both(bad, s1n + zn, NULL, &e);
+	ck_assert_int_eq(e.rc, -EPROTO);
+	ck_assert_msg(strstr(e.err, "zstd: corrupt compressed data"), "%s", e.err);
+	ck_assert_int_ge(e.g.points, 100);
+	free(e.g.text);
+	free(bad);
+	free(s1);
+	free(small);
+
+	/* one frame: a raw block of 20 lines, then a block header of the
+	 * reserved type: the lines are read in one piece too (zstd reads the
+	 * next block's header in the call that decodes a block, and an error
+	 * there dropped the block's output; found by fuzz_csv) */
+	size_t rn;
+	char *raw = ndjson_lines(20, &rn);
+	ck_assert_uint_lt(rn, 4096);
+	unsigned char fr[4 + 2 + 3 + 4096 + 3];
+	size_t fl = 0;
+	memcpy(fr, "\x28\xb5\x2f\xfd", 4);   /* magic */
+	fl = 4;
+	fr[fl++] = 0x00;                        /* no content size, a window byte follows */
+	fr[fl++] = 0x10;                        /* window 4 KiB */
+	uint32_t bh = (uint32_t)rn << 3;        /* raw block, not the last */
+	fr[fl++] = (unsigned char)bh;
+	fr[fl++] = (unsigned char)(bh >> 8);
+	fr[fl++] = (unsigned char)(bh >> 16);
+	memcpy(fr + fl, raw, rn);
+	fl += rn;
+	fr[fl++] = (1 << 3) | (3 << 1);         /* block type 3: reserved, corrupt */
+	fr[fl++] = 0;
+	fr[fl++] = 0;
+	read_both(fr, fl, NULL, &e);
+	ck_assert_int_eq(e.rc, -EPROTO);
+	ck_assert_msg(strstr(e.err, "zstd: corrupt compressed data"), "%s", e.err);
+	ck_assert_int_eq(e.g.points, 20);
+	free(e.g.text);
+	free(raw);
+
 	free(a.g.text);
 	free(b.g.text);
 	free(c.g.text);
