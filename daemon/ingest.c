@@ -187,7 +187,7 @@ bool gw_ingest_congested(const struct gw_ingest *in)
 
 bool gw_ingest_full(const struct gw_ingest *in)
 {
-	return gw_store_congested(in->store);
+	return gw_store_over(in->store, 100);
 }
 
 int gw_ingest_store_error(const struct gw_ingest *in, char *why, size_t whylen)

@@ -464,15 +464,10 @@ uint64_t gw_store_queued(const struct gw_store *s)
 	return q;
 }
 
-bool gw_store_congested(const struct gw_store *s)
-{
-	return atomic_load(&((struct gw_store *)s)->pending_bytes) > s->o.max_pending_bytes;
-}
-
 bool gw_store_over(const struct gw_store *s, unsigned pct)
 {
-	return atomic_load(&((struct gw_store *)s)->pending_bytes) >
-	       s->o.max_pending_bytes / 100 * pct;
+	return (uint64_t)atomic_load(&((struct gw_store *)s)->pending_bytes) * 100 >
+	       (uint64_t)s->o.max_pending_bytes * pct;
 }
 
 void gw_store_stats(const struct gw_store *s, struct gw_store_stats *out)

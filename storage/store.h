@@ -90,7 +90,7 @@ struct gw_store_opts {
 	bool sync_full;                /* PRAGMA synchronous=FULL, else NORMAL */
 	unsigned commit_interval_ms;
 	unsigned commit_max_records;
-	size_t max_pending_bytes;      /* gw_store_congested() above this */
+	size_t max_pending_bytes;      /* gw_store_over(s, 100) above this */
 	void (*notify)(void *data);    /* called from the writer thread after a commit */
 	void *notify_data;             /* (or set later with gw_store_set_notify) */
 	const struct gw_store_schema *const *schemas; /* other modules' tables */
@@ -176,9 +176,8 @@ uint64_t gw_store_committed(const struct gw_store *s);
 /* Sequence number of the last queued item. */
 uint64_t gw_store_queued(const struct gw_store *s);
 
-/* True while the queue holds more than max_pending_bytes (stop reading). */
-bool gw_store_congested(const struct gw_store *s);
-/* True while the queue holds more than pct percent of max_pending_bytes. */
+/* True while the queue holds more than pct percent of max_pending_bytes
+ * (100: the whole limit, stop reading). */
 bool gw_store_over(const struct gw_store *s, unsigned pct);
 
 /* Bytes queued, commits done, last commit error (0 if the last one worked). */
