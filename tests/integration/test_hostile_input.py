@@ -229,6 +229,36 @@ class HostileInput(unittest.TestCase):
             self.assertEqual((status, body['accepted']), (200, 1))
             self.assertEqual(d.get('/v1/runs/gz')[0], 404)
 
+    def test_whitespace_before_a_header_colon_is_refused(self):
+        """RFC 9112 5.1: a server MUST reject a request with whitespace
+        between a field name and its colon with 400.  http-parser took
+        "Content-Length : 5" as the length, where a proxy in front may
+        have read another header: the request-smuggling shape."""
+        with Daemon() as d:
+            for hdr in (b'Content-Length : 31', b'Content-Length\t: 31',
+                        b'Transfer-Encoding : chunked', b'Idempotency-Key : k1',
+                        b'X-Other : y'):
+                s = socket.create_connection(('127.0.0.1', d.http_port), timeout=10)
+                framing = b'' if hdr.startswith((b'Content-Length', b'Transfer-Encoding')) \
+                    else b'Content-Length: 31\r\n'
+                s.sendall(b'POST /v1/ingest HTTP/1.1\r\n%s%s\r\n\r\n'
+                          b'{"run":"ws","step":1,"loss":1}\n' % (framing, hdr))
+                answer = b''
+                while True:
+                    b = s.recv(4096)
+                    if not b:
+                        break
+                    answer += b
+                s.close()
+                self.assertTrue(answer.startswith(b'HTTP/1.1 400 '), (hdr, answer[:200]))
+                if b'\t' in hdr:   # the parser refuses a tab itself
+                    self.assertIn(b'invalid character in header', answer, hdr)
+                    continue
+                self.assertIn(b'whitespace', answer, hdr)
+                self.assertIn(hdr.split(b':')[0], answer, hdr)
+            self.assertEqual(d.get('/v1/runs/ws')[0], 404)
+            self.assertEqual(d.get('/healthz')[0], 200)
+
     def test_garbage_requests_do_not_hurt(self):
         with Daemon() as d:
             garbage = [b'\x00\xff' * 100 + b'\r\n\r\n', b'GET /' + b'A' * 10000 + b' HTTP/1.1\r\n\r\n',
