@@ -825,7 +825,8 @@ json_t *gw_series_from_rows(const char *run, const struct gw_series_row *rows, s
 		keptv_free(&kv);
 		return NULL;
 	}
-	qsort(kv.v, kv.n, sizeof(*kv.v), cmp_step);
+	if (kv.n)   /* qsort's base must not be NULL, even for 0 rows */
+		qsort(kv.v, kv.n, sizeof(*kv.v), cmp_step);
 	json_t *o = columns(run, &kv, false);
 	json_object_set_new(o, "from", json_integer(n ? lo : 0));
 	json_object_set_new(o, "to", json_integer(n ? hi : 0));
