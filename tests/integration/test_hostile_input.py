@@ -32,6 +32,21 @@ def prometheus_ok(text):
     return None
 
 
+def exchange(d, data):
+    """Send raw bytes to the HTTP port; what comes back until the daemon
+    closes the connection."""
+    s = socket.create_connection(('127.0.0.1', d.http_port), timeout=10)
+    s.sendall(data)
+    out = b''
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        out += b
+    s.close()
+    return out
+
+
 class HostileInput(unittest.TestCase):
     def test_resume_gate_with_a_non_utf8_run_name(self):
         # was a heap use-after-free: json_pack failed on the name and freed
@@ -101,18 +116,6 @@ class HostileInput(unittest.TestCase):
         """HEAD answers what GET would, without the body, so a pipelined
         request after it reads right; a 405 says which methods the path
         takes (Allow, RFC 9110 15.5.6)."""
-        def exchange(d, data):
-            s = socket.create_connection(('127.0.0.1', d.http_port), timeout=10)
-            s.sendall(data)
-            out = b''
-            while True:
-                b = s.recv(65536)
-                if not b:
-                    break
-                out += b
-            s.close()
-            return out
-
         def responses(data):
             """Split a stream of responses by their Content-Length."""
             out = []
@@ -238,18 +241,10 @@ class HostileInput(unittest.TestCase):
             for hdr in (b'Content-Length : 31', b'Content-Length\t: 31',
                         b'Transfer-Encoding : chunked', b'Idempotency-Key : k1',
                         b'X-Other : y'):
-                s = socket.create_connection(('127.0.0.1', d.http_port), timeout=10)
                 framing = b'' if hdr.startswith((b'Content-Length', b'Transfer-Encoding')) \
                     else b'Content-Length: 31\r\n'
-                s.sendall(b'POST /v1/ingest HTTP/1.1\r\n%s%s\r\n\r\n'
-                          b'{"run":"ws","step":1,"loss":1}\n' % (framing, hdr))
-                answer = b''
-                while True:
-                    b = s.recv(4096)
-                    if not b:
-                        break
-                    answer += b
-                s.close()
+                answer = exchange(d, b'POST /v1/ingest HTTP/1.1\r\n%s%s\r\n\r\n'
+                                  b'{"run":"ws","step":1,"loss":1}\n' % (framing, hdr))
                 self.assertTrue(answer.startswith(b'HTTP/1.1 400 '), (hdr, answer[:200]))
                 if b'\t' in hdr:   # the parser refuses a tab itself
                     self.assertIn(b'invalid character in header', answer, hdr)
