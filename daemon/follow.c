@@ -288,6 +288,14 @@ static void on_read(uv_fs_t *req)
 		 * that keeps failing must not spin */
 		gw_log_warn("follow %s: read failed: %s; reopening it when it changes", f->path,
 		            uv_strerror((int)n));
+		/* reopened, the same file goes on after its last whole line, as
+		 * after a restart; without this it was read again from byte 0:
+		 * every line twice, and the repeat a rewind of the run */
+		f->have_saved = true;
+		f->s_dev = f->dev;
+		f->s_ino = f->ino;
+		f->s_off = f->start_off + gw_ingest_src_consumed(&f->src);
+		f->s_line = gw_ingest_src_lines(&f->src);
 		close_fd(f);
 		reset_lines(f, 0);
 		idle(f);
