@@ -182,7 +182,11 @@ static char *absolute(const char *path)
 static void load_saved(struct ffile *f)
 {
 	char *val = NULL;
-	if (gw_store_read_meta(f->d->cfg->db_path, f->key, &val) < 0 || !val)
+	int rc = gw_store_read_meta(f->d->cfg->db_path, f->key, &val);
+	if (rc < 0)
+		gw_log_err("follow %s: the stored position cannot be read (%s); the file is read "
+		           "from its start", f->path, strerror(-rc));
+	if (rc < 0 || !val)
 		return;
 	json_t *j = json_loads(val, 0, NULL);
 	json_int_t dev, ino, off, line;

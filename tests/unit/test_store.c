@@ -275,6 +275,47 @@ static void on_position(void *data, const char *run, int64_t seg, int64_t step, 
 	p->step = step;
 }
 
+/* Overwrite the root page of table `name` in the closed database: reading
+ * it then fails (SQLITE_CORRUPT) at its first row. */
+static void corrupt_table(const char *name)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT rootpage, (SELECT page_size FROM pragma_page_size) "
+	                                        "FROM sqlite_master WHERE name = ?1", -1, &st, NULL),
+	                 SQLITE_OK);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	long root = (long)sqlite3_column_int64(st, 0), psize = (long)sqlite3_column_int64(st, 1);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	FILE *f = fopen(path, "r+b");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, (root - 1) * psize, SEEK_SET), 0);
+	for (long i = 0; i < psize; i++)
+		ck_assert_int_ne(fputc(0x5a, f), EOF);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A stored follow position that cannot be read is an error, not "none"
+ * (follow would read the file again from byte 0: every line twice). */
+START_TEST(meta_read_error)
+{
+	struct gw_store *s = open_store();
+	wait_committed(s, gw_store_put_meta(s, "follow:/x", "{\"offset\":5}"));
+	gw_store_close(s);
+	char *val = NULL;
+	ck_assert_int_eq(gw_store_read_meta(path, "follow:/x", &val), 0);
+	ck_assert_str_eq(val, "{\"offset\":5}");
+	free(val);
+	corrupt_table("meta");
+	val = NULL;
+	ck_assert_int_lt(gw_store_read_meta(path, "follow:/x", &val), 0);
+	ck_assert_ptr_null(val);
+}
+END_TEST
+
 START_TEST(positions_for_seeding)
 {
 	struct gw_store *s = open_store();
@@ -291,12 +332,18 @@ START_TEST(positions_for_seeding)
 	ck_assert_int_eq(got.n, 1);
 	ck_assert_int_eq(got.seg, 3);
 	ck_assert_int_eq(got.step, 10);
+
+	/* the runs table unreadable (its root page overwritten): an error
+	 * naming the database, not 0 with no runs (the daemon then seeded
+	 * nothing and said nothing) */
+	corrupt_table("runs");
+	memset(&got, 0, sizeof(got));
+	err[0] = '\0';
+	ck_assert_int_lt(gw_store_read_run_positions(path, on_position, &got, err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, path) && strstr(err, "malformed"), "%s", err);
 }
 END_TEST
 
-/* The writer's run cache over many runs and several commits: every row
- * lands on its own run, positions follow the last row, and a deleted run
- * that sends again is a new runs row (its cached id is not reused). */
 /* The writer waits for a batch to fill (commit_interval_ms) on the monotonic
  * clock: when the wall clock was an hour ahead of where the wait ends
  * (stepped back meanwhile, as NTP does at boot), a line that nobody flushed
@@ -319,6 +366,9 @@ START_TEST(commit_wait_ignores_wall_clock_steps)
 }
 END_TEST
 
+/* The writer's run cache over many runs and several commits: every row
+ * lands on its own run, positions follow the last row, and a deleted run
+ * that sends again is a new runs row (its cached id is not reused). */
 START_TEST(many_runs_and_deletes)
 {
 	enum { NRUNS = 3000 };
@@ -381,6 +431,7 @@ int main(void)
 	tcase_add_test(tc, positions_for_seeding);
 	tcase_add_test(tc, many_runs_and_deletes);
 	tcase_add_test(tc, commit_wait_ignores_wall_clock_steps);
+	tcase_add_test(tc, meta_read_error);
 	suite_add_tcase(s, tc);
 	return gw_check_run(s);
 }
