@@ -6,6 +6,7 @@
  * refused.
  */
 #include "gwcheck.h"
+#include "gwsqlite.h"
 #include <errno.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -275,29 +276,6 @@ static void on_position(void *data, const char *run, int64_t seg, int64_t step, 
 	p->step = step;
 }
 
-/* Overwrite the root page of table `name` in the closed database: reading
- * it then fails (SQLITE_CORRUPT) at its first row. */
-static void corrupt_table(const char *name)
-{
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT rootpage, (SELECT page_size FROM pragma_page_size) "
-	                                        "FROM sqlite_master WHERE name = ?1", -1, &st, NULL),
-	                 SQLITE_OK);
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-	long root = (long)sqlite3_column_int64(st, 0), psize = (long)sqlite3_column_int64(st, 1);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	FILE *f = fopen(path, "r+b");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_int_eq(fseek(f, (root - 1) * psize, SEEK_SET), 0);
-	for (long i = 0; i < psize; i++)
-		ck_assert_int_ne(fputc(0x5a, f), EOF);
-	ck_assert_int_eq(fclose(f), 0);
-}
-
 /* A stored follow position that cannot be read is an error, not "none"
  * (follow would read the file again from byte 0: every line twice). */
 START_TEST(meta_read_error)
@@ -309,7 +287,7 @@ START_TEST(meta_read_error)
 	ck_assert_int_eq(gw_store_read_meta(path, "follow:/x", &val), 0);
 	ck_assert_str_eq(val, "{\"offset\":5}");
 	free(val);
-	corrupt_table("meta");
+	gw_test_corrupt_table(path, "meta");
 	val = NULL;
 	ck_assert_int_lt(gw_store_read_meta(path, "follow:/x", &val), 0);
 	ck_assert_ptr_null(val);
@@ -336,7 +314,7 @@ START_TEST(positions_for_seeding)
 	/* the runs table unreadable (its root page overwritten): an error
 	 * naming the database, not 0 with no runs (the daemon then seeded
 	 * nothing and said nothing) */
-	corrupt_table("runs");
+	gw_test_corrupt_table(path, "runs");
 	memset(&got, 0, sizeof(got));
 	err[0] = '\0';
 	ck_assert_int_lt(gw_store_read_run_positions(path, on_position, &got, err, sizeof(err)), 0);
