@@ -219,6 +219,14 @@ START_TEST(module_schema)
 	list[0] = &v1;   /* an older gradwatch meets the newer tables */
 	ck_assert_int_eq(gw_store_open(&o, &s, err, sizeof(err)), -EPROTO);
 	ck_assert_ptr_nonnull(strstr(err, "notes"));
+
+	/* a version that cannot be read is not version 0: the migrations
+	 * were run again over the existing tables ("table notes already
+	 * exists"), which named the wrong cause */
+	list[0] = &v2;
+	gw_test_corrupt_table(path, "meta");
+	ck_assert_int_lt(gw_store_open(&o, &s, err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "schema version") && strstr(err, "malformed"), "%s", err);
 }
 END_TEST
 
