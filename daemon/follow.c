@@ -182,8 +182,13 @@ static char *absolute(const char *path)
 static void load_saved(struct ffile *f)
 {
 	char *val = NULL;
-	if (gw_store_read_meta(f->d->cfg->db_path, f->key, &val) < 0 || !val)
+	int rc = gw_store_read_meta(f->d->cfg->db_path, f->key, &val);
+	if (rc < 0 || !val) {
+		if (rc < 0)
+			gw_log_err("follow %s: the stored position cannot be read (%s); reading the "
+			           "file from its start", f->path, strerror(-rc));
 		return;
+	}
 	json_t *j = json_loads(val, 0, NULL);
 	json_int_t dev, ino, off, line;
 	if (j && json_unpack(j, "{s:I, s:I, s:I, s:I}", "dev", &dev, "ino", &ino, "offset", &off,
@@ -288,6 +293,13 @@ static void on_read(uv_fs_t *req)
 		 * that keeps failing must not spin */
 		gw_log_warn("follow %s: read failed: %s; reopening it when it changes", f->path,
 		            uv_strerror((int)n));
+		/* reopened, the same file goes on after its last whole line (as
+		 * after a restart), not from byte 0 (every line twice) */
+		f->have_saved = true;
+		f->s_dev = f->dev;
+		f->s_ino = f->ino;
+		f->s_off = f->start_off + gw_ingest_src_consumed(&f->src);
+		f->s_line = gw_ingest_src_lines(&f->src);
 		close_fd(f);
 		reset_lines(f, 0);
 		idle(f);

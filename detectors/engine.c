@@ -331,8 +331,11 @@ static void feed_event(struct gw_engine *e, struct run *r, const struct gw_rec *
 	if (strcmp(rec->event, "resumed") == 0) {
 		int64_t s = rec->step;
 		json_t *cs = json_object_get(rec->attrs, "checkpoint_step");
-		if (json_is_number(cs) && isfinite(json_number_value(cs)) && json_number_value(cs) >= 0)
-			s = (int64_t)json_number_value(cs);
+		double v = json_number_value(cs);
+		/* a step there is (one past GW_WIRE_STEP_MAX, 1e300 or inf would
+		 * make the cast undefined); else the event's own */
+		if (json_is_number(cs) && v >= 0 && v <= (double)GW_WIRE_STEP_MAX)
+			s = (int64_t)v;
 		open_segment(e, r, GW_SEG_RESUMED, rec->step, s, line, rec->ts, now);
 		r->last_step = -1;
 		r->last_present = 0;

@@ -532,7 +532,8 @@ static const struct gw_reader_format *sniff(struct gw_reader *r, size_t n, bool 
 		const struct gw_reader_format *f = gw_reader_formats[i];
 		if (r->o.follow && !(f->flags & GW_RDF_STREAM))
 			continue;
-		int s = f->sniff(r->head, n, all);
+		/* no head yet is "" (h + 0 on a NULL head is undefined) */
+		int s = f->sniff(r->head ? r->head : "", n, all);
 		if (s > *score) {
 			*score = s;
 			best = f;

@@ -160,6 +160,14 @@ START_TEST(resumed_event_is_one_segment)
 	for (int i = 51; i <= 70; i++)
 		rec(e, "r", i, NAN, 2.0, 1.0, (uint64_t)(62 + i - 50));
 	ck_assert_int_eq(s.segs, 2);
+	/* a checkpoint_step no step can be (1e300: its cast to int64_t was
+	 * undefined) is not taken: the event's own step is the restart */
+	json_t *huge = json_pack("{s:f}", "checkpoint_step", 1e300);
+	ev = event("r", 70, "resumed", huge);
+	ck_assert_int_eq(gw_engine_feed(e, &ev, 90, NAN, &seg), 0);
+	ck_assert_int_eq(seg, 3);
+	ck_assert_int_eq(s.restart[2], 70);
+	json_decref(huge);
 	json_decref(ck);
 	json_decref(rs);
 	gw_engine_free(e);

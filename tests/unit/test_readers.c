@@ -637,6 +637,21 @@ START_TEST(hf_state)
 	ck_assert_msg(strstr(r.g.errmsg[0], "truncated"), "%s", r.g.errmsg[0]);
 	free(r.g.text);
 
+	/* a step no int64_t holds is a bad step, not a cast out of range
+	 * (undefined behaviour; float-cast-overflow in the sanitizer build) */
+	read_str("{\"log_history\":[{\"loss\":1,\"step\":1e300},{\"loss\":2,\"step\":-1e300},"
+	         "{\"loss\":3,\"step\":9.3e18},{\"loss\":4,\"step\":Infinity},{\"loss\":5,\"step\":3}],"
+	         "\"global_step\":3}", NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.g.text, "1 r 3 loss=5\n");
+	ck_assert_int_eq(r.g.errors, 4);
+	free(r.g.text);
+	read_str("{\"loss\": 1.5, \"step\": 1e300, \"global_step/max_steps\": \"7/9\"}\n"
+	         "{\"loss\": 2.5, \"step\": 9.3e18, \"global_step/max_steps\": \"8/9\"}\n", "swift", &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.g.text, "1 r 7 loss=1.5 | max_steps=9\n2 r 8 loss=2.5 | max_steps=9\n");
+	free(r.g.text);
+
 	/* compact, on one line */
 	read_str("{\"log_history\":[{\"loss\":1,\"step\":1},{\"loss\":2,\"step\":2}],\"global_step\":2}", NULL, &r);
 	ck_assert_int_eq(r.rc, 0);
