@@ -21,7 +21,7 @@ Perturbations (--list prints them):
   noise_s      the trace's noise resampled (seed s): per step, the residual
                from a rolling median (loss linear, grad norm in log) is
                replaced by another residual of the same neighbourhood
-               (outliers, the fault's own spikes, stay), and the same shift
+               (outliers and a mid-run fault's own steps stay), and the same shift
                goes to every copy of that step, so replayed steps keep
                their exact pairing
   ts_none / ts_jitter / ts_round      no ts; step intervals x lognormal;
@@ -39,23 +39,23 @@ Perturbations (--list prints them):
                0-200 steps later: the Genesis signature (loss x (1+a), grad
                norm x (1-b), a ramp, sometimes a spike or healing), a correct
                restart, and a larger batch (grad norm x0.55-0.7, loss noise
-               shrunk); seeds 1..--inject-seeds
+               shrunk); seeds 1..--inject-seeds; --inject-a/--inject-b fix
+               a and b (a sweep of the effect size the signature needs)
 
     python3 bench/det_perturb.py [--gradwatch build/daemon/gradwatch]
         [--corpus ../shared/corpus/dev] [--only PERT,...] [--keep DIR] [-v]
 """
 
 import argparse
-import bisect
 import json
 import math
 import os
 import random
-import re
 import shutil
 import statistics
 import sys
 import tempfile
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import detscore  # noqa: E402
@@ -188,7 +188,12 @@ def rolling_median(x, w=21):
 
 def p_noise(lines, lab, rng):
     """Resample the noise of loss (linear) and log grad norm: per step, one
-    shift, the same for every copy of the step."""
+    shift, the same for every copy of the step.  A mid-run fault's own steps
+    (a divergence's burst, NaN steps: onset_step - 3 .. + 30) keep their
+    values: they are the signal, not noise."""
+    keep = set()
+    if lab.get("onset_step") is not None and lab["fault"] in ("divergence", "nan_injection"):
+        keep = set(range(lab["onset_step"] - 3, lab["onset_step"] + 31))
     proc = processes(lines)
     shift = {"loss": {}, "grad_norm": {}}
     for key in ("loss", "grad_norm"):
@@ -206,24 +211,29 @@ def p_noise(lines, lab, rng):
             if len(pts) < 30:
                 continue
             vals = [v for _, v in pts]
-            trend = rolling_median(vals)
+            # a short trend (rolling median of 7): the residual is the
+            # step-to-step noise only, so exchanging residuals keeps the
+            # per-step noise the detectors measure (a longer trend moves
+            # slow wiggles into the residual, and shuffling them inflated
+            # the first-difference noise 1.5-2x on autocorrelated series)
+            trend = rolling_median(vals, 7)
             res = [v - t for v, t in zip(vals, trend)]
-            # permute residuals in blocks of 3 inside chunks of 150 points;
-            # outliers (beyond 4 MADs of their chunk: spikes, the fault
-            # itself) are signal, not noise, and stay where they are
+            # permute residuals inside chunks of 60 points; outliers (beyond
+            # 4 MADs of their chunk: spikes, the fault itself) are signal,
+            # not noise, and stay where they are
             new = list(res)
-            for c0 in range(0, len(res), 150):
-                chunk = list(range(c0, min(len(res), c0 + 150)))
+            for c0 in range(0, len(res), 60):
+                chunk = list(range(c0, min(len(res), c0 + 60)))
                 mad = statistics.median(abs(res[i]) for i in chunk) or 1e-12
                 chunk = [i for i in chunk if abs(res[i]) <= 4 * 1.4826 * mad]
-                blocks = [chunk[i:i + 3] for i in range(0, len(chunk), 3)]
+                blocks = [chunk[i:i + 1] for i in range(0, len(chunk), 1)]
                 order = blocks[:]
                 rng.shuffle(order)
                 flat = [i for b in order for i in b]
                 for dst, src in zip(chunk, flat):
                     new[dst] = res[src]
             for (s, _), r0, r1 in zip(pts, res, new):
-                shift[key][s] = r1 - r0
+                shift[key][s] = 0.0 if s in keep else r1 - r0
                 seen.add(s)
     out = []
     for o, ol in lines:
@@ -312,6 +322,8 @@ def p_stop(lines, lab, after):
 
 # ---- injected restarts on clean traces ----------------------------------------
 
+INJECT_AB = [None, None]   # --inject-a / --inject-b: fixed a, b for a sweep
+
 def inject(lines, lab, rng, kind):
     """Restart at a random checkpoint step S with a crash at T = S + 0..200:
     lines up to T, (resumed), then the original lines S+1.. transformed."""
@@ -350,6 +362,10 @@ def inject(lines, lab, rng, kind):
     # the transform
     a = rng.uniform(0.3, 1.0)
     b = rng.uniform(0.3, 0.65)
+    if INJECT_AB[0] is not None:
+        a = INJECT_AB[0]
+    if INJECT_AB[1] is not None:
+        b = INJECT_AB[1]
     ramp = rng.randint(1, 30)
     heal = rng.choice([None, None, rng.randint(80, 400)])
     spike = rng.random() < 0.5
@@ -407,7 +423,8 @@ def inject(lines, lab, rng, kind):
 # ---- the run ------------------------------------------------------------------
 
 def variants(name, lines, lab, seed):
-    rng = random.Random(seed * 7919 + hash(lab["file"]) % 1000)
+    # a stable seed (str hash() is salted per process)
+    rng = random.Random(seed * 7919 + zlib.crc32(lab["file"].encode()) % 1000)
     if name.startswith("every_"):
         return p_every(lines, lab, int(name[6:])), None
     if name.startswith("avg_"):
@@ -488,6 +505,9 @@ def main():
     ap.add_argument("--keep", default="", help="write the variants here and keep them")
     ap.add_argument("--max-latency", type=int, default=200)
     ap.add_argument("--inject-seeds", type=int, default=6)
+    ap.add_argument("--inject-a", type=float, help="fixed loss rise a (default: 0.3-1.0)")
+    ap.add_argument("--inject-b", type=float, help="fixed grad-norm drop b (default: 0.3-0.65)")
+    ap.add_argument("--inject-kinds", default="reset,good,batch")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
@@ -495,6 +515,7 @@ def main():
         print("\n".join(PERTS))
         return
     perts = [p for p in args.only.split(",") if p] or PERTS
+    INJECT_AB[0], INJECT_AB[1] = args.inject_a, args.inject_b
     labels = detscore.load_labels(args.corpus)
     traces = {lab["file"]: read_trace(os.path.join(args.corpus, lab["file"])) for lab in labels}
     root = args.keep or tempfile.mkdtemp(prefix="gw-perturb-")
@@ -509,7 +530,7 @@ def main():
                 if lab["fault"] not in ("none", "lr_decay_step"):
                     continue
                 for seed in range(1, args.inject_seeds + 1):
-                    for kind in ("reset", "good", "batch"):
+                    for kind in args.inject_kinds.split(","):
                         rng = random.Random(seed * 31 + len(lab["file"]) + ord(lab["file"][-7]))
                         out, new = inject(traces[lab["file"]], lab, rng, kind)
                         if out is None:

@@ -2,7 +2,8 @@
 one trace with a thresholds override, and judge its alerts by the rules of
 ../shared/eval/README.md (detected: an alert of an expected detector at
 onset_line <= line <= onset_line + max_latency; false: any non-info alert on
-a negative, or before the onset on a positive).  Not a test: a measuring
+a negative, or before the onset on a positive; alerts inside a label's
+`allow` window are neither).  Not a test: a measuring
 tool for the detectors' margins and robustness (docs/detectors.md).
 
 Threshold groups: the thresholds of one rule, scaled together by a factor
@@ -110,6 +111,18 @@ def replay(gradwatch, path, thresholds=None, tmp=None):
     return alerts, None
 
 
+def allowed(label, detector, line):
+    """Is an alert of detector at line inside one of the label's allow
+    windows (realworld incidents)?"""
+    for w in label.get("allow") or []:
+        to = w.get("to_line")
+        dets = w.get("detectors")
+        if line >= w["from_line"] and (to is None or line <= to) and \
+                (dets == "*" or detector in dets):
+            return True
+    return False
+
+
 def judge(label, alerts, max_latency=200, group=None):
     """(detected detector or None, latency, false alerts) of one trace.
     group: count only that group's alerts (for per-group margins)."""
@@ -123,6 +136,8 @@ def judge(label, alerts, max_latency=200, group=None):
         if group is not None and alert_group(a) != group:
             continue
         line = a.get("line")
+        if allowed(label, name, line):
+            continue   # a documented incident's window: neither required nor false
         if onset is None or line < onset:
             false.append(a)
         elif name in expect and line <= onset + max_latency:
