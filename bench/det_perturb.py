@@ -38,8 +38,9 @@ Perturbations (--list prints them):
                random checkpoint steps S (multiple of 250) with a crash
                0-200 steps later: the Genesis signature (loss x (1+a), grad
                norm x (1-b), a ramp, sometimes a spike or healing), a correct
-               restart, and a larger batch (grad norm x0.55-0.7, loss noise
-               shrunk); seeds 1..--inject-seeds; --inject-a/--inject-b fix
+               restart, a larger batch (grad norm x0.55-0.7, loss noise
+               shrunk) and, with --inject-kinds, a halved one (halfbatch);
+               seeds 1..--inject-seeds; --inject-a/--inject-b fix
                a and b (a sweep of the effect size the signature needs)
 
     python3 bench/det_perturb.py [--gradwatch build/daemon/gradwatch]
@@ -323,6 +324,7 @@ def p_stop(lines, lab, after):
 # ---- injected restarts on clean traces ----------------------------------------
 
 INJECT_AB = [None, None]   # --inject-a / --inject-b: fixed a, b for a sweep
+INJECT_S = [400, 10 ** 9]  # --inject-steps LO,HI: the checkpoint steps allowed
 
 def inject(lines, lab, rng, kind):
     """Restart at a random checkpoint step S with a crash at T = S + 0..200:
@@ -331,7 +333,7 @@ def inject(lines, lab, rng, kind):
     steps = [o["step"] for o, _ in metr]
     last = steps[-1]
     every = rng.choice([250, 500])
-    cands = [s for s in range(every, last - 400, every) if s >= 400]
+    cands = [s for s in range(every, last - 400, every) if INJECT_S[0] <= s <= INJECT_S[1]]
     if not cands:
         return None, None
     S = rng.choice(cands)
@@ -371,8 +373,10 @@ def inject(lines, lab, rng, kind):
     spike = rng.random() < 0.5
     gscale = rng.uniform(0.55, 0.7)
     nscale = rng.uniform(0.5, 0.6)
+    if kind == "halfbatch":   # a smaller batch: the reverse
+        gscale, nscale = 1 / gscale, 1 / nscale
     lvals = [o["loss"] for o, _ in post if num(o, "loss") is not None]
-    trend = rolling_median(lvals) if kind == "batch" else None
+    trend = rolling_median(lvals) if kind in ("batch", "halfbatch") else None
     ti = 0
     for k, (o, _) in enumerate(post, 1):
         if "ts" in o:
@@ -385,7 +389,7 @@ def inject(lines, lab, rng, kind):
                 o["loss"] = o["loss"] * (1 + a * w)
             if num(o, "grad_norm") is not None:
                 o["grad_norm"] = o["grad_norm"] * (1 - b * w) * (3.0 if spike and k == 1 else 1.0)
-        elif kind == "batch":
+        elif kind in ("batch", "halfbatch"):
             if num(o, "loss") is not None:
                 o["loss"] = trend[ti] + (o["loss"] - trend[ti]) * nscale
                 ti += 1
@@ -411,7 +415,8 @@ def inject(lines, lab, rng, kind):
     new = dict(lab)
     new.update({"resume_line": resume_line, "onset_line": None, "expect": [],
                 "detectable": None, "fault": {"reset": "inj_reset", "good": "inj_good_resume",
-                                              "batch": "inj_batch_size_change"}[kind],
+                                              "batch": "inj_batch_size_change",
+                                              "halfbatch": "inj_batch_halved"}[kind],
                 "note": "injected at S=%d T=%d a=%.2f b=%.2f ramp=%d heal=%s spike=%s" % (
                     S, T, a, b, ramp, heal, spike)})
     if kind == "reset":
@@ -508,6 +513,8 @@ def main():
     ap.add_argument("--inject-a", type=float, help="fixed loss rise a (default: 0.3-1.0)")
     ap.add_argument("--inject-b", type=float, help="fixed grad-norm drop b (default: 0.3-0.65)")
     ap.add_argument("--inject-kinds", default="reset,good,batch")
+    ap.add_argument("--inject-steps", default="400,1000000000",
+                    help="LO,HI: checkpoint steps S the restarts are injected at")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
@@ -516,6 +523,7 @@ def main():
         return
     perts = [p for p in args.only.split(",") if p] or PERTS
     INJECT_AB[0], INJECT_AB[1] = args.inject_a, args.inject_b
+    INJECT_S[0], INJECT_S[1] = (int(x) for x in args.inject_steps.split(","))
     labels = detscore.load_labels(args.corpus)
     traces = {lab["file"]: read_trace(os.path.join(args.corpus, lab["file"])) for lab in labels}
     root = args.keep or tempfile.mkdtemp(prefix="gw-perturb-")
