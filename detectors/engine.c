@@ -378,8 +378,11 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
                         uint64_t line, double now)
 {
 	bool metric = gw_rec_has(rec, GW_ROLE_LOSS) || gw_rec_has(rec, GW_ROLE_GRAD_NORM);
-	if (arrived_late(r, rec))
-		return;   /* stored by the daemon; the timeline has moved past it */
+	if (arrived_late(r, rec)) {
+		r->records++;   /* stored by the daemon; the timeline has moved past it */
+		r->present_ever |= rec->present;
+		return;
+	}
 	int why = segment_break(r, rec);
 	if (why >= 0) {
 		int64_t s = why == GW_SEG_REWIND || why == GW_SEG_GAP ? rec->step - 1 : -1;

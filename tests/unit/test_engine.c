@@ -143,6 +143,7 @@ START_TEST(a_line_that_arrives_late_is_no_restart)
 	struct gw_run_info ri;
 	ck_assert_int_eq(gw_engine_run_info(e, "r", &ri), 0);
 	ck_assert_int_eq(ri.last_step, 123);
+	ck_assert_int_eq(ri.records, 123);
 	/* a step back to one that was logged is a restart, as before */
 	rec(e, "r", 111, 1000 + 123 * 0.5 + 300, 2.0, 1.0, ++line);
 	ck_assert_int_eq(s.segs, 2);
