@@ -204,7 +204,7 @@ class FollowFormats(unittest.TestCase):
             return d.sql("SELECT count(*) FROM records")[0][0]
 
         done = 0
-        expected = []
+        expected = 0
         tmp = tempfile.mkdtemp(prefix='gw-follow-')
         self.addCleanup(shutil.rmtree, tmp)
         path = os.path.join(tmp, 'finished.log')
