@@ -326,6 +326,7 @@ def p_stop(lines, lab, after):
 
 INJECT_AB = [None, None]   # --inject-a / --inject-b: fixed a, b for a sweep
 INJECT_S = [400, 10 ** 9]  # --inject-steps LO,HI: the checkpoint steps allowed
+INJECT_OVERLAP = [0, 200]  # --inject-overlap LO,HI: T - S
 
 def inject(lines, lab, rng, kind):
     """Restart at a random checkpoint step S with a crash at T = S + 0..200:
@@ -338,7 +339,7 @@ def inject(lines, lab, rng, kind):
     if not cands:
         return None, None
     S = rng.choice(cands)
-    T = min(S + rng.randint(0, 200), last - 300)
+    T = min(S + rng.randint(*INJECT_OVERLAP), last - 300)
     gap = rng.uniform(60, 900)
     has_events = any(not is_metric(o) for o, _ in lines)
     pre = [(o, ol) for o, ol in lines if o["step"] <= T]
@@ -522,6 +523,8 @@ def main():
     ap.add_argument("--inject-a", type=float, help="fixed loss rise a (default: 0.3-1.0)")
     ap.add_argument("--inject-b", type=float, help="fixed grad-norm drop b (default: 0.3-0.65)")
     ap.add_argument("--inject-kinds", default="reset,good,batch")
+    ap.add_argument("--inject-overlap", default="0,200",
+                    help="LO,HI: steps the crashed process logged after S (T - S)")
     ap.add_argument("--inject-steps", default="400,1000000000",
                     help="LO,HI: checkpoint steps S the restarts are injected at")
     ap.add_argument("--list", action="store_true")
@@ -533,6 +536,7 @@ def main():
     perts = [p for p in args.only.split(",") if p] or PERTS
     INJECT_AB[0], INJECT_AB[1] = args.inject_a, args.inject_b
     INJECT_S[0], INJECT_S[1] = (int(x) for x in args.inject_steps.split(","))
+    INJECT_OVERLAP[0], INJECT_OVERLAP[1] = (int(x) for x in args.inject_overlap.split(","))
     labels = detscore.load_labels(args.corpus)
     traces = {lab["file"]: read_trace(os.path.join(args.corpus, lab["file"])) for lab in labels}
     root = args.keep or tempfile.mkdtemp(prefix="gw-perturb-")
