@@ -445,7 +445,9 @@ static void stats_sample(void *data, const struct gw_counter_sample *s)
 	json_object_set_new(o, s->value[1], json_integer((json_int_t)s->n));
 }
 
-json_t *gw_api_stats_json(struct gw_daemon *d)
+/* The ingest counters and the store's, as GET /v1/stats returns them (new
+ * reference, NULL when out of memory). */
+static json_t *gw_api_stats_json(struct gw_daemon *d)
 {
 	json_t *root = json_pack("{s:{}, s:{}}", "transports", "alerts");
 	if (!root)

@@ -22,11 +22,6 @@ int gw_metrics_start(struct gw_daemon *d, char *err, size_t errlen);
  * registered the gauge is not exported at all.  Loop thread only. */
 void gw_metrics_set_outbox_depth(uint64_t (*depth)(void *data), void *data);
 
-/* Write the whole exposition to f (loop thread; reads only in-memory
- * counters and the engine's per-run state, no I/O but f).  Bounded by the
- * number of runs.  Returns 0 or -EIO if f failed. */
-int gw_metrics_render(struct gw_daemon *d, FILE *f);
-
 /* Write s as an escaped label value (backslash, double quote, newline). */
 void gw_metrics_label(FILE *f, const char *s);
 

@@ -17,7 +17,7 @@
  * finished point is handed to the sink as a struct gw_rec.  Nothing here
  * allocates per point.
  *
- * (Some 660 lines: decompression, sniffing, line splitting, run naming and
+ * (Some 700 lines: decompression, sniffing, line splitting, run naming and
  * the point builder are one pipeline over one struct; the formats are in
  * rd_*.c.)
  */
