@@ -115,6 +115,7 @@ struct by_age {
 };
 
 struct age_ctx {
+	double now;
 	struct by_age *v;
 	size_t n, cap;
 };
@@ -128,10 +129,11 @@ static void collect_age(void *data, const struct gw_run_info *ri)
 	if (!name)
 		return;
 	c->v[c->n++] = (struct by_age){isnan(ri->last_wall) ? -INFINITY : ri->last_wall,
-	                               ri->open_live > 0, name};
+	                               ri->open_live > 0 || ri->watch_until > c->now, name};
 }
 
-/* Oldest first; runs whose silence is watched (an open stall) last. */
+/* Oldest first; runs whose silence is watched (an open stall, or one that
+ * may still open) last. */
 static int cmp_age(const void *a, const void *b)
 {
 	const struct by_age *p = a, *q = b;
@@ -148,7 +150,7 @@ static void make_room(struct gw_ingest *in)
 	size_t max = in->cfg->max_runs, n = gw_engine_run_count(in->engine);
 	if (!max || n < max)
 		return;
-	struct age_ctx c = {0};
+	struct age_ctx c = {.now = gw_wall_now()};
 	gw_engine_foreach_run(in->engine, collect_age, &c);
 	qsort(c.v, c.n, sizeof(*c.v), cmp_age);
 	size_t go = n - max + 1 + max / 10;
@@ -161,7 +163,7 @@ static void make_room(struct gw_ingest *in)
 }
 
 struct idle_ctx {
-	double before;
+	double now, before;
 	char **names;
 	size_t n, cap;
 };
@@ -169,9 +171,12 @@ struct idle_ctx {
 static void find_idle(void *data, const struct gw_run_info *ri)
 {
 	struct idle_ctx *c = data;
-	/* a run whose silence is being watched (an open stall) stays: its
-	 * alert is resolved by the ticks of the live state only */
-	if (ri->open_live || isnan(ri->last_wall) || ri->last_wall > c->before)
+	/* a run whose silence is being watched stays: an open stall is
+	 * resolved by the ticks of the live state only, and a silence not yet
+	 * long enough for one (a run logging every 30 s stalls after 15
+	 * minutes, later than the 10 of run_evict_idle_s) is raised by them */
+	if (ri->open_live || ri->watch_until > c->now || isnan(ri->last_wall) ||
+	    ri->last_wall > c->before)
 		return;
 	if (gw_grow((void **)&c->names, &c->cap, c->n + 1, sizeof(*c->names)) == 0 &&
 	    (c->names[c->n] = strdup(ri->run)))
@@ -183,7 +188,7 @@ void gw_runs_tick(struct gw_ingest *in, double now)
 	unsigned idle_s = in->cfg->run_evict_idle_s;
 	if (!idle_s)
 		return;
-	struct idle_ctx c = {.before = now - idle_s};
+	struct idle_ctx c = {.now = now, .before = now - idle_s};
 	gw_engine_foreach_run(in->engine, find_idle, &c);
 	for (size_t i = 0; i < c.n; i++) {
 		make_dormant(in, c.names[i]);

@@ -59,6 +59,7 @@ struct stall_state {
 	double ts_last, ts_wall;
 	double lv_ts[LIVE_N], lv_wall[LIVE_N];
 	unsigned nlv, next_lv;
+	double watch_until;       /* when a silence from now on would be one (tick) */
 };
 
 static void stall_init(void *st, const struct gw_det_ctx *ctx)
@@ -67,6 +68,7 @@ static void stall_init(void *st, const struct gw_det_ctx *ctx)
 	s->last_wall = NAN;
 	s->last_step = -1;
 	s->ts_last = s->ts_wall = NAN;
+	s->watch_until = -INFINITY;
 }
 
 static void throughput(struct stall_state *s, const struct gw_det_ctx *ctx)
@@ -236,6 +238,7 @@ static void stall_tick(void *st, const struct gw_det_ctx *ctx)
 {
 	struct stall_state *s = st;
 	const struct gw_thresholds *th = ctx->th;
+	s->watch_until = -INFINITY;
 	if (!ctx->live || s->silent || ctx->run_ended || !isfinite(s->last_wall) ||
 	    (double)s->seen < th->stall_min_records || s->niv < 4)
 		return;
@@ -243,6 +246,8 @@ static void stall_tick(void *st, const struct gw_det_ctx *ctx)
 	memcpy(tmp, s->iv, s->niv * sizeof(double));
 	double usual = gw_median(tmp, s->niv);
 	double quiet = ctx->now - s->last_wall;
+	/* until the silence is long enough, and a tick after it */
+	s->watch_until = s->last_wall + fmax(th->stall_min_seconds, th->stall_factor * usual) + 1;
 	double lag, ratio;
 	if (quiet <= fmax(th->stall_min_seconds, th->stall_factor * usual) ||
 	    !arriving_live(s, th, &lag, &ratio))
@@ -267,6 +272,11 @@ static void stall_tick(void *st, const struct gw_det_ctx *ctx)
 	gw_det_raise(ctx, &v);
 }
 
+static double stall_watch_until(const void *st)
+{
+	return ((const struct stall_state *)st)->watch_until;
+}
+
 const struct gw_detector gw_det_stall = {
 	.name = "stall",
 	.state_size = sizeof(struct stall_state),
@@ -274,4 +284,5 @@ const struct gw_detector gw_det_stall = {
 	.on_record = stall_record,
 	.on_event = stall_event,
 	.on_tick = stall_tick,
+	.watch_until = stall_watch_until,
 };

@@ -112,6 +112,11 @@ struct gw_detector {
 	void (*on_event)(void *state, const struct gw_det_ctx *ctx);
 	/* The wall-clock tick (live only); ctx->rec is NULL. */
 	void (*on_tick)(void *state, const struct gw_det_ctx *ctx);
+	/* With on_tick: the wall-clock time until which the ticks alone may
+	 * still raise an alert (a silence not yet long enough), -INFINITY when
+	 * they cannot.  The daemon keeps an idle run's state in memory until
+	 * then (limits.run_evict_idle_s waits for it). */
+	double (*watch_until)(const void *state);
 };
 
 /* For summaries: a number with 2-3 significant digits ("0.61", "1.2e-05"),

@@ -505,9 +505,10 @@ int gw_engine_seed_run(struct gw_engine *e, const char *run, int64_t seg,
 
 /* ---- what the engine tells about runs --------------------------------------- */
 
-static void fill_info(const struct run *r, struct gw_run_info *ri)
+static void fill_info(const struct gw_engine *e, const struct run *r, struct gw_run_info *ri)
 {
 	memset(ri, 0, sizeof(*ri));
+	ri->watch_until = -INFINITY;
 	ri->run = r->name;
 	ri->seg = r->seg;
 	ri->last_step = r->last_step;
@@ -525,6 +526,12 @@ static void fill_info(const struct run *r, struct gw_run_info *ri)
 			ri->open_alerts += open;
 			ri->open_live += open && gw_det_registry[d]->on_tick;
 		}
+	for (size_t d = 0; d < e->ndet; d++) {
+		const struct gw_detector *det = gw_det_registry[d];
+		if (det->watch_until && det_called(e, r, d))
+			ri->watch_until = fmax(ri->watch_until,
+			                       det->watch_until(r->det_state + e->det_off[d]));
+	}
 }
 
 int gw_engine_run_info(const struct gw_engine *e, const char *run,
@@ -533,7 +540,7 @@ int gw_engine_run_info(const struct gw_engine *e, const char *run,
 	const struct run *r = run_find(e, run, strlen(run));
 	if (!r)
 		return -ENOENT;
-	fill_info(r, out);
+	fill_info(e, r, out);
 	return 0;
 }
 
@@ -558,7 +565,7 @@ int gw_engine_evict(struct gw_engine *e, const char *run, struct gw_run_info *la
 		return -ENOENT;
 	struct run *r = e->runs[i];
 	if (last) {
-		fill_info(r, last);
+		fill_info(e, r, last);
 		last->run = NULL;   /* its name goes with it */
 	}
 	/* the last run takes its place in the list (and in the index) */
@@ -584,7 +591,7 @@ void gw_engine_foreach_run(const struct gw_engine *e,
 {
 	for (size_t i = 0; i < e->nruns; i++) {
 		struct gw_run_info ri;
-		fill_info(e->runs[i], &ri);
+		fill_info(e, e->runs[i], &ri);
 		fn(data, &ri);
 	}
 }

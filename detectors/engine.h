@@ -167,6 +167,8 @@ struct gw_run_info {
 	unsigned open_alerts;
 	unsigned open_live;        /* of those, of wall-clock detectors (stall): only the
 	                              live engine can resolve them, from its ticks */
+	double watch_until;        /* wall clock until which those ticks may still raise
+	                              one (a silence not yet long enough); -INFINITY if not */
 	bool ended;                /* see "Run endings" above */
 	int64_t max_steps;         /* the length it declared, -1 if none */
 };

@@ -118,6 +118,27 @@ class Silence(unittest.TestCase):
             feed(s, 'stall-steady', range(1, 80))
             self.assertEqual(d.sql("SELECT count(*) FROM alerts")[0][0], 0)
 
+    def test_an_idle_run_keeps_its_state_until_its_silence_is_a_stall(self):
+        # a run logging every 30 s stalls after 15 minutes, later than the 10 after which
+        # an idle run gives up its detector state (limits.run_evict_idle_s); here 3 s
+        # and 1 s.  Its state, and the watch on its silence, must stay until the stall.
+        cfg = dict(CONFIG, limits={'run_evict_idle_s': 1},
+                   runs=[{'match': 'stall-*', 'thresholds': dict(STALL, stall_min_seconds=3.0)}])
+        with Daemon(config=cfg) as d, connect(d) as s:
+            feed(s, 'stall-slow', range(1, 31))
+            [(step, state, _)] = wait_for(lambda: stalls(d, 'stall-slow'), 30,
+                                          'the stall alert of a run idle past run_evict_idle_s',
+                                          interval=0.1)
+            self.assertEqual((step, state), (30, 'open'))
+            # a run that cannot stall (it said it finished) still gives its state up
+            feed(s, 'stall-ended', range(1, 31))
+            s.sendall(b'{"run": "stall-ended", "step": 30, "event": "run_finished"}\n')
+
+            def dormant():
+                m = d.get('/metrics')[1]
+                return 'gradwatch_runs_dormant 1' in m.splitlines() and m
+            wait_for(dormant, 30, 'the finished run made dormant', interval=0.1)
+            self.assertEqual(stalls(d, 'stall-ended'), [])
 
 class Endings(unittest.TestCase):
     def test_run_finished_line(self):
