@@ -138,6 +138,43 @@ test('the run page keeps up while the run streams', async () => {
   await page.close();
 });
 
+test('a daemon restart under an open page: the page says so, keeps its charts, then catches up', async () => {
+  const d = await new Daemon().start();
+  try {
+    await d.ingest(trace);
+    const page = await lockedPage(browser);
+    await page.goto(`${d.base}/runs/${RUN}`);
+    await ready(page);
+    const list = await lockedPage(browser);
+    await list.goto(d.base + '/');
+    await ready(list);
+    await d.halt();
+    const lost = () => /cannot reach gradwatchd at 127\.0\.0\.1:\d+/.test(document.getElementById('gw-status').textContent);
+    // (two tabs: the one behind gets no animation frames, so poll)
+    await page.waitForFunction(lost, {timeout: 30000, polling: 200});
+    await list.waitForFunction(lost, {timeout: 30000, polling: 200});
+    for (const p of [page, list])
+      assert.equal(await p.$eval('#gw-status', (e) => e.className), 'gw-error', 'said as an error');
+    assert.equal(await page.evaluate(() => window.gwView.points()), 1640, 'the charts stay');
+    assert.ok(await list.$(`tr[data-run="${RUN}"]`), 'the list stays');
+
+    await d.start();
+    let more = '';
+    for (let s = 1601; s <= 1620; s++)
+      more += JSON.stringify({run: RUN, step: s, loss: 1.9, grad_norm: 0.3, lr: 3e-4, throughput: 18000}) + '\n';
+    await d.ingest(more);
+    await page.waitForFunction(() => window.gwView.points() === 1660 &&
+      document.getElementById('gw-status').textContent === '', {timeout: 30000, polling: 200});
+    await list.waitForFunction((run) => document.getElementById('gw-status').textContent === '' &&
+      document.querySelector(`tr[data-run="${run}"] td:nth-child(4)`).textContent === '1,620', {timeout: 30000, polling: 200}, RUN);
+    assert.deepEqual([...page.offsite, ...list.offsite], []);
+    await page.close();
+    await list.close();
+  } finally {
+    await d.stop();
+  }
+});
+
 test('zoom, log scale and an overlaid run', async () => {
   let other = '';
   for (let s = 1; s <= 1200; s += 3)

@@ -118,7 +118,11 @@
     function get(path) {
       var headers = {Accept: 'application/json'}, t = readToken();
       if (t) headers.Authorization = 'Bearer ' + t;
-      return fetch(path, {headers: headers, cache: 'no-store'}).then(function (r) {
+      return fetch(path, {headers: headers, cache: 'no-store'}).catch(function (e) {
+        var n = new Error('cannot reach gradwatchd at ' + location.host + ' (' + e.message + ')');
+        n.network = true;
+        throw n;
+      }).then(function (r) {
         return r.json().catch(function () { return null; }).then(function (j) {
           if (!r.ok) {
             var e = new Error((j && j.error) || (r.status + ' ' + r.statusText));
@@ -223,7 +227,8 @@
       el('thead', null, el('tr', null, ['Run', 'State', 'Segment', 'Last step', 'Last record', 'Open alerts'].map(function (h) {
         return el('th', {text: h});
       }))), tbody);
-    frame('runs', [el('h1', {text: 'Runs'}), table]);
+    var status = el('p', {class: 'gw-muted', id: 'gw-status', role: 'status'});
+    frame('runs', [el('h1', {text: 'Runs'}), status, table]);
     function fill(runs) {
       clear(tbody);
       if (!runs.length) tbody.appendChild(el('tr', null, el('td', {colspan: 6, class: 'gw-muted', text: 'No runs yet.'})));
@@ -240,7 +245,13 @@
       document.body.dataset.ready = '1';
     }
     src.runs().then(fill, showError);
-    if (src.live) timers.push(setInterval(function () { src.runs().then(fill, function () {}); }, 5000));
+    if (src.live) timers.push(setInterval(function () {
+      src.runs().then(function (runs) { status.textContent = ''; status.className = 'gw-muted'; fill(runs); }, function (e) {
+        if (e.auth) return askToken(e);
+        status.className = 'gw-error';
+        status.textContent = e.message + '; the list below is from ' + new Date().toLocaleTimeString() + ' or earlier, retrying every 5 s';
+      });
+    }, 5000));
   }
 
   /* ---- chart data ------------------------------------------------------------------------ */
@@ -376,7 +387,7 @@
     var segBox = el('div', {class: 'gw-segments gw-muted'});
     var overlayBox = el('span');
     var logBox = el('input', {type: 'checkbox', id: 'gw-log'});
-    var status = el('span', {class: 'gw-muted', id: 'gw-status'});
+    var status = el('span', {class: 'gw-muted', id: 'gw-status', role: 'status'});
     logBox.addEventListener('change', function () { view.logScale = logBox.checked; rebuild(); });
     var resetBtn = el('button', {type: 'button', id: 'gw-reset', text: 'Reset zoom'});
     resetBtn.addEventListener('click', function () { resetZoom(); });
@@ -584,6 +595,7 @@
     function load(keepZoom) {
       var seq = ++view.fetchSeq;
       var q = recordsQuery();
+      view.loading = true;
       view.els.status.textContent = 'loading…';
       /* the records answer carries where the run stands (info) */
       var jobs = [null, src.alerts(name), src.records(name, q)].concat(view.overlays.map(function (o) {
@@ -591,6 +603,7 @@
       }));
       return Promise.all(jobs).then(function (r) {
         if (seq !== view.fetchSeq) return;
+        view.loading = false;
         view.info = r[2].info || {};
         /* alert objects as of their latest event: resolved ones too */
         view.alerts = (r[1] || []).slice().sort(function (a, b) { return a.step - b.step; });
@@ -604,9 +617,13 @@
         rebuild();
         if (view.open) openAlert(view.open, false);
         view.els.status.textContent = '';
+        view.els.status.className = 'gw-muted';
       }, function (e) {
         if (seq !== view.fetchSeq) return;
-        if (!view.data) showError(e); else view.els.status.textContent = 'update failed: ' + e.message;
+        view.loading = false;
+        if (e.auth) return askToken(e);
+        if (!view.data) showError(e);
+        else { view.els.status.className = 'gw-error'; view.els.status.textContent = 'update failed: ' + e.message; }
       });
     }
 
@@ -634,6 +651,7 @@
     if (src.live) {
       timers.push(setInterval(function () {
         if (view.zoom && view.ranged) return; /* a zoomed view stays put */
+        if (view.loading) return;   /* a slow answer is not raced by a newer ask */
         /* a cheap look: one step's records carry the run's position */
         var last = view.info && view.info.last_step !== null ? view.info.last_step : 0;
         src.records(name, {from: last, to: last, max_points: 1}).then(function (one) {
@@ -641,9 +659,18 @@
           return src.alerts(name).then(function (al) {
             var key = JSON.stringify([info.last_step, info.segment, info.last_seen,
               al.length]);
-            if (key !== view.lastKey) load(true);
+            /* back after a lost connection: redraw whatever changed */
+            if (key !== view.lastKey || view.lost) { view.lost = false; load(true); }
           });
-        }, function () {});
+        }).catch(function (e) {
+          if (e.auth) return askToken(e);
+          /* the daemon went away (restart, network): say so, keep the
+           * charts, and keep looking every POLL_MS */
+          view.lost = true;
+          status.className = 'gw-error';
+          status.textContent = e.message + '; the charts are as of ' + new Date().toLocaleTimeString() +
+            ', retrying every ' + POLL_MS / 1000 + ' s';
+        });
       }, POLL_MS));
     }
     var lastW = 0;
