@@ -123,6 +123,45 @@ test('/alerts/ID opens the run zoomed on the alert', async () => {
   await page.close();
 });
 
+test('from an alert link, at 3 am: summary and what to check on screen, the rest by keyboard', async () => {
+  const alerts = (await daemon.get(`/v1/runs/${RUN}/alerts`)).alerts;
+  const reset = alerts.find((a) => a.detector === 'optimizer_reset');
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/alerts/${encodeURIComponent(reset.id)}`);
+  await ready(page);
+  await page.waitForSelector(`.gw-detail[data-alert-id="${reset.id}"]`);
+  // the detector's name and "segment · step" do not run together
+  const gap = await page.$eval('.gw-detail .gw-alert-head', (h) => {
+    const name = h.querySelector('strong').getClientRects(), where = h.querySelector('.gw-muted').getClientRects()[0];
+    const last = name[name.length - 1];
+    return where.top >= last.bottom - 1 ? 99 : where.left - last.right;   // 99: on a line of its own
+  });
+  assert.ok(gap >= 4, `space between the detector and its step: ${gap}px`);
+  // what to check and the likely cause come before the evidence, and what
+  // to check is on the first screen (1400x1000) without scrolling
+  const order = await page.$$eval('.gw-detail h4', (hs) => hs.map((h) => h.textContent));
+  assert.deepEqual(order, ['What to check', 'Likely cause', 'Evidence']);
+  const [bottom, height] = await page.evaluate(() => {
+    const h = [...document.querySelectorAll('.gw-detail h4')].find((x) => x.textContent === 'What to check');
+    return [h.nextElementSibling.getBoundingClientRect().bottom, window.innerHeight];
+  });
+  assert.ok(bottom <= height, `what to check ends at y=${bottom}, the window is ${height} high`);
+
+  // keyboard: Tab reaches every alert of the list, Enter opens it
+  const other = alerts.find((a) => a.id !== reset.id);
+  let focused = null;
+  for (let i = 0; i < 80 && focused !== other.id; i++) {
+    await page.keyboard.press('Tab');
+    focused = await page.evaluate(() => document.activeElement.closest('.gw-alerts li')?.dataset.alertId ?? null);
+  }
+  assert.equal(focused, other.id, 'an alert of the list takes the focus');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector(`.gw-detail[data-alert-id="${other.id}"]`);
+  assert.equal(await page.$eval('#gw-detail-summary', (e) => e.textContent), other.summary);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('the run page keeps up while the run streams', async () => {
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/runs/${RUN}`);

@@ -426,11 +426,17 @@
       clear(alertList);
       if (!view.alerts.length) alertList.appendChild(el('li', {class: 'gw-muted', text: 'No alerts.'}));
       view.alerts.forEach(function (a) {
-        var li = el('li', {'data-alert-id': a.id, class: view.open === a.id ? 'gw-open' : ''},
+        var li = el('li', {'data-alert-id': a.id, class: view.open === a.id ? 'gw-open' : '', tabindex: 0, role: 'button',
+          'aria-label': a.severity + ' ' + a.detector + ' at step ' + a.step + ': ' + a.summary},
           el('div', {class: 'gw-alert-head'}, badge(a.severity, 'sev-' + a.severity),
             el('strong', {text: a.detector}), el('span', {class: 'gw-muted', text: 'step ' + fmtNum(a.step) + (a.state ? ' · ' + a.state : '')})),
           el('div', {text: a.summary}));
         li.addEventListener('click', function () { openAlert(a.id, true); });
+        li.addEventListener('keydown', function (e) {
+          if (e.key !== 'Enter' && e.key !== ' ') return;
+          e.preventDefault();
+          openAlert(a.id, true);
+        });
         alertList.appendChild(li);
       });
     }
@@ -454,9 +460,10 @@
         el('div', {class: 'gw-alert-head'}, badge(a.severity, 'sev-' + a.severity), el('strong', {text: a.detector}),
           el('span', {class: 'gw-muted', text: 'segment ' + fmtNum(a.segment) + ' · step ' + fmtNum(a.step)})),
         el('p', {class: 'gw-summary-line', id: 'gw-detail-summary', text: a.summary}),
-        el('h4', {text: 'Evidence'}), el('table', null, el('tbody', null, evidenceRows(a.evidence, '', []))),
-        el('h4', {text: 'Likely cause'}), el('p', {text: a.cause || '—'}),
+        /* what to do first: it is what a person paged for this reads for */
         el('h4', {text: 'What to check'}), el('p', {text: a.action || '—'}),
+        el('h4', {text: 'Likely cause'}), el('p', {text: a.cause || '—'}),
+        el('h4', {text: 'Evidence'}), el('table', null, el('tbody', null, evidenceRows(a.evidence, '', []))),
         src.live ? el('p', null, el('a', {href: src.alertHref(a.id), text: 'link to this alert'})) : null));
       Array.prototype.forEach.call(document.querySelectorAll('.gw-marker, .gw-alerts li'), function (e) {
         e.classList.toggle('gw-open', e.getAttribute('data-alert-id') === id);
