@@ -162,6 +162,31 @@ test('from an alert link, at 3 am: summary and what to check on screen, the rest
   await page.close();
 });
 
+test('the restart is labelled on its own side of the dashed line', async () => {
+  const page = await lockedPage(browser);
+  // record where the page writes text on the charts' canvases
+  await page.evaluateOnNewDocument(() => {
+    window.gwTexts = [];
+    const fill = CanvasRenderingContext2D.prototype.fillText;
+    CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
+      const w = this.measureText(text).width;
+      const left = this.textAlign === 'right' || this.textAlign === 'end' ? x - w : this.textAlign === 'center' ? x - w / 2 : x;
+      window.gwTexts.push({text: String(text), left, canvas: this.canvas});
+      return fill.call(this, text, x, y, ...rest);
+    };
+  });
+  await page.goto(`${daemon.base}/runs/${RUN}`);
+  await ready(page);
+  const [left, line] = await page.evaluate(() => {
+    const u = window.gwView.charts[0];
+    const t = window.gwTexts.filter((x) => x.canvas === u.ctx.canvas && /^segment 2 \(rewind from step 1,000\)$/.test(x.text)).pop();
+    return [t ? t.left : null, u.valToPos(1001, 'x', true)];
+  });
+  assert.ok(left !== null, 'the restart is labelled');
+  assert.ok(left > line, `the label starts at x=${left}, right of the line at x=${line} (over the segment it names)`);
+  await page.close();
+});
+
 test('the run page keeps up while the run streams', async () => {
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/runs/${RUN}`);

@@ -340,7 +340,10 @@
       ctx.setLineDash([]);
       ctx.fillStyle = '#333';
       ctx.font = (11 * dpr) + 'px system-ui, sans-serif';
+      ctx.textAlign = 'left';   /* uPlot leaves 'right' from its axes: the label belongs right of the line */
+      ctx.textBaseline = 'alphabetic';
       var label = 'segment ' + s.seg + ' (' + s.reason + (s.restart !== null && s.restart !== undefined ? ' from step ' + fmtNum(s.restart) : '') + ')';
+      if (x + 4 * dpr + ctx.measureText(label).width > right) { ctx.textAlign = 'right'; x -= 8 * dpr; }   /* no room: the line's left */
       ctx.fillText(label, x + 4 * dpr, top + h - 6 * dpr);
     });
     /* alerts: a thin line in the severity's colour */
