@@ -97,6 +97,12 @@ test('a report of several runs lists them; hostile names stay text', async () =>
   await ready(page);
   const listed = await page.$$eval('tr[data-run] td.gw-name', (tds) => tds.map((t) => t.textContent));
   assert.deepEqual(listed.slice().sort(), names.slice().sort());
+  // a report has no "last record" time nor a live state: the columns say
+  // what the cells hold
+  assert.deepEqual(await page.$$eval('table.gw-runs th', (th) => th.map((t) => t.textContent)),
+    ['Run', 'Segment', 'Last step', 'Records', 'Open alerts']);
+  assert.deepEqual(await page.$eval('tr[data-run]', (tr) => [...tr.cells].slice(1).map((c) => c.textContent)),
+    ['1', '40', '40', '0']);
   for (const n of names) {
     await page.evaluate(() => { location.hash = ''; });
     await page.waitForFunction(() => document.querySelectorAll('tr[data-run]').length === 4);

@@ -293,6 +293,51 @@ test('zoom, log scale and an overlaid run', async () => {
   await page.close();
 });
 
+test('300 runs: open alerts first, a filter, a bounded list, any run can be overlaid', async () => {
+  const d = await new Daemon().start();
+  try {
+    await d.ingest(trace);
+    let body = '';
+    for (let i = 0; i < 300; i++)
+      for (let s = 1; s <= 2; s++) body += JSON.stringify({run: `sweep-${i}`, step: s, loss: 2 + i / 1000, grad_norm: 1}) + '\n';
+    assert.equal((await d.ingest(body)).rejected, 0);
+    const page = await lockedPage(browser);
+    await page.goto(d.base + '/');
+    await ready(page);
+    // the sweeps are newer, but the run with open alerts comes first
+    const rows = () => page.$$eval('tr[data-run]', (trs) => trs.map((t) => t.dataset.run));
+    const first = await rows();
+    assert.equal(first[0], RUN);
+    assert.equal(first.length, 200, 'at most 200 rows drawn');
+    assert.match(await page.$eval('#gw-count', (e) => e.textContent), /^301 runs; the first 200 are listed/);
+    // the filter finds one past the first 200, and keeps through a refresh
+    await page.type('#gw-filter', 'SWEEP-12');
+    const want = ['sweep-12', ...Array.from({length: 10}, (_, k) => `sweep-12${k}`)].sort();
+    assert.deepEqual((await rows()).sort(), want);
+    assert.match(await page.$eval('#gw-count', (e) => e.textContent), /^11 of 301 runs match/);
+    await page.waitForFunction(() => document.querySelectorAll('tr[data-run]').length === 11 &&
+      performance.getEntriesByType('resource').filter((r) => /\/v1\/runs$/.test(r.name)).length >= 2, {timeout: 20000});
+    assert.deepEqual((await rows()).sort(), want);
+    await page.$eval('#gw-filter', (e) => { e.value = 'no-such-run'; e.dispatchEvent(new Event('input')); });
+    assert.match(await page.$eval('tbody', (e) => e.textContent), /No run matches/);
+
+    // overlay: the list holds 50, the box finds any of them
+    await page.goto(`${d.base}/runs/${RUN}`);
+    await ready(page);
+    await page.click('details.gw-overlay summary');
+    assert.equal((await page.$$('input[data-run]')).length, 50);
+    await page.type('#gw-overlay-filter', 'sweep-299');
+    await page.click('input[data-run="sweep-299"]');
+    await page.waitForFunction(() => [...document.querySelectorAll('#chart-loss .u-legend .u-label')]
+      .some((l) => l.textContent === 'sweep-299'));
+    assert.deepEqual(page.offsite, []);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  } finally {
+    await d.stop();
+  }
+});
+
 test('the page headers: CSP, nosniff', async () => {
   for (const p of ['/', `/runs/${RUN}`, '/static/app.js']) {
     const r = await fetch(daemon.base + p);

@@ -221,25 +221,58 @@
 
   /* ---- runs list ------------------------------------------------------------------------- */
 
+  var LIST_MAX = 200;   /* rows drawn at once; the filter finds the rest */
+
+  /* Runs in the order a person looks for them: open alerts first (most
+   * first), then the server's order (most recent first).  A stable sort. */
+  function byAttention(runs) {
+    return runs.map(function (r, i) { return [r, i]; }).sort(function (a, b) {
+      return ((b[0].open_alerts || 0) > 0) - ((a[0].open_alerts || 0) > 0) ||
+        (b[0].open_alerts || 0) - (a[0].open_alerts || 0) || a[1] - b[1];
+    }).map(function (p) { return p[0]; });
+  }
+
+  /* Every word of the filter is a case-insensitive part of the name. */
+  function matcher(text) {
+    var words = String(text || '').toLowerCase().split(/\s+/).filter(Boolean);
+    return function (name) {
+      var n = String(name).toLowerCase();
+      return words.every(function (w) { return n.indexOf(w) >= 0; });
+    };
+  }
+
   function runsPage() {
     var tbody = el('tbody');
+    var cols = src.live ? ['Run', 'State', 'Segment', 'Last step', 'Last record', 'Open alerts'] :
+      ['Run', 'Segment', 'Last step', 'Records', 'Open alerts'];
     var table = el('table', {class: 'gw-runs'},
-      el('thead', null, el('tr', null, ['Run', 'State', 'Segment', 'Last step', 'Last record', 'Open alerts'].map(function (h) {
-        return el('th', {text: h});
-      }))), tbody);
+      el('thead', null, el('tr', null, cols.map(function (h) { return el('th', {scope: 'col', text: h}); }))), tbody);
     var status = el('p', {class: 'gw-muted', id: 'gw-status', role: 'status'});
-    frame('runs', [el('h1', {text: 'Runs'}), status, table]);
+    var filter = el('input', {type: 'search', id: 'gw-filter', placeholder: 'part of a name', autocomplete: 'off', size: 30});
+    var count = el('span', {class: 'gw-muted', id: 'gw-count', 'aria-live': 'polite'});
+    var last = [];
+    frame('runs', [el('h1', {text: 'Runs'}),
+      el('div', {class: 'gw-controls'}, el('label', null, 'Filter runs ', filter), count),
+      status, table]);
+    filter.addEventListener('input', function () { fill(last); });
     function fill(runs) {
+      last = runs;
+      var ok = matcher(filter.value), shown = byAttention(runs.filter(function (r) { return ok(r.run); }));
       clear(tbody);
-      if (!runs.length) tbody.appendChild(el('tr', null, el('td', {colspan: 6, class: 'gw-muted', text: 'No runs yet.'})));
-      runs.forEach(function (r) {
+      if (!runs.length) tbody.appendChild(el('tr', null, el('td', {colspan: cols.length, class: 'gw-muted', text: 'No runs yet.'})));
+      else if (!shown.length) tbody.appendChild(el('tr', null, el('td', {colspan: cols.length, class: 'gw-muted', text: 'No run matches the filter.'})));
+      count.textContent = (shown.length === runs.length ? fmtNum(runs.length) + (runs.length === 1 ? ' run' : ' runs') :
+        fmtNum(shown.length) + ' of ' + fmtNum(runs.length) + ' runs match') +
+        (shown.length > LIST_MAX ? '; the first ' + LIST_MAX + ' are listed, filter to find the others' : '') +
+        '; open alerts first';
+      shown.slice(0, LIST_MAX).forEach(function (r) {
         var live = src.live && r.last_seen && Date.now() / 1000 - r.last_seen < 120;
         tbody.appendChild(el('tr', {'data-run': r.run},
           el('td', {class: 'gw-name'}, el('a', {href: src.runHref(r.run), text: r.run})),
-          el('td', null, live ? badge('streaming', 'state-live') : el('span', {class: 'gw-muted', text: 'idle'})),
+          src.live ? el('td', null, live ? badge('streaming', 'state-live') : el('span', {class: 'gw-muted', text: 'idle'})) : null,
           el('td', {text: fmtNum(r.segment)}),
           el('td', {text: fmtNum(r.last_step)}),
-          el('td', {text: src.live ? fmtAgo(r.last_seen) : fmtNum(r.records) + ' records'}),
+          el('td', {text: src.live ? fmtAgo(r.last_seen) : fmtNum(r.records)}),
           el('td', null, r.open_alerts ? badge(String(r.open_alerts), 'sev-warning') : el('span', {class: 'gw-muted', text: '0'}))));
       });
       document.body.dataset.ready = '1';
@@ -641,16 +674,30 @@
       clear(overlayBox);
       var others = runs.filter(function (r) { return r.run !== name; });
       if (!others.length) return;
-      var det = el('details', {class: 'gw-overlay'}, el('summary', {text: 'Overlay runs'}));
-      others.slice(0, 50).forEach(function (r) {
-        var cb = el('input', {type: 'checkbox', 'data-run': r.run});
-        cb.addEventListener('change', function () {
-          if (cb.checked) view.overlays.push({name: r.run, data: null});
-          else view.overlays = view.overlays.filter(function (o) { return o.name !== r.run; });
-          load(true);
+      /* the first 50 that match the filter (the chosen ones always) */
+      var find = el('input', {type: 'search', id: 'gw-overlay-filter', placeholder: 'part of a name', autocomplete: 'off'});
+      var list = el('div', {class: 'gw-overlay-list'});
+      var det = el('details', {class: 'gw-overlay'}, el('summary', {text: 'Overlay runs'}),
+        el('label', null, 'Find ', find), list);
+      function chosen(n) { return view.overlays.some(function (o) { return o.name === n; }); }
+      function fillList() {
+        var ok = matcher(find.value);
+        clear(list);
+        var match = others.filter(function (r) { return chosen(r.run) || ok(r.run); });
+        match.slice(0, 50).forEach(function (r) {
+          var cb = el('input', {type: 'checkbox', 'data-run': r.run});
+          cb.checked = chosen(r.run);
+          cb.addEventListener('change', function () {
+            if (cb.checked) view.overlays.push({name: r.run, data: null});
+            else view.overlays = view.overlays.filter(function (o) { return o.name !== r.run; });
+            load(true);
+          });
+          list.appendChild(el('div', null, el('label', null, cb, r.run)));
         });
-        det.appendChild(el('div', null, el('label', null, cb, r.run)));
-      });
+        if (match.length > 50) list.appendChild(el('div', {class: 'gw-muted', text: fmtNum(match.length - 50) + ' more: type part of a name'}));
+      }
+      find.addEventListener('input', fillList);
+      fillList();
       overlayBox.appendChild(det);
     }
 
