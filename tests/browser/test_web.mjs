@@ -187,6 +187,45 @@ test('the restart is labelled on its own side of the dashed line', async () => {
   await page.close();
 });
 
+/* The lowest contrast (WCAG 2) of text against what is behind it, over
+ * every element with text of its own on the page. */
+async function lowestContrast(page) {
+  return page.evaluate(() => {
+    const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+    const lum = ([r, g, b]) => [r, g, b].map((v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    }).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+    const bg = (e) => {
+      for (; e; e = e.parentElement) {
+        const c = rgb(getComputedStyle(e).backgroundColor);
+        if (c.length === 3 || c[3] > 0) return c.slice(0, 3);
+      }
+      return [255, 255, 255];
+    };
+    let worst = {ratio: 99};
+    for (const e of document.querySelectorAll('body *')) {
+      if (![...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
+      if (!e.getClientRects().length) continue;
+      const a = lum(rgb(getComputedStyle(e).color)), b = lum(bg(e));
+      const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      if (ratio < worst.ratio) worst = {ratio, text: e.textContent.slice(0, 40), cls: e.className};
+    }
+    return worst;
+  });
+}
+
+test('text contrast meets WCAG AA (4.5:1) on the list and the run page', async () => {
+  const page = await lockedPage(browser);
+  for (const url of ['/', `/runs/${RUN}`]) {
+    await page.goto(daemon.base + url);
+    await ready(page);
+    const worst = await lowestContrast(page);
+    assert.ok(worst.ratio >= 4.5, `${url}: ${JSON.stringify(worst)}`);
+  }
+  await page.close();
+});
+
 test('the run page keeps up while the run streams', async () => {
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/runs/${RUN}`);

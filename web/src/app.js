@@ -32,7 +32,7 @@
     {key: 'throughput', label: 'Throughput', bit: 8, log: false, color: '#9467bd'}
   ];
   var OVERLAY_COLORS = ['#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
-  var SEV_COLOR = {info: '#1565c0', warning: '#c77700', critical: '#c62828'};
+  var SEV_COLOR = {info: '#1565c0', warning: '#a35f00', critical: '#c62828'};
   var POLL_MS = 3000;
 
   /* ---- DOM helpers: text only, never HTML ---------------------------------------- */
