@@ -226,6 +226,23 @@ test('text contrast meets WCAG AA (4.5:1) on the list and the run page', async (
   await page.close();
 });
 
+test('"last record N s ago" ages while the page is open and nothing arrives', async () => {
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/${RUN}`);
+  await ready(page);
+  const ago = () => page.$eval('.gw-run-head .gw-muted', (e) => e.textContent.match(/last record ([^·]*)/)[1].trim());
+  const first = await ago();
+  const secs = (t) => { const m = t.match(/^(\d+) s ago$/); return m ? Number(m[1]) : Infinity; };
+  // time passes: the text must follow it (whatever the machine's speed)
+  await page.waitForFunction((first) => {
+    const t = document.querySelector('.gw-run-head .gw-muted').textContent.match(/last record ([^·]*)/)[1].trim();
+    return t !== first;
+  }, {timeout: 30000, polling: 200}, first);
+  const later = await ago();
+  assert.ok(secs(later) > secs(first), `${first} -> ${later}`);
+  await page.close();
+});
+
 test('the run page keeps up while the run streams', async () => {
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/runs/${RUN}`);

@@ -718,6 +718,7 @@
               al.length]);
             /* back after a lost connection: redraw whatever changed */
             if (key !== view.lastKey || view.lost) { view.lost = false; load(true); }
+            else fillHead();   /* nothing new: "last record N s ago" still ages */
           });
         }).catch(function (e) {
           if (e.auth) return askToken(e);
