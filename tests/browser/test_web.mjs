@@ -243,6 +243,41 @@ test('"last record N s ago" ages while the page is open and nothing arrives', as
   await page.close();
 });
 
+test('numbers: the hover legend and the axes say the value (an LR of 3e-4 is not "0")', async () => {
+  // a run whose LR is tiny and whose throughput is large and nearly flat
+  let body = '';
+  for (let s = 1; s <= 200; s++)
+    body += JSON.stringify({run: 'units', step: s, loss: 2.5 - s / 1000, grad_norm: 0.5,
+      lr: 3e-4 * Math.min(1, s / 100) + 1e-7, throughput: 1234567 + (s % 7) * 1500}) + '\n';
+  await daemon.ingest(body);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/units`);
+  await ready(page);
+  for (const [k, metric] of ['loss', 'grad_norm', 'lr', 'throughput'].entries()) {
+    // hover step 150 on this chart: the legend shows the value drawn there
+    const at = await page.evaluate((k) => {
+      const u = window.gwView.charts[k];
+      u.root.scrollIntoView({block: 'center'});
+      const r = u.over.getBoundingClientRect();
+      return {x: r.left + u.valToPos(150, 'x'), y: r.top + r.height / 2};
+    }, k);
+    await page.mouse.move(at.x, at.y);
+    const [shown, value] = await page.evaluate((k) => {
+      const u = window.gwView.charts[k], i = u.cursor.idx;
+      return [u.root.querySelectorAll('.u-legend .u-value')[1].textContent, u.data[1][i]];
+    }, k);
+    const read = Number(shown.replace(/,/g, ''));
+    assert.ok(Math.abs(read - value) <= Math.abs(value) * 1e-3, `${metric}: the legend says ${shown} for ${value}`);
+    // every tick of the value axis has a label of its own
+    const ticks = await page.evaluate((k) => {
+      const u = window.gwView.charts[k], a = u.axes[1];
+      return a.values(u, a._splits, 1, 0, 0).map(String);
+    }, k);
+    assert.equal(new Set(ticks).size, ticks.length, `${metric}: ticks ${ticks.join(' | ')}`);
+  }
+  await page.close();
+});
+
 test('the run page keeps up while the run streams', async () => {
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/runs/${RUN}`);

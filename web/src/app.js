@@ -61,12 +61,16 @@
 
   function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); }
 
+  /* A value as a person reads it: integers and values from 10,000 up with
+   * thousands separators, tiny and huge ones as 3e-4 / 1.234e+15, the rest
+   * to 5 significant digits. */
   function fmtNum(v) {
     if (v === null || v === undefined) return '—';
     if (typeof v !== 'number') return String(v);
-    if (Number.isInteger(v)) return v.toLocaleString('en-US');
     var a = Math.abs(v);
-    return a !== 0 && (a < 1e-3 || a >= 1e6) ? v.toExponential(3) : String(+v.toPrecision(5));
+    if (a !== 0 && (a < 1e-3 || a >= 1e15)) return v.toExponential(3).replace(/\.?0+e/, 'e');
+    if (Number.isInteger(v) || a >= 1e4) return Math.round(v).toLocaleString('en-US');
+    return String(+v.toPrecision(5));
   }
 
   function fmtAgo(secs) {
@@ -79,13 +83,37 @@
     return Math.round(d / 86400) + ' days ago';
   }
 
-  function fmtTick(v) {
-    if (v === null || v === undefined) return '';
+  /* An axis's tick labels: as few digits as say every tick exactly
+   * (to a thousandth of the spacing), 1e-4 style below 0.001 and k, M, G,
+   * T from 10,000 up, so no two ticks read the same. */
+  var SI = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']];
+  function fmtTickP(v, p) {
+    if (v === null || v === undefined) return ['', v];
     var a = Math.abs(v);
-    if (a === 0) return '0';
-    if (a < 1e-3 || a >= 1e6) return v.toExponential(1);
-    return String(+v.toPrecision(4));
+    if (a === 0) return ['0', 0];
+    if (a < 1e-3) { var e = v.toExponential(Math.max(0, p - 1)); return [e.replace(/\.?0+e/, 'e'), Number(e)]; }
+    if (a >= 1e4) {
+      var u = SI.find(function (x) { return a >= x[0]; }) || SI[SI.length - 1], n = +(v / u[0]).toPrecision(p);
+      return [String(n) + u[1], n * u[0]];
+    }
+    var m = +v.toPrecision(p);
+    return [String(m), m];
   }
+
+  function fmtTicks(vals) {
+    var spacing = Infinity;
+    for (var i = 1; i < vals.length; i++)
+      if (vals[i] !== null && vals[i - 1] !== null) spacing = Math.min(spacing, Math.abs(vals[i] - vals[i - 1]));
+    for (var p = 1; p <= 12; p++) {
+      var out = vals.map(function (v) { return fmtTickP(v, p); });
+      if (out.every(function (o, i) { return vals[i] === null || !(Math.abs(o[1] - vals[i]) > spacing * 1e-3); }))
+        return out.map(function (o) { return o[0]; });
+    }
+    return vals.map(function (v) { return v === null ? '' : String(v); });
+  }
+
+  /* uPlot's own legend rounds to 3 decimals: an LR of 3e-4 read "0" */
+  function legendValue(u, v) { return v === null || v === undefined ? '—' : fmtNum(v); }
 
   function badge(text, cls) { return el('span', {class: 'gw-badge ' + (cls || ''), text: text}); }
 
@@ -545,14 +573,14 @@
       METRICS.forEach(function (m, k) {
         var md = b.metrics[m.key];
         if (!md.has) return;
-        var series = [{label: 'step'}, {label: view.overlays.length ? name : 'current', stroke: m.color, width: 1.5, spanGaps: true}];
+        var series = [{label: 'step'}, {label: view.overlays.length ? name : 'current', stroke: m.color, width: 1.5, spanGaps: true, value: legendValue}];
         var data = [b.x, md.cur];
         md.supSegs.forEach(function (s, i) {
-          series.push({label: 'segment ' + s + ' (superseded)', stroke: m.color, alpha: 0.3, width: 1, dash: [3, 3], spanGaps: true});
+          series.push({label: 'segment ' + s + ' (superseded)', stroke: m.color, alpha: 0.3, width: 1, dash: [3, 3], spanGaps: true, value: legendValue});
           data.push(md.sup[i]);
         });
         view.overlays.forEach(function (o, i) {
-          series.push({label: o.name, stroke: OVERLAY_COLORS[i % OVERLAY_COLORS.length], width: 1.2, spanGaps: true});
+          series.push({label: o.name, stroke: OVERLAY_COLORS[i % OVERLAY_COLORS.length], width: 1.2, spanGaps: true, value: legendValue});
           data.push(md.overlays[i]);
         });
         var box = el('div', {class: 'gw-chart', id: 'chart-' + m.key, 'data-metric': m.key});
@@ -564,7 +592,7 @@
           cursor: {sync: {key: 'gw-x', setSeries: false}, drag: {x: true, y: false},
                    bind: {dblclick: function () { return function () { resetZoom(); return null; }; }}},
           legend: {live: true},
-          axes: [{label: 'step'}, {size: 64, values: function (u, vals) { return vals.map(fmtTick); }}],
+          axes: [{label: 'step'}, {size: 64, values: function (u, vals) { return fmtTicks(vals); }}],
           series: series,
           hooks: {
             drawClear: [drawSegments],
