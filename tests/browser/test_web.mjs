@@ -278,6 +278,22 @@ test('numbers: the hover legend and the axes say the value (an LR of 3e-4 is not
   await page.close();
 });
 
+test('an alert says when: opened (daemon clock) and the record\'s own time, in the browser\'s time zone with its offset', async () => {
+  const alerts = (await daemon.get(`/v1/runs/${RUN}/alerts`)).alerts;
+  const reset = alerts.find((a) => a.detector === 'optimizer_reset');
+  assert.ok(reset.opened_at && reset.ts);
+  const page = await lockedPage(browser);
+  await page.emulateTimezone('Asia/Kolkata');   // UTC+05:30, no daylight saving
+  await page.goto(`${daemon.base}/alerts/${reset.id}`);
+  await ready(page);
+  await page.waitForSelector('#gw-detail-when');
+  const when = await page.$eval('#gw-detail-when', (e) => e.textContent);
+  const ist = (secs) => new Date(Math.floor(secs) * 1000 + 330 * 60000).toISOString().slice(0, 19).replace('T', ' ') + ' UTC+05:30';
+  assert.ok(when.includes('opened ' + ist(reset.opened_at)), when);
+  assert.ok(when.includes('record time ' + ist(reset.ts)), when);
+  await page.close();
+});
+
 test('the run page keeps up while the run streams', async () => {
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/runs/${RUN}`);

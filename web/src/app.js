@@ -83,6 +83,17 @@
     return Math.round(d / 86400) + ' days ago';
   }
 
+  /* Unix seconds as the browser's local time with its offset from UTC:
+   * "2026-12-03 18:37:12 UTC+05:30" (an alert read across time zones). */
+  function fmtTime(secs) {
+    if (typeof secs !== 'number' || !isFinite(secs)) return '—';
+    var d = new Date(Math.floor(secs) * 1000), off = -d.getTimezoneOffset();
+    function two(n) { return (n < 10 ? '0' : '') + n; }
+    var zone = off === 0 ? 'UTC' : 'UTC' + (off > 0 ? '+' : '-') + two(Math.floor(Math.abs(off) / 60)) + ':' + two(Math.abs(off) % 60);
+    return d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + ' ' +
+      two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds()) + ' ' + zone;
+  }
+
   /* An axis's tick labels: as few digits as say every tick exactly
    * (to a thousandth of the spacing), 1e-4 style below 0.001 and k, M, G,
    * T from 10,000 up, so no two ticks read the same. */
@@ -515,6 +526,16 @@
       return rows;
     }
 
+    /* When: the daemon's clock at the open and the resolve (live only),
+     * the opening record's own timestamp (when it had one). */
+    function alertWhen(a) {
+      var parts = [];
+      if (a.opened_at) parts.push('opened ' + fmtTime(a.opened_at) + ' (' + fmtAgo(a.opened_at) + ')');
+      if (a.resolved_at) parts.push('resolved ' + fmtTime(a.resolved_at));
+      if (a.ts) parts.push('record time ' + fmtTime(a.ts));
+      return parts.length ? el('p', {class: 'gw-muted', id: 'gw-detail-when', text: parts.join(' · ')}) : null;
+    }
+
     function openAlert(id, zoomTo) {
       var a = view.alerts.find(function (x) { return x.id === id; });
       if (!a) return;
@@ -524,6 +545,7 @@
         el('div', {class: 'gw-alert-head'}, badge(a.severity, 'sev-' + a.severity), el('strong', {text: a.detector}),
           el('span', {class: 'gw-muted', text: 'segment ' + fmtNum(a.segment) + ' · step ' + fmtNum(a.step)})),
         el('p', {class: 'gw-summary-line', id: 'gw-detail-summary', text: a.summary}),
+        alertWhen(a),
         /* what to do first: it is what a person paged for this reads for */
         el('h4', {text: 'What to check'}), el('p', {text: a.action || '—'}),
         el('h4', {text: 'Likely cause'}), el('p', {text: a.cause || '—'}),
