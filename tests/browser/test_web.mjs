@@ -531,6 +531,31 @@ test('with tokens, the page asks for a read token and then shows the run', async
     assert.deepEqual([...page.offsite, ...p2.offsite], []);
     await page.close();
     await p2.close();
+
+    // the form says where a token comes from
+    const alerts = (await d.get(`/v1/runs/${RUN}/alerts`)).alerts;
+    const p3 = await lockedPage(browser);
+    await p3.goto(`${d.base}/alerts/${alerts[0].id}`);
+    await p3.waitForFunction(() => document.body.dataset.ready === 'token');
+    assert.match(await p3.$eval('#gw-token-form', (e) => e.textContent), /auth\.read_tokens_file/);
+    // every alert link opens a new tab: without "remember", each asks
+    // again; with it, the next tab opens the alert directly
+    await p3.type('#gw-token', READ);
+    await p3.click('#gw-token-remember');
+    await p3.click('#gw-token-form button');
+    await ready(p3);
+    await p3.waitForSelector(`.gw-detail[data-alert-id="${alerts[0].id}"]`);
+    const p4 = await lockedPage(browser);
+    await p4.goto(`${d.base}/alerts/${alerts[1].id}`);
+    await ready(p4);
+    await p4.waitForSelector(`.gw-detail[data-alert-id="${alerts[1].id}"]`);
+    // and "forget" (in the page's top bar) ends that
+    await p4.click('#gw-forget-token');
+    await p4.waitForFunction(() => document.body.dataset.ready === 'token');
+    const p5 = await lockedPage(browser);
+    await p5.goto(`${d.base}/runs/${RUN}`);
+    await p5.waitForFunction(() => document.body.dataset.ready === 'token');
+    for (const p of [p3, p4, p5]) await p.close();
   } finally {
     await d.stop();
   }

@@ -136,11 +136,16 @@
   var TOKEN_KEY = 'gradwatch-read-token';
 
   function readToken() {
-    try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
+    try { return sessionStorage.getItem(TOKEN_KEY) || localStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
   }
 
-  function saveToken(t) {
-    try { if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY); } catch (e) { /* private mode */ }
+  /* For this tab; with remember, for every tab of this browser too (each
+   * alert link opens a new tab) until Forget.  An empty t forgets both. */
+  function saveToken(t, remember) {
+    try {
+      if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY);
+      if (t && remember) localStorage.setItem(TOKEN_KEY, t); else localStorage.removeItem(TOKEN_KEY);
+    } catch (e) { /* storage off: the token lives as long as the page */ }
   }
 
   function takeTokenFromHash() {
@@ -229,7 +234,9 @@
     add(root, [
       el('header', {class: 'gw-top'},
         el('a', {class: 'gw-brand', href: home, text: 'gradwatch'}),
-        el('span', {class: 'gw-muted', text: src.live ? 'live' : 'report' + (src.data.generated ? ' · ' + src.data.generated : '')})),
+        el('span', {class: 'gw-muted', text: src.live ? 'live' : 'report' + (src.data.generated ? ' · ' + src.data.generated : '')}),
+        src.live && readToken() ? el('button', {type: 'button', id: 'gw-forget-token', class: 'gw-push-right', text: 'Forget token',
+          on: {click: function () { saveToken(''); route(); }}}) : null),
       el('main', null, body)
     ]);
   }
@@ -243,14 +250,18 @@
   function askToken(err) {
     stopTimers();
     var input = el('input', {type: 'password', id: 'gw-token', autocomplete: 'off', size: 40});
+    var remember = el('input', {type: 'checkbox', id: 'gw-token-remember'});
     var form = el('form', {id: 'gw-token-form'},
       el('p', null, readToken() ? 'That token was not accepted (' + err.message + ').' :
         'This gradwatchd needs a read token.'),
+      el('p', {class: 'gw-muted', text: 'A read token is a line of the file that auth.read_tokens_file names in ' +
+        'gradwatchd\'s configuration (an ingest token works too); ask whoever runs gradwatchd.'}),
       el('label', null, 'Read token ', input), ' ', el('button', {type: 'submit', text: 'Open'}),
-      el('p', {class: 'gw-muted', text: 'Kept for this browser tab only. A link may carry it as #token=…'}));
+      el('p', null, el('label', null, remember, ' Remember on this browser (every tab, until Forget token)')),
+      el('p', {class: 'gw-muted', text: 'Otherwise it is kept for this tab only. A link may carry it as #token=…'}));
     form.addEventListener('submit', function (e) {
       e.preventDefault();
-      saveToken(input.value.trim());
+      saveToken(input.value.trim(), remember.checked);
       route();
     });
     frame('token', form);
