@@ -294,6 +294,38 @@ test('an alert says when: opened (daemon clock) and the record\'s own time, in t
   await page.close();
 });
 
+test('zoomed into a long streaming run, new alerts and the run\'s position still show', async () => {
+  let body = '';
+  for (let s = 1; s <= 6000; s++) body += JSON.stringify({run: 'long-run', step: s, loss: 3 - s / 3000, grad_norm: 1, lr: 1e-4}) + '\n';
+  await daemon.ingest(body);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/long-run`);
+  await ready(page);
+  assert.equal(await page.evaluate(() => window.gwView.data.downsampled), true);
+  const box = await page.evaluate(() => {
+    const u = window.gwView.charts[0], r = u.over.getBoundingClientRect();
+    return {x0: r.left + u.valToPos(1000, 'x'), x1: r.left + u.valToPos(2000, 'x'), y: r.top + r.height / 2};
+  });
+  await page.mouse.move(box.x0, box.y);
+  await page.mouse.down();
+  await page.mouse.move(box.x1, box.y, {steps: 8});
+  await page.mouse.up();
+  await page.waitForFunction(() => window.gwView.ranged === true && window.gwView.zoom !== null);
+  const zoom = await page.evaluate(() => window.gwView.zoom);
+  let more = '';
+  for (let s = 6001; s <= 6010; s++)
+    more += JSON.stringify({run: 'long-run', step: s, loss: s === 6005 ? 'NaN' : 1, grad_norm: 1, lr: 1e-4}).replace('"NaN"', 'NaN') + '\n';
+  await daemon.ingest(more);
+  await page.waitForFunction(() => [...document.querySelectorAll('#gw-alerts li')].some((l) => /nonfinite/.test(l.textContent)),
+    {timeout: 30000, polling: 200});
+  assert.match(await page.$eval('.gw-run-head .gw-muted', (e) => e.textContent), /last step 6,010/);
+  assert.deepEqual(await page.evaluate(() => window.gwView.zoom), zoom, 'the zoom stays');
+  const [lo, hi] = await page.evaluate(() => [window.gwView.charts[0].scales.x.min, window.gwView.charts[0].scales.x.max]);
+  assert.ok(Math.abs(lo - zoom[0]) < 1 && Math.abs(hi - zoom[1]) < 1, `${lo}..${hi}`);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('the run page keeps up while the run streams', async () => {
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/runs/${RUN}`);

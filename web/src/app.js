@@ -768,8 +768,9 @@
     src.runs().then(fillOverlays, function () {});
     if (src.live) {
       timers.push(setInterval(function () {
-        if (view.zoom && view.ranged) return; /* a zoomed view stays put */
         if (view.loading) return;   /* a slow answer is not raced by a newer ask */
+        /* a zoomed view keeps its charts; the head and the alerts still follow */
+        var zoomed = !!(view.zoom && view.ranged);
         /* a cheap look: one step's records carry the run's position */
         var last = view.info && view.info.last_step !== null ? view.info.last_step : 0;
         src.records(name, {from: last, to: last, max_points: 1}).then(function (one) {
@@ -777,9 +778,18 @@
           return src.alerts(name).then(function (al) {
             var key = JSON.stringify([info.last_step, info.segment, info.last_seen,
               al.length]);
-            /* back after a lost connection: redraw whatever changed */
-            if (key !== view.lastKey || view.lost) { view.lost = false; load(true); }
-            else fillHead();   /* nothing new: "last record N s ago" still ages */
+            var moved = key !== view.lastKey || view.lost;
+            if (view.lost) { view.lost = false; status.textContent = ''; status.className = 'gw-muted'; }
+            if (moved && !zoomed) return load(true);   /* also: back after a lost connection */
+            if (moved) {
+              view.info = info;
+              view.alerts = al.slice().sort(function (a, b) { return a.step - b.step; });
+              view.lastKey = key;
+              fillAlerts();
+              if (view.open) openAlert(view.open, false);
+              view.charts.forEach(function (u) { u.redraw(false, false); });   /* alert lines, markers */
+            }
+            fillHead();   /* "last record N s ago" ages even when nothing came */
           });
         }).catch(function (e) {
           if (e.auth) return askToken(e);
