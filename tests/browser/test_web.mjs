@@ -326,6 +326,52 @@ test('zoomed into a long streaming run, new alerts and the run\'s position still
   await page.close();
 });
 
+test('dark mode: the pages follow prefers-color-scheme, text and chart labels stay readable', async () => {
+  const page = await lockedPage(browser);
+  await page.emulateMediaFeatures([{name: 'prefers-color-scheme', value: 'dark'}]);
+  await page.evaluateOnNewDocument(() => {
+    window.gwTexts = [];
+    const fill = CanvasRenderingContext2D.prototype.fillText;
+    CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
+      window.gwTexts.push({text: String(text), style: String(this.fillStyle), canvas: this.canvas});
+      return fill.call(this, text, ...rest);
+    };
+  });
+  for (const url of ['/', `/runs/${RUN}`]) {
+    await page.goto(daemon.base + url);
+    await ready(page);
+    const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const [r, g, b] = bg.match(/\d+/g).map(Number);
+    assert.ok(r + g + b < 3 * 60, `a dark background: ${bg}`);
+    const worst = await lowestContrast(page);
+    assert.ok(worst.ratio >= 4.5, `${url}: ${JSON.stringify(worst)}`);
+  }
+  // the charts' own text (ticks, axis labels, the restart label) against
+  // the chart's panel
+  const worst = await page.evaluate(() => {
+    const rgb = (c) => {
+      if (c.startsWith('#')) return [1, 3, 5].map((i) => parseInt(c.slice(i, i + 2), 16));
+      return c.match(/[\d.]+/g).slice(0, 3).map(Number);
+    };
+    const lum = (c) => rgb(c).map((v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    }).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+    const panel = lum(getComputedStyle(document.querySelector('.gw-chart')).backgroundColor);
+    let w = {ratio: 99};
+    for (const t of window.gwTexts) {
+      if (!t.text.trim() || !document.querySelector('.gw-charts').contains(t.canvas)) continue;
+      const a = lum(t.style), ratio = (Math.max(a, panel) + 0.05) / (Math.min(a, panel) + 0.05);
+      if (ratio < w.ratio) w = {ratio, text: t.text, style: t.style};
+    }
+    return w;
+  });
+  assert.ok(worst.ratio >= 4.5, `chart text: ${JSON.stringify(worst)}`);
+  fs.mkdirSync(ARTIFACT_DIR, {recursive: true});
+  await page.screenshot({path: path.join(ARTIFACT_DIR, 'run-page-dark.png')});
+  await page.close();
+});
+
 test('the run page keeps up while the run streams', async () => {
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/runs/${RUN}`);

@@ -126,6 +126,12 @@
   /* uPlot's own legend rounds to 3 decimals: an LR of 3e-4 read "0" */
   function legendValue(u, v) { return v === null || v === undefined ? '—' : fmtNum(v); }
 
+  /* A colour of the style sheet (app.css's variables), for the canvas. */
+  function css(name, fallback) {
+    var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return v || fallback;
+  }
+
   function badge(text, cls) { return el('span', {class: 'gw-badge ' + (cls || ''), text: text}); }
 
   /* ---- data sources ----------------------------------------------------------------- */
@@ -400,7 +406,7 @@
       x0 = Math.max(x0, u.bbox.left);
       x1 = Math.min(x1, u.bbox.left + u.bbox.width);
       if (x1 <= x0) return;
-      ctx.fillStyle = 'rgba(90, 120, 180, 0.09)';
+      ctx.fillStyle = css('--seg', 'rgba(90, 120, 180, 0.09)');
       ctx.fillRect(x0, top, x1 - x0, h);
     });
     ctx.restore();
@@ -416,12 +422,12 @@
       if (k === 0) return;
       var x = u.valToPos(s.from, 'x', true);
       if (x < left || x > right) return;
-      ctx.strokeStyle = '#555';
+      ctx.strokeStyle = css('--mark', '#555');
       ctx.lineWidth = dpr;
       ctx.setLineDash([4 * dpr, 3 * dpr]);
       ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
       ctx.setLineDash([]);
-      ctx.fillStyle = '#333';
+      ctx.fillStyle = css('--mark-text', '#333');
       ctx.font = (11 * dpr) + 'px system-ui, sans-serif';
       ctx.textAlign = 'left';   /* uPlot leaves 'right' from its axes: the label belongs right of the line */
       ctx.textBaseline = 'alphabetic';
@@ -602,7 +608,7 @@
       if (!view.data) return;
       view.built = buildData(view);
       view.building = true;
-      var b = view.built;
+      var b = view.built, fg = css('--fg', '#1d2430'), grid = css('--grid', 'rgba(0, 0, 0, 0.07)');
       METRICS.forEach(function (m, k) {
         var md = b.metrics[m.key];
         if (!md.has) return;
@@ -625,7 +631,8 @@
           cursor: {sync: {key: 'gw-x', setSeries: false}, drag: {x: true, y: false},
                    bind: {dblclick: function () { return function () { resetZoom(); return null; }; }}},
           legend: {live: true},
-          axes: [{label: 'step'}, {size: 64, values: function (u, vals) { return fmtTicks(vals); }}],
+          axes: [{label: 'step', stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}},
+                 {size: 64, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}, values: function (u, vals) { return fmtTicks(vals); }}],
           series: series,
           hooks: {
             drawClear: [drawSegments],
