@@ -372,6 +372,32 @@ test('dark mode: the pages follow prefers-color-scheme, text and chart labels st
   await page.close();
 });
 
+test('a run of a million steps: every tick label fits on its chart', async () => {
+  let body = '';
+  for (let s = 5000; s <= 1000000; s += 5000) body += JSON.stringify({run: 'million', step: s, loss: 2, grad_norm: 1}) + '\n';
+  await daemon.ingest(body);
+  const page = await lockedPage(browser);
+  await page.evaluateOnNewDocument(() => {
+    window.gwTexts = [];
+    const fill = CanvasRenderingContext2D.prototype.fillText;
+    CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
+      const w = this.measureText(text).width;
+      const left = this.textAlign === 'right' || this.textAlign === 'end' ? x - w : this.textAlign === 'center' ? x - w / 2 : x;
+      window.gwTexts.push({text: String(text), left, right: left + w, canvas: this.canvas});
+      return fill.call(this, text, x, y, ...rest);
+    };
+  });
+  await page.goto(`${daemon.base}/runs/million`);
+  await ready(page);
+  const out = await page.evaluate(() => window.gwTexts
+    .filter((t) => document.querySelector('.gw-charts').contains(t.canvas) && t.text.trim())
+    .filter((t) => t.left < -0.5 || t.right > t.canvas.width + 0.5)
+    .map((t) => `${t.text} at ${Math.round(t.left)}..${Math.round(t.right)} of ${t.canvas.width}`));
+  assert.ok(await page.evaluate(() => window.gwTexts.some((t) => t.text === '1,000,000')), 'the last step is labelled');
+  assert.deepEqual(out, [], 'labels cut at the canvas edge');
+  await page.close();
+});
+
 test('the run page keeps up while the run streams', async () => {
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/runs/${RUN}`);

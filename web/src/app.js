@@ -627,6 +627,8 @@
         chartsBox.appendChild(box);
         var opts = {
           width: chartWidth(), height: k === 0 ? 260 : 170,
+          /* room on the right for half the last step's label ("1,000,000") */
+          padding: [null, 40, null, null],
           scales: {x: {time: false}, y: {distr: view.logScale && m.log ? 3 : 1}},
           cursor: {sync: {key: 'gw-x', setSeries: false}, drag: {x: true, y: false},
                    bind: {dblclick: function () { return function () { resetZoom(); return null; }; }}},
