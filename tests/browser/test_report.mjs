@@ -115,6 +115,25 @@ test('a report of several runs lists them; hostile names stay text', async () =>
     }, {}, n);
     assert.equal(await page.evaluate(() => window.gwView.points()), 40);
   }
+  // going from run to run in one report leaves no listeners behind
+  const cdp = await page.createCDPSession();
+  const listeners = async () => {
+    await cdp.send('HeapProfiler.collectGarbage');
+    return (await page.metrics()).JSEventListeners;
+  };
+  const visit = async (n) => {
+    await page.evaluate((h) => { location.hash = h; }, '#run=' + encodeURIComponent(n));
+    await page.waitForFunction((n) => {
+      const h = document.getElementById('gw-run-name');
+      return h && h.textContent === n && document.body.dataset.ready === '1';
+    }, {}, n);
+  };
+  await visit(names[0]);
+  const before = await listeners();
+  for (let i = 0; i < 12; i++) await visit(names[i % 2 ? 0 : 1]);
+  await visit(names[0]);
+  const after = await listeners();
+  assert.ok(after - before < 6, `event listeners ${before} -> ${after} after 13 visits`);
   assert.equal(await page.evaluate(() => window.__pwned), undefined);
   assert.equal(await page.$$eval('img, svg[onload]', (e) => e.length), 0);
   assert.deepEqual(page.dialogs, []);

@@ -229,9 +229,23 @@
 
   /* ---- page frame ----------------------------------------------------------------------- */
 
-  var src, root, view = null, timers = [];
+  var src, root, current = null, timers = [];
 
   function stopTimers() { timers.forEach(clearInterval); timers = []; }
+
+  /* Before another page is drawn in this document (a report's #run=
+   * links): the run page's charts go, with the listeners uPlot put on
+   * window, and its data with them. */
+  function leaveView() {
+    if (!current) return;
+    current.gone = true;
+    current.charts.forEach(function (u) { u.destroy(); });
+    current.charts = [];
+    current = null;
+  }
+
+  /* One resize listener for the document; it resizes the current charts. */
+  window.addEventListener('resize', function () { if (current && current.onResize) current.onResize(); });
 
   function frame(title, body) {
     document.title = title ? title + ' · gradwatch' : 'gradwatch';
@@ -397,7 +411,7 @@
   /* ---- drawing hooks ---------------------------------------------------------------------- */
 
   function drawSegments(u) {
-    var spans = view && view.data ? segmentSpans(view.data) : [];
+    var spans = current && current.data ? segmentSpans(current.data) : [];
     var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
     ctx.save();
     spans.forEach(function (s, k) {
@@ -413,12 +427,12 @@
   }
 
   function drawMarks(u) {
-    if (!view || !view.data) return;
+    if (!current || !current.data) return;
     var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height, dpr = devicePixelRatio || 1;
     var left = u.bbox.left, right = u.bbox.left + u.bbox.width;
     ctx.save();
     /* restarts: a dashed line where each later segment starts */
-    segmentSpans(view.data).forEach(function (s, k) {
+    segmentSpans(current.data).forEach(function (s, k) {
       if (k === 0) return;
       var x = u.valToPos(s.from, 'x', true);
       if (x < left || x > right) return;
@@ -436,7 +450,7 @@
       ctx.fillText(label, x + 4 * dpr, top + h - 6 * dpr);
     });
     /* alerts: a thin line in the severity's colour */
-    (view.alerts || []).forEach(function (a) {
+    (current.alerts || []).forEach(function (a) {
       var x = u.valToPos(a.step, 'x', true);
       if (x < left || x > right) return;
       ctx.strokeStyle = SEV_COLOR[a.severity] || '#888';
@@ -446,7 +460,7 @@
       ctx.globalAlpha = 1;
     });
     /* non-finite values: red triangles along the top edge */
-    var m = u.gwMetric && view.built ? view.built.metrics[u.gwMetric] : null;
+    var m = u.gwMetric && current.built ? current.built.metrics[u.gwMetric] : null;
     if (m) {
       ctx.fillStyle = '#c62828';
       m.nonfinite.forEach(function (p) {
@@ -465,7 +479,9 @@
   /* ---- the run page ------------------------------------------------------------------------ */
 
   function runPage(name, focusAlertId) {
-    view = {
+    /* this page's own state: the closures below keep it, so an answer
+     * that comes after the page was left finds view.gone */
+    var view = current = {
       name: name, info: null, data: null, alerts: [], overlays: [], logScale: false,
       zoom: null, charts: [], built: null, open: null, syncing: false, fetchSeq: 0,
       points: function () { return view.data ? view.data.step.length : 0; }
@@ -706,6 +722,7 @@
     }
 
     function load(keepZoom) {
+      if (view.gone) return Promise.resolve();
       var seq = ++view.fetchSeq;
       var q = recordsQuery();
       view.loading = true;
@@ -715,7 +732,7 @@
         return src.records(o.name, q).catch(function () { return null; });
       }));
       return Promise.all(jobs).then(function (r) {
-        if (seq !== view.fetchSeq) return;
+        if (view.gone || seq !== view.fetchSeq) return;
         view.loading = false;
         view.info = r[2].info || {};
         /* alert objects as of their latest event: resolved ones too */
@@ -732,7 +749,7 @@
         view.els.status.textContent = '';
         view.els.status.className = 'gw-muted';
       }, function (e) {
-        if (seq !== view.fetchSeq) return;
+        if (view.gone || seq !== view.fetchSeq) return;
         view.loading = false;
         if (e.auth) return askToken(e);
         if (!view.data) showError(e);
@@ -812,18 +829,19 @@
       }, POLL_MS));
     }
     var lastW = 0;
-    window.addEventListener('resize', function () {
+    view.onResize = function () {
       var w = chartWidth();
       if (Math.abs(w - lastW) < 4) return;
       lastW = w;
       view.charts.forEach(function (u) { u.setSize({width: w, height: u.height}); });
-    });
+    };
   }
 
   /* ---- routing ------------------------------------------------------------------------------ */
 
   function route() {
     stopTimers();
+    leaveView();
     document.body.dataset.ready = '0';
     if (src.live) {
       var p = location.pathname;
