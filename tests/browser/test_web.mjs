@@ -398,6 +398,23 @@ test('a run of a million steps: every tick label fits on its chart', async () =>
   await page.close();
 });
 
+test('a run of one record: whole steps on the axis, "1 record"', async () => {
+  await daemon.ingest(JSON.stringify({run: 'one-point', step: 1, grad_norm: 2}) + '\n');
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/one-point`);
+  await ready(page);
+  assert.equal(await page.$$eval('.gw-chart', (c) => c.map((e) => e.dataset.metric).join()), 'grad_norm');
+  const ticks = await page.evaluate(() => {
+    const u = window.gwView.charts[0];
+    return u.axes[0]._splits;
+  });
+  assert.ok(ticks.length >= 1 && ticks.every(Number.isInteger), `steps on the axis: ${ticks.join(' ')}`);
+  const head = await page.$eval('.gw-run-head .gw-muted', (e) => e.textContent);
+  assert.match(head, /· 1 record$/);
+  assert.match(await page.$eval('.gw-segments', (e) => e.textContent), /steps 1–1, 1 record$/);
+  await page.close();
+});
+
 test('the run page keeps up while the run streams', async () => {
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/runs/${RUN}`);

@@ -132,6 +132,13 @@
     return v || fallback;
   }
 
+  /* "1 record", "1,640 records" */
+  function plural(n, word) { return fmtNum(n) + ' ' + word + (n === 1 ? '' : 's'); }
+
+  /* Steps are whole: the step axis only ticks at 1, 2, 5 times a power of ten. */
+  var STEP_INCRS = [];
+  for (var p10 = 1; p10 <= 1e12; p10 *= 10) STEP_INCRS.push(p10, 2 * p10, 5 * p10);
+
   function badge(text, cls) { return el('span', {class: 'gw-badge ' + (cls || ''), text: text}); }
 
   /* ---- data sources ----------------------------------------------------------------- */
@@ -517,7 +524,7 @@
         el('div', {class: 'gw-muted'},
           'segment ' + fmtNum(i.segment) + ' · last step ' + fmtNum(i.last_step) +
           (src.live ? ' · last record ' + fmtAgo(i.last_seen) : '') +
-          ' · ' + fmtNum(view.data ? view.data.total : null) + ' records' +
+          ' · ' + (view.data ? plural(view.data.total, 'record') : '— records') +
           (view.data && view.data.downsampled ? ' (drawn: ' + fmtNum(view.data.step.length) + ', min/max per bucket)' : ''))
       ]);
       clear(view.els.segs);
@@ -525,7 +532,7 @@
         var full = (view.data.segments || []).find(function (x) { return x.segment === s.seg; });
         add(view.els.segs, el('div', {'data-segment': s.seg, text:
           'segment ' + s.seg + ' (' + s.reason + (s.restart !== null && s.restart !== undefined ? ' from step ' + fmtNum(s.restart) : '') + '): steps ' +
-          fmtNum(full.min_step) + '–' + fmtNum(full.max_step) + ', ' + fmtNum(full.records) + ' records' +
+          fmtNum(full.min_step) + '–' + fmtNum(full.max_step) + ', ' + plural(full.records, 'record') +
           (full.superseded_from !== null && full.superseded_from !== undefined ? '; steps from ' + fmtNum(full.superseded_from) + ' superseded by a later segment (drawn faint)' : '')}));
       });
     }
@@ -649,7 +656,7 @@
           cursor: {sync: {key: 'gw-x', setSeries: false}, drag: {x: true, y: false},
                    bind: {dblclick: function () { return function () { resetZoom(); return null; }; }}},
           legend: {live: true},
-          axes: [{label: 'step', stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}},
+          axes: [{label: 'step', incrs: STEP_INCRS, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}},
                  {size: 64, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}, values: function (u, vals) { return fmtTicks(vals); }}],
           series: series,
           hooks: {
