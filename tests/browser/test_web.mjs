@@ -415,6 +415,29 @@ test('a run of one record: whole steps on the axis, "1 record"', async () => {
   await page.close();
 });
 
+test('an alert link into a long run opens on the alert\'s neighbourhood, in detail', async () => {
+  let body = '';
+  for (let s = 10; s <= 500000; s += 10)
+    body += JSON.stringify({run: 'long-alert', step: s, loss: s === 250000 ? 'NaN' : 2 - s / 1e6, grad_norm: 1}).replace('"NaN"', 'NaN') + '\n';
+  await daemon.ingest(body);
+  const a = (await daemon.get('/v1/runs/long-alert/alerts')).alerts.find((x) => x.detector === 'nonfinite');
+  assert.ok(a, 'a nonfinite alert');
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/alerts/${a.id}`);
+  await ready(page);
+  await page.waitForFunction(() => window.gwView.ranged === true && !window.gwView.data.downsampled, {timeout: 20000});
+  const [min, max] = await page.evaluate(() => [window.gwView.charts[0].scales.x.min, window.gwView.charts[0].scales.x.max]);
+  assert.ok(min <= a.step && a.step <= max, `${min}..${max} holds step ${a.step}`);
+  assert.ok(max - min <= 2000, `a window of ${max - min} steps around the alert, not a slice of the whole run`);
+  // each record there is drawn (every 10th step)
+  const drawn = await page.evaluate((lo, hi) => {
+    const d = window.gwView.data;
+    return d.step.filter((s) => s >= lo && s <= hi).length;
+  }, Math.ceil(min), Math.floor(max));
+  assert.ok(drawn >= Math.floor((max - min) / 10) - 1, `${drawn} records drawn in ${min}..${max}`);
+  await page.close();
+});
+
 test('the run page keeps up while the run streams', async () => {
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/runs/${RUN}`);

@@ -704,7 +704,10 @@
     function zoomAround(step) {
       var d = view.data;
       if (!d || !d.step.length) return;
-      var span = Math.max(d.to - d.from, 1), half = Math.max(30, Math.round(span * 0.04));
+      /* 4% of the run either side, at least 30 steps and at most 1,000:
+       * an alert is about a few steps, and on a long run 4% would be a
+       * downsampled slice where those steps do not show */
+      var span = Math.max(d.to - d.from, 1), half = Math.min(1000, Math.max(30, Math.round(span * 0.04)));
       var lo = Math.max(d.from, step - half), hi = Math.min(d.to, step + half);
       if (view.charts[0]) view.charts[0].setScale('x', {min: lo, max: hi});
       else view.zoom = [lo, hi];
