@@ -71,6 +71,8 @@ test('the report of the example renders offline like the live page', async () =>
   await marker.click();
   await page.waitForSelector('#gw-detail-summary');
   assert.equal(await page.$eval('#gw-detail-summary', (e) => e.textContent), reset.summary);
+  // a report passed on says what it was made from
+  assert.equal(await page.$eval('#gw-files', (e) => e.textContent), 'from ' + EXAMPLE);
   fs.mkdirSync(ARTIFACT_DIR, {recursive: true});
   await page.screenshot({path: path.join(ARTIFACT_DIR, 'report.png'), fullPage: true});
   assert.deepEqual(page.offsite, [], 'no network request');

@@ -262,6 +262,8 @@
       el('header', {class: 'gw-top'},
         el('a', {class: 'gw-brand', href: home, text: 'gradwatch'}),
         el('span', {class: 'gw-muted', text: src.live ? 'live' : 'report' + (src.data.generated ? ' · ' + src.data.generated : '')}),
+        !src.live && (src.data.files || []).length ?
+          el('span', {class: 'gw-muted gw-files', id: 'gw-files', text: 'from ' + src.data.files.join(', ')}) : null,
         src.live && readToken() ? el('button', {type: 'button', id: 'gw-forget-token', class: 'gw-push-right', text: 'Forget token',
           on: {click: function () { saveToken(''); route(); }}}) : null),
       el('main', null, body)
