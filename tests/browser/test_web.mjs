@@ -398,6 +398,16 @@ test('a run of a million steps: every tick label fits on its chart', async () =>
   await page.close();
 });
 
+test('each chart has a text alternative a screen reader reads', async () => {
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/units`);
+  await ready(page);
+  const label = await page.$eval('#chart-lr', (e) => [e.getAttribute('role'), e.getAttribute('aria-label')]);
+  assert.equal(label[0], 'figure');   // not img: the alert markers inside stay buttons
+  assert.equal(label[1], 'Learning rate against step: 200 points, steps 1–200; last 3.001e-4 at step 200; lowest 3.1e-6, highest 3.001e-4');
+  await page.close();
+});
+
 test('a run of one record: whole steps on the axis, "1 record"', async () => {
   await daemon.ingest(JSON.stringify({run: 'one-point', step: 1, grad_norm: 2}) + '\n');
   const page = await lockedPage(browser);

@@ -626,6 +626,26 @@
 
     function chartWidth() { return Math.max(320, chartsBox.clientWidth - 10); }
 
+    /* What the chart shows, in words (its aria-label): "Loss against
+     * step: 1,600 points, steps 1–1,600; last 2.13 at step 1,600; lowest
+     * 1.02, highest 3.41; 1 NaN or infinite". */
+    function chartSummary(m, x, md) {
+      var n = 0, lo = null, hi = null, first = null, last = null;
+      md.cur.forEach(function (y, i) {
+        if (y === null) return;
+        n++;
+        if (first === null) first = i;
+        last = i;
+        if (lo === null || y < lo) lo = y;
+        if (hi === null || y > hi) hi = y;
+      });
+      var t = m.label + ' against step: ' + plural(n, 'point');
+      if (n) t += ', steps ' + fmtNum(x[first]) + '–' + fmtNum(x[last]) + '; last ' + fmtNum(md.cur[last]) +
+        ' at step ' + fmtNum(x[last]) + '; lowest ' + fmtNum(lo) + ', highest ' + fmtNum(hi);
+      if (md.nonfinite.length) t += '; ' + fmtNum(md.nonfinite.length) + ' NaN or infinite';
+      return t;
+    }
+
     function rebuild() {
       view.charts.forEach(function (u) { u.destroy(); });
       view.charts = [];
@@ -647,7 +667,8 @@
           series.push({label: o.name, stroke: OVERLAY_COLORS[i % OVERLAY_COLORS.length], width: 1.2, spanGaps: true, value: legendValue});
           data.push(md.overlays[i]);
         });
-        var box = el('div', {class: 'gw-chart', id: 'chart-' + m.key, 'data-metric': m.key});
+        var box = el('div', {class: 'gw-chart', id: 'chart-' + m.key, 'data-metric': m.key, role: 'figure',
+          'aria-label': chartSummary(m, b.x, md)});
         box.appendChild(el('h3', {text: m.label + (view.logScale && m.log ? ' (log)' : '')}));
         chartsBox.appendChild(box);
         var opts = {
