@@ -460,6 +460,26 @@ test('the run page keeps up while the run streams', async () => {
   await page.waitForFunction((n) => window.gwView.points() === n, {timeout: 15000}, before + 20);
   assert.equal(await page.$eval('#chart-loss', (e) => e.dataset.points),
     String(expectedPoints(trace + more, 'loss')));
+
+  // an update does not redraw the page under the reader: the same charts
+  // take the new data, the cursor and its legend stay
+  const at = await page.evaluate(() => {
+    const u = window.gwView.charts[0], r = u.over.getBoundingClientRect();
+    u.gwProbe = 'same chart';
+    return {x: r.left + u.valToPos(800, 'x'), y: r.top + r.height / 2};
+  });
+  await page.mouse.move(at.x, at.y);
+  const held = await page.$eval('#chart-loss .u-legend .u-value:nth-child(2)', (e) => e.textContent);
+  let again = '';
+  for (let s = 1621; s <= 1630; s++)
+    again += JSON.stringify({run: RUN, step: s, loss: 1.9, grad_norm: 0.3, lr: 3e-4, throughput: 18000}) + '\n';
+  await daemon.ingest(again);
+  await page.waitForFunction((n) => window.gwView.points() === n, {timeout: 15000}, before + 30);
+  assert.equal(await page.evaluate(() => window.gwView.charts[0].gwProbe), 'same chart');
+  assert.equal(await page.evaluate(() => window.gwView.charts[0].scales.x.max), 1630, 'the x range grew');
+  assert.equal(await page.evaluate(() => document.querySelectorAll('#chart-loss canvas').length), 1);
+  assert.ok(await page.evaluate(() => window.gwView.charts[0].cursor.left >= 0), 'the cursor is still on the chart');
+  assert.notEqual(held, '—');
   await page.close();
 });
 

@@ -646,17 +646,10 @@
       return t;
     }
 
-    function rebuild() {
-      view.charts.forEach(function (u) { u.destroy(); });
-      view.charts = [];
-      clear(chartsBox);
-      if (!view.data) return;
-      view.built = buildData(view);
-      view.building = true;
-      var b = view.built, fg = css('--fg', '#1d2430'), grid = css('--grid', 'rgba(0, 0, 0, 0.07)');
-      METRICS.forEach(function (m, k) {
+    /* The charts to draw: per metric the run logs, its series and data. */
+    function chartSpecs(b) {
+      return METRICS.filter(function (m) { return b.metrics[m.key].has; }).map(function (m) {
         var md = b.metrics[m.key];
-        if (!md.has) return;
         var series = [{label: 'step'}, {label: view.overlays.length ? name : 'current', stroke: m.color, width: 1.5, spanGaps: true, value: legendValue}];
         var data = [b.x, md.cur];
         md.supSegs.forEach(function (s, i) {
@@ -667,8 +660,50 @@
           series.push({label: o.name, stroke: OVERLAY_COLORS[i % OVERLAY_COLORS.length], width: 1.2, spanGaps: true, value: legendValue});
           data.push(md.overlays[i]);
         });
+        return {m: m, md: md, series: series, data: data,
+                points: md.cur.filter(function (y) { return y !== null; }).length};
+      });
+    }
+
+    /* Draws the charts.  When they hold the same series as before (a live
+     * update), the charts stay and take the new data: no new canvas, the
+     * cursor and its legend stay where the reader holds them. */
+    function rebuild() {
+      if (!view.data) {
+        view.charts.forEach(function (u) { u.destroy(); });
+        view.charts = [];
+        clear(chartsBox);
+        return;
+      }
+      view.built = buildData(view);
+      var b = view.built, specs = chartSpecs(b);
+      var sig = JSON.stringify([view.logScale, specs.map(function (sp) {
+        return [sp.m.key, sp.series.map(function (x) { return x.label; })];
+      })]);
+      view.building = true;
+      if (sig === view.sig && view.charts.length === specs.length) {
+        specs.forEach(function (sp, k) {
+          var u = view.charts[k];
+          u.setData(sp.data, !view.zoom);
+          if (view.zoom) u.setScale('x', {min: view.zoom[0], max: view.zoom[1]});
+          u.gwPoints = sp.points;
+          u.root.parentNode.setAttribute('data-points', String(sp.points));
+          u.root.parentNode.setAttribute('aria-label', chartSummary(sp.m, b.x, sp.md));
+        });
+        view.building = false;
+        placeMarkers(view.charts[0]);
+        document.body.dataset.ready = '1';
+        return;
+      }
+      view.charts.forEach(function (u) { u.destroy(); });
+      view.charts = [];
+      clear(chartsBox);
+      view.sig = sig;
+      var fg = css('--fg', '#1d2430'), grid = css('--grid', 'rgba(0, 0, 0, 0.07)');
+      specs.forEach(function (sp, k) {
+        var m = sp.m;
         var box = el('div', {class: 'gw-chart', id: 'chart-' + m.key, 'data-metric': m.key, role: 'figure',
-          'aria-label': chartSummary(m, b.x, md)});
+          'aria-label': chartSummary(m, b.x, sp.md)});
         box.appendChild(el('h3', {text: m.label + (view.logScale && m.log ? ' (log)' : '')}));
         chartsBox.appendChild(box);
         var opts = {
@@ -681,17 +716,17 @@
           legend: {live: true},
           axes: [{label: 'step', incrs: STEP_INCRS, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}},
                  {size: 64, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}, values: function (u, vals) { return fmtTicks(vals); }}],
-          series: series,
+          series: sp.series,
           hooks: {
             drawClear: [drawSegments],
             draw: [drawMarks, function (u) { if (u === view.charts[0]) placeMarkers(u); }],
             setScale: [function (u, key) { if (key === 'x') onZoom(u); }]
           }
         };
-        var u = new uPlot(opts, data, box);
+        var u = new uPlot(opts, sp.data, box);
         u.gwMetric = m.key;
-        u.gwPoints = md.cur.filter(function (y) { return y !== null; }).length;
-        if (k === 0 || !view.charts.length) {
+        u.gwPoints = sp.points;
+        if (k === 0) {
           var mk = el('div', {class: 'gw-markers'});
           u.over.appendChild(mk);
           u.gwMarkers = mk;
