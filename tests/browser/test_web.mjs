@@ -520,6 +520,39 @@ test('a daemon restart under an open page: the page says so, keeps its charts, t
   }
 });
 
+test('150 live updates: no growth in DOM nodes, listeners or JS heap', async () => {
+  let body = '';
+  for (let s = 1; s <= 1000; s++) body += JSON.stringify({run: 'soak', step: s, loss: 2 - s / 2000, grad_norm: 0.5, lr: 1e-4}) + '\n';
+  await daemon.ingest(body);
+  const page = await lockedPage(browser);
+  // the page's 3 s poll, every 30 ms here: many updates, no long wait
+  await page.evaluateOnNewDocument(() => {
+    const si = window.setInterval;
+    window.setInterval = (f, ms, ...a) => si(f, ms === 3000 ? 30 : ms, ...a);
+  });
+  await page.goto(`${daemon.base}/runs/soak`);
+  await ready(page);
+  const cdp = await page.createCDPSession();
+  const measure = async () => {
+    await cdp.send('HeapProfiler.collectGarbage');
+    const m = await page.metrics();
+    return {heap: m.JSHeapUsedSize, nodes: m.Nodes, listeners: m.JSEventListeners};
+  };
+  let step = 1001, first = null;
+  for (let k = 1; k <= 150; k++) {
+    await daemon.ingest(JSON.stringify({run: 'soak', step, loss: 1.5, grad_norm: 0.5, lr: 1e-4}) + '\n');
+    await page.waitForFunction((s) => window.gwView.info && window.gwView.info.last_step === s, {polling: 20, timeout: 15000}, step);
+    step++;
+    if (k === 30) first = await measure();
+  }
+  const last = await measure();
+  assert.equal(last.nodes, first.nodes, 'DOM nodes');
+  assert.equal(last.listeners, first.listeners, 'event listeners');
+  assert.ok(last.heap - first.heap < 1024 * 1024, `JS heap ${first.heap} -> ${last.heap} bytes over 120 updates`);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('zoom, log scale and an overlaid run', async () => {
   let other = '';
   for (let s = 1; s <= 1200; s += 3)
