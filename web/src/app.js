@@ -329,7 +329,7 @@
     var status = el('p', {class: 'gw-muted', id: 'gw-status', role: 'status'});
     var filter = el('input', {type: 'search', id: 'gw-filter', placeholder: 'part of a name', autocomplete: 'off', size: 30});
     var count = el('span', {class: 'gw-muted', id: 'gw-count', 'aria-live': 'polite'});
-    var last = [];
+    var last = [], rows = new Map();
     frame('runs', [el('h1', {text: 'Runs'}),
       el('div', {class: 'gw-controls'}, el('label', null, 'Filter runs ', filter), count),
       status, table]);
@@ -337,23 +337,35 @@
     function fill(runs) {
       last = runs;
       var ok = matcher(filter.value), shown = byAttention(runs.filter(function (r) { return ok(r.run); }));
-      clear(tbody);
-      if (!runs.length) tbody.appendChild(el('tr', null, el('td', {colspan: cols.length, class: 'gw-muted', text: 'No runs yet.'})));
-      else if (!shown.length) tbody.appendChild(el('tr', null, el('td', {colspan: cols.length, class: 'gw-muted', text: 'No run matches the filter.'})));
+      var note = !runs.length ? 'No runs yet.' : !shown.length ? 'No run matches the filter.' : null;
       count.textContent = (shown.length === runs.length ? fmtNum(runs.length) + (runs.length === 1 ? ' run' : ' runs') :
         fmtNum(shown.length) + ' of ' + fmtNum(runs.length) + ' runs match') +
         (shown.length > LIST_MAX ? '; the first ' + LIST_MAX + ' are listed, filter to find the others' : '') +
         '; open alerts first';
-      shown.slice(0, LIST_MAX).forEach(function (r) {
+      /* Rows are kept by run and updated in place, moved only when the
+       * order changed: a refresh every 5 s must not take the keyboard
+       * focus (or a text selection) from the row it is on. */
+      var want = shown.slice(0, LIST_MAX).map(function (r) {
         var live = src.live && r.last_seen && Date.now() / 1000 - r.last_seen < 120;
-        tbody.appendChild(el('tr', {'data-run': r.run},
-          el('td', {class: 'gw-name'}, el('a', {href: src.runHref(r.run), text: r.run})),
+        var tr = rows.get(r.run);
+        if (!tr) {
+          tr = el('tr', {'data-run': r.run}, el('td', {class: 'gw-name'}, el('a', {href: src.runHref(r.run), text: r.run})));
+          rows.set(r.run, tr);
+        }
+        while (tr.cells.length > 1) tr.removeChild(tr.lastChild);
+        add(tr, [
           src.live ? el('td', null, live ? badge('streaming', 'state-live') : el('span', {class: 'gw-muted', text: 'idle'})) : null,
           el('td', {text: fmtNum(r.segment)}),
           el('td', {text: fmtNum(r.last_step)}),
           el('td', {text: src.live ? fmtAgo(r.last_seen) : fmtNum(r.records)}),
-          el('td', null, r.open_alerts ? badge(String(r.open_alerts), 'sev-warning') : el('span', {class: 'gw-muted', text: '0'}))));
+          el('td', null, r.open_alerts ? badge(String(r.open_alerts), 'sev-warning') : el('span', {class: 'gw-muted', text: '0'}))]);
+        return tr;
       });
+      if (note) want = [el('tr', null, el('td', {colspan: cols.length, class: 'gw-muted', text: note}))];
+      var keep = new Set(want);
+      Array.prototype.slice.call(tbody.rows).forEach(function (tr) { if (!keep.has(tr)) tbody.removeChild(tr); });
+      want.forEach(function (tr, i) { if (tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null); });
+      rows.forEach(function (tr, run) { if (!keep.has(tr)) rows.delete(run); });
       document.body.dataset.ready = '1';
     }
     src.runs().then(fill, showError);
