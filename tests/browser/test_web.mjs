@@ -4,8 +4,14 @@
 // number of points, the optimizer_reset marker sits at its step and a click
 // shows its summary, /alerts/ID opens the run at the alert, the page keeps
 // up while the run streams, nothing leaves loopback, and hostile run names
-// are shown as text and never run as script.  Saves run-page.png (the
-// README's screenshot) in ARTIFACT_DIR.
+// are shown as text and never run as script; and what a person paged at
+// night meets: a daemon restart under an open page, hundreds of runs,
+// numbers and times as they read them, contrast and dark mode, keyboard
+// use, a live page that neither flickers nor grows.  Saves run-page.png
+// (the README's screenshot) and run-page-dark.png in ARTIFACT_DIR.
+// (About 800 lines: every test shares one gradwatchd and one Chromium,
+// which take seconds to start; a test that needs a daemon of its own
+// starts one.)
 import {test, before, after} from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
