@@ -683,6 +683,24 @@ test('the runs list refresh keeps the keyboard focus where it is', async () => {
   await page.close();
 });
 
+test('a 250-character run name overlaid: the page does not run off to the side', async () => {
+  const long = 'sweep-' + 'x'.repeat(244);
+  let body = '';
+  for (let s = 1; s <= 1600; s += 8) body += JSON.stringify({run: long, step: s, loss: 3 - s / 1000, grad_norm: 0.7}) + '\n';
+  await daemon.ingest(body);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/${RUN}`);
+  await ready(page);
+  await page.click('details.gw-overlay summary');
+  await page.type('#gw-overlay-filter', 'sweep-xxxx');
+  await page.click(`input[data-run="${long}"]`);
+  await page.waitForFunction((n) => [...document.querySelectorAll('#chart-loss .u-legend .u-label')]
+    .some((l) => l.textContent === n), {}, long);
+  const [scroll, width] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+  assert.ok(scroll <= width, `the page is ${scroll} px wide in a ${width} px window`);
+  await page.close();
+});
+
 test('the page headers: CSP, nosniff', async () => {
   for (const p of ['/', `/runs/${RUN}`, '/static/app.js']) {
     const r = await fetch(daemon.base + p);

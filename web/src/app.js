@@ -862,7 +862,7 @@
             else view.overlays = view.overlays.filter(function (o) { return o.name !== r.run; });
             load(true);
           });
-          list.appendChild(el('div', null, el('label', null, cb, r.run)));
+          list.appendChild(el('div', null, el('label', null, cb, el('span', {class: 'gw-name', text: r.run}))));
         });
         if (match.length > 50) list.appendChild(el('div', {class: 'gw-muted', text: fmtNum(match.length - 50) + ' more: type part of a name'}));
       }
