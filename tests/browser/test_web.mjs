@@ -701,6 +701,19 @@ test('a 250-character run name overlaid: the page does not run off to the side',
   await page.close();
 });
 
+test('on a phone (375 px): no page scrolls sideways', async () => {
+  const alerts = (await daemon.get(`/v1/runs/${RUN}/alerts`)).alerts;
+  const page = await lockedPage(browser);
+  await page.setViewport({width: 375, height: 800});
+  for (const url of ['/', `/runs/${RUN}`, `/alerts/${alerts[0].id}`]) {
+    await page.goto(daemon.base + url);
+    await ready(page);
+    const [scroll, width] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+    assert.ok(scroll <= width, `${url}: ${scroll} px wide in a ${width} px window`);
+  }
+  await page.close();
+});
+
 test('the page headers: CSP, nosniff', async () => {
   for (const p of ['/', `/runs/${RUN}`, '/static/app.js']) {
     const r = await fetch(daemon.base + p);

@@ -328,14 +328,16 @@
     var cols = src.live ? ['Run', 'State', 'Segment', 'Last step', 'Last record', 'Open alerts'] :
       ['Run', 'Segment', 'Last step', 'Records', 'Open alerts'];
     var table = el('table', {class: 'gw-runs'},
-      el('thead', null, el('tr', null, cols.map(function (h) { return el('th', {scope: 'col', text: h}); }))), tbody);
+      el('thead', null, el('tr', null, cols.map(function (h) {
+        return el('th', {scope: 'col', text: h, class: h === 'State' || h === 'Segment' ? 'gw-wide-only' : null});
+      }))), tbody);
     var status = el('p', {class: 'gw-muted', id: 'gw-status', role: 'status'});
     var filter = el('input', {type: 'search', id: 'gw-filter', placeholder: 'part of a name', autocomplete: 'off', size: 30});
     var count = el('span', {class: 'gw-muted', id: 'gw-count', 'aria-live': 'polite'});
     var last = [], rows = new Map();
     frame('runs', [el('h1', {text: 'Runs'}),
       el('div', {class: 'gw-controls'}, el('label', null, 'Filter runs ', filter), count),
-      status, table]);
+      status, el('div', {class: 'gw-table-wrap'}, table)]);
     filter.addEventListener('input', function () { fill(last); });
     function fill(runs) {
       last = runs;
@@ -357,8 +359,8 @@
         }
         while (tr.cells.length > 1) tr.removeChild(tr.lastChild);
         add(tr, [
-          src.live ? el('td', null, live ? badge('streaming', 'state-live') : el('span', {class: 'gw-muted', text: 'idle'})) : null,
-          el('td', {text: fmtNum(r.segment)}),
+          src.live ? el('td', {class: 'gw-wide-only'}, live ? badge('streaming', 'state-live') : el('span', {class: 'gw-muted', text: 'idle'})) : null,
+          el('td', {class: 'gw-wide-only', text: fmtNum(r.segment)}),
           el('td', {text: fmtNum(r.last_step)}),
           el('td', {text: src.live ? fmtAgo(r.last_seen) : fmtNum(r.records)}),
           el('td', null, r.open_alerts ? badge(String(r.open_alerts), 'sev-warning') : el('span', {class: 'gw-muted', text: '0'}))]);
