@@ -117,10 +117,12 @@ export class Daemon {
     return this.token ? {...extra, Authorization: 'Bearer ' + this.token} : extra;
   }
 
+  /* Starts gradwatchd; after halt(), again on the same port and state
+   * directory (a restart, as an open page sees it). */
   async start() {
-    this.port = await freePort();
+    if (!this.port) this.port = await freePort();
     this.base = `http://127.0.0.1:${this.port}`;
-    this.log = fs.openSync(path.join(this.dir, 'gradwatchd.log'), 'a');
+    if (this.log === undefined) this.log = fs.openSync(path.join(this.dir, 'gradwatchd.log'), 'a');
     this.proc = spawn(GRADWATCHD, ['--state-dir', this.dir, '--socket', 'off', '--tcp', 'off',
       '--udp', 'off', '--http', `127.0.0.1:${this.port}`, ...this.args],
     {cwd: this.dir, stdio: ['ignore', this.log, this.log]});
@@ -133,6 +135,14 @@ export class Daemon {
       await new Promise((r) => setTimeout(r, 50));
     }
     throw new Error('gradwatchd did not start: ' + this.logText());
+  }
+
+  /* SIGTERM and wait for the exit, keeping the state directory; throws
+   * if the exit was not clean. */
+  async halt() {
+    this.proc.kill('SIGTERM');
+    const code = await this.exited;
+    if (code !== 0) throw new Error(`gradwatchd exited with status ${code}:\n${this.logText().slice(-4000)}`);
   }
 
   logText() {

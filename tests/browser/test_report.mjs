@@ -71,6 +71,8 @@ test('the report of the example renders offline like the live page', async () =>
   await marker.click();
   await page.waitForSelector('#gw-detail-summary');
   assert.equal(await page.$eval('#gw-detail-summary', (e) => e.textContent), reset.summary);
+  // a report passed on says what it was made from
+  assert.equal(await page.$eval('#gw-files', (e) => e.textContent), 'from ' + EXAMPLE);
   fs.mkdirSync(ARTIFACT_DIR, {recursive: true});
   await page.screenshot({path: path.join(ARTIFACT_DIR, 'report.png'), fullPage: true});
   assert.deepEqual(page.offsite, [], 'no network request');
@@ -97,6 +99,12 @@ test('a report of several runs lists them; hostile names stay text', async () =>
   await ready(page);
   const listed = await page.$$eval('tr[data-run] td.gw-name', (tds) => tds.map((t) => t.textContent));
   assert.deepEqual(listed.slice().sort(), names.slice().sort());
+  // a report has no "last record" time nor a live state: the columns say
+  // what the cells hold
+  assert.deepEqual(await page.$$eval('table.gw-runs th', (th) => th.map((t) => t.textContent)),
+    ['Run', 'Segment', 'Last step', 'Records', 'Open alerts']);
+  assert.deepEqual(await page.$eval('tr[data-run]', (tr) => [...tr.cells].slice(1).map((c) => c.textContent)),
+    ['1', '40', '40', '0']);
   for (const n of names) {
     await page.evaluate(() => { location.hash = ''; });
     await page.waitForFunction(() => document.querySelectorAll('tr[data-run]').length === 4);
@@ -109,6 +117,25 @@ test('a report of several runs lists them; hostile names stay text', async () =>
     }, {}, n);
     assert.equal(await page.evaluate(() => window.gwView.points()), 40);
   }
+  // going from run to run in one report leaves no listeners behind
+  const cdp = await page.createCDPSession();
+  const listeners = async () => {
+    await cdp.send('HeapProfiler.collectGarbage');
+    return (await page.metrics()).JSEventListeners;
+  };
+  const visit = async (n) => {
+    await page.evaluate((h) => { location.hash = h; }, '#run=' + encodeURIComponent(n));
+    await page.waitForFunction((n) => {
+      const h = document.getElementById('gw-run-name');
+      return h && h.textContent === n && document.body.dataset.ready === '1';
+    }, {}, n);
+  };
+  await visit(names[0]);
+  const before = await listeners();
+  for (let i = 0; i < 12; i++) await visit(names[i % 2 ? 0 : 1]);
+  await visit(names[0]);
+  const after = await listeners();
+  assert.ok(after - before < 6, `event listeners ${before} -> ${after} after 13 visits`);
   assert.equal(await page.evaluate(() => window.__pwned), undefined);
   assert.equal(await page.$$eval('img, svg[onload]', (e) => e.length), 0);
   assert.deepEqual(page.dialogs, []);

@@ -4,8 +4,14 @@
 // number of points, the optimizer_reset marker sits at its step and a click
 // shows its summary, /alerts/ID opens the run at the alert, the page keeps
 // up while the run streams, nothing leaves loopback, and hostile run names
-// are shown as text and never run as script.  Saves run-page.png (the
-// README's screenshot) in ARTIFACT_DIR.
+// are shown as text and never run as script; and what a person paged at
+// night meets: a daemon restart under an open page, hundreds of runs,
+// numbers and times as they read them, contrast and dark mode, keyboard
+// use, a live page that neither flickers nor grows.  Saves run-page.png
+// (the README's screenshot) and run-page-dark.png in ARTIFACT_DIR.
+// (About 800 lines: every test shares one gradwatchd and one Chromium,
+// which take seconds to start; a test that needs a daemon of its own
+// starts one.)
 import {test, before, after} from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -123,6 +129,331 @@ test('/alerts/ID opens the run zoomed on the alert', async () => {
   await page.close();
 });
 
+test('from an alert link, at 3 am: summary and what to check on screen, the rest by keyboard', async () => {
+  const alerts = (await daemon.get(`/v1/runs/${RUN}/alerts`)).alerts;
+  const reset = alerts.find((a) => a.detector === 'optimizer_reset');
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/alerts/${encodeURIComponent(reset.id)}`);
+  await ready(page);
+  await page.waitForSelector(`.gw-detail[data-alert-id="${reset.id}"]`);
+  // the detector's name and "segment · step" do not run together
+  const gap = await page.$eval('.gw-detail .gw-alert-head', (h) => {
+    const name = h.querySelector('strong').getClientRects(), where = h.querySelector('.gw-muted').getClientRects()[0];
+    const last = name[name.length - 1];
+    return where.top >= last.bottom - 1 ? 99 : where.left - last.right;   // 99: on a line of its own
+  });
+  assert.ok(gap >= 4, `space between the detector and its step: ${gap}px`);
+  // what to check and the likely cause come before the evidence, and what
+  // to check is on the first screen (1400x1000) without scrolling
+  const order = await page.$$eval('.gw-detail h4', (hs) => hs.map((h) => h.textContent));
+  assert.deepEqual(order, ['What to check', 'Likely cause', 'Evidence']);
+  const [bottom, height] = await page.evaluate(() => {
+    const h = [...document.querySelectorAll('.gw-detail h4')].find((x) => x.textContent === 'What to check');
+    return [h.nextElementSibling.getBoundingClientRect().bottom, window.innerHeight];
+  });
+  assert.ok(bottom <= height, `what to check ends at y=${bottom}, the window is ${height} high`);
+
+  // keyboard: Tab reaches every alert of the list, Enter opens it
+  const other = alerts.find((a) => a.id !== reset.id);
+  let focused = null;
+  for (let i = 0; i < 80 && focused !== other.id; i++) {
+    await page.keyboard.press('Tab');
+    focused = await page.evaluate(() => document.activeElement.closest('.gw-alerts li')?.dataset.alertId ?? null);
+  }
+  assert.equal(focused, other.id, 'an alert of the list takes the focus');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector(`.gw-detail[data-alert-id="${other.id}"]`);
+  assert.equal(await page.$eval('#gw-detail-summary', (e) => e.textContent), other.summary);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('the restart is labelled on its own side of the dashed line', async () => {
+  const page = await lockedPage(browser);
+  // record where the page writes text on the charts' canvases
+  await page.evaluateOnNewDocument(() => {
+    window.gwTexts = [];
+    const fill = CanvasRenderingContext2D.prototype.fillText;
+    CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
+      const w = this.measureText(text).width;
+      const left = this.textAlign === 'right' || this.textAlign === 'end' ? x - w : this.textAlign === 'center' ? x - w / 2 : x;
+      window.gwTexts.push({text: String(text), left, canvas: this.canvas});
+      return fill.call(this, text, x, y, ...rest);
+    };
+  });
+  await page.goto(`${daemon.base}/runs/${RUN}`);
+  await ready(page);
+  const [left, line] = await page.evaluate(() => {
+    const u = window.gwView.charts[0];
+    const t = window.gwTexts.filter((x) => x.canvas === u.ctx.canvas && /^segment 2 \(rewind from step 1,000\)$/.test(x.text)).pop();
+    return [t ? t.left : null, u.valToPos(1001, 'x', true)];
+  });
+  assert.ok(left !== null, 'the restart is labelled');
+  assert.ok(left > line, `the label starts at x=${left}, right of the line at x=${line} (over the segment it names)`);
+  await page.close();
+});
+
+/* The lowest contrast (WCAG 2) of text against what is behind it, over
+ * every element with text of its own on the page. */
+async function lowestContrast(page) {
+  return page.evaluate(() => {
+    const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+    const lum = ([r, g, b]) => [r, g, b].map((v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    }).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+    const bg = (e) => {
+      for (; e; e = e.parentElement) {
+        const c = rgb(getComputedStyle(e).backgroundColor);
+        if (c.length === 3 || c[3] > 0) return c.slice(0, 3);
+      }
+      return [255, 255, 255];
+    };
+    let worst = {ratio: 99};
+    for (const e of document.querySelectorAll('body *')) {
+      if (![...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
+      if (!e.getClientRects().length) continue;
+      const a = lum(rgb(getComputedStyle(e).color)), b = lum(bg(e));
+      const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      if (ratio < worst.ratio) worst = {ratio, text: e.textContent.slice(0, 40), cls: e.className};
+    }
+    return worst;
+  });
+}
+
+test('text contrast meets WCAG AA (4.5:1) on the list and the run page', async () => {
+  const page = await lockedPage(browser);
+  for (const url of ['/', `/runs/${RUN}`]) {
+    await page.goto(daemon.base + url);
+    await ready(page);
+    const worst = await lowestContrast(page);
+    assert.ok(worst.ratio >= 4.5, `${url}: ${JSON.stringify(worst)}`);
+  }
+  await page.close();
+});
+
+test('"last record N s ago" ages while the page is open and nothing arrives', async () => {
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/${RUN}`);
+  await ready(page);
+  const ago = () => page.$eval('.gw-run-head .gw-muted', (e) => e.textContent.match(/last record ([^·]*)/)[1].trim());
+  const first = await ago();
+  const secs = (t) => { const m = t.match(/^(\d+) s ago$/); return m ? Number(m[1]) : Infinity; };
+  // time passes: the text must follow it (whatever the machine's speed)
+  await page.waitForFunction((first) => {
+    const t = document.querySelector('.gw-run-head .gw-muted').textContent.match(/last record ([^·]*)/)[1].trim();
+    return t !== first;
+  }, {timeout: 30000, polling: 200}, first);
+  const later = await ago();
+  assert.ok(secs(later) > secs(first), `${first} -> ${later}`);
+  await page.close();
+});
+
+test('numbers: the hover legend and the axes say the value (an LR of 3e-4 is not "0")', async () => {
+  // a run whose LR is tiny and whose throughput is large and nearly flat
+  let body = '';
+  for (let s = 1; s <= 200; s++)
+    body += JSON.stringify({run: 'units', step: s, loss: 2.5 - s / 1000, grad_norm: 0.5,
+      lr: 3e-4 * Math.min(1, s / 100) + 1e-7, throughput: 1234567 + (s % 7) * 1500}) + '\n';
+  await daemon.ingest(body);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/units`);
+  await ready(page);
+  for (const [k, metric] of ['loss', 'grad_norm', 'lr', 'throughput'].entries()) {
+    // hover step 150 on this chart: the legend shows the value drawn there
+    const at = await page.evaluate((k) => {
+      const u = window.gwView.charts[k];
+      u.root.scrollIntoView({block: 'center'});
+      const r = u.over.getBoundingClientRect();
+      return {x: r.left + u.valToPos(150, 'x'), y: r.top + r.height / 2};
+    }, k);
+    await page.mouse.move(at.x, at.y);
+    const [shown, value] = await page.evaluate((k) => {
+      const u = window.gwView.charts[k], i = u.cursor.idx;
+      return [u.root.querySelectorAll('.u-legend .u-value')[1].textContent, u.data[1][i]];
+    }, k);
+    const read = Number(shown.replace(/,/g, ''));
+    assert.ok(Math.abs(read - value) <= Math.abs(value) * 1e-3, `${metric}: the legend says ${shown} for ${value}`);
+    // every tick of the value axis has a label of its own
+    const ticks = await page.evaluate((k) => {
+      const u = window.gwView.charts[k], a = u.axes[1];
+      return a.values(u, a._splits, 1, 0, 0).map(String);
+    }, k);
+    assert.equal(new Set(ticks).size, ticks.length, `${metric}: ticks ${ticks.join(' | ')}`);
+  }
+  await page.close();
+});
+
+test('an alert says when: opened (daemon clock) and the record\'s own time, in the browser\'s time zone with its offset', async () => {
+  const alerts = (await daemon.get(`/v1/runs/${RUN}/alerts`)).alerts;
+  const reset = alerts.find((a) => a.detector === 'optimizer_reset');
+  assert.ok(reset.opened_at && reset.ts);
+  const page = await lockedPage(browser);
+  await page.emulateTimezone('Asia/Kolkata');   // UTC+05:30, no daylight saving
+  await page.goto(`${daemon.base}/alerts/${reset.id}`);
+  await ready(page);
+  await page.waitForSelector('#gw-detail-when');
+  const when = await page.$eval('#gw-detail-when', (e) => e.textContent);
+  const ist = (secs) => new Date(Math.floor(secs) * 1000 + 330 * 60000).toISOString().slice(0, 19).replace('T', ' ') + ' UTC+05:30';
+  assert.ok(when.includes('opened ' + ist(reset.opened_at)), when);
+  assert.ok(when.includes('record time ' + ist(reset.ts)), when);
+  await page.close();
+});
+
+test('zoomed into a long streaming run, new alerts and the run\'s position still show', async () => {
+  let body = '';
+  for (let s = 1; s <= 6000; s++) body += JSON.stringify({run: 'long-run', step: s, loss: 3 - s / 3000, grad_norm: 1, lr: 1e-4}) + '\n';
+  await daemon.ingest(body);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/long-run`);
+  await ready(page);
+  assert.equal(await page.evaluate(() => window.gwView.data.downsampled), true);
+  const box = await page.evaluate(() => {
+    const u = window.gwView.charts[0], r = u.over.getBoundingClientRect();
+    return {x0: r.left + u.valToPos(1000, 'x'), x1: r.left + u.valToPos(2000, 'x'), y: r.top + r.height / 2};
+  });
+  await page.mouse.move(box.x0, box.y);
+  await page.mouse.down();
+  await page.mouse.move(box.x1, box.y, {steps: 8});
+  await page.mouse.up();
+  await page.waitForFunction(() => window.gwView.ranged === true && window.gwView.zoom !== null);
+  const zoom = await page.evaluate(() => window.gwView.zoom);
+  let more = '';
+  for (let s = 6001; s <= 6010; s++)
+    more += JSON.stringify({run: 'long-run', step: s, loss: s === 6005 ? 'NaN' : 1, grad_norm: 1, lr: 1e-4}).replace('"NaN"', 'NaN') + '\n';
+  await daemon.ingest(more);
+  await page.waitForFunction(() => [...document.querySelectorAll('#gw-alerts li')].some((l) => /nonfinite/.test(l.textContent)),
+    {timeout: 30000, polling: 200});
+  assert.match(await page.$eval('.gw-run-head .gw-muted', (e) => e.textContent), /last step 6,010/);
+  assert.deepEqual(await page.evaluate(() => window.gwView.zoom), zoom, 'the zoom stays');
+  const [lo, hi] = await page.evaluate(() => [window.gwView.charts[0].scales.x.min, window.gwView.charts[0].scales.x.max]);
+  assert.ok(Math.abs(lo - zoom[0]) < 1 && Math.abs(hi - zoom[1]) < 1, `${lo}..${hi}`);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('dark mode: the pages follow prefers-color-scheme, text and chart labels stay readable', async () => {
+  const page = await lockedPage(browser);
+  await page.emulateMediaFeatures([{name: 'prefers-color-scheme', value: 'dark'}]);
+  await page.evaluateOnNewDocument(() => {
+    window.gwTexts = [];
+    const fill = CanvasRenderingContext2D.prototype.fillText;
+    CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
+      window.gwTexts.push({text: String(text), style: String(this.fillStyle), canvas: this.canvas});
+      return fill.call(this, text, ...rest);
+    };
+  });
+  for (const url of ['/', `/runs/${RUN}`]) {
+    await page.goto(daemon.base + url);
+    await ready(page);
+    const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const [r, g, b] = bg.match(/\d+/g).map(Number);
+    assert.ok(r + g + b < 3 * 60, `a dark background: ${bg}`);
+    const worst = await lowestContrast(page);
+    assert.ok(worst.ratio >= 4.5, `${url}: ${JSON.stringify(worst)}`);
+  }
+  // the charts' own text (ticks, axis labels, the restart label) against
+  // the chart's panel
+  const worst = await page.evaluate(() => {
+    const rgb = (c) => {
+      if (c.startsWith('#')) return [1, 3, 5].map((i) => parseInt(c.slice(i, i + 2), 16));
+      return c.match(/[\d.]+/g).slice(0, 3).map(Number);
+    };
+    const lum = (c) => rgb(c).map((v) => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    }).reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+    const panel = lum(getComputedStyle(document.querySelector('.gw-chart')).backgroundColor);
+    let w = {ratio: 99};
+    for (const t of window.gwTexts) {
+      if (!t.text.trim() || !document.querySelector('.gw-charts').contains(t.canvas)) continue;
+      const a = lum(t.style), ratio = (Math.max(a, panel) + 0.05) / (Math.min(a, panel) + 0.05);
+      if (ratio < w.ratio) w = {ratio, text: t.text, style: t.style};
+    }
+    return w;
+  });
+  assert.ok(worst.ratio >= 4.5, `chart text: ${JSON.stringify(worst)}`);
+  fs.mkdirSync(ARTIFACT_DIR, {recursive: true});
+  await page.screenshot({path: path.join(ARTIFACT_DIR, 'run-page-dark.png')});
+  await page.close();
+});
+
+test('a run of a million steps: every tick label fits on its chart', async () => {
+  let body = '';
+  for (let s = 5000; s <= 1000000; s += 5000) body += JSON.stringify({run: 'million', step: s, loss: 2, grad_norm: 1}) + '\n';
+  await daemon.ingest(body);
+  const page = await lockedPage(browser);
+  await page.evaluateOnNewDocument(() => {
+    window.gwTexts = [];
+    const fill = CanvasRenderingContext2D.prototype.fillText;
+    CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
+      const w = this.measureText(text).width;
+      const left = this.textAlign === 'right' || this.textAlign === 'end' ? x - w : this.textAlign === 'center' ? x - w / 2 : x;
+      window.gwTexts.push({text: String(text), left, right: left + w, canvas: this.canvas});
+      return fill.call(this, text, x, y, ...rest);
+    };
+  });
+  await page.goto(`${daemon.base}/runs/million`);
+  await ready(page);
+  const out = await page.evaluate(() => window.gwTexts
+    .filter((t) => document.querySelector('.gw-charts').contains(t.canvas) && t.text.trim())
+    .filter((t) => t.left < -0.5 || t.right > t.canvas.width + 0.5)
+    .map((t) => `${t.text} at ${Math.round(t.left)}..${Math.round(t.right)} of ${t.canvas.width}`));
+  assert.ok(await page.evaluate(() => window.gwTexts.some((t) => t.text === '1,000,000')), 'the last step is labelled');
+  assert.deepEqual(out, [], 'labels cut at the canvas edge');
+  await page.close();
+});
+
+test('each chart has a text alternative a screen reader reads', async () => {
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/units`);
+  await ready(page);
+  const label = await page.$eval('#chart-lr', (e) => [e.getAttribute('role'), e.getAttribute('aria-label')]);
+  assert.equal(label[0], 'figure');   // not img: the alert markers inside stay buttons
+  assert.equal(label[1], 'Learning rate against step: 200 points, steps 1–200; last 3.001e-4 at step 200; lowest 3.1e-6, highest 3.001e-4');
+  await page.close();
+});
+
+test('a run of one record: whole steps on the axis, "1 record"', async () => {
+  await daemon.ingest(JSON.stringify({run: 'one-point', step: 1, grad_norm: 2}) + '\n');
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/one-point`);
+  await ready(page);
+  assert.equal(await page.$$eval('.gw-chart', (c) => c.map((e) => e.dataset.metric).join()), 'grad_norm');
+  const ticks = await page.evaluate(() => {
+    const u = window.gwView.charts[0];
+    return u.axes[0]._splits;
+  });
+  assert.ok(ticks.length >= 1 && ticks.every(Number.isInteger), `steps on the axis: ${ticks.join(' ')}`);
+  const head = await page.$eval('.gw-run-head .gw-muted', (e) => e.textContent);
+  assert.match(head, /· 1 record$/);
+  assert.match(await page.$eval('.gw-segments', (e) => e.textContent), /steps 1–1, 1 record$/);
+  await page.close();
+});
+
+test('an alert link into a long run opens on the alert\'s neighbourhood, in detail', async () => {
+  let body = '';
+  for (let s = 10; s <= 500000; s += 10)
+    body += JSON.stringify({run: 'long-alert', step: s, loss: s === 250000 ? 'NaN' : 2 - s / 1e6, grad_norm: 1}).replace('"NaN"', 'NaN') + '\n';
+  await daemon.ingest(body);
+  const a = (await daemon.get('/v1/runs/long-alert/alerts')).alerts.find((x) => x.detector === 'nonfinite');
+  assert.ok(a, 'a nonfinite alert');
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/alerts/${a.id}`);
+  await ready(page);
+  await page.waitForFunction(() => window.gwView.ranged === true && !window.gwView.data.downsampled, {timeout: 20000});
+  const [min, max] = await page.evaluate(() => [window.gwView.charts[0].scales.x.min, window.gwView.charts[0].scales.x.max]);
+  assert.ok(min <= a.step && a.step <= max, `${min}..${max} holds step ${a.step}`);
+  assert.ok(max - min <= 2000, `a window of ${max - min} steps around the alert, not a slice of the whole run`);
+  // each record there is drawn (every 10th step)
+  const drawn = await page.evaluate((lo, hi) => {
+    const d = window.gwView.data;
+    return d.step.filter((s) => s >= lo && s <= hi).length;
+  }, Math.ceil(min), Math.floor(max));
+  assert.ok(drawn >= Math.floor((max - min) / 10) - 1, `${drawn} records drawn in ${min}..${max}`);
+  await page.close();
+});
+
 test('the run page keeps up while the run streams', async () => {
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/runs/${RUN}`);
@@ -135,6 +466,100 @@ test('the run page keeps up while the run streams', async () => {
   await page.waitForFunction((n) => window.gwView.points() === n, {timeout: 15000}, before + 20);
   assert.equal(await page.$eval('#chart-loss', (e) => e.dataset.points),
     String(expectedPoints(trace + more, 'loss')));
+
+  // an update does not redraw the page under the reader: the same charts
+  // take the new data, the cursor and its legend stay
+  const at = await page.evaluate(() => {
+    const u = window.gwView.charts[0], r = u.over.getBoundingClientRect();
+    u.gwProbe = 'same chart';
+    return {x: r.left + u.valToPos(800, 'x'), y: r.top + r.height / 2};
+  });
+  await page.mouse.move(at.x, at.y);
+  const held = await page.$eval('#chart-loss .u-legend .u-value:nth-child(2)', (e) => e.textContent);
+  let again = '';
+  for (let s = 1621; s <= 1630; s++)
+    again += JSON.stringify({run: RUN, step: s, loss: 1.9, grad_norm: 0.3, lr: 3e-4, throughput: 18000}) + '\n';
+  await daemon.ingest(again);
+  await page.waitForFunction((n) => window.gwView.points() === n, {timeout: 15000}, before + 30);
+  assert.equal(await page.evaluate(() => window.gwView.charts[0].gwProbe), 'same chart');
+  assert.equal(await page.evaluate(() => window.gwView.charts[0].scales.x.max), 1630, 'the x range grew');
+  assert.equal(await page.evaluate(() => document.querySelectorAll('#chart-loss canvas').length), 1);
+  assert.ok(await page.evaluate(() => window.gwView.charts[0].cursor.left >= 0), 'the cursor is still on the chart');
+  assert.notEqual(held, '—');
+  await page.close();
+});
+
+test('a daemon restart under an open page: the page says so, keeps its charts, then catches up', async () => {
+  const d = await new Daemon().start();
+  try {
+    await d.ingest(trace);
+    const page = await lockedPage(browser);
+    await page.goto(`${d.base}/runs/${RUN}`);
+    await ready(page);
+    const list = await lockedPage(browser);
+    await list.goto(d.base + '/');
+    await ready(list);
+    await d.halt();
+    const lost = () => /cannot reach gradwatchd at 127\.0\.0\.1:\d+/.test(document.getElementById('gw-status').textContent);
+    // (two tabs: the one behind gets no animation frames, so poll)
+    await page.waitForFunction(lost, {timeout: 30000, polling: 200});
+    await list.waitForFunction(lost, {timeout: 30000, polling: 200});
+    for (const p of [page, list])
+      assert.equal(await p.$eval('#gw-status', (e) => e.className), 'gw-error', 'said as an error');
+    assert.equal(await page.evaluate(() => window.gwView.points()), 1640, 'the charts stay');
+    assert.ok(await list.$(`tr[data-run="${RUN}"]`), 'the list stays');
+
+    await d.start();
+    let more = '';
+    for (let s = 1601; s <= 1620; s++)
+      more += JSON.stringify({run: RUN, step: s, loss: 1.9, grad_norm: 0.3, lr: 3e-4, throughput: 18000}) + '\n';
+    await d.ingest(more);
+    await page.waitForFunction(() => window.gwView.points() === 1660 &&
+      document.getElementById('gw-status').textContent === '', {timeout: 30000, polling: 200});
+    await list.waitForFunction((run) => document.getElementById('gw-status').textContent === '' &&
+      document.querySelector(`tr[data-run="${run}"] td:nth-child(4)`).textContent === '1,620', {timeout: 30000, polling: 200}, RUN);
+    assert.deepEqual([...page.offsite, ...list.offsite], []);
+    await page.close();
+    await list.close();
+  } finally {
+    await d.stop();
+  }
+});
+
+test('150 live updates: no growth in DOM nodes, listeners or JS heap', async () => {
+  let body = '';
+  for (let s = 1; s <= 1000; s++) body += JSON.stringify({run: 'soak', step: s, loss: 2 - s / 2000, grad_norm: 0.5, lr: 1e-4}) + '\n';
+  await daemon.ingest(body);
+  const page = await lockedPage(browser);
+  // the page's 3 s poll, every 30 ms here: many updates, no long wait
+  await page.evaluateOnNewDocument(() => {
+    const si = window.setInterval;
+    window.setInterval = (f, ms, ...a) => si(f, ms === 3000 ? 30 : ms, ...a);
+  });
+  await page.goto(`${daemon.base}/runs/soak`);
+  await ready(page);
+  const cdp = await page.createCDPSession();
+  const measure = async () => {
+    await cdp.send('HeapProfiler.collectGarbage');
+    const m = await page.metrics();
+    return {heap: m.JSHeapUsedSize, nodes: m.Nodes, listeners: m.JSEventListeners};
+  };
+  let step = 1001, first = null;
+  for (let k = 1; k <= 150; k++) {
+    await daemon.ingest(JSON.stringify({run: 'soak', step, loss: 2 - step / 2000, grad_norm: 0.5, lr: 1e-4}) + '\n');
+    await page.waitForFunction((s) => window.gwView.info && window.gwView.info.last_step === s, {polling: 20, timeout: 15000}, step);
+    step++;
+    if (k === 30) first = await measure();
+  }
+  const last = await measure();
+  const alerts = await page.$$eval('#gw-alerts li', (l) => l.map((x) => x.textContent));
+  assert.deepEqual(alerts, ['No alerts.'], 'a quiet run (alerts would add nodes)');
+  // (a few nodes come and go with the moment: "loading…", the status;
+  // one chart's leftovers per update would be thousands)
+  assert.ok(last.nodes - first.nodes <= 20, `DOM nodes ${first.nodes} -> ${last.nodes}`);
+  assert.ok(last.listeners - first.listeners <= 5, `event listeners ${first.listeners} -> ${last.listeners}`);
+  assert.ok(last.heap - first.heap < 1024 * 1024, `JS heap ${first.heap} -> ${last.heap} bytes over 120 updates`);
+  assert.deepEqual(page.errors, []);
   await page.close();
 });
 
@@ -189,6 +614,103 @@ test('zoom, log scale and an overlaid run', async () => {
   assert.equal(drawn, 400);
   assert.deepEqual(page.offsite, []);
   assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('300 runs: open alerts first, a filter, a bounded list, any run can be overlaid', async () => {
+  const d = await new Daemon().start();
+  try {
+    await d.ingest(trace);
+    let body = '';
+    for (let i = 0; i < 300; i++)
+      for (let s = 1; s <= 2; s++) body += JSON.stringify({run: `sweep-${i}`, step: s, loss: 2 + i / 1000, grad_norm: 1}) + '\n';
+    assert.equal((await d.ingest(body)).rejected, 0);
+    const page = await lockedPage(browser);
+    await page.goto(d.base + '/');
+    await ready(page);
+    // the sweeps are newer, but the run with open alerts comes first
+    const rows = () => page.$$eval('tr[data-run]', (trs) => trs.map((t) => t.dataset.run));
+    const first = await rows();
+    assert.equal(first[0], RUN);
+    assert.equal(first.length, 200, 'at most 200 rows drawn');
+    assert.match(await page.$eval('#gw-count', (e) => e.textContent), /^301 runs; the first 200 are listed/);
+    // the filter finds one past the first 200, and keeps through a refresh
+    await page.type('#gw-filter', 'SWEEP-12');
+    const want = ['sweep-12', ...Array.from({length: 10}, (_, k) => `sweep-12${k}`)].sort();
+    assert.deepEqual((await rows()).sort(), want);
+    assert.match(await page.$eval('#gw-count', (e) => e.textContent), /^11 of 301 runs match/);
+    await page.waitForFunction(() => document.querySelectorAll('tr[data-run]').length === 11 &&
+      performance.getEntriesByType('resource').filter((r) => /\/v1\/runs$/.test(r.name)).length >= 2, {timeout: 20000});
+    assert.deepEqual((await rows()).sort(), want);
+    await page.$eval('#gw-filter', (e) => { e.value = 'no-such-run'; e.dispatchEvent(new Event('input')); });
+    assert.match(await page.$eval('tbody', (e) => e.textContent), /No run matches/);
+
+    // overlay: the list holds 50, the box finds any of them
+    await page.goto(`${d.base}/runs/${RUN}`);
+    await ready(page);
+    await page.click('details.gw-overlay summary');
+    assert.equal((await page.$$('input[data-run]')).length, 50);
+    await page.type('#gw-overlay-filter', 'sweep-299');
+    await page.click('input[data-run="sweep-299"]');
+    await page.waitForFunction(() => [...document.querySelectorAll('#chart-loss .u-legend .u-label')]
+      .some((l) => l.textContent === 'sweep-299'));
+    assert.deepEqual(page.offsite, []);
+    assert.deepEqual(page.errors, []);
+    await page.close();
+  } finally {
+    await d.stop();
+  }
+});
+
+test('the runs list refresh keeps the keyboard focus where it is', async () => {
+  const page = await lockedPage(browser);
+  await page.goto(daemon.base + '/');
+  await ready(page);
+  let on = null;
+  for (let i = 0; i < 10 && on !== RUN; i++) {
+    await page.keyboard.press('Tab');
+    on = await page.evaluate(() => document.activeElement.closest('tr[data-run]')?.dataset.run ?? null);
+  }
+  assert.equal(on, RUN, 'Tab reaches the first run');
+  const n = await page.evaluate(() => performance.getEntriesByType('resource').filter((r) => /\/v1\/runs$/.test(r.name)).length);
+  await page.waitForFunction((n) => performance.getEntriesByType('resource').filter((r) => /\/v1\/runs$/.test(r.name)).length > n &&
+    document.getElementById('gw-count').textContent !== '', {timeout: 20000, polling: 100}, n);
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
+  assert.equal(await page.evaluate(() => document.activeElement.closest('tr[data-run]')?.dataset.run ?? null), RUN,
+    'the focus survived the refresh');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction((run) => location.pathname === '/runs/' + run, {}, RUN);
+  await page.close();
+});
+
+test('a 250-character run name overlaid: the page does not run off to the side', async () => {
+  const long = 'sweep-' + 'x'.repeat(244);
+  let body = '';
+  for (let s = 1; s <= 1600; s += 8) body += JSON.stringify({run: long, step: s, loss: 3 - s / 1000, grad_norm: 0.7}) + '\n';
+  await daemon.ingest(body);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/${RUN}`);
+  await ready(page);
+  await page.click('details.gw-overlay summary');
+  await page.type('#gw-overlay-filter', 'sweep-xxxx');
+  await page.click(`input[data-run="${long}"]`);
+  await page.waitForFunction((n) => [...document.querySelectorAll('#chart-loss .u-legend .u-label')]
+    .some((l) => l.textContent === n), {}, long);
+  const [scroll, width] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+  assert.ok(scroll <= width, `the page is ${scroll} px wide in a ${width} px window`);
+  await page.close();
+});
+
+test('on a phone (375 px): no page scrolls sideways', async () => {
+  const alerts = (await daemon.get(`/v1/runs/${RUN}/alerts`)).alerts;
+  const page = await lockedPage(browser);
+  await page.setViewport({width: 375, height: 800});
+  for (const url of ['/', `/runs/${RUN}`, `/alerts/${alerts[0].id}`]) {
+    await page.goto(daemon.base + url);
+    await ready(page);
+    const [scroll, width] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+    assert.ok(scroll <= width, `${url}: ${scroll} px wide in a ${width} px window`);
+  }
   await page.close();
 });
 
@@ -278,6 +800,31 @@ test('with tokens, the page asks for a read token and then shows the run', async
     assert.deepEqual([...page.offsite, ...p2.offsite], []);
     await page.close();
     await p2.close();
+
+    // the form says where a token comes from
+    const alerts = (await d.get(`/v1/runs/${RUN}/alerts`)).alerts;
+    const p3 = await lockedPage(browser);
+    await p3.goto(`${d.base}/alerts/${alerts[0].id}`);
+    await p3.waitForFunction(() => document.body.dataset.ready === 'token');
+    assert.match(await p3.$eval('#gw-token-form', (e) => e.textContent), /auth\.read_tokens_file/);
+    // every alert link opens a new tab: without "remember", each asks
+    // again; with it, the next tab opens the alert directly
+    await p3.type('#gw-token', READ);
+    await p3.click('#gw-token-remember');
+    await p3.click('#gw-token-form button');
+    await ready(p3);
+    await p3.waitForSelector(`.gw-detail[data-alert-id="${alerts[0].id}"]`);
+    const p4 = await lockedPage(browser);
+    await p4.goto(`${d.base}/alerts/${alerts[1].id}`);
+    await ready(p4);
+    await p4.waitForSelector(`.gw-detail[data-alert-id="${alerts[1].id}"]`);
+    // and "forget" (in the page's top bar) ends that
+    await p4.click('#gw-forget-token');
+    await p4.waitForFunction(() => document.body.dataset.ready === 'token');
+    const p5 = await lockedPage(browser);
+    await p5.goto(`${d.base}/runs/${RUN}`);
+    await p5.waitForFunction(() => document.body.dataset.ready === 'token');
+    for (const p of [p3, p4, p5]) await p.close();
   } finally {
     await d.stop();
   }

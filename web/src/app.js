@@ -19,8 +19,11 @@
  * point counts), document.body.dataset.ready is "1" once the charts are
  * drawn, and the mark "gw-chart-drawn" is set at the first draw.
  *
- * (About 700 lines: the page's one script, served as one file under the
- * CSP and without a bundler.)
+ * (About 950 lines: the page's one script, served as one file under the
+ * CSP and without a bundler, and inlined whole into reports, whose CSP
+ * allows it by one hash (web/embed.py).  If it grows further, the number
+ * and time formatting (fmt*, plural) and the runs list are the parts to
+ * move into files of their own, each a script tag and a hash.)
  */
 (function () {
   'use strict';
@@ -32,7 +35,7 @@
     {key: 'throughput', label: 'Throughput', bit: 8, log: false, color: '#9467bd'}
   ];
   var OVERLAY_COLORS = ['#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
-  var SEV_COLOR = {info: '#1565c0', warning: '#c77700', critical: '#c62828'};
+  var SEV_COLOR = {info: '#1565c0', warning: '#a35f00', critical: '#c62828'};
   var POLL_MS = 3000;
 
   /* ---- DOM helpers: text only, never HTML ---------------------------------------- */
@@ -61,12 +64,16 @@
 
   function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); }
 
+  /* A value as a person reads it: integers and values from 10,000 up with
+   * thousands separators, tiny and huge ones as 3e-4 / 1.234e+15, the rest
+   * to 5 significant digits. */
   function fmtNum(v) {
     if (v === null || v === undefined) return '—';
     if (typeof v !== 'number') return String(v);
-    if (Number.isInteger(v)) return v.toLocaleString('en-US');
     var a = Math.abs(v);
-    return a !== 0 && (a < 1e-3 || a >= 1e6) ? v.toExponential(3) : String(+v.toPrecision(5));
+    if (a !== 0 && (a < 1e-3 || a >= 1e15)) return v.toExponential(3).replace(/\.?0+e/, 'e');
+    if (Number.isInteger(v) || a >= 1e4) return Math.round(v).toLocaleString('en-US');
+    return String(+v.toPrecision(5));
   }
 
   function fmtAgo(secs) {
@@ -79,13 +86,61 @@
     return Math.round(d / 86400) + ' days ago';
   }
 
-  function fmtTick(v) {
-    if (v === null || v === undefined) return '';
-    var a = Math.abs(v);
-    if (a === 0) return '0';
-    if (a < 1e-3 || a >= 1e6) return v.toExponential(1);
-    return String(+v.toPrecision(4));
+  /* Unix seconds as the browser's local time with its offset from UTC:
+   * "2026-12-03 18:37:12 UTC+05:30" (an alert read across time zones). */
+  function fmtTime(secs) {
+    if (typeof secs !== 'number' || !isFinite(secs)) return '—';
+    var d = new Date(Math.floor(secs) * 1000), off = -d.getTimezoneOffset();
+    function two(n) { return (n < 10 ? '0' : '') + n; }
+    var zone = off === 0 ? 'UTC' : 'UTC' + (off > 0 ? '+' : '-') + two(Math.floor(Math.abs(off) / 60)) + ':' + two(Math.abs(off) % 60);
+    return d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + ' ' +
+      two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds()) + ' ' + zone;
   }
+
+  /* An axis's tick labels: as few digits as say every tick exactly
+   * (to a thousandth of the spacing), 1e-4 style below 0.001 and k, M, G,
+   * T from 10,000 up, so no two ticks read the same. */
+  var SI = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']];
+  function fmtTickP(v, p) {
+    if (v === null || v === undefined) return ['', v];
+    var a = Math.abs(v);
+    if (a === 0) return ['0', 0];
+    if (a < 1e-3) { var e = v.toExponential(Math.max(0, p - 1)); return [e.replace(/\.?0+e/, 'e'), Number(e)]; }
+    if (a >= 1e4) {
+      var u = SI.find(function (x) { return a >= x[0]; }) || SI[SI.length - 1], n = +(v / u[0]).toPrecision(p);
+      return [String(n) + u[1], n * u[0]];
+    }
+    var m = +v.toPrecision(p);
+    return [String(m), m];
+  }
+
+  function fmtTicks(vals) {
+    var spacing = Infinity;
+    for (var i = 1; i < vals.length; i++)
+      if (vals[i] !== null && vals[i - 1] !== null) spacing = Math.min(spacing, Math.abs(vals[i] - vals[i - 1]));
+    for (var p = 1; p <= 12; p++) {
+      var out = vals.map(function (v) { return fmtTickP(v, p); });
+      if (out.every(function (o, i) { return vals[i] === null || !(Math.abs(o[1] - vals[i]) > spacing * 1e-3); }))
+        return out.map(function (o) { return o[0]; });
+    }
+    return vals.map(function (v) { return v === null ? '' : String(v); });
+  }
+
+  /* uPlot's own legend rounds to 3 decimals: an LR of 3e-4 read "0" */
+  function legendValue(u, v) { return v === null || v === undefined ? '—' : fmtNum(v); }
+
+  /* A colour of the style sheet (app.css's variables), for the canvas. */
+  function css(name, fallback) {
+    var v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return v || fallback;
+  }
+
+  /* "1 record", "1,640 records" */
+  function plural(n, word) { return fmtNum(n) + ' ' + word + (n === 1 ? '' : 's'); }
+
+  /* Steps are whole: the step axis only ticks at 1, 2, 5 times a power of ten. */
+  var STEP_INCRS = [];
+  for (var p10 = 1; p10 <= 1e12; p10 *= 10) STEP_INCRS.push(p10, 2 * p10, 5 * p10);
 
   function badge(text, cls) { return el('span', {class: 'gw-badge ' + (cls || ''), text: text}); }
 
@@ -97,11 +152,16 @@
   var TOKEN_KEY = 'gradwatch-read-token';
 
   function readToken() {
-    try { return sessionStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
+    try { return sessionStorage.getItem(TOKEN_KEY) || localStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
   }
 
-  function saveToken(t) {
-    try { if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY); } catch (e) { /* private mode */ }
+  /* For this tab; with remember, for every tab of this browser too (each
+   * alert link opens a new tab) until Forget.  An empty t forgets both. */
+  function saveToken(t, remember) {
+    try {
+      if (t) sessionStorage.setItem(TOKEN_KEY, t); else sessionStorage.removeItem(TOKEN_KEY);
+      if (t && remember) localStorage.setItem(TOKEN_KEY, t); else localStorage.removeItem(TOKEN_KEY);
+    } catch (e) { /* storage off: the token lives as long as the page */ }
   }
 
   function takeTokenFromHash() {
@@ -118,7 +178,11 @@
     function get(path) {
       var headers = {Accept: 'application/json'}, t = readToken();
       if (t) headers.Authorization = 'Bearer ' + t;
-      return fetch(path, {headers: headers, cache: 'no-store'}).then(function (r) {
+      return fetch(path, {headers: headers, cache: 'no-store'}).catch(function (e) {
+        var n = new Error('cannot reach gradwatchd at ' + location.host + ' (' + e.message + ')');
+        n.network = true;
+        throw n;
+      }).then(function (r) {
         return r.json().catch(function () { return null; }).then(function (j) {
           if (!r.ok) {
             var e = new Error((j && j.error) || (r.status + ' ' + r.statusText));
@@ -175,9 +239,23 @@
 
   /* ---- page frame ----------------------------------------------------------------------- */
 
-  var src, root, view = null, timers = [];
+  var src, root, current = null, timers = [];
 
   function stopTimers() { timers.forEach(clearInterval); timers = []; }
+
+  /* Before another page is drawn in this document (a report's #run=
+   * links): the run page's charts go, with the listeners uPlot put on
+   * window, and its data with them. */
+  function leaveView() {
+    if (!current) return;
+    current.gone = true;
+    current.charts.forEach(function (u) { u.destroy(); });
+    current.charts = [];
+    current = null;
+  }
+
+  /* One resize listener for the document; it resizes the current charts. */
+  window.addEventListener('resize', function () { if (current && current.onResize) current.onResize(); });
 
   function frame(title, body) {
     document.title = title ? title + ' · gradwatch' : 'gradwatch';
@@ -186,7 +264,11 @@
     add(root, [
       el('header', {class: 'gw-top'},
         el('a', {class: 'gw-brand', href: home, text: 'gradwatch'}),
-        el('span', {class: 'gw-muted', text: src.live ? 'live' : 'report' + (src.data.generated ? ' · ' + src.data.generated : '')})),
+        el('span', {class: 'gw-muted', text: src.live ? 'live' : 'report' + (src.data.generated ? ' · ' + src.data.generated : '')}),
+        !src.live && (src.data.files || []).length ?
+          el('span', {class: 'gw-muted gw-files', id: 'gw-files', text: 'from ' + src.data.files.join(', ')}) : null,
+        src.live && readToken() ? el('button', {type: 'button', id: 'gw-forget-token', class: 'gw-push-right', text: 'Forget token',
+          on: {click: function () { saveToken(''); route(); }}}) : null),
       el('main', null, body)
     ]);
   }
@@ -200,14 +282,18 @@
   function askToken(err) {
     stopTimers();
     var input = el('input', {type: 'password', id: 'gw-token', autocomplete: 'off', size: 40});
+    var remember = el('input', {type: 'checkbox', id: 'gw-token-remember'});
     var form = el('form', {id: 'gw-token-form'},
       el('p', null, readToken() ? 'That token was not accepted (' + err.message + ').' :
         'This gradwatchd needs a read token.'),
+      el('p', {class: 'gw-muted', text: 'A read token is a line of the file that auth.read_tokens_file names in ' +
+        'gradwatchd\'s configuration (an ingest token works too); ask whoever runs gradwatchd.'}),
       el('label', null, 'Read token ', input), ' ', el('button', {type: 'submit', text: 'Open'}),
-      el('p', {class: 'gw-muted', text: 'Kept for this browser tab only. A link may carry it as #token=…'}));
+      el('p', null, el('label', null, remember, ' Remember on this browser (every tab, until Forget token)')),
+      el('p', {class: 'gw-muted', text: 'Otherwise it is kept for this tab only. A link may carry it as #token=…'}));
     form.addEventListener('submit', function (e) {
       e.preventDefault();
-      saveToken(input.value.trim());
+      saveToken(input.value.trim(), remember.checked);
       route();
     });
     frame('token', form);
@@ -217,30 +303,84 @@
 
   /* ---- runs list ------------------------------------------------------------------------- */
 
+  var LIST_MAX = 200;   /* rows drawn at once; the filter finds the rest */
+
+  /* Runs in the order a person looks for them: open alerts first (most
+   * first), then the server's order (most recent first).  A stable sort. */
+  function byAttention(runs) {
+    return runs.map(function (r, i) { return [r, i]; }).sort(function (a, b) {
+      return ((b[0].open_alerts || 0) > 0) - ((a[0].open_alerts || 0) > 0) ||
+        (b[0].open_alerts || 0) - (a[0].open_alerts || 0) || a[1] - b[1];
+    }).map(function (p) { return p[0]; });
+  }
+
+  /* Every word of the filter is a case-insensitive part of the name. */
+  function matcher(text) {
+    var words = String(text || '').toLowerCase().split(/\s+/).filter(Boolean);
+    return function (name) {
+      var n = String(name).toLowerCase();
+      return words.every(function (w) { return n.indexOf(w) >= 0; });
+    };
+  }
+
   function runsPage() {
     var tbody = el('tbody');
+    var cols = src.live ? ['Run', 'State', 'Segment', 'Last step', 'Last record', 'Open alerts'] :
+      ['Run', 'Segment', 'Last step', 'Records', 'Open alerts'];
     var table = el('table', {class: 'gw-runs'},
-      el('thead', null, el('tr', null, ['Run', 'State', 'Segment', 'Last step', 'Last record', 'Open alerts'].map(function (h) {
-        return el('th', {text: h});
+      el('thead', null, el('tr', null, cols.map(function (h) {
+        return el('th', {scope: 'col', text: h, class: h === 'State' || h === 'Segment' ? 'gw-wide-only' : null});
       }))), tbody);
-    frame('runs', [el('h1', {text: 'Runs'}), table]);
+    var status = el('p', {class: 'gw-muted', id: 'gw-status', role: 'status'});
+    var filter = el('input', {type: 'search', id: 'gw-filter', placeholder: 'part of a name', autocomplete: 'off', size: 30});
+    var count = el('span', {class: 'gw-muted', id: 'gw-count', 'aria-live': 'polite'});
+    var last = [], rows = new Map();
+    frame('runs', [el('h1', {text: 'Runs'}),
+      el('div', {class: 'gw-controls'}, el('label', null, 'Filter runs ', filter), count),
+      status, el('div', {class: 'gw-table-wrap'}, table)]);
+    filter.addEventListener('input', function () { fill(last); });
     function fill(runs) {
-      clear(tbody);
-      if (!runs.length) tbody.appendChild(el('tr', null, el('td', {colspan: 6, class: 'gw-muted', text: 'No runs yet.'})));
-      runs.forEach(function (r) {
+      last = runs;
+      var ok = matcher(filter.value), shown = byAttention(runs.filter(function (r) { return ok(r.run); }));
+      var note = !runs.length ? 'No runs yet.' : !shown.length ? 'No run matches the filter.' : null;
+      count.textContent = (shown.length === runs.length ? fmtNum(runs.length) + (runs.length === 1 ? ' run' : ' runs') :
+        fmtNum(shown.length) + ' of ' + fmtNum(runs.length) + ' runs match') +
+        (shown.length > LIST_MAX ? '; the first ' + LIST_MAX + ' are listed, filter to find the others' : '') +
+        '; open alerts first';
+      /* Rows are kept by run and updated in place, moved only when the
+       * order changed: a refresh every 5 s must not take the keyboard
+       * focus (or a text selection) from the row it is on. */
+      var want = shown.slice(0, LIST_MAX).map(function (r) {
         var live = src.live && r.last_seen && Date.now() / 1000 - r.last_seen < 120;
-        tbody.appendChild(el('tr', {'data-run': r.run},
-          el('td', {class: 'gw-name'}, el('a', {href: src.runHref(r.run), text: r.run})),
-          el('td', null, live ? badge('streaming', 'state-live') : el('span', {class: 'gw-muted', text: 'idle'})),
-          el('td', {text: fmtNum(r.segment)}),
+        var tr = rows.get(r.run);
+        if (!tr) {
+          tr = el('tr', {'data-run': r.run}, el('td', {class: 'gw-name'}, el('a', {href: src.runHref(r.run), text: r.run})));
+          rows.set(r.run, tr);
+        }
+        while (tr.cells.length > 1) tr.removeChild(tr.lastChild);
+        add(tr, [
+          src.live ? el('td', {class: 'gw-wide-only'}, live ? badge('streaming', 'state-live') : el('span', {class: 'gw-muted', text: 'idle'})) : null,
+          el('td', {class: 'gw-wide-only', text: fmtNum(r.segment)}),
           el('td', {text: fmtNum(r.last_step)}),
-          el('td', {text: src.live ? fmtAgo(r.last_seen) : fmtNum(r.records) + ' records'}),
-          el('td', null, r.open_alerts ? badge(String(r.open_alerts), 'sev-warning') : el('span', {class: 'gw-muted', text: '0'}))));
+          el('td', {text: src.live ? fmtAgo(r.last_seen) : fmtNum(r.records)}),
+          el('td', null, r.open_alerts ? badge(String(r.open_alerts), 'sev-warning') : el('span', {class: 'gw-muted', text: '0'}))]);
+        return tr;
       });
+      if (note) want = [el('tr', null, el('td', {colspan: cols.length, class: 'gw-muted', text: note}))];
+      var keep = new Set(want);
+      Array.prototype.slice.call(tbody.rows).forEach(function (tr) { if (!keep.has(tr)) tbody.removeChild(tr); });
+      want.forEach(function (tr, i) { if (tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null); });
+      rows.forEach(function (tr, run) { if (!keep.has(tr)) rows.delete(run); });
       document.body.dataset.ready = '1';
     }
     src.runs().then(fill, showError);
-    if (src.live) timers.push(setInterval(function () { src.runs().then(fill, function () {}); }, 5000));
+    if (src.live) timers.push(setInterval(function () {
+      src.runs().then(function (runs) { status.textContent = ''; status.className = 'gw-muted'; fill(runs); }, function (e) {
+        if (e.auth) return askToken(e);
+        status.className = 'gw-error';
+        status.textContent = e.message + '; the list below is from ' + new Date().toLocaleTimeString() + ' or earlier, retrying every 5 s';
+      });
+    }, 5000));
   }
 
   /* ---- chart data ------------------------------------------------------------------------ */
@@ -297,7 +437,7 @@
   /* ---- drawing hooks ---------------------------------------------------------------------- */
 
   function drawSegments(u) {
-    var spans = view && view.data ? segmentSpans(view.data) : [];
+    var spans = current && current.data ? segmentSpans(current.data) : [];
     var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height;
     ctx.save();
     spans.forEach(function (s, k) {
@@ -306,34 +446,37 @@
       x0 = Math.max(x0, u.bbox.left);
       x1 = Math.min(x1, u.bbox.left + u.bbox.width);
       if (x1 <= x0) return;
-      ctx.fillStyle = 'rgba(90, 120, 180, 0.09)';
+      ctx.fillStyle = css('--seg', 'rgba(90, 120, 180, 0.09)');
       ctx.fillRect(x0, top, x1 - x0, h);
     });
     ctx.restore();
   }
 
   function drawMarks(u) {
-    if (!view || !view.data) return;
+    if (!current || !current.data) return;
     var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height, dpr = devicePixelRatio || 1;
     var left = u.bbox.left, right = u.bbox.left + u.bbox.width;
     ctx.save();
     /* restarts: a dashed line where each later segment starts */
-    segmentSpans(view.data).forEach(function (s, k) {
+    segmentSpans(current.data).forEach(function (s, k) {
       if (k === 0) return;
       var x = u.valToPos(s.from, 'x', true);
       if (x < left || x > right) return;
-      ctx.strokeStyle = '#555';
+      ctx.strokeStyle = css('--mark', '#555');
       ctx.lineWidth = dpr;
       ctx.setLineDash([4 * dpr, 3 * dpr]);
       ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
       ctx.setLineDash([]);
-      ctx.fillStyle = '#333';
+      ctx.fillStyle = css('--mark-text', '#333');
       ctx.font = (11 * dpr) + 'px system-ui, sans-serif';
+      ctx.textAlign = 'left';   /* uPlot leaves 'right' from its axes: the label belongs right of the line */
+      ctx.textBaseline = 'alphabetic';
       var label = 'segment ' + s.seg + ' (' + s.reason + (s.restart !== null && s.restart !== undefined ? ' from step ' + fmtNum(s.restart) : '') + ')';
+      if (x + 4 * dpr + ctx.measureText(label).width > right) { ctx.textAlign = 'right'; x -= 8 * dpr; }   /* no room: the line's left */
       ctx.fillText(label, x + 4 * dpr, top + h - 6 * dpr);
     });
     /* alerts: a thin line in the severity's colour */
-    (view.alerts || []).forEach(function (a) {
+    (current.alerts || []).forEach(function (a) {
       var x = u.valToPos(a.step, 'x', true);
       if (x < left || x > right) return;
       ctx.strokeStyle = SEV_COLOR[a.severity] || '#888';
@@ -343,7 +486,7 @@
       ctx.globalAlpha = 1;
     });
     /* non-finite values: red triangles along the top edge */
-    var m = u.gwMetric && view.built ? view.built.metrics[u.gwMetric] : null;
+    var m = u.gwMetric && current.built ? current.built.metrics[u.gwMetric] : null;
     if (m) {
       ctx.fillStyle = '#c62828';
       m.nonfinite.forEach(function (p) {
@@ -362,7 +505,9 @@
   /* ---- the run page ------------------------------------------------------------------------ */
 
   function runPage(name, focusAlertId) {
-    view = {
+    /* this page's own state: the closures below keep it, so an answer
+     * that comes after the page was left finds view.gone */
+    var view = current = {
       name: name, info: null, data: null, alerts: [], overlays: [], logScale: false,
       zoom: null, charts: [], built: null, open: null, syncing: false, fetchSeq: 0,
       points: function () { return view.data ? view.data.step.length : 0; }
@@ -376,7 +521,7 @@
     var segBox = el('div', {class: 'gw-segments gw-muted'});
     var overlayBox = el('span');
     var logBox = el('input', {type: 'checkbox', id: 'gw-log'});
-    var status = el('span', {class: 'gw-muted', id: 'gw-status'});
+    var status = el('span', {class: 'gw-muted', id: 'gw-status', role: 'status'});
     logBox.addEventListener('change', function () { view.logScale = logBox.checked; rebuild(); });
     var resetBtn = el('button', {type: 'button', id: 'gw-reset', text: 'Reset zoom'});
     resetBtn.addEventListener('click', function () { resetZoom(); });
@@ -398,7 +543,7 @@
         el('div', {class: 'gw-muted'},
           'segment ' + fmtNum(i.segment) + ' · last step ' + fmtNum(i.last_step) +
           (src.live ? ' · last record ' + fmtAgo(i.last_seen) : '') +
-          ' · ' + fmtNum(view.data ? view.data.total : null) + ' records' +
+          ' · ' + (view.data ? plural(view.data.total, 'record') : '— records') +
           (view.data && view.data.downsampled ? ' (drawn: ' + fmtNum(view.data.step.length) + ', min/max per bucket)' : ''))
       ]);
       clear(view.els.segs);
@@ -406,7 +551,7 @@
         var full = (view.data.segments || []).find(function (x) { return x.segment === s.seg; });
         add(view.els.segs, el('div', {'data-segment': s.seg, text:
           'segment ' + s.seg + ' (' + s.reason + (s.restart !== null && s.restart !== undefined ? ' from step ' + fmtNum(s.restart) : '') + '): steps ' +
-          fmtNum(full.min_step) + '–' + fmtNum(full.max_step) + ', ' + fmtNum(full.records) + ' records' +
+          fmtNum(full.min_step) + '–' + fmtNum(full.max_step) + ', ' + plural(full.records, 'record') +
           (full.superseded_from !== null && full.superseded_from !== undefined ? '; steps from ' + fmtNum(full.superseded_from) + ' superseded by a later segment (drawn faint)' : '')}));
       });
     }
@@ -415,11 +560,17 @@
       clear(alertList);
       if (!view.alerts.length) alertList.appendChild(el('li', {class: 'gw-muted', text: 'No alerts.'}));
       view.alerts.forEach(function (a) {
-        var li = el('li', {'data-alert-id': a.id, class: view.open === a.id ? 'gw-open' : ''},
+        var li = el('li', {'data-alert-id': a.id, class: view.open === a.id ? 'gw-open' : '', tabindex: 0, role: 'button',
+          'aria-label': a.severity + ' ' + a.detector + ' at step ' + a.step + ': ' + a.summary},
           el('div', {class: 'gw-alert-head'}, badge(a.severity, 'sev-' + a.severity),
             el('strong', {text: a.detector}), el('span', {class: 'gw-muted', text: 'step ' + fmtNum(a.step) + (a.state ? ' · ' + a.state : '')})),
           el('div', {text: a.summary}));
         li.addEventListener('click', function () { openAlert(a.id, true); });
+        li.addEventListener('keydown', function (e) {
+          if (e.key !== 'Enter' && e.key !== ' ') return;
+          e.preventDefault();
+          openAlert(a.id, true);
+        });
         alertList.appendChild(li);
       });
     }
@@ -434,6 +585,16 @@
       return rows;
     }
 
+    /* When: the daemon's clock at the open and the resolve (live only),
+     * the opening record's own timestamp (when it had one). */
+    function alertWhen(a) {
+      var parts = [];
+      if (a.opened_at) parts.push('opened ' + fmtTime(a.opened_at) + ' (' + fmtAgo(a.opened_at) + ')');
+      if (a.resolved_at) parts.push('resolved ' + fmtTime(a.resolved_at));
+      if (a.ts) parts.push('record time ' + fmtTime(a.ts));
+      return parts.length ? el('p', {class: 'gw-muted', id: 'gw-detail-when', text: parts.join(' · ')}) : null;
+    }
+
     function openAlert(id, zoomTo) {
       var a = view.alerts.find(function (x) { return x.id === id; });
       if (!a) return;
@@ -443,9 +604,11 @@
         el('div', {class: 'gw-alert-head'}, badge(a.severity, 'sev-' + a.severity), el('strong', {text: a.detector}),
           el('span', {class: 'gw-muted', text: 'segment ' + fmtNum(a.segment) + ' · step ' + fmtNum(a.step)})),
         el('p', {class: 'gw-summary-line', id: 'gw-detail-summary', text: a.summary}),
-        el('h4', {text: 'Evidence'}), el('table', null, el('tbody', null, evidenceRows(a.evidence, '', []))),
-        el('h4', {text: 'Likely cause'}), el('p', {text: a.cause || '—'}),
+        alertWhen(a),
+        /* what to do first: it is what a person paged for this reads for */
         el('h4', {text: 'What to check'}), el('p', {text: a.action || '—'}),
+        el('h4', {text: 'Likely cause'}), el('p', {text: a.cause || '—'}),
+        el('h4', {text: 'Evidence'}), el('table', null, el('tbody', null, evidenceRows(a.evidence, '', []))),
         src.live ? el('p', null, el('a', {href: src.alertHref(a.id), text: 'link to this alert'})) : null));
       Array.prototype.forEach.call(document.querySelectorAll('.gw-marker, .gw-alerts li'), function (e) {
         e.classList.toggle('gw-open', e.getAttribute('data-alert-id') === id);
@@ -480,48 +643,107 @@
 
     function chartWidth() { return Math.max(320, chartsBox.clientWidth - 10); }
 
-    function rebuild() {
-      view.charts.forEach(function (u) { u.destroy(); });
-      view.charts = [];
-      clear(chartsBox);
-      if (!view.data) return;
-      view.built = buildData(view);
-      view.building = true;
-      var b = view.built;
-      METRICS.forEach(function (m, k) {
+    /* What the chart shows, in words (its aria-label): "Loss against
+     * step: 1,600 points, steps 1–1,600; last 2.13 at step 1,600; lowest
+     * 1.02, highest 3.41; 1 NaN or infinite". */
+    function chartSummary(m, x, md) {
+      var n = 0, lo = null, hi = null, first = null, last = null;
+      md.cur.forEach(function (y, i) {
+        if (y === null) return;
+        n++;
+        if (first === null) first = i;
+        last = i;
+        if (lo === null || y < lo) lo = y;
+        if (hi === null || y > hi) hi = y;
+      });
+      var t = m.label + ' against step: ' + plural(n, 'point');
+      if (n) t += ', steps ' + fmtNum(x[first]) + '–' + fmtNum(x[last]) + '; last ' + fmtNum(md.cur[last]) +
+        ' at step ' + fmtNum(x[last]) + '; lowest ' + fmtNum(lo) + ', highest ' + fmtNum(hi);
+      if (md.nonfinite.length) t += '; ' + fmtNum(md.nonfinite.length) + ' NaN or infinite';
+      return t;
+    }
+
+    /* The charts to draw: per metric the run logs, its series and data. */
+    function chartSpecs(b) {
+      return METRICS.filter(function (m) { return b.metrics[m.key].has; }).map(function (m) {
         var md = b.metrics[m.key];
-        if (!md.has) return;
-        var series = [{label: 'step'}, {label: view.overlays.length ? name : 'current', stroke: m.color, width: 1.5, spanGaps: true}];
+        var series = [{label: 'step'}, {label: view.overlays.length ? name : 'current', stroke: m.color, width: 1.5, spanGaps: true, value: legendValue}];
         var data = [b.x, md.cur];
         md.supSegs.forEach(function (s, i) {
-          series.push({label: 'segment ' + s + ' (superseded)', stroke: m.color, alpha: 0.3, width: 1, dash: [3, 3], spanGaps: true});
+          series.push({label: 'segment ' + s + ' (superseded)', stroke: m.color, alpha: 0.3, width: 1, dash: [3, 3], spanGaps: true, value: legendValue});
           data.push(md.sup[i]);
         });
         view.overlays.forEach(function (o, i) {
-          series.push({label: o.name, stroke: OVERLAY_COLORS[i % OVERLAY_COLORS.length], width: 1.2, spanGaps: true});
+          series.push({label: o.name, stroke: OVERLAY_COLORS[i % OVERLAY_COLORS.length], width: 1.2, spanGaps: true, value: legendValue});
           data.push(md.overlays[i]);
         });
-        var box = el('div', {class: 'gw-chart', id: 'chart-' + m.key, 'data-metric': m.key});
+        return {m: m, md: md, series: series, data: data,
+                points: md.cur.filter(function (y) { return y !== null; }).length};
+      });
+    }
+
+    /* Draws the charts.  When they hold the same series as before (a live
+     * update), the charts stay and take the new data: no new canvas, the
+     * cursor and its legend stay where the reader holds them. */
+    function rebuild() {
+      if (!view.data) {
+        view.charts.forEach(function (u) { u.destroy(); });
+        view.charts = [];
+        clear(chartsBox);
+        return;
+      }
+      view.built = buildData(view);
+      var b = view.built, specs = chartSpecs(b);
+      var sig = JSON.stringify([view.logScale, specs.map(function (sp) {
+        return [sp.m.key, sp.series.map(function (x) { return x.label; })];
+      })]);
+      view.building = true;
+      if (sig === view.sig && view.charts.length === specs.length) {
+        specs.forEach(function (sp, k) {
+          var u = view.charts[k];
+          u.setData(sp.data, !view.zoom);
+          if (view.zoom) u.setScale('x', {min: view.zoom[0], max: view.zoom[1]});
+          u.gwPoints = sp.points;
+          u.root.parentNode.setAttribute('data-points', String(sp.points));
+          u.root.parentNode.setAttribute('aria-label', chartSummary(sp.m, b.x, sp.md));
+        });
+        view.building = false;
+        placeMarkers(view.charts[0]);
+        document.body.dataset.ready = '1';
+        return;
+      }
+      view.charts.forEach(function (u) { u.destroy(); });
+      view.charts = [];
+      clear(chartsBox);
+      view.sig = sig;
+      var fg = css('--fg', '#1d2430'), grid = css('--grid', 'rgba(0, 0, 0, 0.07)');
+      specs.forEach(function (sp, k) {
+        var m = sp.m;
+        var box = el('div', {class: 'gw-chart', id: 'chart-' + m.key, 'data-metric': m.key, role: 'figure',
+          'aria-label': chartSummary(m, b.x, sp.md)});
         box.appendChild(el('h3', {text: m.label + (view.logScale && m.log ? ' (log)' : '')}));
         chartsBox.appendChild(box);
         var opts = {
           width: chartWidth(), height: k === 0 ? 260 : 170,
+          /* room on the right for half the last step's label ("1,000,000") */
+          padding: [null, 40, null, null],
           scales: {x: {time: false}, y: {distr: view.logScale && m.log ? 3 : 1}},
           cursor: {sync: {key: 'gw-x', setSeries: false}, drag: {x: true, y: false},
                    bind: {dblclick: function () { return function () { resetZoom(); return null; }; }}},
           legend: {live: true},
-          axes: [{label: 'step'}, {size: 64, values: function (u, vals) { return vals.map(fmtTick); }}],
-          series: series,
+          axes: [{label: 'step', incrs: STEP_INCRS, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}},
+                 {size: 64, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}, values: function (u, vals) { return fmtTicks(vals); }}],
+          series: sp.series,
           hooks: {
             drawClear: [drawSegments],
             draw: [drawMarks, function (u) { if (u === view.charts[0]) placeMarkers(u); }],
             setScale: [function (u, key) { if (key === 'x') onZoom(u); }]
           }
         };
-        var u = new uPlot(opts, data, box);
+        var u = new uPlot(opts, sp.data, box);
         u.gwMetric = m.key;
-        u.gwPoints = md.cur.filter(function (y) { return y !== null; }).length;
-        if (k === 0 || !view.charts.length) {
+        u.gwPoints = sp.points;
+        if (k === 0) {
           var mk = el('div', {class: 'gw-markers'});
           u.over.appendChild(mk);
           u.gwMarkers = mk;
@@ -557,7 +779,10 @@
     function zoomAround(step) {
       var d = view.data;
       if (!d || !d.step.length) return;
-      var span = Math.max(d.to - d.from, 1), half = Math.max(30, Math.round(span * 0.04));
+      /* 4% of the run either side, at least 30 steps and at most 1,000:
+       * an alert is about a few steps, and on a long run 4% would be a
+       * downsampled slice where those steps do not show */
+      var span = Math.max(d.to - d.from, 1), half = Math.min(1000, Math.max(30, Math.round(span * 0.04)));
       var lo = Math.max(d.from, step - half), hi = Math.min(d.to, step + half);
       if (view.charts[0]) view.charts[0].setScale('x', {min: lo, max: hi});
       else view.zoom = [lo, hi];
@@ -582,15 +807,18 @@
     }
 
     function load(keepZoom) {
+      if (view.gone) return Promise.resolve();
       var seq = ++view.fetchSeq;
       var q = recordsQuery();
+      view.loading = true;
       view.els.status.textContent = 'loading…';
       /* the records answer carries where the run stands (info) */
       var jobs = [null, src.alerts(name), src.records(name, q)].concat(view.overlays.map(function (o) {
         return src.records(o.name, q).catch(function () { return null; });
       }));
       return Promise.all(jobs).then(function (r) {
-        if (seq !== view.fetchSeq) return;
+        if (view.gone || seq !== view.fetchSeq) return;
+        view.loading = false;
         view.info = r[2].info || {};
         /* alert objects as of their latest event: resolved ones too */
         view.alerts = (r[1] || []).slice().sort(function (a, b) { return a.step - b.step; });
@@ -604,9 +832,13 @@
         rebuild();
         if (view.open) openAlert(view.open, false);
         view.els.status.textContent = '';
+        view.els.status.className = 'gw-muted';
       }, function (e) {
-        if (seq !== view.fetchSeq) return;
-        if (!view.data) showError(e); else view.els.status.textContent = 'update failed: ' + e.message;
+        if (view.gone || seq !== view.fetchSeq) return;
+        view.loading = false;
+        if (e.auth) return askToken(e);
+        if (!view.data) showError(e);
+        else { view.els.status.className = 'gw-error'; view.els.status.textContent = 'update failed: ' + e.message; }
       });
     }
 
@@ -614,16 +846,30 @@
       clear(overlayBox);
       var others = runs.filter(function (r) { return r.run !== name; });
       if (!others.length) return;
-      var det = el('details', {class: 'gw-overlay'}, el('summary', {text: 'Overlay runs'}));
-      others.slice(0, 50).forEach(function (r) {
-        var cb = el('input', {type: 'checkbox', 'data-run': r.run});
-        cb.addEventListener('change', function () {
-          if (cb.checked) view.overlays.push({name: r.run, data: null});
-          else view.overlays = view.overlays.filter(function (o) { return o.name !== r.run; });
-          load(true);
+      /* the first 50 that match the filter (the chosen ones always) */
+      var find = el('input', {type: 'search', id: 'gw-overlay-filter', placeholder: 'part of a name', autocomplete: 'off'});
+      var list = el('div', {class: 'gw-overlay-list'});
+      var det = el('details', {class: 'gw-overlay'}, el('summary', {text: 'Overlay runs'}),
+        el('label', null, 'Find ', find), list);
+      function chosen(n) { return view.overlays.some(function (o) { return o.name === n; }); }
+      function fillList() {
+        var ok = matcher(find.value);
+        clear(list);
+        var match = others.filter(function (r) { return chosen(r.run) || ok(r.run); });
+        match.slice(0, 50).forEach(function (r) {
+          var cb = el('input', {type: 'checkbox', 'data-run': r.run});
+          cb.checked = chosen(r.run);
+          cb.addEventListener('change', function () {
+            if (cb.checked) view.overlays.push({name: r.run, data: null});
+            else view.overlays = view.overlays.filter(function (o) { return o.name !== r.run; });
+            load(true);
+          });
+          list.appendChild(el('div', null, el('label', null, cb, el('span', {class: 'gw-name', text: r.run}))));
         });
-        det.appendChild(el('div', null, el('label', null, cb, r.run)));
-      });
+        if (match.length > 50) list.appendChild(el('div', {class: 'gw-muted', text: fmtNum(match.length - 50) + ' more: type part of a name'}));
+      }
+      find.addEventListener('input', fillList);
+      fillList();
       overlayBox.appendChild(det);
     }
 
@@ -633,7 +879,9 @@
     src.runs().then(fillOverlays, function () {});
     if (src.live) {
       timers.push(setInterval(function () {
-        if (view.zoom && view.ranged) return; /* a zoomed view stays put */
+        if (view.loading) return;   /* a slow answer is not raced by a newer ask */
+        /* a zoomed view keeps its charts; the head and the alerts still follow */
+        var zoomed = !!(view.zoom && view.ranged);
         /* a cheap look: one step's records carry the run's position */
         var last = view.info && view.info.last_step !== null ? view.info.last_step : 0;
         src.records(name, {from: last, to: last, max_points: 1}).then(function (one) {
@@ -641,24 +889,44 @@
           return src.alerts(name).then(function (al) {
             var key = JSON.stringify([info.last_step, info.segment, info.last_seen,
               al.length]);
-            if (key !== view.lastKey) load(true);
+            var moved = key !== view.lastKey || view.lost;
+            if (view.lost) { view.lost = false; status.textContent = ''; status.className = 'gw-muted'; }
+            if (moved && !zoomed) return load(true);   /* also: back after a lost connection */
+            if (moved) {
+              view.info = info;
+              view.alerts = al.slice().sort(function (a, b) { return a.step - b.step; });
+              view.lastKey = key;
+              fillAlerts();
+              if (view.open) openAlert(view.open, false);
+              view.charts.forEach(function (u) { u.redraw(false, false); });   /* alert lines, markers */
+            }
+            fillHead();   /* "last record N s ago" ages even when nothing came */
           });
-        }, function () {});
+        }).catch(function (e) {
+          if (e.auth) return askToken(e);
+          /* the daemon went away (restart, network): say so, keep the
+           * charts, and keep looking every POLL_MS */
+          view.lost = true;
+          status.className = 'gw-error';
+          status.textContent = e.message + '; the charts are as of ' + new Date().toLocaleTimeString() +
+            ', retrying every ' + POLL_MS / 1000 + ' s';
+        });
       }, POLL_MS));
     }
     var lastW = 0;
-    window.addEventListener('resize', function () {
+    view.onResize = function () {
       var w = chartWidth();
       if (Math.abs(w - lastW) < 4) return;
       lastW = w;
       view.charts.forEach(function (u) { u.setSize({width: w, height: u.height}); });
-    });
+    };
   }
 
   /* ---- routing ------------------------------------------------------------------------------ */
 
   function route() {
     stopTimers();
+    leaveView();
     document.body.dataset.ready = '0';
     if (src.live) {
       var p = location.pathname;
