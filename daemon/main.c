@@ -256,6 +256,7 @@ static void on_tick(uv_timer_t *t)
 {
 	struct gw_daemon *d = t->data;
 	gw_ingest_tick(&d->ingest, gw_wall_now());
+	gw_log_peer_flush(false);
 }
 
 static void on_watchdog(uv_timer_t *t)
@@ -563,6 +564,7 @@ out:
 		gw_log_err("exit with libuv handles still open");
 		rc = 1;
 	}
+	gw_log_peer_flush(true);
 	gw_log_info("stopped");
 	close(lock_fd);
 out_cfg:
