@@ -924,6 +924,19 @@ uint64_t gw_outbox_depth(const struct gw_outbox *ob)
 	return n;
 }
 
+bool gw_outbox_sink_counts(const struct gw_outbox *ob, size_t i, struct gw_outbox_counts *out)
+{
+	if (!ob || i >= ob->n)
+		return false;
+	const struct sink *sk = &ob->sinks[i];
+	*out = (struct gw_outbox_counts){
+		.name = sk->cfg->name, .type = sk->cfg->type->name,
+		.pending = sk->queued + sk->inflight,
+		.delivered = sk->n_delivered, .failed = sk->n_failed, .retries = sk->n_retries,
+	};
+	return true;
+}
+
 json_t *gw_outbox_stats(const struct gw_outbox *ob)
 {
 	json_t *arr = json_array();

@@ -26,7 +26,10 @@
  *   gradwatch_segments_total                         segments opened (restarts and gaps)
  *   gradwatch_alerts_total{detector,severity}        incidents opened
  *   gradwatch_store_commits_total, gradwatch_store_pending_bytes, gradwatch_store_up
- *   gradwatch_outbox_depth                           (once the alert outbox registers it)
+ *   gradwatch_outbox_depth                           (these four once the alert outbox
+ *   gradwatch_alert_deliveries_total{sink,type,result}  registers its hook: sinks
+ *   gradwatch_alert_delivery_retries_total{sink,type}   are configured)
+ *   gradwatch_alert_deliveries_pending{sink,type}
  *   gradwatch_runs, gradwatch_runs_dormant           active runs, and the others known
  *   gradwatch_runs_evicted_total, _rebuilt_total     runs made dormant, and rebuilt
  *   gradwatch_run_last_step{run}, gradwatch_run_segment{run},
@@ -52,13 +55,14 @@
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 static struct {
-	uint64_t (*depth)(void *data);
+	bool (*sink)(void *data, size_t i, struct gw_metrics_sink *out);
 	void *data;
 } outbox;
 
-void gw_metrics_set_outbox_depth(uint64_t (*depth)(void *data), void *data)
+void gw_metrics_set_outbox(bool (*sink)(void *data, size_t i, struct gw_metrics_sink *out),
+                           void *data)
 {
-	outbox.depth = depth;
+	outbox.sink = sink;
 	outbox.data = data;
 }
 
@@ -107,6 +111,53 @@ static void value(FILE *f, double v)
 static void u64(FILE *f, uint64_t v)
 {
 	fprintf(f, " %" PRIu64 "\n", v);
+}
+
+/* The alert sinks' families (the hook's), each sink a series. */
+static void sink_labels(FILE *f, const char *metric, const struct gw_metrics_sink *s)
+{
+	fprintf(f, "%s{sink=\"", metric);
+	gw_metrics_label(f, s->name);
+	fputs("\",type=\"", f);
+	gw_metrics_label(f, s->type);
+	fputc('"', f);
+}
+
+static void render_sinks(FILE *f)
+{
+	struct gw_metrics_sink s;
+	uint64_t depth = 0;
+	for (size_t i = 0; outbox.sink(outbox.data, i, &s); i++)
+		depth += s.pending;
+	family(f, "gradwatch_outbox_depth", "gauge",
+	       "Alert deliveries queued or in flight, over all sinks.");
+	fputs("gradwatch_outbox_depth", f);
+	u64(f, depth);
+	family(f, "gradwatch_alert_deliveries_total", "counter",
+	       "Alert events a sink acknowledged (result=delivered) or that were given up "
+	       "(result=failed: a final 4xx, or retried past give_up_after), by sink.");
+	for (size_t i = 0; outbox.sink(outbox.data, i, &s); i++) {
+		sink_labels(f, "gradwatch_alert_deliveries_total", &s);
+		fputs(",result=\"delivered\"}", f);
+		u64(f, s.delivered);
+		sink_labels(f, "gradwatch_alert_deliveries_total", &s);
+		fputs(",result=\"failed\"}", f);
+		u64(f, s.failed);
+	}
+	family(f, "gradwatch_alert_delivery_retries_total", "counter",
+	       "Failed delivery attempts that will be retried (errors, timeouts, 429, 5xx), by sink.");
+	for (size_t i = 0; outbox.sink(outbox.data, i, &s); i++) {
+		sink_labels(f, "gradwatch_alert_delivery_retries_total", &s);
+		fputc('}', f);
+		u64(f, s.retries);
+	}
+	family(f, "gradwatch_alert_deliveries_pending", "gauge",
+	       "Alert events queued or in flight to a sink (sent after a restart too).");
+	for (size_t i = 0; outbox.sink(outbox.data, i, &s); i++) {
+		sink_labels(f, "gradwatch_alert_deliveries_pending", &s);
+		fputc('}', f);
+		u64(f, s.pending);
+	}
 }
 
 /* ---- per-run gauges ---------------------------------------------------------- */
@@ -220,11 +271,8 @@ int gw_metrics_render(struct gw_daemon *d, FILE *f)
 	family(f, "gradwatch_store_up", "gauge", "1 when the last commit worked, 0 when it failed.");
 	fputs("gradwatch_store_up", f);
 	u64(f, st.last_error == 0);
-	if (outbox.depth) {
-		family(f, "gradwatch_outbox_depth", "gauge", "Alerts waiting for delivery to a sink.");
-		fputs("gradwatch_outbox_depth", f);
-		u64(f, outbox.depth(outbox.data));
-	}
+	if (outbox.sink)
+		render_sinks(f);
 
 	family(f, "gradwatch_runs", "gauge",
 	       "Active runs: their detector state is in memory (the per-run series below).");

@@ -286,6 +286,40 @@ class DeliveryTest(unittest.TestCase):
         wait_for(lambda: d.query("SELECT state FROM deliveries ORDER BY state") ==
                  [("delivered",), ("failed",)], 5, "failed + delivered rows")
 
+    def test_delivery_outcomes_are_in_metrics(self):
+        # on-call watches Prometheus, not the log: a sink whose every event
+        # fails (a revoked Slack URL answers 404) must show there.  Only
+        # gradwatch_outbox_depth (all sinks together) was exported.
+        self.rcv.script = ["400", "500"]
+        d = self.daemon([dict(type="webhook", name="hook", url=self.rcv.url + "/h", **FAST_RETRY)])
+        d.send(*nan_incident("r1"))
+        self.rcv.wait(1)
+        d.send(*nan_incident("r2"))               # 500 first, then delivered
+        self.rcv.wait(3)
+
+        def sample(name, **labels):
+            text = d.get("/metrics")[1]
+            want = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
+            for line in text.splitlines():
+                head, _, val = line.rpartition(" ")
+                if head.startswith(name + "{"):
+                    got = ",".join(sorted(head[len(name) + 1:-1].split(",")))
+                    if got == want:
+                        return float(val)
+            return None
+
+        wait_for(lambda: sample("gradwatch_alert_deliveries_total", sink="hook", type="webhook",
+                                result="delivered") == 1, 10, "one delivered")
+        self.assertEqual(sample("gradwatch_alert_deliveries_total", sink="hook", type="webhook", result="failed"), 1)
+        self.assertEqual(sample("gradwatch_alert_delivery_retries_total", sink="hook", type="webhook"), 1)
+        self.assertEqual(sample("gradwatch_alert_deliveries_pending", sink="hook", type="webhook"), 0)
+        text = d.get("/metrics")[1]
+        for fam, typ in (("gradwatch_alert_deliveries_total", "counter"),
+                         ("gradwatch_alert_delivery_retries_total", "counter"),
+                         ("gradwatch_alert_deliveries_pending", "gauge")):
+            self.assertIn("# TYPE %s %s\n" % (fam, typ), text)
+            self.assertIn("# HELP %s " % fam, text)
+
     def test_tls_is_verified_by_default(self):
         tmp = tempfile.mkdtemp(prefix="gwtls-")
         cert, key = os.path.join(tmp, "cert.pem"), os.path.join(tmp, "key.pem")
