@@ -110,5 +110,32 @@ class Reload(unittest.TestCase):
                          20, 'a stall under the old thresholds', interval=0.1)
 
 
+    def test_a_reload_says_what_it_did_not_apply(self):
+        # SIGHUP applies thresholds, run overrides, detectors and the log
+        # level; a changed sink, listener or storage setting waits for a
+        # restart.  The reload said "reloaded" and nothing else, so an
+        # operator who added a Slack sink and sent SIGHUP believed it live.
+        with Daemon(config={'tick_ms': 50}) as d:
+            path = os.path.join(d.dir, 'config.json')
+            with open(path, 'w') as f:
+                json.dump({'tick_ms': 50, 'thresholds': {'gap_min_seconds': 999}}, f)
+            d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: 'reloaded thresholds' in d.logtext(), 10, 'the first reload')
+            # the flags the test daemon runs with (--db, --socket, --tcp,
+            # --http, --log-level) differ from the file: not a change
+            self.assertNotIn('need a restart', d.logtext())
+            with open(path, 'w') as f:
+                json.dump({'tick_ms': 50, 'thresholds': {'gap_min_seconds': 999},
+                           'storage': {'commit_interval_ms': 50},
+                           'sinks': [{'type': 'webhook', 'url': 'http://127.0.0.1:9/h'}]}, f)
+            d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: d.logtext().count('reloaded thresholds') == 2, 10, 'the second reload')
+            [line] = [l for l in d.logtext().splitlines() if 'need a restart' in l]
+            self.assertIn('sinks', line)
+            self.assertIn('storage', line)
+            for key in ('thresholds', 'socket', 'http', 'tcp', 'database', 'log_level'):
+                self.assertNotIn(key + ',', line + ',')
+            self.assertEqual(d.get('/healthz')[0], 200)
+
 if __name__ == '__main__':
     unittest.main()
