@@ -264,7 +264,7 @@ static int reload(struct gw_daemon *d)
 	eo.overrides = d->cfg->overrides;
 	eo.n_overrides = d->cfg->n_overrides;
 	gw_engine_reconfigure(d->ingest.engine, &eo);
-	gw_log_init(d->cfg->log_level, getenv("JOURNAL_STREAM") != NULL);
+	gw_log_init(d->cfg->log_level, gw_log_stderr_is_journal());
 	char later[512];
 	restart_keys(d, &fresh, later, sizeof(later));
 	gw_cfg_free(&fresh);
@@ -497,7 +497,7 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto out_cfg;
 	}
-	gw_log_init(cfg.log_level, getenv("JOURNAL_STREAM") != NULL);
+	gw_log_init(cfg.log_level, gw_log_stderr_is_journal());
 	gw_log_info("gradwatchd %s starting: kernels %s, database %s", GW_VERSION, gw_kern_name(),
 	            cfg.db_path);
 

@@ -29,6 +29,12 @@ enum gw_log_level {
  * journald instead of a timestamp. */
 void gw_log_init(enum gw_log_level level, int journal);
 
+/* Whether standard error is the journal: $JOURNAL_STREAM ("DEV:INODE",
+ * set by systemd) names stderr's device and inode.  The variable alone is
+ * not enough: every process a service starts inherits it, whatever its
+ * stderr is. */
+bool gw_log_stderr_is_journal(void);
+
 /* Parse "crit", "err", "warn", "info", "debug"; returns -EINVAL if unknown. */
 int gw_log_parse_level(const char *s, enum gw_log_level *out);
 
