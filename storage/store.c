@@ -840,6 +840,17 @@ static void *checkpointer_main(void *arg)
 		sqlite3_close(db);
 		return NULL;
 	}
+	/* a connection learns the database is in WAL mode when it first reads
+	 * it; until then sqlite3_wal_checkpoint_v2 does nothing at all (this
+	 * thread's checkpoints were all no-ops, and the WAL grew until close) */
+	char *msg = NULL;
+	if (sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, &msg) != SQLITE_OK) {
+		gw_log_warn("store: checkpointer cannot read %s: %s; the WAL is folded back at close "
+		            "only", s->path, msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		sqlite3_close(db);
+		return NULL;
+	}
 	pthread_mutex_lock(&s->mu);
 	while (!s->stop) {
 		timed_wait(&s->ckpt_cv, &s->mu, CKPT_EVERY_MS);

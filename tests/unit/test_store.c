@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -328,6 +329,34 @@ START_TEST(many_runs_and_deletes)
 }
 END_TEST
 
+/* The checkpointer folds the WAL back into the database while the store
+ * is open.  Its own connection had never read the database, so SQLite did
+ * not know it was in WAL mode and every checkpoint was a no-op: after 4M
+ * lines the WAL held 308 MB and the database file 4 KB, until close. */
+START_TEST(wal_is_checkpointed_while_open)
+{
+	struct gw_store *s = open_store();
+	uint64_t seq = 0;
+	for (int i = 1; i <= 20000; i++) {
+		struct gw_rec r = record("run-w", i, 2.0, 1.0);
+		seq = gw_store_put_record(s, &r, 1, (uint64_t)i, 5.0);
+	}
+	wait_committed(s, seq);
+	struct stat st = {0};
+	/* a deadline, not a speed: checkpoints run every 250 ms */
+	for (int i = 0; i < 3000; i++) {
+		ck_assert_int_eq(stat(path, &st), 0);
+		if (st.st_size >= 512 * 1024)
+			break;
+		struct timespec d = {0, 10 * 1000000L};
+		nanosleep(&d, NULL);
+	}
+	ck_assert_msg(st.st_size >= 512 * 1024, "the database file is %lld bytes after 20,000 records "
+	              "committed: nothing was checkpointed", (long long)st.st_size);
+	ck_assert_int_eq(gw_store_close(s), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store");
@@ -342,6 +371,7 @@ int main(void)
 	tcase_add_test(tc, bad_path);
 	tcase_add_test(tc, positions_for_seeding);
 	tcase_add_test(tc, many_runs_and_deletes);
+	tcase_add_test(tc, wal_is_checkpointed_while_open);
 	suite_add_tcase(s, tc);
 	return gw_check_run(s);
 }
