@@ -5,8 +5,8 @@
  * Everything is rendered on the loop thread from state that is already in
  * memory: the ingest counters (the one table in ingest.c that GET /v1/stats
  * renders too), the store's counters, and the engine's per-run state
- * (gw_engine_foreach_run).  No database read, so a scrape never waits for a
- * commit; its cost is one line per counter plus a few lines per run.
+ * (gw_engine_foreach_run), and the size of the database's files (two
+ * stat() calls).  No database read, so a scrape never waits for a commit; its cost is one line per counter plus a few lines per run.
  *
  * Names follow Prometheus conventions: `_total` for counters, base units
  * (seconds, bytes), one metric family per quantity with labels for the
@@ -26,6 +26,7 @@
  *   gradwatch_segments_total                         segments opened (restarts and gaps)
  *   gradwatch_alerts_total{detector,severity}        incidents opened
  *   gradwatch_store_commits_total, gradwatch_store_pending_bytes, gradwatch_store_up
+ *   gradwatch_store_file_bytes{file="database"|"wal"} (stat() of the two files)
  *   gradwatch_outbox_depth                           (these four once the alert outbox
  *   gradwatch_alert_deliveries_total{sink,type,result}  registers its hook: sinks
  *   gradwatch_alert_delivery_retries_total{sink,type}   are configured)
@@ -49,8 +50,10 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
@@ -111,6 +114,26 @@ static void value(FILE *f, double v)
 static void u64(FILE *f, uint64_t v)
 {
 	fprintf(f, " %" PRIu64 "\n", v);
+}
+
+/* The database file and its WAL, as stat() finds them (a file that is not
+ * there is 0): what the database takes on disk, beside retention.max_bytes
+ * (pages in use) and the disk's free space. */
+static void file_sizes(FILE *f, const char *db_path)
+{
+	static const char *const files[][2] = {{"database", ""}, {"wal", "-wal"}};
+	family(f, "gradwatch_store_file_bytes", "gauge",
+	       "Size of the SQLite database file and of its write-ahead log.");
+	for (size_t i = 0; i < GW_ARRAY_SIZE(files); i++) {
+		char path[PATH_MAX];
+		struct stat sb;
+		uint64_t n = 0;
+		if (snprintf(path, sizeof(path), "%s%s", db_path, files[i][1]) < (int)sizeof(path) &&
+		    stat(path, &sb) == 0)
+			n = (uint64_t)sb.st_size;
+		fprintf(f, "gradwatch_store_file_bytes{file=\"%s\"}", files[i][0]);
+		u64(f, n);
+	}
 }
 
 /* The alert sinks' families (the hook's), each sink a series. */
@@ -271,6 +294,7 @@ int gw_metrics_render(struct gw_daemon *d, FILE *f)
 	family(f, "gradwatch_store_up", "gauge", "1 when the last commit worked, 0 when it failed.");
 	fputs("gradwatch_store_up", f);
 	u64(f, st.last_error == 0);
+	file_sizes(f, d->cfg->db_path);
 	if (outbox.sink)
 		render_sinks(f);
 
