@@ -12,6 +12,7 @@ import hmac
 import socket
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -319,6 +320,35 @@ class DeliveryTest(unittest.TestCase):
                          ("gradwatch_alert_deliveries_pending", "gauge")):
             self.assertIn("# TYPE %s %s\n" % (fam, typ), text)
             self.assertIn("# HELP %s " % fam, text)
+
+    def test_a_receiver_down_does_not_flood_the_log(self):
+        # every failed attempt of every pending event was a warning: a
+        # receiver down for 20 s with 30 alerts pending wrote 879 lines
+        # (with the default back-off, about 18 an event an hour).  A sink
+        # logs a few a minute and says how many it held back, at the latest
+        # when it delivers again.
+        port = self.rcv.port
+        self.rcv.stop()
+        d = self.daemon([dict(type="webhook", name="hook", url="http://127.0.0.1:%d/h" % port,
+                              **FAST_RETRY)])
+        for i in range(30):
+            d.send(*nan_incident("down%d" % i))
+        wait_for(lambda: d.sink_stats()["hook"]["retries"] >= 150, 60, "150 failed attempts")
+        self.rcv.port = port
+        self.rcv.start()
+        wait_for(lambda: d.sink_stats()["hook"]["delivered"] == 30, 60, "all 30 delivered")
+        retries = d.sink_stats()["hook"]["retries"]
+        d.stop()
+        with open(d.log_path, encoding="utf-8", errors="replace") as f:
+            log = f.read().splitlines()
+        attempts = [l for l in log if "attempt " in l and "failed:" in l and " warn " in l]
+        self.assertLess(len(attempts), 30, "\n".join(attempts[-5:]))
+        said = [l for l in log if "not logged" in l and "hook" in l]
+        self.assertTrue(said, "\n".join(log[-10:]))
+        held = sum(int(re.search(r"(\d+) more failed attempt", l).group(1)) for l in said)
+        self.assertEqual(held + len(attempts), retries)
+        after = [l for l in log if "delivered" in l and "after" in l and " info " in l]
+        self.assertLess(len(after), 30, "\n".join(after[-5:]))
 
     def test_tls_is_verified_by_default(self):
         tmp = tempfile.mkdtemp(prefix="gwtls-")
