@@ -11,7 +11,8 @@ against a build of main before the step: same tables, same rows).
 Downgrade: a database written by a newer gradwatchd (its user_version, or
 a module's schema version in meta, above what this one knows) is refused
 at start with exit status 1 and a message naming the file and both
-versions, and is left as it was.
+versions, and is left as it was; `gradwatch runs/alerts --db` refuse to
+read it (exit 2).
 """
 import os
 import shutil
@@ -20,7 +21,7 @@ import subprocess
 import tempfile
 import unittest
 
-from gwtest import GRADWATCHD
+from gwtest import GRADWATCH, GRADWATCHD
 from receiver import Daemon, Receiver, nan_incident, wait_for
 
 STORE_SCHEMA = 4     # storage/schema.c: GW_STORE_SCHEMA_VERSION
@@ -122,6 +123,15 @@ class Downgrade(unittest.TestCase):
                       'gradwatch wrote it)' % (db, STORE_SCHEMA + 1, STORE_SCHEMA),
                       out.stdout.decode())
         self.assertEqual(open(db, 'rb').read(), before)
+        # and `gradwatch runs/alerts --db` refuse it too: they read it as if
+        # it were their own schema, and answered
+        for cmd in ('runs', 'alerts'):
+            out = subprocess.run([GRADWATCH, cmd, '--db', db], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, timeout=30)
+            self.assertEqual(out.returncode, 2, (cmd, out.stdout))
+            self.assertEqual(out.stdout, b'')
+            self.assertIn('%s has schema version %d; this gradwatch knows up to %d' %
+                          (db, STORE_SCHEMA + 1, STORE_SCHEMA), out.stderr.decode())
         # a module's tables (the outbox) newer than this daemon knows
         con = sqlite3.connect(db)
         con.execute('PRAGMA user_version = %d' % STORE_SCHEMA)
