@@ -257,7 +257,8 @@ static int reload(struct gw_daemon *d)
 	d->cfg->engine.disabled = fresh.engine.disabled;
 	d->cfg->overrides = fresh.overrides;
 	d->cfg->n_overrides = fresh.n_overrides;
-	d->cfg->log_level = fresh.log_level;
+	if (!d->log_level_flag)
+		d->cfg->log_level = fresh.log_level;
 	fresh.overrides = ov;
 	fresh.n_overrides = nov;
 	struct gw_engine_opts eo = d->cfg->engine;
@@ -423,6 +424,7 @@ int main(int argc, char **argv)
 				goto out_cfg;
 			break;
 		case OPT_LOG:
+			d.log_level_flag = true;
 			if (gw_log_parse_level(optarg, &cfg.log_level) < 0) {
 				gw_cli_usage_error("gradwatchd", "--log-level is crit, err, warn, info or debug, not",
 				                   optarg);

@@ -6,6 +6,7 @@ the key, the range and why -- by --check-config, by start-up and by
 configuration in force; `gradwatch thresholds` prints every range."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -136,6 +137,16 @@ class Reload(unittest.TestCase):
             for key in ('thresholds', 'socket', 'http', 'tcp', 'database', 'log_level'):
                 self.assertNotIn(key + ',', line + ',')
             self.assertEqual(d.get('/healthz')[0], 200)
+
+    def test_the_log_level_flag_outlives_a_reload(self):
+        # flags override the file "wherever they stand"; a SIGHUP put the
+        # file's level (here the default, info) over --log-level debug
+        with Daemon(config={'tick_ms': 50}) as d:       # runs with --log-level debug
+            d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: 'reloaded thresholds' in d.logtext(), 10, 'the reload')
+            d.send_unix(b'{"run":"r","step":1,"loss":1}\n')
+            wait_for(lambda: re.search(r' debug unix connection \d+ \(unix\) closed', d.logtext()),
+                     10, 'a debug line after the reload')
 
 if __name__ == '__main__':
     unittest.main()
