@@ -480,6 +480,14 @@ int main(int argc, char **argv)
 		goto out_cfg;
 	}
 	if (check) {
+		/* the token files as the start reads them (it would refuse them) */
+		struct gw_auth *auth = NULL;
+		int arc = gw_auth_load(cfg.auth, &auth, err, sizeof(err));
+		gw_auth_free(auth);
+		if (arc < 0) {
+			fprintf(stderr, "gradwatchd: %s\n", err);
+			goto out_cfg;
+		}
 		/* stdout: only the configuration, in the file's schema */
 		json_t *j = gw_cfg_to_json(&cfg);
 		char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
