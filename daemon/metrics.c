@@ -27,6 +27,7 @@
  *   gradwatch_alerts_total{detector,severity}        incidents opened
  *   gradwatch_store_commits_total, gradwatch_store_pending_bytes, gradwatch_store_up
  *   gradwatch_store_file_bytes{file="database"|"wal"} (stat() of the two files)
+ *   gradwatch_retention_passes_total, gradwatch_retention_runs_deleted_total
  *   gradwatch_outbox_depth                           (these four once the alert outbox
  *   gradwatch_alert_deliveries_total{sink,type,result}  registers its hook: sinks
  *   gradwatch_alert_delivery_retries_total{sink,type}   are configured)
@@ -43,6 +44,7 @@
 #include "daemon.h"
 #include "http.h"
 #include "kern.h"
+#include "retention.h"
 #include "util.h"
 
 #include "gw_config.h"
@@ -295,6 +297,16 @@ int gw_metrics_render(struct gw_daemon *d, FILE *f)
 	fputs("gradwatch_store_up", f);
 	u64(f, st.last_error == 0);
 	file_sizes(f, d->cfg->db_path);
+	struct gw_retention_stats rs;
+	gw_retention_stats(&rs);
+	family(f, "gradwatch_retention_passes_total", "counter",
+	       "Timed retention passes done (every retention.check_every when retention is on).");
+	fputs("gradwatch_retention_passes_total", f);
+	u64(f, rs.passes);
+	family(f, "gradwatch_retention_runs_deleted_total", "counter",
+	       "Runs deleted: by retention, DELETE /v1/runs/{run} and POST /v1/prune.");
+	fputs("gradwatch_retention_runs_deleted_total", f);
+	u64(f, rs.runs_deleted);
 	if (outbox.sink)
 		render_sinks(f);
 
