@@ -963,10 +963,14 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	sqlite3_busy_timeout(s->db, 5000);
 	char e[256];
 	const char *sync = o->sync_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL";
+	/* journal_size_limit: a WAL that starts over after a burst is trimmed */
+	char pragmas[192];
+	snprintf(pragmas, sizeof(pragmas), "PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536; "
+	         "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = %d",
+	         GW_STORE_WAL_KEEP_BYTES);
 	if ((rc = gw__store_exec(s->db, "PRAGMA journal_mode = WAL", e, sizeof(e))) < 0 ||
 	    (rc = gw__store_exec(s->db, sync, e, sizeof(e))) < 0 ||
-	    (rc = gw__store_exec(s->db, "PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536; "
-	                         "PRAGMA wal_autocheckpoint = 0", e, sizeof(e))) < 0) {
+	    (rc = gw__store_exec(s->db, pragmas, e, sizeof(e))) < 0) {
 		gw_errf(err, errlen, -EIO, "database %s: %s", o->path, e);
 		goto fail;
 	}

@@ -358,6 +358,45 @@ START_TEST(wal_is_checkpointed_while_open)
 }
 END_TEST
 
+/* A burst's WAL does not keep its size for good: once a checkpoint caught
+ * up, the next commit starts the WAL over and trims the file to
+ * GW_STORE_WAL_KEEP_BYTES (without journal_size_limit the file kept the
+ * size of the largest burst until exit: 75 MB after 1M lines). */
+START_TEST(wal_file_is_trimmed_after_a_burst)
+{
+	struct gw_store_opts o = {.path = path, .commit_interval_ms = 60000,
+	                          .commit_max_records = 1000000};
+	struct gw_store *s = NULL;
+	char err[256], wal[128];
+	ck_assert_msg(gw_store_open(&o, &s, err, sizeof(err)) == 0, "%s", err);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	uint64_t seq = 0;
+	for (int i = 1; i <= 600000; i++) {
+		struct gw_rec r = record("run-b", i, 2.0, 1.0);
+		seq = gw_store_put_record(s, &r, 1, (uint64_t)i, 5.0);
+	}
+	wait_committed(s, seq);     /* one transaction: the WAL holds all of it */
+	struct stat st = {0};
+	ck_assert_int_eq(stat(wal, &st), 0);
+	ck_assert_msg(st.st_size > GW_STORE_WAL_KEEP_BYTES, "the burst's WAL is only %lld bytes",
+	              (long long)st.st_size);
+	/* a deadline, not a speed: commit a line at a time until a commit
+	 * finds the checkpoint caught up */
+	for (int i = 0; i < 800; i++) {
+		struct gw_rec r = record("run-b", 600001 + i, 2.0, 1.0);
+		wait_committed(s, gw_store_put_record(s, &r, 1, 600001u + (uint64_t)i, 5.0));
+		ck_assert_int_eq(stat(wal, &st), 0);
+		if (st.st_size <= GW_STORE_WAL_KEEP_BYTES)
+			break;
+		struct timespec d = {0, 20 * 1000000L};
+		nanosleep(&d, NULL);
+	}
+	ck_assert_msg(st.st_size <= GW_STORE_WAL_KEEP_BYTES, "the WAL file stays at %lld bytes",
+	              (long long)st.st_size);
+	ck_assert_int_eq(gw_store_close(s), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store");
@@ -373,6 +412,7 @@ int main(void)
 	tcase_add_test(tc, positions_for_seeding);
 	tcase_add_test(tc, many_runs_and_deletes);
 	tcase_add_test(tc, wal_is_checkpointed_while_open);
+	tcase_add_test(tc, wal_file_is_trimmed_after_a_burst);
 	suite_add_tcase(s, tc);
 	return gw_check_run(s);
 }
