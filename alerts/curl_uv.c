@@ -344,7 +344,8 @@ fail:
 	return -EINVAL;
 }
 
-void gw_alert_http_cancel(struct gw_alert_req *r)
+/* Abort a transfer in flight; its done callback is not called. */
+static void gw_alert_http_cancel(struct gw_alert_req *r)
 {
 	if (r->next == r)
 		return;

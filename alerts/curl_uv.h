@@ -9,7 +9,7 @@
  *
  * Everything here runs on the loop thread.  Requests are owned by the
  * caller (embed a struct gw_alert_req), must stay alive until their `done`
- * callback ran or gw_alert_http_cancel() returned, and `done` is called
+ * callback ran or gw_alert_http_stop() aborted it, and `done` is called
  * exactly once per successful gw_alert_http_post() (never if it failed).
  */
 #ifndef GW_CURL_UV_H
@@ -85,9 +85,6 @@ int gw_alert_http_start(struct gw_alert_http *h, uv_loop_t *loop);
  * (it will not; headers and body are freed). */
 int gw_alert_http_post(struct gw_alert_http *h, struct gw_alert_req *r,
                        const struct gw_alert_post *p, gw_alert_req_cb done);
-
-/* Abort a transfer in flight; its done callback is not called. */
-void gw_alert_http_cancel(struct gw_alert_req *r);
 
 /* Abort every transfer (no done callbacks), close the handles; on_closed
  * (may be NULL) runs once the last close callback ran, after which h may be

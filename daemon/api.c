@@ -18,6 +18,7 @@
 #include "query.h"
 
 #include "buf.h"
+#include "hash.h"
 #include "idem.h"
 #include "kern.h"
 #include "resume_check.h"
@@ -53,6 +54,7 @@ struct ingest_req {
 	enum idem_role role;
 	struct gw_idem_entry *idem;     /* held while the request uses it */
 	struct gw_buf body;             /* IDEM_FIRST: the whole body */
+	uint64_t fp;                    /* with a key: the request's fingerprint (idem.h) */
 };
 
 static void on_reject(struct gw_ingest_src *s, uint64_t lineno, const struct gw_wire_err *e)
@@ -146,6 +148,7 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 	if (e) {
 		q->idem = e;
 		gw_idem_hold(e);
+		q->fp = gw_idem_fp_begin(q->src.default_run);
 	}
 	return 0;
 }
@@ -154,6 +157,8 @@ static int ingest_data(struct gw_http_conn *c, const char *p, size_t n)
 {
 	struct ingest_req *q = gw_http_conn_state(c);
 	size_t max = q->d->cfg->max_body;
+	if (q->role != IDEM_NONE)
+		q->fp = gw_fnv1a64_add(q->fp, p, n);
 	if (q->too_large || q->role == IDEM_REPEAT)
 		return 0;
 	if (q->body_bytes + n > max) {
@@ -219,7 +224,7 @@ static void ingest_first(struct ingest_req *q)
 	json_t *j = answer_json(q, &status);
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
-	uint64_t seq = text ? gw_idem_queue(&q->d->idem, st, q->idem, status, text) : 0;
+	uint64_t seq = text ? gw_idem_queue(&q->d->idem, st, q->idem, status, text, q->fp) : 0;
 	free(text);
 	gw_store_release(st);
 	gw_buf_free(&q->body);
@@ -236,6 +241,14 @@ static void ingest_end(struct gw_http_conn *c)
 {
 	struct ingest_req *q = gw_http_conn_state(c);
 	if (q->role == IDEM_REPEAT) {
+		if (q->idem->has_fp && q->idem->fp != q->fp) {
+			/* the key was the first's: this body is not stored, and
+			 * answering with the first's answer would say it was */
+			gw_http_respond_error(c, 422, "this Idempotency-Key was used for a different "
+			                      "request (another body or ?run=); a new batch needs a "
+			                      "new key (nothing of this one was stored)");
+			return;
+		}
 		if (q->idem->state == GW_IDEM_DONE) {
 			respond_replayed(q);
 			return;
@@ -432,7 +445,9 @@ static void stats_sample(void *data, const struct gw_counter_sample *s)
 	json_object_set_new(o, s->value[1], json_integer((json_int_t)s->n));
 }
 
-json_t *gw_api_stats_json(struct gw_daemon *d)
+/* The ingest counters and the store's, as GET /v1/stats returns them (new
+ * reference, NULL when out of memory). */
+static json_t *gw_api_stats_json(struct gw_daemon *d)
 {
 	json_t *root = json_pack("{s:{}, s:{}}", "transports", "alerts");
 	if (!root)

@@ -13,8 +13,4 @@ struct gw_daemon;
  * message in err. */
 int gw_api_start(struct gw_daemon *d, char *err, size_t errlen);
 
-/* The ingest counters and the store's, as GET /v1/stats returns them (new
- * reference, NULL when out of memory). */
-json_t *gw_api_stats_json(struct gw_daemon *d);
-
 #endif

@@ -23,6 +23,17 @@ static size_t cb_write(char *ptr, size_t size, size_t nmemb, void *ud)
 	return gw_buf_add(ud, ptr, size * nmemb) < 0 ? 0 : size * nmemb;
 }
 
+/* Append a header line to *h; false when out of memory (*h is kept whole:
+ * curl_slist_append returns NULL and leaves the list as it was). */
+static bool add_header(struct curl_slist **h, const char *line)
+{
+	struct curl_slist *t = curl_slist_append(*h, line);
+	if (!t)
+		return false;
+	*h = t;
+	return true;
+}
+
 void gw__client_default_url(const struct gw_cfg *cfg, char *out, size_t n)
 {
 	const char *env = getenv("GRADWATCH_URL");
@@ -61,21 +72,21 @@ void gw__http_request(const struct gw__http_opts *o, const char *url, const char
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "gradwatch/" GW_VERSION);
 	struct curl_slist *hdr = NULL;
 	char line[160];
+	bool ok = true;
 	if (o->token) {
 		size_t n = strlen(o->token) + 32;
 		char *auth = malloc(n);
-		if (auth) {
+		if (auth)
 			snprintf(auth, n, "Authorization: Bearer %s", o->token);
-			hdr = curl_slist_append(hdr, auth);
-			free(auth);
-		}
+		ok = auth && add_header(&hdr, auth);
+		free(auth);
 	}
 	if (body) {
-		hdr = curl_slist_append(hdr, "Content-Type: application/x-ndjson");
-		hdr = curl_slist_append(hdr, "Expect:");
+		ok = ok && add_header(&hdr, "Content-Type: application/x-ndjson") &&
+		     add_header(&hdr, "Expect:");
 		if (idem_key) {
 			snprintf(line, sizeof(line), "Idempotency-Key: %s", idem_key);
-			hdr = curl_slist_append(hdr, line);
+			ok = ok && add_header(&hdr, line);
 		}
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
@@ -85,6 +96,14 @@ void gw__http_request(const struct gw__http_opts *o, const char *url, const char
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
 	} else if (o->method) {
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, o->method);
+	}
+	if (!ok) {
+		/* without its token or its key the request would be another one
+		 * (a 401, or a retry stored twice): none at all */
+		snprintf(a->err, sizeof(a->err), "out of memory");
+		curl_slist_free_all(hdr);
+		curl_easy_cleanup(h);
+		return;
 	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
 	CURLcode rc = curl_easy_perform(h);

@@ -22,13 +22,17 @@
  *               takes its place).
  *
  * Position: after each chunk the file's (device, inode, byte offset of the
- * end of its last complete line, line number) is queued with
+ * end of its last complete line, line number, and where the reader stands
+ * in the file's from-scratch runs NAME, NAME#2, ...) is queued with
  * gw_store_put_meta under key "follow:" + absolute path, between
  * gw_store_hold()/gw_store_release() together with the records of that
  * chunk, so the database always holds exactly the lines its stored position
  * covers.  At start the stored position is used when the file is still the
  * same inode and at least that long; otherwise (rotated or truncated while
- * the daemon was down) the file is read from its start.  The tail of a file
+ * the daemon was down) the file is read from its start.  Either way, and
+ * on a truncation or rotation seen live, the new reader continues the run
+ * naming where the old one (or the stored position) left it, so the runs
+ * are named as `gradwatch replay` names them in the whole stream.  The tail of a file
  * that was rotated away while the daemon was down is not read.
  *
  * Back-pressure: when the store's queue is over its limit, reading pauses
@@ -37,6 +41,10 @@
  * Run: points that name no run are run "run" of the entry, else named
  * after the file as `gradwatch replay` names them (gw_input_run_name:
  * train.log -> "train"), so two followed logs never share a run.
+ *
+ * (Some 630 lines: one file's life -- open, read, rotation, truncation,
+ * the stored position and the run naming carried across them -- is one
+ * state machine over one struct, driven by one uv_fs_t at a time.)
  */
 #include "follow.h"
 
@@ -89,6 +97,8 @@ struct ffile {
 
 	bool have_saved;         /* position stored by an earlier daemon */
 	uint64_t s_dev, s_ino, s_off, s_line;
+	bool have_runs;          /* the next reader continues the run naming from */
+	struct gw_reader_runs runs;   /* this (stored, or the reader it replaces) */
 
 	bool stopped;
 	char buf[CHUNK];
@@ -182,10 +192,16 @@ static char *absolute(const char *path)
 static void load_saved(struct ffile *f)
 {
 	char *val = NULL;
-	if (gw_store_read_meta(f->d->cfg->db_path, f->key, &val) < 0 || !val)
+	int rc = gw_store_read_meta(f->d->cfg->db_path, f->key, &val);
+	if (rc < 0 || !val) {
+		if (rc < 0)
+			gw_log_err("follow %s: the stored position cannot be read (%s); reading the "
+			           "file from its start", f->path, strerror(-rc));
 		return;
+	}
 	json_t *j = json_loads(val, 0, NULL);
-	json_int_t dev, ino, off, line;
+	json_int_t dev, ino, off, line, no = 0, first = 0, last = 0;
+	int any = 0;
 	if (j && json_unpack(j, "{s:I, s:I, s:I, s:I}", "dev", &dev, "ino", &ino, "offset", &off,
 	                     "line", &line) == 0 && off >= 0 && line >= 0) {
 		f->have_saved = true;
@@ -193,6 +209,15 @@ static void load_saved(struct ffile *f)
 		f->s_ino = (uint64_t)ino;
 		f->s_off = (uint64_t)off;
 		f->s_line = (uint64_t)line;
+		/* the run naming at that position (stored since it is kept; an
+		 * older daemon's position has none) */
+		if (json_unpack(j, "{s:{s:I, s:b, s:I, s:I}}", "runs", "no", &no, "any", &any,
+		                "first", &first, "last", &last) == 0 && no >= 1 && no <= UINT_MAX) {
+			f->have_runs = true;
+			f->runs = (struct gw_reader_runs){
+				.no = (unsigned)no, .any = any, .first = first, .last = last,
+			};
+		}
 	} else {
 		gw_log_warn("follow %s: ignoring a stored position that does not parse: %s", f->path, val);
 	}
@@ -217,17 +242,29 @@ static void save_position(struct ffile *f)
 	uint64_t line = gw_ingest_src_lines(&f->src);
 	if (line == f->saved_line)
 		return;
-	char val[160];
+	struct gw_reader_runs rs = {.no = 1};
+	if (f->src.reader)
+		gw_reader_get_runs(f->src.reader, &rs);
+	char val[320];
 	snprintf(val, sizeof(val),
-	         "{\"dev\":%" PRIu64 ",\"ino\":%" PRIu64 ",\"offset\":%" PRIu64 ",\"line\":%" PRIu64 "}",
-	         f->dev, f->ino, f->start_off + gw_ingest_src_consumed(&f->src), line);
+	         "{\"dev\":%" PRIu64 ",\"ino\":%" PRIu64 ",\"offset\":%" PRIu64 ",\"line\":%" PRIu64
+	         ",\"runs\":{\"no\":%u,\"any\":%s,\"first\":%" PRId64 ",\"last\":%" PRId64 "}}",
+	         f->dev, f->ino, f->start_off + gw_ingest_src_consumed(&f->src), line, rs.no,
+	         rs.any ? "true" : "false", rs.first, rs.last);
 	if (gw_store_put_meta(f->d->store, f->key, val))
 		f->saved_line = line;
 }
 
-/* A fresh source from byte f->off (line `lineno`), read through a reader. */
+/* A fresh source from byte f->off (line `lineno`), read through a reader
+ * that names the runs on from where the one it replaces (or the stored
+ * position) stood: the file is one stream, whatever happened to it or to
+ * the daemon in between. */
 static void reset_lines(struct ffile *f, uint64_t lineno)
 {
+	if (f->src.reader) {
+		gw_reader_get_runs(f->src.reader, &f->runs);
+		f->have_runs = true;
+	}
 	gw_ingest_src_deinit(&f->src);
 	gw_ingest_src_init(&f->src, &f->d->ingest, GW_TR_FOLLOW, lineno);
 	f->src.default_run = f->run;
@@ -240,6 +277,8 @@ static void reset_lines(struct ffile *f, uint64_t lineno)
 	if (gw_ingest_src_reader(&f->src, f->format, true, err, sizeof(err)) < 0) {
 		gw_log_err("follow %s: %s", f->path, err);
 		f->unreadable = true;
+	} else if (f->have_runs) {
+		gw_reader_set_runs(f->src.reader, &f->runs);
 	}
 }
 
@@ -288,6 +327,13 @@ static void on_read(uv_fs_t *req)
 		 * that keeps failing must not spin */
 		gw_log_warn("follow %s: read failed: %s; reopening it when it changes", f->path,
 		            uv_strerror((int)n));
+		/* reopened, the same file goes on after its last whole line (as
+		 * after a restart), not from byte 0 (every line twice) */
+		f->have_saved = true;
+		f->s_dev = f->dev;
+		f->s_ino = f->ino;
+		f->s_off = f->start_off + gw_ingest_src_consumed(&f->src);
+		f->s_line = gw_ingest_src_lines(&f->src);
 		close_fd(f);
 		reset_lines(f, 0);
 		idle(f);

@@ -88,6 +88,8 @@ struct gw_http_conn {
 	char coding[48];       /* a coding the body would need that we do not apply */
 	const char *coding_hdr; /* its header ("Content-Encoding", "Transfer-Encoding") */
 	bool header_too_long;
+	bool ws_header;        /* a header name with whitespace in it (or before its colon) */
+	char ws_name[32];      /* that name, for the 400 */
 	bool rejected_early;   /* a response was sent before the body was read */
 	bool head;             /* HEAD: answered as GET, without the body */
 	char allow[64];        /* the methods of the path, for a 405's Allow */
@@ -598,6 +600,8 @@ static int cb_message_begin(http_parser *p)
 	c->cenc_len = c->tenc_len = 0;
 	c->dup_header = NULL;
 	c->header_too_long = false;
+	c->ws_header = false;
+	c->ws_name[0] = '\0';
 	c->rejected_early = false;
 	c->head = false;
 	c->route = NULL;
@@ -624,10 +628,21 @@ static int cb_header_field(http_parser *p, const char *at, size_t len)
 	if (c->hfield_len == SIZE_MAX)
 		c->hfield_len = 0;
 	c->hvalue_new = true;
+	/* http-parser takes spaces in a name ("Content-Length : 5" as the
+	 * length); RFC 9112 5.1 says refuse it with 400 (a proxy in front may
+	 * have read the header otherwise) */
+	if (!c->ws_header && (memchr(at, ' ', len) || memchr(at, '\t', len)))
+		c->ws_header = true;
 	if (c->hfield_len + len < sizeof(c->hfield)) {
 		memcpy(c->hfield + c->hfield_len, at, len);
 		c->hfield_len += len;
 		c->hfield[c->hfield_len] = '\0';
+	} else {
+		/* a long name in pieces is none of ours: its first piece alone
+		 * ("Authorization" of "Authorization-Something-Long") must not
+		 * match */
+		c->hfield[0] = '\0';
+		c->hfield_len = sizeof(c->hfield);
 	}
 	c->hwant = strcasecmp(c->hfield, "expect") == 0 ? H_EXPECT
 	         : strcasecmp(c->hfield, "authorization") == 0 ? H_AUTH
@@ -697,6 +712,8 @@ static void keep(struct gw_http_conn *c, char *buf, size_t cap, size_t *len, con
 static int cb_header_value(http_parser *p, const char *at, size_t len)
 {
 	struct gw_http_conn *c = p->data;
+	if (c->ws_header && !c->ws_name[0])
+		gw_strlcpy(c->ws_name, c->hfield, sizeof(c->ws_name));
 	if (c->hwant == H_EXPECT && len >= 12 && strncasecmp(at, "100-continue", 12) == 0)
 		c->expect_continue = true;
 	else if ((c->hwant == H_AUTH || c->hwant == H_IDEM) && c->hvalue_new &&
@@ -773,6 +790,12 @@ static int cb_headers_complete(http_parser *p)
 	}
 	if (c->header_too_long) {
 		respond_fatal(c, 431, "the Authorization or Idempotency-Key header is too long");
+		return refuse_early(c);
+	}
+	if (c->ws_header) {
+		respond_fatal(c, 400, "whitespace in a header name or before its colon%s%s%s "
+		              "(RFC 9112 5.1)", c->ws_name[0] ? " ('" : "", c->ws_name,
+		              c->ws_name[0] ? "')" : "");
 		return refuse_early(c);
 	}
 	if (c->dup_header) {

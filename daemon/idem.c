@@ -6,11 +6,13 @@
  */
 #include "idem.h"
 
+#include "hash.h"
 #include "log.h"
 #include "util.h"
 
 #include <errno.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,13 +20,16 @@ static const char *const migrations[] = {
 	"CREATE TABLE idempotency(key TEXT PRIMARY KEY, created REAL NOT NULL,"
 	"  status INTEGER NOT NULL, answer TEXT NOT NULL);"
 	"CREATE INDEX idempotency_by_age ON idempotency(created);",
+	/* the request's fingerprint (hex, see idem.h); NULL for keys stored
+	 * before it was kept: those are not compared */
+	"ALTER TABLE idempotency ADD COLUMN fingerprint TEXT;",
 };
 
 enum { ST_PUT, ST_PURGE };
 
 static const char *const statements[] = {
-	[ST_PUT] = "INSERT OR REPLACE INTO idempotency(key, created, status, answer) "
-	           "VALUES(?1, ?2, ?3, ?4)",
+	[ST_PUT] = "INSERT OR REPLACE INTO idempotency(key, created, status, answer, fingerprint) "
+	           "VALUES(?1, ?2, ?3, ?4, ?5)",
 	[ST_PURGE] = "DELETE FROM idempotency WHERE created < ?1",
 };
 
@@ -139,6 +144,16 @@ static void load_row(void *ctx, sqlite3_stmt *row)
 	e->state = GW_IDEM_DONE;
 	e->status = sqlite3_column_int(row, 2);
 	e->answer = strdup(answer);
+	if (!e->answer) {
+		forget(c->t, e);   /* out of memory: this key is not kept */
+		return;
+	}
+	const char *fp = (const char *)sqlite3_column_text(row, 4);
+	char *end = NULL;
+	if (fp && strlen(fp) == 16) {
+		e->fp = strtoull(fp, &end, 16);
+		e->has_fp = *end == '\0';
+	}
 	c->loaded++;
 }
 
@@ -154,7 +169,7 @@ int gw_idem_init(struct gw_idem *t, const char *db_path, double window_s, size_t
 	/* oldest first, so the list is in creation order; the newest max_keys */
 	const struct gw_sv b[] = {gw_sv_real(now - window_s), gw_sv_int((int64_t)max_keys)};
 	int rc = gw_store_read_each(db_path,
-	                            "SELECT key, created, status, answer FROM (SELECT * FROM idempotency "
+	                            "SELECT key, created, status, answer, fingerprint FROM (SELECT * FROM idempotency "
 	                            "WHERE created >= ?1 ORDER BY created DESC LIMIT ?2) ORDER BY created",
 	                            b, 2, load_row, &c, err, errlen);
 	if (rc == 0 && c.loaded)
@@ -196,14 +211,22 @@ struct gw_idem_entry *gw_idem_begin(struct gw_idem *t, const char *key, size_t l
 	return e;
 }
 
+uint64_t gw_idem_fp_begin(const char *run)
+{
+	/* the run and a NUL (a run name has none) before the body */
+	return gw_fnv1a64_add(GW_FNV64_INIT, run ? run : "", run ? strlen(run) + 1 : 1);
+}
+
 uint64_t gw_idem_queue(struct gw_idem *t, struct gw_store *st, struct gw_idem_entry *e,
-                       int status, const char *answer)
+                       int status, const char *answer, uint64_t fp)
 {
 	char *a = strdup(answer);
 	if (!a)
 		return 0;
+	char fph[17];
+	snprintf(fph, sizeof(fph), "%016llx", (unsigned long long)fp);
 	const struct gw_sv v[] = {gw_sv_textn(e->key, e->klen), gw_sv_real(e->created),
-	                          gw_sv_int(status), gw_sv_text(a)};
+	                          gw_sv_int(status), gw_sv_text(a), gw_sv_text(fph)};
 	uint64_t seq = gw_store_put(st, &gw_idem_schema, ST_PUT, v, GW_ARRAY_SIZE(v));
 	if (!seq) {
 		free(a);
@@ -213,6 +236,8 @@ uint64_t gw_idem_queue(struct gw_idem *t, struct gw_store *st, struct gw_idem_en
 	e->answer = a;
 	e->status = status;
 	e->seq = seq;
+	e->fp = fp;
+	e->has_fp = true;
 	e->state = GW_IDEM_QUEUED;
 	/* now and then the table's rows past the window go too */
 	if (e->created - t->last_purge > PURGE_EVERY_S) {

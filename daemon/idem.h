@@ -12,6 +12,10 @@
  * arriving gets 409 with Retry-After (two bodies for one key at once: the
  * client is confused or retried too early); a first request cut off before
  * its body was read leaves no key behind (nothing of it was ingested).
+ * A key names one request: a repeat whose fingerprint (the ?run= and the
+ * body, 64-bit FNV-1a: it catches a client that reuses a key by mistake,
+ * not one that crafts a collision against its own key) differs from the
+ * first's is refused with 422 and stores nothing.
  *
  * Keys live for limits.idempotency_window_s (24 h), at most
  * limits.idempotency_max_keys of them (the oldest go first); they are
@@ -46,6 +50,8 @@ struct gw_idem_entry {
 	uint64_t seq;              /* QUEUED: the store sequence of its key row */
 	int status;                /* QUEUED, DONE: the HTTP status and JSON body */
 	char *answer;
+	uint64_t fp;               /* QUEUED, DONE: the first request's fingerprint */
+	bool has_fp;               /* false for a key stored before fingerprints were */
 	struct gw_idem_entry *older, *newer;   /* by creation */
 	uint32_t slot;
 	unsigned users;            /* requests holding a pointer to it */
@@ -80,12 +86,16 @@ struct gw_idem_entry *gw_idem_get(struct gw_idem *t, const char *key, size_t len
 /* A new RUNNING entry for key (not present); NULL when out of memory. */
 struct gw_idem_entry *gw_idem_begin(struct gw_idem *t, const char *key, size_t len, double now);
 
-/* The first request's answer is known: queue the key row on the store
- * (the caller holds the store since the batch's first line, so they commit
- * together) and make the entry QUEUED.  Returns the row's sequence, 0 when
- * out of memory. */
+/* A request's fingerprint: start with its ?run= value (NULL for none),
+ * then continue it over the body with gw_fnv1a64_add (lib/hash.h). */
+uint64_t gw_idem_fp_begin(const char *run);
+
+/* The first request's answer is known: queue the key row (with the
+ * request's fingerprint fp) on the store (the caller holds the store since
+ * the batch's first line, so they commit together) and make the entry
+ * QUEUED.  Returns the row's sequence, 0 when out of memory. */
 uint64_t gw_idem_queue(struct gw_idem *t, struct gw_store *st, struct gw_idem_entry *e,
-                       int status, const char *answer);
+                       int status, const char *answer, uint64_t fp);
 
 /* The key row is committed: DONE. */
 void gw_idem_done(struct gw_idem *t, struct gw_idem_entry *e);

@@ -106,20 +106,6 @@ struct ctx {
 	uint64_t size, done;   /* bytes of the file (0: unknown) and read so far */
 };
 
-const char *gw_input_fmt_count(char buf[32], uint64_t n)
-{
-	char tmp[32];
-	int len = snprintf(tmp, sizeof(tmp), "%" PRIu64, n);
-	int o = 0;
-	for (int i = 0; i < len; i++) {
-		if (i && (len - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = tmp[i];
-	}
-	buf[o] = '\0';
-	return buf;
-}
-
 static void erase_progress(struct ctx *c)
 {
 	if (c->progress_on) {
@@ -135,7 +121,7 @@ static void draw_progress(struct ctx *c)
 		return;
 	c->last_draw = now;
 	char lines[32];
-	gw_input_fmt_count(lines, c->in->lines);
+	gw_fmt_int(lines, sizeof(lines), (int64_t)c->in->lines);
 	if (c->size)
 		fprintf(stderr, "\r\033[Kgradwatch %s: %s: %d%% (%.1f of %.1f MB), %s lines", c->in->cmd,
 		        c->in->path, (int)(100.0 * (double)c->done / (double)c->size),
@@ -367,7 +353,7 @@ int gw_input_read(struct gw_input *in)
 	if (c.shown < in->errors) {
 		char more[32];
 		fprintf(stderr, "%s: … and %s more error%s\n", in->path,
-		        gw_input_fmt_count(more, in->errors - c.shown),
+		        gw_fmt_int(more, sizeof(more), (int64_t)(in->errors - c.shown)),
 		        in->errors - c.shown == 1 ? "" : "s");
 	}
 	if (rc == -EPROTO)

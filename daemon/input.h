@@ -63,7 +63,5 @@ int gw_input_read(struct gw_input *in);
  * realpath(3).  A label only: nothing is chosen by it. */
 void gw_input_run_name(const char *path, char *buf, size_t len);
 
-/* "65,000": n with thousands separators. */
-const char *gw_input_fmt_count(char buf[32], uint64_t n);
 
 #endif

@@ -270,7 +270,10 @@ static void counter_sample(void *data, const struct gw_counter_sample *s)
 	u64(f, s->n);
 }
 
-int gw_metrics_render(struct gw_daemon *d, FILE *f)
+/* Write the whole exposition to f (loop thread; reads only in-memory
+ * counters and the engine's per-run state, no I/O but f).  Bounded by the
+ * number of runs.  Returns 0 or -EIO if f failed. */
+static int gw_metrics_render(struct gw_daemon *d, FILE *f)
 {
 
 	family(f, "gradwatch_build_info", "gauge", "Version and kernel variant of this gradwatchd.");

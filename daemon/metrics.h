@@ -33,11 +33,6 @@ struct gw_metrics_sink {
 void gw_metrics_set_outbox(bool (*sink)(void *data, size_t i, struct gw_metrics_sink *out),
                            void *data);
 
-/* Write the whole exposition to f (loop thread; reads only in-memory
- * counters and the engine's per-run state, no I/O but f).  Bounded by the
- * number of runs.  Returns 0 or -EIO if f failed. */
-int gw_metrics_render(struct gw_daemon *d, FILE *f);
-
 /* Write s as an escaped label value (backslash, double quote, newline). */
 void gw_metrics_label(FILE *f, const char *s);
 

@@ -68,7 +68,7 @@ void gw_alert_make_id(char id[24], const char *run, int64_t seg,
 	snprintf(id, 24, "gw-%016llx", (unsigned long long)h);
 }
 
-json_t *gw_alert_to_json(const struct gw_alert *a)
+static json_t *gw_alert_to_json(const struct gw_alert *a)
 {
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:s, s:s, s:s, s:s, s:s}",
 	                      "schema", GW_ALERT_SCHEMA,

@@ -16,6 +16,7 @@
  * One warning or critical alert per segment (once_per_segment).
  */
 #include "detector.h"
+#include "util.h"
 #include "hist.h"
 #include "regime.h"
 
@@ -83,7 +84,7 @@ static void lr_event(void *st, const struct gw_det_ctx *ctx)
 	      CAUSE, ACTION,
 	      "resumed at step %s with lr %s, but the checkpoint it restarts from recorded lr %s "
 	      "(%.3gx): the LR schedule was not restored",
-	      gw_det_fmt_step(sb, sizeof(sb), S), gw_det_fmt_num(a, sizeof(a), lb),
+	      gw_fmt_int(sb, sizeof(sb), S), gw_det_fmt_num(a, sizeof(a), lb),
 	      gw_det_fmt_num(b, sizeof(b), la), lb / la);
 }
 
@@ -110,8 +111,8 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 			      CAUSE, ACTION,
 			      "LR at step %s after the resume from step %s is %s, but the first run used %s at "
 			      "the same step (%.3gx): the LR schedule did not continue",
-			      gw_det_fmt_step(sa, sizeof(sa), r.step),
-			      gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step),
+			      gw_fmt_int(sa, sizeof(sa), r.step),
+			      gw_fmt_int(sb, sizeof(sb), rs->ckpt_step),
 			      gw_det_fmt_num(a, sizeof(a), r.lr), gw_det_fmt_num(b, sizeof(b), orig->lr),
 			      r.lr / orig->lr);
 		return;
@@ -132,7 +133,7 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 			      "LR jumped from %s at checkpoint step %s to %s at the first resumed step (%.3gx): "
 			      "schedules do not jump up, it restarted",
 			      gw_det_fmt_num(a, sizeof(a), rs->lr_at_ckpt),
-			      gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step),
+			      gw_fmt_int(sb, sizeof(sb), rs->ckpt_step),
 			      gw_det_fmt_num(b, sizeof(b), r.lr), r.lr / rs->lr_at_ckpt);
 		} else if (lrr < -jump) {
 			s->drop_pending = true;
@@ -155,7 +156,7 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 		      "LR dropped from %s at checkpoint step %s to %s at the first resumed step (%.3gx) and "
 		      "is now rising again (%s): the warmup restarted",
 		      gw_det_fmt_num(a, sizeof(a), rs->lr_at_ckpt),
-		      gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step),
+		      gw_fmt_int(sb, sizeof(sb), rs->ckpt_step),
 		      gw_det_fmt_num(b, sizeof(b), s->drop_lr), s->drop_lr / rs->lr_at_ckpt,
 		      gw_det_fmt_num(c, sizeof(c), r.lr));
 	} else if ((double)rs->k == 1 + th->lr_drop_look) {
@@ -166,7 +167,7 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 		      "nothing, unless the schedule has no milestone here",
 		      "LR dropped %.3gx at the resume from step %s and stayed flat: looks like a scheduled "
 		      "step decay, not flagged", rs->lr_at_ckpt / s->drop_lr,
-		      gw_det_fmt_step(sb, sizeof(sb), rs->ckpt_step));
+		      gw_fmt_int(sb, sizeof(sb), rs->ckpt_step));
 	}
 }
 

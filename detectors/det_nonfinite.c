@@ -8,6 +8,7 @@
  * which resolves it.  A later non-finite value is a new incident.
  */
 #include "detector.h"
+#include "util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -68,7 +69,7 @@ static void nf_record(void *st, const struct gw_det_ctx *ctx)
 
 	struct gw_verdict v = {.incident = s->incident, .severity = GW_SEV_CRITICAL};
 	char st_buf[32], a[24], b[24];
-	gw_det_fmt_step(st_buf, sizeof(st_buf), r->step);
+	gw_fmt_int(st_buf, sizeof(st_buf), r->step);
 	const char *metric = bad_l && bad_g ? "loss and grad norm" : bad_l ? "loss" : "grad norm";
 	const char *val = bad_l ? what(r->v[GW_ROLE_LOSS]) : what(r->v[GW_ROLE_GRAD_NORM]);
 	if (s->last_good_step >= 0) {
@@ -80,7 +81,7 @@ static void nf_record(void *st, const struct gw_det_ctx *ctx)
 			         vals[0] ? ", " : ": ", gw_det_fmt_num(b, sizeof(b), s->last_good[1]));
 		snprintf(v.summary, sizeof(v.summary), "%s %s %s at step %s (last finite step %s%s)",
 		         metric, bad_l && bad_g ? "are" : "is", val, st_buf,
-		         gw_det_fmt_step(lg, sizeof(lg), s->last_good_step), vals);
+		         gw_fmt_int(lg, sizeof(lg), s->last_good_step), vals);
 	} else {
 		snprintf(v.summary, sizeof(v.summary),
 		         "%s %s %s at step %s, and no finite value has been logged before it",

@@ -29,6 +29,7 @@
  * One alert per segment (once_per_segment); the paths stop at the first.
  */
 #include "detector.h"
+#include "util.h"
 #include "hist.h"
 #include "kern.h"
 #include "regime.h"
@@ -106,9 +107,9 @@ static bool evaluate_divergence(struct or_state *s, const struct gw_det_ctx *ctx
 	         "(RMS %.1f%% grad norm, %.1f%% loss) although step %s matched to %.2f%% and the LR is "
 	         "identical: the first update after the resume differed, so the optimizer state was not "
 	         "restored as saved",
-	         gw_det_fmt_step(a, sizeof(a), S + 2), gw_det_fmt_step(b, sizeof(b), last),
-	         gw_det_fmt_step(c, sizeof(c), S), rg * 100, rl * 100,
-	         gw_det_fmt_step(d, sizeof(d), S + 1), d1 * 100);
+	         gw_fmt_int(a, sizeof(a), S + 2), gw_fmt_int(b, sizeof(b), last),
+	         gw_fmt_int(c, sizeof(c), S), rg * 100, rl * 100,
+	         gw_fmt_int(d, sizeof(d), S + 1), d1 * 100);
 	snprintf(v.cause, sizeof(v.cause), "%s", CAUSE);
 	snprintf(v.action, sizeof(v.action),
 	         "compare the optimizer class, state keys, param-group order and betas/eps/weight decay "
@@ -202,9 +203,9 @@ static bool signature(struct or_state *s, const struct gw_det_ctx *ctx, const st
 		                   (exp(p->loss_log_ratio) - 1) * 100,
 		                   gw_det_fmt_num(l0, sizeof(l0), pre->loss_median),
 		                   gw_det_fmt_num(l1, sizeof(l1), pre->loss_median * exp(p->loss_log_ratio)),
-		                   gw_det_fmt_step(a, sizeof(a), p->k_first + rs->ckpt_step),
-		                   gw_det_fmt_step(b, sizeof(b), r->step),
-		                   gw_det_fmt_step(c, sizeof(c), rs->ckpt_step), p->loss_sigmas, -p->gn_sigmas);
+		                   gw_fmt_int(a, sizeof(a), p->k_first + rs->ckpt_step),
+		                   gw_fmt_int(b, sizeof(b), r->step),
+		                   gw_fmt_int(c, sizeof(c), rs->ckpt_step), p->loss_sigmas, -p->gn_sigmas);
 		json_t *spike = NULL;
 		if (rs->has_first && rs->first.valid) {
 			double z1 = (log(rs->first.grad_norm) - pre->log_gn_median) / pre->log_gn_noise;
@@ -298,10 +299,10 @@ static void midrun(struct or_state *s, const struct gw_det_ctx *ctx, const struc
 	         (1 - exp(mvl)) * 100, gw_det_fmt_num(g0, sizeof(g0), exp(mG)),
 	         gw_det_fmt_num(g1, sizeof(g1), exp(pG)), (exp(mul) - 1) * 100,
 	         gw_det_fmt_num(l0, sizeof(l0), mL), gw_det_fmt_num(l1, sizeof(l1), pL),
-	         gw_det_fmt_step(a, sizeof(a), gw_hist_valid_step(h, npre, skip, 0)),
-	         gw_det_fmt_step(b, sizeof(b), gw_hist_valid_step(h, npre, skip, npre - 1)),
-	         gw_det_fmt_step(c, sizeof(c), gw_hist_valid_step(h, npost, 0, 0)),
-	         gw_det_fmt_step(e, sizeof(e), r->step), mu, -mv);
+	         gw_fmt_int(a, sizeof(a), gw_hist_valid_step(h, npre, skip, 0)),
+	         gw_fmt_int(b, sizeof(b), gw_hist_valid_step(h, npre, skip, npre - 1)),
+	         gw_fmt_int(c, sizeof(c), gw_hist_valid_step(h, npost, 0, 0)),
+	         gw_fmt_int(e, sizeof(e), r->step), mu, -mv);
 	snprintf(v.cause, sizeof(v.cause),
 	         "a silent optimizer-state reset: an unlogged restart, or the optimizer re-created in "
 	         "the middle of the run");

@@ -8,6 +8,7 @@
  * line itself, before the first step of the new process.
  */
 #include "detector.h"
+#include "util.h"
 #include "regime.h"
 #include "resume_check.h"
 
@@ -43,10 +44,10 @@ static void rm_event(void *st, const struct gw_det_ctx *ctx)
 	}
 	struct gw_verdict v = {.incident = ++s->incident, .severity = sev, .step_set = true, .step = S};
 	char step[32], ck[32];
-	gw_det_fmt_step(step, sizeof(step), S);
+	gw_fmt_int(step, sizeof(step), S);
 	size_t off;
 	if (ckpt) {
-		gw_det_fmt_step(ck, sizeof(ck), cstep);
+		gw_fmt_int(ck, sizeof(ck), cstep);
 		off = (size_t)snprintf(v.summary, sizeof(v.summary),
 		                       "the resume from step %s does not match the checkpoint saved at step %s: ",
 		                       step, ck);

@@ -14,6 +14,7 @@
  * (once_per_segment), the short window judged first.
  */
 #include "detector.h"
+#include "util.h"
 #include "hist.h"
 #include "regime.h"
 
@@ -47,11 +48,11 @@ static void rr_record(void *st, const struct gw_det_ctx *ctx)
 			         "loss after the resume from step %s is %.0f%% above the pre-checkpoint regime "
 			         "(%s \u2192 %s, %.1f noise sigmas; medians of steps %s-%s); grad norm %s "
 			         "(%s \u2192 %s)",
-			         gw_det_fmt_step(c, sizeof(c), rs->ckpt_step), (exp(p->loss_log_ratio) - 1) * 100,
+			         gw_fmt_int(c, sizeof(c), rs->ckpt_step), (exp(p->loss_log_ratio) - 1) * 100,
 			         gw_det_fmt_num(l0, sizeof(l0), pre->loss_median),
 			         gw_det_fmt_num(l1, sizeof(l1), pre->loss_median * exp(p->loss_log_ratio)),
-			         p->loss_sigmas, gw_det_fmt_step(a, sizeof(a), p->k_first + rs->ckpt_step),
-			         gw_det_fmt_step(b, sizeof(b), r.step),
+			         p->loss_sigmas, gw_fmt_int(a, sizeof(a), p->k_first + rs->ckpt_step),
+			         gw_fmt_int(b, sizeof(b), r.step),
 			         gw_det_fmt_pct(pc, sizeof(pc), p->gn_log_ratio),
 			         gw_det_fmt_num(g0, sizeof(g0), exp(pre->log_gn_median)),
 			         gw_det_fmt_num(g1, sizeof(g1), exp(pre->log_gn_median + p->gn_log_ratio)));
@@ -76,14 +77,14 @@ static void rr_record(void *st, const struct gw_det_ctx *ctx)
 			         "loss and grad norm are both climbing above the pre-checkpoint regime after the "
 			         "resume from step %s: loss %s (%s \u2192 %s), grad norm %s (%s \u2192 %s), "
 			         "medians of the %zu steps to %s",
-			         gw_det_fmt_step(c, sizeof(c), rs->ckpt_step),
+			         gw_fmt_int(c, sizeof(c), rs->ckpt_step),
 			         gw_det_fmt_pct(pl, sizeof(pl), p->loss_log_ratio),
 			         gw_det_fmt_num(l0, sizeof(l0), pre->loss_median),
 			         gw_det_fmt_num(l1, sizeof(l1), pre->loss_median * exp(p->loss_log_ratio)),
 			         gw_det_fmt_pct(pc, sizeof(pc), p->gn_log_ratio),
 			         gw_det_fmt_num(g0, sizeof(g0), exp(pre->log_gn_median)),
 			         gw_det_fmt_num(g1, sizeof(g1), exp(pre->log_gn_median + p->gn_log_ratio)), p->n,
-			         gw_det_fmt_step(b, sizeof(b), r.step));
+			         gw_fmt_int(b, sizeof(b), r.step));
 			snprintf(v.cause, sizeof(v.cause),
 			         "a false recovery on corrupted weights (shards scrambled on load): the run drifts "
 			         "away from the pre-checkpoint trajectory");

@@ -22,6 +22,7 @@
  * aftermath as a reset.
  */
 #include "detector.h"
+#include "util.h"
 #include "hist.h"
 #include "regime.h"
 #include "spike.h"
@@ -80,7 +81,7 @@ static void spike(struct sp_state *s, const struct gw_det_ctx *ctx, bool is_loss
 	         is_loss ? "loss" : "grad norm", exp(me->log_ratio),
 	         gw_det_fmt_num(a, sizeof(a), exp(me->base_median)),
 	         gw_det_fmt_num(b, sizeof(b), exp(me->cur_median)), st->cur_n,
-	         gw_det_fmt_step(sb, sizeof(sb), r.step), me->z, is_loss ? "grad norm" : "loss also up",
+	         gw_fmt_int(sb, sizeof(sb), r.step), me->z, is_loss ? "grad norm" : "loss also up",
 	         gw_det_fmt_pct(pc, sizeof(pc), other->log_ratio));
 	snprintf(v.cause, sizeof(v.cause),
 	         "the start of a divergence: LR too high or an LR spike, a bad batch, numerical "

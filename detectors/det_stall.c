@@ -29,6 +29,7 @@
  * The throughput rule needs no wall clock, so replay runs it too.
  */
 #include "detector.h"
+#include "util.h"
 #include "hist.h"
 #include "regime.h"
 #include "robust.h"
@@ -113,7 +114,7 @@ static void throughput(struct stall_state *s, const struct gw_det_ctx *ctx)
 	         "throughput collapsed to %.0f%% of its recent level (%s \u2192 %s, medians of the last %d "
 	         "and the %d steps before, to step %s)", 100 * mc / mb, gw_det_fmt_num(a, sizeof(a), mb),
 	         gw_det_fmt_num(b, sizeof(b), mc), THR_CUR, THR_BASE,
-	         gw_det_fmt_step(sb, sizeof(sb), ctx->rec->step));
+	         gw_fmt_int(sb, sizeof(sb), ctx->rec->step));
 	snprintf(v.cause, sizeof(v.cause),
 	         "a slow or failing node, a starved data loader, throttling, or a collective waiting on a "
 	         "straggler");
@@ -179,10 +180,10 @@ static void end_silence(struct stall_state *s, const struct gw_det_ctx *ctx, boo
 		v.step_set = !ctx->rec->event;
 		v.step = ctx->rec->step;
 		snprintf(how, sizeof(how), "logged again at step %s",
-		         gw_det_fmt_step(nb, sizeof(nb), ctx->rec->step));
+		         gw_fmt_int(nb, sizeof(nb), ctx->rec->step));
 	}
 	snprintf(v.summary, sizeof(v.summary), "the run %s after %.0f s of silence (last step before it %s)",
-	         how, quiet, gw_det_fmt_step(sb, sizeof(sb), s->last_step));
+	         how, quiet, gw_fmt_int(sb, sizeof(sb), s->last_step));
 	v.evidence = json_pack("{s:s, s:o, s:I, s:s, s:s?}", "rule", "silence", "silent_seconds",
 	                       gw_det_num(quiet), "last_step", (json_int_t)s->last_step, "ended_by",
 	                       finished ? "run_finished" : "line", "reason", reason);
@@ -252,7 +253,7 @@ static void stall_tick(void *st, const struct gw_det_ctx *ctx)
 	char sb[32];
 	snprintf(v.summary, sizeof(v.summary),
 	         "the run has logged nothing for %.0f s, %.0fx its usual interval of %.2g s (last step %s)",
-	         quiet, usual > 0 ? quiet / usual : 0.0, usual, gw_det_fmt_step(sb, sizeof(sb), s->last_step));
+	         quiet, usual > 0 ? quiet / usual : 0.0, usual, gw_fmt_int(sb, sizeof(sb), s->last_step));
 	snprintf(v.cause, sizeof(v.cause),
 	         "the job hangs (a collective deadlock, a stuck checkpoint write, a dead data loader) or "
 	         "died without a word");

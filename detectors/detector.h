@@ -115,10 +115,9 @@ struct gw_detector {
 };
 
 /* For summaries: a number with 2-3 significant digits ("0.61", "1.2e-05"),
- * a step with thousands separators ("8,500"), a log ratio as a signed
- * percentage ("+12%").  They write buf and return it. */
+ * a log ratio as a signed percentage ("+12%"); steps with thousands
+ * separators are lib/util.h's gw_fmt_int.  They write buf and return it. */
 const char *gw_det_fmt_num(char *buf, size_t size, double v);
-const char *gw_det_fmt_step(char *buf, size_t size, int64_t step);
 const char *gw_det_fmt_pct(char *buf, size_t size, double logratio);
 
 /* For evidence: a JSON real, or null when not finite (json_pack's "f"

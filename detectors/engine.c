@@ -11,6 +11,10 @@
  * as the replay copy (gw_hist_cut), the regime before S is snapshotted
  * (gw_regime_open), and the new records continue the timeline.
  *
+ * A line that arrived late (lines swapped on the way; arrived_late()) is
+ * not a rewind and never reaches the history: the timeline has moved past
+ * its step.
+ *
  * Lines that carry neither a loss nor a grad norm (an lr-only line, an eval
  * summary) are stored by the daemon and count for segmentation, but do not
  * enter the history or reach the detectors: they would only dilute the
@@ -305,6 +309,25 @@ static int segment_break(const struct run *r, const struct gw_rec *rec)
 	return -1;
 }
 
+/* Did this metric record arrive late, behind a later step (lines swapped
+ * on the way: UDP, two writers)?  Its step lies strictly between the
+ * newest step of the history below the last step and the last step, and
+ * its ts (if both are known) is not after the last line's.  A restart
+ * replays steps that were logged (S+1..T), or, when its first step was
+ * lost, comes a restart gap later: neither passes. */
+static bool arrived_late(const struct run *r, const struct gw_rec *rec)
+{
+	if (r->seg_from_event || !(rec->step < r->last_step) || r->seg_records < 2)
+		return false;
+	if (!isnan(rec->ts) && !isnan(r->last_ts) && rec->ts > r->last_ts)
+		return false;
+	struct gw_hist_rec h;
+	for (size_t i = 0; i < 2 && gw_hist_at(&r->hist, i, &h); i++)
+		if (h.step < r->last_step)
+			return rec->step > h.step;
+	return false;
+}
+
 /* ---- lines ------------------------------------------------------------------ */
 
 static void dispatch(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
@@ -331,8 +354,11 @@ static void feed_event(struct gw_engine *e, struct run *r, const struct gw_rec *
 	if (strcmp(rec->event, "resumed") == 0) {
 		int64_t s = rec->step;
 		json_t *cs = json_object_get(rec->attrs, "checkpoint_step");
-		if (json_is_number(cs) && isfinite(json_number_value(cs)) && json_number_value(cs) >= 0)
-			s = (int64_t)json_number_value(cs);
+		double v = json_number_value(cs);
+		/* a step there is (one past GW_WIRE_STEP_MAX, 1e300 or inf would
+		 * make the cast undefined); else the event's own */
+		if (json_is_number(cs) && v >= 0 && v <= (double)GW_WIRE_STEP_MAX)
+			s = (int64_t)v;
 		open_segment(e, r, GW_SEG_RESUMED, rec->step, s, line, rec->ts, now);
 		r->last_step = -1;
 		r->last_present = 0;
@@ -355,6 +381,11 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
                         uint64_t line, double now)
 {
 	bool metric = gw_rec_has(rec, GW_ROLE_LOSS) || gw_rec_has(rec, GW_ROLE_GRAD_NORM);
+	if (arrived_late(r, rec)) {
+		r->records++;   /* stored by the daemon; the timeline has moved past it */
+		r->present_ever |= rec->present;
+		return;
+	}
 	int why = segment_break(r, rec);
 	if (why >= 0) {
 		int64_t s = why == GW_SEG_REWIND || why == GW_SEG_GAP ? rec->step - 1 : -1;

@@ -210,14 +210,10 @@ size_t gw_engine_bytes_per_run(void);
  * every alert object's "schema". */
 #define GW_ALERT_SCHEMA "gradwatch.alert.v1"
 
-/* The fields one alert event carries by itself (new reference; NULL on
- * allocation failure): schema, id, kind, run, segment, step, line,
- * detector, severity, summary, cause, action, evidence, and ts / raised_at
- * when known. */
-json_t *gw_alert_to_json(const struct gw_alert *a);
-
 /* The whole alert object of event number version (1 for the open) of an
- * alert: gw_alert_to_json plus version, state, opened_step, opened_line,
+ * alert: the fields one event carries by itself (schema, id, kind, run,
+ * segment, step, line, detector, severity, summary, cause, action,
+ * evidence, and ts / raised_at when known) plus version, state, opened_step, opened_line,
  * opened_at (live), resolved_step / resolved_at on a resolve; the alert's
  * last firing object (the one returned for its previous open or update; NULL
  * for the first) gives what an event does not carry itself: where it opened,

@@ -35,19 +35,3 @@ json_t *gw_det_num(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
-const char *gw_det_fmt_step(char *buf, size_t size, int64_t step)
-{
-	char raw[32];
-	int n = snprintf(raw, sizeof(raw), "%" PRId64, step < 0 ? -step : step);
-	size_t o = 0;
-	if (step < 0 && o + 1 < size)
-		buf[o++] = '-';
-	for (int i = 0; i < n && o + 1 < size; i++) {
-		if (i && (n - i) % 3 == 0 && o + 1 < size)
-			buf[o++] = ',';
-		if (o + 1 < size)
-			buf[o++] = raw[i];
-	}
-	buf[o] = '\0';
-	return buf;
-}

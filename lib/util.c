@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,6 +36,27 @@ uint64_t gw_mono_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+const char *gw_fmt_int(char *buf, size_t size, int64_t v)
+{
+	char raw[24];
+	/* the magnitude as unsigned: -INT64_MIN does not fit an int64_t */
+	uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	int n = snprintf(raw, sizeof(raw), "%" PRIu64, m);
+	size_t o = 0;
+	if (v < 0 && o + 1 < size)
+		buf[o++] = '-';
+	for (int i = 0; i < n && o + 1 < size; i++) {
+		if (i && (n - i) % 3 == 0) {
+			buf[o++] = ',';
+			if (o + 1 >= size)
+				break;
+		}
+		buf[o++] = raw[i];
+	}
+	buf[o] = '\0';
+	return buf;
 }
 
 size_t gw_strlcpy(char *dst, const char *src, size_t dst_size)

@@ -38,6 +38,11 @@ double gw_wall_now(void);
 /* Monotonic clock in milliseconds. */
 uint64_t gw_mono_ms(void);
 
+/* v in decimal with thousands separators ("-8,500", "65,000"), cut to fit
+ * size (size >= 1); writes buf and returns it.  Every step and count a
+ * person reads (summaries, error caps, progress) goes through it. */
+const char *gw_fmt_int(char *buf, size_t size, int64_t v);
+
 /* Copy at most dst_size - 1 bytes of src and terminate; returns strlen(src). */
 size_t gw_strlcpy(char *dst, const char *src, size_t dst_size);
 

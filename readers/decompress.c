@@ -12,6 +12,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,7 +154,15 @@ static int pass(struct gw_rd_dc *d, const unsigned char *p, size_t n)
 	case GW_RD_DC_PLAIN:
 		return n ? d->out(d->data, (const char *)p, n) : 0;
 	case GW_RD_DC_GZIP:
-		return inflate_some(d, p, n);
+		/* zlib counts input in uInt: a piece of 4 GiB or more goes in
+		 * slices (one cast would have dropped all but n mod 2^32) */
+		for (size_t k; n; p += k, n -= k) {
+			k = GW_MIN(n, (size_t)UINT_MAX);
+			int rc = inflate_some(d, p, k);
+			if (rc)
+				return rc;
+		}
+		return 0;
 	case GW_RD_DC_ZSTD:
 		return unzstd_some(d, p, n);
 	default:

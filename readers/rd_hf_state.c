@@ -81,9 +81,7 @@ static int entry(struct gw_reader *r, const char *s, size_t n, uint64_t line)
 	gw__rd_obj_init(&o, s, n);
 	while ((rc = gw__rd_obj_next(&o, &kv)) == 1) {
 		if (key_is(&kv, "step")) {
-			if (kv.kind == GW_RD_NUM && kv.num >= 0 && kv.num == (double)(int64_t)kv.num)
-				step = (int64_t)kv.num;
-			else
+			if (!(kv.kind == GW_RD_NUM && gw__rd_whole(kv.num, &step)))
 				bad_step = true;
 		} else if ((kv.key_len > 5 && !memcmp(kv.key, "eval_", 5)) ||
 		           (kv.key_len > 5 && !memcmp(kv.key, "test_", 5)) ||

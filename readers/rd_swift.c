@@ -70,8 +70,8 @@ static int object(struct gw_reader *r, struct sw *st, const char *s, size_t n, u
 			size_t k = gw__rd_int(kv.str, kv.str_len, &g);
 			if (k && k < kv.str_len && kv.str[k] == '/')
 				gstep = g;
-		} else if (key_is(&kv, "step") && kv_num(&kv, &v) && v >= 0 && v == (double)(int64_t)v) {
-			step = (int64_t)v;
+		} else if (key_is(&kv, "step") && kv_num(&kv, &v) && gw__rd_whole(v, &step)) {
+			/* the step, when there is one */
 		} else if (kv.key_len > 5 && !memcmp(kv.key, "eval_", 5)) {
 			skip = true;
 		} else if (key_is(&kv, "train_runtime") || key_is(&kv, "log_history")) {

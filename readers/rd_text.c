@@ -92,6 +92,15 @@ size_t gw__rd_int(const char *s, size_t n, int64_t *v)
 	return i;
 }
 
+bool gw__rd_whole(double v, int64_t *step)
+{
+	/* 0x1p63 is INT64_MAX + 1: anything below it converts */
+	if (!(v >= 0 && v < 0x1p63) || v != floor(v))
+		return false;
+	*step = (int64_t)v;
+	return true;
+}
+
 const char *gw__rd_find(const char *s, size_t n, const char *needle)
 {
 	return memmem(s, n, needle, strlen(needle));

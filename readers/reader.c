@@ -17,7 +17,7 @@
  * finished point is handed to the sink as a struct gw_rec.  Nothing here
  * allocates per point.
  *
- * (Some 660 lines: decompression, sniffing, line splitting, run naming and
+ * (Some 700 lines: decompression, sniffing, line splitting, run naming and
  * the point builder are one pipeline over one struct; the formats are in
  * rd_*.c.)
  */
@@ -84,6 +84,7 @@ struct gw_reader {
 
 	uint64_t records;              /* byte formats: records completed */
 	uint64_t handed;               /* records and events given to the sink */
+	bool fed;                      /* gw_reader_feed was given bytes */
 	uint64_t errors;
 };
 
@@ -245,6 +246,26 @@ int gw__rd_metric(struct gw_reader *r, const char *name, size_t len, double v)
 	return add_extra(r, n, v);
 }
 
+/* cur_run for run_no: NAME, or NAME#k with NAME cut (at a character) to
+ * keep it in the limit. */
+static void name_run(struct gw_reader *r)
+{
+	if (r->run_no <= 1) {
+		gw_strlcpy(r->cur_run, r->o.run, sizeof(r->cur_run));
+		return;
+	}
+	char suffix[16];
+	size_t sl = (size_t)snprintf(suffix, sizeof(suffix), "#%u", r->run_no);
+	size_t n = strlen(r->o.run);
+	if (n + sl > GW_WIRE_RUN_MAX) {
+		n = GW_WIRE_RUN_MAX - sl;
+		while (n && ((unsigned char)r->o.run[n] & 0xC0) == 0x80)
+			n--;
+	}
+	memcpy(r->cur_run, r->o.run, n);
+	memcpy(r->cur_run + n, suffix, sl + 1);
+}
+
 /* The run of a point or event of the default run: a point whose step goes
  * back below the previous one, to or below the run's first step, starts
  * the next run (NAME#2, NAME#3, ...). */
@@ -254,17 +275,7 @@ static const char *default_run(struct gw_reader *r, int64_t step, bool point)
 		if (r->run_any && step < r->run_last && step <= r->run_first) {
 			r->run_no++;
 			r->run_any = false;
-			/* NAME#k, NAME cut (at a character) to keep it in the limit */
-			char suffix[16];
-			size_t sl = (size_t)snprintf(suffix, sizeof(suffix), "#%u", r->run_no);
-			size_t n = strlen(r->o.run);
-			if (n + sl > GW_WIRE_RUN_MAX) {
-				n = GW_WIRE_RUN_MAX - sl;
-				while (n && ((unsigned char)r->o.run[n] & 0xC0) == 0x80)
-					n--;
-			}
-			memcpy(r->cur_run, r->o.run, n);
-			memcpy(r->cur_run + n, suffix, sl + 1);
+			name_run(r);
 		}
 		if (!r->run_any) {
 			r->run_any = true;
@@ -431,8 +442,8 @@ int gw_reader_new(const struct gw_reader_opts *opts, const struct gw_reader_sink
 	r->sink = *sink;
 	gw__rd_dc_init(&r->dc, dc_out, r, r->err, sizeof(r->err));
 	r->next_sniff = SNIFF_FIRST;
-	gw_strlcpy(r->cur_run, r->o.run, sizeof(r->cur_run));
 	r->run_no = 1;
+	name_run(r);
 	gw_lines_init(&r->lines, r->o.max_line);
 	if (forced) {
 		int rc = start_format(r, forced);
@@ -532,7 +543,8 @@ static const struct gw_reader_format *sniff(struct gw_reader *r, size_t n, bool 
 		const struct gw_reader_format *f = gw_reader_formats[i];
 		if (r->o.follow && !(f->flags & GW_RDF_STREAM))
 			continue;
-		int s = f->sniff(r->head, n, all);
+		/* no head yet is "" (h + 0 on a NULL head is undefined) */
+		int s = f->sniff(r->head ? r->head : "", n, all);
 		if (s > *score) {
 			*score = s;
 			best = f;
@@ -633,6 +645,7 @@ int gw_reader_feed(struct gw_reader *r, const void *data, size_t n)
 		return r->failed;
 	if (r->finished)
 		return -EINVAL;
+	r->fed = r->fed || n;
 	int rc = gw__rd_dc_feed(&r->dc, data, n);
 	if (rc == -EPROTO)
 		r->failed = -EPROTO;
@@ -673,5 +686,24 @@ int gw_reader_finish(struct gw_reader *r)
 		                   (unsigned long long)gw_reader_lines(r),
 		                   r->errors ? ", every candidate line was rejected" : "", list);
 	}
+	return 0;
+}
+
+void gw_reader_get_runs(const struct gw_reader *r, struct gw_reader_runs *out)
+{
+	*out = (struct gw_reader_runs){
+		.no = r->run_no, .any = r->run_any, .first = r->run_first, .last = r->run_last,
+	};
+}
+
+int gw_reader_set_runs(struct gw_reader *r, const struct gw_reader_runs *st)
+{
+	if (st->no < 1 || r->fed)
+		return -EINVAL;
+	r->run_no = st->no;
+	r->run_any = st->any;
+	r->run_first = st->first;
+	r->run_last = st->last;
+	name_run(r);
 	return 0;
 }

@@ -151,4 +151,23 @@ uint64_t gw_reader_consumed(const struct gw_reader *r);
 /* Source lines (or binary records) seen so far. */
 uint64_t gw_reader_lines(const struct gw_reader *r);
 
+/* Where a reader stands in the from-scratch runs of its default run (NAME,
+ * NAME#2, ...: see "Run names" above).  A follower stores it with its
+ * position and gives it to the reader it starts again mid-file (the daemon
+ * restarted) or on a truncated or replaced file, so the runs are named as
+ * one reader of the whole stream names them: without it, the third run of
+ * a file read by a second reader would be NAME again, and its points a
+ * rewind of the first run. */
+struct gw_reader_runs {
+	unsigned no;              /* 1: NAME, 2: NAME#2, ... */
+	bool any;                 /* a point of run `no` was read */
+	int64_t first, last;      /* the first and the last step of its points */
+};
+
+void gw_reader_get_runs(const struct gw_reader *r, struct gw_reader_runs *out);
+
+/* Continue from st, before anything was fed.  Returns 0, or -EINVAL if
+ * st->no is 0 or input was already fed. */
+int gw_reader_set_runs(struct gw_reader *r, const struct gw_reader_runs *st);
+
 #endif

@@ -84,6 +84,12 @@ size_t gw__rd_num(const char *s, size_t n, double *v);
  * none (or the value does not fit in int64_t). */
 size_t gw__rd_int(const char *s, size_t n, int64_t *v);
 
+/* A number read as a step: true, with *step set, when v is a whole number
+ * >= 0 that int64_t holds (the range 0..GW_WIRE_STEP_MAX is gw__rd_begin's
+ * to check); false for a fraction, a negative, NaN, inf or 1e300, whose cast
+ * would be undefined. */
+bool gw__rd_whole(double v, int64_t *step);
+
 /* The first occurrence of `needle` in s[0..n), or NULL. */
 const char *gw__rd_find(const char *s, size_t n, const char *needle);
 

@@ -5,6 +5,7 @@
  * database of a newer schema than this build knows is refused (-EPROTO).
  */
 #include "store.h"
+#include "schema.h"
 
 #include "buf.h"
 #include "util.h"
@@ -232,15 +233,20 @@ int gw_store_read_run_positions(const char *path,
 		sqlite3_close(db);
 		return rc;
 	}
-	while (sqlite3_step(st) == SQLITE_ROW) {
+	int src;
+	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
 		double ts = sqlite3_column_type(st, 3) == SQLITE_NULL ? __builtin_nan("")
 		                                                      : sqlite3_column_double(st, 3);
 		int64_t step = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
 		fn(data, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), step, ts);
 	}
+	/* a step that fails (a corrupt page, a busy database) ends the rows
+	 * too: the caller must not take what it got for all of them */
+	rc = src == SQLITE_DONE ? 0
+	   : gw_errf(err, errlen, -EIO, "%s: reading the runs: %s", path, sqlite3_errmsg(db));
 	sqlite3_finalize(st);
 	sqlite3_close(db);
-	return 0;
+	return rc;
 }
 
 int gw_store_read_last_event(const char *path, const char *run, const char *name,
@@ -279,10 +285,13 @@ int gw_store_read_meta(const char *path, const char *key, char **out)
 		return -EIO;
 	}
 	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0)) {
+	int src = sqlite3_step(st);
+	if (src == SQLITE_ROW && sqlite3_column_text(st, 0)) {
 		*out = strdup((const char *)sqlite3_column_text(st, 0));
 		if (!*out)
 			rc = -ENOMEM;
+	} else if (src != SQLITE_ROW && src != SQLITE_DONE) {
+		rc = gw__store_errno(src);   /* not "no value": the value could not be read */
 	}
 	sqlite3_finalize(st);
 	sqlite3_close(db);

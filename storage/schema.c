@@ -111,25 +111,37 @@ static int run_steps(sqlite3 *db, const char *path, const char *what,
 	return 0;
 }
 
-static int int_query(sqlite3 *db, const char *sql, const char *bind, int *out)
+/* The integer the query gives (0 when it gives no row: a fresh database);
+ * 0, or the negative errno of a failure with SQLite's message in err. */
+static int int_query(sqlite3 *db, const char *sql, const char *bind, int *out, char *err,
+                     size_t errlen)
 {
 	sqlite3_stmt *st;
 	*out = 0;
-	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
-		return -EIO;
-	if (bind)
-		sqlite3_bind_text(st, 1, bind, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW)
-		*out = sqlite3_column_int(st, 0);
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc == SQLITE_OK) {
+		if (bind)
+			sqlite3_bind_text(st, 1, bind, -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW)
+			*out = sqlite3_column_int(st, 0);
+		rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : rc;
+	}
+	if (rc != SQLITE_OK)
+		gw_errf(err, errlen, 0, "%s", sqlite3_errmsg(db));
 	sqlite3_finalize(st);
-	return 0;
+	return gw__store_errno(rc);
 }
 
 int gw__store_migrate(sqlite3 *db, const char *path, const struct gw_store_schema *const *schemas,
                       size_t n_schemas, char *err, size_t errlen)
 {
 	int version = 0, rc;
-	int_query(db, "PRAGMA user_version", NULL, &version);
+	char e[256];
+	/* a version that cannot be read is no version 0: the migrations would
+	 * run again over the tables that are there */
+	if ((rc = int_query(db, "PRAGMA user_version", NULL, &version, e, sizeof(e))) < 0)
+		return gw_errf(err, errlen, rc, "%s: cannot read the schema version: %s", path, e);
 	if (version > GW_STORE_SCHEMA_VERSION)
 		return gw_errf(err, errlen, -EPROTO, "%s has schema version %d; this gradwatchd knows up "
 		               "to %d (a newer gradwatch wrote it)", path, version,
@@ -141,7 +153,10 @@ int gw__store_migrate(sqlite3 *db, const char *path, const struct gw_store_schem
 		const struct gw_store_schema *sc = schemas[k];
 		char key[96], set[256];
 		snprintf(key, sizeof(key), "schema:%s", sc->name);
-		int_query(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?1", key, &version);
+		if ((rc = int_query(db, "SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?1", key,
+		                    &version, e, sizeof(e))) < 0)
+			return gw_errf(err, errlen, rc, "%s: cannot read the schema version of the %s "
+			               "tables: %s", path, sc->name, e);
 		if (version > (int)sc->n_migrations)
 			return gw_errf(err, errlen, -EPROTO, "%s: the %s tables have version %d; this "
 			               "gradwatchd knows up to %zu (a newer gradwatch wrote them)", path,

@@ -406,16 +406,20 @@ static int read_segments(struct reader *r, struct gw_series_seg **out, size_t *n
 		}
 		sqlite3_bind_int64(st, 1, r->run_id);
 		sqlite3_bind_int64(st, 2, seg);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			s->min_step = sqlite3_column_int64(st, 0);
-			s->max_step = sqlite3_column_int64(st, 1);
-			if (sqlite3_column_text(st, 2))
-				gw_strlcpy(s->reason, (const char *)sqlite3_column_text(st, 2), sizeof(s->reason));
-			if (sqlite3_column_type(st, 3) != SQLITE_NULL)
-				s->first_step = sqlite3_column_int64(st, 3);
-			if (sqlite3_column_type(st, 4) != SQLITE_NULL)
-				s->restart_step = sqlite3_column_int64(st, 4);
+		/* (SELECT 1) LEFT JOIN: always one row, unless the read failed */
+		if ((rc = sqlite3_step(st)) != SQLITE_ROW) {
+			sqlite3_finalize(st);
+			rc = -EIO;
+			goto fail;
 		}
+		s->min_step = sqlite3_column_int64(st, 0);
+		s->max_step = sqlite3_column_int64(st, 1);
+		if (sqlite3_column_text(st, 2))
+			gw_strlcpy(s->reason, (const char *)sqlite3_column_text(st, 2), sizeof(s->reason));
+		if (sqlite3_column_type(st, 3) != SQLITE_NULL)
+			s->first_step = sqlite3_column_int64(st, 3);
+		if (sqlite3_column_type(st, 4) != SQLITE_NULL)
+			s->restart_step = sqlite3_column_int64(st, 4);
 		sqlite3_finalize(st);
 		s->records = -1;
 		if (r->has_tiles) {
@@ -825,7 +829,8 @@ json_t *gw_series_from_rows(const char *run, const struct gw_series_row *rows, s
 		keptv_free(&kv);
 		return NULL;
 	}
-	qsort(kv.v, kv.n, sizeof(*kv.v), cmp_step);
+	if (kv.n)   /* qsort's base must not be NULL, even for 0 rows */
+		qsort(kv.v, kv.n, sizeof(*kv.v), cmp_step);
 	json_t *o = columns(run, &kv, false);
 	json_object_set_new(o, "from", json_integer(n ? lo : 0));
 	json_object_set_new(o, "to", json_integer(n ? hi : 0));

@@ -727,11 +727,15 @@ static void notify(struct gw_store *s)
 	pthread_mutex_unlock(&s->notify_mu);
 }
 
-/* Wait on cv (mu held) for at most ms milliseconds. */
+/* Wait on cv (mu held) for at most ms milliseconds.  The store's
+ * condition variables run on CLOCK_MONOTONIC (cond_init): on the default
+ * wall clock a step backwards (NTP at boot, a VM resumed) stretched the
+ * wait by the step, and a stream's lines or the WAL checkpoints waited
+ * with it. */
 static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += (time_t)(ms / 1000);
 	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
 	if (ts.tv_nsec >= 1000000000L) {
@@ -933,10 +937,12 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	if (!s->o.max_pending_bytes)
 		s->o.max_pending_bytes = 256u << 20;
 	s->path = strdup(o->path);
-	if (o->n_schemas > MAX_SCHEMAS) {
+	if (!s->path || o->n_schemas > MAX_SCHEMAS) {
+		bool oom = !s->path;
 		free(s->path);
 		free(s);
-		return gw_errf(err, errlen, -EINVAL, "too many schemas");
+		return oom ? gw_errf(err, errlen, -ENOMEM, "out of memory")
+		           : gw_errf(err, errlen, -EINVAL, "too many schemas");
 	}
 	for (size_t k = 0; k < o->n_schemas; k++)
 		s->schemas[k] = o->schemas[k];
@@ -950,8 +956,12 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->notify_mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
-	pthread_cond_init(&s->ckpt_cv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* timed_wait's clock */
+	pthread_cond_init(&s->cv, &ca);
+	pthread_cond_init(&s->ckpt_cv, &ca);
+	pthread_condattr_destroy(&ca);
 	int rc = sqlite3_open_v2(o->path, &s->db,
 	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {

@@ -234,7 +234,9 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 int gw_store_read_last_event(const char *path, const char *run, const char *name,
                              json_t **attrs, int64_t *step, char *err, size_t errlen);
 
-/* Value of a meta key (heap string in *out, NULL if absent). */
+/* Value of a meta key (heap string in *out, NULL if absent).  Returns 0
+ * (also when absent), or a negative errno when the database cannot be
+ * opened or the value cannot be read (*out NULL): never "absent" then. */
 int gw_store_read_meta(const char *path, const char *key, char **out);
 
 /* ---- generic reads ------------------------------------------------------------------ */

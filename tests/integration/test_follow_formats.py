@@ -178,5 +178,74 @@ class FollowFormats(unittest.TestCase):
             self.assertEqual(d.logtext().count('replay the file instead'), 2)
 
 
+    def test_several_runs_in_one_log_are_named_alike_across_daemon_restarts(self):
+        # a Megatron log of four from-scratch runs (the job started again at
+        # iteration 1, no checkpoint): replay names them job, job#2, job#3,
+        # job#4, one segment each.  Followed by a daemon that is stopped and
+        # started again in the middle of the second run, again just before
+        # the third starts, and that sees the file truncated and rewritten
+        # (copytruncate) before the fourth, the same four runs with the same
+        # records and segments: before, the runs after a restart were read
+        # as job again (a rewind segment of the first run, its points mixed
+        # into it)
+        src = os.path.join(SHARED, 'realworld', 'raw-more', 'megatron-ds-qwen-4runs-restart.log')
+        with open(src, 'rb') as f:
+            data = f.read()
+        starts = [m for m in range(len(data)) if data.startswith(b' iteration        1/', m)]
+        starts = [data.rfind(b'\n', 0, m) + 1 for m in starts]
+        self.assertEqual(len(starts), 4)
+        mid2 = data.rfind(b'\n', 0, starts[1] + (starts[2] - starts[1]) // 2) + 1
+        cuts = [mid2, starts[2], starts[3], len(data)]
+        d = Daemon()
+        log = os.path.join(d.dir, 'train.log')
+        d.extra_args += ['--follow', log, '--run', 'job']
+
+        def stored():
+            return d.sql("SELECT count(*) FROM records")[0][0]
+
+        done = 0
+        expected = 0
+        tmp = tempfile.mkdtemp(prefix='gw-follow-')
+        self.addCleanup(shutil.rmtree, tmp)
+        path = os.path.join(tmp, 'finished.log')
+        with open(path, 'wb') as f:
+            f.write(data)
+        r = subprocess.run([GRADWATCH, 'convert', '--run', 'job', path], stdout=subprocess.PIPE,
+                           timeout=300)
+        points = [json.loads(l) for l in r.stdout.decode().splitlines()]
+        want = {}
+        for p in points:
+            want[p['run']] = want.get(p['run'], 0) + 1
+        self.assertEqual(sorted(want), ['job', 'job#2', 'job#3', 'job#4'])
+        try:
+            for i, cut in enumerate(cuts):
+                d.start()
+                if i == 3:
+                    # copytruncate: the file is emptied, then written on
+                    with open(log, 'r+b') as f:
+                        f.truncate(0)
+                    wait_for(lambda: 'truncated (' in d.logtext(), 20,
+                             'the follower to see the truncation')
+                with open(log, 'ab') as f:
+                    f.write(data[done:cut])
+                done = cut
+                expected = sum(1 for l in data[:cut].split(b'\n') if b' iteration ' in l
+                               and b'/      50 |' in l)
+                wait_for(lambda: stored() == expected, 120,
+                         'the follower to store %d points' % expected)
+                if i < 3:
+                    d.stop()
+            runs = {n: c for n, c in d.sql(
+                "SELECT runs.name, count(*) FROM records JOIN runs ON runs.id = records.run_id"
+                " GROUP BY runs.name")}
+            segs = {n: c for n, c in d.sql(
+                "SELECT runs.name, count(*) FROM segments JOIN runs ON runs.id = segments.run_id"
+                " GROUP BY runs.name")}
+        finally:
+            d.close()
+        self.assertEqual(runs, want)
+        self.assertEqual(segs, {n: 1 for n in want})
+
+
 if __name__ == '__main__':
     unittest.main()

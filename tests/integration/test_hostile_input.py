@@ -32,6 +32,21 @@ def prometheus_ok(text):
     return None
 
 
+def exchange(d, data):
+    """Send raw bytes to the HTTP port; what comes back until the daemon
+    closes the connection."""
+    s = socket.create_connection(('127.0.0.1', d.http_port), timeout=10)
+    s.sendall(data)
+    out = b''
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        out += b
+    s.close()
+    return out
+
+
 class HostileInput(unittest.TestCase):
     def test_resume_gate_with_a_non_utf8_run_name(self):
         # was a heap use-after-free: json_pack failed on the name and freed
@@ -101,18 +116,6 @@ class HostileInput(unittest.TestCase):
         """HEAD answers what GET would, without the body, so a pipelined
         request after it reads right; a 405 says which methods the path
         takes (Allow, RFC 9110 15.5.6)."""
-        def exchange(d, data):
-            s = socket.create_connection(('127.0.0.1', d.http_port), timeout=10)
-            s.sendall(data)
-            out = b''
-            while True:
-                b = s.recv(65536)
-                if not b:
-                    break
-                out += b
-            s.close()
-            return out
-
         def responses(data):
             """Split a stream of responses by their Content-Length."""
             out = []
@@ -228,6 +231,28 @@ class HostileInput(unittest.TestCase):
                                   {'Content-Encoding': 'identity'})
             self.assertEqual((status, body['accepted']), (200, 1))
             self.assertEqual(d.get('/v1/runs/gz')[0], 404)
+
+    def test_whitespace_before_a_header_colon_is_refused(self):
+        """RFC 9112 5.1: a server MUST reject a request with whitespace
+        between a field name and its colon with 400.  http-parser took
+        "Content-Length : 5" as the length, where a proxy in front may
+        have read another header: the request-smuggling shape."""
+        with Daemon() as d:
+            for hdr in (b'Content-Length : 31', b'Content-Length\t: 31',
+                        b'Transfer-Encoding : chunked', b'Idempotency-Key : k1',
+                        b'X-Other : y'):
+                framing = b'' if hdr.startswith((b'Content-Length', b'Transfer-Encoding')) \
+                    else b'Content-Length: 31\r\n'
+                answer = exchange(d, b'POST /v1/ingest HTTP/1.1\r\n%s%s\r\n\r\n'
+                                  b'{"run":"ws","step":1,"loss":1}\n' % (framing, hdr))
+                self.assertTrue(answer.startswith(b'HTTP/1.1 400 '), (hdr, answer[:200]))
+                if b'\t' in hdr:   # the parser refuses a tab itself
+                    self.assertIn(b'invalid character in header', answer, hdr)
+                    continue
+                self.assertIn(b'whitespace', answer, hdr)
+                self.assertIn(hdr.split(b':')[0], answer, hdr)
+            self.assertEqual(d.get('/v1/runs/ws')[0], 404)
+            self.assertEqual(d.get('/healthz')[0], 200)
 
     def test_garbage_requests_do_not_hurt(self):
         with Daemon() as d:

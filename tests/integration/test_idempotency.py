@@ -90,6 +90,31 @@ class Idempotency(unittest.TestCase):
                      what='the key to be free after the first request was cut off')
             self.assertEqual(self.counts(d, 'c'), (200, 1, 1))
 
+    def test_key_reused_for_another_body_is_refused(self):
+        """A key names one request: the same key with another body (or
+        another ?run=) is a client bug, refused with 422 and not stored,
+        rather than answered with the first batch's answer (as the IETF
+        Idempotency-Key draft and payment APIs do); also after a restart."""
+        tmp = tempfile.mkdtemp(prefix='gw-idem-')
+        self.addCleanup(shutil.rmtree, tmp, True)
+        first_body = batch('m', 1, 51)
+        with Daemon(workdir=tmp) as d:
+            self.assertEqual(post(d, first_body, key='k-m')[0], 200)
+            for other, run in ((batch('m', 51, 101), None), (first_body + b'\n', None),
+                               (b'', None), (first_body, 'elsewhere')):
+                st, replayed, res = post(d, other, key='k-m', run=run)
+                self.assertEqual((st, replayed), (422, None), (other[:40], run, res))
+                self.assertIn('Idempotency-Key', res['error'])
+                self.assertIn('different', res['error'])
+            self.assertEqual(self.counts(d, 'm'), (50, 1, 1))
+            # the same body again is still a repeat
+            self.assertEqual(post(d, first_body, key='k-m')[:2], (200, 'true'))
+        with Daemon(workdir=tmp) as d2:
+            st, replayed, res = post(d2, batch('m', 51, 101), key='k-m')
+            self.assertEqual((st, replayed), (422, None), res)
+            self.assertEqual(post(d2, first_body, key='k-m')[:2], (200, 'true'))
+            self.assertEqual(self.counts(d2, 'm'), (50, 1, 1))
+
     def test_bad_keys(self):
         with Daemon() as d:
             for key in ('', 'x' * 129, 'has space', 'tab\there'):

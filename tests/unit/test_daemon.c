@@ -20,6 +20,7 @@
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
+#include "util.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -453,6 +454,23 @@ START_TEST(log_escapes_control_characters)
 }
 END_TEST
 
+START_TEST(counts_with_thousands_separators)
+{
+	char b[32];
+	ck_assert_str_eq(gw_fmt_int(b, sizeof(b), 0), "0");
+	ck_assert_str_eq(gw_fmt_int(b, sizeof(b), 999), "999");
+	ck_assert_str_eq(gw_fmt_int(b, sizeof(b), 65000), "65,000");
+	ck_assert_str_eq(gw_fmt_int(b, sizeof(b), -8500), "-8,500");
+	ck_assert_str_eq(gw_fmt_int(b, sizeof(b), 1234567), "1,234,567");
+	ck_assert_str_eq(gw_fmt_int(b, sizeof(b), INT64_MIN), "-9,223,372,036,854,775,808");
+	ck_assert_str_eq(gw_fmt_int(b, sizeof(b), INT64_MAX), "9,223,372,036,854,775,807");
+	/* cut to fit, always terminated, never a separator last */
+	ck_assert_str_eq(gw_fmt_int(b, 5, 1234567), "1,23");
+	ck_assert_str_eq(gw_fmt_int(b, 2, 1234567), "1");
+	ck_assert_str_eq(gw_fmt_int(b, 1, 1234567), "");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("daemon");
@@ -473,6 +491,7 @@ int main(void)
 	TCase *names = tcase_create("names");
 	tcase_add_test(names, run_name_rule);
 	tcase_add_test(names, log_escapes_control_characters);
+	tcase_add_test(names, counts_with_thousands_separators);
 	suite_add_tcase(s, names);
 	return gw_check_run(s);
 }

@@ -119,6 +119,48 @@ START_TEST(segments_rewind_and_gap)
 }
 END_TEST
 
+START_TEST(a_line_that_arrives_late_is_no_restart)
+{
+	/* lines 101 and 102 swapped on the way (UDP, two writers): 101 comes
+	 * after 102, with its own earlier ts.  No restart replays a step that
+	 * was never logged, so it is no rewind: before, it opened a segment
+	 * "restarted from step 100" and resume_regression compared what
+	 * followed with that made-up checkpoint */
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, NULL, 0);
+	uint64_t line = 0;
+	for (int i = 1; i <= 100; i++)
+		rec(e, "r", i, 1000 + i * 0.5, 2.0, 1.0, ++line);
+	rec(e, "r", 102, 1000 + 102 * 0.5, 2.0, 1.0, ++line);
+	rec(e, "r", 101, 1000 + 101 * 0.5, 2.0, 1.0, ++line);
+	for (int i = 103; i <= 120; i++)
+		rec(e, "r", i, 1000 + i * 0.5, 2.0, 1.0, ++line);
+	/* the same without ts */
+	rec(e, "r", 122, NAN, 2.0, 1.0, ++line);
+	rec(e, "r", 121, NAN, 2.0, 1.0, ++line);
+	rec(e, "r", 123, NAN, 2.0, 1.0, ++line);
+	ck_assert_int_eq(s.segs, 1);
+	struct gw_run_info ri;
+	ck_assert_int_eq(gw_engine_run_info(e, "r", &ri), 0);
+	ck_assert_int_eq(ri.last_step, 123);
+	ck_assert_int_eq(ri.records, 123);
+	/* a step back to one that was logged is a restart, as before */
+	rec(e, "r", 111, 1000 + 123 * 0.5 + 300, 2.0, 1.0, ++line);
+	ck_assert_int_eq(s.segs, 2);
+	ck_assert_int_eq(s.reason[1], GW_SEG_REWIND);
+	ck_assert_int_eq(s.restart[1], 110);
+	/* and so is one whose ts jumps forward by a restart's gap, even into
+	 * a step never logged (a lost line) */
+	for (int i = 112; i <= 130; i++)
+		if (i != 129)
+			rec(e, "r", i, 1000 + 123 * 0.5 + 300 + (i - 111) * 0.5, 2.0, 1.0, ++line);
+	rec(e, "r", 129, 1000 + 123 * 0.5 + 900, 2.0, 1.0, ++line);
+	ck_assert_int_eq(s.segs, 3);
+	ck_assert_int_eq(s.restart[2], 128);
+	gw_engine_free(e);
+}
+END_TEST
+
 START_TEST(slow_steps_are_not_gaps)
 {
 	/* a run whose steps take 5 minutes: 10 minutes between two steps is
@@ -160,6 +202,14 @@ START_TEST(resumed_event_is_one_segment)
 	for (int i = 51; i <= 70; i++)
 		rec(e, "r", i, NAN, 2.0, 1.0, (uint64_t)(62 + i - 50));
 	ck_assert_int_eq(s.segs, 2);
+	/* a checkpoint_step no step can be (1e300: its cast to int64_t was
+	 * undefined) is not taken: the event's own step is the restart */
+	json_t *huge = json_pack("{s:f}", "checkpoint_step", 1e300);
+	ev = event("r", 70, "resumed", huge);
+	ck_assert_int_eq(gw_engine_feed(e, &ev, 90, NAN, &seg), 0);
+	ck_assert_int_eq(seg, 3);
+	ck_assert_int_eq(s.restart[2], 70);
+	json_decref(huge);
 	json_decref(ck);
 	json_decref(rs);
 	gw_engine_free(e);
@@ -463,6 +513,7 @@ int main(void)
 	TCase *tc = tcase_create("engine");
 	tcase_add_test(tc, segments_rewind_and_gap);
 	tcase_add_test(tc, slow_steps_are_not_gaps);
+	tcase_add_test(tc, a_line_that_arrives_late_is_no_restart);
 	tcase_add_test(tc, resumed_event_is_one_segment);
 	tcase_add_test(tc, split_step_lines_merge);
 	tcase_add_test(tc, nonfinite_incident_and_ids);

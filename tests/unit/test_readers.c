@@ -637,6 +637,21 @@ START_TEST(hf_state)
 	ck_assert_msg(strstr(r.g.errmsg[0], "truncated"), "%s", r.g.errmsg[0]);
 	free(r.g.text);
 
+	/* a step no int64_t holds is a bad step, not a cast out of range
+	 * (undefined behaviour; float-cast-overflow in the sanitizer build) */
+	read_str("{\"log_history\":[{\"loss\":1,\"step\":1e300},{\"loss\":2,\"step\":-1e300},"
+	         "{\"loss\":3,\"step\":9.3e18},{\"loss\":4,\"step\":Infinity},{\"loss\":5,\"step\":3}],"
+	         "\"global_step\":3}", NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.g.text, "1 r 3 loss=5\n");
+	ck_assert_int_eq(r.g.errors, 4);
+	free(r.g.text);
+	read_str("{\"loss\": 1.5, \"step\": 1e300, \"global_step/max_steps\": \"7/9\"}\n"
+	         "{\"loss\": 2.5, \"step\": 9.3e18, \"global_step/max_steps\": \"8/9\"}\n", "swift", &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.g.text, "1 r 7 loss=1.5 | max_steps=9\n2 r 8 loss=2.5 | max_steps=9\n");
+	free(r.g.text);
+
 	/* compact, on one line */
 	read_str("{\"log_history\":[{\"loss\":1,\"step\":1},{\"loss\":2,\"step\":2}],\"global_step\":2}", NULL, &r);
 	ck_assert_int_eq(r.rc, 0);
@@ -661,6 +676,64 @@ START_TEST(runs_split_on_restarts_only)
 	                           "5 r 3 loss=1 grad_norm=1 lr=1\n6 r#2 1 loss=1 grad_norm=1 lr=1\n"
 	                           "7 r#2 2 loss=1 grad_norm=1 lr=1\n8 r#3 0 loss=1 grad_norm=1 lr=1\n");
 	free(r.g.text);
+}
+END_TEST
+
+/* Read `in` with a reader that continues from *from (if not NULL); the
+ * state after it in *to. */
+static void read_runs(const char *in, const struct gw_reader_runs *from, struct gw_reader_runs *to,
+                      struct got *g)
+{
+	struct gw_reader_opts o = {.aliases = aliases, .run = "r", .format = "llmc"};
+	struct gw_reader_sink sk = {.data = g, .on_rec = on_rec, .on_error = on_error};
+	struct gw_reader *r;
+	char err[256];
+	ck_assert_int_eq(gw_reader_new(&o, &sk, &r, err, sizeof(err)), 0);
+	if (from)
+		ck_assert_int_eq(gw_reader_set_runs(r, from), 0);
+	ck_assert_int_eq(gw_reader_feed(r, in, strlen(in)), 0);
+	ck_assert_int_eq(gw_reader_finish(r), 0);
+	gw_reader_get_runs(r, to);
+	/* too late once input was fed; no run 0 */
+	ck_assert_int_eq(gw_reader_set_runs(r, to), -EINVAL);
+	gw_reader_free(r);
+}
+
+START_TEST(runs_continue_in_a_new_reader)
+{
+	/* a follower's reader started again after the second run began (the
+	 * daemon restarted) names the runs as one reader of the whole input:
+	 * r, r#2, then r#3 -- not r again */
+	struct got one = {0}, a = {0}, b = {0};
+	struct gw_reader_runs st, st2, end;
+	read_runs("s:1 trl:1 lr:1 norm:1\ns:2 trl:1 lr:1 norm:1\ns:1 trl:1 lr:1 norm:1\n"
+	          "s:2 trl:1 lr:1 norm:1\ns:1 trl:1 lr:1 norm:1\ns:5 trl:1 lr:1 norm:1\n", NULL, &end,
+	          &one);
+	read_runs("s:1 trl:1 lr:1 norm:1\ns:2 trl:1 lr:1 norm:1\ns:1 trl:1 lr:1 norm:1\n", NULL, &st,
+	          &a);
+	ck_assert_uint_eq(st.no, 2);
+	ck_assert(st.any);
+	ck_assert_int_eq(st.first, 1);
+	ck_assert_int_eq(st.last, 1);
+	read_runs("s:2 trl:1 lr:1 norm:1\ns:1 trl:1 lr:1 norm:1\ns:5 trl:1 lr:1 norm:1\n", &st, &st2,
+	          &b);
+	ck_assert_str_eq(b.text, "1 r#2 2 loss=1 grad_norm=1 lr=1\n2 r#3 1 loss=1 grad_norm=1 lr=1\n"
+	                         "3 r#3 5 loss=1 grad_norm=1 lr=1\n");
+	ck_assert_uint_eq(st2.no, end.no);
+	ck_assert_int_eq(st2.any, end.any);
+	ck_assert_int_eq(st2.first, end.first);
+	ck_assert_int_eq(st2.last, end.last);
+	struct gw_reader_runs zero = {0};
+	struct gw_reader_opts o = {.aliases = aliases, .run = "r", .format = "llmc"};
+	struct gw_reader_sink sk = {.on_rec = on_rec};
+	struct gw_reader *r;
+	char err[256];
+	ck_assert_int_eq(gw_reader_new(&o, &sk, &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(gw_reader_set_runs(r, &zero), -EINVAL);
+	gw_reader_free(r);
+	free(one.text);
+	free(a.text);
+	free(b.text);
 }
 END_TEST
 
@@ -800,6 +873,7 @@ static Suite *suite(void)
 	tcase_add_test(t, swift_lines);
 	tcase_add_test(t, hf_state);
 	tcase_add_test(t, runs_split_on_restarts_only);
+	tcase_add_test(t, runs_continue_in_a_new_reader);
 	tcase_add_test(t, aliases_and_extras);
 	tcase_add_test(t, run_name_rule);
 	tcase_set_timeout(t, 300);

@@ -8,6 +8,7 @@
  * answer as the database.
  */
 #include "gwcheck.h"
+#include "gwsqlite.h"
 #include <errno.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -377,6 +378,13 @@ START_TEST(memory_equals_database)
 		json_decref(m);
 		json_decref(d);
 	}
+	/* a run with no rows (qsort was handed a NULL base: undefined,
+	 * clang's nonnull-attribute check) */
+	struct gw_series_seg seg1 = {.seg = 1, .reason = "start", .first_step = 0, .restart_step = -1};
+	json_t *empty = gw_series_from_rows("r", NULL, 0, &seg1, 1, 0);
+	ck_assert_ptr_nonnull(empty);
+	ck_assert_uint_eq(len(empty, "step"), 0);
+	json_decref(empty);
 	free(rows);
 }
 END_TEST
@@ -384,6 +392,20 @@ END_TEST
 /* A deleted run takes its tiles along: the next run, which gets the same
  * id from SQLite, is drawn and counted from its own records only, whether
  * the deletion committed before it or in the same transaction. */
+/* A segment whose row cannot be read makes the query fail; it was drawn
+ * as reason "?" with no restart step, as if it had none. */
+START_TEST(unreadable_segments_fail)
+{
+	gw_test_corrupt_table(path, "segments");
+	struct gw_series_query q = {.run = "r", .max_points = 0};
+	json_t *o = NULL;
+	char err[256] = "";
+	ck_assert_int_lt(gw_store_read_series(path, &q, &o, err, sizeof(err)), 0);
+	ck_assert_ptr_null(o);
+	ck_assert_msg(strstr(err, "segments"), "%s", err);
+}
+END_TEST
+
 START_TEST(a_deleted_runs_tiles_are_gone)
 {
 	for (int same_batch = 0; same_batch < 2; same_batch++) {
@@ -463,6 +485,7 @@ int main(void)
 	tcase_add_test(tc, writer_tiles_equal_migration);
 	tcase_add_test(tc, memory_equals_database);
 	tcase_add_test(tc, a_deleted_runs_tiles_are_gone);
+	tcase_add_test(tc, unreadable_segments_fail);
 	suite_add_tcase(s, tc);
 	return gw_check_run(s);
 }

@@ -6,6 +6,7 @@
  * refused.
  */
 #include "gwcheck.h"
+#include "gwsqlite.h"
 #include <errno.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -18,7 +19,23 @@
 
 #include "store.h"
 
+#include <stdatomic.h>
+#include <sys/syscall.h>
+
 static char dir[64], path[96];
+
+/* The wall clock as this process sees it, moved by wall_skew_s: this
+ * definition takes the place of libc's for the whole test program (the
+ * store's code included), and asks the kernel itself. */
+static _Atomic long wall_skew_s;
+
+int clock_gettime(clockid_t id, struct timespec *ts)
+{
+	long rc = syscall(SYS_clock_gettime, id, ts);
+	if (rc == 0 && id == CLOCK_REALTIME)
+		ts->tv_sec += atomic_load(&wall_skew_s);
+	return (int)rc;
+}
 
 static void setup(void)
 {
@@ -203,6 +220,14 @@ START_TEST(module_schema)
 	list[0] = &v1;   /* an older gradwatch meets the newer tables */
 	ck_assert_int_eq(gw_store_open(&o, &s, err, sizeof(err)), -EPROTO);
 	ck_assert_ptr_nonnull(strstr(err, "notes"));
+
+	/* a version that cannot be read is not version 0: the migrations
+	 * were run again over the existing tables ("table notes already
+	 * exists"), which named the wrong cause */
+	list[0] = &v2;
+	gw_test_corrupt_table(path, "meta");
+	ck_assert_int_lt(gw_store_open(&o, &s, err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "schema version") && strstr(err, "malformed"), "%s", err);
 }
 END_TEST
 
@@ -260,6 +285,24 @@ static void on_position(void *data, const char *run, int64_t seg, int64_t step, 
 	p->step = step;
 }
 
+/* A stored follow position that cannot be read is an error, not "none"
+ * (follow would read the file again from byte 0: every line twice). */
+START_TEST(meta_read_error)
+{
+	struct gw_store *s = open_store();
+	wait_committed(s, gw_store_put_meta(s, "follow:/x", "{\"offset\":5}"));
+	gw_store_close(s);
+	char *val = NULL;
+	ck_assert_int_eq(gw_store_read_meta(path, "follow:/x", &val), 0);
+	ck_assert_str_eq(val, "{\"offset\":5}");
+	free(val);
+	gw_test_corrupt_table(path, "meta");
+	val = NULL;
+	ck_assert_int_lt(gw_store_read_meta(path, "follow:/x", &val), 0);
+	ck_assert_ptr_null(val);
+}
+END_TEST
+
 START_TEST(positions_for_seeding)
 {
 	struct gw_store *s = open_store();
@@ -276,6 +319,37 @@ START_TEST(positions_for_seeding)
 	ck_assert_int_eq(got.n, 1);
 	ck_assert_int_eq(got.seg, 3);
 	ck_assert_int_eq(got.step, 10);
+
+	/* the runs table unreadable (its root page overwritten): an error
+	 * naming the database, not 0 with no runs (the daemon then seeded
+	 * nothing and said nothing) */
+	gw_test_corrupt_table(path, "runs");
+	memset(&got, 0, sizeof(got));
+	err[0] = '\0';
+	ck_assert_int_lt(gw_store_read_run_positions(path, on_position, &got, err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, path) && strstr(err, "malformed"), "%s", err);
+}
+END_TEST
+
+/* The writer waits for a batch to fill (commit_interval_ms) on the monotonic
+ * clock: when the wall clock was an hour ahead of where the wait ends
+ * (stepped back meanwhile, as NTP does at boot), a line that nobody flushed
+ * waited that hour to be committed. */
+START_TEST(commit_wait_ignores_wall_clock_steps)
+{
+	struct gw_store *s = open_store();
+	atomic_store(&wall_skew_s, 3600);
+	struct gw_rec r = record("clock", 1, 2.0, 1.0);
+	uint64_t seq = gw_store_put_record(s, &r, 1, 1, 1000.0);
+	ck_assert_uint_gt(seq, 0);
+	/* no gw_store_flush: only the batch's age makes it go */
+	for (int i = 0; i < 1000 && gw_store_committed(s) < seq; i++) {
+		struct timespec d = {0, 10 * 1000000L};
+		nanosleep(&d, NULL);
+	}
+	ck_assert_uint_ge(gw_store_committed(s), seq);
+	atomic_store(&wall_skew_s, 0);
+	ck_assert_int_eq(gw_store_close(s), 0);
 }
 END_TEST
 
@@ -411,6 +485,8 @@ int main(void)
 	tcase_add_test(tc, bad_path);
 	tcase_add_test(tc, positions_for_seeding);
 	tcase_add_test(tc, many_runs_and_deletes);
+	tcase_add_test(tc, commit_wait_ignores_wall_clock_steps);
+	tcase_add_test(tc, meta_read_error);
 	tcase_add_test(tc, wal_is_checkpointed_while_open);
 	tcase_add_test(tc, wal_file_is_trimmed_after_a_burst);
 	suite_add_tcase(s, tc);
