@@ -27,6 +27,12 @@
  * event; a Retry-After on 429/503 sets the delay and, for 429, pauses the
  * whole sink that long.  Other statuses are final ("failed", logged once).
  *
+ * Logging an outage: a receiver that is down fails every attempt of every
+ * pending event, so a sink logs at most LOG_BUDGET failed attempts (and
+ * deliveries after retries) a minute; the rest are counted and said in one
+ * line when the minute is over and the sink logs again, when it delivers
+ * again, or at stop.
+ *
  * (Over 1,000 lines: queueing, retries, grouping, repeats, rate limits and
  * the known-alert table are one state machine per sink over shared structs;
  * the SQL is in outbox_db.c, the payloads in sink_*.c.  The next split would
@@ -101,6 +107,11 @@ struct sink {
 	uint64_t n_delivered, n_failed, n_retries, n_superseded, n_repeats;
 	int last_status;
 	char last_error[128];
+	/* the log's budget (see the top): the minute's start, lines used,
+	 * what was held back */
+	uint64_t log_win_ms;
+	unsigned log_used;
+	uint64_t held_fail, held_ok;
 };
 
 /* Version and last firing snapshot of every alert that can still change.
@@ -542,6 +553,39 @@ static void pump(struct sink *sk)
 	arm(sk, next, now);
 }
 
+#define LOG_WINDOW_MS 60000
+#define LOG_BUDGET 5
+
+/* Say what the budget held back. */
+static void log_held(struct sink *sk, uint64_t now)
+{
+	double s = (double)(now - sk->log_win_ms) / 1000.0;
+	if (sk->held_fail)
+		gw_log_warn("alerts: %s (%s): %" PRIu64 " more failed attempt(s) not logged in the "
+		            "last %.0f s (at most %d a minute are); last error: %s", sk->cfg->name,
+		            sk->cfg->url_log, sk->held_fail, s, LOG_BUDGET,
+		            sk->last_error[0] ? sk->last_error : "none");
+	if (sk->held_ok)
+		gw_log_info("alerts: %s: %" PRIu64 " more event(s) delivered after retries in the last "
+		            "%.0f s", sk->cfg->name, sk->held_ok, s);
+	sk->held_fail = sk->held_ok = 0;
+}
+
+/* May sk log one more line about an attempt now?  Opens a new minute (and
+ * says what the last one held back) when it is over. */
+static bool log_ok(struct sink *sk, uint64_t now)
+{
+	if (!sk->log_win_ms || now - sk->log_win_ms >= LOG_WINDOW_MS) {
+		log_held(sk, now);
+		sk->log_win_ms = now;
+		sk->log_used = 0;
+	}
+	if (sk->log_used >= LOG_BUDGET)
+		return false;
+	sk->log_used++;
+	return true;
+}
+
 static void on_done(struct gw_alert_req *r, const struct gw_alert_http_result *res)
 {
 	struct delivery *d = r->data;
@@ -557,10 +601,16 @@ static void on_done(struct gw_alert_req *r, const struct gw_alert_http_result *r
 		sk->n_delivered++;
 		sk->last_error[0] = '\0';
 		put_state(sk, d, "delivered", res->status, NULL);
-		if (d->attempts > 1)
-			gw_log_info("alerts: %s: delivered %s (%s) after %u attempts", sk->cfg->name, id,
-			            d->repeat_no ? "repeat" : d->ev->kind, d->attempts);
-		else
+		if (d->attempts > 1) {
+			if (log_ok(sk, now))
+				gw_log_info("alerts: %s: delivered %s (%s) after %u attempts", sk->cfg->name,
+				            id, d->repeat_no ? "repeat" : d->ev->kind, d->attempts);
+			else
+				sk->held_ok++;
+			/* it answers again: what the outage held back, at once */
+			if (sk->held_fail)
+				log_held(sk, now);
+		} else
 			gw_log_debug("alerts: %s: delivered %s (%s) in %.1f ms", sk->cfg->name, id,
 			             d->repeat_no ? "repeat" : d->ev->kind, res->seconds * 1000.0);
 		struct active *a = active_find(sk, d->ev->alert_id, NULL);
@@ -595,8 +645,12 @@ static void on_done(struct gw_alert_req *r, const struct gw_alert_http_result *r
 	}
 	d->due_ms = now + delay;
 	put_state(sk, d, "pending", res->status, what);
-	gw_log_warn("alerts: %s (%s): attempt %u of %s failed: %s; retrying in %.1f s",
-	            sk->cfg->name, sk->cfg->url_log, d->attempts, id, what, (double)delay / 1000.0);
+	if (log_ok(sk, now))
+		gw_log_warn("alerts: %s (%s): attempt %u of %s failed: %s; retrying in %.1f s",
+		            sk->cfg->name, sk->cfg->url_log, d->attempts, id, what,
+		            (double)delay / 1000.0);
+	else
+		sk->held_fail++;
 	pump(sk);
 }
 
@@ -924,6 +978,19 @@ uint64_t gw_outbox_depth(const struct gw_outbox *ob)
 	return n;
 }
 
+bool gw_outbox_sink_counts(const struct gw_outbox *ob, size_t i, struct gw_outbox_counts *out)
+{
+	if (!ob || i >= ob->n)
+		return false;
+	const struct sink *sk = &ob->sinks[i];
+	*out = (struct gw_outbox_counts){
+		.name = sk->cfg->name, .type = sk->cfg->type->name,
+		.pending = sk->queued + sk->inflight,
+		.delivered = sk->n_delivered, .failed = sk->n_failed, .retries = sk->n_retries,
+	};
+	return true;
+}
+
 json_t *gw_outbox_stats(const struct gw_outbox *ob)
 {
 	json_t *arr = json_array();
@@ -973,6 +1040,7 @@ void gw_outbox_stop(struct gw_outbox *ob)
 	size_t pending = 0;
 	for (size_t i = 0; i < ob->n; i++) {
 		pending += ob->sinks[i].queued;
+		log_held(&ob->sinks[i], gw_mono_ms());
 		ob->closing_handles++;
 		uv_close((uv_handle_t *)&ob->sinks[i].timer, on_timer_closed);
 	}

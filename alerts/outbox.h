@@ -31,6 +31,7 @@
 #define GW_OUTBOX_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -70,6 +71,18 @@ json_t *gw_outbox_stats(const struct gw_outbox *ob);
 
 /* Deliveries queued or in flight over all sinks (the outbox depth). */
 uint64_t gw_outbox_depth(const struct gw_outbox *ob);
+
+/* One sink's delivery counters since the start (GET /metrics).  name and
+ * type are the configuration's, valid while ob is. */
+struct gw_outbox_counts {
+	const char *name, *type;
+	uint64_t pending;       /* queued or in flight */
+	uint64_t delivered, failed, retries;
+};
+
+/* Fill *out for sink i (in configuration order); false past the last one
+ * (or when ob is NULL).  Loop thread. */
+bool gw_outbox_sink_counts(const struct gw_outbox *ob, size_t i, struct gw_outbox_counts *out);
 
 /* Lifecycle (docs/architecture.md, "Starting and stopping"):
  * gw_outbox_start, gw_outbox_stop, gw_outbox_free after the loop ran.

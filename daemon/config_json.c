@@ -13,6 +13,7 @@
 
 #include "thresholds.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,34 @@ static json_t *database_json(const struct gw_cfg *c)
 	    c->db_path[n + 1])
 		return json_string(c->db_path + n + 1);
 	return abs_path(c->db_path);
+}
+
+/* A duration in milliseconds as the loader reads it back, in the largest
+ * unit that divides it ("90d", "90s", "250ms"). */
+static json_t *duration_json(uint64_t ms)
+{
+	static const struct {
+		uint64_t ms;
+		const char *unit;
+	} units[] = {{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}};
+	char buf[32];
+	size_t i = 0;
+	while (ms && ms % units[i].ms)
+		i++;
+	snprintf(buf, sizeof(buf), "%" PRIu64 "%s", ms / units[i].ms, ms ? units[i].unit : "s");
+	return json_string(buf);
+}
+
+/* retention: how often it looks, and its limits when set (off is left out;
+ * the loader has no word for it). */
+static json_t *retention_json(const struct gw_cfg *c)
+{
+	json_t *r = json_pack("{s:o}", "check_every", duration_json(c->retention_every_ms));
+	if (r && c->retention_max_age_ms)
+		json_object_set_new(r, "max_age", duration_json(c->retention_max_age_ms));
+	if (r && c->retention_max_bytes)
+		json_object_set_new(r, "max_bytes", json_integer((json_int_t)c->retention_max_bytes));
+	return r;
 }
 
 /* The file's own aliases, or an empty object. */
@@ -127,6 +156,7 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c)
 		"follow", c->follow);
 	if (!o)
 		return NULL;
+	json_object_set_new(o, "retention", retention_json(c));
 	if (c->public_url)
 		json_object_set_new(o, "public_url", json_string(c->public_url));
 	if (c->kernels)

@@ -31,6 +31,9 @@ struct gw_daemon {
 	struct gw_auth *auth;             /* NULL: no tokens configured */
 	struct gw_idem idem;              /* idempotency keys of POST /v1/ingest */
 	double started;
+	json_t *file_cfg;                 /* the file as loaded at start-up (gw_cfg_to_json,
+	                                   * before flags): what a reload compares with */
+	bool log_level_flag;              /* --log-level given: a reload keeps it */
 
 	uv_signal_t sig_term, sig_int, sig_hup;
 	uv_timer_t tick_timer;

@@ -1087,7 +1087,7 @@ static void on_connection(uv_stream_t *srv, int status)
 		int n = snprintf(head, sizeof(head), "HTTP/1.1 503 Service Unavailable\r\n"
 		                 "Content-Type: application/json\r\nRetry-After: 1\r\n"
 		                 "Connection: close\r\nContent-Length: %zu\r\n\r\n", sizeof(body) - 1);
-		gw_log_warn("http: %zu connections (limits.max_connections %zu + %zu reserved); refusing one",
+		gw_log_peer(GW_LOG_WARN, "http: %zu connections (limits.max_connections %zu + %zu reserved); refusing one",
 		            h->nconns - 1, cfg->max_connections, cfg->http_reserved_connections);
 		c->state = H_CLOSING;
 		send_raw(c, head, (size_t)n, body, sizeof(body) - 1, true, false);

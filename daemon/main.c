@@ -203,6 +203,37 @@ static void begin_shutdown(struct gw_daemon *d, const char *why)
 	uv_timer_start(&d->grace_timer, on_grace_over, SHUTDOWN_GRACE_MS, 0);
 }
 
+/* The top-level keys of the configuration file whose value in `fresh`
+ * differs from the file at start-up, but for those a reload applies, as
+ * "a, b" in out (empty when none). */
+static void restart_keys(const struct gw_daemon *d, const struct gw_cfg *fresh, char *out,
+                         size_t outlen)
+{
+	static const char *const applied[] = {"thresholds", "runs", "detectors", "log_level", NULL};
+	json_t *now = gw_cfg_to_json(fresh);
+	const char *key;
+	json_t *v;
+	size_t len = 0;
+	out[0] = '\0';
+	json_t *both[2] = {d->file_cfg, now};
+	for (int side = 0; side < 2 && d->file_cfg && now; side++) {
+		json_object_foreach(both[side], key, v) {
+			bool live = false;
+			for (size_t i = 0; applied[i] && !live; i++)
+				live = strcmp(key, applied[i]) == 0;
+			json_t *other = json_object_get(both[!side], key);
+			/* a key on both sides is compared once, from the first */
+			if (live || (side == 1 && other) || (other && json_equal(v, other)))
+				continue;
+			int n = snprintf(out + len, outlen - len, "%s%s", len ? ", " : "", key);
+			if (n < 0 || (size_t)n >= outlen - len)
+				break;
+			len += (size_t)n;
+		}
+	}
+	json_decref(now);
+}
+
 static int reload(struct gw_daemon *d)
 {
 	if (!d->cfg->file) {
@@ -226,17 +257,23 @@ static int reload(struct gw_daemon *d)
 	d->cfg->engine.disabled = fresh.engine.disabled;
 	d->cfg->overrides = fresh.overrides;
 	d->cfg->n_overrides = fresh.n_overrides;
-	d->cfg->log_level = fresh.log_level;
+	if (!d->log_level_flag)
+		d->cfg->log_level = fresh.log_level;
 	fresh.overrides = ov;
 	fresh.n_overrides = nov;
 	struct gw_engine_opts eo = d->cfg->engine;
 	eo.overrides = d->cfg->overrides;
 	eo.n_overrides = d->cfg->n_overrides;
 	gw_engine_reconfigure(d->ingest.engine, &eo);
-	gw_log_init(d->cfg->log_level, getenv("JOURNAL_STREAM") != NULL);
+	gw_log_init(d->cfg->log_level, gw_log_stderr_is_journal());
+	char later[512];
+	restart_keys(d, &fresh, later, sizeof(later));
 	gw_cfg_free(&fresh);
 	gw_log_info("SIGHUP: reloaded thresholds, run overrides, detectors and log level from %s",
 	            d->cfg->file);
+	if (later[0])
+		gw_log_warn("SIGHUP: %s changed in %s since the start and need a restart; "
+		            "the daemon goes on with them as they were", later, d->cfg->file);
 	return 0;
 }
 
@@ -256,6 +293,7 @@ static void on_tick(uv_timer_t *t)
 {
 	struct gw_daemon *d = t->data;
 	gw_ingest_tick(&d->ingest, gw_wall_now());
+	gw_log_peer_flush(false);
 }
 
 static void on_watchdog(uv_timer_t *t)
@@ -349,6 +387,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gradwatchd: %s\n", err);
 		goto out_cfg;
 	}
+	/* the file alone, before flags: a SIGHUP says what changed in it that
+	 * only a restart applies */
+	if (config)
+		d.file_cfg = gw_cfg_to_json(&cfg);
 	bool check = false, version = false;
 	const char *kernels = cfg.kernels;
 	optind = 0;   /* 0: glibc starts afresh */
@@ -382,6 +424,7 @@ int main(int argc, char **argv)
 				goto out_cfg;
 			break;
 		case OPT_LOG:
+			d.log_level_flag = true;
 			if (gw_log_parse_level(optarg, &cfg.log_level) < 0) {
 				gw_cli_usage_error("gradwatchd", "--log-level is crit, err, warn, info or debug, not",
 				                   optarg);
@@ -437,6 +480,14 @@ int main(int argc, char **argv)
 		goto out_cfg;
 	}
 	if (check) {
+		/* the token files as the start reads them (it would refuse them) */
+		struct gw_auth *auth = NULL;
+		int arc = gw_auth_load(cfg.auth, &auth, err, sizeof(err));
+		gw_auth_free(auth);
+		if (arc < 0) {
+			fprintf(stderr, "gradwatchd: %s\n", err);
+			goto out_cfg;
+		}
 		/* stdout: only the configuration, in the file's schema */
 		json_t *j = gw_cfg_to_json(&cfg);
 		char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
@@ -456,7 +507,7 @@ int main(int argc, char **argv)
 		rc = 0;
 		goto out_cfg;
 	}
-	gw_log_init(cfg.log_level, getenv("JOURNAL_STREAM") != NULL);
+	gw_log_init(cfg.log_level, gw_log_stderr_is_journal());
 	gw_log_info("gradwatchd %s starting: kernels %s, database %s", GW_VERSION, gw_kern_name(),
 	            cfg.db_path);
 
@@ -563,9 +614,11 @@ out:
 		gw_log_err("exit with libuv handles still open");
 		rc = 1;
 	}
+	gw_log_peer_flush(true);
 	gw_log_info("stopped");
 	close(lock_fd);
 out_cfg:
+	json_decref(d.file_cfg);
 	gw_cfg_free(&cfg);
 	return rc;
 }

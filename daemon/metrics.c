@@ -5,8 +5,8 @@
  * Everything is rendered on the loop thread from state that is already in
  * memory: the ingest counters (the one table in ingest.c that GET /v1/stats
  * renders too), the store's counters, and the engine's per-run state
- * (gw_engine_foreach_run).  No database read, so a scrape never waits for a
- * commit; its cost is one line per counter plus a few lines per run.
+ * (gw_engine_foreach_run), and the size of the database's files (two
+ * stat() calls).  No database read, so a scrape never waits for a commit; its cost is one line per counter plus a few lines per run.
  *
  * Names follow Prometheus conventions: `_total` for counters, base units
  * (seconds, bytes), one metric family per quantity with labels for the
@@ -26,7 +26,12 @@
  *   gradwatch_segments_total                         segments opened (restarts and gaps)
  *   gradwatch_alerts_total{detector,severity}        incidents opened
  *   gradwatch_store_commits_total, gradwatch_store_pending_bytes, gradwatch_store_up
- *   gradwatch_outbox_depth                           (once the alert outbox registers it)
+ *   gradwatch_store_file_bytes{file="database"|"wal"} (stat() of the two files)
+ *   gradwatch_retention_passes_total, gradwatch_retention_runs_deleted_total
+ *   gradwatch_outbox_depth                           (these four once the alert outbox
+ *   gradwatch_alert_deliveries_total{sink,type,result}  registers its hook: sinks
+ *   gradwatch_alert_delivery_retries_total{sink,type}   are configured)
+ *   gradwatch_alert_deliveries_pending{sink,type}
  *   gradwatch_runs, gradwatch_runs_dormant           active runs, and the others known
  *   gradwatch_runs_evicted_total, _rebuilt_total     runs made dormant, and rebuilt
  *   gradwatch_run_last_step{run}, gradwatch_run_segment{run},
@@ -39,6 +44,7 @@
 #include "daemon.h"
 #include "http.h"
 #include "kern.h"
+#include "retention.h"
 #include "util.h"
 
 #include "gw_config.h"
@@ -46,19 +52,22 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 static struct {
-	uint64_t (*depth)(void *data);
+	bool (*sink)(void *data, size_t i, struct gw_metrics_sink *out);
 	void *data;
 } outbox;
 
-void gw_metrics_set_outbox_depth(uint64_t (*depth)(void *data), void *data)
+void gw_metrics_set_outbox(bool (*sink)(void *data, size_t i, struct gw_metrics_sink *out),
+                           void *data)
 {
-	outbox.depth = depth;
+	outbox.sink = sink;
 	outbox.data = data;
 }
 
@@ -107,6 +116,73 @@ static void value(FILE *f, double v)
 static void u64(FILE *f, uint64_t v)
 {
 	fprintf(f, " %" PRIu64 "\n", v);
+}
+
+/* The database file and its WAL, as stat() finds them (a file that is not
+ * there is 0): what the database takes on disk, beside retention.max_bytes
+ * (pages in use) and the disk's free space. */
+static void file_sizes(FILE *f, const char *db_path)
+{
+	static const char *const files[][2] = {{"database", ""}, {"wal", "-wal"}};
+	family(f, "gradwatch_store_file_bytes", "gauge",
+	       "Size of the SQLite database file and of its write-ahead log.");
+	for (size_t i = 0; i < GW_ARRAY_SIZE(files); i++) {
+		char path[PATH_MAX];
+		struct stat sb;
+		uint64_t n = 0;
+		if (snprintf(path, sizeof(path), "%s%s", db_path, files[i][1]) < (int)sizeof(path) &&
+		    stat(path, &sb) == 0)
+			n = (uint64_t)sb.st_size;
+		fprintf(f, "gradwatch_store_file_bytes{file=\"%s\"}", files[i][0]);
+		u64(f, n);
+	}
+}
+
+/* The alert sinks' families (the hook's), each sink a series. */
+static void sink_labels(FILE *f, const char *metric, const struct gw_metrics_sink *s)
+{
+	fprintf(f, "%s{sink=\"", metric);
+	gw_metrics_label(f, s->name);
+	fputs("\",type=\"", f);
+	gw_metrics_label(f, s->type);
+	fputc('"', f);
+}
+
+static void render_sinks(FILE *f)
+{
+	struct gw_metrics_sink s;
+	uint64_t depth = 0;
+	for (size_t i = 0; outbox.sink(outbox.data, i, &s); i++)
+		depth += s.pending;
+	family(f, "gradwatch_outbox_depth", "gauge",
+	       "Alert deliveries queued or in flight, over all sinks.");
+	fputs("gradwatch_outbox_depth", f);
+	u64(f, depth);
+	family(f, "gradwatch_alert_deliveries_total", "counter",
+	       "Alert events a sink acknowledged (result=delivered) or that were given up "
+	       "(result=failed: a final 4xx, or retried past give_up_after), by sink.");
+	for (size_t i = 0; outbox.sink(outbox.data, i, &s); i++) {
+		sink_labels(f, "gradwatch_alert_deliveries_total", &s);
+		fputs(",result=\"delivered\"}", f);
+		u64(f, s.delivered);
+		sink_labels(f, "gradwatch_alert_deliveries_total", &s);
+		fputs(",result=\"failed\"}", f);
+		u64(f, s.failed);
+	}
+	family(f, "gradwatch_alert_delivery_retries_total", "counter",
+	       "Failed delivery attempts that will be retried (errors, timeouts, 429, 5xx), by sink.");
+	for (size_t i = 0; outbox.sink(outbox.data, i, &s); i++) {
+		sink_labels(f, "gradwatch_alert_delivery_retries_total", &s);
+		fputc('}', f);
+		u64(f, s.retries);
+	}
+	family(f, "gradwatch_alert_deliveries_pending", "gauge",
+	       "Alert events queued or in flight to a sink (sent after a restart too).");
+	for (size_t i = 0; outbox.sink(outbox.data, i, &s); i++) {
+		sink_labels(f, "gradwatch_alert_deliveries_pending", &s);
+		fputc('}', f);
+		u64(f, s.pending);
+	}
 }
 
 /* ---- per-run gauges ---------------------------------------------------------- */
@@ -223,11 +299,19 @@ static int gw_metrics_render(struct gw_daemon *d, FILE *f)
 	family(f, "gradwatch_store_up", "gauge", "1 when the last commit worked, 0 when it failed.");
 	fputs("gradwatch_store_up", f);
 	u64(f, st.last_error == 0);
-	if (outbox.depth) {
-		family(f, "gradwatch_outbox_depth", "gauge", "Alerts waiting for delivery to a sink.");
-		fputs("gradwatch_outbox_depth", f);
-		u64(f, outbox.depth(outbox.data));
-	}
+	file_sizes(f, d->cfg->db_path);
+	struct gw_retention_stats rs;
+	gw_retention_stats(&rs);
+	family(f, "gradwatch_retention_passes_total", "counter",
+	       "Timed retention passes done (every retention.check_every when retention is on).");
+	fputs("gradwatch_retention_passes_total", f);
+	u64(f, rs.passes);
+	family(f, "gradwatch_retention_runs_deleted_total", "counter",
+	       "Runs deleted: by retention, DELETE /v1/runs/{run} and POST /v1/prune.");
+	fputs("gradwatch_retention_runs_deleted_total", f);
+	u64(f, rs.runs_deleted);
+	if (outbox.sink)
+		render_sinks(f);
 
 	family(f, "gradwatch_runs", "gauge",
 	       "Active runs: their detector state is in memory (the per-run series below).");

@@ -6,6 +6,7 @@
 #ifndef GW_METRICS_H
 #define GW_METRICS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,11 +17,21 @@ struct gw_daemon;
  * Returns 0 or -ENOSPC (route table full, message in err). */
 int gw_metrics_start(struct gw_daemon *d, char *err, size_t errlen);
 
-/* HOOK for the alert outbox (alerts branch): once registered, `depth(data)`
- * is exported as the gauge gradwatch_outbox_depth (alerts queued for
- * delivery, not yet acknowledged by a sink).  Until a depth function is
- * registered the gauge is not exported at all.  Loop thread only. */
-void gw_metrics_set_outbox_depth(uint64_t (*depth)(void *data), void *data);
+/* One alert sink's delivery counters, as the outbox gives them. */
+struct gw_metrics_sink {
+	const char *name, *type;
+	uint64_t pending, delivered, failed, retries;
+};
+
+/* HOOK for the alert outbox: once registered, `sink(data, i, out)` fills
+ * *out for sink i and returns false past the last one; every scrape
+ * exports gradwatch_outbox_depth (deliveries queued or in flight over all
+ * sinks) and per sink gradwatch_alert_deliveries_total{sink,type,result},
+ * gradwatch_alert_delivery_retries_total{sink,type} and
+ * gradwatch_alert_deliveries_pending{sink,type}.  Until it is registered
+ * (no sinks) none of these is exported.  Loop thread only. */
+void gw_metrics_set_outbox(bool (*sink)(void *data, size_t i, struct gw_metrics_sink *out),
+                           void *data);
 
 /* Write s as an escaped label value (backslash, double quote, newline). */
 void gw_metrics_label(FILE *f, const char *s);

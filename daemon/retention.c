@@ -55,6 +55,8 @@ struct state {
 	uv_timer_t timer;
 	bool timer_on;
 	bool busy;                 /* a timed pass is running */
+	bool stuck_said;           /* over max_bytes with nothing to delete: said once */
+	struct gw_retention_stats stats;
 };
 
 static struct state st;
@@ -113,6 +115,7 @@ static void work_pick(uv_work_t *w)
 static uint64_t delete_run(struct gw_daemon *d, const char *run)
 {
 	gw_runs_forget(&d->ingest, run);
+	st.stats.runs_deleted++;
 	return gw_store_delete_run(d->store, run);
 }
 
@@ -152,9 +155,10 @@ static void work_done(uv_work_t *w, int status)
 {
 	struct pass *p = gw_container_of(w, struct pass, work);
 	struct gw_daemon *d = p->d;
-	if (!p->asked)
+	if (!p->asked) {
 		st.busy = false;
-	else if (p->req)
+		st.stats.passes++;
+	} else if (p->req)
 		p->req->pass = NULL;
 	if (p->rc < 0 || status < 0) {
 		gw_log_warn("retention: %s", p->rc < 0 ? p->err : "cancelled");
@@ -172,10 +176,18 @@ static void work_done(uv_work_t *w, int status)
 		            p->asked ? "POST /v1/prune" : isnan(p->older_than) ? "retention.max_bytes"
 		                                                            : "retention.max_age");
 	}
-	if (p->max_bytes && p->used_bytes > p->max_bytes && !p->n)
-		gw_log_warn("retention: the database uses %" PRIu64 " bytes (retention.max_bytes %" PRIu64
-		            "), but every run left was active in the last limits.run_evict_idle_s",
-		            p->used_bytes, p->max_bytes);
+	/* over max_bytes with nothing that may go: said once, again only after
+	 * the database fitted or runs could go in between (it was said on
+	 * every pass) */
+	if (p->max_bytes && !p->asked) {
+		bool stuck = p->used_bytes > p->max_bytes && !p->n;
+		if (stuck && !st.stuck_said)
+			gw_log_warn("retention: the database uses %" PRIu64 " bytes (retention.max_bytes %"
+			            PRIu64 "), but every run left was active in the last "
+			            "limits.run_evict_idle_s; said once until that changes",
+			            p->used_bytes, p->max_bytes);
+		st.stuck_said = stuck;
+	}
 	if (p->req)
 		answer_after(p->req, seq, json_pack("{s:o}", "deleted", names));
 	else
@@ -330,6 +342,11 @@ int gw_retention_start(struct gw_daemon *d, char *err, size_t errlen)
 	if (d->cfg->retention_max_age_ms || d->cfg->retention_max_bytes)
 		uv_timer_start(&st.timer, on_timer, 1000, d->cfg->retention_every_ms);
 	return 0;
+}
+
+void gw_retention_stats(struct gw_retention_stats *out)
+{
+	*out = st.stats;
 }
 
 void gw_retention_stop(struct gw_daemon *d)

@@ -15,6 +15,7 @@
 #define GW_RETENTION_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct gw_daemon;
 
@@ -28,5 +29,12 @@ int gw_retention_start(struct gw_daemon *d, char *err, size_t errlen);
  * the thread pool finishes (the loop waits for it) and, the daemon
  * stopping, deletes nothing. */
 void gw_retention_stop(struct gw_daemon *d);
+
+/* Since the start: timed passes finished, runs deleted (by the passes,
+ * DELETE and prune).  Loop thread. */
+struct gw_retention_stats {
+	uint64_t passes, runs_deleted;
+};
+void gw_retention_stats(struct gw_retention_stats *out);
 
 #endif

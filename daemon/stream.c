@@ -7,7 +7,8 @@
  * with one JSON line {"error": reason, "line": N, "field": ..., "message":
  * ...} as long as the client reads them (we stop writing errors when our
  * write queue to it passes 64 KiB), is counted, and logged (the first few per
- * connection).  When the store's queue is over its limit, connections stop
+ * connection, within the log's budget for peers: gw_log_peer).  When the
+ * store's queue is over its limit, connections stop
  * reading until it drains (back-pressure); UDP cannot wait, so datagrams are
  * then dropped and counted.  At shutdown a partial last line is parsed as
  * "truncated" if it is a complete object, else rejected.
@@ -83,7 +84,7 @@ static void answer_error(struct gw_ingest_src *src, uint64_t lineno, const struc
 {
 	struct conn *c = src->data;
 	if (src->rejected <= LOGGED_ERRORS)
-		gw_log_warn("%s connection %" PRIu64 " (%s) line %" PRIu64 ": %s%s",
+		gw_log_peer(GW_LOG_WARN, "%s connection %" PRIu64 " (%s) line %" PRIu64 ": %s%s",
 		            gw_transport_name(c->t), c->id, c->peer, lineno, e->msg,
 		            src->rejected == LOGGED_ERRORS ? " (further errors of this connection are counted, not logged)" : "");
 	if (c->closing || uv_stream_get_write_queue_size(&c->u.s) > ERR_WRITE_LIMIT)
@@ -183,8 +184,8 @@ static void refuse(struct conn *c, const char *reason, const char *msg)
 			free(w);
 	}
 	free(t);
-	gw_log_warn("%s connection %" PRIu64 " (%s) refused: %s", gw_transport_name(c->t), c->id,
-	            c->peer, msg);
+	gw_log_peer(GW_LOG_WARN, "%s connection %" PRIu64 " (%s) refused: %s",
+	            gw_transport_name(c->t), c->id, c->peer, msg);
 	conn_close(c);
 }
 
@@ -263,7 +264,7 @@ static void on_connection(uv_stream_t *srv, int status)
 	struct gw_daemon *d = srv->data;
 	struct gw_server *sv = d->server;
 	if (status < 0) {
-		gw_log_warn("accept: %s", uv_strerror(status));
+		gw_log_peer(GW_LOG_WARN, "accept: %s", uv_strerror(status));
 		return;
 	}
 	bool is_unix = srv == (uv_stream_t *)&sv->unix_srv;

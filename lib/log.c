@@ -3,15 +3,21 @@
  * one write per line so lines from threads do not interleave.  Control
  * characters in a message (a run name, a field name, anything a client
  * sent) are written as \xNN, so no input can forge or split a log line or
- * send escape sequences to a terminal.
+ * send escape sequences to a terminal.  Warnings about peers share a
+ * budget a minute (gw_log_peer): a fixed window on the monotonic clock,
+ * the held-back count said once the window is over.
  */
 #include "log.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,6 +28,16 @@ void gw_log_init(enum gw_log_level level, int journal)
 {
 	threshold = level;
 	to_journal = journal;
+}
+
+bool gw_log_stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	if (!js || sscanf(js, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st) < 0)
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
 enum gw_log_level gw_log_level(void)
@@ -59,7 +75,79 @@ static const char *level_name(enum gw_log_level l)
 	}
 }
 
+static void vlog(enum gw_log_level level, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
 void gw_log(enum gw_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(level, fmt, ap);
+	va_end(ap);
+}
+
+#define PEER_WINDOW_S 60
+
+static struct {
+	pthread_mutex_t mu;
+	double start;           /* monotonic seconds; 0: no window yet */
+	unsigned used;
+	uint64_t held;
+} peer = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static double mono_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* With peer.mu held: say what was held back if the window is over (or
+ * now), and open a new window when it is over. */
+static void peer_flush_locked(double t, bool now)
+{
+	bool over = peer.start == 0 || t - peer.start >= PEER_WINDOW_S;
+	if (peer.held && (over || now)) {
+		gw_log(GW_LOG_WARN, "%" PRIu64 " more warning(s) about what clients sent or did were "
+		       "not logged in the last %.0f s (at most %d a minute are; the rejections are "
+		       "counted in /metrics)", peer.held, t - peer.start, GW_LOG_PEER_BUDGET);
+		peer.held = 0;
+	}
+	if (over) {
+		peer.start = t;
+		peer.used = 0;
+	}
+}
+
+void gw_log_peer(enum gw_log_level level, const char *fmt, ...)
+{
+	if (level > threshold)
+		return;
+	pthread_mutex_lock(&peer.mu);
+	peer_flush_locked(mono_now(), false);
+	bool say = peer.used < GW_LOG_PEER_BUDGET;
+	if (say)
+		peer.used++;
+	else
+		peer.held++;
+	pthread_mutex_unlock(&peer.mu);
+	if (!say)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vlog(level, fmt, ap);
+	va_end(ap);
+}
+
+void gw_log_peer_flush(bool now)
+{
+	pthread_mutex_lock(&peer.mu);
+	if (peer.held)
+		peer_flush_locked(mono_now(), now);
+	pthread_mutex_unlock(&peer.mu);
+}
+
+static void vlog(enum gw_log_level level, const char *fmt, va_list ap)
 {
 	if (level > threshold)
 		return;
@@ -79,10 +167,7 @@ void gw_log(enum gw_log_level level, const char *fmt, ...)
 		               ts.tv_nsec / 1000000, level_name(level));
 	}
 	char msg[2048];
-	va_list ap;
-	va_start(ap, fmt);
 	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	size_t mlen = n < 0 ? 0 : (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1;
 	size_t len = (size_t)off;
 	for (size_t i = 0; i < mlen && len < sizeof(buf) - 6; i++) {

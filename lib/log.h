@@ -29,6 +29,12 @@ enum gw_log_level {
  * journald instead of a timestamp. */
 void gw_log_init(enum gw_log_level level, int journal);
 
+/* Whether standard error is the journal: $JOURNAL_STREAM ("DEV:INODE",
+ * set by systemd) names stderr's device and inode.  The variable alone is
+ * not enough: every process a service starts inherits it, whatever its
+ * stderr is. */
+bool gw_log_stderr_is_journal(void);
+
 /* Parse "crit", "err", "warn", "info", "debug"; returns -EINVAL if unknown. */
 int gw_log_parse_level(const char *s, enum gw_log_level *out);
 
@@ -46,6 +52,20 @@ void gw_log(enum gw_log_level level, const char *fmt, ...)
 		if (gw_log_level() >= GW_LOG_DEBUG) \
 			gw_log(GW_LOG_DEBUG, __VA_ARGS__); \
 	} while (0)
+
+/* Warnings about what a peer sent or did (a rejected line, a refused
+ * connection) go through gw_log_peer instead of gw_log: all of them share
+ * one budget of GW_LOG_PEER_BUDGET lines a minute, so no client can flood
+ * the log however many connections it opens (the per-connection limit
+ * alone let a sender that connects per line write a warning per line).
+ * Beyond the budget they are only counted, and gw_log_peer_flush says how
+ * many in one line: once the minute is over (the daemon calls it on its
+ * tick), or at once when `now` (at exit).  Thread-safe; never blocks but
+ * for the write to stderr. */
+#define GW_LOG_PEER_BUDGET 20
+void gw_log_peer(enum gw_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void gw_log_peer_flush(bool now);
 
 /* Copy url into out with its secret parts replaced by "/REDACTED": the user
  * info, the query and fragment, and the whole path unless keep_path (a URL

@@ -176,6 +176,7 @@ struct gw_store {
 	pthread_t ckpt_thread;     /* folds the WAL back, off the writer's path */
 	bool ckpt_started;
 	pthread_cond_t ckpt_cv;
+	_Atomic int wal_frames;    /* frames in the WAL after the last commit (wal hook) */
 
 	pthread_mutex_t mu;
 	pthread_mutex_t notify_mu;     /* held while o.notify runs (gw_store_set_notify) */
@@ -830,10 +831,21 @@ static void *writer_main(void *arg)
  * threshold, so one commit in a few hundred would wait for the whole WAL to
  * be copied (and, with synchronous=full, synced) into the database: tens of
  * milliseconds in the path of an HTTP acknowledgement or an alert.  Instead
- * this thread runs PASSIVE checkpoints on its own connection every
- * CKPT_EVERY_MS; they never block the writer, and the writer starts the WAL
- * over once one has caught up. */
+ * this thread runs PASSIVE checkpoints on its own connection; they never
+ * block the writer, and the writer starts the WAL over once one has caught
+ * up.  It looks every CKPT_EVERY_MS and checkpoints when the WAL holds at
+ * least CKPT_MIN_FRAMES (SQLite's own autocheckpoint threshold, 4 MB of
+ * 4 KB pages): each checkpoint syncs the database file, and syncing after
+ * every few commits cost the writer's fsyncs their latency under load. */
 #define CKPT_EVERY_MS 250
+#define CKPT_MIN_FRAMES 1000
+
+/* The writer's WAL hook: how many frames the WAL holds after a commit. */
+static int on_wal(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	atomic_store(&((struct gw_store *)arg)->wal_frames, frames);
+	return SQLITE_OK;
+}
 
 static void *checkpointer_main(void *arg)
 {
@@ -844,11 +856,24 @@ static void *checkpointer_main(void *arg)
 		sqlite3_close(db);
 		return NULL;
 	}
+	/* a connection learns the database is in WAL mode when it first reads
+	 * it; until then sqlite3_wal_checkpoint_v2 does nothing at all (this
+	 * thread's checkpoints were all no-ops, and the WAL grew until close) */
+	char *msg = NULL;
+	if (sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, &msg) != SQLITE_OK) {
+		gw_log_warn("store: checkpointer cannot read %s: %s; the WAL is folded back at close "
+		            "only", s->path, msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		sqlite3_close(db);
+		return NULL;
+	}
 	pthread_mutex_lock(&s->mu);
 	while (!s->stop) {
 		timed_wait(&s->ckpt_cv, &s->mu, CKPT_EVERY_MS);
 		if (s->stop)
 			break;
+		if (atomic_load(&s->wal_frames) < CKPT_MIN_FRAMES)
+			continue;
 		pthread_mutex_unlock(&s->mu);
 		int frames = 0, done = 0;
 		sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done);
@@ -948,10 +973,14 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	sqlite3_busy_timeout(s->db, 5000);
 	char e[256];
 	const char *sync = o->sync_full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL";
+	/* journal_size_limit: a WAL that starts over after a burst is trimmed */
+	char pragmas[192];
+	snprintf(pragmas, sizeof(pragmas), "PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536; "
+	         "PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = %d",
+	         GW_STORE_WAL_KEEP_BYTES);
 	if ((rc = gw__store_exec(s->db, "PRAGMA journal_mode = WAL", e, sizeof(e))) < 0 ||
 	    (rc = gw__store_exec(s->db, sync, e, sizeof(e))) < 0 ||
-	    (rc = gw__store_exec(s->db, "PRAGMA foreign_keys = OFF; PRAGMA cache_size = -65536; "
-	                         "PRAGMA wal_autocheckpoint = 0", e, sizeof(e))) < 0) {
+	    (rc = gw__store_exec(s->db, pragmas, e, sizeof(e))) < 0) {
 		gw_errf(err, errlen, -EIO, "database %s: %s", o->path, e);
 		goto fail;
 	}
@@ -962,6 +991,7 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 		rc = -ENOMEM;
 		goto fail;
 	}
+	sqlite3_wal_hook(s->db, on_wal, s);
 	if (pthread_create(&s->ckpt_thread, NULL, checkpointer_main, s) == 0)
 		s->ckpt_started = true;
 	else

@@ -12,6 +12,7 @@ import hmac
 import socket
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -285,6 +286,69 @@ class DeliveryTest(unittest.TestCase):
         self.rcv.wait(2)
         wait_for(lambda: d.query("SELECT state FROM deliveries ORDER BY state") ==
                  [("delivered",), ("failed",)], 5, "failed + delivered rows")
+
+    def test_delivery_outcomes_are_in_metrics(self):
+        # on-call watches Prometheus, not the log: a sink whose every event
+        # fails (a revoked Slack URL answers 404) must show there.  Only
+        # gradwatch_outbox_depth (all sinks together) was exported.
+        self.rcv.script = ["400", "500"]
+        d = self.daemon([dict(type="webhook", name="hook", url=self.rcv.url + "/h", **FAST_RETRY)])
+        d.send(*nan_incident("r1"))
+        self.rcv.wait(1)
+        d.send(*nan_incident("r2"))               # 500 first, then delivered
+        self.rcv.wait(3)
+
+        def sample(name, **labels):
+            text = d.get("/metrics")[1]
+            want = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
+            for line in text.splitlines():
+                head, _, val = line.rpartition(" ")
+                if head.startswith(name + "{"):
+                    got = ",".join(sorted(head[len(name) + 1:-1].split(",")))
+                    if got == want:
+                        return float(val)
+            return None
+
+        wait_for(lambda: sample("gradwatch_alert_deliveries_total", sink="hook", type="webhook",
+                                result="delivered") == 1, 10, "one delivered")
+        self.assertEqual(sample("gradwatch_alert_deliveries_total", sink="hook", type="webhook", result="failed"), 1)
+        self.assertEqual(sample("gradwatch_alert_delivery_retries_total", sink="hook", type="webhook"), 1)
+        self.assertEqual(sample("gradwatch_alert_deliveries_pending", sink="hook", type="webhook"), 0)
+        text = d.get("/metrics")[1]
+        for fam, typ in (("gradwatch_alert_deliveries_total", "counter"),
+                         ("gradwatch_alert_delivery_retries_total", "counter"),
+                         ("gradwatch_alert_deliveries_pending", "gauge")):
+            self.assertIn("# TYPE %s %s\n" % (fam, typ), text)
+            self.assertIn("# HELP %s " % fam, text)
+
+    def test_a_receiver_down_does_not_flood_the_log(self):
+        # every failed attempt of every pending event was a warning: a
+        # receiver down for 20 s with 30 alerts pending wrote 879 lines
+        # (with the default back-off, about 18 an event an hour).  A sink
+        # logs a few a minute and says how many it held back, at the latest
+        # when it delivers again.
+        port = self.rcv.port
+        self.rcv.stop()
+        d = self.daemon([dict(type="webhook", name="hook", url="http://127.0.0.1:%d/h" % port,
+                              **FAST_RETRY)])
+        for i in range(30):
+            d.send(*nan_incident("down%d" % i))
+        wait_for(lambda: d.sink_stats()["hook"]["retries"] >= 150, 60, "150 failed attempts")
+        self.rcv.port = port
+        self.rcv.start()
+        wait_for(lambda: d.sink_stats()["hook"]["delivered"] == 30, 60, "all 30 delivered")
+        retries = d.sink_stats()["hook"]["retries"]
+        d.stop()
+        with open(d.log_path, encoding="utf-8", errors="replace") as f:
+            log = f.read().splitlines()
+        attempts = [l for l in log if "attempt " in l and "failed:" in l and " warn " in l]
+        self.assertLess(len(attempts), 30, "\n".join(attempts[-5:]))
+        said = [l for l in log if "not logged" in l and "hook" in l]
+        self.assertTrue(said, "\n".join(log[-10:]))
+        held = sum(int(re.search(r"(\d+) more failed attempt", l).group(1)) for l in said)
+        self.assertEqual(held + len(attempts), retries)
+        after = [l for l in log if "delivered" in l and "after" in l and " info " in l]
+        self.assertLess(len(after), 30, "\n".join(after[-5:]))
 
     def test_tls_is_verified_by_default(self):
         tmp = tempfile.mkdtemp(prefix="gwtls-")

@@ -115,9 +115,12 @@ class Auth(unittest.TestCase):
             self.assertEqual(st['transports']['udp']['rejected'], {'unauthorized': 1})
             self.assertEqual(st['transports']['tcp']['rejected'], {'unauthorized': 2})
 
-    def check_config(self, config, args):
+    def check_config(self, config, args, files=None):
         d = Daemon(config=config, args=args)
         try:
+            for name, text in (files or {}).items():
+                with open(os.path.join(d.dir, name), 'w') as f:
+                    f.write(text)
             r = subprocess.run(d.command() + ['--check-config'], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, timeout=30, cwd=d.dir)
             return r.returncode, r.stdout.decode()
@@ -133,8 +136,18 @@ class Auth(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn('UDP cannot be authenticated', out)
         rc, out = self.check_config({'allow_remote': True, 'auth': {'ingest_tokens_file': 'x'}},
-                                    ['--http', '0.0.0.0:7999', '--udp', 'off'])
+                                    ['--http', '0.0.0.0:7999', '--udp', 'off'],
+                                    files={'x': 'a-token-of-24-characters\n'})
         self.assertEqual(rc, 0, out)
+
+    def test_check_config_reads_the_token_files(self):
+        # --check-config said "configuration OK" for token files that were
+        # missing or bad, and the daemon then refused to start with them
+        for files, why in (({}, 'cannot read x'), ({'x': 'tooshort\n'}, 'x:1')):
+            rc, out = self.check_config({'auth': {'ingest_tokens_file': 'x'}}, [], files=files)
+            self.assertEqual(rc, 1, out)
+            self.assertIn(why, out)
+            self.assertNotIn('configuration OK', out)
 
     def test_bad_token_files(self):
         d = Daemon(config={'auth': {'ingest_tokens_file': 'short.tokens'}})

@@ -345,7 +345,9 @@ class CheckConfig(unittest.TestCase):
                            'thresholds': {'gap_min_seconds': 120},
                            'runs': [{'match': 'big-*', 'thresholds': {'gap_min_seconds': 30}}],
                            'detectors': {'disabled': ['stall']},
-                           'follow': [{'path': 'train.log', 'run': 'r'}]}, f)
+                           'follow': [{'path': 'train.log', 'run': 'r'}],
+                           'retention': {'max_age': '90d', 'max_bytes': 21474836480,
+                                         'check_every': '90s'}}, f)
             first = run([GRADWATCHD, '--config', src, '--tcp', '127.0.0.1:7998', '--check-config'], cwd=tmp)
             self.assertEqual(first.returncode, 0, first.stderr)
             self.assertIn(b'configuration OK', first.stderr)
@@ -359,6 +361,9 @@ class CheckConfig(unittest.TestCase):
             self.assertEqual(cfg['runs'][0]['thresholds']['gap_min_seconds'], 30)
             self.assertEqual(cfg['detectors'], {'disabled': ['stall']})
             self.assertEqual(cfg['aliases'], {'loss': ['my_loss']})
+            # retention was left out, so the output fed back kept every run for ever
+            self.assertEqual(cfg['retention'], {'max_age': '90d', 'max_bytes': 21474836480,
+                                                'check_every': '90s'})
             again = os.path.join(tmp, 'again.json')
             with open(again, 'wb') as f:
                 f.write(first.stdout)

@@ -272,6 +272,34 @@ class HostileInput(unittest.TestCase):
                     self.assertRegex(head, rb'^HTTP/1\.1 (400|404|405|413|431) ', g[:40])
             self.assertEqual(d.get('/healthz')[0], 200)
 
+    def test_a_client_reconnecting_per_bad_line_cannot_flood_the_log(self):
+        # each connection logs its first few errors; a sender that opens a
+        # connection per line (a shell loop of nc, a client retrying) wrote
+        # one warning per line: 1M bad lines, 1M log lines.  Warnings about
+        # what peers send share one budget a minute, and what was held back
+        # is said in one line (at the latest when the daemon stops).
+        n = 600
+        with Daemon() as d:
+            for i in range(n):
+                if i % 2:
+                    d.send_tcp(b'not json %d\n' % i, read_errors=True)
+                else:
+                    d.send_unix(b'{"run":"r","step":%d,"loss":"x"}\n' % i, read_errors=True)
+            metrics = d.get('/metrics')[1]
+            rejected = sum(float(l.rsplit(' ', 1)[1]) for l in metrics.splitlines()
+                           if l.startswith('gradwatch_lines_rejected_total{'))
+            self.assertEqual(rejected, n)       # every one counted
+            d.stop()
+            with open(d.log_path, encoding='utf-8', errors='replace') as f:
+                warns = [l for l in f if ' warn ' in l]
+        per_line = [l for l in warns if ' connection ' in l and ' line 1: ' in l]
+        self.assertGreater(len(per_line), 0)
+        self.assertLess(len(per_line), n // 4, ''.join(warns[-5:]))
+        held = [l for l in warns if 'not logged' in l and 'connection ' not in l]
+        self.assertTrue(held, ''.join(warns[-5:]))
+        said = sum(int(re.search(r'(\d+) (more )?warning', l).group(1)) for l in held)
+        self.assertEqual(said + len(per_line), n, held)
+
 
 if __name__ == '__main__':
     unittest.main()

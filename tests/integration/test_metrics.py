@@ -101,6 +101,25 @@ class Metrics(unittest.TestCase):
             self.assertEqual(val(s, 'gradwatch_runs'), 2)
             self.assertEqual(val(s, 'gradwatch_store_up'), 1)
             self.assertGreaterEqual(val(s, 'gradwatch_store_commits_total'), 1)
+            # the database's size, for retention.max_bytes and the disk: it
+            # was in no metric, no stats and no log
+            db = val(s, 'gradwatch_store_file_bytes', file='database')
+            self.assertGreaterEqual(db, 4096)
+            self.assertEqual(db % 4096, 0)
+            self.assertGreaterEqual(val(s, 'gradwatch_store_file_bytes', file='wal'), 0)
+
+    @unittest.skipUnless(shutil.which('promtool') or os.environ.get('CI'),
+                         'Debian package prometheus (promtool) not installed')
+    def test_promtool_lints_it_clean(self):
+        # Prometheus's own linter: counter names, units, HELP and TYPE
+        sinks = [{'type': 'webhook', 'url': 'http://127.0.0.1:9/h', 'name': 'hook'}]
+        with Daemon(config={'sinks': sinks}) as d:
+            self.feed(d)
+            text = d.get('/metrics')[1]
+        r = subprocess.run(['promtool', 'check', 'metrics'], input=text.encode(),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout.decode())
+        self.assertEqual(r.stdout.decode().strip(), '')
 
     @unittest.skipUnless(os.path.exists(PROMETHEUS) or os.environ.get('CI'),
                          'Debian package prometheus not installed')

@@ -30,6 +30,13 @@ def request(d, method, path):
         c.close()
 
 
+def metric(d, name):
+    for line in d.get('/metrics')[1].splitlines():
+        if line.startswith(name + ' '):
+            return float(line.split()[1])
+    return None
+
+
 class Retention(unittest.TestCase):
     def count(self, d, run):
         return d.sql("SELECT count(*) FROM records r JOIN runs n ON n.id = r.run_id WHERE n.name = ?",
@@ -95,6 +102,27 @@ class Retention(unittest.TestCase):
             left = [r[0] for r in d.sql('SELECT name FROM runs ORDER BY name')]
             self.assertTrue(left and left == ['r%d' % k for k in range(8 - len(left), 8)], left)
             self.assertIn('retention.max_bytes', d.logtext())
+            self.assertEqual(metric(d, 'gradwatch_retention_runs_deleted_total'), 8 - len(left))
+            self.assertGreaterEqual(metric(d, 'gradwatch_retention_passes_total'), 1)
+
+    def test_over_max_bytes_with_every_run_active_is_said_once(self):
+        # nothing can go while every run is active; that was a warning on
+        # every pass (each check_every: 1,440 a day by default) for as long
+        # as it lasted
+        cfg = {'limits': {'run_evict_idle_s': 3600},
+               'retention': {'max_bytes': 1 << 20, 'check_every': 1}}
+        with Daemon(config=cfg) as d:
+            for k in range(3):
+                self.assertEqual(d.post('/v1/ingest', body('busy%d' % k, 2000, extras=10))[0], 200)
+            said = 'but every run left was active'
+            wait_for(lambda: said in d.logtext(), 60, 'the warning')
+            passes = metric(d, 'gradwatch_retention_passes_total')
+            wait_for(lambda: metric(d, 'gradwatch_retention_passes_total') >= passes + 3, 60,
+                     'three more passes')
+            with open(d.log_path, encoding='utf-8', errors='replace') as f:
+                self.assertEqual(f.read().count(said), 1)
+            self.assertEqual(metric(d, 'gradwatch_retention_runs_deleted_total'), 0)
+            self.assertEqual(len(d.sql('SELECT name FROM runs')), 3)
 
 
 if __name__ == '__main__':

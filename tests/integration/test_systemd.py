@@ -271,5 +271,39 @@ class SocketActivation(unittest.TestCase):
         self.assertEqual(wait_steps(d, 'own', 10), list(range(1, 11)))
 
 
+
+class JournalStream(unittest.TestCase):
+    """JOURNAL_STREAM is inherited by everything a service starts (a shell
+    script, a terminal of a user service); systemd says to compare it with
+    standard error's device and inode.  gradwatchd took any JOURNAL_STREAM
+    for the journal, so `gradwatchd 2>>gw.log` started from such a shell
+    wrote "<6>..." lines without timestamps."""
+
+    def start_with(self, value_of):
+        tmp = tempfile.mkdtemp(prefix='gwjournal-')
+        self.addCleanup(shutil.rmtree, tmp, True)
+        log = os.path.join(tmp, 'gw.log')
+        with open(log, 'ab') as f:
+            st = os.fstat(f.fileno())
+            env = dict(os.environ, JOURNAL_STREAM=value_of(st))
+            r = subprocess.run([GRADWATCHD, '--state-dir', tmp, '--socket', 'off', '--tcp', 'off',
+                                '--udp', 'off', '--http', 'off', '--db', os.path.join(tmp, 'no', 'x.db')],
+                               stderr=f, env=env, timeout=30)
+        self.assertEqual(r.returncode, 1)        # the database's directory does not exist
+        with open(log) as f:
+            return f.read().splitlines()
+
+    def test_an_inherited_journal_stream_is_not_the_journal(self):
+        got = self.start_with(lambda st: '%d:%d' % (st.st_dev, st.st_ino + 1))
+        self.assertTrue(got)
+        for line in got:
+            self.assertRegex(line, r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (crit|error|warn|info) ')
+
+    def test_the_journal_gets_priorities(self):
+        got = self.start_with(lambda st: '%d:%d' % (st.st_dev, st.st_ino))
+        self.assertTrue(got)
+        for line in got:
+            self.assertRegex(line, r'^<[2-7]>')
+
 if __name__ == '__main__':
     unittest.main()

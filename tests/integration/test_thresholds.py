@@ -6,6 +6,7 @@ the key, the range and why -- by --check-config, by start-up and by
 configuration in force; `gradwatch thresholds` prints every range."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -109,6 +110,43 @@ class Reload(unittest.TestCase):
                 wait_for(lambda: d.sql("SELECT count(*) FROM alerts WHERE detector = 'stall'")[0][0],
                          20, 'a stall under the old thresholds', interval=0.1)
 
+
+    def test_a_reload_says_what_it_did_not_apply(self):
+        # SIGHUP applies thresholds, run overrides, detectors and the log
+        # level; a changed sink, listener or storage setting waits for a
+        # restart.  The reload said "reloaded" and nothing else, so an
+        # operator who added a Slack sink and sent SIGHUP believed it live.
+        with Daemon(config={'tick_ms': 50}) as d:
+            path = os.path.join(d.dir, 'config.json')
+            with open(path, 'w') as f:
+                json.dump({'tick_ms': 50, 'thresholds': {'gap_min_seconds': 999}}, f)
+            d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: 'reloaded thresholds' in d.logtext(), 10, 'the first reload')
+            # the flags the test daemon runs with (--db, --socket, --tcp,
+            # --http, --log-level) differ from the file: not a change
+            self.assertNotIn('need a restart', d.logtext())
+            with open(path, 'w') as f:
+                json.dump({'tick_ms': 50, 'thresholds': {'gap_min_seconds': 999},
+                           'storage': {'commit_interval_ms': 50},
+                           'sinks': [{'type': 'webhook', 'url': 'http://127.0.0.1:9/h'}]}, f)
+            d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: d.logtext().count('reloaded thresholds') == 2, 10, 'the second reload')
+            [line] = [l for l in d.logtext().splitlines() if 'need a restart' in l]
+            self.assertIn('sinks', line)
+            self.assertIn('storage', line)
+            for key in ('thresholds', 'socket', 'http', 'tcp', 'database', 'log_level'):
+                self.assertNotIn(key + ',', line + ',')
+            self.assertEqual(d.get('/healthz')[0], 200)
+
+    def test_the_log_level_flag_outlives_a_reload(self):
+        # flags override the file "wherever they stand"; a SIGHUP put the
+        # file's level (here the default, info) over --log-level debug
+        with Daemon(config={'tick_ms': 50}) as d:       # runs with --log-level debug
+            d.proc.send_signal(signal.SIGHUP)
+            wait_for(lambda: 'reloaded thresholds' in d.logtext(), 10, 'the reload')
+            d.send_unix(b'{"run":"r","step":1,"loss":1}\n')
+            wait_for(lambda: re.search(r' debug unix connection \d+ \(unix\) closed', d.logtext()),
+                     10, 'a debug line after the reload')
 
 if __name__ == '__main__':
     unittest.main()

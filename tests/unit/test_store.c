@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -402,6 +403,88 @@ START_TEST(many_runs_and_deletes)
 }
 END_TEST
 
+/* The checkpointer folds the WAL back into the database while the store
+ * is open.  Its own connection had never read the database, so SQLite did
+ * not know it was in WAL mode and every checkpoint was a no-op: after 4M
+ * lines the WAL held 308 MB and the database file 4 KB, until close. */
+START_TEST(wal_is_checkpointed_while_open)
+{
+	struct gw_store *s = open_store();
+	uint64_t seq = 0;
+	for (int i = 1; i <= 100000; i++) {
+		struct gw_rec r = record("run-w", i, 2.0, 1.0);
+		seq = gw_store_put_record(s, &r, 1, (uint64_t)i, 5.0);
+	}
+	wait_committed(s, seq);
+	struct stat st = {0};
+	/* a deadline, not a speed: the checkpointer looks every 250 ms and
+	 * folds a WAL of 1,000 frames or more; 100,000 records are several */
+	for (int i = 0; i < 3000; i++) {
+		ck_assert_int_eq(stat(path, &st), 0);
+		if (st.st_size >= 2 * 1024 * 1024)
+			break;
+		struct timespec d = {0, 10 * 1000000L};
+		nanosleep(&d, NULL);
+	}
+	ck_assert_msg(st.st_size >= 2 * 1024 * 1024, "the database file is %lld bytes after 100,000 records "
+	              "committed: nothing was checkpointed", (long long)st.st_size);
+	ck_assert_int_eq(gw_store_close(s), 0);
+}
+END_TEST
+
+/* A burst's WAL does not keep its size for good: once a checkpoint caught
+ * up, the next commit starts the WAL over and trims the file to
+ * GW_STORE_WAL_KEEP_BYTES (without journal_size_limit the file kept the
+ * size of the largest burst until exit: 75 MB after 1M lines). */
+START_TEST(wal_file_is_trimmed_after_a_burst)
+{
+	struct gw_store_opts o = {.path = path, .commit_interval_ms = 60000,
+	                          .commit_max_records = 1000000};
+	struct gw_store *s = NULL;
+	char err[256], wal[128];
+	ck_assert_msg(gw_store_open(&o, &s, err, sizeof(err)) == 0, "%s", err);
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	/* wide rows (a dozen extra metrics each), so the burst is big in few rows */
+	struct gw_metric ex[12];
+	char names[12][40];
+	for (int k = 0; k < 12; k++) {
+		snprintf(names[k], sizeof(names[k]), "train/some_extra_metric_%02d", k);
+		ex[k] = (struct gw_metric){names[k], 0.123456789 * k};
+	}
+	uint64_t seq = 0;
+	for (int i = 1; i <= 60000; i++) {
+		struct gw_rec r = record("run-b", i, 2.0, 1.0);
+		r.extra = ex;
+		r.n_extra = 12;
+		seq = gw_store_put_record(s, &r, 1, (uint64_t)i, 5.0);
+	}
+	/* one transaction: the WAL holds all of it (a deadline, not a speed) */
+	gw_store_flush(s);
+	for (int i = 0; i < 12000 && gw_store_committed(s) < seq; i++) {
+		struct timespec d = {0, 10 * 1000000L};
+		nanosleep(&d, NULL);
+	}
+	ck_assert_uint_ge(gw_store_committed(s), seq);
+	struct stat st = {0};
+	ck_assert_int_eq(stat(wal, &st), 0);
+	ck_assert_msg(st.st_size > GW_STORE_WAL_KEEP_BYTES, "the burst's WAL is only %lld bytes",
+	              (long long)st.st_size);
+	/* commit a line at a time until a commit finds the checkpoint caught up */
+	for (int i = 0; i < 2000; i++) {
+		struct gw_rec r = record("run-b", 60001 + i, 2.0, 1.0);
+		wait_committed(s, gw_store_put_record(s, &r, 1, 60001u + (uint64_t)i, 5.0));
+		ck_assert_int_eq(stat(wal, &st), 0);
+		if (st.st_size <= GW_STORE_WAL_KEEP_BYTES)
+			break;
+		struct timespec d = {0, 20 * 1000000L};
+		nanosleep(&d, NULL);
+	}
+	ck_assert_msg(st.st_size <= GW_STORE_WAL_KEEP_BYTES, "the WAL file stays at %lld bytes",
+	              (long long)st.st_size);
+	ck_assert_int_eq(gw_store_close(s), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("store");
@@ -418,6 +501,14 @@ int main(void)
 	tcase_add_test(tc, many_runs_and_deletes);
 	tcase_add_test(tc, commit_wait_ignores_wall_clock_steps);
 	tcase_add_test(tc, meta_read_error);
+	tcase_add_test(tc, wal_is_checkpointed_while_open);
 	suite_add_tcase(s, tc);
+	/* its own case: a burst of 60,000 wide rows under a sanitizer takes a
+	 * while, and the case's timeout is a deadline, not a speed */
+	TCase *big = tcase_create("wal");
+	tcase_set_timeout(big, 300);
+	tcase_add_checked_fixture(big, setup, teardown);
+	tcase_add_test(big, wal_file_is_trimmed_after_a_burst);
+	suite_add_tcase(s, big);
 	return gw_check_run(s);
 }
