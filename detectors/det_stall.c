@@ -246,8 +246,11 @@ static void stall_tick(void *st, const struct gw_det_ctx *ctx)
 	memcpy(tmp, s->iv, s->niv * sizeof(double));
 	double usual = gw_median(tmp, s->niv);
 	double quiet = ctx->now - s->last_wall;
-	/* until the silence is long enough, and a tick after it */
-	s->watch_until = s->last_wall + fmax(th->stall_min_seconds, th->stall_factor * usual) + 1;
+	/* until the silence is long enough, and a tick after it, when it
+	 * would be raised then (the lines were arriving live) */
+	double lag0, ratio0;
+	if (arriving_live(s, th, &lag0, &ratio0))
+		s->watch_until = s->last_wall + fmax(th->stall_min_seconds, th->stall_factor * usual) + 1;
 	double lag, ratio;
 	if (quiet <= fmax(th->stall_min_seconds, th->stall_factor * usual) ||
 	    !arriving_live(s, th, &lag, &ratio))
