@@ -39,6 +39,21 @@ after(async () => {
   if (daemon) await daemon.stop();
 });
 
+// Record where the page writes text on canvases (window.gwTexts: text, left
+// and right edge, canvas), for labels uPlot draws.
+async function recordCanvasText(page) {
+  await page.evaluateOnNewDocument(() => {
+    window.gwTexts = [];
+    const fill = CanvasRenderingContext2D.prototype.fillText;
+    CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
+      const w = this.measureText(text).width;
+      const left = this.textAlign === 'right' || this.textAlign === 'end' ? x - w : this.textAlign === 'center' ? x - w / 2 : x;
+      window.gwTexts.push({text: String(text), left, right: left + w, canvas: this.canvas});
+      return fill.call(this, text, x, y, ...rest);
+    };
+  });
+}
+
 test('the runs list shows the run with its open alerts', async () => {
   const page = await lockedPage(browser);
   await page.goto(daemon.base + '/');
@@ -170,17 +185,7 @@ test('from an alert link, at 3 am: summary and what to check on screen, the rest
 
 test('the restart is labelled on its own side of the dashed line', async () => {
   const page = await lockedPage(browser);
-  // record where the page writes text on the charts' canvases
-  await page.evaluateOnNewDocument(() => {
-    window.gwTexts = [];
-    const fill = CanvasRenderingContext2D.prototype.fillText;
-    CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
-      const w = this.measureText(text).width;
-      const left = this.textAlign === 'right' || this.textAlign === 'end' ? x - w : this.textAlign === 'center' ? x - w / 2 : x;
-      window.gwTexts.push({text: String(text), left, canvas: this.canvas});
-      return fill.call(this, text, x, y, ...rest);
-    };
-  });
+  await recordCanvasText(page);
   await page.goto(`${daemon.base}/runs/${RUN}`);
   await ready(page);
   const [left, line] = await page.evaluate(() => {
@@ -383,16 +388,7 @@ test('a run of a million steps: every tick label fits on its chart', async () =>
   for (let s = 5000; s <= 1000000; s += 5000) body += JSON.stringify({run: 'million', step: s, loss: 2, grad_norm: 1}) + '\n';
   await daemon.ingest(body);
   const page = await lockedPage(browser);
-  await page.evaluateOnNewDocument(() => {
-    window.gwTexts = [];
-    const fill = CanvasRenderingContext2D.prototype.fillText;
-    CanvasRenderingContext2D.prototype.fillText = function (text, x, y, ...rest) {
-      const w = this.measureText(text).width;
-      const left = this.textAlign === 'right' || this.textAlign === 'end' ? x - w : this.textAlign === 'center' ? x - w / 2 : x;
-      window.gwTexts.push({text: String(text), left, right: left + w, canvas: this.canvas});
-      return fill.call(this, text, x, y, ...rest);
-    };
-  });
+  await recordCanvasText(page);
   await page.goto(`${daemon.base}/runs/million`);
   await ready(page);
   const out = await page.evaluate(() => window.gwTexts
