@@ -8,6 +8,7 @@
  * the held-back count said once the window is over.
  */
 #include "log.h"
+#include "util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -86,31 +87,25 @@ void gw_log(enum gw_log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
-#define PEER_WINDOW_S 60
+#define PEER_WINDOW_MS 60000
 
 static struct {
 	pthread_mutex_t mu;
-	double start;           /* monotonic seconds; 0: no window yet */
+	uint64_t start;         /* gw_mono_ms(); 0: no window yet */
 	unsigned used;
 	uint64_t held;
 } peer = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static double mono_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* With peer.mu held: say what was held back if the window is over (or
  * now), and open a new window when it is over. */
-static void peer_flush_locked(double t, bool now)
+static void peer_flush_locked(uint64_t t, bool now)
 {
-	bool over = peer.start == 0 || t - peer.start >= PEER_WINDOW_S;
+	bool over = peer.start == 0 || t - peer.start >= PEER_WINDOW_MS;
 	if (peer.held && (over || now)) {
 		gw_log(GW_LOG_WARN, "%" PRIu64 " more warning(s) about what clients sent or did were "
 		       "not logged in the last %.0f s (at most %d a minute are; the rejections are "
-		       "counted in /metrics)", peer.held, t - peer.start, GW_LOG_PEER_BUDGET);
+		       "counted in /metrics)", peer.held, (double)(t - peer.start) / 1000.0,
+		       GW_LOG_PEER_BUDGET);
 		peer.held = 0;
 	}
 	if (over) {
@@ -124,7 +119,7 @@ void gw_log_peer(enum gw_log_level level, const char *fmt, ...)
 	if (level > threshold)
 		return;
 	pthread_mutex_lock(&peer.mu);
-	peer_flush_locked(mono_now(), false);
+	peer_flush_locked(gw_mono_ms(), false);
 	bool say = peer.used < GW_LOG_PEER_BUDGET;
 	if (say)
 		peer.used++;
@@ -143,7 +138,7 @@ void gw_log_peer_flush(bool now)
 {
 	pthread_mutex_lock(&peer.mu);
 	if (peer.held)
-		peer_flush_locked(mono_now(), now);
+		peer_flush_locked(gw_mono_ms(), now);
 	pthread_mutex_unlock(&peer.mu);
 }
 
