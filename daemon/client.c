@@ -308,11 +308,8 @@ static const char *file_format(const char *path, const struct gw_alias *aliases,
 	ssize_t n;
 	size_t total = 0;
 	int rc = 0;
-	*compressed = false;
 	while (!gw_reader_format(r) && rc == 0 && total < ((size_t)1 << 20) &&
 	       (n = read(fd, chunk, sizeof(chunk))) > 0) {
-		if (!total && n >= 4)
-			*compressed = !memcmp(chunk, "\x1f\x8b", 2) || !memcmp(chunk, "\x28\xb5\x2f\xfd", 4);
 		total += (size_t)n;
 		rc = gw_reader_feed(r, chunk, (size_t)n);
 	}
@@ -320,6 +317,7 @@ static const char *file_format(const char *path, const struct gw_alias *aliases,
 		gw_reader_finish(r);
 	const struct gw_reader_format *f = gw_reader_format(r);
 	const char *name = f ? f->name : NULL;   /* static strings */
+	*compressed = gw_reader_compressed(r);
 	gw_reader_free(r);
 	close(fd);
 	return name;

@@ -474,6 +474,11 @@ const struct gw_reader_format *gw_reader_format(const struct gw_reader *r)
 	return r->fmt;
 }
 
+bool gw_reader_compressed(const struct gw_reader *r)
+{
+	return r->dc.kind == GW_RD_DC_GZIP || r->dc.kind == GW_RD_DC_ZSTD;
+}
+
 const char *gw_reader_error(const struct gw_reader *r)
 {
 	return r->failed ? r->err : "";

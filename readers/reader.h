@@ -138,6 +138,10 @@ int gw_reader_finish(struct gw_reader *r);
 /* The format in use, or NULL while it is not decided yet. */
 const struct gw_reader_format *gw_reader_format(const struct gw_reader *r);
 
+/* Whether the input is gzip or zstd (decided by its first bytes; false
+ * until they are seen). */
+bool gw_reader_compressed(const struct gw_reader *r);
+
 /* Why the last call returned -EPROTO ("" if it did not). */
 const char *gw_reader_error(const struct gw_reader *r);
 
