@@ -31,21 +31,12 @@ static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
 	sqlite3_busy_timeout(*db, 5000);
 	/* a newer gradwatch's database is not read as if it were ours (the
 	 * daemon refuses it at open; `gradwatch runs --db` answered from it) */
-	sqlite3_stmt *st;
-	int version = 0;
-	if (sqlite3_prepare_v2(*db, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK) {
-		if (sqlite3_step(st) == SQLITE_ROW)
-			version = sqlite3_column_int(st, 0);
-		sqlite3_finalize(st);
-	}
-	if (version > GW_STORE_SCHEMA_VERSION) {
+	int version;
+	if ((rc = gw__store_version(*db, path, "gradwatch", &version, err, errlen)) < 0) {
 		sqlite3_close(*db);
 		*db = NULL;
-		return gw_errf(err, errlen, -EPROTO, "%s has schema version %d; this gradwatch knows "
-		               "up to %d (a newer gradwatch wrote it)", path, version,
-		               GW_STORE_SCHEMA_VERSION);
 	}
-	return 0;
+	return rc;
 }
 
 static json_t *col_json(sqlite3_stmt *st, int k)

@@ -133,6 +133,20 @@ static int int_query(sqlite3 *db, const char *sql, const char *bind, int *out, c
 	return gw__store_errno(rc);
 }
 
+int gw__store_version(sqlite3 *db, const char *path, const char *who, int *version, char *err,
+                      size_t errlen)
+{
+	char e[256];
+	int rc = int_query(db, "PRAGMA user_version", NULL, version, e, sizeof(e));
+	if (rc < 0)
+		return gw_errf(err, errlen, rc, "%s: cannot read the schema version: %s", path, e);
+	if (*version > GW_STORE_SCHEMA_VERSION)
+		return gw_errf(err, errlen, -EPROTO, "%s has schema version %d; this %s knows up to %d "
+		               "(a newer gradwatch wrote it)", path, *version, who,
+		               GW_STORE_SCHEMA_VERSION);
+	return 0;
+}
+
 int gw__store_migrate(sqlite3 *db, const char *path, const struct gw_store_schema *const *schemas,
                       size_t n_schemas, char *err, size_t errlen)
 {
@@ -140,12 +154,8 @@ int gw__store_migrate(sqlite3 *db, const char *path, const struct gw_store_schem
 	char e[256];
 	/* a version that cannot be read is no version 0: the migrations would
 	 * run again over the tables that are there */
-	if ((rc = int_query(db, "PRAGMA user_version", NULL, &version, e, sizeof(e))) < 0)
-		return gw_errf(err, errlen, rc, "%s: cannot read the schema version: %s", path, e);
-	if (version > GW_STORE_SCHEMA_VERSION)
-		return gw_errf(err, errlen, -EPROTO, "%s has schema version %d; this gradwatchd knows up "
-		               "to %d (a newer gradwatch wrote it)", path, version,
-		               GW_STORE_SCHEMA_VERSION);
+	if ((rc = gw__store_version(db, path, "gradwatchd", &version, err, errlen)) < 0)
+		return rc;
 	if ((rc = run_steps(db, path, "the schema", migrations, version, GW_STORE_SCHEMA_VERSION,
 	                    "PRAGMA user_version = %d", err, errlen)) < 0)
 		return rc;

@@ -20,6 +20,13 @@
 int gw__store_migrate(sqlite3 *db, const char *path, const struct gw_store_schema *const *schemas,
                       size_t n_schemas, char *err, size_t errlen);
 
+/* The store's schema version (PRAGMA user_version) into *version: 0, or
+ * -EPROTO when a newer gradwatch wrote the database ("this <who> knows up
+ * to ..."), or the negative errno of a read that failed; the message in err
+ * names path. */
+int gw__store_version(sqlite3 *db, const char *path, const char *who, int *version, char *err,
+                      size_t errlen);
+
 /* Run sql (any number of statements): 0, or the negative errno of its
  * SQLite error with SQLite's message in err (err may be NULL). */
 int gw__store_exec(sqlite3 *db, const char *sql, char *err, size_t errlen);
