@@ -8,7 +8,6 @@
  */
 #include "daemon.h"
 #include "http.h"
-#include "metrics.h"
 
 #include "outbox.h"
 #include "sink.h"
@@ -33,22 +32,10 @@ static void h_sinks(struct gw_http_conn *c, const struct gw_http_req *r)
 	gw_http_respond_json(c, 200, json_pack("{s:o}", "sinks", gw_outbox_stats(d->ingest.outbox)));
 }
 
-static bool outbox_sink(void *data, size_t i, struct gw_metrics_sink *out)
-{
-	struct gw_outbox_counts c;
-	if (!gw_outbox_sink_counts(data, i, &c))
-		return false;
-	*out = (struct gw_metrics_sink){.name = c.name, .type = c.type, .pending = c.pending,
-	                                .delivered = c.delivered, .failed = c.failed,
-	                                .retries = c.retries};
-	return true;
-}
-
 int gw_alerting_start(struct gw_daemon *d, char *err, size_t errlen)
 {
 	if (!d->ingest.outbox)
 		return 0;
-	gw_metrics_set_outbox(outbox_sink, d->ingest.outbox);
 	const struct gw_http_route r = {.method = "GET", .path = "/v1/sinks", .handler = h_sinks, .data = d};
 	int rc = gw_http_route(d->http, &r);
 	if (rc < 0)

@@ -6,7 +6,8 @@
  * memory: the ingest counters (the one table in ingest.c that GET /v1/stats
  * renders too), the store's counters, and the engine's per-run state
  * (gw_engine_foreach_run), and the size of the database's files (two
- * stat() calls).  No database read, so a scrape never waits for a commit; its cost is one line per counter plus a few lines per run.
+ * stat() calls).  No database read, so a scrape never waits for a commit;
+ * its cost is one line per counter plus a few lines per run.
  *
  * Names follow Prometheus conventions: `_total` for counters, base units
  * (seconds, bytes), one metric family per quantity with labels for the
@@ -28,9 +29,9 @@
  *   gradwatch_store_commits_total, gradwatch_store_pending_bytes, gradwatch_store_up
  *   gradwatch_store_file_bytes{file="database"|"wal"} (stat() of the two files)
  *   gradwatch_retention_passes_total, gradwatch_retention_runs_deleted_total
- *   gradwatch_outbox_depth                           (these four once the alert outbox
- *   gradwatch_alert_deliveries_total{sink,type,result}  registers its hook: sinks
- *   gradwatch_alert_delivery_retries_total{sink,type}   are configured)
+ *   gradwatch_outbox_depth                           (these four when there is an
+ *   gradwatch_alert_deliveries_total{sink,type,result}  alert outbox: sinks are
+ *   gradwatch_alert_delivery_retries_total{sink,type}   configured)
  *   gradwatch_alert_deliveries_pending{sink,type}
  *   gradwatch_runs, gradwatch_runs_dormant           active runs, and the others known
  *   gradwatch_runs_evicted_total, _rebuilt_total     runs made dormant, and rebuilt
@@ -44,6 +45,7 @@
 #include "daemon.h"
 #include "http.h"
 #include "kern.h"
+#include "outbox.h"
 #include "retention.h"
 #include "util.h"
 
@@ -58,18 +60,6 @@
 #include <sys/stat.h>
 
 #define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
-
-static struct {
-	bool (*sink)(void *data, size_t i, struct gw_metrics_sink *out);
-	void *data;
-} outbox;
-
-void gw_metrics_set_outbox(bool (*sink)(void *data, size_t i, struct gw_metrics_sink *out),
-                           void *data)
-{
-	outbox.sink = sink;
-	outbox.data = data;
-}
 
 void gw_metrics_label(FILE *f, const char *s)
 {
@@ -138,51 +128,44 @@ static void file_sizes(FILE *f, const char *db_path)
 	}
 }
 
-/* The alert sinks' families (the hook's), each sink a series. */
-static void sink_labels(FILE *f, const char *metric, const struct gw_metrics_sink *s)
+/* The alert sinks' families (the outbox's counters), each sink a series:
+ * one sample of sink s, with result="..." as a third label when result is
+ * set. */
+static void sink_sample(FILE *f, const char *metric, const struct gw_outbox_counts *s,
+                        const char *result, uint64_t v)
 {
 	fprintf(f, "%s{sink=\"", metric);
 	gw_metrics_label(f, s->name);
 	fputs("\",type=\"", f);
 	gw_metrics_label(f, s->type);
-	fputc('"', f);
+	if (result)
+		fprintf(f, "\",result=\"%s", result);
+	fputs("\"}", f);
+	u64(f, v);
 }
 
-static void render_sinks(FILE *f)
+static void render_sinks(FILE *f, const struct gw_outbox *ob)
 {
-	struct gw_metrics_sink s;
-	uint64_t depth = 0;
-	for (size_t i = 0; outbox.sink(outbox.data, i, &s); i++)
-		depth += s.pending;
+	struct gw_outbox_counts s;
 	family(f, "gradwatch_outbox_depth", "gauge",
 	       "Alert deliveries queued or in flight, over all sinks.");
 	fputs("gradwatch_outbox_depth", f);
-	u64(f, depth);
+	u64(f, gw_outbox_depth(ob));
 	family(f, "gradwatch_alert_deliveries_total", "counter",
 	       "Alert events a sink acknowledged (result=delivered) or that were given up "
 	       "(result=failed: a final 4xx, or retried past give_up_after), by sink.");
-	for (size_t i = 0; outbox.sink(outbox.data, i, &s); i++) {
-		sink_labels(f, "gradwatch_alert_deliveries_total", &s);
-		fputs(",result=\"delivered\"}", f);
-		u64(f, s.delivered);
-		sink_labels(f, "gradwatch_alert_deliveries_total", &s);
-		fputs(",result=\"failed\"}", f);
-		u64(f, s.failed);
+	for (size_t i = 0; gw_outbox_sink_counts(ob, i, &s); i++) {
+		sink_sample(f, "gradwatch_alert_deliveries_total", &s, "delivered", s.delivered);
+		sink_sample(f, "gradwatch_alert_deliveries_total", &s, "failed", s.failed);
 	}
 	family(f, "gradwatch_alert_delivery_retries_total", "counter",
 	       "Failed delivery attempts that will be retried (errors, timeouts, 429, 5xx), by sink.");
-	for (size_t i = 0; outbox.sink(outbox.data, i, &s); i++) {
-		sink_labels(f, "gradwatch_alert_delivery_retries_total", &s);
-		fputc('}', f);
-		u64(f, s.retries);
-	}
+	for (size_t i = 0; gw_outbox_sink_counts(ob, i, &s); i++)
+		sink_sample(f, "gradwatch_alert_delivery_retries_total", &s, NULL, s.retries);
 	family(f, "gradwatch_alert_deliveries_pending", "gauge",
 	       "Alert events queued or in flight to a sink (sent after a restart too).");
-	for (size_t i = 0; outbox.sink(outbox.data, i, &s); i++) {
-		sink_labels(f, "gradwatch_alert_deliveries_pending", &s);
-		fputc('}', f);
-		u64(f, s.pending);
-	}
+	for (size_t i = 0; gw_outbox_sink_counts(ob, i, &s); i++)
+		sink_sample(f, "gradwatch_alert_deliveries_pending", &s, NULL, s.pending);
 }
 
 /* ---- per-run gauges ---------------------------------------------------------- */
@@ -310,8 +293,8 @@ static int gw_metrics_render(struct gw_daemon *d, FILE *f)
 	       "Runs deleted: by retention, DELETE /v1/runs/{run} and POST /v1/prune.");
 	fputs("gradwatch_retention_runs_deleted_total", f);
 	u64(f, rs.runs_deleted);
-	if (outbox.sink)
-		render_sinks(f);
+	if (d->ingest.outbox)
+		render_sinks(f, d->ingest.outbox);   /* sinks are configured */
 
 	family(f, "gradwatch_runs", "gauge",
 	       "Active runs: their detector state is in memory (the per-run series below).");
