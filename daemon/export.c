@@ -224,16 +224,13 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 	}
 	/* -o FILE: written to FILE.tmp, renamed over FILE only when every row
 	 * is in: a failed export (no such run, daemon gone) leaves FILE as it was */
-	struct exporter x = {.out = stdout, .csv = csv, .run = q.run};
-	char tmp[4096];
-	if (out_path && (size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", out_path) >= sizeof(tmp)) {
-		fprintf(stderr, "gradwatch export: %s: %s\n", out_path, strerror(ENAMETOOLONG));
+	struct gw_outfile of;
+	int orc = gw_outfile_open(&of, out_path);
+	if (orc < 0) {
+		fprintf(stderr, "gradwatch export: %s: %s\n", out_path, strerror(-orc));
 		return 2;
 	}
-	if (out_path && !(x.out = fopen(tmp, "w"))) {
-		fprintf(stderr, "gradwatch export: %s: %s\n", tmp, strerror(errno));
-		return 2;
-	}
+	struct exporter x = {.out = of.f, .csv = csv, .run = q.run};
 	char err[512];
 	int rc = 0;
 	if (!db)
@@ -290,20 +287,11 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 	}
 	if (!db)
 		curl_global_cleanup();
-	if (x.out != stdout && fclose(x.out) != 0 && rc == 0) {
-		fprintf(stderr, "gradwatch export: %s: %s\n", tmp, strerror(errno));
+	if ((orc = gw_outfile_close(&of, rc == 0)) < 0 && rc == 0) {
+		fprintf(stderr, "gradwatch export: %s: %s\n", out_path ? out_path : "standard output",
+		        strerror(-orc));
 		rc = 2;
 	}
-	if (x.out == stdout && (fflush(stdout) != 0 || ferror(stdout)) && rc == 0) {
-		fprintf(stderr, "gradwatch export: standard output: %s\n", strerror(errno));
-		rc = 2;
-	}
-	if (out_path && rc == 0 && rename(tmp, out_path) != 0) {
-		fprintf(stderr, "gradwatch export: %s: %s\n", out_path, strerror(errno));
-		rc = 2;
-	}
-	if (out_path && rc != 0)
-		remove(tmp);
 	if (rc == 0 && out_path)
 		fprintf(stderr, "gradwatch export: %llu row(s) of run %s to %s\n", (unsigned long long)x.rows,
 		        q.run, out_path);

@@ -299,23 +299,21 @@ int gw_report_main(struct gw_cfg *cfg, int argc, char **argv)
 		json_array_append_new(runs, j);
 	}
 	json_t *data = json_pack("{s:s, s:o, s:o}", "generated", when, "files", files, "runs", runs);
-	char tmp[4096];
-	snprintf(tmp, sizeof(tmp), "%s.tmp", out_path);
-	FILE *f = strcmp(out_path, "-") == 0 ? stdout : fopen(tmp, "w");
-	int wrc = f ? gw_web_write_report(f, data) : -errno;
-	if (f && f != stdout && fclose(f) != 0 && wrc == 0)
-		wrc = -EIO;
-	if (wrc == 0 && f != stdout && rename(tmp, out_path) != 0)
-		wrc = -errno;
+	struct gw_outfile of;
+	int wrc = gw_outfile_open(&of, out_path);
+	if (wrc == 0) {
+		wrc = gw_web_write_report(of.f, data);
+		int crc = gw_outfile_close(&of, wrc == 0);
+		wrc = wrc < 0 ? wrc : crc;
+	}
 	json_decref(data);
 	if (wrc < 0) {
-		fprintf(stderr, "gradwatch report: cannot write %s: %s\n", out_path, strerror(-wrc));
-		if (f && f != stdout)
-			remove(tmp);
+		fprintf(stderr, "gradwatch report: cannot write %s: %s\n",
+		        of.path ? of.path : "standard output", strerror(-wrc));
 		report_free(&rp);
 		return 2;
 	}
-	if (f != stdout)
+	if (of.path)
 		fprintf(stderr, "gradwatch report: wrote %s: %zu run(s), %llu record(s), %llu alert(s)%s\n",
 		        out_path, rp.nruns, (unsigned long long)rp.records, (unsigned long long)rp.alerts,
 		        rc < 0 ? " (some files were not readable, see above)" : "");

@@ -59,6 +59,41 @@ const char *gw_fmt_int(char *buf, size_t size, int64_t v)
 	return buf;
 }
 
+int gw_outfile_open(struct gw_outfile *o, const char *path)
+{
+	o->path = path && strcmp(path, "-") ? path : NULL;
+	o->f = stdout;
+	if (!o->path)
+		return 0;
+	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%s.tmp", o->path) >= sizeof(o->tmp))
+		return -ENAMETOOLONG;
+	o->f = fopen(o->tmp, "w");
+	return o->f ? 0 : -errno;
+}
+
+int gw_outfile_close(struct gw_outfile *o, bool keep)
+{
+	int rc = 0;
+	if (!o->path) {
+		if (fflush(stdout) != 0)
+			rc = -errno;
+		else if (ferror(stdout))
+			rc = -EIO;
+	} else {
+		bool failed = ferror(o->f);
+		if (fclose(o->f) != 0)
+			rc = -errno;
+		else if (failed)
+			rc = -EIO;
+		if (keep && rc == 0 && rename(o->tmp, o->path) != 0)
+			rc = -errno;
+		if (!keep || rc < 0)
+			remove(o->tmp);
+	}
+	o->f = NULL;
+	return rc;
+}
+
 size_t gw_strlcpy(char *dst, const char *src, size_t dst_size)
 {
 	size_t n = strlen(src);

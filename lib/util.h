@@ -11,8 +11,10 @@
 #define GW_UTIL_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define GW_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define GW_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -42,6 +44,20 @@ uint64_t gw_mono_ms(void);
  * size (size >= 1); writes buf and returns it.  Every step and count a
  * person reads (summaries, error caps, progress) goes through it. */
 const char *gw_fmt_int(char *buf, size_t size, int64_t v);
+
+/* An output file written whole or not at all (`-o FILE` of export and
+ * report): gw_outfile_open writes to "FILE.tmp" (standard output when path
+ * is NULL or "-"); gw_outfile_close closes it and, when keep and every write
+ * worked, renames it over FILE, else removes it, so a failed run never
+ * touches FILE.  Both return 0 or a negative errno (-ENAMETOOLONG, fopen's,
+ * -EIO for a write that failed, rename's); o->f is the stream to write. */
+struct gw_outfile {
+	FILE *f;
+	const char *path;          /* NULL: standard output */
+	char tmp[4096];
+};
+int gw_outfile_open(struct gw_outfile *o, const char *path);
+int gw_outfile_close(struct gw_outfile *o, bool keep);
 
 /* Copy at most dst_size - 1 bytes of src and terminate; returns strlen(src). */
 size_t gw_strlcpy(char *dst, const char *src, size_t dst_size);
