@@ -19,20 +19,28 @@
  * point counts), document.body.dataset.ready is "1" once the charts are
  * drawn, and the mark "gw-chart-drawn" is set at the first draw.
  *
- * (About 950 lines: the page's one script, served as one file under the
+ * A run page with an open resume alert (optimizer_reset,
+ * resume_regression, resume_mismatch) opens with the restart panel: loss
+ * and grad norm around that restart, each on its own scale, and the
+ * alert's window as a band on every chart.  Smoothing is TensorBoard's
+ * debiased EMA, started again at each restart; it and log scale are kept
+ * in localStorage.
+ *
+ * (About 1,200 lines: the page's one script, served as one file under the
  * CSP and without a bundler, and inlined whole into reports, whose CSP
- * allows it by one hash (web/embed.py).  If it grows further, the number
- * and time formatting (fmt*, plural) and the runs list are the parts to
+ * allows it by one hash (web/embed.py).  The number and time formatting
+ * (fmt*, plural), the runs list and the restart panel are the parts to
  * move into files of their own, each a script tag and a hash.)
  */
 (function () {
   'use strict';
 
   var METRICS = [
-    {key: 'loss', label: 'Loss', bit: 1, log: true, color: '#1f77b4'},
-    {key: 'grad_norm', label: 'Grad norm', bit: 2, log: true, color: '#d62728'},
-    {key: 'lr', label: 'Learning rate', bit: 4, log: true, color: '#2ca02c'},
-    {key: 'throughput', label: 'Throughput', bit: 8, log: false, color: '#9467bd'}
+    {key: 'loss', label: 'Loss', bit: 1, log: true, smooth: true, color: '#1f77b4'},
+    {key: 'grad_norm', label: 'Grad norm', bit: 2, log: true, smooth: true, color: '#d62728'},
+    /* a schedule is exact: smoothing would move its steps */
+    {key: 'lr', label: 'Learning rate', bit: 4, log: true, smooth: false, color: '#2ca02c'},
+    {key: 'throughput', label: 'Throughput', bit: 8, log: false, smooth: true, color: '#9467bd'}
   ];
   var OVERLAY_COLORS = ['#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
   var SEV_COLOR = {info: '#1565c0', warning: '#a35f00', critical: '#c62828'};
@@ -144,6 +152,40 @@
 
   function badge(text, cls) { return el('span', {class: 'gw-badge ' + (cls || ''), text: text}); }
 
+  /* View settings (smoothing, log scale) kept in localStorage for every
+   * run page of this browser, like TensorBoard's. */
+  var VIEW_KEY = 'gradwatch-view';
+  var SMOOTH_DEFAULT = 0.6;
+
+  function loadSettings() {
+    var o = null;
+    try { o = JSON.parse(localStorage.getItem(VIEW_KEY) || 'null'); } catch (e) { /* storage off or garbage */ }
+    o = o && typeof o === 'object' ? o : {};
+    var w = typeof o.smooth === 'number' && o.smooth >= 0 && o.smooth < 1 ? o.smooth : SMOOTH_DEFAULT;
+    return {smooth: w, logScale: o.logScale === true};
+  }
+
+  function saveSettings(v) {
+    try { localStorage.setItem(VIEW_KEY, JSON.stringify({smooth: v.smooth, logScale: v.logScale})); } catch (e) { /* kept for this page */ }
+  }
+
+  /* TensorBoard's smoothing: a debiased EMA of the drawn points in step
+   * order with weight w, started again at each step of starts (a
+   * segment's first step: a restart is a jump to show, not noise to
+   * smooth).  Missing values stay missing and do not count. */
+  function smoothed(x, ys, starts, w) {
+    var out = new Array(ys.length).fill(null), last = 0, n = 0, k = 0;
+    for (var i = 0; i < ys.length; i++) {
+      while (k < starts.length && x[i] >= starts[k]) { last = 0; n = 0; k++; }
+      var y = ys[i];
+      if (y === null) continue;
+      last = last * w + (1 - w) * y;
+      n++;
+      out[i] = last / (1 - Math.pow(w, n));
+    }
+    return out;
+  }
+
   /* ---- data sources ----------------------------------------------------------------- */
 
   /* A daemon with tokens (auth) wants a read token on every JSON read:
@@ -251,6 +293,8 @@
     current.gone = true;
     current.charts.forEach(function (u) { u.destroy(); });
     current.charts = [];
+    if (current.restart) current.restart.list.forEach(function (u) { u.destroy(); });
+    current.restart = null;
     current = null;
   }
 
@@ -434,6 +478,72 @@
     });
   }
 
+  /* ---- the restart's signature ------------------------------------------------------------ */
+
+  /* Detectors whose alert is about a resume: their evidence names the
+   * step the run resumed from (restart_step, or resumed_from_step). */
+  var RESUME_DETECTORS = ['optimizer_reset', 'resume_regression', 'resume_mismatch'];
+  var SEV_RANK = {info: 0, warning: 1, critical: 2};
+
+  /* The alerts' windows: per restart with an open resume alert, {from:
+   * the restart step, to: the last such alert's step, severity: the
+   * worst, detectors}, in step order.  A resolved alert has none. */
+  function alertWindows(alerts) {
+    var by = new Map();
+    (alerts || []).forEach(function (a) {
+      if ((a.state && a.state !== 'open') || RESUME_DETECTORS.indexOf(a.detector) < 0) return;
+      var ev = a.evidence || {}, r = typeof ev.restart_step === 'number' ? ev.restart_step : ev.resumed_from_step;
+      if (typeof r !== 'number' || !isFinite(r)) return;
+      var w = by.get(r) || {from: r, to: r, crash: null, severity: 'info', detectors: []};
+      w.to = Math.max(w.to, a.step);
+      if (typeof ev.crash_step === 'number' && ev.crash_step > r) w.crash = Math.max(w.crash || 0, ev.crash_step);
+      if ((SEV_RANK[a.severity] || 0) > (SEV_RANK[w.severity] || 0)) w.severity = a.severity;
+      if (w.detectors.indexOf(a.detector) < 0) w.detectors.push(a.detector);
+      by.set(r, w);
+    });
+    return Array.from(by.values()).sort(function (a, b) { return a.from - b.from; });
+  }
+
+  /* The window the restart panel shows: the worst, then the latest. */
+  function focusWindow(ws) {
+    return ws.reduce(function (best, w) {
+      return !best || (SEV_RANK[w.severity] || 0) >= (SEV_RANK[best.severity] || 0) ? w : best;
+    }, null);
+  }
+
+  function median(xs) {
+    if (!xs.length) return null;
+    var s = xs.slice().sort(function (a, b) { return a - b; }), n = s.length;
+    return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  }
+
+  /* "loss 1.17 → 1.83 (+56%)": the median of the current copy over
+   * steps [a0, a1] against [b0, b1], or null without values on a side. */
+  function change(label, x, ys, a0, a1, b0, b1) {
+    var pre = [], post = [];
+    x.forEach(function (s, i) {
+      var y = ys[i];
+      if (y === null) return;
+      if (s >= a0 && s <= a1) pre.push(y);
+      else if (s >= b0 && s <= b1) post.push(y);
+    });
+    var p = median(pre), q = median(post);
+    if (p === null || q === null) return null;
+    var pct = p !== 0 ? Math.round((q / p - 1) * 100) : null;
+    return label + ' ' + fmtNum(+p.toPrecision(3)) + ' → ' + fmtNum(+q.toPrecision(3)) +
+      (pct === null ? '' : ' (' + (pct >= 0 ? '+' : '−') + Math.abs(pct) + '%)');
+  }
+
+  /* "loss 10.6%": how far the replayed steps' values are from their copy
+   * logged before the crash, as the RMS of the per-step log ratio (what
+   * optimizer_reset's replay rule measures), or null without pairs. */
+  function replayGap(label, cur, sup) {
+    var n = 0, sum = 0;
+    for (var i = 0; i < cur.length; i++)
+      if (cur[i] > 0 && sup[i] > 0) { var r = Math.log(cur[i] / sup[i]); sum += r * r; n++; }
+    return n ? label + ' ' + fmtNum(+(Math.sqrt(sum / n) * 100).toFixed(1)) + '%' : null;
+  }
+
   /* ---- drawing hooks ---------------------------------------------------------------------- */
 
   function drawSegments(u) {
@@ -449,10 +559,23 @@
       ctx.fillStyle = css('--seg', 'rgba(90, 120, 180, 0.09)');
       ctx.fillRect(x0, top, x1 - x0, h);
     });
+    /* an open resume alert's window, from the restart to the alert, in
+     * the severity's colour and never narrower than 8 px */
+    var dpr = devicePixelRatio || 1, left = u.bbox.left, right = left + u.bbox.width;
+    (current && current.bands || []).forEach(function (b) {
+      var x0 = u.valToPos(b.from, 'x', true), x1 = Math.max(u.valToPos(b.to, 'x', true), x0 + 8 * dpr);
+      x0 = Math.max(x0, left);
+      x1 = Math.min(x1, right);
+      if (x1 <= x0) return;
+      ctx.globalAlpha = 0.16;
+      ctx.fillStyle = SEV_COLOR[b.severity] || '#888';
+      ctx.fillRect(x0, top, x1 - x0, h);
+      ctx.globalAlpha = 1;
+    });
     ctx.restore();
   }
 
-  function drawMarks(u) {
+  function drawMarks(u, panel) {
     if (!current || !current.data) return;
     var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height, dpr = devicePixelRatio || 1;
     var left = u.bbox.left, right = u.bbox.left + u.bbox.width;
@@ -467,6 +590,7 @@
       ctx.setLineDash([4 * dpr, 3 * dpr]);
       ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
       ctx.setLineDash([]);
+      if (panel) return;   /* the restart panel's heading names it */
       ctx.fillStyle = css('--mark-text', '#333');
       ctx.font = (11 * dpr) + 'px system-ui, sans-serif';
       ctx.textAlign = 'left';   /* uPlot leaves 'right' from its axes: the label belongs right of the line */
@@ -507,9 +631,11 @@
   function runPage(name, focusAlertId) {
     /* this page's own state: the closures below keep it, so an answer
      * that comes after the page was left finds view.gone */
+    var settings = loadSettings();
     var view = current = {
-      name: name, info: null, data: null, alerts: [], overlays: [], logScale: false,
+      name: name, info: null, data: null, alerts: [], overlays: [], logScale: settings.logScale, smooth: settings.smooth,
       zoom: null, charts: [], built: null, open: null, syncing: false, fetchSeq: 0,
+      bands: [], restart: null, restartData: null,
       points: function () { return view.data ? view.data.step.length : 0; }
     };
     window.gwView = view;
@@ -521,17 +647,33 @@
     var segBox = el('div', {class: 'gw-segments gw-muted'});
     var overlayBox = el('span');
     var logBox = el('input', {type: 'checkbox', id: 'gw-log'});
+    logBox.checked = view.logScale;
+    var smoothBox = el('input', {type: 'range', id: 'gw-smooth', min: 0, max: 0.99, step: 0.01,
+      'aria-label': 'smoothing (exponential moving average weight, 0 is off)'});
+    smoothBox.value = String(view.smooth);
+    var smoothText = el('span', {class: 'gw-muted gw-smooth-value'});
+    function smoothLabel() { smoothText.textContent = view.smooth > 0 ? String(view.smooth) : 'off'; }
+    smoothLabel();
     var status = el('span', {class: 'gw-muted', id: 'gw-status', role: 'status'});
-    logBox.addEventListener('change', function () { view.logScale = logBox.checked; rebuild(); });
+    logBox.addEventListener('change', function () { view.logScale = logBox.checked; saveSettings(view); rebuild(); });
+    smoothBox.addEventListener('input', function () {
+      view.smooth = Math.min(0.99, Math.max(0, Number(smoothBox.value) || 0));
+      smoothLabel();
+      saveSettings(view);
+      rebuild();
+    });
+    var restartBox = el('section', {id: 'gw-restart', class: 'gw-restart', hidden: 'hidden'});
     var resetBtn = el('button', {type: 'button', id: 'gw-reset', text: 'Reset zoom'});
     resetBtn.addEventListener('click', function () { resetZoom(); });
     add(side, [detailBox, el('h3', {text: 'Alerts'}), alertList]);
     frame(name, [
       head,
       el('div', {class: 'gw-controls'},
-        el('label', null, logBox, 'log scale'), resetBtn, overlayBox, status),
+        el('label', null, logBox, 'log scale'),
+        el('label', {title: 'an exponential moving average drawn over the raw values (faint); 0 is off'}, 'smoothing ', smoothBox, smoothText),
+        resetBtn, overlayBox, status),
       segBox,
-      el('div', {class: 'gw-layout'}, chartsBox, side)
+      el('div', {class: 'gw-layout'}, el('div', {class: 'gw-main'}, restartBox, chartsBox), side)
     ]);
     view.els = {charts: chartsBox, detail: detailBox, alerts: alertList, head: head, segs: segBox, status: status};
 
@@ -663,23 +805,167 @@
       return t;
     }
 
+    /* The steps at which the smoothing starts again: each later
+     * segment's first step. */
+    function segmentStarts() {
+      return segmentSpans(view.data || {}).slice(1).map(function (s) { return s.from; }).sort(function (a, b) { return a - b; });
+    }
+
+    /* One chart's series and data: the current copy (faint under its
+     * smoothed line when smoothing is on), the superseded copies, the
+     * overlays (when given), the smoothed line last, on top. */
+    function seriesFor(m, md, x, overlays, panel) {
+      var sm = view.smooth > 0 && m.smooth;
+      var series = [{label: 'step'}, {label: overlays.length ? name : 'current', stroke: m.color, alpha: sm ? 0.35 : 1,
+        width: sm ? 1 : 1.5, spanGaps: true, value: legendValue}];
+      var data = [x, md.cur];
+      md.supSegs.forEach(function (s, i) {
+        /* the restart panel compares the replayed steps with this copy:
+         * there it is a line of its own colour, not a faint trace */
+        series.push(panel ? {label: 'segment ' + s + ' (before the crash)', stroke: css('--mark', '#555'), width: 1.2, dash: [5, 2], spanGaps: true} :
+          {label: 'segment ' + s + ' (superseded)', stroke: m.color, alpha: 0.3, width: 1, dash: [3, 3], spanGaps: true, value: legendValue});
+        data.push(md.sup[i]);
+      });
+      overlays.forEach(function (o, i) {
+        series.push({label: o.name, stroke: OVERLAY_COLORS[i % OVERLAY_COLORS.length], width: 1.2, spanGaps: true, value: legendValue});
+        data.push(md.overlays[i]);
+      });
+      if (sm) {
+        series.push({label: 'smoothed', stroke: m.color, width: 2, spanGaps: true, value: legendValue});
+        data.push(smoothed(x, md.cur, segmentStarts(), view.smooth));
+      }
+      return {series: series, data: data};
+    }
+
     /* The charts to draw: per metric the run logs, its series and data. */
     function chartSpecs(b) {
       return METRICS.filter(function (m) { return b.metrics[m.key].has; }).map(function (m) {
-        var md = b.metrics[m.key];
-        var series = [{label: 'step'}, {label: view.overlays.length ? name : 'current', stroke: m.color, width: 1.5, spanGaps: true, value: legendValue}];
-        var data = [b.x, md.cur];
-        md.supSegs.forEach(function (s, i) {
-          series.push({label: 'segment ' + s + ' (superseded)', stroke: m.color, alpha: 0.3, width: 1, dash: [3, 3], spanGaps: true, value: legendValue});
-          data.push(md.sup[i]);
-        });
-        view.overlays.forEach(function (o, i) {
-          series.push({label: o.name, stroke: OVERLAY_COLORS[i % OVERLAY_COLORS.length], width: 1.2, spanGaps: true, value: legendValue});
-          data.push(md.overlays[i]);
-        });
-        return {m: m, md: md, series: series, data: data,
+        var md = b.metrics[m.key], sd = seriesFor(m, md, b.x, view.overlays);
+        return {m: m, md: md, series: sd.series, data: sd.data,
                 points: md.cur.filter(function (y) { return y !== null; }).length};
       });
+    }
+
+    /* ---- the restart panel: loss and grad norm around the restart an
+     * open resume alert is about, each on its own scale, so a rise of the
+     * one and a fall of the other show at first sight whatever the rest
+     * of the run spans (the warm-up's grad norms, a long run) ---- */
+    var RESTART_METRICS = METRICS.filter(function (m) { return m.key === 'loss' || m.key === 'grad_norm'; });
+
+    /* The steps shown: 5% of the run either side of the restart, or
+     * twice the replayed steps (restart to crash) when more, at least 50
+     * and at most 2,000 steps. */
+    function restartRange(w) {
+      var d = view.data, half = Math.max(Math.round(Math.max(d.to - d.from, 1) * 0.05), w.crash ? 2 * (w.crash - w.from) : 0);
+      half = Math.min(2000, Math.max(50, half));
+      return [Math.max(d.from, w.from - half), Math.min(d.to, w.from + half)];
+    }
+
+    /* Each panel chart's width: half the panel's, or all of it when narrow. */
+    function restartWidth() {
+      var full = Math.max(320, (restartBox.querySelector('.gw-restart-charts') || restartBox).clientWidth);
+      return full >= 700 ? Math.floor((full - 12) / 2) : full;
+    }
+
+    function dropRestart() {
+      if (view.restart) view.restart.list.forEach(function (u) { u.destroy(); });
+      view.restart = null;
+      clear(restartBox);
+      restartBox.hidden = true;
+    }
+
+    function drawRestart() {
+      var w = view.data ? focusWindow(view.bands) : null;
+      if (!w) { dropRestart(); return; }
+      var range = restartRange(w), lo = range[0], hi = range[1];
+      var rd = view.restartData, fits = rd && rd.from <= lo && rd.to >= hi;
+      var b = fits ? buildData({data: rd, overlays: [], logScale: view.logScale}) : view.built;
+      var i0 = 0, i1 = b.x.length;
+      while (i0 < b.x.length && b.x[i0] < lo) i0++;
+      while (i1 > i0 && b.x[i1 - 1] > hi) i1--;
+      var x = b.x.slice(i0, i1);
+      var specs = RESTART_METRICS.filter(function (m) { return b.metrics[m.key].has; }).map(function (m) {
+        var md = b.metrics[m.key];
+        var part = {cur: md.cur.slice(i0, i1), sup: md.sup.map(function (a) { return a.slice(i0, i1); }), supSegs: md.supSegs, overlays: []};
+        var sd = seriesFor(m, part, x, [], true);
+        return {m: m, md: part, series: sd.series, data: sd.data};
+      });
+      if (!specs.length || !x.length) { dropRestart(); return; }
+      var caption = specs.map(function (sp) {
+        return change(sp.m.key === 'loss' ? 'loss' : 'grad norm', x, sp.data[1], w.from - 49, w.from, w.from + 2, w.from + 30);
+      }).filter(Boolean).join(' · ');
+      if (caption) caption += ': medians of steps ' + fmtNum(w.from - 49) + '–' + fmtNum(w.from) + ' and ' +
+        fmtNum(w.from + 2) + '–' + fmtNum(w.from + 30);
+      /* a resumed job logs the steps after the checkpoint again: how far
+       * that replay is from what the same steps logged before the crash */
+      if (w.crash) {
+        var gaps = specs.map(function (sp) {
+          var cur = [], sup = [], md = sp.md;
+          x.forEach(function (st, i) {
+            if (st <= w.from || st > w.crash) return;
+            var old = null;
+            md.sup.forEach(function (a) { if (a[i] !== null) old = a[i]; });
+            cur.push(md.cur[i]);
+            sup.push(old);
+          });
+          return replayGap(sp.m.key === 'loss' ? 'loss' : 'grad norm', cur, sup);
+        }).filter(Boolean);
+        if (gaps.length) caption += '. Replayed steps ' + fmtNum(w.from + 1) + '–' + fmtNum(w.crash) +
+          ' against their copy before the crash (RMS of the log ratio): ' + gaps.join(' · ');
+      }
+      var sig = JSON.stringify([w.from, lo, hi, view.logScale, specs.map(function (sp) { return sp.series.map(function (s) { return s.label; }); })]);
+      restartBox.hidden = false;
+      if (view.restart && view.restart.sig === sig) {
+        specs.forEach(function (sp, k) { view.restart.list[k].setData(sp.data); });
+        view.restart.caption.textContent = caption;
+        return;
+      }
+      dropRestart();
+      restartBox.hidden = false;
+      var goBtn = el('button', {type: 'button', id: 'gw-restart-zoom', text: 'Zoom the charts here'});
+      goBtn.addEventListener('click', function () { zoomAround(w.from); });
+      var capEl = el('p', {id: 'gw-restart-caption', text: caption});
+      var row = el('div', {class: 'gw-restart-charts'});
+      add(restartBox, [el('div', {class: 'gw-restart-head'},
+        el('h2', {text: 'At the restart from step ' + fmtNum(w.from) + ': ' + w.detectors.join(', ')}), goBtn), capEl, row]);
+      var each = restartWidth();
+      var fg = css('--fg', '#1d2430'), grid = css('--grid', 'rgba(0, 0, 0, 0.07)');
+      var r = view.restart = {from: w.from, lo: lo, hi: hi, sig: sig, charts: {}, list: [], caption: capEl};
+      specs.forEach(function (sp) {
+        var m = sp.m;
+        var box = el('div', {class: 'gw-chart', id: 'restart-' + m.key, 'data-metric': m.key, role: 'figure',
+          'aria-label': m.label + ' from step ' + fmtNum(lo) + ' to ' + fmtNum(hi) + ', around the restart from step ' + fmtNum(w.from)});
+        box.appendChild(el('h3', {text: m.label + (view.logScale && m.log ? ' (log)' : '') + ', steps ' + fmtNum(lo) + '–' + fmtNum(hi)}));
+        box.style.width = each + 'px';
+        row.appendChild(box);
+        var u = new uPlot({
+          width: each, height: 180, padding: [null, 40, null, null],
+          scales: {x: {time: false, range: function () { return [lo, hi]; }}, y: {distr: view.logScale && m.log ? 3 : 1}},
+          cursor: {sync: {key: 'gw-restart', setSeries: false}, drag: {x: false, y: false}},
+          /* the picture, not the numbers: the charts below have the legend */
+          legend: {show: false},
+          axes: [{incrs: STEP_INCRS, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}},
+                 {size: 64, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}, values: function (u, vals) { return fmtTicks(vals); }}],
+          series: sp.series,
+          hooks: {drawClear: [drawSegments], draw: [function (u) { drawMarks(u, true); }]}
+        }, sp.data, box);
+        u.gwMetric = m.key;
+        r.charts[m.key] = u;
+        r.list.push(u);
+      });
+    }
+
+    /* Live, when the run's records came downsampled: the restart's range
+     * in detail, then the panel again. */
+    function loadRestartDetail() {
+      var w = view.data && view.data.downsampled && src.live ? focusWindow(view.bands) : null;
+      if (!w) return;
+      var range = restartRange(w), seq = view.fetchSeq;
+      src.records(name, {from: range[0], to: range[1], max_points: Math.min(20000, Math.max(500, chartWidth()))}).then(function (d) {
+        if (view.gone || seq !== view.fetchSeq) return;
+        view.restartData = d;
+        drawRestart();
+      }, function () { /* the panel keeps the overview's points */ });
     }
 
     /* Draws the charts.  When they hold the same series as before (a live
@@ -690,6 +976,7 @@
         view.charts.forEach(function (u) { u.destroy(); });
         view.charts = [];
         clear(chartsBox);
+        dropRestart();
         return;
       }
       view.built = buildData(view);
@@ -709,6 +996,7 @@
         });
         view.building = false;
         placeMarkers(view.charts[0]);
+        drawRestart();
         document.body.dataset.ready = '1';
         return;
       }
@@ -736,7 +1024,7 @@
           series: sp.series,
           hooks: {
             drawClear: [drawSegments],
-            draw: [drawMarks, function (u) { if (u === view.charts[0]) placeMarkers(u); }],
+            draw: [function (u) { drawMarks(u, false); }, function (u) { if (u === view.charts[0]) placeMarkers(u); }],
             setScale: [function (u, key) { if (key === 'x') onZoom(u); }]
           }
         };
@@ -754,6 +1042,7 @@
       });
       view.building = false;
       if (view.charts.length) placeMarkers(view.charts[0]);
+      drawRestart();
       if (!window.gwFirstDraw) {
         window.gwFirstDraw = true;
         if (performance.mark) performance.mark('gw-chart-drawn');
@@ -822,7 +1111,9 @@
         view.info = r[2].info || {};
         /* alert objects as of their latest event: resolved ones too */
         view.alerts = (r[1] || []).slice().sort(function (a, b) { return a.step - b.step; });
+        view.bands = alertWindows(view.alerts);
         view.data = r[2];
+        view.restartData = null;
         view.ranged = q.from !== undefined;
         view.overlays.forEach(function (o, i) { o.data = r[3 + i]; });
         view.lastKey = JSON.stringify([view.info.last_step, view.info.segment, view.info.last_seen, view.alerts.length]);
@@ -830,6 +1121,7 @@
         fillHead();
         fillAlerts();
         rebuild();
+        loadRestartDetail();
         if (view.open) openAlert(view.open, false);
         view.els.status.textContent = '';
         view.els.status.className = 'gw-muted';
@@ -895,10 +1187,12 @@
             if (moved) {
               view.info = info;
               view.alerts = al.slice().sort(function (a, b) { return a.step - b.step; });
+              view.bands = alertWindows(view.alerts);
               view.lastKey = key;
               fillAlerts();
               if (view.open) openAlert(view.open, false);
               view.charts.forEach(function (u) { u.redraw(false, false); });   /* alert lines, markers */
+              drawRestart();
             }
             fillHead();   /* "last record N s ago" ages even when nothing came */
           });
@@ -919,6 +1213,10 @@
       if (Math.abs(w - lastW) < 4) return;
       lastW = w;
       view.charts.forEach(function (u) { u.setSize({width: w, height: u.height}); });
+      if (view.restart) {
+        var each = restartWidth();
+        view.restart.list.forEach(function (u) { u.root.parentNode.style.width = each + 'px'; u.setSize({width: each, height: u.height}); });
+      }
     };
   }
 

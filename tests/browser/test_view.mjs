@@ -1,0 +1,186 @@
+// Browser test of what a run page shows before anyone clicks: a real
+// gradwatchd fed the example trace (a resume from step 1,000 without the
+// optimizer state) and, as a normal run, the same trace cut before its
+// crash; Debian's Chromium headless at 1400x1000.
+// What a user would check: with an open optimizer_reset the first screen
+// shows loss rising and grad norm falling at the restart, big enough to see
+// (measured in pixels against the medians computed from the input file),
+// and the alert's window is marked on the charts; a normal run shows none
+// of it; the smoothing control draws an EMA over the raw line that starts
+// again at each restart, and the view settings (smoothing, log scale) are
+// remembered across pages.
+import {test, before, after} from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import {fileURLToPath} from 'node:url';
+import {ARTIFACT_DIR, Daemon, browserOrSkip, launch, lockedPage, ready} from './harness.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const EXAMPLE = path.join(here, '..', '..', 'examples', 'resume-without-optimizer.jsonl');
+const RUN = 'example-gpt-1b', CLEAN = 'clean-run';
+const puppeteer = browserOrSkip();
+const trace = fs.readFileSync(EXAMPLE, 'utf8');
+const lines = trace.split('\n').filter((l) => l.trim());
+
+let daemon, browser;
+
+before(async () => {
+  daemon = await new Daemon().start();
+  assert.equal((await daemon.ingest(trace)).rejected, 0);
+  // a normal run: the first 900 steps, before the crash and the resume
+  const clean = lines.slice(0, 900).map((l) => l.replace(`"run": "${RUN}"`, `"run": "${CLEAN}"`)).join('\n') + '\n';
+  assert.equal((await daemon.ingest(clean)).rejected, 0);
+  browser = await launch(puppeteer);
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (daemon) await daemon.stop();
+});
+
+/* The latest copy of each step, from the file alone: {step: record}. */
+function latest() {
+  const by = new Map();
+  for (const l of lines) {
+    const o = JSON.parse(l.replace(/\bNaN\b|-?Infinity\b/g, 'null'));
+    if (o.event === undefined) by.set(o.step, o);
+  }
+  return by;
+}
+
+function median(xs) {
+  const s = xs.slice().sort((a, b) => a - b), n = s.length;
+  return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* Median of a metric over steps lo..hi (latest copies, finite values). */
+function med(by, metric, lo, hi) {
+  const v = [];
+  for (let s = lo; s <= hi; s++) {
+    const o = by.get(s);
+    if (o && typeof o[metric] === 'number') v.push(o[metric]);
+  }
+  return median(v);
+}
+
+// Records fillRect calls on canvases (window.gwRects): x, width, colour.
+async function recordRects(page) {
+  await page.evaluateOnNewDocument(() => {
+    window.gwRects = [];
+    const fill = CanvasRenderingContext2D.prototype.fillRect;
+    CanvasRenderingContext2D.prototype.fillRect = function (x, y, w, h) {
+      window.gwRects.push({x, y, w, h, style: String(this.fillStyle), alpha: this.globalAlpha, canvas: this.canvas});
+      return fill.call(this, x, y, w, h);
+    };
+  });
+}
+
+test('an open optimizer_reset: loss up and grad norm down at the restart, on the first screen, no click', async () => {
+  const page = await lockedPage(browser);
+  await recordRects(page);
+  await page.goto(`${daemon.base}/runs/${RUN}`);
+  await ready(page);
+  await page.waitForSelector('#gw-restart .gw-chart');
+  // the panel is on the first screen, and says which restart it shows
+  const box = await page.$eval('#gw-restart', (e) => {
+    const r = e.getBoundingClientRect();
+    return {top: r.top, bottom: r.bottom, text: e.querySelector('h2').textContent};
+  });
+  assert.ok(box.bottom <= 1000, `the restart panel ends at y=${box.bottom}, within the 1000 px window`);
+  assert.match(box.text, /step 1,000/);
+
+  // the medians of the 50 steps before the restart and of steps 1,002-1,030
+  // (from the file), where the panel's charts draw them: each moves by at
+  // least a quarter of its chart's height, loss up, grad norm down
+  const by = latest();
+  for (const [metric, dir] of [['loss', 'up'], ['grad_norm', 'down']]) {
+    const pre = med(by, metric, 951, 1000), post = med(by, metric, 1002, 1030);
+    const [yPre, yPost, h, lo, hi] = await page.evaluate((m, a, b) => {
+      const u = window.gwView.restart.charts[m];
+      return [u.valToPos(a, 'y'), u.valToPos(b, 'y'), u.bbox.height / devicePixelRatio, u.scales.x.min, u.scales.x.max];
+    }, metric, pre, post);
+    assert.ok(lo <= 951 && hi >= 1030, `${metric}: the panel shows steps ${lo}..${hi}`);
+    const moved = dir === 'up' ? yPre - yPost : yPost - yPre;   // canvas y grows downwards
+    assert.ok(moved >= h / 4, `${metric} ${dir} ${pre} -> ${post}: ${moved.toFixed(1)} px of a ${h} px chart`);
+  }
+  // it says so in words, with the numbers
+  assert.match(await page.$eval('#gw-restart-caption', (e) => e.textContent), /loss .*\+\d+%.*grad norm .*−\d+%/);
+
+  // the alert's window (restart to alert) is marked on the main charts,
+  // wide enough to see
+  const bands = await page.evaluate(() => window.gwView.bands);
+  assert.ok(bands.some((b) => b.from === 1000 && b.to >= 1006), JSON.stringify(bands));
+  const w = await page.evaluate(() => {
+    const u = window.gwView.charts[1], x = u.valToPos(1003, 'x', true);
+    return Math.max(0, ...window.gwRects.filter((r) => r.canvas === u.ctx.canvas && r.x <= x && r.x + r.w >= x &&
+      r.h >= u.bbox.height * 0.9 && r.w < u.bbox.width / 2).map((r) => r.w / devicePixelRatio));
+  });
+  assert.ok(w >= 6, `the alert window is ${w}px wide on the grad norm chart`);
+  fs.mkdirSync(ARTIFACT_DIR, {recursive: true});
+  await page.screenshot({path: path.join(ARTIFACT_DIR, 'run-page-first-screen.png')});
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('a normal run: no restart panel, no alert window', async () => {
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/${CLEAN}`);
+  await ready(page);
+  assert.equal(await page.$('#gw-restart .gw-chart'), null);
+  assert.deepEqual(await page.evaluate(() => window.gwView.bands), []);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+/* TensorBoard's smoothing: a debiased EMA of the points in step order,
+ * started again at each restart (a segment's first step). */
+function ema(values, w) {
+  let last = 0, n = 0;
+  return values.map((y) => {
+    if (y === null) return null;
+    last = last * w + (1 - w) * y;
+    n++;
+    return last / (1 - Math.pow(w, n));
+  });
+}
+
+test('smoothing: an EMA over the faint raw line, started again at the restart, remembered', async () => {
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/${RUN}`);
+  await ready(page);
+  assert.equal(await page.$eval('#gw-smooth', (e) => e.value), '0.6', 'on by default, at 0.6');
+  const by = latest();
+  const steps = [...by.keys()].sort((a, b) => a - b);
+  // the file's latest copies: segment 1 up to step 1,000, segment 2 after
+  const want = [...ema(steps.filter((s) => s <= 1000).map((s) => by.get(s).loss), 0.6),
+    ...ema(steps.filter((s) => s > 1000).map((s) => by.get(s).loss), 0.6)];
+  const got = await page.evaluate(() => {
+    const u = window.gwView.charts[0], i = u.series.findIndex((s) => s.label === 'smoothed');
+    return {i, n: u.series.length, alpha: u.series[1].alpha, x: u.data[0], y: i < 0 ? null : u.data[i]};
+  });
+  assert.equal(got.i, got.n - 1, 'the smoothed line is drawn last (on top)');
+  assert.ok(got.alpha < 0.6, `the raw line is faint behind it (alpha ${got.alpha})`);
+  for (const s of [1, 2, 500, 1000, 1001, 1002, 1300, 1600]) {
+    const j = got.x.indexOf(s), k = steps.indexOf(s);
+    assert.ok(Math.abs(got.y[j] - want[k]) <= 1e-9 * Math.abs(want[k]), `step ${s}: ${got.y[j]} against ${want[k]}`);
+  }
+  // the restart is not smoothed away: the first resumed step is its own value
+  const first = got.y[got.x.indexOf(1001)], raw = by.get(1001).loss;
+  assert.ok(Math.abs(first - raw) <= 1e-12 * raw, `step 1,001 smoothed ${first}, raw ${raw}`);
+  // off: no smoothed line, the raw line at full strength; remembered on reload
+  await page.$eval('#gw-smooth', (e) => { e.value = '0'; e.dispatchEvent(new Event('input', {bubbles: true})); });
+  await page.waitForFunction(() => !window.gwView.charts[0].series.some((s) => s.label === 'smoothed'));
+  assert.equal(await page.evaluate(() => window.gwView.charts[0].series[1].alpha), 1);
+  await page.click('#gw-log');
+  await page.waitForFunction(() => window.gwView.charts[0].scales.y.distr === 3);
+  await page.goto(`${daemon.base}/runs/${CLEAN}`);
+  await ready(page);
+  assert.equal(await page.$eval('#gw-smooth', (e) => e.value), '0', 'smoothing off is remembered');
+  assert.equal(await page.$eval('#gw-log', (e) => e.checked), true, 'log scale is remembered');
+  assert.equal(await page.evaluate(() => window.gwView.charts[0].scales.y.distr), 3);
+  // back to the defaults for the other tests
+  await page.evaluate(() => localStorage.clear());
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
