@@ -31,6 +31,12 @@ before(async () => {
   // a normal run: the first 900 steps, before the crash and the resume
   const clean = lines.slice(0, 900).map((l) => l.replace(`"run": "${RUN}"`, `"run": "${CLEAN}"`)).join('\n') + '\n';
   assert.equal((await daemon.ingest(clean)).rejected, 0);
+  // a sparse log: 10 points, one every 100 steps (an eval-style cadence)
+  const sparse = lines.slice(0, 10).map((l, i) => {
+    const o = JSON.parse(l);
+    return JSON.stringify({...o, run: 'sparse-run', step: 100 * (i + 1)});
+  }).join('\n') + '\n';
+  assert.equal((await daemon.ingest(sparse)).rejected, 0);
   browser = await launch(puppeteer);
 });
 
@@ -133,15 +139,18 @@ test('a normal run: no restart panel, no alert window', async () => {
   await page.close();
 });
 
-/* TensorBoard's smoothing: a debiased EMA of the points in step order,
+/* W&B's time-weighted EMA: debiased, the weight w per thousandth of the
+ * chart's step range (unit), so it decays with the distance in steps;
  * started again at each restart (a segment's first step). */
-function ema(values, w) {
-  let last = 0, n = 0;
-  return values.map((y) => {
+function ema(steps, values, w, unit) {
+  let last = 0, norm = 0, prev = null;
+  return values.map((y, i) => {
     if (y === null) return null;
-    last = last * w + (1 - w) * y;
-    n++;
-    return last / (1 - Math.pow(w, n));
+    const d = prev === null ? 0 : Math.pow(w, (steps[i] - prev) / unit);
+    last = last * d + (1 - d) * y;
+    norm = norm * d + (1 - d);
+    prev = steps[i];
+    return last / norm;
   });
 }
 
@@ -149,12 +158,13 @@ test('smoothing: an EMA over the faint raw line, started again at the restart, r
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/runs/${RUN}`);
   await ready(page);
-  assert.equal(await page.$eval('#gw-smooth', (e) => e.value), '0.6', 'on by default, at 0.6');
+  assert.equal(await page.$eval('#gw-smooth', (e) => e.value), '0.9', 'on by default, at 0.9');
   const by = latest();
   const steps = [...by.keys()].sort((a, b) => a - b);
-  // the file's latest copies: segment 1 up to step 1,000, segment 2 after
-  const want = [...ema(steps.filter((s) => s <= 1000).map((s) => by.get(s).loss), 0.6),
-    ...ema(steps.filter((s) => s > 1000).map((s) => by.get(s).loss), 0.6)];
+  // the file's latest copies: segment 1 up to step 1,000, segment 2 after;
+  // the chart spans steps 1-1,600
+  const unit = (1600 - 1) / 1000, s1 = steps.filter((s) => s <= 1000), s2 = steps.filter((s) => s > 1000);
+  const want = [...ema(s1, s1.map((s) => by.get(s).loss), 0.9, unit), ...ema(s2, s2.map((s) => by.get(s).loss), 0.9, unit)];
   const got = await page.evaluate(() => {
     const u = window.gwView.charts[0], i = u.series.findIndex((s) => s.label === 'smoothed');
     return {i, n: u.series.length, alpha: u.series[1].alpha, x: u.data[0], y: i < 0 ? null : u.data[i]};
@@ -179,8 +189,38 @@ test('smoothing: an EMA over the faint raw line, started again at the restart, r
   assert.equal(await page.$eval('#gw-smooth', (e) => e.value), '0', 'smoothing off is remembered');
   assert.equal(await page.$eval('#gw-log', (e) => e.checked), true, 'log scale is remembered');
   assert.equal(await page.evaluate(() => window.gwView.charts[0].scales.y.distr), 3);
+  // a sparse log is drawn as it is: its points are far apart in steps
+  await page.evaluate(() => localStorage.clear());
+  await page.goto(`${daemon.base}/runs/sparse-run`);
+  await ready(page);
+  const sp = await page.evaluate(() => {
+    const u = window.gwView.charts[0], i = u.series.findIndex((s) => s.label === 'smoothed');
+    return [u.data[1], i < 0 ? null : u.data[i]];
+  });
+  assert.ok(sp[1], 'smoothing is on');
+  sp[0].forEach((y, i) => assert.ok(Math.abs(sp[1][i] - y) <= 1e-3 * y, `point ${i}: smoothed ${sp[1][i]}, raw ${y}`));
   // back to the defaults for the other tests
   await page.evaluate(() => localStorage.clear());
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('every chart\'s value axis has at least three labelled ticks (a 30-point log, grad norm 3.6-5.6)', async () => {
+  // shaped like a Trainer's trainer_state.json logged every 400 steps
+  let body = '';
+  for (let i = 0; i < 30; i++)
+    body += JSON.stringify({run: 'few-ticks', step: 401 + 400 * i, loss: 1.1 * Math.exp(-i / 3) + 0.05,
+      grad_norm: 4.6 + Math.sin(i) * 0.8 + (i === 18 ? 0.9 : 0), lr: 1e-5}) + '\n';
+  assert.equal((await daemon.ingest(body)).rejected, 0);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/few-ticks`);
+  await ready(page);
+  const axes = await page.evaluate(() => window.gwView.charts.map((u) => {
+    const a = u.axes[1], s = u.scales.y;
+    const labels = a.values(u, a._splits, 1, 0, 0).map(String).filter((t, i) => t !== '' && a._splits[i] >= s.min && a._splits[i] <= s.max);
+    return [u.gwMetric, labels];
+  }));
+  for (const [metric, labels] of axes) assert.ok(labels.length >= 3, `${metric}: ticks ${labels.join(' | ')}`);
   assert.deepEqual(page.errors, []);
   await page.close();
 });

@@ -22,9 +22,9 @@
  * A run page with an open resume alert (optimizer_reset,
  * resume_regression, resume_mismatch) opens with the restart panel: loss
  * and grad norm around that restart, each on its own scale, and the
- * alert's window as a band on every chart.  Smoothing is TensorBoard's
- * debiased EMA, started again at each restart; it and log scale are kept
- * in localStorage.
+ * alert's window as a band on every chart.  Smoothing is a time-weighted
+ * EMA (as W&B's), started again at each restart; it and log scale are
+ * kept in localStorage.
  *
  * (About 1,200 lines: the page's one script, served as one file under the
  * CSP and without a bundler, and inlined whole into reports, whose CSP
@@ -153,9 +153,9 @@
   function badge(text, cls) { return el('span', {class: 'gw-badge ' + (cls || ''), text: text}); }
 
   /* View settings (smoothing, log scale) kept in localStorage for every
-   * run page of this browser, like TensorBoard's. */
+   * run page of this browser. */
   var VIEW_KEY = 'gradwatch-view';
-  var SMOOTH_DEFAULT = 0.6;
+  var SMOOTH_DEFAULT = 0.9;
 
   function loadSettings() {
     var o = null;
@@ -169,19 +169,27 @@
     try { localStorage.setItem(VIEW_KEY, JSON.stringify({smooth: v.smooth, logScale: v.logScale})); } catch (e) { /* kept for this page */ }
   }
 
-  /* TensorBoard's smoothing: a debiased EMA of the drawn points in step
-   * order with weight w, started again at each step of starts (a
-   * segment's first step: a restart is a jump to show, not noise to
-   * smooth).  Missing values stay missing and do not count. */
+  /* Smoothing as W&B's time-weighted EMA: a debiased exponential moving
+   * average of the drawn points in step order whose weight w applies per
+   * thousandth of the chart's step range, so a point's weight decays with
+   * its distance in steps, not with how many points lie between: a
+   * 10-point log is drawn nearly as it is, a 100,000-step one as a
+   * readable line, and the downsampled minimum and maximum of a bucket
+   * average out.  It starts again at each step of starts (a segment's
+   * first step: a restart is a jump to show, not noise to smooth), where
+   * the smoothed value is the raw one.  Missing values stay missing. */
   function smoothed(x, ys, starts, w) {
-    var out = new Array(ys.length).fill(null), last = 0, n = 0, k = 0;
+    var out = new Array(ys.length).fill(null), last = 0, norm = 0, prev = null, k = 0;
+    var unit = x.length > 1 ? Math.max(x[x.length - 1] - x[0], 1) / 1000 : 1;
     for (var i = 0; i < ys.length; i++) {
-      while (k < starts.length && x[i] >= starts[k]) { last = 0; n = 0; k++; }
+      while (k < starts.length && x[i] >= starts[k]) { prev = null; k++; }
       var y = ys[i];
       if (y === null) continue;
-      last = last * w + (1 - w) * y;
-      n++;
-      out[i] = last / (1 - Math.pow(w, n));
+      var d = prev === null ? 0 : Math.pow(w, (x[i] - prev) / unit);
+      last = last * d + (1 - d) * y;
+      norm = norm * d + (1 - d);
+      out[i] = last / norm;
+      prev = x[i];
     }
     return out;
   }
@@ -945,7 +953,7 @@
           /* the picture, not the numbers: the charts below have the legend */
           legend: {show: false},
           axes: [{incrs: STEP_INCRS, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}},
-                 {size: 64, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}, values: function (u, vals) { return fmtTicks(vals); }}],
+                 {size: 64, space: 22, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}, values: function (u, vals) { return fmtTicks(vals); }}],
           series: sp.series,
           hooks: {drawClear: [drawSegments], draw: [function (u) { drawMarks(u, true); }]}
         }, sp.data, box);
@@ -1012,7 +1020,10 @@
         box.appendChild(el('h3', {text: m.label + (view.logScale && m.log ? ' (log)' : '')}));
         chartsBox.appendChild(box);
         var opts = {
-          width: chartWidth(), height: k === 0 ? 260 : 170,
+          /* the others 190 px high, their value axis a tick every 22 px
+           * or more: a 73 px plot at uPlot's 30 px showed a single
+           * labelled tick (a grad norm of 3.6-5.6 read "5") */
+          width: chartWidth(), height: k === 0 ? 260 : 190,
           /* room on the right for half the last step's label ("1,000,000") */
           padding: [null, 40, null, null],
           scales: {x: {time: false}, y: {distr: view.logScale && m.log ? 3 : 1}},
@@ -1020,7 +1031,7 @@
                    bind: {dblclick: function () { return function () { resetZoom(); return null; }; }}},
           legend: {live: true},
           axes: [{label: 'step', incrs: STEP_INCRS, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}},
-                 {size: 64, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}, values: function (u, vals) { return fmtTicks(vals); }}],
+                 {size: 64, space: 22, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}, values: function (u, vals) { return fmtTicks(vals); }}],
           series: sp.series,
           hooks: {
             drawClear: [drawSegments],
