@@ -224,3 +224,34 @@ test('every chart\'s value axis has at least three labelled ticks (a 30-point lo
   assert.deepEqual(page.errors, []);
   await page.close();
 });
+
+test('a warm-up\'s grad norms do not flatten the run: the axis fits what follows, the heading says what runs off the top', async () => {
+  // grad norm 15 at step 1, down to 0.5 by step 20, then 0.5 and a drop
+  // to 0.25 from step 600 (the picture of a reset, on a real run's scale)
+  let body = '';
+  for (let s = 1; s <= 1000; s++) {
+    const g = s <= 20 ? 15 - (14.5 * (s - 1)) / 19 : s < 600 ? 0.5 + 0.03 * Math.sin(s) : 0.25 + 0.02 * Math.sin(s);
+    body += JSON.stringify({run: 'warm-up', step: s, loss: 3 - s / 1000, grad_norm: g}) + '\n';
+  }
+  assert.equal((await daemon.ingest(body)).rejected, 0);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/warm-up`);
+  await ready(page);
+  const [moved, h] = await page.evaluate(() => {
+    const u = window.gwView.charts.find((c) => c.gwMetric === 'grad_norm');
+    return [u.valToPos(0.25, 'y') - u.valToPos(0.5, 'y'), u.bbox.height / devicePixelRatio];
+  });
+  assert.ok(moved >= h / 4, `0.5 -> 0.25 is ${moved.toFixed(1)} px of a ${h} px chart`);
+  assert.match(await page.$eval('#chart-grad_norm .gw-clip', (e) => e.textContent), /reach 15 at step 1, above the top/);
+  // zoomed on the warm-up, or on a log axis, it is all there
+  await page.evaluate(() => window.gwView.charts[0].setScale('x', {min: 1, max: 40}));
+  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 15, {timeout: 5000});
+  await page.click('#gw-reset');
+  await page.click('#gw-log');
+  await page.waitForFunction(() => window.gwView.charts[0].scales.y.distr === 3);
+  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 15, {timeout: 5000});
+  assert.equal(await page.$eval('#chart-grad_norm .gw-clip', (e) => e.textContent), '');
+  await page.evaluate(() => localStorage.clear());
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});

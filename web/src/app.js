@@ -552,6 +552,28 @@
     return n ? label + ' ' + fmtNum(+(Math.sqrt(sum / n) * 100).toFixed(1)) + '%' : null;
   }
 
+  /* The warm-up's grad norms, often 20 times what follows, flattened a
+   * whole run to the bottom edge of a linear axis.  When the run's first
+   * 5% of steps reach more than twice anything after, the axis is scaled
+   * to what comes after (those steps run off the top, and the chart's
+   * heading says how high): {lo, hi, peak, step, cut}, or null.  Every
+   * series of the chart counts; cut is a step of the whole run, so a
+   * zoom into its middle is never clipped. */
+  var WARMUP = 0.05;
+  function warmupClip(x, series, runFrom, runTo) {
+    var cut = runFrom + WARMUP * (runTo - runFrom), peak = -Infinity, step = null, lo = Infinity, hi = -Infinity;
+    series.forEach(function (ys) {
+      for (var i = 0; i < ys.length; i++) {
+        var y = ys[i];
+        if (y === null || y === undefined) continue;
+        if (x[i] <= cut) { if (y > peak) { peak = y; step = x[i]; } }
+        else { if (y < lo) lo = y; if (y > hi) hi = y; }
+      }
+    });
+    if (!(hi > 0) || !(peak > 2 * hi)) return null;
+    return {lo: lo, hi: hi, peak: peak, step: step, cut: cut, runFrom: runFrom, runTo: runTo};
+  }
+
   /* ---- drawing hooks ---------------------------------------------------------------------- */
 
   function drawSegments(u) {
@@ -845,11 +867,56 @@
       return {series: series, data: data};
     }
 
+    /* The run's steps, first to last, whatever range was fetched. */
+    function runSpan() {
+      var segs = (view.data && view.data.segments) || [], lo = Infinity, hi = -Infinity;
+      segs.forEach(function (s) { if (s.records > 0) { lo = Math.min(lo, s.min_step); hi = Math.max(hi, s.max_step); } });
+      return lo <= hi ? [lo, hi] : null;
+    }
+
+    /* The y range of a chart whose warm-up is clipped (u.gwClipOn: the
+     * view holds the warm-up and at least half the run; it starts on,
+     * for the whole run); uPlot's own otherwise. */
+    function yRange(u, dmin, dmax) {
+      var c = u.gwClip;
+      if (c && u.gwClipOn !== false) return uPlot.rangeNum(c.lo, c.hi, 0.1, true);
+      return dmin === null || dmin === undefined ? [null, null] : uPlot.rangeNum(dmin, dmax, 0.1, true);   /* uPlot's own */
+    }
+
+    /* After the x range changed (uPlot computes the y range before it
+     * sets the new x, so yRange cannot look): whether the clip still
+     * applies, and the y range again when that changed. */
+    function clipFollowsZoom(u) {
+      var c = u.gwClip, sx = u.scales.x;
+      if (!c) return;
+      var on = sx.min <= c.cut && sx.max >= c.runFrom + 0.5 * (c.runTo - c.runFrom);
+      if (on === (u.gwClipOn !== false)) return;
+      u.gwClipOn = on;
+      var lo = Infinity, hi = -Infinity, x = u.data[0];
+      for (var k = 1; k < u.data.length; k++)
+        for (var i = 0; i < x.length; i++) {
+          var y = u.data[k][i];
+          if (y === null || x[i] < sx.min || x[i] > sx.max) continue;
+          if (y < lo) lo = y;
+          if (y > hi) hi = y;
+        }
+      var r = on ? uPlot.rangeNum(c.lo, c.hi, 0.1, true) : lo <= hi ? uPlot.rangeNum(lo, hi, 0.1, true) : null;
+      /* after uPlot's own commit, which would keep the range it computed */
+      if (r) setTimeout(function () { if (u.data) u.setScale('y', {min: r[0], max: r[1]}); }, 0);
+    }
+
+    function clipNote(c) {
+      return c ? 'steps up to ' + fmtNum(Math.floor(c.cut)) + ' (the warm-up) reach ' + fmtNum(+c.peak.toPrecision(3)) +
+        ' at step ' + fmtNum(c.step) + ', above the top; log scale shows them' : '';
+    }
+
     /* The charts to draw: per metric the run logs, its series and data. */
     function chartSpecs(b) {
       return METRICS.filter(function (m) { return b.metrics[m.key].has; }).map(function (m) {
         var md = b.metrics[m.key], sd = seriesFor(m, md, b.x, view.overlays);
-        return {m: m, md: md, series: sd.series, data: sd.data,
+        var run = runSpan();
+        var clip = m.key === 'grad_norm' && !view.logScale && run ? warmupClip(b.x, sd.data.slice(1), run[0], run[1]) : null;
+        return {m: m, md: md, series: sd.series, data: sd.data, clip: clip,
                 points: md.cur.filter(function (y) { return y !== null; }).length};
       });
     }
@@ -996,6 +1063,9 @@
       if (sig === view.sig && view.charts.length === specs.length) {
         specs.forEach(function (sp, k) {
           var u = view.charts[k];
+          u.gwClip = sp.clip;
+          var note = u.root.parentNode.querySelector('.gw-clip');
+          if (note) note.textContent = clipNote(sp.clip);
           u.setData(sp.data, !view.zoom);
           if (view.zoom) u.setScale('x', {min: view.zoom[0], max: view.zoom[1]});
           u.gwPoints = sp.points;
@@ -1017,7 +1087,8 @@
         var m = sp.m;
         var box = el('div', {class: 'gw-chart', id: 'chart-' + m.key, 'data-metric': m.key, role: 'figure',
           'aria-label': chartSummary(m, b.x, sp.md)});
-        box.appendChild(el('h3', {text: m.label + (view.logScale && m.log ? ' (log)' : '')}));
+        box.appendChild(el('h3', null, m.label + (view.logScale && m.log ? ' (log)' : ''), ' ',
+          el('span', {class: 'gw-muted gw-clip', text: clipNote(sp.clip)})));
         chartsBox.appendChild(box);
         var opts = {
           /* the others 190 px high, their value axis a tick every 22 px
@@ -1026,7 +1097,10 @@
           width: chartWidth(), height: k === 0 ? 260 : 190,
           /* room on the right for half the last step's label ("1,000,000") */
           padding: [null, 40, null, null],
-          scales: {x: {time: false}, y: {distr: view.logScale && m.log ? 3 : 1}},
+          scales: {x: {time: false}, y: view.logScale && m.log ? {distr: 3} : {distr: 1, range: function (u, a, b) {
+            if (u.gwClip === undefined) u.gwClip = sp.clip;   /* before the constructor returned */
+            return yRange(u, a, b);
+          }}},
           cursor: {sync: {key: 'gw-x', setSeries: false}, drag: {x: true, y: false},
                    bind: {dblclick: function () { return function () { resetZoom(); return null; }; }}},
           legend: {live: true},
@@ -1036,10 +1110,11 @@
           hooks: {
             drawClear: [drawSegments],
             draw: [function (u) { drawMarks(u, false); }, function (u) { if (u === view.charts[0]) placeMarkers(u); }],
-            setScale: [function (u, key) { if (key === 'x') onZoom(u); }]
+            setScale: [function (u, key) { if (key === 'x') { clipFollowsZoom(u); onZoom(u); } }]
           }
         };
         var u = new uPlot(opts, sp.data, box);
+        u.gwClip = sp.clip;
         u.gwMetric = m.key;
         u.gwPoints = sp.points;
         if (k === 0) {
