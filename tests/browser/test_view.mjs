@@ -255,3 +255,18 @@ test('a warm-up\'s grad norms do not flatten the run: the axis fits what follows
   assert.deepEqual(page.errors, []);
   await page.close();
 });
+
+test('a metric that is NaN at every step says so in its heading, not an empty axis', async () => {
+  // llm.c's log of a run that was NaN from step 1 (loss and norm `nan`)
+  let body = '';
+  for (let s = 1; s <= 50; s++) body += `{"run": "all-nan", "step": ${s}, "loss": NaN, "grad_norm": NaN, "lr": ${1e-6 * s}}\n`;
+  assert.equal((await daemon.ingest(body)).rejected, 0);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/all-nan`);
+  await ready(page);
+  for (const m of ['loss', 'grad_norm'])
+    assert.equal(await page.$eval(`#chart-${m} .gw-clip`, (e) => e.textContent), 'no finite value: NaN or infinite at all 50 steps (the red marks)', m);
+  assert.equal(await page.$eval('#chart-lr .gw-clip', (e) => e.textContent), '');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});

@@ -905,6 +905,15 @@
       if (r) setTimeout(function () { if (u.data) u.setScale('y', {min: r[0], max: r[1]}); }, 0);
     }
 
+    /* The note beside a chart's title: a metric never finite, or the
+     * warm-up clipped off the top. */
+    function chartNote(sp) {
+      var bad = sp.md.nonfinite.filter(function (p) { return !p.superseded; }).length;
+      if (!sp.points && bad)
+        return 'no finite value: NaN or infinite at ' + (bad > 1 ? 'all ' + fmtNum(bad) + ' steps' : 'its one step') + ' (the red marks)';
+      return clipNote(sp.clip);
+    }
+
     function clipNote(c) {
       return c ? 'steps up to ' + fmtNum(Math.floor(c.cut)) + ' (the warm-up) reach ' + fmtNum(+c.peak.toPrecision(3)) +
         ' at step ' + fmtNum(c.step) + ', above the top; log scale shows them' : '';
@@ -1065,7 +1074,7 @@
           var u = view.charts[k];
           u.gwClip = sp.clip;
           var note = u.root.parentNode.querySelector('.gw-clip');
-          if (note) note.textContent = clipNote(sp.clip);
+          if (note) note.textContent = chartNote(sp);
           u.setData(sp.data, !view.zoom);
           if (view.zoom) u.setScale('x', {min: view.zoom[0], max: view.zoom[1]});
           u.gwPoints = sp.points;
@@ -1088,7 +1097,7 @@
         var box = el('div', {class: 'gw-chart', id: 'chart-' + m.key, 'data-metric': m.key, role: 'figure',
           'aria-label': chartSummary(m, b.x, sp.md)});
         box.appendChild(el('h3', null, m.label + (view.logScale && m.log ? ' (log)' : ''), ' ',
-          el('span', {class: 'gw-muted gw-clip', text: clipNote(sp.clip)})));
+          el('span', {class: 'gw-muted gw-clip', text: chartNote(sp)})));
         chartsBox.appendChild(box);
         var opts = {
           /* the others 190 px high, their value axis a tick every 22 px
