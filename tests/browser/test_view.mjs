@@ -270,3 +270,25 @@ test('a metric that is NaN at every step says so in its heading, not an empty ax
   assert.deepEqual(page.errors, []);
   await page.close();
 });
+
+test('a streaming run with an open optimizer_reset: the restart panel keeps its charts and widens', async () => {
+  const grow = (from, to) => lines.slice(from, to).map((l) => l.replace(`"run": "${RUN}"`, '"run": "growing"')).join('\n') + '\n';
+  assert.equal((await daemon.ingest(grow(0, 1100))).rejected, 0);   // past both alerts (lines 1,046 and 1,051)
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/growing`);
+  await ready(page);
+  await page.waitForSelector('#gw-restart .gw-chart');
+  const before = await page.evaluate(() => {
+    window.gwView.restart.list.forEach((u) => { u.gwProbe = 'same chart'; });
+    return window.gwView.restart.hi;
+  });
+  assert.equal((await daemon.ingest(grow(1100, 1400))).rejected, 0);
+  await page.waitForFunction((h) => window.gwView.restart && window.gwView.restart.hi > h, {timeout: 15000}, before);
+  const after = await page.evaluate(() => window.gwView.restart.list.map((u) => [u.gwProbe, u.scales.x.max]));
+  for (const [probe, max] of after) {
+    assert.equal(probe, 'same chart');
+    assert.ok(max > before, `the panel's range grew: ${before} -> ${max}`);
+  }
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});

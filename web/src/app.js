@@ -945,6 +945,10 @@
       return [Math.max(d.from, w.from - half), Math.min(d.to, w.from + half)];
     }
 
+    function restartTitle(m, lo, hi) {
+      return m.label + (view.logScale && m.log ? ' (log)' : '') + ', steps ' + fmtNum(lo) + '–' + fmtNum(hi);
+    }
+
     /* Each panel chart's width: half the panel's, or all of it when narrow. */
     function restartWidth() {
       var full = Math.max(320, (restartBox.querySelector('.gw-restart-charts') || restartBox).clientWidth);
@@ -997,11 +1001,18 @@
         if (gaps.length) caption += '. Replayed steps ' + fmtNum(w.from + 1) + '–' + fmtNum(w.crash) +
           ' against their copy before the crash (RMS of the log ratio): ' + gaps.join(' · ');
       }
-      var sig = JSON.stringify([w.from, lo, hi, view.logScale, specs.map(function (sp) { return sp.series.map(function (s) { return s.label; }); })]);
+      /* a streaming run widens the range: the charts stay and take it */
+      var sig = JSON.stringify([w.from, w.detectors, view.logScale, specs.map(function (sp) { return sp.series.map(function (s) { return s.label; }); })]);
       restartBox.hidden = false;
       if (view.restart && view.restart.sig === sig) {
-        specs.forEach(function (sp, k) { view.restart.list[k].setData(sp.data); });
-        view.restart.caption.textContent = caption;
+        var r0 = view.restart;
+        r0.lo = lo;
+        r0.hi = hi;
+        specs.forEach(function (sp, k) {
+          r0.titles[k].textContent = restartTitle(sp.m, lo, hi);
+          r0.list[k].setData(sp.data);
+        });
+        r0.caption.textContent = caption;
         return;
       }
       dropRestart();
@@ -1014,17 +1025,19 @@
         el('h2', {text: 'At the restart from step ' + fmtNum(w.from) + ': ' + w.detectors.join(', ')}), goBtn), capEl, row]);
       var each = restartWidth();
       var fg = css('--fg', '#1d2430'), grid = css('--grid', 'rgba(0, 0, 0, 0.07)');
-      var r = view.restart = {from: w.from, lo: lo, hi: hi, sig: sig, charts: {}, list: [], caption: capEl};
+      var r = view.restart = {from: w.from, lo: lo, hi: hi, sig: sig, charts: {}, list: [], titles: [], caption: capEl};
       specs.forEach(function (sp) {
         var m = sp.m;
         var box = el('div', {class: 'gw-chart', id: 'restart-' + m.key, 'data-metric': m.key, role: 'figure',
           'aria-label': m.label + ' from step ' + fmtNum(lo) + ' to ' + fmtNum(hi) + ', around the restart from step ' + fmtNum(w.from)});
-        box.appendChild(el('h3', {text: m.label + (view.logScale && m.log ? ' (log)' : '') + ', steps ' + fmtNum(lo) + '–' + fmtNum(hi)}));
+        var title = el('h3', {text: restartTitle(m, lo, hi)});
+        r.titles.push(title);
+        box.appendChild(title);
         box.style.width = each + 'px';
         row.appendChild(box);
         var u = new uPlot({
           width: each, height: 180, padding: [null, 40, null, null],
-          scales: {x: {time: false, range: function () { return [lo, hi]; }}, y: {distr: view.logScale && m.log ? 3 : 1}},
+          scales: {x: {time: false, range: function () { return [r.lo, r.hi]; }}, y: {distr: view.logScale && m.log ? 3 : 1}},
           cursor: {sync: {key: 'gw-restart', setSeries: false}, drag: {x: false, y: false}},
           /* the picture, not the numbers: the charts below have the legend */
           legend: {show: false},
