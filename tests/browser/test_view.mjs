@@ -292,3 +292,46 @@ test('a streaming run with an open optimizer_reset: the restart panel keeps its 
   assert.deepEqual(page.errors, []);
   await page.close();
 });
+
+test('a long streaming run (downsampled): the restart panel keeps its detail between updates, never the overview\'s points', async () => {
+  // the example stretched tenfold: every record ten times, steps 1-16,000,
+  // the rewind to step 10,000, both resume alerts open
+  const long = [];
+  for (const l of lines) {
+    const o = JSON.parse(l.replace(/\bNaN\b/g, 'null'));
+    for (let k = 0; k < 10; k++) long.push(JSON.stringify({...o, run: 'long-reset', step: (o.step - 1) * 10 + k + 1}).replace(/null/g, 'NaN'));
+  }
+  assert.equal((await daemon.ingest(long.slice(0, 11000).join('\n') + '\n')).rejected, 0);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/long-reset`);
+  await ready(page);
+  assert.equal(await page.evaluate(() => window.gwView.data.downsampled), true);
+  await page.waitForFunction(() => window.gwView.restartData && window.gwView.restart, {timeout: 15000});
+  // every picture the panel draws from now on, in points
+  const detail = await page.evaluate(() => {
+    window.gwSets = [];
+    window.gwView.restart.list.forEach((u) => {
+      const set = u.setData.bind(u);
+      u.setData = (d, r) => { window.gwSets.push(d[0].length); return set(d, r); };
+    });
+    return window.gwView.restart.list[0].data[0].length;
+  });
+  assert.equal((await daemon.ingest(long.slice(11000, 11400).join('\n') + '\n')).rejected, 0);
+  const lastStep = JSON.parse(long[11399]).step;
+  await page.waitForFunction((s) => window.gwView.info.last_step >= s && window.gwSets.length >= 2 &&
+    window.gwView.restartData && window.gwView.restartData.to >= window.gwView.restart.hi, {timeout: 15000}, lastStep);
+  const sets = await page.evaluate(() => window.gwSets);
+  assert.ok(sets.every((n) => n >= detail * 0.8), `the panel drew ${sets.join(', ')} points; its detail had ${detail}`);
+  // a zoom of the charts below to the start of the run leaves the panel as it was
+  const range = await page.evaluate(() => [window.gwView.restart.lo, window.gwView.restart.hi]);
+  await page.evaluate(() => window.gwView.charts[0].setScale('x', {min: 100, max: 3000}));
+  await page.waitForFunction(() => window.gwView.ranged === true && !window.gwView.loading && !window.gwView.restartPending, {timeout: 15000});
+  const [lo, hi, n, xmin, xmax] = await page.evaluate(() => {
+    const r = window.gwView.restart, u = r.list[0];
+    return [r.lo, r.hi, u.data[0].length, u.scales.x.min, u.scales.x.max];
+  });
+  assert.deepEqual([lo, hi, xmin, xmax], [...range, ...range], 'the panel keeps its range');
+  assert.ok(n >= detail * 0.8, `the panel draws ${n} points after the zoom; its detail had ${detail}`);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});

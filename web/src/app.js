@@ -770,9 +770,17 @@
      * twice the replayed steps (restart to crash) when more, at least 50
      * and at most 2,000 steps. */
     function restartRange(w) {
-      var d = view.data, half = Math.max(Math.round(Math.max(d.to - d.from, 1) * 0.05), w.crash ? 2 * (w.crash - w.from) : 0);
+      /* the run's steps, not the fetched range's: a zoom elsewhere leaves the panel */
+      var run = runSpan() || [view.data.from, view.data.to];
+      var half = Math.max(Math.round(Math.max(run[1] - run[0], 1) * 0.05), w.crash ? 2 * (w.crash - w.from) : 0);
       half = Math.min(2000, Math.max(50, half));
-      return [Math.max(d.from, w.from - half), Math.min(d.to, w.from + half)];
+      return [Math.max(run[0], w.from - half), Math.min(run[1], w.from + half)];
+    }
+
+    /* Live, the records drawn below cannot serve the panel when they are
+     * downsampled or a zoom's range: it asks for its own. */
+    function restartNeedsDetail() {
+      return !!(src.live && view.data && (view.data.downsampled || view.ranged));
     }
 
     function restartTitle(m, lo, hi) {
@@ -796,7 +804,8 @@
       var w = view.data ? focusWindow(view.bands) : null;
       if (!w) { dropRestart(); return; }
       var range = restartRange(w), lo = range[0], hi = range[1];
-      var rd = view.restartData, fits = rd && rd.from <= lo && rd.to >= hi;
+      var rd = view.restartData, fits = restartNeedsDetail() && rd && rd.from <= lo && rd.to >= hi;
+      if (!fits && view.restartPending && view.restart && view.restart.from === w.from) return;
       var b = fits ? buildData({data: rd, overlays: [], logScale: view.logScale}) : view.built;
       var i0 = 0, i1 = b.x.length;
       while (i0 < b.x.length && b.x[i0] < lo) i0++;
@@ -885,14 +894,19 @@
     /* Live, when the run's records came downsampled: the restart's range
      * in detail, then the panel again. */
     function loadRestartDetail() {
-      var w = view.data && view.data.downsampled && src.live ? focusWindow(view.bands) : null;
+      var w = restartNeedsDetail() ? focusWindow(view.bands) : null;
       if (!w) return;
       var range = restartRange(w), seq = view.fetchSeq;
       src.records(name, {from: range[0], to: range[1], max_points: Math.min(20000, Math.max(500, chartWidth()))}).then(function (d) {
         if (view.gone || seq !== view.fetchSeq) return;
         view.restartData = d;
+        view.restartPending = false;
         drawRestart();
-      }, function () { /* the panel keeps the overview's points */ });
+      }, function () {
+        if (view.gone || seq !== view.fetchSeq) return;
+        view.restartPending = false;   /* the overview's points, then */
+        drawRestart();
+      });
     }
 
     /* Draws the charts.  When they hold the same series as before (a live
@@ -1051,8 +1065,12 @@
         view.alerts = (r[1] || []).slice().sort(function (a, b) { return a.step - b.step; });
         view.bands = alertWindows(view.alerts);
         view.data = r[2];
-        view.restartData = null;
         view.ranged = q.from !== undefined;
+        /* live and downsampled (or a zoom's range), the panel's detail is
+         * asked for after the draw: until it comes the panel keeps the
+         * picture it has (the overview's points in between would make it
+         * flicker every poll) */
+        view.restartPending = restartNeedsDetail() && !!focusWindow(view.bands);
         view.overlays.forEach(function (o, i) { o.data = r[3 + i]; });
         view.lastKey = JSON.stringify([view.info.last_step, view.info.segment, view.info.last_seen, view.alerts.length]);
         if (!keepZoom) view.zoom = null;
