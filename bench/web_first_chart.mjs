@@ -9,7 +9,8 @@
 // 2. The server alone: GET /v1/runs/big/records as the page asks for it
 //    (the overview, then a zoom to 1% of the run), median of 9, and the
 //    body size.
-// 3. Chromium (headless, loopback only): load /runs/big 5 times and take,
+// 3. Chromium (headless, loopback only): load /runs/big 5 times (and 5
+//    more with smoothing off, in turn, for its cost) and take,
 //    from the Resource Timing of the records request and the page's
 //    "gw-chart-drawn" mark: request -> response end (query + transfer),
 //    response end -> charts drawn (parse + build + draw), and the whole
@@ -68,10 +69,15 @@ try {
 
   // 3. the browser
   const browser = await launch(puppeteer);
-  const rows = [];
+  const rows = [], plain = [];
   try {
-    for (let i = 0; i < 5; i++) {
+    // 10 loads, in turn with the default smoothing (0.9) and with it off
+    // (the view setting in localStorage), so its cost is measured in the
+    // same run; the figures below are the default's
+    for (let i = 0; i < 10; i++) {
       const page = await lockedPage(browser);
+      await page.evaluateOnNewDocument((w) => localStorage.setItem('gradwatch-view', JSON.stringify({smooth: w, logScale: false})),
+        i % 2 ? 0 : 0.9);
       await page.goto(`${d.base}/runs/big`);
       await ready(page, 60000);
       const m = await page.evaluate(() => {
@@ -82,7 +88,7 @@ try {
                 points: window.gwView.points()};
       });
       if (page.offsite.length) throw new Error('requests left loopback: ' + page.offsite.join(', '));
-      rows.push(m);
+      (i % 2 ? plain : rows).push(m);
       await page.close();
     }
   } finally {
@@ -99,6 +105,9 @@ try {
   console.log(`  records request -> charts drawn:                      ${ms(total)}  ` +
     `(goal 300 ms: ${total < 300 ? 'met' : 'NOT met'}; ratio ${(total / 300).toFixed(2)})`);
   console.log(`  page navigation -> charts drawn:                      ${ms(nav)}`);
+  const drawPlain = median(plain.map((r) => r.drawn - r.end));
+  console.log(`  response end -> drawn, smoothing on vs off (same run): ${ms(draw)} vs ${ms(drawPlain)} ` +
+    `(ratio ${(draw / drawPlain).toFixed(2)})`);
   console.log(`  bytes per record drawn vs sending every record: ${(rows[0].bytes / N).toFixed(3)} vs ` +
     `~${(over.bytes / over.body.step.length).toFixed(0)} per point x ${N.toLocaleString('en-US')} ` +
     `(${(over.bytes / over.body.step.length * N / rows[0].bytes).toFixed(0)}x less)`);

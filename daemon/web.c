@@ -2,8 +2,8 @@
  * web: the pages gradwatchd serves (docs/web.md) and the JSON they read.
  *
  * Pages: /, /runs/{run} and /alerts/{id} all answer with the same small
- * page shell (web/src/index.html); its script (app.js, with uPlot) reads
- * the path and draws the runs list or a run's charts from the JSON API.
+ * page shell (web/src/index.html); its scripts (figures.js and app.js, with uPlot) read
+ * the path and draw the runs list or a run's charts from the JSON API.
  * The shell, the script and the style sheets are compiled into the binary
  * (web/embed.py) and served from memory on the loop thread, under
  * /static/{file}, each with a Content-Security-Policy that allows scripts,

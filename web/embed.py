@@ -5,7 +5,7 @@
 
 Writes OUT.c with gw_web_assets[] (the files gradwatchd serves under
 /static/, each with its content type) and the two inline blocks of the
-offline report: the script (uPlot + app.js) and the style sheet (uPlot's CSS
+offline report: the script (uPlot + figures.js + app.js) and the style sheet (uPlot's CSS
 + app.css), each with the sha256 the report's Content-Security-Policy
 allows (web_assets.h).  Fails if an inline block could end its <script> or
 <style> element early.
@@ -36,11 +36,11 @@ def main():
         name, _, path = arg.partition("=")
         with open(path, "rb") as f:
             files[name] = f.read()
-    need = ["uPlot.iife.min.js", "uPlot.min.css", "app.js", "app.css", "index.html"]
+    need = ["uPlot.iife.min.js", "uPlot.min.css", "figures.js", "app.js", "app.css", "index.html"]
     for n in need:
         if n not in files:
             sys.exit("embed.py: %s not given" % n)
-    js = files["uPlot.iife.min.js"].rstrip(b"\n") + b"\n" + files["app.js"]
+    js = files["uPlot.iife.min.js"].rstrip(b"\n") + b"\n" + files["figures.js"].rstrip(b"\n") + b"\n" + files["app.js"]
     css = files["uPlot.min.css"].rstrip(b"\n") + b"\n" + files["app.css"]
     for what, blob, tag in (("script", js, b"</script"), ("style", css, b"</style")):
         if tag in blob.lower() or b"<!--" in blob:

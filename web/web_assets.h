@@ -22,7 +22,7 @@ struct gw_web_asset {
  * ends with an entry whose name is NULL. */
 extern const struct gw_web_asset gw_web_assets[];
 
-/* The report's inline script (uPlot + app.js) and style sheet; `ctype`
+/* The report's inline script (uPlot + figures.js + app.js) and style sheet; `ctype`
  * holds "sha256-BASE64" of the data, for the CSP. */
 extern const struct gw_web_asset gw_web_report_js;
 extern const struct gw_web_asset gw_web_report_css;

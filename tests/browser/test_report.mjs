@@ -59,6 +59,9 @@ test('the report of the example renders offline like the live page', async () =>
   assert.equal(await page.evaluate(() => window.gwView.points()), 1640);
   for (const m of ['loss', 'grad_norm', 'lr', 'throughput'])
     assert.equal(Number(await page.$eval(`#chart-${m}`, (e) => e.dataset.points)), expectedPoints(trace, m), m);
+  // the restart panel, as live: loss and grad norm around step 1,000
+  assert.deepEqual(await page.$$eval('#gw-restart .gw-chart', (cs) => cs.map((c) => c.dataset.metric)), ['loss', 'grad_norm']);
+  assert.match(await page.$eval('#gw-restart-caption', (e) => e.textContent), /^loss 1\.17 → .*\(\+\d+%\) · grad norm .*\(−\d+%\)/);
   const marker = await page.$(`.gw-marker[data-alert-id="${reset.id}"]`);
   assert.ok(marker, 'the optimizer_reset marker');
   assert.equal(await marker.evaluate((e) => e.dataset.step), String(reset.step));

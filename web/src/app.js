@@ -19,24 +19,40 @@
  * point counts), document.body.dataset.ready is "1" once the charts are
  * drawn, and the mark "gw-chart-drawn" is set at the first draw.
  *
- * (About 950 lines: the page's one script, served as one file under the
- * CSP and without a bundler, and inlined whole into reports, whose CSP
- * allows it by one hash (web/embed.py).  If it grows further, the number
- * and time formatting (fmt*, plural) and the runs list are the parts to
- * move into files of their own, each a script tag and a hash.)
+ * A run page with an open resume alert (optimizer_reset,
+ * resume_regression, resume_mismatch) opens with the restart panel: loss
+ * and grad norm around that restart, each on its own scale, and the
+ * alert's window as a band on every chart.  Smoothing is a time-weighted
+ * EMA (as W&B's), started again at each restart; it and log scale are
+ * kept in localStorage.
+ *
+ * (About 1,200 lines: the page's script, served under the CSP without a
+ * bundler, inlined into reports whose CSP allows one hash (web/embed.py
+ * puts uPlot, figures.js and this file into one block).  figures.js holds
+ * the number formatting and the pictures' arithmetic; the runs list and
+ * the restart panel are the parts to move next, each a script tag.)
  */
 (function () {
   'use strict';
 
   var METRICS = [
-    {key: 'loss', label: 'Loss', bit: 1, log: true, color: '#1f77b4'},
-    {key: 'grad_norm', label: 'Grad norm', bit: 2, log: true, color: '#d62728'},
-    {key: 'lr', label: 'Learning rate', bit: 4, log: true, color: '#2ca02c'},
-    {key: 'throughput', label: 'Throughput', bit: 8, log: false, color: '#9467bd'}
+    {key: 'loss', label: 'Loss', bit: 1, log: true, smooth: true, color: '#1f77b4'},
+    {key: 'grad_norm', label: 'Grad norm', bit: 2, log: true, smooth: true, color: '#d62728'},
+    /* a schedule is exact: smoothing would move its steps */
+    {key: 'lr', label: 'Learning rate', bit: 4, log: true, smooth: false, color: '#2ca02c'},
+    {key: 'throughput', label: 'Throughput', bit: 8, log: false, smooth: true, color: '#9467bd'}
   ];
   var OVERLAY_COLORS = ['#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
   var SEV_COLOR = {info: '#1565c0', warning: '#a35f00', critical: '#c62828'};
   var POLL_MS = 3000;
+
+  /* figures.js: numbers as people read them, and the arithmetic of the
+   * pictures (smoothing, the alerts' windows, the restart's numbers, the
+   * warm-up clip) */
+  var G = window.gwFigures;
+  var fmtNum = G.fmtNum, fmtAgo = G.fmtAgo, fmtTime = G.fmtTime, fmtTicks = G.fmtTicks, plural = G.plural;
+  var smoothed = G.smoothed, alertWindows = G.alertWindows, focusWindow = G.focusWindow, change = G.change;
+  var replayGap = G.replayGap, warmupClip = G.warmupClip;
 
   /* ---- DOM helpers: text only, never HTML ---------------------------------------- */
 
@@ -64,68 +80,6 @@
 
   function clear(e) { while (e.firstChild) e.removeChild(e.firstChild); }
 
-  /* A value as a person reads it: integers and values from 10,000 up with
-   * thousands separators, tiny and huge ones as 3e-4 / 1.234e+15, the rest
-   * to 5 significant digits. */
-  function fmtNum(v) {
-    if (v === null || v === undefined) return '—';
-    if (typeof v !== 'number') return String(v);
-    var a = Math.abs(v);
-    if (a !== 0 && (a < 1e-3 || a >= 1e15)) return v.toExponential(3).replace(/\.?0+e/, 'e');
-    if (Number.isInteger(v) || a >= 1e4) return Math.round(v).toLocaleString('en-US');
-    return String(+v.toPrecision(5));
-  }
-
-  function fmtAgo(secs) {
-    if (secs === null || secs === undefined) return '—';
-    var d = Date.now() / 1000 - secs;
-    if (d < 0) d = 0;
-    if (d < 90) return Math.round(d) + ' s ago';
-    if (d < 5400) return Math.round(d / 60) + ' min ago';
-    if (d < 172800) return Math.round(d / 3600) + ' h ago';
-    return Math.round(d / 86400) + ' days ago';
-  }
-
-  /* Unix seconds as the browser's local time with its offset from UTC:
-   * "2026-12-03 18:37:12 UTC+05:30" (an alert read across time zones). */
-  function fmtTime(secs) {
-    if (typeof secs !== 'number' || !isFinite(secs)) return '—';
-    var d = new Date(Math.floor(secs) * 1000), off = -d.getTimezoneOffset();
-    function two(n) { return (n < 10 ? '0' : '') + n; }
-    var zone = off === 0 ? 'UTC' : 'UTC' + (off > 0 ? '+' : '-') + two(Math.floor(Math.abs(off) / 60)) + ':' + two(Math.abs(off) % 60);
-    return d.getFullYear() + '-' + two(d.getMonth() + 1) + '-' + two(d.getDate()) + ' ' +
-      two(d.getHours()) + ':' + two(d.getMinutes()) + ':' + two(d.getSeconds()) + ' ' + zone;
-  }
-
-  /* An axis's tick labels: as few digits as say every tick exactly
-   * (to a thousandth of the spacing), 1e-4 style below 0.001 and k, M, G,
-   * T from 10,000 up, so no two ticks read the same. */
-  var SI = [[1e12, 'T'], [1e9, 'G'], [1e6, 'M'], [1e3, 'k']];
-  function fmtTickP(v, p) {
-    if (v === null || v === undefined) return ['', v];
-    var a = Math.abs(v);
-    if (a === 0) return ['0', 0];
-    if (a < 1e-3) { var e = v.toExponential(Math.max(0, p - 1)); return [e.replace(/\.?0+e/, 'e'), Number(e)]; }
-    if (a >= 1e4) {
-      var u = SI.find(function (x) { return a >= x[0]; }) || SI[SI.length - 1], n = +(v / u[0]).toPrecision(p);
-      return [String(n) + u[1], n * u[0]];
-    }
-    var m = +v.toPrecision(p);
-    return [String(m), m];
-  }
-
-  function fmtTicks(vals) {
-    var spacing = Infinity;
-    for (var i = 1; i < vals.length; i++)
-      if (vals[i] !== null && vals[i - 1] !== null) spacing = Math.min(spacing, Math.abs(vals[i] - vals[i - 1]));
-    for (var p = 1; p <= 12; p++) {
-      var out = vals.map(function (v) { return fmtTickP(v, p); });
-      if (out.every(function (o, i) { return vals[i] === null || !(Math.abs(o[1] - vals[i]) > spacing * 1e-3); }))
-        return out.map(function (o) { return o[0]; });
-    }
-    return vals.map(function (v) { return v === null ? '' : String(v); });
-  }
-
   /* uPlot's own legend rounds to 3 decimals: an LR of 3e-4 read "0" */
   function legendValue(u, v) { return v === null || v === undefined ? '—' : fmtNum(v); }
 
@@ -135,14 +89,28 @@
     return v || fallback;
   }
 
-  /* "1 record", "1,640 records" */
-  function plural(n, word) { return fmtNum(n) + ' ' + word + (n === 1 ? '' : 's'); }
-
   /* Steps are whole: the step axis only ticks at 1, 2, 5 times a power of ten. */
   var STEP_INCRS = [];
   for (var p10 = 1; p10 <= 1e12; p10 *= 10) STEP_INCRS.push(p10, 2 * p10, 5 * p10);
 
   function badge(text, cls) { return el('span', {class: 'gw-badge ' + (cls || ''), text: text}); }
+
+  /* View settings (smoothing, log scale) kept in localStorage for every
+   * run page of this browser. */
+  var VIEW_KEY = 'gradwatch-view';
+  var SMOOTH_DEFAULT = 0.9;
+
+  function loadSettings() {
+    var o = null;
+    try { o = JSON.parse(localStorage.getItem(VIEW_KEY) || 'null'); } catch (e) { /* storage off or garbage */ }
+    o = o && typeof o === 'object' ? o : {};
+    var w = typeof o.smooth === 'number' && o.smooth >= 0 && o.smooth < 1 ? o.smooth : SMOOTH_DEFAULT;
+    return {smooth: w, logScale: o.logScale === true};
+  }
+
+  function saveSettings(v) {
+    try { localStorage.setItem(VIEW_KEY, JSON.stringify({smooth: v.smooth, logScale: v.logScale})); } catch (e) { /* kept for this page */ }
+  }
 
   /* ---- data sources ----------------------------------------------------------------- */
 
@@ -251,6 +219,8 @@
     current.gone = true;
     current.charts.forEach(function (u) { u.destroy(); });
     current.charts = [];
+    if (current.restart) current.restart.list.forEach(function (u) { u.destroy(); });
+    current.restart = null;
     current = null;
   }
 
@@ -449,10 +419,23 @@
       ctx.fillStyle = css('--seg', 'rgba(90, 120, 180, 0.09)');
       ctx.fillRect(x0, top, x1 - x0, h);
     });
+    /* an open resume alert's window, from the restart to the alert, in
+     * the severity's colour and never narrower than 8 px */
+    var dpr = devicePixelRatio || 1, left = u.bbox.left, right = left + u.bbox.width;
+    (current && current.bands || []).forEach(function (b) {
+      var x0 = u.valToPos(b.from, 'x', true), x1 = Math.max(u.valToPos(b.to, 'x', true), x0 + 8 * dpr);
+      x0 = Math.max(x0, left);
+      x1 = Math.min(x1, right);
+      if (x1 <= x0) return;
+      ctx.globalAlpha = 0.16;
+      ctx.fillStyle = SEV_COLOR[b.severity] || '#888';
+      ctx.fillRect(x0, top, x1 - x0, h);
+      ctx.globalAlpha = 1;
+    });
     ctx.restore();
   }
 
-  function drawMarks(u) {
+  function drawMarks(u, panel) {
     if (!current || !current.data) return;
     var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height, dpr = devicePixelRatio || 1;
     var left = u.bbox.left, right = u.bbox.left + u.bbox.width;
@@ -467,6 +450,7 @@
       ctx.setLineDash([4 * dpr, 3 * dpr]);
       ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x, top + h); ctx.stroke();
       ctx.setLineDash([]);
+      if (panel) return;   /* the restart panel's heading names it */
       ctx.fillStyle = css('--mark-text', '#333');
       ctx.font = (11 * dpr) + 'px system-ui, sans-serif';
       ctx.textAlign = 'left';   /* uPlot leaves 'right' from its axes: the label belongs right of the line */
@@ -507,9 +491,11 @@
   function runPage(name, focusAlertId) {
     /* this page's own state: the closures below keep it, so an answer
      * that comes after the page was left finds view.gone */
+    var settings = loadSettings();
     var view = current = {
-      name: name, info: null, data: null, alerts: [], overlays: [], logScale: false,
+      name: name, info: null, data: null, alerts: [], overlays: [], logScale: settings.logScale, smooth: settings.smooth,
       zoom: null, charts: [], built: null, open: null, syncing: false, fetchSeq: 0,
+      bands: [], restart: null, restartData: null,
       points: function () { return view.data ? view.data.step.length : 0; }
     };
     window.gwView = view;
@@ -521,17 +507,33 @@
     var segBox = el('div', {class: 'gw-segments gw-muted'});
     var overlayBox = el('span');
     var logBox = el('input', {type: 'checkbox', id: 'gw-log'});
+    logBox.checked = view.logScale;
+    var smoothBox = el('input', {type: 'range', id: 'gw-smooth', min: 0, max: 0.99, step: 0.01,
+      'aria-label': 'smoothing (exponential moving average weight, 0 is off)'});
+    smoothBox.value = String(view.smooth);
+    var smoothText = el('span', {class: 'gw-muted gw-smooth-value'});
+    function smoothLabel() { smoothText.textContent = view.smooth > 0 ? String(view.smooth) : 'off'; }
+    smoothLabel();
     var status = el('span', {class: 'gw-muted', id: 'gw-status', role: 'status'});
-    logBox.addEventListener('change', function () { view.logScale = logBox.checked; rebuild(); });
+    logBox.addEventListener('change', function () { view.logScale = logBox.checked; saveSettings(view); rebuild(); });
+    smoothBox.addEventListener('input', function () {
+      view.smooth = Math.min(0.99, Math.max(0, Number(smoothBox.value) || 0));
+      smoothLabel();
+      saveSettings(view);
+      rebuild();
+    });
+    var restartBox = el('section', {id: 'gw-restart', class: 'gw-restart', hidden: 'hidden'});
     var resetBtn = el('button', {type: 'button', id: 'gw-reset', text: 'Reset zoom'});
     resetBtn.addEventListener('click', function () { resetZoom(); });
     add(side, [detailBox, el('h3', {text: 'Alerts'}), alertList]);
     frame(name, [
       head,
       el('div', {class: 'gw-controls'},
-        el('label', null, logBox, 'log scale'), resetBtn, overlayBox, status),
+        el('label', null, logBox, 'log scale'),
+        el('label', {title: 'an exponential moving average drawn over the raw values (faint); 0 is off'}, 'smoothing ', smoothBox, smoothText),
+        resetBtn, overlayBox, status),
       segBox,
-      el('div', {class: 'gw-layout'}, chartsBox, side)
+      el('div', {class: 'gw-layout'}, el('div', {class: 'gw-main'}, restartBox, chartsBox), side)
     ]);
     view.els = {charts: chartsBox, detail: detailBox, alerts: alertList, head: head, segs: segBox, status: status};
 
@@ -663,22 +665,247 @@
       return t;
     }
 
+    /* The steps at which the smoothing starts again: each later
+     * segment's first step. */
+    function segmentStarts() {
+      return segmentSpans(view.data || {}).slice(1).map(function (s) { return s.from; }).sort(function (a, b) { return a - b; });
+    }
+
+    /* One chart's series and data: the current copy (faint under its
+     * smoothed line when smoothing is on), the superseded copies, the
+     * overlays (when given), the smoothed line last, on top. */
+    function seriesFor(m, md, x, overlays, panel) {
+      var sm = view.smooth > 0 && m.smooth;
+      var series = [{label: 'step'}, {label: overlays.length ? name : 'current', stroke: m.color, alpha: sm ? 0.35 : 1,
+        width: sm ? 1 : 1.5, spanGaps: true, value: legendValue}];
+      var data = [x, md.cur];
+      md.supSegs.forEach(function (s, i) {
+        /* the restart panel compares the replayed steps with this copy:
+         * there it is a line of its own colour, not a faint trace */
+        series.push(panel ? {label: 'segment ' + s + ' (before the crash)', stroke: css('--mark', '#555'), width: 1.2, dash: [5, 2], spanGaps: true} :
+          {label: 'segment ' + s + ' (superseded)', stroke: m.color, alpha: 0.3, width: 1, dash: [3, 3], spanGaps: true, value: legendValue});
+        data.push(md.sup[i]);
+      });
+      overlays.forEach(function (o, i) {
+        series.push({label: o.name, stroke: OVERLAY_COLORS[i % OVERLAY_COLORS.length], width: 1.2, spanGaps: true, value: legendValue});
+        data.push(md.overlays[i]);
+      });
+      if (sm) {
+        series.push({label: 'smoothed', stroke: m.color, width: 2, spanGaps: true, value: legendValue});
+        data.push(smoothed(x, md.cur, segmentStarts(), view.smooth));
+      }
+      return {series: series, data: data};
+    }
+
+    /* The run's steps, first to last, whatever range was fetched. */
+    function runSpan() {
+      var segs = (view.data && view.data.segments) || [], lo = Infinity, hi = -Infinity;
+      segs.forEach(function (s) { if (s.records > 0) { lo = Math.min(lo, s.min_step); hi = Math.max(hi, s.max_step); } });
+      return lo <= hi ? [lo, hi] : null;
+    }
+
+    /* The y range of a chart whose warm-up is clipped (u.gwClipOn: the
+     * view holds the warm-up and at least half the run; it starts on,
+     * for the whole run); uPlot's own otherwise. */
+    function yRange(u, dmin, dmax) {
+      var c = u.gwClip;
+      if (c && u.gwClipOn !== false) return uPlot.rangeNum(c.lo, c.hi, 0.1, true);
+      return dmin === null || dmin === undefined ? [null, null] : uPlot.rangeNum(dmin, dmax, 0.1, true);   /* uPlot's own */
+    }
+
+    /* After the x range changed (uPlot computes the y range before it
+     * sets the new x, so yRange cannot look): whether the clip still
+     * applies, and the y range again when that changed. */
+    function clipFollowsZoom(u) {
+      var c = u.gwClip, sx = u.scales.x;
+      if (!c) return;
+      var on = sx.min <= c.cut && sx.max >= c.runFrom + 0.5 * (c.runTo - c.runFrom);
+      if (on === (u.gwClipOn !== false)) return;
+      u.gwClipOn = on;
+      var lo = Infinity, hi = -Infinity, x = u.data[0];
+      for (var k = 1; k < u.data.length; k++)
+        for (var i = 0; i < x.length; i++) {
+          var y = u.data[k][i];
+          if (y === null || x[i] < sx.min || x[i] > sx.max) continue;
+          if (y < lo) lo = y;
+          if (y > hi) hi = y;
+        }
+      var r = on ? uPlot.rangeNum(c.lo, c.hi, 0.1, true) : lo <= hi ? uPlot.rangeNum(lo, hi, 0.1, true) : null;
+      /* after uPlot's own commit, which would keep the range it computed */
+      if (r) setTimeout(function () { if (u.data) u.setScale('y', {min: r[0], max: r[1]}); }, 0);
+    }
+
+    /* The note beside a chart's title: a metric never finite, or the
+     * warm-up clipped off the top. */
+    function chartNote(sp) {
+      var bad = sp.md.nonfinite.filter(function (p) { return !p.superseded; }).length;
+      if (!sp.points && bad)
+        return 'no finite value: NaN or infinite at ' + (bad > 1 ? 'all ' + fmtNum(bad) + ' steps' : 'its one step') + ' (the red marks)';
+      return clipNote(sp.clip);
+    }
+
+    function clipNote(c) {
+      return c ? 'steps up to ' + fmtNum(Math.floor(c.cut)) + ' (the warm-up) reach ' + fmtNum(+c.peak.toPrecision(3)) +
+        ' at step ' + fmtNum(c.step) + ', above the top; log scale shows them' : '';
+    }
+
     /* The charts to draw: per metric the run logs, its series and data. */
     function chartSpecs(b) {
       return METRICS.filter(function (m) { return b.metrics[m.key].has; }).map(function (m) {
-        var md = b.metrics[m.key];
-        var series = [{label: 'step'}, {label: view.overlays.length ? name : 'current', stroke: m.color, width: 1.5, spanGaps: true, value: legendValue}];
-        var data = [b.x, md.cur];
-        md.supSegs.forEach(function (s, i) {
-          series.push({label: 'segment ' + s + ' (superseded)', stroke: m.color, alpha: 0.3, width: 1, dash: [3, 3], spanGaps: true, value: legendValue});
-          data.push(md.sup[i]);
-        });
-        view.overlays.forEach(function (o, i) {
-          series.push({label: o.name, stroke: OVERLAY_COLORS[i % OVERLAY_COLORS.length], width: 1.2, spanGaps: true, value: legendValue});
-          data.push(md.overlays[i]);
-        });
-        return {m: m, md: md, series: series, data: data,
+        var md = b.metrics[m.key], sd = seriesFor(m, md, b.x, view.overlays);
+        var run = runSpan();
+        var clip = m.key === 'grad_norm' && !view.logScale && run ? warmupClip(b.x, sd.data.slice(1), run[0], run[1]) : null;
+        return {m: m, md: md, series: sd.series, data: sd.data, clip: clip,
                 points: md.cur.filter(function (y) { return y !== null; }).length};
+      });
+    }
+
+    /* ---- the restart panel: loss and grad norm around the restart an
+     * open resume alert is about, each on its own scale, so a rise of the
+     * one and a fall of the other show at first sight whatever the rest
+     * of the run spans (the warm-up's grad norms, a long run) ---- */
+    var RESTART_METRICS = METRICS.filter(function (m) { return m.key === 'loss' || m.key === 'grad_norm'; });
+
+    /* The steps shown: 5% of the run either side of the restart, or
+     * twice the replayed steps (restart to crash) when more, at least 50
+     * and at most 2,000 steps. */
+    function restartRange(w) {
+      /* the run's steps, not the fetched range's: a zoom elsewhere leaves the panel */
+      var run = runSpan() || [view.data.from, view.data.to];
+      var half = Math.max(Math.round(Math.max(run[1] - run[0], 1) * 0.05), w.crash ? 2 * (w.crash - w.from) : 0);
+      half = Math.min(2000, Math.max(50, half));
+      return [Math.max(run[0], w.from - half), Math.min(run[1], w.from + half)];
+    }
+
+    /* Live, the records drawn below cannot serve the panel when they are
+     * downsampled or a zoom's range: it asks for its own. */
+    function restartNeedsDetail() {
+      return !!(src.live && view.data && (view.data.downsampled || view.ranged));
+    }
+
+    function restartTitle(m, lo, hi) {
+      return m.label + (view.logScale && m.log ? ' (log)' : '') + ', steps ' + fmtNum(lo) + '–' + fmtNum(hi);
+    }
+
+    /* Each panel chart's width: half the panel's, or all of it when narrow. */
+    function restartWidth() {
+      var full = Math.max(320, (restartBox.querySelector('.gw-restart-charts') || restartBox).clientWidth);
+      return full >= 700 ? Math.floor((full - 12) / 2) : full;
+    }
+
+    function dropRestart() {
+      if (view.restart) view.restart.list.forEach(function (u) { u.destroy(); });
+      view.restart = null;
+      clear(restartBox);
+      restartBox.hidden = true;
+    }
+
+    function drawRestart() {
+      var w = view.data ? focusWindow(view.bands) : null;
+      if (!w) { dropRestart(); return; }
+      var range = restartRange(w), lo = range[0], hi = range[1];
+      var rd = view.restartData, fits = restartNeedsDetail() && rd && rd.from <= lo && rd.to >= hi;
+      if (!fits && view.restartPending && view.restart && view.restart.from === w.from) return;
+      var b = fits ? buildData({data: rd, overlays: [], logScale: view.logScale}) : view.built;
+      var i0 = 0, i1 = b.x.length;
+      while (i0 < b.x.length && b.x[i0] < lo) i0++;
+      while (i1 > i0 && b.x[i1 - 1] > hi) i1--;
+      var x = b.x.slice(i0, i1);
+      var specs = RESTART_METRICS.filter(function (m) { return b.metrics[m.key].has; }).map(function (m) {
+        var md = b.metrics[m.key];
+        var part = {cur: md.cur.slice(i0, i1), sup: md.sup.map(function (a) { return a.slice(i0, i1); }), supSegs: md.supSegs, overlays: []};
+        var sd = seriesFor(m, part, x, [], true);
+        return {m: m, md: part, series: sd.series, data: sd.data};
+      });
+      if (!specs.length || !x.length) { dropRestart(); return; }
+      var caption = specs.map(function (sp) {
+        return change(sp.m.key === 'loss' ? 'loss' : 'grad norm', x, sp.data[1], w.from - 49, w.from, w.from + 2, w.from + 30);
+      }).filter(Boolean).join(' · ');
+      if (caption) caption += ': medians of steps ' + fmtNum(w.from - 49) + '–' + fmtNum(w.from) + ' and ' +
+        fmtNum(w.from + 2) + '–' + fmtNum(w.from + 30);
+      /* a resumed job logs the steps after the checkpoint again: how far
+       * that replay is from what the same steps logged before the crash */
+      if (w.crash) {
+        var gaps = specs.map(function (sp) {
+          var cur = [], sup = [], md = sp.md;
+          x.forEach(function (st, i) {
+            if (st <= w.from || st > w.crash) return;
+            var old = null;
+            md.sup.forEach(function (a) { if (a[i] !== null) old = a[i]; });
+            cur.push(md.cur[i]);
+            sup.push(old);
+          });
+          return replayGap(sp.m.key === 'loss' ? 'loss' : 'grad norm', cur, sup);
+        }).filter(Boolean);
+        if (gaps.length) caption += '. Replayed steps ' + fmtNum(w.from + 1) + '–' + fmtNum(w.crash) +
+          ' against their copy before the crash (RMS of the log ratio): ' + gaps.join(' · ');
+      }
+      /* a streaming run widens the range: the charts stay and take it */
+      var sig = JSON.stringify([w.from, w.detectors, view.logScale, specs.map(function (sp) { return sp.series.map(function (s) { return s.label; }); })]);
+      restartBox.hidden = false;
+      if (view.restart && view.restart.sig === sig) {
+        var r0 = view.restart;
+        r0.lo = lo;
+        r0.hi = hi;
+        specs.forEach(function (sp, k) {
+          r0.titles[k].textContent = restartTitle(sp.m, lo, hi);
+          r0.list[k].setData(sp.data);
+        });
+        r0.caption.textContent = caption;
+        return;
+      }
+      dropRestart();
+      restartBox.hidden = false;
+      var goBtn = el('button', {type: 'button', id: 'gw-restart-zoom', text: 'Zoom the charts here'});
+      goBtn.addEventListener('click', function () { zoomAround(w.from); });
+      var capEl = el('p', {id: 'gw-restart-caption', text: caption});
+      var row = el('div', {class: 'gw-restart-charts'});
+      add(restartBox, [el('div', {class: 'gw-restart-head'},
+        el('h2', {text: 'At the restart from step ' + fmtNum(w.from) + ': ' + w.detectors.join(', ')}), goBtn), capEl, row]);
+      var each = restartWidth();
+      var fg = css('--fg', '#1d2430'), grid = css('--grid', 'rgba(0, 0, 0, 0.07)');
+      var r = view.restart = {from: w.from, lo: lo, hi: hi, sig: sig, charts: {}, list: [], titles: [], caption: capEl};
+      specs.forEach(function (sp) {
+        var m = sp.m;
+        var box = el('div', {class: 'gw-chart', id: 'restart-' + m.key, 'data-metric': m.key, role: 'figure',
+          'aria-label': m.label + ' from step ' + fmtNum(lo) + ' to ' + fmtNum(hi) + ', around the restart from step ' + fmtNum(w.from)});
+        var title = el('h3', {text: restartTitle(m, lo, hi)});
+        r.titles.push(title);
+        box.appendChild(title);
+        box.style.width = each + 'px';
+        row.appendChild(box);
+        var u = new uPlot({
+          width: each, height: 180, padding: [null, 40, null, null],
+          scales: {x: {time: false, range: function () { return [r.lo, r.hi]; }}, y: {distr: view.logScale && m.log ? 3 : 1}},
+          cursor: {sync: {key: 'gw-restart', setSeries: false}, drag: {x: false, y: false}},
+          /* the picture, not the numbers: the charts below have the legend */
+          legend: {show: false},
+          axes: [{incrs: STEP_INCRS, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}},
+                 {size: 64, space: 22, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}, values: function (u, vals) { return fmtTicks(vals); }}],
+          series: sp.series,
+          hooks: {drawClear: [drawSegments], draw: [function (u) { drawMarks(u, true); }]}
+        }, sp.data, box);
+        u.gwMetric = m.key;
+        r.charts[m.key] = u;
+        r.list.push(u);
+      });
+    }
+
+    /* Live, when the run's records came downsampled: the restart's range
+     * in detail, then the panel again. */
+    function loadRestartDetail() {
+      var w = restartNeedsDetail() ? focusWindow(view.bands) : null;
+      if (!w) return;
+      var range = restartRange(w), seq = view.fetchSeq;
+      src.records(name, {from: range[0], to: range[1], max_points: Math.min(20000, Math.max(500, chartWidth()))}).then(function (d) {
+        if (view.gone || seq !== view.fetchSeq) return;
+        view.restartData = d;
+        view.restartPending = false;
+        drawRestart();
+      }, function () {
+        if (view.gone || seq !== view.fetchSeq) return;
+        view.restartPending = false;   /* the overview's points, then */
+        drawRestart();
       });
     }
 
@@ -690,6 +917,7 @@
         view.charts.forEach(function (u) { u.destroy(); });
         view.charts = [];
         clear(chartsBox);
+        dropRestart();
         return;
       }
       view.built = buildData(view);
@@ -701,6 +929,9 @@
       if (sig === view.sig && view.charts.length === specs.length) {
         specs.forEach(function (sp, k) {
           var u = view.charts[k];
+          u.gwClip = sp.clip;
+          var note = u.root.parentNode.querySelector('.gw-clip');
+          if (note) note.textContent = chartNote(sp);
           u.setData(sp.data, !view.zoom);
           if (view.zoom) u.setScale('x', {min: view.zoom[0], max: view.zoom[1]});
           u.gwPoints = sp.points;
@@ -709,6 +940,7 @@
         });
         view.building = false;
         placeMarkers(view.charts[0]);
+        drawRestart();
         document.body.dataset.ready = '1';
         return;
       }
@@ -721,26 +953,34 @@
         var m = sp.m;
         var box = el('div', {class: 'gw-chart', id: 'chart-' + m.key, 'data-metric': m.key, role: 'figure',
           'aria-label': chartSummary(m, b.x, sp.md)});
-        box.appendChild(el('h3', {text: m.label + (view.logScale && m.log ? ' (log)' : '')}));
+        box.appendChild(el('h3', null, m.label + (view.logScale && m.log ? ' (log)' : ''), ' ',
+          el('span', {class: 'gw-muted gw-clip', text: chartNote(sp)})));
         chartsBox.appendChild(box);
         var opts = {
-          width: chartWidth(), height: k === 0 ? 260 : 170,
+          /* the others 190 px high, their value axis a tick every 22 px
+           * or more: a 73 px plot at uPlot's 30 px showed a single
+           * labelled tick (a grad norm of 3.6-5.6 read "5") */
+          width: chartWidth(), height: k === 0 ? 260 : 190,
           /* room on the right for half the last step's label ("1,000,000") */
           padding: [null, 40, null, null],
-          scales: {x: {time: false}, y: {distr: view.logScale && m.log ? 3 : 1}},
+          scales: {x: {time: false}, y: view.logScale && m.log ? {distr: 3} : {distr: 1, range: function (u, a, b) {
+            if (u.gwClip === undefined) u.gwClip = sp.clip;   /* before the constructor returned */
+            return yRange(u, a, b);
+          }}},
           cursor: {sync: {key: 'gw-x', setSeries: false}, drag: {x: true, y: false},
                    bind: {dblclick: function () { return function () { resetZoom(); return null; }; }}},
           legend: {live: true},
           axes: [{label: 'step', incrs: STEP_INCRS, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}},
-                 {size: 64, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}, values: function (u, vals) { return fmtTicks(vals); }}],
+                 {size: 64, space: 22, stroke: fg, grid: {stroke: grid}, ticks: {stroke: grid}, values: function (u, vals) { return fmtTicks(vals); }}],
           series: sp.series,
           hooks: {
             drawClear: [drawSegments],
-            draw: [drawMarks, function (u) { if (u === view.charts[0]) placeMarkers(u); }],
-            setScale: [function (u, key) { if (key === 'x') onZoom(u); }]
+            draw: [function (u) { drawMarks(u, false); }, function (u) { if (u === view.charts[0]) placeMarkers(u); }],
+            setScale: [function (u, key) { if (key === 'x') { clipFollowsZoom(u); onZoom(u); } }]
           }
         };
         var u = new uPlot(opts, sp.data, box);
+        u.gwClip = sp.clip;
         u.gwMetric = m.key;
         u.gwPoints = sp.points;
         if (k === 0) {
@@ -754,6 +994,7 @@
       });
       view.building = false;
       if (view.charts.length) placeMarkers(view.charts[0]);
+      drawRestart();
       if (!window.gwFirstDraw) {
         window.gwFirstDraw = true;
         if (performance.mark) performance.mark('gw-chart-drawn');
@@ -822,14 +1063,21 @@
         view.info = r[2].info || {};
         /* alert objects as of their latest event: resolved ones too */
         view.alerts = (r[1] || []).slice().sort(function (a, b) { return a.step - b.step; });
+        view.bands = alertWindows(view.alerts);
         view.data = r[2];
         view.ranged = q.from !== undefined;
+        /* live and downsampled (or a zoom's range), the panel's detail is
+         * asked for after the draw: until it comes the panel keeps the
+         * picture it has (the overview's points in between would make it
+         * flicker every poll) */
+        view.restartPending = restartNeedsDetail() && !!focusWindow(view.bands);
         view.overlays.forEach(function (o, i) { o.data = r[3 + i]; });
         view.lastKey = JSON.stringify([view.info.last_step, view.info.segment, view.info.last_seen, view.alerts.length]);
         if (!keepZoom) view.zoom = null;
         fillHead();
         fillAlerts();
         rebuild();
+        loadRestartDetail();
         if (view.open) openAlert(view.open, false);
         view.els.status.textContent = '';
         view.els.status.className = 'gw-muted';
@@ -895,10 +1143,12 @@
             if (moved) {
               view.info = info;
               view.alerts = al.slice().sort(function (a, b) { return a.step - b.step; });
+              view.bands = alertWindows(view.alerts);
               view.lastKey = key;
               fillAlerts();
               if (view.open) openAlert(view.open, false);
               view.charts.forEach(function (u) { u.redraw(false, false); });   /* alert lines, markers */
+              drawRestart();
             }
             fillHead();   /* "last record N s ago" ages even when nothing came */
           });
@@ -919,6 +1169,10 @@
       if (Math.abs(w - lastW) < 4) return;
       lastW = w;
       view.charts.forEach(function (u) { u.setSize({width: w, height: u.height}); });
+      if (view.restart) {
+        var each = restartWidth();
+        view.restart.list.forEach(function (u) { u.root.parentNode.style.width = each + 'px'; u.setSize({width: each, height: u.height}); });
+      }
     };
   }
 
