@@ -22,6 +22,7 @@
 #include "http.h"
 #include "metrics.h"
 #include "retention.h"
+#include "runs.h"
 #include "web.h"
 
 #include "kern.h"
@@ -193,6 +194,10 @@ static void begin_shutdown(struct gw_daemon *d, const char *why)
 		return;
 	d->stopping = true;
 	gw_log_info("%s: stopping (committing everything received)", why);
+	/* for the stall watch of the next start (daemon/runs.c gw_runs_restore) */
+	char at[32];
+	snprintf(at, sizeof(at), "%.3f", gw_wall_now());
+	gw_store_put_meta(d->store, GW_RUNS_STOPPED_AT, at);
 	gw_notify("STOPPING=1");
 	/* stop accepting; connections already open get a short grace period to
 	 * deliver what they sent before we close them */

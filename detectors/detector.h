@@ -112,6 +112,11 @@ struct gw_detector {
 	void (*on_event)(void *state, const struct gw_det_ctx *ctx);
 	/* The wall-clock tick (live only); ctx->rec is NULL. */
 	void (*on_tick)(void *state, const struct gw_det_ctx *ctx);
+	/* The daemon restarted (live only; ctx->rec is NULL, ctx->now its
+	 * start): it was down from down_from, and the run's state was rebuilt
+	 * from its stored lines fed with their arrival times as ctx->now.
+	 * Returns whether the detector watches the run from now on. */
+	bool (*on_restart)(void *state, const struct gw_det_ctx *ctx, double down_from);
 	/* With on_tick: the wall-clock time until which the ticks alone may
 	 * still raise an alert (a silence not yet long enough), -INFINITY when
 	 * they cannot.  The daemon keeps an idle run's state in memory until
