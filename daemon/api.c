@@ -403,11 +403,11 @@ static void h_healthz(struct gw_http_conn *c, const struct gw_http_req *r)
 	struct gw_store_stats st;
 	gw_store_stats(d->store, &st);
 	bool ok = st.last_error == 0;
-	json_t *j = json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:I, s:s}",
+	json_t *j = json_pack("{s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s}",
 	                      "status", ok ? "ok" : "degraded",
 	                      "version", GW_VERSION,
 	                      "kernels", gw_kern_name(),
-	                      "uptime_s", gw_wall_now() - d->started,
+	                      "uptime_s", gw_json_num(gw_wall_now() - d->started),
 	                      "runs", (json_int_t)gw_engine_run_count(d->ingest.engine),
 	                      "committed", (json_int_t)gw_store_committed(d->store),
 	                      "pending_bytes", (json_int_t)st.pending_bytes,

@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include "thresholds.h"
+#include "util.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -33,7 +34,7 @@ static json_t *thresholds_json(const struct gw_thresholds *th)
 {
 	json_t *o = json_object();
 	for (const struct gw_threshold_info *i = gw_threshold_table; i->name; i++)
-		json_object_set_new(o, i->name, json_real(*(const double *)((const char *)th + i->offset)));
+		json_object_set_new(o, i->name, gw_json_num(*(const double *)((const char *)th + i->offset)));
 	return o;
 }
 

@@ -132,8 +132,10 @@ static void throughput(struct stall_state *s, const struct gw_det_ctx *ctx)
 	snprintf(v.action, sizeof(v.action),
 	         "check GPU utilisation and clocks on every node, the data loader's queue, and the "
 	         "network; look for a straggler rank");
-	v.evidence = json_pack("{s:s, s:f, s:f, s:i, s:i}", "rule", "throughput", "baseline_median", mb,
-	                       "recent_median", mc, "recent_n", THR_CUR, "baseline_n", THR_BASE);
+	v.evidence = json_pack("{s:s, s:o, s:o, s:i, s:i}", "rule", "throughput",
+	                       "baseline_median", gw_json_num(mb),
+	                       "recent_median", gw_json_num(mc), "recent_n", THR_CUR,
+	                       "baseline_n", THR_BASE);
 	gw_det_raise(ctx, &v);
 }
 
@@ -196,7 +198,8 @@ static void end_silence(struct stall_state *s, const struct gw_det_ctx *ctx, boo
 	snprintf(v.summary, sizeof(v.summary), "the run %s after %.0f s of silence (last step before it %s)",
 	         how, quiet, gw_fmt_int(sb, sizeof(sb), s->last_step));
 	v.evidence = json_pack("{s:s, s:o, s:I, s:s, s:s?}", "rule", "silence", "silent_seconds",
-	                       gw_det_num(quiet), "last_step", (json_int_t)s->last_step, "ended_by",
+	                       gw_json_num(quiet), "last_step", (json_int_t)s->last_step,
+	                       "ended_by",
 	                       finished ? "run_finished" : "line", "reason", reason);
 	gw_det_resolve_v(ctx, &v);
 }
@@ -296,12 +299,13 @@ static void stall_tick(void *st, const struct gw_det_ctx *ctx)
 	         "the scheduler's view of the job; a job that ended should send run_finished "
 	         "(gradwatch.Client.close() does)");
 	v.evidence = json_pack("{s:s, s:o, s:o, s:I, s:o, s:o}", "rule", "silence", "silent_seconds",
-	                       gw_det_num(quiet), "usual_interval_seconds", gw_det_num(usual),
-	                       "last_step", (json_int_t)s->last_step, "ts_lag_seconds", gw_det_num(lag),
-	                       "arrival_rate_ratio", gw_det_num(ratio));
+	                       gw_json_num(quiet), "usual_interval_seconds", gw_json_num(usual),
+	                       "last_step", (json_int_t)s->last_step,
+	                       "ts_lag_seconds", gw_json_num(lag),
+	                       "arrival_rate_ratio", gw_json_num(ratio));
 	if (v.evidence && restarted) {
-		json_object_set_new(v.evidence, "daemon_down_from", gw_det_num(s->down_from));
-		json_object_set_new(v.evidence, "daemon_down_to", gw_det_num(s->watch_from));
+		json_object_set_new(v.evidence, "daemon_down_from", gw_json_num(s->down_from));
+		json_object_set_new(v.evidence, "daemon_down_to", gw_json_num(s->watch_from));
 	}
 	gw_det_raise(ctx, &v);
 }

@@ -130,8 +130,7 @@ struct gw_detector {
 const char *gw_det_fmt_num(char *buf, size_t size, double v);
 const char *gw_det_fmt_pct(char *buf, size_t size, double logratio);
 
-/* For evidence: a JSON real, or null when not finite (json_pack's "f"
- * fails on NaN and would lose the whole evidence). */
-json_t *gw_det_num(double v);
+/* Numbers in evidence: gw_json_num (lib/util.h), a real or null, never
+ * json_pack's "f" (which fails on NaN and loses the whole evidence). */
 
 #endif

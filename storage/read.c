@@ -48,7 +48,7 @@ static json_t *col_json(sqlite3_stmt *st, int k)
 {
 	switch (sqlite3_column_type(st, k)) {
 	case SQLITE_INTEGER: return json_integer(sqlite3_column_int64(st, k));
-	case SQLITE_FLOAT: return json_real(sqlite3_column_double(st, k));
+	case SQLITE_FLOAT: return gw_json_num(sqlite3_column_double(st, k));
 	case SQLITE_TEXT: return json_string((const char *)sqlite3_column_text(st, k));
 	default: return json_null();
 	}
