@@ -93,6 +93,17 @@ int gw_cfg_default_dirs(char **state, char **runtime);
  * is not created.  0, or a negative errno with the reason in err. */
 int gw_cfg_make_dirs(const struct gw_cfg *c, char *err, size_t errlen);
 
+/* The directories the daemon needs, before it opens anything
+ * (--check-config, and the start after gw_cfg_make_dirs): the database's
+ * directory (state_dir) exists -- or is a default one the start creates
+ * under a writable parent --, is a directory, is writable by this user, on
+ * a writable filesystem with at least GW_CFG_MIN_FREE bytes free; the
+ * socket's directory exists.  Returns 0, or a negative errno with a
+ * message naming the directory and what is wrong (err).  Only stat,
+ * access and statvfs: nothing is created. */
+#define GW_CFG_MIN_FREE (1024 * 1024)
+int gw_cfg_check_dirs(const struct gw_cfg *c, char *err, size_t errlen);
+
 /* Read a JSON config file over the current values.  On error returns a
  * negative errno and writes a message naming the file, line and key into
  * err. */

@@ -484,6 +484,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gradwatchd: %s\n", err);
 		goto out_cfg;
 	}
+	if (check && gw_cfg_check_dirs(&cfg, err, sizeof(err)) < 0) {
+		/* a valid configuration this daemon cannot run with here */
+		fprintf(stderr, "gradwatchd: %s\n", err);
+		rc = 2;
+		goto out_cfg;
+	}
 	if (check) {
 		/* the token files as the start reads them (it would refuse them) */
 		struct gw_auth *auth = NULL;
@@ -516,7 +522,7 @@ int main(int argc, char **argv)
 	gw_log_info("gradwatchd %s starting: kernels %s, database %s", GW_VERSION, gw_kern_name(),
 	            cfg.db_path);
 
-	if (gw_cfg_make_dirs(&cfg, err, sizeof(err)) < 0) {
+	if (gw_cfg_make_dirs(&cfg, err, sizeof(err)) < 0 || gw_cfg_check_dirs(&cfg, err, sizeof(err)) < 0) {
 		gw_log_crit("%s", err);
 		goto out_cfg;
 	}
