@@ -64,6 +64,11 @@ struct gw_cfg {
 	size_t max_pending_bytes;   /* writer queue size before back-pressure */
 	unsigned tick_ms;           /* wall-clock detector tick */
 
+	/* /healthz says "degraded" beyond these (daemon/health.c) */
+	unsigned health_commit_stall_s;   /* the oldest uncommitted line waited this long */
+	unsigned health_undelivered_s;    /* an alert a sink failed to take waited this long */
+	unsigned health_min_free_mb;      /* free space under the database (0: not checked) */
+
 	struct gw_alias *aliases;
 	struct gw_engine_opts engine;
 	struct gw_th_override *overrides;

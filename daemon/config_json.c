@@ -158,6 +158,10 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "retention", retention_json(c));
+	json_object_set_new(o, "health", json_pack("{s:I, s:I, s:I}",
+	                    "commit_stall_s", (json_int_t)c->health_commit_stall_s,
+	                    "undelivered_s", (json_int_t)c->health_undelivered_s,
+	                    "min_free_mb", (json_int_t)c->health_min_free_mb));
 	if (c->public_url)
 		json_object_set_new(o, "public_url", json_string(c->public_url));
 	if (c->kernels)

@@ -193,6 +193,7 @@ struct gw_store_stats {
 	int last_error;            /* of the last commit: 0, or -ENOSPC (disk full), -EIO... */
 	char last_error_msg[200];  /* SQLite's message and code name */
 	uint64_t dropped;          /* items given up at shutdown */
+	uint64_t oldest_pending_ms; /* monotonic ms the oldest uncommitted item was queued, 0: none */
 };
 void gw_store_stats(const struct gw_store *s, struct gw_store_stats *out);
 

@@ -5,15 +5,25 @@ file: the database's directory (state_dir) exists or is a default one the
 start creates, is a directory, is writable by this user, on a writable
 filesystem with space; the socket's directory exists.  Each problem is said
 with its path, exit 2; the start says the same and stops.
+
+/healthz says "degraded" (503) with its reasons when the oldest uncommitted
+line has waited too long (a writer stuck behind another process's lock), a
+sink has failed alerts older than a bound, or the disk under the database
+is below its floor -- and "ok" on a daemon that is merely idle for longer
+than all those bounds.  Waits poll; the one sleep is the idle time itself.
 """
 import json
 import os
 import shutil
+import socket
+import sqlite3
 import subprocess
 import tempfile
+import time
 import unittest
 
-from gwtest import GRADWATCHD
+from gwtest import GRADWATCHD, Daemon, wait_for
+from receiver import Receiver, nan_incident
 
 
 def check(args, env=None, user=None):
@@ -124,6 +134,118 @@ class CheckConfigDirs(unittest.TestCase):
         self.assertIn("state_dir: the database's directory %s: not a directory" % path,
                       r.stdout.decode())
 
+
+HEALTH = {'health': {'commit_stall_s': 1, 'undelivered_s': 1}}
+
+
+def send(d, lines):
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(d.sock)
+        s.sendall(''.join(l + '\n' for l in lines).encode())
+
+
+def health(d):
+    return d.get('/healthz')
+
+
+def checks(d):
+    status, body = health(d)
+    return status, [r['check'] for r in body['reasons']], body
+
+
+class Healthz(unittest.TestCase):
+    def test_an_idle_daemon_is_ok_past_every_bound(self):
+        with Daemon(config=HEALTH) as d:
+            send(d, ['{"run":"idle","step":%d,"loss":1.5,"grad_norm":1}' % i for i in range(1, 11)])
+            wait_for(lambda: d.sql('SELECT count(*) FROM records')[0][0] == 10, 10, 'the commit')
+            time.sleep(2.5)   # idle for longer than commit_stall_s and undelivered_s
+            status, body = health(d)
+            self.assertEqual((status, body['status'], body['reasons']), (200, 'ok', []), body)
+
+    def test_a_writer_stuck_behind_a_lock(self):
+        with Daemon(config=HEALTH) as d:
+            send(d, ['{"run":"w","step":1,"loss":1.5,"grad_norm":1}'])
+            wait_for(lambda: d.sql('SELECT count(*) FROM records')[0][0] == 1, 10, 'the commit')
+            con = sqlite3.connect(d.db, isolation_level=None, timeout=30)
+            con.execute('BEGIN IMMEDIATE')   # another process holds the write lock
+            try:
+                send(d, ['{"run":"w","step":2,"loss":1.5,"grad_norm":1}'])
+                status, got, body = wait_for(
+                    lambda: (lambda c: 'commit_stalled' in c[1] and c)(checks(d)), 30,
+                    'degraded: commit_stalled', interval=0.1)
+                self.assertEqual((status, body['status']), (503, 'degraded'))
+                r = [r for r in body['reasons'] if r['check'] == 'commit_stalled'][0]
+                self.assertRegex(r['message'], r'^nothing committed for \d+ s with \d+ bytes '
+                                               r'waiting \(health.commit_stall_s 1\)$')
+                self.assertGreater(r['pending_bytes'], 0)
+            finally:
+                con.rollback()
+                con.close()
+            wait_for(lambda: health(d)[0] == 200, 30, 'ok again once the lock is gone',
+                     interval=0.1)
+            self.assertEqual(d.sql('SELECT count(*) FROM records')[0][0], 2)
+
+    def test_alerts_a_sink_cannot_take(self):
+        rcv = Receiver()
+        rcv.mode = 'fail'
+        try:
+            cfg = dict(HEALTH, sinks=[{'type': 'webhook', 'name': 'pager', 'url': rcv.url + '/hook',
+                                       'retry_initial': '200ms', 'retry_max': '1s'}])
+            with Daemon(config=cfg) as d:
+                send(d, nan_incident('sick'))
+                status, got, body = wait_for(
+                    lambda: (lambda c: 'undelivered_alerts' in c[1] and c)(checks(d)), 30,
+                    'degraded: undelivered_alerts', interval=0.1)
+                self.assertEqual(status, 503)
+                r = [r for r in body['reasons'] if r['check'] == 'undelivered_alerts'][0]
+                self.assertEqual((r['sink'], r['undelivered']), ('pager', 1))
+                self.assertRegex(r['message'], r'^sink pager: 1 alert event\(s\) not delivered, '
+                                               r'the oldest raised \d+ s ago \(health.undelivered_s '
+                                               r'1\); last error: .*500')
+                rcv.mode = 'ok'   # the receiver is back: delivered, ok again
+                wait_for(lambda: health(d)[0] == 200, 30, 'ok once delivered', interval=0.1)
+        finally:
+            rcv.close()
+
+    def test_disk_below_its_floor(self):
+        # below both health.min_free_mb (32) and 5 % of the filesystem: a
+        # 40 MiB tmpfs with about 1.5 MiB left (enough to start on)
+        tmp = tempfile.mkdtemp(prefix='gw-health-')
+        self.addCleanup(shutil.rmtree, tmp, True)
+        mnt = os.path.join(tmp, 'mnt')
+        os.mkdir(mnt)
+        if subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=40m', 'tmpfs', mnt],
+                          stderr=subprocess.DEVNULL).returncode != 0:
+            self.skipTest('cannot mount a tmpfs here (needs root / CAP_SYS_ADMIN)')
+        self.addCleanup(subprocess.run, ['umount', '-l', mnt])
+        with open(os.path.join(mnt, 'fill'), 'wb') as f:
+            f.write(b'\0' * (38 * 1024 * 1024 + 512 * 1024))
+        d = Daemon(workdir=mnt, config={})
+        self.addCleanup(d.close)
+        d.start(wait=False)   # never "ready": /healthz answers 503 from the start
+
+        def answered():
+            try:
+                return checks(d)
+            except OSError:
+                return None
+        status, got, body = wait_for(answered, 20, '/healthz to answer', interval=0.05)
+        self.assertEqual((status, got), (503, ['disk_low']), body)
+        r = body['reasons'][0]
+        self.assertEqual((r['path'], r['size_mb']), (mnt, 40))
+        self.assertRegex(r['message'], r'^%s: \d MB free on its filesystem of 40 MB, below '
+                                       r'health.min_free_mb 32 and 5%% of its size$' % mnt)
+        d.stop()
+        # 0: not checked
+        d = Daemon(workdir=mnt, config={'health': {'min_free_mb': 0}})
+        self.addCleanup(d.close)
+        d.start()
+        self.assertEqual(health(d)[0], 200)
+        d.stop()
+
+    def test_plenty_of_space_is_ok(self):
+        with Daemon(config={'health': {'min_free_mb': 1}}) as d:
+            self.assertEqual(health(d)[1]['reasons'], [])
 
 if __name__ == '__main__':
     unittest.main()
