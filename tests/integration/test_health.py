@@ -35,6 +35,25 @@ def check(args, env=None, user=None):
     return r.returncode, r.stderr.decode()
 
 
+def small_disk(test, size_mb, fill_bytes):
+    """A tmpfs of size_mb with fill_bytes taken (what fits); its path.
+    Skips the test where no tmpfs can be mounted (needs root)."""
+    tmp = tempfile.mkdtemp(prefix='gw-health-')
+    test.addCleanup(shutil.rmtree, tmp, True)
+    mnt = os.path.join(tmp, 'mnt')
+    os.mkdir(mnt)
+    if subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=%dm' % size_mb, 'tmpfs', mnt],
+                      stderr=subprocess.DEVNULL).returncode != 0:
+        test.skipTest('cannot mount a tmpfs here (needs root / CAP_SYS_ADMIN)')
+    test.addCleanup(subprocess.run, ['umount', '-l', mnt])
+    with open(os.path.join(mnt, 'fill'), 'wb') as f:
+        try:
+            f.write(b'\0' * fill_bytes)
+        except OSError:
+            pass   # full
+    return mnt
+
+
 def config(tmp, **cfg):
     path = os.path.join(tmp, 'config.json')
     with open(path, 'w') as f:
@@ -105,17 +124,7 @@ class CheckConfigDirs(unittest.TestCase):
                       "%s/state is not a directory" % (self.tmp, self.tmp), err)
 
     def test_a_filesystem_without_space(self):
-        mnt = os.path.join(self.tmp, 'mnt')
-        os.mkdir(mnt)
-        if subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', mnt],
-                          stderr=subprocess.DEVNULL).returncode != 0:
-            self.skipTest('cannot mount a tmpfs here (needs root / CAP_SYS_ADMIN)')
-        self.addCleanup(subprocess.run, ['umount', '-l', mnt])
-        with open(os.path.join(mnt, 'fill'), 'wb') as f:
-            try:
-                f.write(b'\0' * (2 * 1024 * 1024))
-            except OSError:
-                pass
+        mnt = small_disk(self, 2, 2 * 1024 * 1024)
         rc, err = check(config(self.tmp, state_dir=mnt, socket=self.tmp + '/gw.sock'))
         self.assertEqual(rc, 2, err)
         self.assertRegex(err, r"state_dir: the database's directory %s: its filesystem has \d+ KiB "
@@ -210,16 +219,7 @@ class Healthz(unittest.TestCase):
     def test_disk_below_its_floor(self):
         # below both health.min_free_mb (32) and 5 % of the filesystem: a
         # 40 MiB tmpfs with about 1.5 MiB left (enough to start on)
-        tmp = tempfile.mkdtemp(prefix='gw-health-')
-        self.addCleanup(shutil.rmtree, tmp, True)
-        mnt = os.path.join(tmp, 'mnt')
-        os.mkdir(mnt)
-        if subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=40m', 'tmpfs', mnt],
-                          stderr=subprocess.DEVNULL).returncode != 0:
-            self.skipTest('cannot mount a tmpfs here (needs root / CAP_SYS_ADMIN)')
-        self.addCleanup(subprocess.run, ['umount', '-l', mnt])
-        with open(os.path.join(mnt, 'fill'), 'wb') as f:
-            f.write(b'\0' * (38 * 1024 * 1024 + 512 * 1024))
+        mnt = small_disk(self, 40, 38 * 1024 * 1024 + 512 * 1024)
         d = Daemon(workdir=mnt, config={})
         self.addCleanup(d.close)
         d.start(wait=False)   # never "ready": /healthz answers 503 from the start
