@@ -104,10 +104,17 @@ int gw_cfg_make_dirs(const struct gw_cfg *c, char *err, size_t errlen);
  * under a writable parent --, is a directory, is writable by this user, on
  * a writable filesystem with at least GW_CFG_MIN_FREE bytes free; the
  * socket's directory exists.  Returns 0, or a negative errno with a
- * message naming the directory and what is wrong (err).  Only stat,
- * access and statvfs: nothing is created. */
+ * message naming the directory and what is wrong (err).  warn (may be
+ * NULL) gets a warning, or "": less free space than gw_cfg_disk_floor.
+ * Only stat, access and statvfs: nothing is created. */
 #define GW_CFG_MIN_FREE (1024 * 1024)
-int gw_cfg_check_dirs(const struct gw_cfg *c, char *err, size_t errlen);
+int gw_cfg_check_dirs(const struct gw_cfg *c, char *err, size_t errlen, char *warn,
+                      size_t warnlen);
+
+/* The free space under the database below which /healthz says degraded
+ * (disk_low): the smaller of health.min_free_mb and 5 % of the
+ * filesystem's size; 0 when health.min_free_mb is 0. */
+uint64_t gw_cfg_disk_floor(const struct gw_cfg *c, uint64_t fs_size);
 
 /* Read a JSON config file over the current values.  On error returns a
  * negative errno and writes a message naming the file, line and key into

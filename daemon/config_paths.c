@@ -11,7 +11,8 @@
  * directories before anything is opened: the database's directory exists
  * (or is a default one the start creates, under a writable parent), is a
  * directory, is writable by this user, and its filesystem is writable with
- * at least GW_CFG_MIN_FREE bytes free; the socket's directory exists.
+ * at least GW_CFG_MIN_FREE bytes free (below the /healthz floor,
+ * gw_cfg_disk_floor, a warning); the socket's directory exists.
  */
 #include "config.h"
 
@@ -158,7 +159,8 @@ static bool created_at_start(const char *dir)
 
 /* A directory that must exist, or be created at start under a writable
  * parent; `what` names it in the message ("state_dir", ...). */
-static int check_dir(const char *what, const char *dir, bool need_write, char *err, size_t errlen)
+static int check_dir(const struct gw_cfg *c, const char *what, const char *dir, bool need_write,
+                     char *err, size_t errlen, char *warn, size_t warnlen)
 {
 	struct stat st;
 	if (stat(dir, &st) < 0) {
@@ -204,21 +206,36 @@ static int check_dir(const char *what, const char *dir, bool need_write, char *e
 			return gw_errf(err, errlen, -ENOSPC, "%s %s: its filesystem has %" PRIu64 " KiB free, "
 			               "less than the %d KiB the database needs to start", what, dir,
 			               avail / 1024, GW_CFG_MIN_FREE / 1024);
+		uint64_t size = (uint64_t)vfs.f_blocks * vfs.f_frsize;
+		if (warn && avail < gw_cfg_disk_floor(c, size))
+			snprintf(warn, warnlen, "%s %s: %" PRIu64 " MB free on its filesystem of %" PRIu64
+			         " MB, below health.min_free_mb %u and 5%% of its size: /healthz says "
+			         "degraded (disk_low)", what, dir, avail >> 20, size >> 20,
+			         c->health_min_free_mb);
 	}
 	return 0;
 }
 
-int gw_cfg_check_dirs(const struct gw_cfg *c, char *err, size_t errlen)
+uint64_t gw_cfg_disk_floor(const struct gw_cfg *c, uint64_t fs_size)
 {
+	return GW_MIN((uint64_t)c->health_min_free_mb << 20, fs_size / 20);
+}
+
+int gw_cfg_check_dirs(const struct gw_cfg *c, char *err, size_t errlen, char *warn,
+                      size_t warnlen)
+{
+	if (warn && warnlen)
+		warn[0] = '\0';
 	char dir[PATH_MAX];
 	dir_of(c->db_path, dir, sizeof(dir));
 	/* the database's directory is state_dir unless "database" put it
 	 * elsewhere: name it as the configuration does */
 	bool is_state = c->state_dir && !strcmp(dir, c->state_dir);
-	int rc = check_dir(is_state ? "state_dir: the database's directory" : "the database's directory",
-	                   dir, true, err, errlen);
+	int rc = check_dir(c, is_state ? "state_dir: the database's directory"
+	                                : "the database's directory", dir, true, err, errlen, warn,
+	                   warnlen);
 	if (rc < 0 || !c->socket_path || !*c->socket_path)
 		return rc;
 	dir_of(c->socket_path, dir, sizeof(dir));
-	return check_dir("the socket's directory", dir, false, err, errlen);
+	return check_dir(c, "the socket's directory", dir, false, err, errlen, NULL, 0);
 }

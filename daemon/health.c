@@ -119,7 +119,7 @@ static void check_disk(struct gw_daemon *d, json_t *reasons)
 		d->disk_free = got ? (uint64_t)vfs.f_bavail * vfs.f_frsize : UINT64_MAX;
 		d->disk_size = got ? (uint64_t)vfs.f_blocks * vfs.f_frsize : UINT64_MAX;
 	}
-	uint64_t floor = GW_MIN((uint64_t)d->cfg->health_min_free_mb << 20, d->disk_size / 20);
+	uint64_t floor = gw_cfg_disk_floor(d->cfg, d->disk_size);
 	if (d->disk_free < floor)
 		reason(reasons, "disk_low",
 		       json_pack("{s:s, s:I, s:I}", "path", dir, "free_mb", (json_int_t)(d->disk_free >> 20),

@@ -220,6 +220,12 @@ class Healthz(unittest.TestCase):
         # below both health.min_free_mb (32) and 5 % of the filesystem: a
         # 40 MiB tmpfs with about 1.5 MiB left (enough to start on)
         mnt = small_disk(self, 40, 38 * 1024 * 1024 + 512 * 1024)
+        # --check-config warns (the daemon can start, /healthz will say so)
+        rc, err = check(['--db', mnt + '/gradwatch.db', '--socket', mnt + '/gw.sock'])
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(err, r"gradwatchd: warning: the database's directory %s: \d MB free on its "
+                              r"filesystem of 40 MB, below health.min_free_mb 32 and 5%% of its "
+                              r"size: /healthz says degraded \(disk_low\)" % mnt)
         d = Daemon(workdir=mnt, config={})
         self.addCleanup(d.close)
         d.start(wait=False)   # never "ready": /healthz answers 503 from the start
