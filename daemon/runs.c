@@ -335,8 +335,9 @@ int gw_runs_restore(struct gw_ingest *in, double now)
 		free(v[i].name);
 	free(v);
 	if (n > GW_RUNS_RESTORE_MAX)
-		gw_log_warn("%zu runs were logging when the daemon stopped: only the %d newest are "
-		            "watched for a stall across the restart", n, GW_RUNS_RESTORE_MAX);
+		gw_log_warn("%zu runs had lines within %.0f s of the daemon's stop: only the %d newest "
+		            "were looked at for a stall watch across the restart", n, horizon,
+		            GW_RUNS_RESTORE_MAX);
 	if (restored)
 		gw_log_info("%zu run(s) were live when the daemon stopped (%.0f s ago): their silence is "
 		            "watched from now on", restored, now - down);
