@@ -199,8 +199,7 @@ static void end_silence(struct stall_state *s, const struct gw_det_ctx *ctx, boo
 	         how, quiet, gw_fmt_int(sb, sizeof(sb), s->last_step));
 	v.evidence = json_pack("{s:s, s:o, s:I, s:s, s:s?}", "rule", "silence", "silent_seconds",
 	                       gw_json_num(quiet), "last_step", (json_int_t)s->last_step,
-	                       "ended_by",
-	                       finished ? "run_finished" : "line", "reason", reason);
+	                       "ended_by", finished ? "run_finished" : "line", "reason", reason);
 	gw_det_resolve_v(ctx, &v);
 }
 
