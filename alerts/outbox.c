@@ -991,6 +991,27 @@ bool gw_outbox_sink_counts(const struct gw_outbox *ob, size_t i, struct gw_outbo
 	return true;
 }
 
+bool gw_outbox_sink_failing(const struct gw_outbox *ob, size_t i, size_t *n, double *oldest,
+                            const char **last_error)
+{
+	*n = 0;
+	*oldest = NAN;
+	*last_error = NULL;
+	if (!ob || i >= ob->n)
+		return false;
+	const struct sink *sk = &ob->sinks[i];
+	for (const struct delivery *d = sk->q.next; d != &sk->q; d = d->next) {
+		/* attempts counts the one in flight: failed ones only */
+		if (d->repeat_no || d->attempts <= (d->inflight ? 1u : 0u))
+			continue;
+		(*n)++;
+		if (isnan(*oldest) || d->ev->created < *oldest)
+			*oldest = d->ev->created;
+	}
+	*last_error = sk->last_error[0] ? sk->last_error : NULL;
+	return true;
+}
+
 json_t *gw_outbox_stats(const struct gw_outbox *ob)
 {
 	json_t *arr = json_array();

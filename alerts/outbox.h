@@ -84,6 +84,13 @@ struct gw_outbox_counts {
  * (or when ob is NULL).  Loop thread. */
 bool gw_outbox_sink_counts(const struct gw_outbox *ob, size_t i, struct gw_outbox_counts *out);
 
+/* Sink i's alert events that failed at least once and are still not
+ * delivered (repeats of open alerts aside): how many, and the wall clock at
+ * which the oldest of them was raised (NaN when none).  Walks the sink's
+ * queue (loop thread; no I/O).  False past the last sink. */
+bool gw_outbox_sink_failing(const struct gw_outbox *ob, size_t i, size_t *n, double *oldest,
+                            const char **last_error);
+
 /* Lifecycle (docs/architecture.md, "Starting and stopping"):
  * gw_outbox_start, gw_outbox_stop, gw_outbox_free after the loop ran.
  * Stop: abort requests in flight (they stay pending in the database and are

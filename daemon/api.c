@@ -7,8 +7,8 @@
  * An ingest body is a gw_ingest_src: its lines go through the record path
  * as they stream in, and the answer waits (without blocking the loop) until
  * the store has committed the body's last line.  Reads run on the thread
- * pool with only the read-only database path; /healthz and /v1/stats are
- * answered from memory on the loop.
+ * pool with only the read-only database path; /healthz (health.c) and
+ * /v1/stats are answered from memory on the loop.
  */
 #include "api.h"
 
@@ -397,24 +397,6 @@ static int q_resume_check(const struct gw_http_req *r, json_t **out)
 
 /* ---- from memory (loop) ------------------------------------------------------------------ */
 
-static void h_healthz(struct gw_http_conn *c, const struct gw_http_req *r)
-{
-	struct gw_daemon *d = r->data;
-	struct gw_store_stats st;
-	gw_store_stats(d->store, &st);
-	bool ok = st.last_error == 0;
-	json_t *j = json_pack("{s:s, s:s, s:s, s:f, s:I, s:I, s:I, s:s}",
-	                      "status", ok ? "ok" : "degraded",
-	                      "version", GW_VERSION,
-	                      "kernels", gw_kern_name(),
-	                      "uptime_s", gw_wall_now() - d->started,
-	                      "runs", (json_int_t)gw_engine_run_count(d->ingest.engine),
-	                      "committed", (json_int_t)gw_store_committed(d->store),
-	                      "pending_bytes", (json_int_t)st.pending_bytes,
-	                      "store", ok ? "ok" : st.last_error_msg);
-	gw_http_respond_json(c, ok ? 200 : 503, j);
-}
-
 /* /v1/stats: {transports: {unix: {accepted, events, bytes, rejected: {reason: n}}},
  * alerts: {detector: {severity: n}}, udp_dropped, connections, segments} from
  * the counter table; zero rejections are left out. */
@@ -472,7 +454,7 @@ static void h_stats(struct gw_http_conn *c, const struct gw_http_req *r)
 int gw_api_start(struct gw_daemon *d, char *err, size_t errlen)
 {
 	const struct gw_http_route routes[] = {
-		{.method = "GET", .path = "/healthz", .handler = h_healthz, .data = d, .scope = GW_SCOPE_OPEN},
+		{.method = "GET", .path = "/healthz", .handler = gw_health_healthz, .data = d, .scope = GW_SCOPE_OPEN},
 		{.method = "GET", .path = "/v1/stats", .handler = h_stats, .data = d},
 		{.method = "GET", .path = "/v1/runs", .query = q_runs, .data = d},
 		{.method = "GET", .path = "/v1/alerts", .query = q_alerts, .data = d},

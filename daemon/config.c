@@ -60,6 +60,9 @@ int gw_cfg_defaults(struct gw_cfg *c)
 	c->sync_full = true;
 	c->max_pending_bytes = 256u * 1024 * 1024;
 	c->tick_ms = 1000;
+	c->health_commit_stall_s = 60;
+	c->health_undelivered_s = 900;
+	c->health_min_free_mb = 32;
 	c->aliases = gw_alias_new();
 	gw_thresholds_default(&c->engine.th);
 	c->engine.live = true;

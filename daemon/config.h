@@ -64,6 +64,11 @@ struct gw_cfg {
 	size_t max_pending_bytes;   /* writer queue size before back-pressure */
 	unsigned tick_ms;           /* wall-clock detector tick */
 
+	/* /healthz says "degraded" beyond these (daemon/health.c) */
+	unsigned health_commit_stall_s;   /* the oldest uncommitted line waited this long */
+	unsigned health_undelivered_s;    /* an alert a sink failed to take waited this long */
+	unsigned health_min_free_mb;      /* free space under the database (0: not checked) */
+
 	struct gw_alias *aliases;
 	struct gw_engine_opts engine;
 	struct gw_th_override *overrides;
@@ -92,6 +97,24 @@ int gw_cfg_default_dirs(char **state, char **runtime);
  * lie in (with parents, mode 0700) when missing; a directory given by hand
  * is not created.  0, or a negative errno with the reason in err. */
 int gw_cfg_make_dirs(const struct gw_cfg *c, char *err, size_t errlen);
+
+/* The directories the daemon needs, before it opens anything
+ * (--check-config, and the start after gw_cfg_make_dirs): the database's
+ * directory (state_dir) exists -- or is a default one the start creates
+ * under a writable parent --, is a directory, is writable by this user, on
+ * a writable filesystem with at least GW_CFG_MIN_FREE bytes free; the
+ * socket's directory exists.  Returns 0, or a negative errno with a
+ * message naming the directory and what is wrong (err).  warn (may be
+ * NULL) gets a warning, or "": less free space than gw_cfg_disk_floor.
+ * Only stat, access and statvfs: nothing is created. */
+#define GW_CFG_MIN_FREE (1024 * 1024)
+int gw_cfg_check_dirs(const struct gw_cfg *c, char *err, size_t errlen, char *warn,
+                      size_t warnlen);
+
+/* The free space under the database below which /healthz says degraded
+ * (disk_low): the smaller of health.min_free_mb and 5 % of the
+ * filesystem's size; 0 when health.min_free_mb is 0. */
+uint64_t gw_cfg_disk_floor(const struct gw_cfg *c, uint64_t fs_size);
 
 /* Read a JSON config file over the current values.  On error returns a
  * negative errno and writes a message naming the file, line and key into

@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include "thresholds.h"
+#include "util.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -33,7 +34,7 @@ static json_t *thresholds_json(const struct gw_thresholds *th)
 {
 	json_t *o = json_object();
 	for (const struct gw_threshold_info *i = gw_threshold_table; i->name; i++)
-		json_object_set_new(o, i->name, json_real(*(const double *)((const char *)th + i->offset)));
+		json_object_set_new(o, i->name, gw_json_num(*(const double *)((const char *)th + i->offset)));
 	return o;
 }
 
@@ -157,6 +158,10 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "retention", retention_json(c));
+	json_object_set_new(o, "health", json_pack("{s:I, s:I, s:I}",
+	                    "commit_stall_s", (json_int_t)c->health_commit_stall_s,
+	                    "undelivered_s", (json_int_t)c->health_undelivered_s,
+	                    "min_free_mb", (json_int_t)c->health_min_free_mb));
 	if (c->public_url)
 		json_object_set_new(o, "public_url", json_string(c->public_url));
 	if (c->kernels)

@@ -239,13 +239,16 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		"state_dir", "database", "socket", "socket_mode", "tcp", "udp", "http",
 		"allow_remote", "log_level", "kernels", "limits", "storage", "aliases",
 		"thresholds", "runs", "detectors", "tick_ms", "sinks", "follow", "auth", "public_url", "retention",
-		NULL,
+		"health", NULL,
 	};
 	static const char *const known_limits[] = {
 		"max_line_bytes", "max_body_bytes", "max_connections", "max_runs",
 		"http_header_timeout_ms", "http_idle_timeout_ms", "http_body_timeout_ms",
 		"http_reserved_connections", "stream_idle_timeout_ms", "stream_evict_idle_ms",
 		"idempotency_window_s", "idempotency_max_keys", "run_evict_idle_s", NULL,
+	};
+	static const char *const known_health[] = {
+		"commit_stall_s", "undelivered_s", "min_free_mb", NULL,
 	};
 	static const char *const known_storage[] = {
 		"commit_interval_ms", "commit_max_records", "synchronous", "max_pending_bytes", NULL,
@@ -364,6 +367,16 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 			}
 			c->sync_full = strcmp(s, "full") == 0;
 		}
+	}
+	if ((v = json_object_get(root, "health"))) {
+		if (!json_is_object(v) || (rc = unknown_keys(&L, v, "health.", known_health)) < 0) {
+			rc = rc < 0 ? rc : gw_errf(err, errlen, -EINVAL, "%s: health must be an object", path);
+			goto out;
+		}
+		if ((rc = get_uint(&L, v, "commit_stall_s", "health.", 1, 86400, &c->health_commit_stall_s, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "undelivered_s", "health.", 1, 30 * 86400, &c->health_undelivered_s, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "min_free_mb", "health.", 0, 1u << 30, &c->health_min_free_mb, sizeof(unsigned))) < 0)
+			goto out;
 	}
 	if ((v = json_object_get(root, "aliases"))) {
 		if (!json_is_object(v)) {

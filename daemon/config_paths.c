@@ -6,17 +6,27 @@
  * to the state directory for the socket (not /tmp: a per-user directory
  * there could be taken over by another user first).  gw_cfg_defaults()
  * only computes them; gradwatchd creates them (mode 0700) when it starts.
+ *
+ * gw_cfg_check_dirs is what --check-config and the start say about those
+ * directories before anything is opened: the database's directory exists
+ * (or is a default one the start creates, under a writable parent), is a
+ * directory, is writable by this user, and its filesystem is writable with
+ * at least GW_CFG_MIN_FREE bytes free (below the /healthz floor,
+ * gw_cfg_disk_floor, a warning); the socket's directory exists.
  */
 #include "config.h"
 
 #include "util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 /* systemd may pass several colon-separated directories; use the first. */
 static char *first_dir(const char *env)
@@ -119,4 +129,113 @@ char *gw__cfg_path_join(const char *dir, const char *name)
 	if (asprintf(&p, "%s/%s", dir, name) < 0)
 		return NULL;
 	return p;
+}
+
+/* ---- checking the directories -------------------------------------------------------- */
+
+/* dirname of path into out ("." for a bare name). */
+static void dir_of(const char *path, char *out, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		gw_strlcpy(out, ".", len);
+	else if (slash == path)
+		gw_strlcpy(out, "/", len);
+	else
+		gw_strlcpy(out, path, GW_MIN(len, (size_t)(slash - path) + 1));
+}
+
+/* Is dir one of the default directories the start creates? */
+static bool created_at_start(const char *dir)
+{
+	char *state, *runtime;
+	if (gw_cfg_default_dirs(&state, &runtime) < 0)
+		return false;
+	bool yes = strcmp(dir, ".") && (!strcmp(dir, state) || !strcmp(dir, runtime));
+	free(state);
+	free(runtime);
+	return yes;
+}
+
+/* A directory that must exist, or be created at start under a writable
+ * parent; `what` names it in the message ("state_dir", ...). */
+static int check_dir(const struct gw_cfg *c, const char *what, const char *dir, bool need_write,
+                     char *err, size_t errlen, char *warn, size_t warnlen)
+{
+	struct stat st;
+	if (stat(dir, &st) < 0) {
+		int e = errno;
+		if (e == ENOENT && !created_at_start(dir))
+			return gw_errf(err, errlen, -e, "%s %s does not exist: a directory given with "
+			               "--state-dir, --db, --socket or the configuration must exist (create "
+			               "it first)", what, dir);
+		if (e != ENOENT && (e != ENOTDIR || !created_at_start(dir)))
+			return gw_errf(err, errlen, -e, "%s %s: %s", what, dir, strerror(e));
+		/* created at start: its nearest existing parent must allow it */
+		char up[PATH_MAX];
+		gw_strlcpy(up, dir, sizeof(up));
+		for (;;) {
+			char parent[PATH_MAX];
+			dir_of(up, parent, sizeof(parent));
+			if (stat(parent, &st) == 0) {
+				if (!S_ISDIR(st.st_mode) || access(parent, W_OK | X_OK) < 0)
+					return gw_errf(err, errlen, -EACCES, "%s %s cannot be created: %s is %s",
+					               what, dir, parent, S_ISDIR(st.st_mode)
+					               ? "not writable by this user" : "not a directory");
+				return 0;
+			}
+			if ((errno != ENOENT && errno != ENOTDIR) || !strcmp(parent, up))
+				return gw_errf(err, errlen, -errno, "%s %s cannot be created: %s: %s", what,
+				               dir, parent, strerror(errno));
+			gw_strlcpy(up, parent, sizeof(up));
+		}
+	}
+	if (!S_ISDIR(st.st_mode))
+		return gw_errf(err, errlen, -ENOTDIR, "%s %s: not a directory", what, dir);
+	if (need_write && access(dir, W_OK | X_OK) < 0)
+		return gw_errf(err, errlen, -errno, "%s %s: not writable by this user (uid %u): %s", what,
+		               dir, (unsigned)geteuid(), strerror(errno));
+	if (!need_write)
+		return 0;
+	struct statvfs vfs;
+	if (statvfs(dir, &vfs) == 0) {
+		if (vfs.f_flag & ST_RDONLY)
+			return gw_errf(err, errlen, -EROFS, "%s %s: on a read-only filesystem", what, dir);
+		uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+		if (avail < GW_CFG_MIN_FREE)
+			return gw_errf(err, errlen, -ENOSPC, "%s %s: its filesystem has %" PRIu64 " KiB free, "
+			               "less than the %d KiB the database needs to start", what, dir,
+			               avail / 1024, GW_CFG_MIN_FREE / 1024);
+		uint64_t size = (uint64_t)vfs.f_blocks * vfs.f_frsize;
+		if (warn && avail < gw_cfg_disk_floor(c, size))
+			snprintf(warn, warnlen, "%s %s: %" PRIu64 " MB free on its filesystem of %" PRIu64
+			         " MB, below health.min_free_mb %u and 5%% of its size: /healthz says "
+			         "degraded (disk_low)", what, dir, avail >> 20, size >> 20,
+			         c->health_min_free_mb);
+	}
+	return 0;
+}
+
+uint64_t gw_cfg_disk_floor(const struct gw_cfg *c, uint64_t fs_size)
+{
+	return GW_MIN((uint64_t)c->health_min_free_mb << 20, fs_size / 20);
+}
+
+int gw_cfg_check_dirs(const struct gw_cfg *c, char *err, size_t errlen, char *warn,
+                      size_t warnlen)
+{
+	if (warn && warnlen)
+		warn[0] = '\0';
+	char dir[PATH_MAX];
+	dir_of(c->db_path, dir, sizeof(dir));
+	/* the database's directory is state_dir unless "database" put it
+	 * elsewhere: name it as the configuration does */
+	bool is_state = c->state_dir && !strcmp(dir, c->state_dir);
+	int rc = check_dir(c, is_state ? "state_dir: the database's directory"
+	                                : "the database's directory", dir, true, err, errlen, warn,
+	                   warnlen);
+	if (rc < 0 || !c->socket_path || !*c->socket_path)
+		return rc;
+	dir_of(c->socket_path, dir, sizeof(dir));
+	return check_dir(c, "the socket's directory", dir, false, err, errlen, NULL, 0);
 }

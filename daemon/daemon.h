@@ -46,6 +46,8 @@ struct gw_daemon {
 	struct gw_follow *follow;
 
 	bool stopping;
+	uint64_t disk_checked_ms;         /* health.c: when the free space was read */
+	uint64_t disk_free, disk_size;    /* bytes free under the database then, of */
 };
 
 /* Listeners (stream.c): Unix, TCP, UDP.  Lifecycle (docs/architecture.md,
@@ -61,6 +63,12 @@ void gw_server_free(struct gw_daemon *d);
  * add GET /v1/sinks (after the HTTP server started). */
 int gw_alerting_check(const struct gw_cfg *cfg, char *err, size_t errlen);
 int gw_alerting_start(struct gw_daemon *d, char *err, size_t errlen);
+
+/* GET /healthz (health.c): "ok" or "degraded" with the reasons; from
+ * memory and one cached statvfs, never waits.  Route data: the daemon. */
+struct gw_http_conn;
+struct gw_http_req;
+void gw_health_healthz(struct gw_http_conn *c, const struct gw_http_req *r);
 
 /* sd_notify (notify.c): send "state" to $NOTIFY_SOCKET if set; no-op else. */
 int gw_notify(const char *state);

@@ -324,8 +324,10 @@ int gw_ingest_start(struct gw_ingest *in, const struct gw_ingest_opts *o, char *
 	if (gw_runs_load(&in->runs, cfg->db_path, rerr, sizeof(rerr)) < 0)
 		gw_log_warn("could not read where known runs stood: %s", rerr);
 	int rc = open_outbox(in, err, errlen);
-	if (rc == 0)
+	if (rc == 0) {
 		resolve_orphan_silences(in);
+		gw_runs_restore(in, gw_wall_now());
+	}
 	return rc;
 }
 

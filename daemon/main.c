@@ -22,6 +22,7 @@
 #include "http.h"
 #include "metrics.h"
 #include "retention.h"
+#include "runs.h"
 #include "web.h"
 
 #include "kern.h"
@@ -193,6 +194,10 @@ static void begin_shutdown(struct gw_daemon *d, const char *why)
 		return;
 	d->stopping = true;
 	gw_log_info("%s: stopping (committing everything received)", why);
+	/* for the stall watch of the next start (daemon/runs.c gw_runs_restore) */
+	char at[32];
+	snprintf(at, sizeof(at), "%.3f", gw_wall_now());
+	gw_store_put_meta(d->store, GW_RUNS_STOPPED_AT, at);
 	gw_notify("STOPPING=1");
 	/* stop accepting; connections already open get a short grace period to
 	 * deliver what they sent before we close them */
@@ -479,6 +484,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gradwatchd: %s\n", err);
 		goto out_cfg;
 	}
+	char warn[512];
+	if (check && gw_cfg_check_dirs(&cfg, err, sizeof(err), warn, sizeof(warn)) < 0) {
+		/* a valid configuration this daemon cannot run with here */
+		fprintf(stderr, "gradwatchd: %s\n", err);
+		rc = 2;
+		goto out_cfg;
+	}
+	if (check && warn[0])
+		fprintf(stderr, "gradwatchd: warning: %s\n", warn);
 	if (check) {
 		/* the token files as the start reads them (it would refuse them) */
 		struct gw_auth *auth = NULL;
@@ -511,10 +525,13 @@ int main(int argc, char **argv)
 	gw_log_info("gradwatchd %s starting: kernels %s, database %s", GW_VERSION, gw_kern_name(),
 	            cfg.db_path);
 
-	if (gw_cfg_make_dirs(&cfg, err, sizeof(err)) < 0) {
+	if (gw_cfg_make_dirs(&cfg, err, sizeof(err)) < 0 ||
+	    gw_cfg_check_dirs(&cfg, err, sizeof(err), warn, sizeof(warn)) < 0) {
 		gw_log_crit("%s", err);
 		goto out_cfg;
 	}
+	if (warn[0])
+		gw_log_warn("%s", warn);
 	int lock_fd = lock_instance(cfg.db_path, err, sizeof(err));
 	if (lock_fd < 0) {
 		gw_log_crit("%s", err);

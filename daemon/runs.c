@@ -18,7 +18,7 @@
 #include <string.h>
 
 static int dormant_add(struct gw_runs *rs, const char *name, int64_t seg, int64_t last_step,
-                       double last_ts)
+                       double last_ts, double last_seen)
 {
 	if (gw_grow((void **)&rs->d, &rs->cap, rs->n + 1, sizeof(*rs->d)) < 0)
 		return -ENOMEM;
@@ -30,7 +30,7 @@ static int dormant_add(struct gw_runs *rs, const char *name, int64_t seg, int64_
 		free(copy);
 		return rc == -EEXIST ? 0 : rc;
 	}
-	rs->d[rs->n++] = (struct gw_dormant){copy, seg, last_step, last_ts};
+	rs->d[rs->n++] = (struct gw_dormant){copy, seg, last_step, last_ts, last_seen};
 	return 0;
 }
 
@@ -51,11 +51,12 @@ struct load_ctx {
 	int err;
 };
 
-static void load_one(void *data, const char *run, int64_t seg, int64_t last_step, double last_ts)
+static void load_one(void *data, const char *run, int64_t seg, int64_t last_step, double last_ts,
+                     double last_seen)
 {
 	struct load_ctx *c = data;
 	if (seg > 0 && !c->err)
-		c->err = dormant_add(c->rs, run, seg, last_step, last_ts);
+		c->err = dormant_add(c->rs, run, seg, last_step, last_ts, last_seen);
 }
 
 int gw_runs_load(struct gw_runs *rs, const char *db_path, char *err, size_t errlen)
@@ -101,7 +102,7 @@ static int make_dormant(struct gw_ingest *in, const char *name)
 		                    gw_wall_now());
 	int rc = gw_engine_evict(in->engine, copy, &last);
 	if (rc == 0) {
-		rc = dormant_add(&in->runs, copy, last.seg, last.last_step, last.last_ts);
+		rc = dormant_add(&in->runs, copy, last.seg, last.last_step, last.last_ts, last.last_wall);
 		in->runs.evicted++;
 	}
 	free(copy);
@@ -207,7 +208,8 @@ struct refeed {
 	uint64_t lines;
 };
 
-static int refeed_one(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line)
+static int refeed_one(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line,
+                      double recv)
 {
 	struct refeed *f = data;
 	if (!f->seeded) {
@@ -218,7 +220,9 @@ static int refeed_one(void *data, const struct gw_rec *rec, int64_t seg, uint64_
 		f->seeded = true;
 	}
 	f->lines++;
-	int rc = gw_engine_feed(f->in->engine, rec, line, NAN, NULL);
+	/* with its arrival time: the stall detector learns the run's cadence
+	 * and whether its lines were arriving live */
+	int rc = gw_engine_feed(f->in->engine, rec, line, recv, NULL);
 	return rc == -ENOSPC ? 0 : rc;
 }
 
@@ -270,4 +274,72 @@ void gw_runs_forget(struct gw_ingest *in, const char *run)
 	gw_engine_evict(in->engine, run, NULL);
 	if (gw_strtab_find(&in->runs.by_name, run, strlen(run), &i) == 0)
 		dormant_remove(&in->runs, i);
+}
+
+/* ---- after a restart ---------------------------------------------------------------- */
+
+struct restore_one {
+	double seen;
+	char *name;
+};
+
+static int cmp_newest(const void *a, const void *b)
+{
+	const struct restore_one *p = a, *q = b;
+	return p->seen < q->seen ? 1 : p->seen > q->seen ? -1 : 0;
+}
+
+int gw_runs_restore(struct gw_ingest *in, double now)
+{
+	struct gw_runs *rs = &in->runs;
+	/* when the daemon before stopped: its clean stop says so; after a
+	 * crash, the last line it committed is as close as is known */
+	double down = -INFINITY;
+	char *meta = NULL;
+	if (gw_store_read_meta(in->cfg->db_path, GW_RUNS_STOPPED_AT, &meta) == 0 && meta)
+		down = strtod(meta, NULL);
+	free(meta);
+	for (size_t i = 0; i < rs->n; i++)
+		if (rs->d[i].last_seen > down)
+			down = rs->d[i].last_seen;
+	if (!isfinite(down) || down > now)
+		return 0;
+	/* the runs it had active: a line within run_evict_idle_s of its stop */
+	double horizon = in->cfg->run_evict_idle_s ? in->cfg->run_evict_idle_s : GW_RUNS_RESTORE_S;
+	struct restore_one *v = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < rs->n; i++) {
+		if (!(rs->d[i].last_seen >= down - horizon))
+			continue;
+		if (gw_grow((void **)&v, &cap, n + 1, sizeof(*v)) < 0 ||
+		    !(v[n].name = strdup(rs->d[i].name)))
+			break;
+		v[n++].seen = rs->d[i].last_seen;
+	}
+	/* each costs a rebuild before the daemon is ready: the newest first,
+	 * at most GW_RUNS_RESTORE_MAX */
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_newest);
+	size_t restored = 0;
+	for (size_t i = 0; i < n && i < GW_RUNS_RESTORE_MAX; i++) {
+		if (gw_runs_activate(in, v[i].name, strlen(v[i].name)) < 0)
+			continue;
+		/* a run not watched (it ended, was not live, has too few lines)
+		 * goes back to sleep: memory as before the restart */
+		if (gw_engine_restarted(in->engine, v[i].name, down, now) > 0)
+			restored++;
+		else
+			make_dormant(in, v[i].name);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+	if (n > GW_RUNS_RESTORE_MAX)
+		gw_log_warn("%zu runs had lines within %.0f s of the daemon's stop: only the %d newest "
+		            "were looked at for a stall watch across the restart", n, horizon,
+		            GW_RUNS_RESTORE_MAX);
+	if (restored)
+		gw_log_info("%zu run(s) were live when the daemon stopped (%.0f s ago): their silence is "
+		            "watched from now on", restored, now - down);
+	return (int)restored;
 }

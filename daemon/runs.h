@@ -14,7 +14,8 @@
  * re-fed quietly (no alert, no segment reported twice), the last
  * GW_RUNS_REFEED records and the events among them, read from SQLite with
  * one indexed query (a bounded, synchronous read on the loop thread:
- * docs/reliability.md gives its measured cost).
+ * docs/reliability.md gives its measured cost), each with the wall clock it
+ * arrived at, so a rebuilt run's cadence is known at once.
  */
 #ifndef GW_RUNS_H
 #define GW_RUNS_H
@@ -26,13 +27,16 @@
 #include "strtab.h"
 
 #define GW_RUNS_REFEED 1024   /* records re-fed: twice the history ring */
+#define GW_RUNS_RESTORE_S 600 /* restored at start without run_evict_idle_s */
+#define GW_RUNS_RESTORE_MAX 256   /* runs rebuilt at start, at most (the newest) */
+#define GW_RUNS_STOPPED_AT "daemon:stopped_at"   /* meta key: a clean stop's wall clock */
 
 struct gw_ingest;
 
 struct gw_dormant {
 	char *name;
 	int64_t seg, last_step;
-	double last_ts;
+	double last_ts, last_seen;   /* last_seen: its last line's arrival */
 };
 
 struct gw_runs {
@@ -66,5 +70,15 @@ bool gw_runs_known(const struct gw_ingest *in, const char *run);
 void gw_runs_forget(struct gw_ingest *in, const char *run);
 
 size_t gw_runs_dormant(const struct gw_runs *rs);
+
+/* At start, after gw_runs_load: the runs the daemon before had active (a
+ * line within limits.run_evict_idle_s, or GW_RUNS_RESTORE_S, of when it
+ * stopped: meta GW_RUNS_STOPPED_AT of a clean stop, else its last commit)
+ * are rebuilt, the newest GW_RUNS_RESTORE_MAX of them (a bounded
+ * synchronous read each, before the daemon is ready) and told the daemon was
+ * down (gw_engine_restarted): the stall detector watches the silence of
+ * those that were live from `now`; the others go back to sleep.  Returns
+ * how many are watched. */
+int gw_runs_restore(struct gw_ingest *in, double now);
 
 #endif

@@ -20,6 +20,7 @@
  */
 #include "engine.h"
 #include "hash.h"
+#include "util.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -88,9 +89,9 @@ static json_t *gw_alert_to_json(const struct gw_alert *a)
 	json_object_set_new(o, "evidence",
 	                    a->evidence ? json_deep_copy(a->evidence) : json_object());
 	if (isfinite(a->ts))
-		json_object_set_new(o, "ts", json_real(a->ts));
+		json_object_set_new(o, "ts", gw_json_num(a->ts));
 	if (isfinite(a->wall))
-		json_object_set_new(o, "raised_at", json_real(a->wall));
+		json_object_set_new(o, "raised_at", gw_json_num(a->wall));
 	return o;
 }
 
@@ -113,7 +114,7 @@ json_t *gw_alert_event_json(const struct gw_alert *a, int64_t version, const jso
 	json_object_set_new(o, "state", json_string(a->kind == GW_ALERT_RESOLVE ? "resolved" : "open"));
 	if (a->kind == GW_ALERT_OPEN || !firing) {
 		if (isfinite(a->wall))
-			json_object_set_new(o, "opened_at", json_real(a->wall));
+			json_object_set_new(o, "opened_at", gw_json_num(a->wall));
 		json_object_set_new(o, "opened_step", json_integer(a->step));
 		json_object_set_new(o, "opened_line", json_integer((json_int_t)a->line));
 	} else {
@@ -123,7 +124,7 @@ json_t *gw_alert_event_json(const struct gw_alert *a, int64_t version, const jso
 	}
 	if (a->kind == GW_ALERT_RESOLVE) {
 		if (isfinite(a->wall))
-			json_object_set_new(o, "resolved_at", json_real(a->wall));
+			json_object_set_new(o, "resolved_at", gw_json_num(a->wall));
 		json_object_set_new(o, "resolved_step", json_integer(a->step));
 		static const char *const text[] = {"summary", "cause", "action"};
 		for (size_t i = 0; firing && i < ARRAY_SIZE(text); i++) {

@@ -77,10 +77,11 @@ static void lr_event(void *st, const struct gw_det_ctx *ctx)
 		return;
 	char sb[32], a[24], b[24];
 	lr_raise(s, ctx, GW_SEV_CRITICAL,
-	      json_pack("{s:s, s:I, s:I, s:f, s:f, s:f, s:f}", "source", "events",
+	      json_pack("{s:s, s:I, s:I, s:o, s:o, s:o, s:o}", "source", "events",
 	                "checkpoint_step", (json_int_t)cstep, "checkpoint_line", (json_int_t)cline,
-	                "checkpoint_lr", la, "resumed_lr", lb, "ratio", lb / la,
-	                "threshold_ratio", ctx->th->lr_jump),
+	                "checkpoint_lr", gw_json_num(la), "resumed_lr", gw_json_num(lb),
+	                "ratio", gw_json_num(lb / la),
+	                "threshold_ratio", gw_json_num(ctx->th->lr_jump)),
 	      CAUSE, ACTION,
 	      "resumed at step %s with lr %s, but the checkpoint it restarts from recorded lr %s "
 	      "(%.3gx): the LR schedule was not restored",
@@ -105,9 +106,11 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 	if (orig && orig->lr > 0) {
 		if (fabs(log(r.lr / orig->lr)) > jump)
 			lr_raise(s, ctx, GW_SEV_CRITICAL,
-			      json_pack("{s:s, s:I, s:f, s:f, s:f, s:f}", "source", "replayed_step",
-			                "step", (json_int_t)r.step, "lr", r.lr, "lr_before_crash", orig->lr,
-			                "ratio", r.lr / orig->lr, "threshold_ratio", th->lr_jump),
+			      json_pack("{s:s, s:I, s:o, s:o, s:o, s:o}", "source", "replayed_step",
+			                "step", (json_int_t)r.step, "lr", gw_json_num(r.lr),
+			                "lr_before_crash", gw_json_num(orig->lr),
+			                "ratio", gw_json_num(r.lr / orig->lr),
+			                "threshold_ratio", gw_json_num(th->lr_jump)),
 			      CAUSE, ACTION,
 			      "LR at step %s after the resume from step %s is %s, but the first run used %s at "
 			      "the same step (%.3gx): the LR schedule did not continue",
@@ -125,9 +128,11 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 		double lrr = log(r.lr / expected);
 		if (lrr > jump) {
 			lr_raise(s, ctx, GW_SEV_CRITICAL,
-			      json_pack("{s:s, s:f, s:f, s:f, s:f, s:f}", "source", "continuation",
-			                "lr_at_S", rs->lr_at_ckpt, "lr", r.lr, "expected", expected,
-			                "ratio", r.lr / expected, "threshold_ratio", th->lr_jump),
+			      json_pack("{s:s, s:o, s:o, s:o, s:o, s:o}", "source", "continuation",
+			                "lr_at_S", gw_json_num(rs->lr_at_ckpt),
+			                "lr", gw_json_num(r.lr), "expected", gw_json_num(expected),
+			                "ratio", gw_json_num(r.lr / expected),
+			                "threshold_ratio", gw_json_num(th->lr_jump)),
 			      "the LR scheduler's state was not restored: the schedule restarted from its start",
 			      ACTION,
 			      "LR jumped from %s at checkpoint step %s to %s at the first resumed step (%.3gx): "
@@ -148,10 +153,12 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 	if (gw_hist_at(ctx->hist, 1, &prev) && prev.lr > 0 && r.lr > prev.lr * (1 + th->lr_rise_eps)) {
 		s->drop_pending = false;
 		lr_raise(s, ctx, GW_SEV_CRITICAL,
-		      json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:f}", "source", "continuation",
-		                "lr_at_S", rs->lr_at_ckpt, "lr_first", s->drop_lr, "lr_now", r.lr,
-		                "expected", s->drop_expected, "ratio", s->drop_lr / s->drop_expected,
-		                "threshold_ratio", th->lr_jump),
+		      json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "source", "continuation",
+		                "lr_at_S", gw_json_num(rs->lr_at_ckpt),
+		                "lr_first", gw_json_num(s->drop_lr), "lr_now", gw_json_num(r.lr),
+		                "expected", gw_json_num(s->drop_expected),
+		                "ratio", gw_json_num(s->drop_lr / s->drop_expected),
+		                "threshold_ratio", gw_json_num(th->lr_jump)),
 		      "the LR scheduler's state was not restored: the warmup restarted from step 0", ACTION,
 		      "LR dropped from %s at checkpoint step %s to %s at the first resumed step (%.3gx) and "
 		      "is now rising again (%s): the warmup restarted",
@@ -162,7 +169,8 @@ static void lr_record(void *st, const struct gw_det_ctx *ctx)
 	} else if ((double)rs->k == 1 + th->lr_drop_look) {
 		s->drop_pending = false;
 		lr_raise(s, ctx, GW_SEV_INFO,
-		      json_pack("{s:f, s:f}", "lr_at_S", rs->lr_at_ckpt, "lr_first", s->drop_lr),
+		      json_pack("{s:o, s:o}", "lr_at_S", gw_json_num(rs->lr_at_ckpt),
+		                "lr_first", gw_json_num(s->drop_lr)),
 		      "a step decay of the schedule that coincides with the restart",
 		      "nothing, unless the schedule has no milestone here",
 		      "LR dropped %.3gx at the resume from step %s and stayed flat: looks like a scheduled "

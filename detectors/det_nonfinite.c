@@ -99,8 +99,8 @@ static void nf_record(void *st, const struct gw_det_ctx *ctx)
 	                       "loss", has_l ? (isfinite(r->v[GW_ROLE_LOSS]) ? NULL : what(r->v[GW_ROLE_LOSS])) : NULL,
 	                       "grad_norm", has_g ? (isfinite(r->v[GW_ROLE_GRAD_NORM]) ? NULL : what(r->v[GW_ROLE_GRAD_NORM])) : NULL,
 	                       "last_finite_step", (json_int_t)s->last_good_step,
-	                       "last_finite_loss", isfinite(s->last_good[0]) ? json_real(s->last_good[0]) : json_null(),
-	                       "last_finite_grad_norm", isfinite(s->last_good[1]) ? json_real(s->last_good[1]) : json_null());
+	                       "last_finite_loss", gw_json_num(s->last_good[0]),
+	                       "last_finite_grad_norm", gw_json_num(s->last_good[1]));
 	gw_det_raise(ctx, &v);
 }
 

@@ -95,8 +95,8 @@ static bool evaluate_divergence(struct or_state *s, const struct gw_det_ctx *ctx
 		return false;
 	json_t *ll = json_array(), *lg = json_array();
 	for (size_t i = 0; i < n; i++) {
-		json_array_append_new(ll, json_real(s->dl[i]));
-		json_array_append_new(lg, json_real(s->dg[i]));
+		json_array_append_new(ll, gw_json_num(s->dl[i]));
+		json_array_append_new(lg, gw_json_num(s->dg[i]));
 	}
 	struct gw_verdict v = {.incident = s->incident + 1, .rule = "replay_divergence",
 	                       .severity = GW_SEV_WARNING};
@@ -114,13 +114,16 @@ static bool evaluate_divergence(struct or_state *s, const struct gw_det_ctx *ctx
 	snprintf(v.action, sizeof(v.action),
 	         "compare the optimizer class, state keys, param-group order and betas/eps/weight decay "
 	         "of the save and load paths; check that optimizer.load_state_dict() ran");
-	v.evidence = json_pack("{s:s, s:I, s:I, s:{s:f, s:f}, s:[I, I], s:f, s:f, s:f, s:f, s:o, s:o}",
+	v.evidence = json_pack("{s:s, s:I, s:I, s:{s:o, s:o}, s:[I, I], s:o, s:o, s:o, s:o, s:o, s:o}",
 	                       "rule", "replay_divergence", "restart_step", (json_int_t)S,
 	                       "crash_step", (json_int_t)rs->crash_step, "first_step_log_ratio",
-	                       "loss", s->d1l, "grad_norm", s->d1g, "steps_compared",
-	                       (json_int_t)(S + 2), (json_int_t)last, "rms_log_ratio_loss", rl,
-	                       "rms_log_ratio_grad_norm", rg, "match_tol", th->match_tol,
-	                       "div_threshold", thr, "log_ratios_loss", ll, "log_ratios_grad_norm", lg);
+	                       "loss", gw_json_num(s->d1l), "grad_norm", gw_json_num(s->d1g),
+	                       "steps_compared", (json_int_t)(S + 2), (json_int_t)last,
+	                       "rms_log_ratio_loss", gw_json_num(rl),
+	                       "rms_log_ratio_grad_norm", gw_json_num(rg),
+	                       "match_tol", gw_json_num(th->match_tol),
+	                       "div_threshold", gw_json_num(thr), "log_ratios_loss", ll,
+	                       "log_ratios_grad_norm", lg);
 	return raise(s, ctx, &v);
 }
 
@@ -210,8 +213,9 @@ static bool signature(struct or_state *s, const struct gw_det_ctx *ctx, const st
 		if (rs->has_first && rs->first.valid) {
 			double z1 = (log(rs->first.grad_norm) - pre->log_gn_median) / pre->log_gn_noise;
 			if (z1 >= th->or_spike_z) {
-				spike = json_pack("{s:I, s:f, s:f}", "step", (json_int_t)rs->first.step,
-				                  "grad_norm", rs->first.grad_norm, "sigmas", z1);
+				spike = json_pack("{s:I, s:o, s:o}", "step", (json_int_t)rs->first.step,
+				                  "grad_norm", gw_json_num(rs->first.grad_norm),
+				                  "sigmas", gw_json_num(z1));
 				if (off > 0 && (size_t)off < sizeof(v.summary))
 					snprintf(v.summary + off, sizeof(v.summary) - (size_t)off,
 					         "; grad-norm spike %s at the first resumed step (momentum tax)",
@@ -309,16 +313,20 @@ static void midrun(struct or_state *s, const struct gw_det_ctx *ctx, const struc
 	snprintf(v.action, sizeof(v.action),
 	         "look for an unlogged restart or an optimizer re-creation around step %s; compare the "
 	         "optimizer's state size before and after", c);
-	v.evidence = json_pack("{s:s, s:{s:[I, I], s:I, s:f, s:f, s:f, s:f}, s:{s:[I, I], s:I, s:f, s:f, s:f, s:f}}",
+	v.evidence = json_pack("{s:s, s:{s:[I, I], s:I, s:o, s:o, s:o, s:o}, s:{s:[I, I], s:I, s:o, s:o, s:o, s:o}}",
 	                       "rule", "midrun",
 	                       "pre_window", "steps", (json_int_t)gw_hist_valid_step(h, npre, skip, 0),
 	                       (json_int_t)gw_hist_valid_step(h, npre, skip, npre - 1),
-	                       "n", (json_int_t)npre, "loss_median", mL, "loss_noise", sL,
-	                       "grad_norm_median", exp(mG), "log_grad_norm_noise", sG,
+	                       "n", (json_int_t)npre, "loss_median", gw_json_num(mL),
+	                       "loss_noise", gw_json_num(sL),
+	                       "grad_norm_median", gw_json_num(exp(mG)),
+	                       "log_grad_norm_noise", gw_json_num(sG),
 	                       "post_window", "steps", (json_int_t)gw_hist_valid_step(h, npost, 0, 0),
 	                       (json_int_t)r->step,
-	                       "n", (json_int_t)npost, "loss_median_sigmas", mu, "loss_log_ratio", mul,
-	                       "grad_norm_median_sigmas", mv, "grad_norm_log_ratio", mvl);
+	                       "n", (json_int_t)npost, "loss_median_sigmas", gw_json_num(mu),
+	                       "loss_log_ratio", gw_json_num(mul),
+	                       "grad_norm_median_sigmas", gw_json_num(mv),
+	                       "grad_norm_log_ratio", gw_json_num(mvl));
 	raise(s, ctx, &v);
 }
 

@@ -89,15 +89,17 @@ static void spike(struct sp_state *s, const struct gw_det_ctx *ctx, bool is_loss
 	snprintf(v.action, sizeof(v.action),
 	         "look at the LR, the loss scale and the data of these steps; consider rolling back to "
 	         "the last good checkpoint and lowering the LR or clipping harder");
-	v.evidence = json_pack("{s:[I, I], s:I, s:f, s:f, s:[I, I], s:f, s:f, s:f, s:f, s:f}",
+	v.evidence = json_pack("{s:[I, I], s:I, s:o, s:o, s:[I, I], s:o, s:o, s:o, s:o, s:o}",
 	                       "baseline_steps", (json_int_t)st->base_from, (json_int_t)st->base_to,
 	                       "baseline_n", (json_int_t)st->base_n,
-	                       "baseline_median", exp(me->base_median),
-	                       "baseline_log_noise", me->base_noise, "short_window_steps",
-	                       (json_int_t)st->cur_from, (json_int_t)st->cur_to,
-	                       "short_median", exp(me->cur_median), "sigmas", me->z,
-	                       "log_ratio", me->log_ratio,
-	                       "loss_sigmas", st->loss.z, "grad_norm_sigmas", st->gn.z);
+	                       "baseline_median", gw_json_num(exp(me->base_median)),
+	                       "baseline_log_noise", gw_json_num(me->base_noise),
+	                       "short_window_steps", (json_int_t)st->cur_from, (json_int_t)st->cur_to,
+	                       "short_median", gw_json_num(exp(me->cur_median)),
+	                       "sigmas", gw_json_num(me->z),
+	                       "log_ratio", gw_json_num(me->log_ratio),
+	                       "loss_sigmas", gw_json_num(st->loss.z),
+	                       "grad_norm_sigmas", gw_json_num(st->gn.z));
 	if (gw_det_raise(ctx, &v))
 		s->incident = v.incident;
 }

@@ -22,6 +22,11 @@
  *                 can hang.  Lines without ts tell nothing and count as live.
  *              Resolved when the run logs again (a metric line or an event)
  *              or ends, saying how long it was silent.
+ *              After a daemon restart (stall_restart) a run that was live
+ *              when the daemon stopped -- its state rebuilt from its stored
+ *              lines with their arrival times -- is watched from the
+ *              daemon's start: its silence counts from then (the job had
+ *              nowhere to send before), and the alert gives the downtime.
  *  throughput  the median of the last 16 throughput values falls below
  *              thr_collapse of the median of the 128 before them, outside
  *              the first 20 steps after a restart (which warm up): a hung
@@ -60,6 +65,9 @@ struct stall_state {
 	double lv_ts[LIVE_N], lv_wall[LIVE_N];
 	unsigned nlv, next_lv;
 	double watch_until;       /* when a silence from now on would be one (tick) */
+	/* after a daemon restart (stall_restart): the silence counts from the
+	 * daemon's start, watch_from; it was down from down_from */
+	double watch_from, down_from;
 };
 
 static void stall_init(void *st, const struct gw_det_ctx *ctx)
@@ -69,6 +77,7 @@ static void stall_init(void *st, const struct gw_det_ctx *ctx)
 	s->last_step = -1;
 	s->ts_last = s->ts_wall = NAN;
 	s->watch_until = -INFINITY;
+	s->watch_from = s->down_from = -INFINITY;
 }
 
 static void throughput(struct stall_state *s, const struct gw_det_ctx *ctx)
@@ -123,8 +132,10 @@ static void throughput(struct stall_state *s, const struct gw_det_ctx *ctx)
 	snprintf(v.action, sizeof(v.action),
 	         "check GPU utilisation and clocks on every node, the data loader's queue, and the "
 	         "network; look for a straggler rank");
-	v.evidence = json_pack("{s:s, s:f, s:f, s:i, s:i}", "rule", "throughput", "baseline_median", mb,
-	                       "recent_median", mc, "recent_n", THR_CUR, "baseline_n", THR_BASE);
+	v.evidence = json_pack("{s:s, s:o, s:o, s:i, s:i}", "rule", "throughput",
+	                       "baseline_median", gw_json_num(mb),
+	                       "recent_median", gw_json_num(mc), "recent_n", THR_CUR,
+	                       "baseline_n", THR_BASE);
 	gw_det_raise(ctx, &v);
 }
 
@@ -187,8 +198,8 @@ static void end_silence(struct stall_state *s, const struct gw_det_ctx *ctx, boo
 	snprintf(v.summary, sizeof(v.summary), "the run %s after %.0f s of silence (last step before it %s)",
 	         how, quiet, gw_fmt_int(sb, sizeof(sb), s->last_step));
 	v.evidence = json_pack("{s:s, s:o, s:I, s:s, s:s?}", "rule", "silence", "silent_seconds",
-	                       gw_det_num(quiet), "last_step", (json_int_t)s->last_step, "ended_by",
-	                       finished ? "run_finished" : "line", "reason", reason);
+	                       gw_json_num(quiet), "last_step", (json_int_t)s->last_step,
+	                       "ended_by", finished ? "run_finished" : "line", "reason", reason);
 	gw_det_resolve_v(ctx, &v);
 }
 
@@ -199,7 +210,10 @@ static void heard(struct stall_state *s, const struct gw_det_ctx *ctx)
 	if (!ctx->live || !isfinite(ctx->now))
 		return;
 	double quiet = isfinite(s->last_wall) ? ctx->now - s->last_wall : NAN;
-	if (quiet >= 0) {
+	/* the daemon's downtime is no interval of the run's */
+	bool across_restart = s->watch_from > s->last_wall;
+	s->watch_from = s->down_from = -INFINITY;
+	if (quiet >= 0 && !across_restart) {
 		s->iv[s->next_iv] = quiet;
 		s->next_iv = (s->next_iv + 1) % INTERVALS;
 		if (s->niv < INTERVALS)
@@ -246,22 +260,36 @@ static void stall_tick(void *st, const struct gw_det_ctx *ctx)
 	memcpy(tmp, s->iv, s->niv * sizeof(double));
 	double usual = gw_median(tmp, s->niv);
 	double quiet = ctx->now - s->last_wall;
+	/* after a daemon restart the silence counts from its start: the job
+	 * had no daemon to send to before */
+	double since = fmax(s->last_wall, s->watch_from);
+	double window = fmax(th->stall_min_seconds, th->stall_factor * usual);
 	/* until the silence is long enough, and a tick after it, when it
 	 * would be raised then (the lines were arriving live) */
 	double lag0, ratio0;
 	if (arriving_live(s, th, &lag0, &ratio0))
-		s->watch_until = s->last_wall + fmax(th->stall_min_seconds, th->stall_factor * usual) + 1;
+		s->watch_until = since + window + 1;
 	double lag, ratio;
-	if (quiet <= fmax(th->stall_min_seconds, th->stall_factor * usual) ||
-	    !arriving_live(s, th, &lag, &ratio))
+	if (ctx->now - since <= window || !arriving_live(s, th, &lag, &ratio))
 		return;
 	s->silent = true;
 	struct gw_verdict v = {.incident = ++s->incident, .severity = GW_SEV_WARNING,
 	                       .step_set = true, .step = s->last_step};
 	char sb[32];
-	snprintf(v.summary, sizeof(v.summary),
-	         "the run has logged nothing for %.0f s, %.0fx its usual interval of %.2g s (last step %s)",
-	         quiet, usual > 0 ? quiet / usual : 0.0, usual, gw_fmt_int(sb, sizeof(sb), s->last_step));
+	bool restarted = s->watch_from > s->last_wall;
+	if (restarted)
+		snprintf(v.summary, sizeof(v.summary),
+		         "the run has logged nothing for %.0f s since gradwatchd restarted (it was down "
+		         "%.0f s; the run's last line came %.0f s before it stopped), %.0fx its usual "
+		         "interval of %.2g s (last step %s)", ctx->now - s->watch_from,
+		         s->watch_from - s->down_from, s->down_from - s->last_wall,
+		         usual > 0 ? (ctx->now - s->watch_from) / usual : 0.0, usual,
+		         gw_fmt_int(sb, sizeof(sb), s->last_step));
+	else
+		snprintf(v.summary, sizeof(v.summary),
+		         "the run has logged nothing for %.0f s, %.0fx its usual interval of %.2g s (last "
+		         "step %s)", quiet, usual > 0 ? quiet / usual : 0.0, usual,
+		         gw_fmt_int(sb, sizeof(sb), s->last_step));
 	snprintf(v.cause, sizeof(v.cause),
 	         "the job hangs (a collective deadlock, a stuck checkpoint write, a dead data loader) or "
 	         "died without a word");
@@ -269,10 +297,32 @@ static void stall_tick(void *st, const struct gw_det_ctx *ctx)
 	         "check the job's processes and their stacks (py-spy dump), NCCL and storage health, and "
 	         "the scheduler's view of the job; a job that ended should send run_finished "
 	         "(gradwatch.Client.close() does)");
-	v.evidence = json_pack("{s:s, s:f, s:f, s:I, s:o, s:o}", "rule", "silence", "silent_seconds", quiet,
-	                       "usual_interval_seconds", usual, "last_step", (json_int_t)s->last_step,
-	                       "ts_lag_seconds", gw_det_num(lag), "arrival_rate_ratio", gw_det_num(ratio));
+	v.evidence = json_pack("{s:s, s:o, s:o, s:I, s:o, s:o}", "rule", "silence", "silent_seconds",
+	                       gw_json_num(quiet), "usual_interval_seconds", gw_json_num(usual),
+	                       "last_step", (json_int_t)s->last_step,
+	                       "ts_lag_seconds", gw_json_num(lag),
+	                       "arrival_rate_ratio", gw_json_num(ratio));
+	if (v.evidence && restarted) {
+		json_object_set_new(v.evidence, "daemon_down_from", gw_json_num(s->down_from));
+		json_object_set_new(v.evidence, "daemon_down_to", gw_json_num(s->watch_from));
+	}
 	gw_det_raise(ctx, &v);
+}
+
+/* The daemon restarted: a run that was live before it stopped (it had not
+ * ended, logged enough, and its lines were arriving live) is watched from
+ * now on, as if its last line had come now; any other run is not. */
+static bool stall_restart(void *st, const struct gw_det_ctx *ctx, double down_from)
+{
+	struct stall_state *s = st;
+	double lag, ratio;
+	if (!ctx->live || ctx->run_ended || !isfinite(s->last_wall) || !isfinite(ctx->now) ||
+	    (double)s->seen < ctx->th->stall_min_records || s->niv < 4 ||
+	    !arriving_live(s, ctx->th, &lag, &ratio))
+		return false;
+	s->watch_from = ctx->now;
+	s->down_from = fmax(down_from, s->last_wall);
+	return true;
 }
 
 static double stall_watch_until(const void *st)
@@ -287,5 +337,6 @@ const struct gw_detector gw_det_stall = {
 	.on_record = stall_record,
 	.on_event = stall_event,
 	.on_tick = stall_tick,
+	.on_restart = stall_restart,
 	.watch_until = stall_watch_until,
 };

@@ -112,6 +112,11 @@ struct gw_detector {
 	void (*on_event)(void *state, const struct gw_det_ctx *ctx);
 	/* The wall-clock tick (live only); ctx->rec is NULL. */
 	void (*on_tick)(void *state, const struct gw_det_ctx *ctx);
+	/* The daemon restarted (live only; ctx->rec is NULL, ctx->now its
+	 * start): it was down from down_from, and the run's state was rebuilt
+	 * from its stored lines fed with their arrival times as ctx->now.
+	 * Returns whether the detector watches the run from now on. */
+	bool (*on_restart)(void *state, const struct gw_det_ctx *ctx, double down_from);
 	/* With on_tick: the wall-clock time until which the ticks alone may
 	 * still raise an alert (a silence not yet long enough), -INFINITY when
 	 * they cannot.  The daemon keeps an idle run's state in memory until
@@ -125,8 +130,7 @@ struct gw_detector {
 const char *gw_det_fmt_num(char *buf, size_t size, double v);
 const char *gw_det_fmt_pct(char *buf, size_t size, double logratio);
 
-/* For evidence: a JSON real, or null when not finite (json_pack's "f"
- * fails on NaN and would lose the whole evidence). */
-json_t *gw_det_num(double v);
+/* Numbers in evidence: gw_json_num (lib/util.h), a real or null, never
+ * json_pack's "f" (which fails on NaN and loses the whole evidence). */
 
 #endif

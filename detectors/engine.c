@@ -487,6 +487,24 @@ int gw_engine_run_ended(struct gw_engine *e, const char *run, const char *reason
 	return 0;
 }
 
+int gw_engine_restarted(struct gw_engine *e, const char *run, double down_from, double now)
+{
+	struct run *r = run_find(e, run, strlen(run));
+	if (!r || r->seg == 0)
+		return -ENOENT;
+	struct gw_det_ctx ctx;
+	ctx_init(e, r, &ctx, NULL, 0, now);
+	bool watched = false;
+	for (size_t d = 0; d < e->ndet; d++) {
+		const struct gw_detector *det = gw_det_registry[d];
+		if (!det_called(e, r, d) || !det->on_restart)
+			continue;
+		ctx.det_index = (unsigned)d;
+		watched |= det->on_restart(r->det_state + e->det_off[d], &ctx, down_from);
+	}
+	return watched;
+}
+
 int gw_engine_seed_run(struct gw_engine *e, const char *run, int64_t seg,
                        int64_t last_step, double last_ts)
 {

@@ -148,6 +148,14 @@ void gw_engine_tick(struct gw_engine *e, double now);
  * twice is harmless. */
 int gw_engine_run_ended(struct gw_engine *e, const char *run, const char *reason, double now);
 
+/* The daemon was down from down_from to now (its start) and this run was
+ * live before it stopped (daemon/runs.c gw_runs_restore; its state rebuilt
+ * from its stored lines with their arrival times): the detectors with an
+ * on_restart hook (stall) watch its silence from now on.  Returns 1 if one
+ * of them watches the run, 0 if none does, -ENOENT if the engine has no line
+ * of that run.  Nothing blocks. */
+int gw_engine_restarted(struct gw_engine *e, const char *run, double down_from, double now);
+
 /* Tell the engine where a run stood before a daemon restart, so segment
  * numbers continue and a repeated step after the restart is a rewind.  Call
  * before the run's first line. */

@@ -30,8 +30,3 @@ const char *gw_det_fmt_pct(char *buf, size_t size, double logratio)
 	return buf;
 }
 
-json_t *gw_det_num(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
-}
-

@@ -171,19 +171,23 @@ json_t *gw_regime_evidence(const struct gw_restart *rs, const struct gw_post_win
 {
 	const struct gw_regime *pre = &rs->pre;
 	return json_pack(
-		"{s:s, s:I, s:I, s:{s:[I, I], s:I, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o, s:o},"
-		" s:{s:[I, I], s:I, s:f, s:f, s:f, s:f}}",
+		"{s:s, s:I, s:I, s:{s:[I, I], s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o},"
+		" s:{s:[I, I], s:I, s:o, s:o, s:o, s:o}}",
 		"rule", rule, "restart_step", (json_int_t)rs->ckpt_step,
 		"crash_step", (json_int_t)rs->crash_step,
 		"pre_window", "steps", (json_int_t)pre->from_step, (json_int_t)pre->to_step,
-		"n", (json_int_t)pre->n, "loss_median", pre->loss_median, "loss_noise", pre->loss_noise,
-		"grad_norm_median", exp(pre->log_gn_median), "log_grad_norm_noise", pre->log_gn_noise,
-		"lr_at_S", gw_det_num(rs->lr_at_ckpt), "loss_mean", gw_det_num(pre->loss_mean),
-		"loss_sd", gw_det_num(pre->loss_sd), "loss_slope_per_step", gw_det_num(pre->loss_slope),
-		"corr_loss_log_grad_norm", gw_det_num(pre->corr_loss_log_gn),
+		"n", (json_int_t)pre->n, "loss_median", gw_json_num(pre->loss_median),
+		"loss_noise", gw_json_num(pre->loss_noise),
+		"grad_norm_median", gw_json_num(exp(pre->log_gn_median)),
+		"log_grad_norm_noise", gw_json_num(pre->log_gn_noise),
+		"lr_at_S", gw_json_num(rs->lr_at_ckpt), "loss_mean", gw_json_num(pre->loss_mean),
+		"loss_sd", gw_json_num(pre->loss_sd),
+		"loss_slope_per_step", gw_json_num(pre->loss_slope),
+		"corr_loss_log_grad_norm", gw_json_num(pre->corr_loss_log_gn),
 		"post_window", "steps", (json_int_t)(w->k_first + rs->ckpt_step),
 		(json_int_t)(w->k_last + rs->ckpt_step),
-		"n", (json_int_t)w->n, "loss_median_sigmas", w->loss_sigmas,
-		"loss_log_ratio", w->loss_log_ratio, "grad_norm_median_sigmas", w->gn_sigmas,
-		"grad_norm_log_ratio", w->gn_log_ratio);
+		"n", (json_int_t)w->n, "loss_median_sigmas", gw_json_num(w->loss_sigmas),
+		"loss_log_ratio", gw_json_num(w->loss_log_ratio),
+		"grad_norm_median_sigmas", gw_json_num(w->gn_sigmas),
+		"grad_norm_log_ratio", gw_json_num(w->gn_log_ratio));
 }

@@ -94,6 +94,11 @@ int gw_outfile_close(struct gw_outfile *o, bool keep)
 	return rc;
 }
 
+json_t *gw_json_num(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
 size_t gw_strlcpy(char *dst, const char *src, size_t dst_size)
 {
 	size_t n = strlen(src);

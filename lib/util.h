@@ -59,6 +59,14 @@ struct gw_outfile {
 int gw_outfile_open(struct gw_outfile *o, const char *path);
 int gw_outfile_close(struct gw_outfile *o, bool keep);
 
+/* A number for JSON that jansson always takes: a real, or null when v is
+ * NaN or infinite (json_real and json_pack's "f" fail on those, and the
+ * whole object built with them would be lost).  Every double that goes into
+ * alert evidence, a record, or an API answer goes through it (json_pack
+ * "o"); tests/lint_json_num.py keeps "f" and json_real out of the tree.
+ * A new reference, NULL only when out of memory. */
+json_t *gw_json_num(double v);
+
 /* Copy at most dst_size - 1 bytes of src and terminate; returns strlen(src). */
 size_t gw_strlcpy(char *dst, const char *src, size_t dst_size);
 

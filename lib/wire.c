@@ -475,7 +475,7 @@ static json_t *number_json(double v, bool is_int)
 		return json_string("NaN");
 	if (isinf(v))
 		return json_string(v > 0 ? "Infinity" : "-Infinity");
-	return json_real(v);
+	return gw_json_num(v);
 }
 
 /* Read any value; if out is not NULL, build it as a jansson value. */

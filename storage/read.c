@@ -39,11 +39,16 @@ static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
 	return rc;
 }
 
+static double col_real(sqlite3_stmt *st, int k)
+{
+	return sqlite3_column_type(st, k) == SQLITE_NULL ? NAN : sqlite3_column_double(st, k);
+}
+
 static json_t *col_json(sqlite3_stmt *st, int k)
 {
 	switch (sqlite3_column_type(st, k)) {
 	case SQLITE_INTEGER: return json_integer(sqlite3_column_int64(st, k));
-	case SQLITE_FLOAT: return json_real(sqlite3_column_double(st, k));
+	case SQLITE_FLOAT: return gw_json_num(sqlite3_column_double(st, k));
 	case SQLITE_TEXT: return json_string((const char *)sqlite3_column_text(st, k));
 	default: return json_null();
 	}
@@ -210,7 +215,7 @@ int gw_store_read_alert(const char *path, const char *id, json_t **out, char *er
 
 int gw_store_read_run_positions(const char *path,
                                 void (*fn)(void *data, const char *run, int64_t seg,
-                                           int64_t last_step, double last_ts),
+                                           int64_t last_step, double last_ts, double last_seen),
                                 void *data, char *err, size_t errlen)
 {
 	sqlite3 *db;
@@ -218,7 +223,7 @@ int gw_store_read_run_positions(const char *path,
 	if (rc < 0)
 		return rc;
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, "SELECT name, last_seg, last_step, last_ts FROM runs", -1, &st,
+	if (sqlite3_prepare_v2(db, "SELECT name, last_seg, last_step, last_ts, last_seen FROM runs", -1, &st,
 	                       NULL) != SQLITE_OK) {
 		rc = gw_errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
 		sqlite3_close(db);
@@ -226,10 +231,10 @@ int gw_store_read_run_positions(const char *path,
 	}
 	int src;
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		double ts = sqlite3_column_type(st, 3) == SQLITE_NULL ? __builtin_nan("")
-		                                                      : sqlite3_column_double(st, 3);
+		double ts = col_real(st, 3);
 		int64_t step = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
-		fn(data, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), step, ts);
+		fn(data, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), step, ts,
+		   col_real(st, 4));
 	}
 	/* a step that fails (a corrupt page, a busy database) ends the rows
 	 * too: the caller must not take what it got for all of them */
@@ -294,19 +299,17 @@ int gw_store_read_meta(const char *path, const char *key, char **out)
 struct tail_row {
 	int64_t seg, step;
 	uint64_t line;
-	double ts, v[GW_NROLES];
+	double ts, recv, v[GW_NROLES];
 	unsigned present;
+	struct gw_metric len[2];  /* the lengths the record declared (run_end.c) */
+	size_t nlen;
 	char *event;              /* NULL: a record */
 	json_t *attrs;
 };
 
-static double col_real(sqlite3_stmt *st, int k)
-{
-	return sqlite3_column_type(st, k) == SQLITE_NULL ? NAN : sqlite3_column_double(st, k);
-}
-
 int gw_store_read_tail(const char *path, const char *run, size_t n,
-                       int (*fn)(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line),
+                       int (*fn)(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line,
+                                 double recv),
                        void *data, char *err, size_t errlen)
 {
 	sqlite3 *db;
@@ -323,7 +326,8 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 	}
 	/* the newest n records, by the index on (run_id, seg, step), newest first */
 	if (sqlite3_prepare_v2(db, "SELECT seg, step, line, ts, loss, grad_norm, lr, throughput, "
-	                           "nonfinite FROM records WHERE run_id = (SELECT id FROM runs WHERE "
+	                           "nonfinite, recv, json_extract(extra, '$.max_steps'), "
+	                           "json_extract(extra, '$.total_steps') FROM records WHERE run_id = (SELECT id FROM runs WHERE "
 	                           "name = ?1) ORDER BY seg DESC, step DESC LIMIT ?2", -1, &st,
 	                       NULL) != SQLITE_OK)
 		goto sqlfail;
@@ -335,6 +339,11 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 		t->step = sqlite3_column_int64(st, 1);
 		t->line = (uint64_t)sqlite3_column_int64(st, 2);
 		t->ts = col_real(st, 3);
+		t->recv = col_real(st, 9);
+		static const char *const lens[2] = {"max_steps", "total_steps"};
+		for (int k = 0; k < 2; k++)
+			if (sqlite3_column_type(st, 10 + k) != SQLITE_NULL)
+				t->len[t->nlen++] = (struct gw_metric){lens[k], sqlite3_column_double(st, 10 + k)};
 		unsigned nonfinite = (unsigned)sqlite3_column_int(st, 8);
 		for (int k = 0; k < GW_NROLES; k++) {
 			t->v[k] = col_real(st, 4 + k);
@@ -349,7 +358,7 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 	st = NULL;
 	/* the events from the oldest of those records on */
 	int64_t min_seg = nrows ? rows[nrows - 1].seg : 0, min_step = nrows ? rows[nrows - 1].step : 0;
-	if (sqlite3_prepare_v2(db, "SELECT seg, step, line, ts, name, attrs FROM events WHERE run_id = "
+	if (sqlite3_prepare_v2(db, "SELECT seg, step, line, ts, name, attrs, recv FROM events WHERE run_id = "
 	                           "(SELECT id FROM runs WHERE name = ?1) AND (seg > ?2 OR (seg = ?2 AND "
 	                           "step >= ?3)) ORDER BY seg, step, id", -1, &st, NULL) != SQLITE_OK)
 		goto sqlfail;
@@ -367,6 +376,7 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 		t->step = sqlite3_column_int64(st, 1);
 		t->line = (uint64_t)sqlite3_column_int64(st, 2);
 		t->ts = col_real(st, 3);
+		t->recv = col_real(st, 6);
 		t->event = strdup((const char *)sqlite3_column_text(st, 4));
 		const char *a = (const char *)sqlite3_column_text(st, 5);
 		t->attrs = a ? json_loads(a, 0, NULL) : json_object();
@@ -390,9 +400,10 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 		else
 			t = &evs[j++];
 		struct gw_rec rec = {.run = run, .run_len = strlen(run), .step = t->step, .ts = t->ts,
-		                     .present = t->present, .event = t->event, .attrs = t->attrs};
+		                     .present = t->present, .extra = t->len, .n_extra = t->nlen,
+		                     .event = t->event, .attrs = t->attrs};
 		memcpy(rec.v, t->v, sizeof(rec.v));
-		rc = fn(data, &rec, t->seg, t->line);
+		rc = fn(data, &rec, t->seg, t->line, t->recv);
 	}
 	goto out;
 sqlfail:

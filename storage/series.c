@@ -492,11 +492,6 @@ static void set_cutoffs(struct gw_series_seg *s, size_t n)
 
 /* ---- JSON --------------------------------------------------------------------------------- */
 
-static json_t *num_or_null(double v)
-{
-	return isfinite(v) ? json_real(v) : json_null();
-}
-
 static json_t *segs_json(const struct gw_series_seg *s, size_t n)
 {
 	json_t *a = json_array();
@@ -539,9 +534,9 @@ static json_t *columns(const char *run, const struct keptv *kv, bool extra)
 		json_array_append_new(sup, json_integer(k->sup));
 		json_array_append_new(nf, json_integer(k->row.nf));
 		for (int r = 0; r < GW_NROLES; r++)
-			json_array_append_new(v[r], num_or_null(k->row.v[r]));
+			json_array_append_new(v[r], gw_json_num(k->row.v[r]));
 		if (extra) {
-			json_array_append_new(ts, num_or_null(k->ts));
+			json_array_append_new(ts, gw_json_num(k->ts));
 			json_array_append_new(line, k->line >= 0 ? json_integer(k->line) : json_null());
 			json_t *e = k->extra ? json_loads(k->extra, JSON_DECODE_ANY, NULL) : NULL;
 			json_array_append_new(ex, e ? e : json_null());
@@ -649,7 +644,7 @@ int gw_store_read_series(const char *path, const struct gw_series_query *q, json
 		int t = sqlite3_column_type(st, 2 + k);
 		json_object_set_new(info, cols[k], t == SQLITE_NULL ? json_null()
 		                                   : k == 0 ? json_integer(sqlite3_column_int64(st, 2))
-		                                            : json_real(sqlite3_column_double(st, 2 + k)));
+		                                            : gw_json_num(sqlite3_column_double(st, 2 + k)));
 	}
 	sqlite3_finalize(st);
 	/* record_tiles is missing in a database of schema 2 opened read-only */

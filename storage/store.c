@@ -483,6 +483,8 @@ void gw_store_stats(const struct gw_store *s, struct gw_store_stats *out)
 	out->alerts = m->n[C_ALERTS];
 	out->last_error = m->last_error;
 	out->dropped = m->dropped;
+	/* the batch being written is older than what queued since */
+	out->oldest_pending_ms = m->work.n ? m->work.first_ms : m->pending.n ? m->pending.first_ms : 0;
 	memcpy(out->last_error_msg, m->last_error_msg, sizeof(out->last_error_msg));
 	pthread_mutex_unlock(&m->mu);
 }

@@ -193,6 +193,7 @@ struct gw_store_stats {
 	int last_error;            /* of the last commit: 0, or -ENOSPC (disk full), -EIO... */
 	char last_error_msg[200];  /* SQLite's message and code name */
 	uint64_t dropped;          /* items given up at shutdown */
+	uint64_t oldest_pending_ms; /* monotonic ms the oldest uncommitted item was queued, 0: none */
 };
 void gw_store_stats(const struct gw_store *s, struct gw_store_stats *out);
 
@@ -217,16 +218,18 @@ int gw_store_read_alert(const char *path, const char *id, json_t **out, char *er
  * restart: fn is called once per run. */
 int gw_store_read_run_positions(const char *path,
                                 void (*fn)(void *data, const char *run, int64_t seg,
-                                           int64_t last_step, double last_ts),
+                                           int64_t last_step, double last_ts, double last_seen),
                                 void *data, char *err, size_t errlen);
 
 /* A run's newest n records, and its events from the oldest of them on, in
  * the order they happened (oldest first), to rebuild the detectors' state
  * of an evicted run: fn gets each as a struct gw_rec (roles, ts, NaN
- * restored; no extras) with its segment and line; a negative return stops
- * the read and is returned.  Returns 0 or a negative errno. */
+ * restored; of the extras only a declared length, max_steps / total_steps)
+ * with its segment, line and arrival (recv, NaN if unknown); a negative
+ * return stops the read and is returned.  Returns 0 or a negative errno. */
 int gw_store_read_tail(const char *path, const char *run, size_t n,
-                       int (*fn)(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line),
+                       int (*fn)(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line,
+                                 double recv),
                        void *data, char *err, size_t errlen);
 
 /* Attributes and step of a run's last event named `name` (new reference in

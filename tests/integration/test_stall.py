@@ -4,6 +4,9 @@ it was silent) and is re-posted to Alertmanager only until then; a run
 that ended -- a run_finished line, the Python client's close(), its
 max_steps reached, the plain PyTorch loop -- raises none, nor does
 `gradwatch send` of an old log; a throughput collapse (also in replay).
+Across a daemon restart (a clean stop or kill -9) a run that was live is
+watched from the daemon's start, and the alert gives the downtime; a run
+that finished or an old backlog still raises none.
 
 The daemon ticks every 50 ms and stalls after max(1 s, 5 x the interval)
 (a per-run override).  Tests that expect silence to stay quiet run a
@@ -194,6 +197,81 @@ class Endings(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(d.sql("SELECT count(*) FROM records")[0][0], 300)
             after_control(self, d, c, 'stall-control', ['stall-old'])
+
+
+def alerts_json(d, run):
+    return [(state, summary, json.loads(ev)) for state, summary, ev in d.sql(
+        "SELECT a.state, a.summary, a.evidence FROM alerts a JOIN runs u ON u.id = a.run_id "
+        "WHERE u.name = ? AND a.detector = 'stall' ORDER BY a.created", (run,))]
+
+
+def records(d):
+    return d.sql("SELECT count(*) FROM records")[0][0]
+
+
+# the runs under test stall 3 s after their last line (or the restart), so
+# a clean stop comes inside that window; the control after 1 s
+RESTART = dict(CONFIG, runs=[{'match': 'restart-*', 'thresholds': dict(STALL, stall_min_seconds=3.0)},
+                             {'match': 'stall-*', 'thresholds': STALL}])
+
+
+class Restart(unittest.TestCase):
+    def restarted_alert(self, d, run):
+        def got():
+            return [a for a in alerts_json(d, run) if 'since gradwatchd restarted' in a[1]]
+        return wait_for(got, 30, 'the stall of %s after the restart' % run, interval=0.1)[0]
+
+    def test_a_live_run_stalls_after_a_clean_restart_a_finished_one_or_a_backlog_does_not(self):
+        with Daemon(config=RESTART) as d:
+            with connect(d) as s:
+                feed(s, 'restart-done', range(1, 31))
+                s.sendall(b'{"run":"restart-done","step":30,"event":"run_finished"}\n')
+                t0 = time.time() - 2 * 86400   # an old log sent just before the stop
+                s.sendall(b''.join(line('restart-old', i, ts=t0 + 2.0 * i) for i in range(1, 301)))
+                feed(s, 'restart-live', range(1, 31))
+            wait_for(lambda: records(d) == 360, 10, 'every line committed')
+            t_stop = time.time()
+            d.stop()
+            t_start = time.time()
+            d.start()
+            state, summary, ev = self.restarted_alert(d, 'restart-live')
+            self.assertEqual(state, 'open')
+            self.assertRegex(summary, r'^the run has logged nothing for \d+ s since gradwatchd '
+                                      r'restarted \(it was down \d+ s; the run\'s last line came '
+                                      r'\d+ s before it stopped\)')
+            self.assertLessEqual(t_stop - 1, ev['daemon_down_from'])
+            self.assertLessEqual(ev['daemon_down_from'], ev['daemon_down_to'])
+            self.assertLessEqual(t_start, ev['daemon_down_to'])
+            self.assertEqual(ev['last_step'], 30)
+            # the job was alive after all: it logs again, and the alert resolves
+            with connect(d) as s, connect(d) as c:
+                s.sendall(line('restart-live', 31))
+                wait_for(lambda: alerts_json(d, 'restart-live')[-1][0] == 'resolved', 10,
+                         'the resolve', interval=0.1)
+                after_control(self, d, c, 'stall-control', ['restart-done', 'restart-old'])
+
+    def test_after_kill_9_and_a_job_that_dies_just_after_the_restart(self):
+        with Daemon(config=RESTART) as d:
+            with connect(d) as s:
+                feed(s, 'restart-crash', range(1, 31))
+                feed(s, 'restart-few', range(1, 31))
+            wait_for(lambda: records(d) == 60, 10, 'every line committed')
+            last_commit = time.time()
+            d.kill()
+            d.start()
+            with connect(d) as s:
+                # three lines after the restart, then the job dies: fewer than
+                # stall_min_records since, but its cadence is known from before
+                feed(s, 'restart-few', range(31, 34))
+            state, summary, ev = self.restarted_alert(d, 'restart-crash')
+            self.assertEqual(state, 'open')
+            # (stored evidence keeps 12 significant digits: hundredths of a second)
+            self.assertLessEqual(ev['daemon_down_from'], last_commit + 1)
+            [(step, state, summary)] = wait_for(lambda: stalls(d, 'restart-few'), 30,
+                                                'the stall of the job that died after the restart',
+                                                interval=0.1)
+            self.assertEqual((step, state), (33, 'open'))
+            self.assertNotIn('restarted', summary)
 
 
 TORCH = torch_python()

@@ -15,6 +15,7 @@
 
 #include "engine.h"
 #include "hist.h"
+#include "util.h"
 
 struct seen {
 	int segs;
@@ -507,11 +508,46 @@ START_TEST(alert_texts_stay_utf8)
 }
 END_TEST
 
+/* Evidence with NaN and infinities (a detector's ratio of two values that
+ * underflowed, a baseline of zero): written as null, the rest of the
+ * evidence and the alert intact.  With json_pack "f" the evidence was lost
+ * (json_pack returned NULL); gw_json_num is the one way numbers go in. */
+START_TEST(non_finite_evidence_is_null_not_lost)
+{
+	const double bad[] = {NAN, INFINITY, -INFINITY};
+	for (size_t i = 0; i < 3; i++) {
+		ck_assert_ptr_null(json_pack("{s:f}", "x", bad[i]));   /* why the helper exists */
+		json_t *ev = json_pack("{s:s, s:o, s:o, s:[o, o]}", "rule", "r", "ratio",
+		                       gw_json_num(bad[i]), "ok", gw_json_num(0.25), "v",
+		                       gw_json_num(bad[i]), gw_json_num(-bad[i]));
+		ck_assert_ptr_nonnull(ev);
+		struct gw_alert a = {.id = "gw-0123456789abcdef", .kind = GW_ALERT_OPEN, .run = "r",
+		                     .seg = 1, .step = 7, .detector = "spikes",
+		                     .severity = GW_SEV_WARNING, .summary = "s", .evidence = ev,
+		                     .ts = bad[i], .wall = bad[i]};
+		json_t *o = gw_alert_event_json(&a, 1, NULL);
+		ck_assert_ptr_nonnull(o);
+		char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+		ck_assert_ptr_nonnull(text);
+		ck_assert_msg(strstr(text, "\"evidence\":{\"ok\":0.25,\"ratio\":null,\"rule\":\"r\","
+		                           "\"v\":[null,null]}"), "%s", text);
+		ck_assert_ptr_null(strstr(text, "\"ts\""));
+		free(text);
+		json_decref(o);
+		json_decref(ev);
+	}
+	json_t *one = gw_json_num(1.5);
+	ck_assert(json_is_real(one) && json_real_value(one) == 1.5);
+	json_decref(one);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("engine");
 	TCase *tc = tcase_create("engine");
 	tcase_add_test(tc, segments_rewind_and_gap);
+	tcase_add_test(tc, non_finite_evidence_is_null_not_lost);
 	tcase_add_test(tc, slow_steps_are_not_gaps);
 	tcase_add_test(tc, a_line_that_arrives_late_is_no_restart);
 	tcase_add_test(tc, resumed_event_is_one_segment);

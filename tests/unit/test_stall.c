@@ -7,7 +7,10 @@
  * gw_engine_run_ended) stops it from alerting and resolves an open alert;
  * a run that goes on after its end is watched again; a backlog of old
  * lines (`gradwatch send` of an old log) raises nothing, while a live job
- * whose clock is off, or whose lines carry no ts, still does.
+ * whose clock is off, or whose lines carry no ts, still does.  After a
+ * daemon restart (gw_engine_restarted) a run that was live is watched from
+ * the daemon's start, the alert giving the downtime, while a finished run or
+ * an old backlog is not; the downtime is no interval of the run's.
  */
 #include "gwcheck.h"
 #include <errno.h>
@@ -355,6 +358,84 @@ START_TEST(events_count_as_lines)
 END_TEST
 
 /* Replay has no wall clock: nothing happens on ticks, whatever the lines. */
+/* The daemon was down 600 s after the run's last line; it restarts at T2. */
+START_TEST(restart_watches_a_live_run_from_the_daemon_start)
+{
+	struct got g = {0};
+	struct gw_engine *e = mk(&g);
+	double last = live_run(e, "r", 30);
+	double down = last + 5, up = last + 600;
+	ck_assert_int_eq(gw_engine_restarted(e, "r", down, up), 1);
+	ck_assert_int_eq(gw_engine_restarted(e, "nobody", down, up), -ENOENT);
+	ticks(e, up, 110);             /* 110 s since the start < 120 s: quiet */
+	ck_assert_int_eq(g.n, 0);
+	ticks(e, up + 130, 0);
+	ck_assert_int_eq(g.n, 1);
+	ck_assert_int_eq(g.kind[0], GW_ALERT_OPEN);
+	ck_assert_int_eq(g.step[0], 30);
+	ck_assert_msg(strstr(g.summary[0], "logged nothing for 130 s since gradwatchd restarted (it "
+	                                   "was down 595 s; the run's last line came 5 s before it "
+	                                   "stopped)"), "%s", g.summary[0]);
+	char want[128];
+	snprintf(want, sizeof(want), "\"daemon_down_from\":%.1f,\"daemon_down_to\":%.1f", down, up);
+	ck_assert_msg(strstr(g.evidence[0], want), "%s", g.evidence[0]);
+	ck_assert_ptr_nonnull(strstr(g.evidence[0], "\"silent_seconds\":730"));
+	/* it logs again: resolved; the downtime did not become its usual
+	 * interval (another silence of 130 s stalls again) */
+	rec(e, "r", 31, up + 200, up + 200);
+	ck_assert_int_eq(g.n, 2);
+	ck_assert_int_eq(g.kind[1], GW_ALERT_RESOLVE);
+	for (int i = 32; i <= 40; i++)
+		rec(e, "r", i, up + 200 + (i - 31), up + 200 + (i - 31));
+	ticks(e, up + 209 + 130, 0);
+	ck_assert_int_eq(g.n, 3);
+	ck_assert_ptr_nonnull(strstr(g.summary[2], "has logged nothing for 130 s,"));
+	gw_engine_free(e);
+}
+END_TEST
+
+/* A job that sends a few lines after the restart and dies: its cadence is
+ * known from before (the rebuilt state), so it stalls like any other. */
+START_TEST(restart_a_run_that_dies_just_after)
+{
+	struct got g = {0};
+	struct gw_engine *e = mk(&g);
+	double last = live_run(e, "r", 30);
+	double up = last + 60;
+	gw_engine_restarted(e, "r", last + 1, up);
+	for (int i = 31; i <= 33; i++)
+		rec(e, "r", i, up + (i - 30), up + (i - 30));
+	ticks(e, up + 3 + 130, 0);
+	ck_assert_int_eq(g.n, 1);
+	ck_assert_int_eq(g.step[0], 33);
+	ck_assert_ptr_nonnull(strstr(g.summary[0], "has logged nothing for 130 s,"));
+	ck_assert_ptr_null(strstr(g.evidence[0], "daemon_down"));
+	gw_engine_free(e);
+}
+END_TEST
+
+START_TEST(restart_never_watches_a_finished_run_or_a_backlog)
+{
+	struct got g = {0};
+	struct gw_engine *e = mk(&g);
+	double last = live_run(e, "done", 30);
+	event(e, "done", 30, "run_finished", json_object(), last);
+	/* `gradwatch send` of a two-day-old log, just before the stop */
+	for (int i = 1; i <= 300; i++)
+		rec(e, "old", i, T0 - 2 * 86400 + 2.0 * i, last + 0.001 * i);
+	/* too few lines to know a cadence */
+	for (int i = 1; i <= 5; i++)
+		rec(e, "short", i, T0 + i, T0 + i);
+	double up = last + 600;
+	const char *runs[] = {"done", "old", "short"};
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(gw_engine_restarted(e, runs[i], last + 1, up), 0);
+	ticks(e, up, 3600);
+	ck_assert_int_eq(g.n, 0);
+	gw_engine_free(e);
+}
+END_TEST
+
 START_TEST(replay_never_stalls)
 {
 	struct got g = {0};
@@ -387,6 +468,9 @@ int main(void)
 	tcase_add_test(tc, lines_without_ts_are_judged_by_arrival);
 	tcase_add_test(tc, events_count_as_lines);
 	tcase_add_test(tc, replay_never_stalls);
+	tcase_add_test(tc, restart_watches_a_live_run_from_the_daemon_start);
+	tcase_add_test(tc, restart_a_run_that_dies_just_after);
+	tcase_add_test(tc, restart_never_watches_a_finished_run_or_a_backlog);
 	suite_add_tcase(s, tc);
 	return gw_check_run(s);
 }
