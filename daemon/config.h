@@ -103,6 +103,12 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen);
 struct sockaddr_storage;
 int gw_cfg_sockaddr(const struct gw_listen *l, struct sockaddr_storage *ss);
 
+/* What to do about a listener that failed to bind with rc (a negative errno):
+ * address in use, a privileged port, an address this machine does not have;
+ * flag is the option that sets it ("--http").  Writes " (...)" or "" into
+ * hint (n bytes) and returns hint. */
+const char *gw_cfg_listen_hint(int rc, const char *flag, char *hint, size_t n);
+
 /* Parse "host:port", "[v6]:port", "port", or "off"/"false" into l. */
 int gw_cfg_parse_listen(const char *s, struct gw_listen *l, char *err, size_t errlen);
 

@@ -512,7 +512,9 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 		if ((rc = gw_cfg_sockaddr(&c->tcp, &ss)) < 0 ||
 		    (rc = uv_tcp_bind(&sv->tcp_srv, (struct sockaddr *)&ss, 0)) < 0 ||
 		    (rc = uv_listen((uv_stream_t *)&sv->tcp_srv, 256, on_connection)) < 0) {
-			snprintf(err, errlen, "tcp %s:%d: %s", c->tcp.host, c->tcp.port, uv_strerror(rc));
+			char hint[200];
+			snprintf(err, errlen, "tcp %s:%d: %s%s", c->tcp.host, c->tcp.port, uv_strerror(rc),
+			         gw_cfg_listen_hint(rc, "--tcp", hint, sizeof(hint)));
 			return rc;
 		}
 		gw_log_info("listening on tcp:%s:%d (NDJSON)", c->tcp.host, c->tcp.port);
@@ -527,7 +529,9 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 		if ((rc = gw_cfg_sockaddr(&c->udp, &ss)) < 0 ||
 		    (rc = uv_udp_bind(&sv->udp, (struct sockaddr *)&ss, 0)) < 0 ||
 		    (rc = uv_udp_recv_start(&sv->udp, on_udp_alloc, on_udp)) < 0) {
-			snprintf(err, errlen, "udp %s:%d: %s", c->udp.host, c->udp.port, uv_strerror(rc));
+			char hint[200];
+			snprintf(err, errlen, "udp %s:%d: %s%s", c->udp.host, c->udp.port, uv_strerror(rc),
+			         gw_cfg_listen_hint(rc, "--udp", hint, sizeof(hint)));
 			return rc;
 		}
 		int size = 4 << 20;

@@ -1,0 +1,200 @@
+"""Keep the documents true, and the first hour's mistakes explained.
+
+ConfigurationTable: every key in docs/configuration.md's table is one the
+daemon takes and prints back with --check-config, and every key it prints is
+in the table; the defaults the table states (numbers, sizes, names) are the
+ones --check-config prints with no file.  It reads the table's first two
+columns, not its prose, so rewording a row does not break it.
+
+FirstHourErrors: what a new user gets wrong first -- a typo in a key, a
+listen address without its port, a directory or an empty file given as the
+configuration, a port another program holds -- is answered with what is
+wrong and what to do, and exits 1.
+"""
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gwtest import GRADWATCHD  # noqa: E402
+
+SRC = os.path.join(os.path.dirname(__file__), '..', '..')
+CONFIG_MD = os.path.join(SRC, 'docs', 'configuration.md')
+
+# keys whose value is a free-form object or a list of entries: the table
+# documents them as one row (their insides are documented elsewhere)
+OPAQUE = {'aliases', 'thresholds', 'runs', 'sinks', 'follow'}
+
+
+def run(args, cwd=None, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=e,
+                          stdin=subprocess.DEVNULL, timeout=60)
+
+
+def table_rows():
+    """(names, default cell, meaning cell) of the configuration table: the
+    rows whose first cell is backticked key names.  `limits.a`, `b` means
+    limits.a and limits.b."""
+    rows = []
+    with open(CONFIG_MD, encoding='utf-8') as f:
+        for line in f:
+            if not line.startswith('| `'):
+                continue
+            cells = [c.strip() for c in line.strip().strip('|').split('|')]
+            if len(cells) < 3:
+                continue
+            names = re.findall(r'`([^`]+)`', cells[0])
+            prefix = names[0].rsplit('.', 1)[0] + '.' if '.' in names[0] else ''
+            names = [n if '.' in n else prefix + n for n in names]
+            rows.append((names, cells[1], cells[2]))
+    return rows
+
+
+def flatten(cfg):
+    """The keys of a --check-config output as the table names them."""
+    out = set()
+    for k, v in cfg.items():
+        if isinstance(v, dict) and k not in OPAQUE:
+            out |= {k + '.' + kk for kk in v}
+        else:
+            out.add(k)
+    return out
+
+
+def value_of(cfg, name):
+    cur = cfg
+    for part in name.split('.'):
+        cur = cur[part]
+    return cur
+
+
+def parse_default(cell):
+    """A default as the table writes it, or None when it is prose: 1024,
+    `full`, 64 KiB, 256 MiB."""
+    cell = cell.strip()
+    m = re.fullmatch(r'(\d+)\s*(KiB|MiB|GiB)', cell)
+    if m:
+        return int(m.group(1)) << {'KiB': 10, 'MiB': 20, 'GiB': 30}[m.group(2)]
+    if re.fullmatch(r'\d+', cell):
+        return int(cell)
+    m = re.fullmatch(r'`"?([\w.:]+)"?`', cell)
+    if m:
+        return m.group(1)
+    return None
+
+
+class ConfigurationTable(unittest.TestCase):
+    def full_config(self, tmp):
+        """A file that sets every optional key the table lists."""
+        for name in ('ingest.tokens', 'read.tokens'):
+            with open(os.path.join(tmp, name), 'w') as f:
+                f.write('t-%s-0123456789abcdef\n' % name[0])
+        with open(os.path.join(tmp, 'train.log'), 'w'):
+            pass
+        path = os.path.join(tmp, 'full.json')
+        with open(path, 'w') as f:
+            json.dump({'public_url': 'https://node17:7471', 'kernels': 'scalar',
+                       'auth': {'ingest_tokens_file': 'ingest.tokens',
+                                'read_tokens_file': 'read.tokens'},
+                       'retention': {'max_age': '90d', 'max_bytes': 1 << 30},
+                       'follow': [{'path': 'train.log', 'run': 'r', 'poll_ms': 500,
+                                   'format': 'ndjson'}]}, f)
+        return path
+
+    def test_every_key_documented_and_accepted(self):
+        documented = {n for names, _, _ in table_rows() for n in names}
+        self.assertIn('limits.max_body_bytes', documented)   # the table was read
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run([GRADWATCHD, '--config', self.full_config(tmp), '--check-config'], cwd=tmp)
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            cfg = json.loads(r.stdout)
+        printed = flatten(cfg)
+        self.assertEqual(sorted(printed - documented), [],
+                         'keys --check-config prints that docs/configuration.md does not list')
+        self.assertEqual(sorted(documented - printed), [],
+                         'keys docs/configuration.md lists that the daemon does not take')
+        # the keys of a follow entry, as the table's follow row names them
+        follow_row = [m for names, _, m in table_rows() if names == ['follow']][0]
+        for key in cfg['follow'][0]:
+            self.assertIn('"%s"' % key, follow_row, 'follow entry key %s not in the table' % key)
+
+    def test_stated_defaults_are_the_defaults(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run([GRADWATCHD, '--check-config'], cwd=tmp,
+                    env={'XDG_STATE_HOME': tmp + '/state', 'XDG_RUNTIME_DIR': tmp + '/run'})
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            cfg = json.loads(r.stdout)
+        checked = 0
+        for names, default, _ in table_rows():
+            parts = [p.strip() for p in default.split(',')]
+            if len(parts) != len(names):
+                parts = [default] * len(names)
+            for name, part in zip(names, parts):
+                want = parse_default(part)
+                if want is None:
+                    continue
+                got = value_of(cfg, name)
+                if isinstance(want, str) and not isinstance(got, str):
+                    continue   # e.g. `0660` stands for a string, compared below
+                self.assertEqual(got, want, 'docs/configuration.md: default of %s' % name)
+                checked += 1
+        self.assertGreater(checked, 15)   # the table's defaults were read
+
+
+class FirstHourErrors(unittest.TestCase):
+    def check(self, text, *want, name='gradwatchd.json'):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, name)
+            if text is None:
+                os.mkdir(path)
+            else:
+                with open(path, 'w') as f:
+                    f.write(text)
+            r = run([GRADWATCHD, '--config', path, '--check-config'], cwd=tmp)
+        err = r.stderr.decode()
+        self.assertEqual(r.returncode, 1, err)
+        self.assertEqual(r.stdout, b'')
+        for w in want:
+            self.assertIn(w, err)
+        return err
+
+    def test_typo_in_a_key_suggests_the_key(self):
+        self.check('{"htpp": "127.0.0.1:7471"}', 'unknown key "htpp" (did you mean "http"?)')
+        self.check('{"limits": {"max_conections": 10}}',
+                   'unknown key "limits.max_conections" (did you mean "limits.max_connections"?)')
+        self.check('{"runs": [{"match": "x", "thrsholds": {}}]}',
+                   '(did you mean "runs[0].thresholds"?)')
+        # nothing close: every key the object takes
+        err = self.check('{"storage": {"fsync": true}}', 'unknown key "storage.fsync"; storage takes: ')
+        self.assertIn('commit_interval_ms', err)
+
+    def test_listen_address_without_a_port(self):
+        self.check('{"http": "127.0.0.1"}', 'listen address "127.0.0.1": expected "host:port"')
+
+    def test_directory_or_empty_file(self):
+        self.check(None, 'is a directory, not a configuration file')
+        self.check('', 'is empty: a configuration is a JSON object')
+
+    def test_port_in_use_says_what_to_do(self):
+        with socket.socket() as s, tempfile.TemporaryDirectory() as tmp:
+            s.bind(('127.0.0.1', 0))
+            s.listen()
+            port = s.getsockname()[1]
+            r = run([GRADWATCHD, '--state-dir', tmp, '--socket', 'off', '--tcp', 'off', '--udp', 'off',
+                     '--http', '127.0.0.1:%d' % port], cwd=tmp)
+        err = r.stderr.decode()
+        self.assertEqual(r.returncode, 1, err)
+        self.assertIn('http 127.0.0.1:%d: address already in use' % port, err)
+        self.assertIn('--http ADDR:PORT', err)
+        self.assertIn('--http off', err)
+
+
+if __name__ == '__main__':
+    unittest.main()
