@@ -191,6 +191,25 @@ class Fallback(unittest.TestCase):
         self.assertEqual(settled(st), st['logged'])
         wait_rows(self.d, 'fb-enoent', 200)
 
+    def test_no_socket_anywhere_says_where_it_looked(self):
+        # no address, no $GRADWATCH_SOCKET, no daemon in the default places:
+        # the warning says where the client looked and what to set
+        if os.path.exists('/run/gradwatch/gradwatch.sock') or os.path.exists('/gradwatch.sock'):
+            self.skipTest('a gradwatchd socket exists in a default place on this machine')
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, err = run_script(
+                'import json, gradwatch\n'
+                'c = gradwatch.Client(run="fb-nowhere", udp="")\n'
+                'c.log(1, loss=1.0)\n'
+                'c.close(finished=False)\n'
+                'print(json.dumps(c.stats()))\n',
+                {'XDG_STATE_HOME': tmp, 'XDG_RUNTIME_DIR': tmp})
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)['lost'], 1, out)
+        self.assertIn('cannot connect to gradwatch.sock: no such file (is gradwatchd running? '
+                      'no socket in /run/gradwatch/, $XDG_RUNTIME_DIR/gradwatch/ or '
+                      '$XDG_STATE_HOME/gradwatch/ either; set $GRADWATCH_SOCKET', err)
+
     def test_permission_denied_is_said_once_with_what_to_do(self):
         d = self.d
         os.chmod(d.dir, 0o755)          # the socket file's own mode (0660) is what stops us

@@ -11,7 +11,9 @@ where to resume; $GRADWATCH_URL and $GRADWATCH_TOKEN; usage errors exit 2,
 import gzip
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import unittest
@@ -285,6 +287,32 @@ class Piped(unittest.TestCase):
                 p.stdin.close()
                 p.wait(30)
             self.assertEqual(p.returncode, 0, p.stderr.read())
+
+    def test_ctrl_c_says_what_was_committed(self):
+        # Ctrl-C in the middle of a piped send: one line of what is stored and
+        # from which input line on it is not known to be, then death by SIGINT
+        with Daemon() as d:
+            p = subprocess.Popen([GRADWATCH, 'send', '--url', 'http://127.0.0.1:%d' % d.http_port,
+                                  '--run', 'interrupted'], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE,
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            try:
+                p.stdin.write(b''.join(b'{"step":%d,"loss":1.0}\n' % s for s in range(1, 4)))
+                p.stdin.flush()
+                d.wait_committed("SELECT count(*) FROM records", 3, timeout=30)
+                p.send_signal(signal.SIGINT)
+                p.wait(30)
+            finally:
+                p.stdin.close()
+            err = p.stderr.read().decode()
+            self.assertEqual(p.returncode, -signal.SIGINT, err)
+            m = re.search(r'gradwatch send: interrupted: (\d+) line\(s\) accepted and committed, 0 '
+                          r'rejected; <stdin> from line (\d+) on is not known to be committed', err)
+            self.assertTrue(m, err)
+            # the answer may still have been on its way: 0 or 3, never more than is stored
+            acc = int(m.group(1))
+            self.assertIn(acc, (0, 3), err)
+            self.assertEqual(int(m.group(2)), acc + 1, err)
 
 
 if __name__ == '__main__':
