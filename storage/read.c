@@ -17,9 +17,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
 {
+	/* what `gradwatch runs --db` gets wrong first: the path (SQLite says
+	 * "unable to open database file", or "disk I/O error" for a directory) */
+	struct stat sb;
+	*db = NULL;
+	if (stat(path, &sb) < 0)
+		return gw_errf(err, errlen, -errno, "cannot open %s: %s", path, strerror(errno));
+	if (S_ISDIR(sb.st_mode))
+		return gw_errf(err, errlen, -EISDIR, "%s is a directory, not a gradwatch database", path);
 	int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		gw_errf(err, errlen, 0, "cannot open %s: %s", path,
@@ -32,7 +41,9 @@ static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
 	/* a newer gradwatch's database is not read as if it were ours (the
 	 * daemon refuses it at open; `gradwatch runs --db` answered from it) */
 	int version;
-	if ((rc = gw__store_version(*db, path, "gradwatch", &version, err, errlen)) < 0) {
+	if ((rc = gw__store_version(*db, path, "gradwatch", &version, err, errlen)) < 0 ||
+	    (version == 0 && (rc = gw_errf(err, errlen, -EINVAL, "%s is not a gradwatch database "
+	                                   "(no gradwatch tables in it)", path)) < 0)) {
 		sqlite3_close(*db);
 		*db = NULL;
 	}

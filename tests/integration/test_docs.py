@@ -8,8 +8,9 @@ columns, not its prose, so rewording a row does not break it.
 
 FirstHourErrors: what a new user gets wrong first -- a typo in a key, a
 listen address without its port, a directory or an empty file given as the
-configuration, a port another program holds -- is answered with what is
-wrong and what to do, and exits 1.
+configuration, a port another program holds, a --db that is no gradwatch
+database -- is answered with what is
+wrong and what to do, and exits 1 (gradwatchd) or 2 (gradwatch).
 """
 import json
 import os
@@ -21,7 +22,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gwtest import GRADWATCHD  # noqa: E402
+from gwtest import GRADWATCH, GRADWATCHD  # noqa: E402
 
 SRC = os.path.join(os.path.dirname(__file__), '..', '..')
 CONFIG_MD = os.path.join(SRC, 'docs', 'configuration.md')
@@ -181,6 +182,20 @@ class FirstHourErrors(unittest.TestCase):
     def test_directory_or_empty_file(self):
         self.check(None, 'is a directory, not a configuration file')
         self.check('', 'is empty: a configuration is a JSON object')
+
+    def test_db_that_is_not_a_database(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            empty = os.path.join(tmp, 'empty.db')
+            open(empty, 'w').close()
+            for path, want in ((os.path.join(tmp, 'nope.db'), 'cannot open %s/nope.db: No such file' % tmp),
+                               (tmp, '%s is a directory, not a gradwatch database' % tmp),
+                               (empty, '%s is not a gradwatch database' % empty)):
+                for cmd in ('runs', 'alerts'):
+                    r = run([GRADWATCH, cmd, '--db', path])
+                    err = r.stderr.decode()
+                    self.assertEqual(r.returncode, 2, err)
+                    self.assertEqual(r.stdout, b'')
+                    self.assertIn(want, err)
 
     def test_port_in_use_says_what_to_do(self):
         with socket.socket() as s, tempfile.TemporaryDirectory() as tmp:
