@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
+int gw__store_open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
 {
 	/* what `gradwatch runs --db` gets wrong first: the path (SQLite says
 	 * "unable to open database file", or "disk I/O error" for a directory) */
@@ -115,7 +115,7 @@ static int query_first(const char *path, const char *sql, const char *const *bin
 {
 	sqlite3 *db;
 	*row = NULL;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	json_t *rows = NULL;
@@ -132,7 +132,7 @@ static int query_first(const char *path, const char *sql, const char *const *bin
 int gw_store_read_runs(const char *path, json_t **out, char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = query(db,
@@ -150,7 +150,7 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
                       char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	json_t *runs = NULL, *segs = NULL, *last = NULL;
@@ -196,7 +196,7 @@ int gw_store_read_alerts(const char *path, const char *run, size_t limit,
                          json_t **out, char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	char lim[32];
@@ -225,7 +225,7 @@ int gw_store_read_run_positions(const char *path,
                                 void *data, char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	sqlite3_stmt *st;
@@ -277,7 +277,7 @@ int gw_store_read_meta(const char *path, const char *key, char **out)
 {
 	sqlite3 *db;
 	*out = NULL;
-	int rc = open_ro(path, &db, NULL, 0);
+	int rc = gw__store_open_ro(path, &db, NULL, 0);
 	if (rc < 0)
 		return rc;
 	sqlite3_stmt *st;
@@ -321,7 +321,7 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
                        void *data, char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	struct tail_row *rows = calloc(n ? n : 1, sizeof(*rows));
@@ -427,7 +427,7 @@ int gw_store_read_each(const char *path, const char *sql, const struct gw_sv *bi
                        char *err, size_t errlen)
 {
 	sqlite3 *db = NULL;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	sqlite3_stmt *st = NULL;

@@ -190,8 +190,8 @@ class FirstHourErrors(unittest.TestCase):
             for path, want in ((os.path.join(tmp, 'nope.db'), 'cannot open %s/nope.db: No such file' % tmp),
                                (tmp, '%s is a directory, not a gradwatch database' % tmp),
                                (empty, '%s is not a gradwatch database' % empty)):
-                for cmd in ('runs', 'alerts'):
-                    r = run([GRADWATCH, cmd, '--db', path])
+                for cmd in (['runs'], ['alerts'], ['export', 'some-run']):
+                    r = run([GRADWATCH] + cmd + ['--db', path])
                     err = r.stderr.decode()
                     self.assertEqual(r.returncode, 2, err)
                     self.assertEqual(r.stdout, b'')
