@@ -6,6 +6,9 @@ in the table; the defaults the table states (numbers, sizes, names) are the
 ones --check-config prints with no file.  It reads the table's first two
 columns, not its prose, so rewording a row does not break it.
 
+DetectorThresholds: every threshold default docs/detectors.md states in
+parentheses after the threshold's name is the default the daemon has.
+
 FirstHourErrors: what a new user gets wrong first -- a typo in a key, a
 listen address without its port, a directory or an empty file given as the
 configuration, a port another program holds, a --db that is no gradwatch
@@ -147,6 +150,26 @@ class ConfigurationTable(unittest.TestCase):
                 self.assertEqual(got, want, 'docs/configuration.md: default of %s' % name)
                 checked += 1
         self.assertGreater(checked, 15)   # the table's defaults were read
+
+
+class DetectorThresholds(unittest.TestCase):
+    def test_defaults_in_detectors_md_are_the_defaults(self):
+        # docs/detectors.md gives a threshold's default in parentheses after
+        # its name: `gap_min_seconds` (30 s), `match_tol` (1 %), (1,000)
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run([GRADWATCHD, '--check-config'], cwd=tmp,
+                    env={'XDG_STATE_HOME': tmp + '/state', 'XDG_RUNTIME_DIR': tmp + '/run'})
+        defaults = json.loads(r.stdout)['thresholds']
+        with open(os.path.join(SRC, 'docs', 'detectors.md'), encoding='utf-8') as f:
+            text = f.read()
+        checked = 0
+        for name, num, pct in re.findall(r'`([a-z_]+)` \((-?[0-9][0-9,]*(?:\.[0-9]+)?)( ?%)?', text):
+            if name not in defaults:
+                continue
+            want = float(num.replace(',', '')) / (100 if pct else 1)
+            self.assertAlmostEqual(defaults[name], want, msg='docs/detectors.md: default of ' + name)
+            checked += 1
+        self.assertGreater(checked, 25)
 
 
 class FirstHourErrors(unittest.TestCase):
