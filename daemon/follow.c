@@ -42,7 +42,7 @@
  * after the file as `gradwatch replay` names them (gw_input_run_name:
  * train.log -> "train"), so two followed logs never share a run.
  *
- * (Some 630 lines: one file's life -- open, read, rotation, truncation,
+ * (Some 660 lines: one file's life -- open, read, rotation, truncation,
  * the stored position and the run naming carried across them -- is one
  * state machine over one struct, driven by one uv_fs_t at a time.)
  */

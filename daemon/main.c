@@ -27,6 +27,7 @@
 #include "kern.h"
 #include "log.h"
 #include "outbox_db.h"
+#include "reader.h"
 #include "util.h"
 
 #include "gw_config.h"
@@ -323,6 +324,8 @@ static int add_follow(struct gw_cfg *cfg, int opt, const char *v)
 		                   "after the --follow FILE it applies to (once per --follow); got --input-format", v);
 		return -EINVAL;
 	}
+	if (opt == OPT_FORMAT && !gw_reader_format_find(v))
+		return gw_cli_bad_format("gradwatchd", v), -EINVAL;
 	return json_object_set_new(json_array_get(cfg->follow, n - 1), key, json_string(v));
 }
 

@@ -220,6 +220,15 @@ class FirstHourErrors(unittest.TestCase):
                     self.assertEqual(r.stdout, b'')
                     self.assertIn(want, err)
 
+    def test_unknown_follow_format_is_a_usage_error(self):
+        # a bad value of a flag is a usage error (2) naming the flag's value and
+        # the formats there are, not a configuration error about follow[0].format
+        r = run([GRADWATCHD, '--follow', 'train.log', '--input-format', 'megatrom', '--check-config'])
+        err = r.stderr.decode()
+        self.assertEqual(r.returncode, 2, err)
+        self.assertEqual(len(err.splitlines()), 1, err)
+        self.assertIn('unknown input format "megatrom"; known: ndjson', err)
+
     def test_port_in_use_says_what_to_do(self):
         with socket.socket() as s, tempfile.TemporaryDirectory() as tmp:
             s.bind(('127.0.0.1', 0))
