@@ -639,7 +639,8 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		gw__http_request(&http, url, NULL, 0, NULL, &a);
 		curl_global_cleanup();
 		if (a.status < 0) {
-			fprintf(stderr, "%s: %s (is gradwatchd running? or use --db PATH)\n", prog, a.err);
+			fprintf(stderr, "%s: %s%s\n", prog, a.err,
+			        a.status == -ECONNREFUSED ? " (is gradwatchd running? or use --db PATH)" : "");
 			gw_buf_free(&a.body);
 			return 2;
 		}

@@ -6,6 +6,8 @@
  */
 #include "client_http.h"
 
+#include "config.h"
+
 #include "gw_config.h"
 #include "util.h"
 
@@ -125,8 +127,18 @@ void gw__http_request(const struct gw__http_opts *o, const char *url, const char
 		case CURLE_COULDNT_RESOLVE_PROXY:
 			a->status = -ECONNREFUSED;
 			break;
-		case CURLE_URL_MALFORMAT:
+		case CURLE_WEIRD_SERVER_REPLY:
 		case CURLE_UNSUPPORTED_PROTOCOL:
+			if (rc == CURLE_WEIRD_SERVER_REPLY || strstr(a->err, "HTTP/0.9")) {
+				/* something answered, not in HTTP: most likely the
+				 * NDJSON port given for the HTTP one */
+				size_t n = strlen(a->err);
+				snprintf(a->err + n, sizeof(a->err) - n, " (the answer is not HTTP: is this "
+				         "gradwatchd's NDJSON port, TCP %d? its HTTP API listens on %d by default)",
+				         GW_DEFAULT_PORT, GW_DEFAULT_HTTP_PORT);
+			}
+			/* fall through */
+		case CURLE_URL_MALFORMAT:
 			a->status = -EINVAL;
 			break;
 		default:

@@ -263,7 +263,8 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 			page = st > 0 ? json_loads(a.body.p ? a.body.p : "", 0, NULL) : NULL;
 			if (st != 200 || !page) {
 				if (st < 0)
-					fprintf(stderr, "gradwatch export: %s (is gradwatchd running? or use --db PATH)\n", a.err);
+					fprintf(stderr, "gradwatch export: %s%s\n", a.err, a.status == -ECONNREFUSED ?
+					        " (is gradwatchd running? or use --db PATH)" : "");
 				else
 					fprintf(stderr, "gradwatch export: the daemon answered %ld: %s\n", st,
 					        gw__http_error_text(page, &a.body));

@@ -118,6 +118,16 @@ class Send(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn('is gradwatchd running? or use --db PATH', err)
 
+    def test_the_ndjson_port_given_for_the_http_one_is_named(self):
+        # a new user's likely mix-up: --url with the TCP NDJSON port
+        with Daemon() as d:
+            url = 'http://127.0.0.1:%d' % d.port
+            for args in (['runs'], ['alerts'], ['export', 'r'], ['send', '--retries', '0']):
+                rc, out, err = gw(*args, '--url', url, stdin=lines('r', range(1, 3)))
+                self.assertEqual(rc, 2, (args, err))
+                self.assertIn("the answer is not HTTP: is this gradwatchd's NDJSON port", err, args)
+                self.assertNotIn('is gradwatchd running?', err, args)   # it is
+
     def test_a_receiver_that_never_answers_times_out(self):
         rcv = IngestReceiver(mode='hang')
         try:
