@@ -129,6 +129,12 @@ int gw_cfg_validate(const struct gw_cfg *c, char *err, size_t errlen);
  * gives the same configuration.  New reference, or NULL. */
 json_t *gw_cfg_to_json(const struct gw_cfg *c);
 
+/* gw_cfg_to_json() as indented text, every real with the fewest digits
+ * that read back as the same double (0.005, not 0.0050000000000000001):
+ * what --check-config prints.  Returns a malloc'd string (free() it), or
+ * NULL when out of memory. */
+char *gw_cfg_dumps(const struct gw_cfg *c);
+
 void gw_cfg_free(struct gw_cfg *c);
 
 /* Choose the kernel variant (NULL: $GRADWATCH_KERNELS or the best the CPU

@@ -492,9 +492,7 @@ int main(int argc, char **argv)
 			goto out_cfg;
 		}
 		/* stdout: only the configuration, in the file's schema */
-		json_t *j = gw_cfg_to_json(&cfg);
-		char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
-		json_decref(j);
+		char *s = gw_cfg_dumps(&cfg);
 		if (!s) {
 			fprintf(stderr, "gradwatchd: out of memory\n");
 			goto out_cfg;
