@@ -296,6 +296,9 @@ static int send_file(struct sender *s, const char *path, size_t max_line)
 		fprintf(stderr, "gradwatch send: %s: %s\n", path, strerror(errno));
 		return -EIO;
 	}
+	if (fd == STDIN_FILENO && isatty(fd))   /* `gradwatch send` typed alone: not a hang */
+		fprintf(stderr, "gradwatch send: reading NDJSON from the terminal (Ctrl-D ends; "
+		        "gradwatch send FILE sends a file)\n");
 	struct gw_lines lines;
 	gw_lines_init(&lines, max_line);
 	char chunk[65536];
@@ -466,6 +469,8 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 			        "gradwatch convert %s | gradwatch send\n", files[f],
 			        !packed && strchr("aeiou", fmt[0]) ? "n" : "", packed ? "compressed " : "",
 			        fmt, files[f]);
+		if (!rc && s.first_line == 1)   /* no line at all: "0 accepted" alone reads as a lost send */
+			fprintf(stderr, "gradwatch send: %s is empty: nothing to send\n", s.name);
 		acc += s.accepted;
 		rej += s.rejected;
 	}

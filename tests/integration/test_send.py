@@ -118,6 +118,13 @@ class Send(unittest.TestCase):
         self.assertEqual(rc, 2)
         self.assertIn('is gradwatchd running? or use --db PATH', err)
 
+    def test_an_empty_input_says_nothing_was_sent(self):
+        path = self.file('empty.jsonl', b'')
+        with Daemon() as d:
+            rc, out, err = gw('send', '--url', 'http://127.0.0.1:%d' % d.http_port, path)
+        self.assertEqual(rc, 0, err)
+        self.assertIn('%s is empty: nothing to send' % path, err)
+
     def test_the_ndjson_port_given_for_the_http_one_is_named(self):
         # a new user's likely mix-up: --url with the TCP NDJSON port
         with Daemon() as d:
