@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SHUTDOWN_GRACE_MS 300
@@ -94,6 +95,11 @@ static int lock_instance(const char *db_path, char *err, size_t errlen)
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof(path), "%s.lock", db_path) >= (int)sizeof(path))
 		return gw_errf(err, errlen, -ENAMETOOLONG, "database path too long: %s", db_path);
+	struct stat st;
+	if (stat(db_path, &st) == 0 && S_ISDIR(st.st_mode))   /* SQLite: "unable to open database file" */
+		return gw_errf(err, errlen, -EISDIR, "the database %s is a directory: name a file in it "
+		               "(--db %s/gradwatch.db), or give the directory with --state-dir", db_path,
+		               db_path);
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0 && errno == ENOENT) {
 		/* only the default directories are created (gw_cfg_make_dirs) */

@@ -12,7 +12,8 @@ parentheses after the threshold's name is the default the daemon has.
 FirstHourErrors: what a new user gets wrong first -- a typo in a key, a
 listen address without its port, a directory or an empty file given as the
 configuration, a port another program holds, a --db that is no gradwatch
-database -- is answered with what is
+database or is a directory, a socket in a directory that does not exist --
+is answered with what is
 wrong and what to do, and exits 1 (gradwatchd) or 2 (gradwatch).
 """
 import json
@@ -228,6 +229,22 @@ class FirstHourErrors(unittest.TestCase):
         self.assertEqual(r.returncode, 2, err)
         self.assertEqual(len(err.splitlines()), 1, err)
         self.assertIn('unknown input format "megatrom"; known: ndjson', err)
+
+    def test_db_or_socket_in_the_wrong_place(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            off = ['--tcp', 'off', '--udp', 'off', '--http', 'off']
+            # a directory as --db (SQLite said "unable to open database file")
+            r = run([GRADWATCHD, '--db', tmp, '--socket', 'off'] + off, cwd=tmp)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn('the database %s is a directory: name a file in it' % tmp, r.stderr.decode())
+            # a socket in a directory that does not exist (libuv says EACCES)
+            sock = os.path.join(tmp, 'no', 'such', 'gw.sock')
+            r = run([GRADWATCHD, '--db', os.path.join(tmp, 'g.db'), '--socket', sock] + off, cwd=tmp)
+            err = r.stderr.decode()
+            self.assertEqual(r.returncode, 1, err)
+            self.assertIn('unix socket %s: its directory %s does not exist' % (sock, os.path.dirname(sock)),
+                          err)
+            self.assertNotIn('permission denied', err)
 
     def test_port_in_use_says_what_to_do(self):
         with socket.socket() as s, tempfile.TemporaryDirectory() as tmp:
