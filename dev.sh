@@ -2,7 +2,8 @@
 # dev.sh: set up, build, demo and test gradwatch on Debian 12.
 #
 #   ./dev.sh demo   install the build dependencies, build, start gradwatchd on
-#                   its defaults in ./demo/, feed it the bundled example trace,
+#                   its default ports with a fresh database in ./demo/ (it
+#                   stops if they are taken), feed it the bundled example trace,
 #                   show the alerts it raised, and replay the same trace offline
 #   ./dev.sh test   install everything the tests need, build (normal and
 #                   ASan+UBSan), run every test suite in both builds, then
