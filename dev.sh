@@ -127,5 +127,5 @@ test-deps) install_pkgs $BUILD_DEPS $TEST_DEPS ;;
 build) install_pkgs $BUILD_DEPS; build ;;
 demo) demo ;;
 test) run_tests ;;
-*) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+*) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac
