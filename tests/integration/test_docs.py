@@ -6,6 +6,10 @@ in the table; the defaults the table states (numbers, sizes, names) are the
 ones --check-config prints with no file.  It reads the table's first two
 columns, not its prose, so rewording a row does not break it.
 
+CommandExamples: every --option of a gradwatch or gradwatchd command line in
+the documents' code blocks and the man pages' EXAMPLES is one that command's
+--help lists, and every subcommand exists.
+
 DetectorThresholds: every threshold default docs/detectors.md states in
 parentheses after the threshold's name is the default the daemon has.
 
@@ -151,6 +155,92 @@ class ConfigurationTable(unittest.TestCase):
                 self.assertEqual(got, want, 'docs/configuration.md: default of %s' % name)
                 checked += 1
         self.assertGreater(checked, 15)   # the table's defaults were read
+
+
+def command_lines():
+    """(where, line) of every shell command line in the documents: the
+    lines of README.md's, docs/*.md's and contrib/python/README.md's code
+    blocks, and the man pages' EXAMPLES."""
+    out = []
+    md = [os.path.join(SRC, 'README.md'), os.path.join(SRC, 'contrib', 'python', 'README.md')]
+    md += sorted(os.path.join(SRC, 'docs', f) for f in os.listdir(os.path.join(SRC, 'docs'))
+                 if f.endswith('.md'))
+    for path in md:
+        fence = None   # the opening line of the code block we are in
+        with open(path, encoding='utf-8') as f:
+            for n, line in enumerate(f, 1):
+                if line.startswith('```'):
+                    fence = None if fence else line.strip()
+                    continue
+                if fence in ('```', '```sh', '```bash', '```console'):
+                    out.append(('%s:%d' % (os.path.relpath(path, SRC), n), line.rstrip('\n')))
+    for man in ('gradwatch.1', 'gradwatchd.8'):
+        path = os.path.join(SRC, 'docs', 'man', man)
+        with open(path, encoding='utf-8') as f:
+            text = f.read()
+        m = re.search(r'^\.SH EXAMPLES\n(.*?)^\.SH ', text, re.S | re.M)
+        for n, line in enumerate(m.group(1).splitlines() if m else []):
+            if not line.startswith('.'):
+                out.append(('docs/man/%s EXAMPLES' % man, line.replace('\\-', '-')))
+    return out
+
+
+def invocations(line):
+    """(program, subcommand or None, [--options]) for every gradwatch or
+    gradwatchd the shell line runs."""
+    line = line.split('  #')[0].split(' # ')[0]
+    line = re.sub(r'\$\([^)]*\)', 'X', line)   # VAR=$(cat file) gradwatch ...
+    for seg in re.split(r'\|\||&&|[|;&]', line):
+        words = [w for w in re.split(r'\s+', seg.strip()) if w]
+        while words and re.match(r'[A-Z_]+=', words[0]):   # VAR=value gradwatch ...
+            words = words[1:]
+        for i, w in enumerate(words[:1]):
+            prog = os.path.basename(w)
+            if prog not in ('gradwatch', 'gradwatchd'):
+                continue
+            rest = [x.strip('[]()') for x in words[i + 1:]]
+            sub = None
+            if prog == 'gradwatch':
+                k = 0
+                while k < len(rest) and rest[k].startswith('-'):
+                    k += 2 if rest[k] in ('-c', '--config', '--kernels') else 1
+                sub = rest[k] if k < len(rest) else None
+                rest = rest[k + 1:]
+            opts = [x.split('=')[0] for x in rest if re.match(r'--[a-z]', x)]
+            yield prog, sub, opts
+            break
+
+
+class CommandExamples(unittest.TestCase):
+    def test_every_documented_option_exists(self):
+        # a renamed or removed option leaves examples that fail as written:
+        # every --option of a gradwatch/gradwatchd command in the documents
+        # is one that command's --help lists
+        helps = {}
+
+        def help_of(prog, sub):
+            if (prog, sub) not in helps:
+                args = [GRADWATCH if prog == 'gradwatch' else GRADWATCHD] + ([sub] if sub else []) + ['--help']
+                r = run(args)
+                helps[prog, sub] = r.stdout.decode() if r.returncode == 0 else None
+            return helps[prog, sub]
+
+        seen = 0
+        bad = []
+        for where, line in command_lines():
+            for prog, sub, opts in invocations(line):
+                if prog == 'gradwatch' and sub is None:
+                    continue
+                text = help_of(prog, sub)
+                if text is None:
+                    bad.append('%s: %s: no command "%s"' % (where, line, sub))
+                    continue
+                seen += 1
+                for o in opts:
+                    if not re.search(r'(^|[\s\[|,(])%s\b' % re.escape(o), text):
+                        bad.append('%s: %s: %s %s has no option %s' % (where, line, prog, sub or '', o))
+        self.assertGreater(seen, 25)   # the documents' examples were found
+        self.assertEqual(bad, [])
 
 
 class DetectorThresholds(unittest.TestCase):
