@@ -10,6 +10,8 @@ CommandExamples: every --option of a gradwatch or gradwatchd command line in
 the documents' code blocks and the man pages' EXAMPLES is one that command's
 --help lists, and every subcommand exists.
 
+ApiRoutes: every GET route docs/api.md lists answers.
+
 DetectorThresholds: every threshold default docs/detectors.md states in
 parentheses after the threshold's name is the default the daemon has.
 
@@ -30,7 +32,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gwtest import GRADWATCH, GRADWATCHD  # noqa: E402
+from gwtest import GRADWATCH, GRADWATCHD, Daemon  # noqa: E402
 
 SRC = os.path.join(os.path.dirname(__file__), '..', '..')
 CONFIG_MD = os.path.join(SRC, 'docs', 'configuration.md')
@@ -241,6 +243,29 @@ class CommandExamples(unittest.TestCase):
                         bad.append('%s: %s: %s %s has no option %s' % (where, line, prog, sub or '', o))
         self.assertGreater(seen, 25)   # the documents' examples were found
         self.assertEqual(bad, [])
+
+
+class ApiRoutes(unittest.TestCase):
+    def test_every_route_in_api_md_exists(self):
+        # every GET route docs/api.md's table lists answers on a daemon with
+        # no sinks, no tokens: never "no such endpoint" (GET /v1/sinks was
+        # one until a sink was configured)
+        with open(os.path.join(SRC, 'docs', 'api.md'), encoding='utf-8') as f:
+            cells = [line.split('|')[1] for line in f if line.startswith('| `')]
+        paths = []
+        for cell in cells:
+            for m in re.finditer(r'`(GET )?(/[^`\[]*)', cell):
+                if cell.strip().startswith('`GET') or m.group(1):
+                    paths.append(m.group(2).strip())
+        self.assertIn('/v1/sinks', paths)
+        with Daemon() as d:
+            d.post('/v1/ingest', b'{"run":"r","step":1,"loss":1.0}\n')
+            aid = 'gw-0000000000000000'
+            for p in paths:
+                url = p.replace('{run}', 'r').replace('{id}', aid).replace('{file}', 'app.js')
+                status, body = d.get(url)
+                self.assertNotIn('no such endpoint', str(body), p)
+                self.assertIn(status, (200, 404) if '{id}' in p else (200,), (p, status, body))
 
 
 class DetectorThresholds(unittest.TestCase):
