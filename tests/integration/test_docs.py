@@ -10,7 +10,8 @@ CommandExamples: every --option of a gradwatch or gradwatchd command line in
 the documents' code blocks and the man pages' EXAMPLES is one that command's
 --help lists, and every subcommand exists.
 
-ApiRoutes: every GET route docs/api.md lists answers.
+ApiRoutes: every GET route docs/api.md lists answers.  MetricNames: the
+metric families docs/integrations.md lists are the ones /metrics exports.
 
 DetectorThresholds: every threshold default docs/detectors.md states in
 parentheses after the threshold's name is the default the daemon has.
@@ -266,6 +267,26 @@ class ApiRoutes(unittest.TestCase):
                 status, body = d.get(url)
                 self.assertNotIn('no such endpoint', str(body), p)
                 self.assertIn(status, (200, 404) if '{id}' in p else (200,), (p, status, body))
+
+
+class MetricNames(unittest.TestCase):
+    def test_every_metric_is_documented_and_exists(self):
+        # docs/integrations.md's Prometheus table against a real /metrics
+        # with a run of every role and a sink (the outbox families)
+        with open(os.path.join(SRC, 'docs', 'integrations.md'), encoding='utf-8') as f:
+            text = f.read()
+        table = text[text.index('## Prometheus'):text.index('## systemd')]
+        documented = set(re.findall(r'`(gradwatch_[a-z_]+)', table))
+        d = Daemon(config={'sinks': [{'type': 'webhook', 'url': 'http://127.0.0.1:9/x'}]})
+        with d:
+            d.post('/v1/ingest', b'{"run":"r","step":1,"loss":1.0,"grad_norm":0.5,"lr":0.001,'
+                   b'"throughput":100}\n')
+            status, body = d.get('/metrics')
+        self.assertEqual(status, 200)
+        exported = {line.split('{')[0].split(' ')[0] for line in body.splitlines()
+                    if line and not line.startswith('#')}
+        self.assertEqual(sorted(exported - documented), [], 'exported but not in docs/integrations.md')
+        self.assertEqual(sorted(documented - exported), [], 'in docs/integrations.md but not exported')
 
 
 class DetectorThresholds(unittest.TestCase):
