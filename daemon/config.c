@@ -150,8 +150,7 @@ int gw_cfg_parse_listen(const char *s, struct gw_listen *l, char *err, size_t er
 	long port = strtol(port_s, &end, 10);
 	if (port_s == s && (!*port_s || *end))   /* no ':' and not a bare port: "127.0.0.1" */
 		return gw_errf(err, errlen, -EINVAL, "listen address \"%s\": expected \"host:port\" "
-		               "(e.g. \"127.0.0.1:%d\"), \"[v6-address]:port\", a port, or \"off\"", s,
-		               GW_DEFAULT_HTTP_PORT);
+		               "(\"%.64s:PORT\"), \"[v6-address]:port\", a port, or \"off\"", s, s);
 	if (!*port_s || *end || port < 0 || port > 65535)
 		return gw_errf(err, errlen, -EINVAL, "listen address \"%s\": port must be 0..65535", s);
 	unsigned char buf[16];
