@@ -19,9 +19,9 @@ parentheses after the threshold's name is the default the daemon has.
 FirstHourErrors: what a new user gets wrong first -- a typo in a key, a
 listen address without its port, a directory or an empty file given as the
 configuration, a port another program holds, a --db that is no gradwatch
-database or is a directory, a socket in a directory that does not exist --
-is answered with what is
-wrong and what to do, and exits 1 (gradwatchd) or 2 (gradwatch).
+database or is a directory, a socket in a directory that does not exist, an
+unknown --input-format -- is answered with what is wrong and what to do, and
+exits 1 (gradwatchd's configuration), or 2 (gradwatch; a usage error).
 """
 import json
 import os
