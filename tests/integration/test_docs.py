@@ -10,6 +10,9 @@ CommandExamples: every --option of a gradwatch or gradwatchd command line in
 the documents' code blocks and the man pages' EXAMPLES is one that command's
 --help lists, and every subcommand exists.
 
+Links: every relative link of the documents names a file that exists and,
+with #anchor, a heading in it.
+
 ApiRoutes: every GET route docs/api.md lists answers.  MetricNames: the
 metric families docs/integrations.md lists are the ones /metrics exports.
 
@@ -243,6 +246,39 @@ class CommandExamples(unittest.TestCase):
                     if not re.search(r'(^|[\s\[|,(])%s\b' % re.escape(o), text):
                         bad.append('%s: %s: %s %s has no option %s' % (where, line, prog, sub or '', o))
         self.assertGreater(seen, 25)   # the documents' examples were found
+        self.assertEqual(bad, [])
+
+
+def anchors(path):
+    """The anchors of a Markdown file's headings, as GitHub makes them."""
+    out = set()
+    with open(path, encoding='utf-8') as f:
+        for line in f:
+            m = re.match(r'#+\s+(.*)', line)
+            if m:
+                out.add(re.sub(r'[^\w\- ]', '', m.group(1).strip().lower()).replace(' ', '-'))
+    return out
+
+
+class Links(unittest.TestCase):
+    def test_every_relative_link_and_anchor_exists(self):
+        files = [os.path.join(SRC, 'README.md'), os.path.join(SRC, 'contrib', 'python', 'README.md')]
+        files += sorted(os.path.join(SRC, 'docs', f) for f in os.listdir(os.path.join(SRC, 'docs'))
+                        if f.endswith('.md'))
+        bad = []
+        for f in files:
+            with open(f, encoding='utf-8') as fh:
+                for n, line in enumerate(fh, 1):
+                    for m in re.finditer(r'\]\(([^)#\s]*)(#[^)\s]+)?\)', line):
+                        target, anchor = m.groups()
+                        if re.match(r'[a-z]+:', target):
+                            continue
+                        p = os.path.normpath(os.path.join(os.path.dirname(f), target)) if target else f
+                        where = '%s:%d' % (os.path.relpath(f, SRC), n)
+                        if not os.path.exists(p):
+                            bad.append('%s: no file %s' % (where, target))
+                        elif anchor and p.endswith('.md') and anchor[1:] not in anchors(p):
+                            bad.append('%s: no heading for %s%s' % (where, target, anchor))
         self.assertEqual(bad, [])
 
 
