@@ -146,6 +146,22 @@ class Environment(unittest.TestCase):
         self.assertIn('use $GRADWATCH_SOCKET', err)
         wait_rows(d, 'env-old-1', 50)
 
+    def test_the_ndjson_port_as_url_is_named(self):
+        # GRADWATCH_URL at the TCP NDJSON port: the daemon answers there, not
+        # in HTTP; the warning says which port is which, not "did not answer"
+        rc, out, err = run_script(
+            'import json, gradwatch\n'
+            'c = gradwatch.Client(run="url-port")\n'
+            'c.log(1, loss=1.0)\n'
+            'c.close(timeout=2, finished=False)\n'
+            'print(json.dumps(c.stats()))\n',
+            {'GRADWATCH_URL': 'http://127.0.0.1:%d' % self.d.port})
+        self.assertEqual(rc, 0, err)
+        self.assertIn('answered, but not in HTTP', err)
+        self.assertIn("is it gradwatchd's NDJSON port", err)
+        self.assertNotIn('did not answer', err)
+        self.assertEqual(json.loads(out)['lost'], 1, out)
+
     def test_bad_url_is_refused_at_construction(self):
         with self.assertRaisesRegex(ValueError, 'not an http'):
             gradwatch.Client(run='x', url='ftp://host/')

@@ -431,9 +431,18 @@ class HttpTransport:
             except (OSError, http.client.HTTPException) as e:
                 if not getattr(e, 'gw_fresh', True) and attempt == 1:
                     continue        # a kept-alive connection the server had closed: at once
-                self.warn('http-unreachable', 'gradwatchd at %s did not answer (%s); retrying with '
-                          'back-off, the same batch with the same Idempotency-Key (log() keeps '
-                          'queueing, up to max_queue lines)', self.url, e)
+                if (isinstance(e, http.client.BadStatusLine) and
+                        not isinstance(e, http.client.RemoteDisconnected)):
+                    # something answered, not in HTTP: most likely the NDJSON
+                    # port given as the URL
+                    self.warn('http-not-http', "%s answered, but not in HTTP (%.60s): is it "
+                              "gradwatchd's NDJSON port (TCP, 7470 by default)? Its HTTP API "
+                              'listens on 7471 by default; retrying with back-off', self.url,
+                              str(e).strip())
+                else:
+                    self.warn('http-unreachable', 'gradwatchd at %s did not answer (%s); retrying '
+                              'with back-off, the same batch with the same Idempotency-Key (log() '
+                              'keeps queueing, up to max_queue lines)', self.url, e)
                 status, headers, data = None, None, b''
             if status in (200, 413, 422):
                 self._answered(status, data, nlines, lines)
