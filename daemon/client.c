@@ -423,8 +423,8 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 		default: return gw_cli_bad_option("gradwatch send", ch, argv);
 		}
 	}
-	if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8))
-		return gw_cli_usage_error("gradwatch send", "--url / $GRADWATCH_URL must start with http:// or https://:", base);
+	if (gw__client_check_url("gradwatch send", base))
+		return GW_EXIT_USAGE;
 	if (run) {
 		char *enc = curl_easy_escape(NULL, run, 0);
 		snprintf(url, sizeof(url), "%s/v1/ingest?run=%s", base, enc ? enc : "");
@@ -630,8 +630,8 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 			return 2;
 		}
 	} else {
-		if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8))
-			return gw_cli_usage_error(prog, "--url / $GRADWATCH_URL must start with http:// or https://:", base);
+		if (gw__client_check_url(prog, base))
+			return GW_EXIT_USAGE;
 		char url[1024];
 		char *enc = run ? curl_easy_escape(NULL, run, 0) : NULL;
 		if (alerts)

@@ -6,6 +6,7 @@
  */
 #include "client_http.h"
 
+#include "cli.h"
 #include "config.h"
 
 #include "gw_config.h"
@@ -49,6 +50,20 @@ void gw__client_default_url(const struct gw_cfg *cfg, char *out, size_t n)
 	size_t len = strlen(out);
 	while (len && out[len - 1] == '/')
 		out[--len] = '\0';
+}
+
+int gw__client_check_url(const char *prog, char *base)
+{
+	if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8))
+		return gw_cli_usage_error(prog, "--url / $GRADWATCH_URL must start with http:// or https://:", base);
+	size_t len = strlen(base);
+	while (len && base[len - 1] == '/')
+		base[--len] = '\0';
+	const char *path = strchr(strstr(base, "://") + 3, '/');
+	if (path && (!strncmp(path, "/v1/", 4) || !strcmp(path, "/v1") || !strcmp(path, "/healthz")))
+		return gw_cli_usage_error(prog, "--url / $GRADWATCH_URL is the daemon's address "
+		                          "(http://HOST:PORT), not one of its endpoints:", base);
+	return 0;
 }
 
 void gw__http_request(const struct gw__http_opts *o, const char *url, const char *body,

@@ -125,6 +125,19 @@ class Send(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertIn('%s is empty: nothing to send' % path, err)
 
+    def test_a_trailing_slash_or_an_endpoint_in_the_url(self):
+        # "http://host:7471/" is the address; ".../v1/ingest" is not: said so
+        with Daemon() as d:
+            base = 'http://127.0.0.1:%d' % d.http_port
+            rc, out, err = gw('send', '--url', base + '/', stdin=lines('slash', range(1, 3)))
+            self.assertEqual(rc, 0, err)
+            rc, out, err = gw('runs', '--url', base + '//')
+            self.assertEqual(rc, 0, err)
+            self.assertIn('slash', out)
+            rc, out, err = gw('send', '--url', base + '/v1/ingest', stdin=lines('slash', range(3, 4)))
+            self.assertEqual(rc, 2, err)
+            self.assertIn("is the daemon's address (http://HOST:PORT), not one of its endpoints", err)
+
     def test_the_ndjson_port_given_for_the_http_one_is_named(self):
         # a new user's likely mix-up: --url with the TCP NDJSON port
         with Daemon() as d:
