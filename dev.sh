@@ -2,7 +2,8 @@
 # dev.sh: set up, build, demo and test gradwatch on Debian 12.
 #
 #   ./dev.sh demo   install the build dependencies, build, start gradwatchd on
-#                   its defaults in ./demo/, feed it the bundled example trace,
+#                   its default ports with a fresh database in ./demo/ (it
+#                   stops if they are taken), feed it the bundled example trace,
 #                   show the alerts it raised, and replay the same trace offline
 #   ./dev.sh test   install everything the tests need, build (normal and
 #                   ASan+UBSan), run every test suite in both builds, then
@@ -76,11 +77,23 @@ demo() {
 	if [ -f demo/gradwatchd.pid ] && kill -0 "$(cat demo/gradwatchd.pid)" 2>/dev/null; then
 		kill "$(cat demo/gradwatchd.pid)"; sleep 1
 	fi
+	# a fresh database each time, so the demo shows what it shows the first time
+	rm -f demo/gradwatch.db demo/gradwatch.db-wal demo/gradwatch.db-shm
 	(cd demo && exec ../build/daemon/gradwatchd --state-dir . --socket gradwatch.sock >gradwatchd.log 2>&1) &
 	echo $! > demo/gradwatchd.pid
-	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		curl -sf http://127.0.0.1:7471/healthz >/dev/null 2>&1 && break; sleep 0.3
+	# ready (its own log says so), or gone: then say why and stop, rather than
+	# feed the trace to whatever else answers on 127.0.0.1:7471
+	for _ in $(seq 1 50); do
+		grep -q ' ready$' demo/gradwatchd.log 2>/dev/null && break
+		kill -0 "$(cat demo/gradwatchd.pid)" 2>/dev/null || break
+		sleep 0.2
 	done
+	if ! grep -q ' ready$' demo/gradwatchd.log 2>/dev/null; then
+		echo "dev.sh: gradwatchd did not start; its log (demo/gradwatchd.log):" >&2
+		sed 's/^/   /' demo/gradwatchd.log >&2
+		echo "dev.sh: another gradwatchd (or another program) on 127.0.0.1:7470/7471? stop it and run ./dev.sh demo again" >&2
+		exit 1
+	fi
 	echo "== gradwatchd is running in demo/ (pid $(cat demo/gradwatchd.pid)):"
 	echo "   socket demo/gradwatch.sock, tcp/udp 127.0.0.1:7470, http 127.0.0.1:7471, database demo/gradwatch.db"
 	echo "== sending examples/resume-without-optimizer.jsonl to it (gradwatch send):"
@@ -114,5 +127,5 @@ test-deps) install_pkgs $BUILD_DEPS $TEST_DEPS ;;
 build) install_pkgs $BUILD_DEPS; build ;;
 demo) demo ;;
 test) run_tests ;;
-*) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+*) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -29,13 +29,13 @@ int gw_alerting_check(const struct gw_cfg *cfg, char *err, size_t errlen)
 static void h_sinks(struct gw_http_conn *c, const struct gw_http_req *r)
 {
 	struct gw_daemon *d = r->data;
-	gw_http_respond_json(c, 200, json_pack("{s:o}", "sinks", gw_outbox_stats(d->ingest.outbox)));
+	/* no sinks configured: an empty list, not "no such endpoint" */
+	json_t *stats = d->ingest.outbox ? gw_outbox_stats(d->ingest.outbox) : json_array();
+	gw_http_respond_json(c, 200, json_pack("{s:o}", "sinks", stats));
 }
 
 int gw_alerting_start(struct gw_daemon *d, char *err, size_t errlen)
 {
-	if (!d->ingest.outbox)
-		return 0;
 	const struct gw_http_route r = {.method = "GET", .path = "/v1/sinks", .handler = h_sinks, .data = d};
 	int rc = gw_http_route(d->http, &r);
 	if (rc < 0)

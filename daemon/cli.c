@@ -25,6 +25,15 @@ int gw_cli_usage_error(const char *prog, const char *what, const char *arg)
 	return GW_EXIT_USAGE;
 }
 
+int gw_cli_bad_format(const char *prog, const char *name)
+{
+	char what[640];
+	size_t n = (size_t)snprintf(what, sizeof(what), "unknown input format \"%.64s\"; known:", name);
+	for (size_t i = 0; gw_reader_formats[i] && n < sizeof(what); i++)
+		n += (size_t)snprintf(what + n, sizeof(what) - n, " %s", gw_reader_formats[i]->name);
+	return gw_cli_usage_error(prog, what, NULL);
+}
+
 int gw_cli_bad_option(const char *prog, int ch, char **argv)
 {
 	const char *arg = argv[optind - 1];

@@ -19,6 +19,10 @@
  * GW_EXIT_USAGE. */
 int gw_cli_usage_error(const char *prog, const char *what, const char *arg);
 
+/* The usage error for an --input-format that names no format: the name
+ * and the formats there are.  Returns GW_EXIT_USAGE. */
+int gw_cli_bad_format(const char *prog, const char *name);
+
 /* The usage error for what getopt_long() returned: '?' (unknown option) or
  * ':' (missing value); needs an optstring that starts with ':' and opterr
  * = 0.  Returns GW_EXIT_USAGE. */

@@ -21,8 +21,10 @@
  * else the configuration's HTTP address; $GRADWATCH_TOKEN is sent as
  * "Authorization: Bearer".  Exit status: 0 done; 1 (send) some lines were
  * rejected; 2 an error (usage, input, connection, the daemon refusing).
- * (Just over 600 lines: send's batching and retries and the two listings
- * share the option handling and the HTTP client here.)
+ * Ctrl-C (SIGINT) says what was committed and from which line the input is
+ * not known to be, then dies of the signal (status 130 in a shell).
+ * (Over 600 lines: send's batching, retries and Ctrl-C report and the two
+ * listings share the option handling and the HTTP client here.)
  */
 #include "client.h"
 
@@ -47,6 +49,8 @@
 #include <sys/random.h>
 #include <time.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #define FLUSH_IDLE_MS 1000   /* a pending batch goes when the input pauses this long */
@@ -92,6 +96,55 @@ struct sender {
 	uint64_t accepted, rejected;
 	const char *name;         /* input name for messages */
 };
+
+/* What Ctrl-C reports, kept current after every committed batch; lock-free
+ * atomics, so the SIGINT handler may read them. */
+static _Atomic uint64_t int_accepted, int_rejected, int_from;
+static _Atomic(const char *) int_name;
+
+static size_t put_str(char *buf, size_t n, size_t at, const char *str)
+{
+	while (*str && at + 1 < n)
+		buf[at++] = *str++;
+	return at;
+}
+
+static size_t put_u64(char *buf, size_t n, size_t at, uint64_t v)
+{
+	char d[24];
+	size_t k = 0;
+	do
+		d[k++] = (char)('0' + v % 10);
+	while ((v /= 10) && k < sizeof(d));
+	while (k && at + 1 < n)
+		buf[at++] = d[--k];
+	return at;
+}
+
+/* SIGINT during send: one line of what is stored (async-signal-safe: no
+ * stdio, no malloc), then the default action, so the shell sees 130. */
+static void on_sigint(int sig)
+{
+	char m[768];
+	size_t at = put_str(m, sizeof(m), 0, "\ngradwatch send: interrupted: ");
+	at = put_u64(m, sizeof(m), at, atomic_load(&int_accepted));
+	at = put_str(m, sizeof(m), at, " line(s) accepted and committed, ");
+	at = put_u64(m, sizeof(m), at, atomic_load(&int_rejected));
+	at = put_str(m, sizeof(m), at, " rejected");
+	const char *name = atomic_load(&int_name);
+	if (name) {
+		at = put_str(m, sizeof(m), at, "; ");
+		at = put_str(m, sizeof(m), at, name);
+		at = put_str(m, sizeof(m), at, " from line ");
+		at = put_u64(m, sizeof(m), at, atomic_load(&int_from));
+		at = put_str(m, sizeof(m), at, " on is not known to be committed");
+	}
+	at = put_str(m, sizeof(m), at, "\n");
+	ssize_t w = write(STDERR_FILENO, m, at);
+	(void)w;
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
 
 static void sleep_ms(long ms)
 {
@@ -173,8 +226,13 @@ static int flush_batch(struct sender *s)
 		        gw__http_error_text(j, &a.body));
 		goto out;
 	}
-	s->accepted += (uint64_t)json_integer_value(json_object_get(j, "accepted"));
-	s->rejected += (uint64_t)json_integer_value(json_object_get(j, "rejected"));
+	uint64_t acc = (uint64_t)json_integer_value(json_object_get(j, "accepted"));
+	uint64_t rej = (uint64_t)json_integer_value(json_object_get(j, "rejected"));
+	s->accepted += acc;
+	s->rejected += rej;
+	atomic_fetch_add(&int_accepted, acc);
+	atomic_fetch_add(&int_rejected, rej);
+	atomic_store(&int_from, s->first_line + s->batch_lines);
 	size_t i;
 	json_t *e;
 	json_array_foreach(json_object_get(j, "errors"), i, e) {
@@ -238,6 +296,9 @@ static int send_file(struct sender *s, const char *path, size_t max_line)
 		fprintf(stderr, "gradwatch send: %s: %s\n", path, strerror(errno));
 		return -EIO;
 	}
+	if (fd == STDIN_FILENO && isatty(fd))   /* `gradwatch send` typed alone: not a hang */
+		fprintf(stderr, "gradwatch send: reading NDJSON from the terminal (Ctrl-D ends; "
+		        "gradwatch send FILE sends a file)\n");
 	struct gw_lines lines;
 	gw_lines_init(&lines, max_line);
 	char chunk[65536];
@@ -362,8 +423,8 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 		default: return gw_cli_bad_option("gradwatch send", ch, argv);
 		}
 	}
-	if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8))
-		return gw_cli_usage_error("gradwatch send", "--url / $GRADWATCH_URL must start with http:// or https://:", base);
+	if (gw__client_check_url("gradwatch send", base))
+		return GW_EXIT_USAGE;
 	if (run) {
 		char *enc = curl_easy_escape(NULL, run, 0);
 		snprintf(url, sizeof(url), "%s/v1/ingest?run=%s", base, enc ? enc : "");
@@ -372,6 +433,10 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 		snprintf(url, sizeof(url), "%s/v1/ingest", base);
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	struct sigaction sa = {.sa_handler = on_sigint}, old;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGINT, NULL, &old) == 0 && old.sa_handler != SIG_IGN)   /* not a background job */
+		sigaction(SIGINT, &sa, NULL);
 	char key_prefix[64];
 	make_key_prefix(key_prefix, sizeof(key_prefix));
 	uint64_t batch_no = 0;
@@ -389,6 +454,8 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 		                   .key_prefix = key_prefix, .batch_no = &batch_no,
 		                   .max_lines = max_lines, .first_line = 1,
 		                   .name = strcmp(files[f], "-") ? files[f] : "<stdin>"};
+		atomic_store(&int_from, 1);
+		atomic_store(&int_name, s.name);
 		if (send_file(&s, files[f], cfg->max_line) < 0) {
 			rc = 2;
 			failed = s.name;
@@ -402,6 +469,8 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 			        "gradwatch convert %s | gradwatch send\n", files[f],
 			        !packed && strchr("aeiou", fmt[0]) ? "n" : "", packed ? "compressed " : "",
 			        fmt, files[f]);
+		if (!rc && s.first_line == 1)   /* no line at all: "0 accepted" alone reads as a lost send */
+			fprintf(stderr, "gradwatch send: %s is empty: nothing to send\n", s.name);
 		acc += s.accepted;
 		rej += s.rejected;
 	}
@@ -561,8 +630,8 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 			return 2;
 		}
 	} else {
-		if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8))
-			return gw_cli_usage_error(prog, "--url / $GRADWATCH_URL must start with http:// or https://:", base);
+		if (gw__client_check_url(prog, base))
+			return GW_EXIT_USAGE;
 		char url[1024];
 		char *enc = run ? curl_easy_escape(NULL, run, 0) : NULL;
 		if (alerts)
@@ -575,7 +644,8 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		gw__http_request(&http, url, NULL, 0, NULL, &a);
 		curl_global_cleanup();
 		if (a.status < 0) {
-			fprintf(stderr, "%s: %s (is gradwatchd running? or use --db PATH)\n", prog, a.err);
+			fprintf(stderr, "%s: %s%s\n", prog, a.err,
+			        a.status == -ECONNREFUSED ? " (is gradwatchd running? or use --db PATH)" : "");
 			gw_buf_free(&a.body);
 			return 2;
 		}

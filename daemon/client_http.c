@@ -6,6 +6,9 @@
  */
 #include "client_http.h"
 
+#include "cli.h"
+#include "config.h"
+
 #include "gw_config.h"
 #include "util.h"
 
@@ -47,6 +50,20 @@ void gw__client_default_url(const struct gw_cfg *cfg, char *out, size_t n)
 	size_t len = strlen(out);
 	while (len && out[len - 1] == '/')
 		out[--len] = '\0';
+}
+
+int gw__client_check_url(const char *prog, char *base)
+{
+	if (strncmp(base, "http://", 7) && strncmp(base, "https://", 8))
+		return gw_cli_usage_error(prog, "--url / $GRADWATCH_URL must start with http:// or https://:", base);
+	size_t len = strlen(base);
+	while (len && base[len - 1] == '/')
+		base[--len] = '\0';
+	const char *path = strchr(strstr(base, "://") + 3, '/');
+	if (path && (!strncmp(path, "/v1/", 4) || !strcmp(path, "/v1") || !strcmp(path, "/healthz")))
+		return gw_cli_usage_error(prog, "--url / $GRADWATCH_URL is the daemon's address "
+		                          "(http://HOST:PORT), not one of its endpoints:", base);
+	return 0;
 }
 
 void gw__http_request(const struct gw__http_opts *o, const char *url, const char *body,
@@ -125,8 +142,18 @@ void gw__http_request(const struct gw__http_opts *o, const char *url, const char
 		case CURLE_COULDNT_RESOLVE_PROXY:
 			a->status = -ECONNREFUSED;
 			break;
-		case CURLE_URL_MALFORMAT:
+		case CURLE_WEIRD_SERVER_REPLY:
 		case CURLE_UNSUPPORTED_PROTOCOL:
+			if (rc == CURLE_WEIRD_SERVER_REPLY || strstr(a->err, "HTTP/0.9")) {
+				/* something answered, not in HTTP: most likely the
+				 * NDJSON port given for the HTTP one */
+				size_t n = strlen(a->err);
+				snprintf(a->err + n, sizeof(a->err) - n, " (the answer is not HTTP: is this "
+				         "gradwatchd's NDJSON port, TCP %d? its HTTP API listens on %d by default)",
+				         GW_DEFAULT_PORT, GW_DEFAULT_HTTP_PORT);
+			}
+			/* fall through */
+		case CURLE_URL_MALFORMAT:
 			a->status = -EINVAL;
 			break;
 		default:

@@ -49,6 +49,12 @@ const char *gw__http_error_text(json_t *j, const struct gw_buf *body);
  * the configuration's "http" address. */
 void gw__client_default_url(const struct gw_cfg *cfg, char *out, size_t n);
 
+/* Check a --url / $GRADWATCH_URL given to command prog ("gradwatch send"):
+ * http:// or https://, the daemon's base URL rather than an endpoint of it
+ * (".../v1/ingest"); trailing '/' are dropped in place.  Returns 0, or
+ * GW_EXIT_USAGE after printing the usage error. */
+int gw__client_check_url(const char *prog, char *base);
+
 /* $GRADWATCH_TOKEN, or NULL when unset or empty. */
 const char *gw__client_token(void);
 

@@ -107,6 +107,23 @@ int gw_cfg_sockaddr(const struct gw_listen *l, struct sockaddr_storage *ss)
 	return inet_pton(AF_INET, l->host, &a->sin_addr) == 1 ? 0 : -EINVAL;
 }
 
+const char *gw_cfg_listen_hint(int rc, const char *flag, char *hint, size_t n)
+{
+	if (rc == -EADDRINUSE)
+		snprintf(hint, n, " (another program, perhaps another gradwatchd, listens there: "
+		         "choose another address with %s ADDR:PORT or in the config file, or turn it off "
+		         "with %s off)", flag, flag);
+	else if (rc == -EACCES)
+		snprintf(hint, n, " (ports below 1024 need root or CAP_NET_BIND_SERVICE: "
+		         "choose another with %s ADDR:PORT)", flag);
+	else if (rc == -EADDRNOTAVAIL)
+		snprintf(hint, n, " (no interface of this machine has that address: "
+		         "choose another with %s ADDR:PORT)", flag);
+	else if (n)
+		hint[0] = '\0';
+	return hint;
+}
+
 int gw_cfg_parse_listen(const char *s, struct gw_listen *l, char *err, size_t errlen)
 {
 	if (!strcmp(s, "off") || !strcmp(s, "false") || !strcmp(s, "none") || !*s) {
@@ -134,6 +151,9 @@ int gw_cfg_parse_listen(const char *s, struct gw_listen *l, char *err, size_t er
 	}
 	char *end;
 	long port = strtol(port_s, &end, 10);
+	if (port_s == s && (!*port_s || *end))   /* no ':' and not a bare port: "127.0.0.1" */
+		return gw_errf(err, errlen, -EINVAL, "listen address \"%s\": expected \"host:port\" "
+		               "(\"%.64s:PORT\"), \"[v6-address]:port\", a port, or \"off\"", s, s);
 	if (!*port_s || *end || port < 0 || port > 65535)
 		return gw_errf(err, errlen, -EINVAL, "listen address \"%s\": port must be 0..65535", s);
 	unsigned char buf[16];

@@ -126,6 +126,12 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen);
 struct sockaddr_storage;
 int gw_cfg_sockaddr(const struct gw_listen *l, struct sockaddr_storage *ss);
 
+/* What to do about a listener that failed to bind with rc (a negative errno):
+ * address in use, a privileged port, an address this machine does not have;
+ * flag is the option that sets it ("--http").  Writes " (...)" or "" into
+ * hint (n bytes) and returns hint. */
+const char *gw_cfg_listen_hint(int rc, const char *flag, char *hint, size_t n);
+
 /* Parse "host:port", "[v6]:port", "port", or "off"/"false" into l. */
 int gw_cfg_parse_listen(const char *s, struct gw_listen *l, char *err, size_t errlen);
 
@@ -145,6 +151,12 @@ int gw_cfg_validate(const struct gw_cfg *c, char *err, size_t errlen);
  * keys (config_json.c; for --check-config): feeding it back with --config
  * gives the same configuration.  New reference, or NULL. */
 json_t *gw_cfg_to_json(const struct gw_cfg *c);
+
+/* gw_cfg_to_json() as indented text, every real with the fewest digits
+ * that read back as the same double (0.005, not 0.0050000000000000001):
+ * what --check-config prints.  Returns a malloc'd string (free() it), or
+ * NULL when out of memory. */
+char *gw_cfg_dumps(const struct gw_cfg *c);
 
 void gw_cfg_free(struct gw_cfg *c);
 

@@ -170,3 +170,43 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c)
 		json_object_set(o, "auth", c->auth);
 	return o;
 }
+
+/* The fewest significant digits (1 to 17) with which every real in j reads
+ * back as the same double: --check-config prints 0.005, not
+ * 0.0050000000000000001, and still round-trips. */
+static int real_digits(const json_t *j)
+{
+	int best = 1;
+	if (json_is_real(j)) {
+		double v = json_real_value(j);
+		char buf[40];
+		for (best = 1; best < 17; best++) {
+			snprintf(buf, sizeof(buf), "%.*g", best, v);
+			if (strtod(buf, NULL) == v)
+				break;
+		}
+	} else if (json_is_object(j)) {
+		const char *k;
+		json_t *v;
+		json_object_foreach((json_t *)j, k, v) {
+			int d = real_digits(v);
+			best = d > best ? d : best;
+		}
+	} else if (json_is_array(j)) {
+		size_t i;
+		json_t *v;
+		json_array_foreach(j, i, v) {
+			int d = real_digits(v);
+			best = d > best ? d : best;
+		}
+	}
+	return best;
+}
+
+char *gw_cfg_dumps(const struct gw_cfg *c)
+{
+	json_t *j = gw_cfg_to_json(c);
+	char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(real_digits(j))) : NULL;
+	json_decref(j);
+	return s;
+}

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct loader {
 	struct gw_cfg *c;
@@ -23,6 +24,36 @@ struct loader {
 	const char *file;
 };
 
+/* Edit distance between a and b (insert, delete, substitute), capped at 9:
+ * only small distances matter for a "did you mean". */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 63 || lb > 63)
+		return 9;
+	size_t row[64];
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j];
+			size_t best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb] < 9 ? row[lb] : 9;
+}
+
+/* An unknown key is an error that names the key and, when one known key is
+ * within two edits of it, that key ("max_conections": did you mean
+ * "max_connections"?), else every key the object takes. */
 static int unknown_keys(struct loader *L, json_t *obj, const char *where,
                         const char *const known[])
 {
@@ -30,10 +61,27 @@ static int unknown_keys(struct loader *L, json_t *obj, const char *where,
 	json_t *v;
 	json_object_foreach(obj, key, v) {
 		bool ok = false;
-		for (size_t i = 0; known[i]; i++)
+		size_t best = 3, bi = 0;
+		for (size_t i = 0; known[i]; i++) {
 			ok |= strcmp(known[i], key) == 0;
-		if (!ok)
-			return gw_errf(L->err, L->errlen, -EINVAL, "%s: unknown key \"%s%s\"", L->file, where, key);
+			size_t d = distance(known[i], key);
+			if (d < best)
+				best = d, bi = i;
+		}
+		if (ok)
+			continue;
+		if (best < 3)
+			return gw_errf(L->err, L->errlen, -EINVAL, "%s: unknown key \"%s%s\" (did you mean \"%s%s\"?)",
+			               L->file, where, key, where, known[bi]);
+		char list[512] = "";
+		size_t n = 0;
+		for (size_t i = 0; known[i] && n < sizeof(list); i++)
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", known[i]);
+		int wl = (int)strlen(where);
+		if (wl && where[wl - 1] == '.')
+			wl--;
+		return gw_errf(L->err, L->errlen, -EINVAL, "%s: unknown key \"%s%s\"; %.*s%s takes: %s",
+		               L->file, where, key, wl, where, wl ? "" : "the file", list);
 	}
 	return 0;
 }
@@ -228,6 +276,12 @@ static int load_runs(struct loader *L, json_t *arr)
 int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 {
 	json_error_t je;
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return gw_errf(err, errlen, -EISDIR, "%s is a directory, not a configuration file", path);
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+		return gw_errf(err, errlen, -EINVAL, "%s is empty: a configuration is a JSON object "
+		               "(\"{}\" for the defaults; docs/configuration.md)", path);
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!root && je.line < 1)   /* not read at all: jansson's text names the file */
 		return gw_errf(err, errlen, -EINVAL, "cannot read the configuration: %s", je.text);

@@ -71,7 +71,7 @@ int gw_convert_main(struct gw_cfg *cfg, int argc, char **argv)
 		switch (ch) {
 		case 'i':
 			if (!gw_reader_format_find(optarg))
-				return gw_cli_usage_error(prog, "unknown input format", optarg);
+				return gw_cli_bad_format(prog, optarg);
 			format = optarg;
 			break;
 		case 'r':

@@ -204,8 +204,8 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 		return gw_cli_usage_error(prog, "which run? (gradwatch runs lists them)", NULL);
 	if (optind + 1 < argc)
 		return gw_cli_usage_error(prog, "one RUN only; unexpected", argv[optind + 1]);
-	if (!db && strncmp(base, "http://", 7) && strncmp(base, "https://", 8))
-		return gw_cli_usage_error(prog, "--url / $GRADWATCH_URL must start with http:// or https://:", base);
+	if (!db && gw__client_check_url(prog, base))
+		return GW_EXIT_USAGE;
 	struct gw_series_query q = {.run = argv[optind], .max_points = 0, .limit = 20000, .extra = true};
 	const char *bounds[2] = {from, to};
 	for (int k = 0; k < 2; k++) {
@@ -263,7 +263,8 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 			page = st > 0 ? json_loads(a.body.p ? a.body.p : "", 0, NULL) : NULL;
 			if (st != 200 || !page) {
 				if (st < 0)
-					fprintf(stderr, "gradwatch export: %s (is gradwatchd running? or use --db PATH)\n", a.err);
+					fprintf(stderr, "gradwatch export: %s%s\n", a.err, a.status == -ECONNREFUSED ?
+					        " (is gradwatchd running? or use --db PATH)" : "");
 				else
 					fprintf(stderr, "gradwatch export: the daemon answered %ld: %s\n", st,
 					        gw__http_error_text(page, &a.body));

@@ -42,7 +42,7 @@
  * after the file as `gradwatch replay` names them (gw_input_run_name:
  * train.log -> "train"), so two followed logs never share a run.
  *
- * (Some 630 lines: one file's life -- open, read, rotation, truncation,
+ * (Some 660 lines: one file's life -- open, read, rotation, truncation,
  * the stored position and the run naming carried across them -- is one
  * state machine over one struct, driven by one uv_fs_t at a time.)
  */
@@ -73,6 +73,7 @@ struct ffile {
 	char *run;               /* run of lines without one, or NULL */
 	char *format;            /* the reader format to use, or NULL: sniff */
 	bool unreadable;         /* the reader gave up on this file: wait for another */
+	bool undecided_logged;   /* "not recognised yet" was said for this reader */
 	bool dir_logged;         /* the path is not a regular file, and that was said */
 	char *key;               /* meta key */
 	unsigned poll_ms;
@@ -273,6 +274,7 @@ static void reset_lines(struct ffile *f, uint64_t lineno)
 	f->saved_line = lineno;
 	f->start_off = f->off;
 	f->unreadable = false;
+	f->undecided_logged = false;
 	char err[256];
 	if (gw_ingest_src_reader(&f->src, f->format, true, err, sizeof(err)) < 0) {
 		gw_log_err("follow %s: %s", f->path, err);
@@ -360,12 +362,29 @@ static void on_read(uv_fs_t *req)
 			do_open(f);
 			return;
 		}
+		/* all there is was read and no format is sure of it yet: the
+		 * reader waits for more (a log may open with a long preamble), so
+		 * say once that nothing is being ingested, and why */
+		if (!f->unreadable && !f->undecided_logged && f->src.reader &&
+		    !gw_reader_format(f->src.reader) && f->off > f->start_off) {
+			f->undecided_logged = true;
+			gw_log_warn("follow %s: %" PRIu64 " bytes, not recognised as a log format yet "
+			            "(gradwatch formats lists them); nothing of it is ingested until one is "
+			            "sure (decided by %d KiB at the latest), or name the format: "
+			            "--input-format NAME after --follow, or \"format\" in the follow entry", f->path,
+			            f->off - f->start_off, GW_READER_SNIFF_MAX / 1024);
+		}
 		idle(f);
 		return;
 	}
 	gw_store_hold(f->d->store);
 	int rc = f->unreadable ? 0 : gw_ingest_src_feed(&f->src, f->buf, (size_t)n);
 	f->off += (uint64_t)n;
+	if (rc >= 0 && f->undecided_logged && f->src.reader && gw_reader_format(f->src.reader)) {
+		f->undecided_logged = false;   /* the warning said "yet": now it is */
+		gw_log_info("follow %s: recognised as %s; reading it", f->path,
+		            gw_reader_format(f->src.reader)->name);
+	}
 	if (rc < 0)
 		give_up(f, rc);
 	else if (!f->unreadable)

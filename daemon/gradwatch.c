@@ -133,7 +133,7 @@ static int cmd_replay(struct gw_cfg *cfg, int argc, char **argv)
 			break;
 		case 'i':
 			if (!gw_reader_format_find(optarg))
-				return gw_cli_usage_error(prog, "unknown input format", optarg);
+				return gw_cli_bad_format(prog, optarg);
 			o.input_format = optarg;
 			break;
 		case 's':

@@ -1127,8 +1127,11 @@ int gw_http_start(const struct gw_http_opts *o, struct gw_http **out, char *err,
 	h->on = true;
 	if ((rc = gw_cfg_sockaddr(l, &ss)) < 0 ||
 	    (rc = uv_tcp_bind(&h->srv, (struct sockaddr *)&ss, 0)) < 0 ||
-	    (rc = uv_listen((uv_stream_t *)&h->srv, 256, on_connection)) < 0)
-		return gw_errf(err, errlen, rc, "http %s:%d: %s", l->host, l->port, uv_strerror(rc));
+	    (rc = uv_listen((uv_stream_t *)&h->srv, 256, on_connection)) < 0) {
+		char hint[200];
+		return gw_errf(err, errlen, rc, "http %s:%d: %s%s", l->host, l->port, uv_strerror(rc),
+		               gw_cfg_listen_hint(rc, "--http", hint, sizeof(hint)));
+	}
 	gw_log_info("listening on http://%s:%d", l->host, l->port);
 	return 0;
 }

@@ -28,6 +28,7 @@
 #include "kern.h"
 #include "log.h"
 #include "outbox_db.h"
+#include "reader.h"
 #include "util.h"
 
 #include "gw_config.h"
@@ -42,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SHUTDOWN_GRACE_MS 300
@@ -94,6 +96,11 @@ static int lock_instance(const char *db_path, char *err, size_t errlen)
 	char path[PATH_MAX];
 	if (snprintf(path, sizeof(path), "%s.lock", db_path) >= (int)sizeof(path))
 		return gw_errf(err, errlen, -ENAMETOOLONG, "database path too long: %s", db_path);
+	struct stat st;
+	if (stat(db_path, &st) == 0 && S_ISDIR(st.st_mode))   /* SQLite: "unable to open database file" */
+		return gw_errf(err, errlen, -EISDIR, "the database %s is a directory: name a file in it "
+		               "(--db %s/gradwatch.db), or give the directory with --state-dir", db_path,
+		               db_path);
 	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0 && errno == ENOENT) {
 		/* only the default directories are created (gw_cfg_make_dirs) */
@@ -328,6 +335,8 @@ static int add_follow(struct gw_cfg *cfg, int opt, const char *v)
 		                   "after the --follow FILE it applies to (once per --follow); got --input-format", v);
 		return -EINVAL;
 	}
+	if (opt == OPT_FORMAT && !gw_reader_format_find(v))
+		return gw_cli_bad_format("gradwatchd", v), -EINVAL;
 	return json_object_set_new(json_array_get(cfg->follow, n - 1), key, json_string(v));
 }
 
@@ -503,9 +512,7 @@ int main(int argc, char **argv)
 			goto out_cfg;
 		}
 		/* stdout: only the configuration, in the file's schema */
-		json_t *j = gw_cfg_to_json(&cfg);
-		char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
-		json_decref(j);
+		char *s = gw_cfg_dumps(&cfg);
 		if (!s) {
 			fprintf(stderr, "gradwatchd: out of memory\n");
 			goto out_cfg;

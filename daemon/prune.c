@@ -85,6 +85,10 @@ int gw_cmd_prune(struct gw_cfg *cfg, int argc, char **argv)
 		default: free(runs); return gw_cli_bad_option("gradwatch prune", ch, argv);
 		}
 	}
+	if (gw__client_check_url("gradwatch prune", base)) {
+		free(runs);
+		return GW_EXIT_USAGE;
+	}
 	if (optind < argc || (!older && !nruns) || (older && nruns)) {
 		free(runs);
 		return gw_cli_usage_error("gradwatch prune", optind < argc ? "unexpected argument"

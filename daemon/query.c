@@ -52,6 +52,18 @@ int gw_query_alerts(const char *db_path, const char *run, json_t **out)
 	int rc = gw_store_read_alerts(db_path, run, GW_QUERY_MAX_ALERTS, &rows, err, sizeof(err));
 	if (rc < 0)
 		return fail(rc, err, out);
+	if (run && json_array_size(rows) == 0) {
+		/* no alerts, or no such run: a misspelt name is a 404, as for
+		 * GET /v1/runs/{run}, not an empty list that reads as "all well" */
+		json_t *r = NULL;
+		int st = gw_query_runs(db_path, run, &r);
+		if (st != 200) {
+			json_decref(rows);
+			*out = r;
+			return st;
+		}
+		json_decref(r);
+	}
 	if (rows_to_alerts(rows) < 0) {
 		json_decref(rows);
 		return fail(-ENOMEM, "out of memory", out);

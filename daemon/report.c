@@ -246,7 +246,7 @@ int gw_report_main(struct gw_cfg *cfg, int argc, char **argv)
 		case 'r': o.default_run = optarg; break;
 		case 'i':
 			if (!gw_reader_format_find(optarg))
-				return gw_cli_usage_error(prog, "unknown input format", optarg);
+				return gw_cli_bad_format(prog, optarg);
 			o.input_format = optarg;
 			break;
 		case 'm':

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -441,6 +442,15 @@ static int activated_socket(void)
 static int remove_stale_socket(const char *path, char *err, size_t errlen)
 {
 	struct stat st;
+	/* libuv reports a missing directory as "permission denied" (EACCES) */
+	char dir[PATH_MAX];
+	gw_strlcpy(dir, path, sizeof(dir));
+	char *slash = strrchr(dir, '/');
+	if (slash)
+		slash[slash == dir] = '\0';   /* "/x.sock": the directory is "/" */
+	if (stat(slash ? dir : ".", &st) < 0 && errno == ENOENT)
+		return gw_errf(err, errlen, -ENOENT, "unix socket %s: its directory %s does not exist "
+		               "(create it first, or --socket off)", path, slash ? dir : ".");
 	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
 		return 0;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -512,7 +522,9 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 		if ((rc = gw_cfg_sockaddr(&c->tcp, &ss)) < 0 ||
 		    (rc = uv_tcp_bind(&sv->tcp_srv, (struct sockaddr *)&ss, 0)) < 0 ||
 		    (rc = uv_listen((uv_stream_t *)&sv->tcp_srv, 256, on_connection)) < 0) {
-			snprintf(err, errlen, "tcp %s:%d: %s", c->tcp.host, c->tcp.port, uv_strerror(rc));
+			char hint[200];
+			snprintf(err, errlen, "tcp %s:%d: %s%s", c->tcp.host, c->tcp.port, uv_strerror(rc),
+			         gw_cfg_listen_hint(rc, "--tcp", hint, sizeof(hint)));
 			return rc;
 		}
 		gw_log_info("listening on tcp:%s:%d (NDJSON)", c->tcp.host, c->tcp.port);
@@ -527,7 +539,9 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 		if ((rc = gw_cfg_sockaddr(&c->udp, &ss)) < 0 ||
 		    (rc = uv_udp_bind(&sv->udp, (struct sockaddr *)&ss, 0)) < 0 ||
 		    (rc = uv_udp_recv_start(&sv->udp, on_udp_alloc, on_udp)) < 0) {
-			snprintf(err, errlen, "udp %s:%d: %s", c->udp.host, c->udp.port, uv_strerror(rc));
+			char hint[200];
+			snprintf(err, errlen, "udp %s:%d: %s%s", c->udp.host, c->udp.port, uv_strerror(rc),
+			         gw_cfg_listen_hint(rc, "--udp", hint, sizeof(hint)));
 			return rc;
 		}
 		int size = 4 << 20;

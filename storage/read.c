@@ -17,9 +17,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
+int gw__store_open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
 {
+	/* what `gradwatch runs --db` gets wrong first: the path (SQLite says
+	 * "unable to open database file", or "disk I/O error" for a directory) */
+	struct stat sb;
+	*db = NULL;
+	if (stat(path, &sb) < 0)
+		return gw_errf(err, errlen, -errno, "cannot open %s: %s", path, strerror(errno));
+	if (S_ISDIR(sb.st_mode))
+		return gw_errf(err, errlen, -EISDIR, "%s is a directory, not a gradwatch database", path);
 	int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		gw_errf(err, errlen, 0, "cannot open %s: %s", path,
@@ -32,7 +41,9 @@ static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
 	/* a newer gradwatch's database is not read as if it were ours (the
 	 * daemon refuses it at open; `gradwatch runs --db` answered from it) */
 	int version;
-	if ((rc = gw__store_version(*db, path, "gradwatch", &version, err, errlen)) < 0) {
+	if ((rc = gw__store_version(*db, path, "gradwatch", &version, err, errlen)) < 0 ||
+	    (version == 0 && (rc = gw_errf(err, errlen, -EINVAL, "%s is not a gradwatch database "
+	                                   "(no gradwatch tables in it)", path)) < 0)) {
 		sqlite3_close(*db);
 		*db = NULL;
 	}
@@ -109,7 +120,7 @@ static int query_first(const char *path, const char *sql, const char *const *bin
 {
 	sqlite3 *db;
 	*row = NULL;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	json_t *rows = NULL;
@@ -126,7 +137,7 @@ static int query_first(const char *path, const char *sql, const char *const *bin
 int gw_store_read_runs(const char *path, json_t **out, char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = query(db,
@@ -144,7 +155,7 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
                       char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	json_t *runs = NULL, *segs = NULL, *last = NULL;
@@ -190,7 +201,7 @@ int gw_store_read_alerts(const char *path, const char *run, size_t limit,
                          json_t **out, char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	char lim[32];
@@ -219,7 +230,7 @@ int gw_store_read_run_positions(const char *path,
                                 void *data, char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	sqlite3_stmt *st;
@@ -271,7 +282,7 @@ int gw_store_read_meta(const char *path, const char *key, char **out)
 {
 	sqlite3 *db;
 	*out = NULL;
-	int rc = open_ro(path, &db, NULL, 0);
+	int rc = gw__store_open_ro(path, &db, NULL, 0);
 	if (rc < 0)
 		return rc;
 	sqlite3_stmt *st;
@@ -313,7 +324,7 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
                        void *data, char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	struct tail_row *rows = calloc(n ? n : 1, sizeof(*rows));
@@ -427,7 +438,7 @@ int gw_store_read_each(const char *path, const char *sql, const struct gw_sv *bi
                        char *err, size_t errlen)
 {
 	sqlite3 *db = NULL;
-	int rc = open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
 	sqlite3_stmt *st = NULL;

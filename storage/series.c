@@ -18,6 +18,7 @@
  * downsampler and the JSON are one algorithm, easier read in one place.)
  */
 #include "series.h"
+#include "schema.h"
 
 #include "buf.h"
 #include "util.h"
@@ -611,14 +612,8 @@ int gw_store_read_series(const char *path, const struct gw_series_query *q, json
 	if (q->has_from && q->has_to && q->from > q->to)
 		return gw_errf(err, errlen, -EINVAL, "from (%lld) is after to (%lld)",
 		               (long long)q->from, (long long)q->to);
-	rc = sqlite3_open_v2(path, &r.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
-	if (rc != SQLITE_OK) {
-		rc = gw_errf(err, errlen, rc == SQLITE_CANTOPEN ? -ENOENT : -EIO, "cannot open %s: %s", path,
-		             r.db ? sqlite3_errmsg(r.db) : sqlite3_errstr(rc));
-		sqlite3_close(r.db);
+	if ((rc = gw__store_open_ro(path, &r.db, err, errlen)) < 0)
 		return rc;
-	}
-	sqlite3_busy_timeout(r.db, 5000);
 	/* one read transaction: every statement sees the same snapshot */
 	if (sqlite3_exec(r.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = db_fail(&r, path);

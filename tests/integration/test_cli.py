@@ -236,6 +236,15 @@ class OneShapeOneSchema(unittest.TestCase):
         r = run([GRADWATCH, 'alerts', '--json'], env={'GRADWATCH_URL': self.url})
         self.assertEqual(json.loads(r.stdout), self.d.get('/v1/alerts')[1])
 
+    def test_alerts_of_a_misspelt_run_is_no_such_run_not_no_alerts(self):
+        # "no alerts" for a run that does not exist reads as "all well"
+        self.assertEqual(self.d.get('/v1/runs/no-such-run/alerts')[0], 404)
+        for where in (['--url', self.url], ['--db', self.d.db]):
+            r = run([GRADWATCH, 'alerts'] + where + ['no-such-run'])
+            self.assertEqual(r.returncode, 2, (where, r.stdout, r.stderr))
+            self.assertIn(b'no run named "no-such-run"', r.stderr, where)
+            self.assertNotIn(b'no alerts', r.stdout, where)
+
     def test_one_alert_schema_for_replay_report_api_and_webhook(self):
         last = {}
         for a in self.replayed:

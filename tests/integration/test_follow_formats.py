@@ -177,6 +177,28 @@ class FollowFormats(unittest.TestCase):
             self.assertEqual(d.sql("SELECT count(*) FROM records")[0][0], 0)
             self.assertEqual(d.logtext().count('replay the file instead'), 2)
 
+    def test_a_log_not_recognised_yet_is_said_so_then_read_once_it_is(self):
+        # only a banner so far (or the wrong file): nothing is ingested, and
+        # the log says so once instead of staying silent; once iteration
+        # lines follow, it is recognised and read
+        d = Daemon()
+        log = os.path.join(d.dir, 'train.log')
+        text = megatron_text(os.path.join(CORPUS, 'd01.jsonl'))
+        banner_end = text.index(b' [')
+        with open(log, 'wb') as f:
+            f.write(text[:banner_end])
+        d.extra_args += ['--follow', log, '--run', 'job']
+        with d:
+            wait_for(lambda: 'not recognised as a log format yet' in d.logtext(), 20,
+                     'the daemon to say it does not know the format yet')
+            self.assertIn('--input-format NAME', d.logtext())
+            with open(log, 'ab') as f:
+                f.write(text[banner_end:])
+            wait_for(lambda: 'recognised as megatron; reading it' in d.logtext(), 20,
+                     'the daemon to recognise the log')
+            n = sum(1 for line in text.splitlines() if line.startswith(b' ['))
+            wait_for(lambda: d.sql("SELECT count(*) FROM records")[0][0] == n, 20, 'every point')
+            self.assertEqual(d.logtext().count('not recognised as a log format yet'), 1)
 
     def test_several_runs_in_one_log_are_named_alike_across_daemon_restarts(self):
         # a Megatron log of four from-scratch runs (the job started again at

@@ -294,6 +294,24 @@ class Callbacks(unittest.TestCase):
         self.assertEqual(json.loads(ev[1][2]), {'reason': 'train_end'})
         self.assertTrue(json.loads(ev[2][2])['optimizer_state_loaded'])
 
+    def test_callbacks_are_reached_from_import_gradwatch(self):
+        # the README: `import gradwatch` then gradwatch.hf.GradwatchCallback()
+        # (a fresh interpreter: here both were imported by the tests above)
+        code = ('import sys, types\n'
+                'tr = types.ModuleType("transformers"); tr.TrainerCallback = object\n'
+                'sys.modules["transformers"] = tr\n'
+                'for n in ("lightning", "lightning.pytorch", "lightning.pytorch.callbacks"):\n'
+                '    sys.modules[n] = types.ModuleType(n)\n'
+                'sys.modules["lightning.pytorch.callbacks"].Callback = object\n'
+                'import gradwatch\n'
+                'assert "gradwatch.hf" not in sys.modules   # no framework import before it is asked for\n'
+                'print(gradwatch.hf.GradwatchCallback.__module__, '
+                'gradwatch.lightning.GradwatchCallback.__module__)\n')
+        r = subprocess.run([sys.executable, '-c', code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=dict(os.environ, PYTHONPATH=CONTRIB_PYTHON), timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        self.assertEqual(r.stdout.decode().split(), ['gradwatch.hf', 'gradwatch.lightning'])
+
     def test_lightning_callback(self):
         from gradwatch.lightning import GradwatchCallback
         m = Model(['w', 'b'])

@@ -146,6 +146,22 @@ class Environment(unittest.TestCase):
         self.assertIn('use $GRADWATCH_SOCKET', err)
         wait_rows(d, 'env-old-1', 50)
 
+    def test_the_ndjson_port_as_url_is_named(self):
+        # GRADWATCH_URL at the TCP NDJSON port: the daemon answers there, not
+        # in HTTP; the warning says which port is which, not "did not answer"
+        rc, out, err = run_script(
+            'import json, gradwatch\n'
+            'c = gradwatch.Client(run="url-port")\n'
+            'c.log(1, loss=1.0)\n'
+            'c.close(timeout=2, finished=False)\n'
+            'print(json.dumps(c.stats()))\n',
+            {'GRADWATCH_URL': 'http://127.0.0.1:%d' % self.d.port})
+        self.assertEqual(rc, 0, err)
+        self.assertIn('answered, but not in HTTP', err)
+        self.assertIn("is it gradwatchd's NDJSON port", err)
+        self.assertNotIn('did not answer', err)
+        self.assertEqual(json.loads(out)['lost'], 1, out)
+
     def test_bad_url_is_refused_at_construction(self):
         with self.assertRaisesRegex(ValueError, 'not an http'):
             gradwatch.Client(run='x', url='ftp://host/')
@@ -190,6 +206,25 @@ class Fallback(unittest.TestCase):
         self.assertEqual((st['sent'], st['sent_unconfirmed'], st['lost']), (0, 200, 0), st)
         self.assertEqual(settled(st), st['logged'])
         wait_rows(self.d, 'fb-enoent', 200)
+
+    def test_no_socket_anywhere_says_where_it_looked(self):
+        # no address, no $GRADWATCH_SOCKET, no daemon in the default places:
+        # the warning says where the client looked and what to set
+        if os.path.exists('/run/gradwatch/gradwatch.sock') or os.path.exists('/gradwatch.sock'):
+            self.skipTest('a gradwatchd socket exists in a default place on this machine')
+        with tempfile.TemporaryDirectory() as tmp:
+            rc, out, err = run_script(
+                'import json, gradwatch\n'
+                'c = gradwatch.Client(run="fb-nowhere", udp="")\n'
+                'c.log(1, loss=1.0)\n'
+                'c.close(finished=False)\n'
+                'print(json.dumps(c.stats()))\n',
+                {'XDG_STATE_HOME': tmp, 'XDG_RUNTIME_DIR': tmp})
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)['lost'], 1, out)
+        self.assertIn('cannot connect to gradwatch.sock: no such file (is gradwatchd running? '
+                      'no socket in /run/gradwatch/, $XDG_RUNTIME_DIR/gradwatch/ or '
+                      '$XDG_STATE_HOME/gradwatch/ either; set $GRADWATCH_SOCKET', err)
 
     def test_permission_denied_is_said_once_with_what_to_do(self):
         d = self.d

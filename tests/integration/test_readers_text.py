@@ -406,9 +406,11 @@ class Replay(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn('read as megatron', r.stderr.decode())
         self.assertEqual(run('replay', '--input-format', 'llmc', p).returncode, 0)
-        r = run('replay', '--input-format', 'nope', p)
-        self.assertEqual(r.returncode, 2)
-        self.assertIn('unknown input format "nope"', r.stderr.decode())
+        for cmd in ('replay', 'convert', 'report'):
+            r = run(cmd, '--input-format', 'nope', p)
+            self.assertEqual(r.returncode, 2)
+            # the formats there are, so the user need not look them up
+            self.assertIn('unknown input format "nope"; known: ndjson hf_trainer_state', r.stderr.decode())
 
     def test_error_lines_are_capped_with_a_count(self):
         with tempfile.NamedTemporaryFile('w', suffix='.log') as f:

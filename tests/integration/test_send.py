@@ -11,7 +11,9 @@ where to resume; $GRADWATCH_URL and $GRADWATCH_TOKEN; usage errors exit 2,
 import gzip
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import unittest
@@ -115,6 +117,36 @@ class Send(unittest.TestCase):
         rc, out, err = gw('runs', '--url', url)
         self.assertEqual(rc, 2)
         self.assertIn('is gradwatchd running? or use --db PATH', err)
+
+    def test_an_empty_input_says_nothing_was_sent(self):
+        path = self.file('empty.jsonl', b'')
+        with Daemon() as d:
+            rc, out, err = gw('send', '--url', 'http://127.0.0.1:%d' % d.http_port, path)
+        self.assertEqual(rc, 0, err)
+        self.assertIn('%s is empty: nothing to send' % path, err)
+
+    def test_a_trailing_slash_or_an_endpoint_in_the_url(self):
+        # "http://host:7471/" is the address; ".../v1/ingest" is not: said so
+        with Daemon() as d:
+            base = 'http://127.0.0.1:%d' % d.http_port
+            rc, out, err = gw('send', '--url', base + '/', stdin=lines('slash', range(1, 3)))
+            self.assertEqual(rc, 0, err)
+            rc, out, err = gw('runs', '--url', base + '//')
+            self.assertEqual(rc, 0, err)
+            self.assertIn('slash', out)
+            rc, out, err = gw('send', '--url', base + '/v1/ingest', stdin=lines('slash', range(3, 4)))
+            self.assertEqual(rc, 2, err)
+            self.assertIn("is the daemon's address (http://HOST:PORT), not one of its endpoints", err)
+
+    def test_the_ndjson_port_given_for_the_http_one_is_named(self):
+        # a new user's likely mix-up: --url with the TCP NDJSON port
+        with Daemon() as d:
+            url = 'http://127.0.0.1:%d' % d.port
+            for args in (['runs'], ['alerts'], ['export', 'r'], ['send', '--retries', '0']):
+                rc, out, err = gw(*args, '--url', url, stdin=lines('r', range(1, 3)))
+                self.assertEqual(rc, 2, (args, err))
+                self.assertIn("the answer is not HTTP: is this gradwatchd's NDJSON port", err, args)
+                self.assertNotIn('is gradwatchd running?', err, args)   # it is
 
     def test_a_receiver_that_never_answers_times_out(self):
         rcv = IngestReceiver(mode='hang')
@@ -285,6 +317,32 @@ class Piped(unittest.TestCase):
                 p.stdin.close()
                 p.wait(30)
             self.assertEqual(p.returncode, 0, p.stderr.read())
+
+    def test_ctrl_c_says_what_was_committed(self):
+        # Ctrl-C in the middle of a piped send: one line of what is stored and
+        # from which input line on it is not known to be, then death by SIGINT
+        with Daemon() as d:
+            p = subprocess.Popen([GRADWATCH, 'send', '--url', 'http://127.0.0.1:%d' % d.http_port,
+                                  '--run', 'interrupted'], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE,
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            try:
+                p.stdin.write(b''.join(b'{"step":%d,"loss":1.0}\n' % s for s in range(1, 4)))
+                p.stdin.flush()
+                d.wait_committed("SELECT count(*) FROM records", 3, timeout=30)
+                p.send_signal(signal.SIGINT)
+                p.wait(30)
+            finally:
+                p.stdin.close()
+            err = p.stderr.read().decode()
+            self.assertEqual(p.returncode, -signal.SIGINT, err)
+            m = re.search(r'gradwatch send: interrupted: (\d+) line\(s\) accepted and committed, 0 '
+                          r'rejected; <stdin> from line (\d+) on is not known to be committed', err)
+            self.assertTrue(m, err)
+            # the answer may still have been on its way: 0 or 3, never more than is stored
+            acc = int(m.group(1))
+            self.assertIn(acc, (0, 3), err)
+            self.assertEqual(int(m.group(2)), acc + 1, err)
 
 
 if __name__ == '__main__':

@@ -22,3 +22,13 @@ from .manifest import manifest as resume_manifest
 __all__ = ['Client', 'ResumeError', 'GateUnavailable', 'default_address', 'default_url',
            'resume_manifest']
 __version__ = '0.1.0'
+
+
+def __getattr__(name):
+    """gradwatch.hf and gradwatch.lightning without importing them first
+    (`callbacks=[gradwatch.hf.GradwatchCallback()]` after `import gradwatch`);
+    each imports its framework, so only when it is asked for (PEP 562)."""
+    if name in ('hf', 'lightning'):
+        import importlib
+        return importlib.import_module('.' + name, __name__)
+    raise AttributeError('module %r has no attribute %r' % (__name__, name))

@@ -36,6 +36,7 @@ import errno
 import http.client
 import json
 import logging
+import os
 import select
 import socket
 import ssl
@@ -200,8 +201,13 @@ class UdpTransport:
 
 # ---- Unix socket / TCP stream ----------------------------------------------------------------
 
-def _why(e):
+def _why(e, address=None):
     if isinstance(e, FileNotFoundError):
+        if address and not os.path.isabs(address) and not os.environ.get('GRADWATCH_SOCKET'):
+            # the last resort of client.default_address(): nothing was found
+            return ('no such file (is gradwatchd running? no socket in /run/gradwatch/, '
+                    '$XDG_RUNTIME_DIR/gradwatch/ or $XDG_STATE_HOME/gradwatch/ either; '
+                    'set $GRADWATCH_SOCKET to the path gradwatchd logs at start-up)')
         return 'no such file (is gradwatchd running? is $GRADWATCH_SOCKET right?)'
     if isinstance(e, PermissionError):
         return ("permission denied (the socket is for its group: add this user to the socket's "
@@ -253,11 +259,11 @@ class StreamTransport:
                 self.warn('fallback:' + type(e).__name__,
                           'cannot connect to %s: %s; sending over UDP to %s:%s instead until it '
                           'can (counted as sent_unconfirmed: UDP has no acknowledgement)',
-                          self.address, _why(e), *self.udp.addr)
+                          self.address, _why(e, self.address), *self.udp.addr)
             else:
                 self.warn('nostream:' + type(e).__name__,
                           'cannot connect to %s: %s; the UDP fallback is off, so lines are lost '
-                          'until it can', self.address, _why(e))
+                          'until it can', self.address, _why(e, self.address))
             return False
         self.sock = s
         self.sent_auth = bool(self.token) and not self.unix
@@ -425,9 +431,18 @@ class HttpTransport:
             except (OSError, http.client.HTTPException) as e:
                 if not getattr(e, 'gw_fresh', True) and attempt == 1:
                     continue        # a kept-alive connection the server had closed: at once
-                self.warn('http-unreachable', 'gradwatchd at %s did not answer (%s); retrying with '
-                          'back-off, the same batch with the same Idempotency-Key (log() keeps '
-                          'queueing, up to max_queue lines)', self.url, e)
+                if (isinstance(e, http.client.BadStatusLine) and
+                        not isinstance(e, http.client.RemoteDisconnected)):
+                    # something answered, not in HTTP: most likely the NDJSON
+                    # port given as the URL
+                    self.warn('http-not-http', "%s answered, but not in HTTP (%.60s): is it "
+                              "gradwatchd's NDJSON port (TCP, 7470 by default)? Its HTTP API "
+                              'listens on 7471 by default; retrying with back-off', self.url,
+                              str(e).strip())
+                else:
+                    self.warn('http-unreachable', 'gradwatchd at %s did not answer (%s); retrying '
+                              'with back-off, the same batch with the same Idempotency-Key (log() '
+                              'keeps queueing, up to max_queue lines)', self.url, e)
                 status, headers, data = None, None, b''
             if status in (200, 413, 422):
                 self._answered(status, data, nlines, lines)
