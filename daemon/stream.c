@@ -442,15 +442,8 @@ static int activated_socket(void)
 static int remove_stale_socket(const char *path, char *err, size_t errlen)
 {
 	struct stat st;
-	/* libuv reports a missing directory as "permission denied" (EACCES) */
-	char dir[PATH_MAX];
-	gw_strlcpy(dir, path, sizeof(dir));
-	char *slash = strrchr(dir, '/');
-	if (slash)
-		slash[slash == dir] = '\0';   /* "/x.sock": the directory is "/" */
-	if (stat(slash ? dir : ".", &st) < 0 && errno == ENOENT)
-		return gw_errf(err, errlen, -ENOENT, "unix socket %s: its directory %s does not exist "
-		               "(create it first, or --socket off)", path, slash ? dir : ".");
+	/* a missing directory was said at start-up (gw_cfg_check_dirs): libuv
+	 * would call it "permission denied" */
 	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
 		return 0;
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};

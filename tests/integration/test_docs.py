@@ -414,8 +414,7 @@ class FirstHourErrors(unittest.TestCase):
             r = run([GRADWATCHD, '--db', os.path.join(tmp, 'g.db'), '--socket', sock] + off, cwd=tmp)
             err = r.stderr.decode()
             self.assertEqual(r.returncode, 1, err)
-            self.assertIn('unix socket %s: its directory %s does not exist' % (sock, os.path.dirname(sock)),
-                          err)
+            self.assertIn("the socket's directory %s does not exist" % os.path.dirname(sock), err)
             self.assertNotIn('permission denied', err)
 
     def test_port_in_use_says_what_to_do(self):
