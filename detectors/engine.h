@@ -15,6 +15,33 @@
  * gap_factor x the run's typical step interval) opens the next segment.  A
  * resumed event and the rewound metric lines after it make one segment.
  *
+ * Ranks: a job of several processes (DDP, torchrun) may send every rank's
+ * lines, each with its global "rank" (wire.h).  Rank 0 is the run's primary
+ * writer, and so is a line without a rank (an old client, a plain log): only
+ * those open segments, reach the detectors and move the run's position.  A
+ * line of another rank only updates that rank's position (its last step and
+ * wall clock, kept for ranks below RANK_TRACK: gw_run_info tells which rank
+ * is furthest behind) and is counted; the daemon stores it apart.
+ *
+ * Interleaved writers: lines without a rank from several processes of one
+ * job (every rank logging the same run) repeat each step once per writer.
+ * Read one by one, every repeat would be a rewind, a new segment.  What
+ * tells them from a restart: a restart goes back to a checkpoint and then
+ * runs forward for a long time; interleaved writers go back a step or two,
+ * again and again, each time to a later step.  A rewind is *shallow* when it
+ * goes back at most IW_DEPTH steps below the highest step, the segment it
+ * ends had at most IW_SHORT records, and (ts known) it comes no later than
+ * a few step intervals after the last line (a restart takes its time).
+ * After IW_STREAK shallow rewinds in a row that went back to at least two
+ * different steps (a crash loop goes back to the same checkpoint each time)
+ * or that all came in time by their ts, the run is *interleaved*: from then on a line at or below the run's last
+ * step, within IW_DEPTH of it, is folded: counted and stored by the daemon,
+ * but it opens no segment and does not reach the detectors.  A deeper
+ * rewind, or one after a wall-clock gap, is still a restart.  The
+ * on_writers hook says so once per run.  Until then the pattern opened
+ * IW_STREAK - 1 segments with ts, or without ts one per writer (each
+ * repeats the first step: the second step tells them from a crash loop).
+ *
  * Run endings: a run has *ended* after a "run_finished" event, once a
  * record reaches the length it declared (a max_steps or total_steps field
  * on a record, or attribute of an event; the readers give Megatron's and
@@ -89,10 +116,20 @@ struct gw_segment_info {
 	double ts;
 };
 
+/* A run was recognised as several writers' interleaved lines (see
+ * "Interleaved writers"): at this step and line. */
+struct gw_writers_info {
+	const char *run;
+	int64_t step;
+	uint64_t line;
+	int64_t seg;               /* the segment its lines stay in */
+};
+
 struct gw_engine_hooks {
 	void *data;
 	void (*on_alert)(void *data, const struct gw_alert *a);
 	void (*on_segment)(void *data, const struct gw_segment_info *s);
+	void (*on_writers)(void *data, const struct gw_writers_info *w);   /* may be NULL */
 };
 
 /* Thresholds for runs whose name matches a glob; the first match wins. */
@@ -171,6 +208,18 @@ struct gw_run_info {
 	                              one (a silence not yet long enough); -INFINITY if not */
 	bool ended;                /* see "Run endings" above */
 	int64_t max_steps;         /* the length it declared, -1 if none */
+	/* "Interleaved writers" */
+	bool interleaved;
+	int64_t iw_step;           /* where it was recognised (-1: not) */
+	uint64_t iw_line;
+	uint64_t folded;           /* lines folded since */
+	/* "Ranks" */
+	uint64_t rank_lines;       /* lines of ranks other than 0 */
+	uint32_t ranks_seen;       /* distinct ranks below RANK_TRACK seen with a "rank" */
+	uint32_t rank_max;         /* highest rank seen (when ranks_seen or rank_lines) */
+	int64_t behind_rank;       /* of 2+ ranks seen, the one with the lowest last step, -1 */
+	int64_t behind_step;       /* its last step */
+	double behind_wall;        /* and the wall clock of its last line (NaN in replay) */
 };
 
 /* Info of one run; -ENOENT if unknown. */

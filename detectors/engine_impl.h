@@ -21,6 +21,7 @@
 #define CKPT_KEEP 4           /* checkpoint_saved events kept per run */
 #define GAP_HIST 16           /* step intervals kept for the gap rule */
 #define MAX_PREC 32           /* precedence rules */
+#define RANK_TRACK 64         /* ranks whose position is kept (engine.h "Ranks") */
 
 struct incident {
 	uint32_t key;
@@ -45,6 +46,8 @@ struct run {
 	int64_t seg;              /* 1-based; 0 before the first line */
 	uint64_t seg_records;     /* metric records of the segment that reached the detectors */
 	bool seg_from_event;      /* opened by "resumed", no metric line yet */
+	int64_t resumed_step;     /* that event's step and checkpoint step */
+	int64_t resumed_ckpt;
 	uint32_t seg_fired;       /* detectors that reported warning+ in this segment */
 
 	/* where the run stands, for the segment rules */
@@ -53,6 +56,22 @@ struct run {
 	double last_ts;           /* NaN if unknown */
 	double dts[GAP_HIST];     /* recent step intervals, oldest first */
 	unsigned ndts;
+
+	/* several writers (engine.h "Ranks" and "Interleaved writers") */
+	int64_t hi_step;          /* highest step of a primary metric record */
+	unsigned iw_streak;       /* shallow rewinds in short segments, in a row ... */
+	unsigned iw_targets;      /* ... how many different steps they went back to ... */
+	unsigned iw_timed;        /* ... and how many had a ts (in time: repeat_in_time) */
+	int64_t iw_last_target;
+	bool interleaved;         /* recognised: repeats are folded, no segments */
+	int64_t iw_step;          /* the step and line it was recognised at */
+	uint64_t iw_line;
+	uint64_t folded;          /* lines folded as another writer's since */
+	uint64_t rank_lines;      /* lines of ranks other than 0 */
+	uint32_t rank_max;        /* highest rank seen (ranks_seen > 0) */
+	uint32_t ranks_seen;      /* distinct ranks among the tracked ones */
+	int64_t rank_step[RANK_TRACK];   /* last step of ranks 0..RANK_TRACK-1, -1: none */
+	double rank_wall[RANK_TRACK];    /* and the wall clock of their last line */
 
 	/* how the run ends (run_end.c) */
 	bool ended;               /* run_finished, max_steps reached, or gw_engine_run_ended */
