@@ -142,10 +142,11 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
 	int rc = open_ro(path, &db, err, errlen);
 	if (rc < 0)
 		return rc;
-	json_t *runs = NULL, *segs = NULL, *last = NULL;
+	json_t *runs = NULL, *segs = NULL, *last = NULL, *ranks = NULL;
 	const char *b[1] = {run};
 	rc = query(db, "SELECT name AS run, last_seg AS segment, last_step, last_ts, first_seen,"
-	               " last_seen FROM runs WHERE name = ?1", b, 1, &runs, err, errlen);
+	               " last_seen, writers AS writers_json FROM runs WHERE name = ?1", b, 1, &runs,
+	           err, errlen);
 	if (rc < 0)
 		goto out;
 	if (!json_array_size(runs)) {
@@ -168,8 +169,15 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
 	           " ORDER BY x.id DESC LIMIT 1", b, 1, &last, err, errlen);
 	if (rc < 0)
 		goto out;
+	rc = query(db,
+	           "SELECT k.rank, k.lines, k.first_step, k.last_step, k.last_ts, k.last_recv AS last_seen"
+	           " FROM ranks k JOIN runs r ON r.id = k.run_id WHERE r.name = ?1 ORDER BY k.rank",
+	           b, 1, &ranks, err, errlen);
+	if (rc < 0)
+		goto out;
 	json_t *o = json_incref(json_array_get(runs, 0));
 	json_object_set(o, "segments", segs);
+	json_object_set(o, "ranks", ranks);
 	json_t *lv = json_array_get(last, 0);
 	json_object_set_new(o, "last_values", lv ? json_incref(lv) : json_null());
 	*out = o;
@@ -177,6 +185,33 @@ out:
 	json_decref(runs);
 	json_decref(segs);
 	json_decref(last);
+	json_decref(ranks);
+	sqlite3_close(db);
+	return rc;
+}
+
+int gw_store_read_rank_lines(const char *path, const char *run, const char *rank,
+                             size_t limit, json_t **out, char *err, size_t errlen)
+{
+	sqlite3 *db;
+	int rc = open_ro(path, &db, err, errlen);
+	if (rc < 0)
+		return rc;
+	char lim[32];
+	snprintf(lim, sizeof(lim), "%zu", limit);
+	const char *b[3] = {run, rank, lim};
+	json_t *runs = NULL;
+	rc = query(db, "SELECT id FROM runs WHERE name = ?1", b, 1, &runs, err, errlen);
+	if (rc == 0 && !json_array_size(runs))
+		rc = gw_errf(err, errlen, -ENOENT, "no run named \"%s\"", run);
+	json_decref(runs);
+	if (rc == 0)   /* the newest `limit`, oldest first */
+		rc = query(db,
+		           "SELECT * FROM (SELECT x.id, x.step, x.line, x.ts, x.recv, x.body AS text"
+		           " FROM rank_lines x JOIN runs r ON r.id = x.run_id"
+		           " WHERE r.name = ?1 AND x.rank = CAST(?2 AS INTEGER)"
+		           " ORDER BY x.id DESC LIMIT CAST(?3 AS INTEGER)) ORDER BY id",
+		           b, 3, out, err, errlen);
 	sqlite3_close(db);
 	return rc;
 }
