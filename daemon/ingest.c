@@ -410,7 +410,7 @@ int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t
 	if (rc == 0)
 		rc = gw_engine_feed(in->engine, rec, lineno, now, &seg);
 	if (rc == 0 && in->store)
-		seq = !gw_rec_primary(rec) ? gw_store_put_rank_line(in->store, rec, lineno, now)
+		seq = gw_engine_kept_apart(in->engine) ? gw_store_put_rank_line(in->store, rec, lineno, now)
 		    : rec->event ? gw_store_put_event(in->store, rec, seg, lineno, now)
 		                 : gw_store_put_record(in->store, rec, seg, lineno, now);
 	if (in->store)

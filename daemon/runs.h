@@ -33,6 +33,7 @@ struct gw_dormant {
 	char *name;
 	int64_t seg, last_step;
 	double last_ts;
+	bool interleaved;          /* its lines are interleaved writers' (engine.h) */
 };
 
 struct gw_runs {

@@ -122,6 +122,7 @@ static struct run *run_new(struct gw_engine *e, const char *name, size_t len)
 	r->ended_step = -1;
 	r->max_steps = -1;
 	r->hi_step = -1;
+	r->label_rank = -1;
 	r->iw_last_target = -1;
 	r->iw_step = -1;
 	for (int k = 0; k < RANK_TRACK; k++) {
@@ -357,6 +358,18 @@ static void note_rank(struct run *r, const struct gw_rec *rec, double now)
 		r->rank_max = rec->rank;
 }
 
+/* Is this ranked line the run's primary writer's (engine.h "Ranks")? */
+static bool rank_primary(struct run *r, const struct gw_rec *rec)
+{
+	if (!rec->rank_label)
+		return rec->rank == 0;
+	if (rec->event)
+		return true;
+	if (r->label_rank < 0)
+		r->label_rank = rec->rank;
+	return rec->rank == r->label_rank;
+}
+
 /* Does a repeat come soon enough after the last line to be another
  * writer's (ts unknown: yes)?  A restart takes longer than a few steps. */
 static bool repeat_in_time(const struct run *r, const struct gw_rec *rec)
@@ -413,11 +426,12 @@ static bool folded_repeat(const struct run *r, const struct gw_rec *rec)
 	return repeat && r->last_step - rec->step <= IW_DEPTH && repeat_in_time(r, rec);
 }
 
-static void fold(struct run *r, const struct gw_rec *rec)
+static void fold(struct gw_engine *e, struct run *r, const struct gw_rec *rec)
 {
-	r->records++;   /* stored by the daemon; another writer's copy of a step */
+	r->records++;   /* stored apart by the daemon; another writer's copy of a step */
 	r->folded++;
 	r->present_ever |= rec->present;
+	e->apart = true;
 }
 
 static int64_t checkpoint_step(const struct gw_rec *rec)
@@ -473,6 +487,7 @@ static void feed_event(struct gw_engine *e, struct run *r, const struct gw_rec *
 	r->events++;
 	if (folded_event(r, rec)) {
 		r->folded++;
+		e->apart = true;
 		return;
 	}
 	if (strcmp(rec->event, "resumed") == 0) {
@@ -502,7 +517,7 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
 {
 	bool metric = gw_rec_has(rec, GW_ROLE_LOSS) || gw_rec_has(rec, GW_ROLE_GRAD_NORM);
 	if (folded_repeat(r, rec)) {
-		fold(r, rec);
+		fold(e, r, rec);
 		return;
 	}
 	if (arrived_late(r, rec)) {
@@ -512,7 +527,7 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
 	}
 	int why = segment_break(r, rec);
 	if (why == GW_SEG_REWIND && !r->interleaved && count_rewind(e, r, rec, line)) {
-		fold(r, rec);
+		fold(e, r, rec);
 		return;
 	}
 	if (why >= 0) {
@@ -567,14 +582,16 @@ int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
                    double now, int64_t *seg_out)
 {
 	int err = 0;
+	e->apart = false;
 	struct run *r = run_get(e, rec->run, rec->run_len, &err);
 	if (!r)
 		return err;
 	refresh_th(e, r);
 	if (rec->has_rank) {
 		note_rank(r, rec, now);
-		if (rec->rank != 0) {
+		if (!rank_primary(r, rec)) {
 			r->rank_lines++;   /* stored apart by the daemon */
+			e->apart = true;
 			if (seg_out)
 				*seg_out = r->seg;
 			return 0;
@@ -587,6 +604,20 @@ int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
 		feed_record(e, r, rec, line, now);
 	if (seg_out)
 		*seg_out = r->seg;
+	return 0;
+}
+
+bool gw_engine_kept_apart(const struct gw_engine *e)
+{
+	return e->apart;
+}
+
+int gw_engine_set_interleaved(struct gw_engine *e, const char *run)
+{
+	struct run *r = run_find(e, run, strlen(run));
+	if (!r)
+		return -ENOENT;
+	r->interleaved = true;
 	return 0;
 }
 
@@ -666,6 +697,7 @@ static void fill_info(const struct gw_engine *e, const struct run *r, struct gw_
 	ri->rank_lines = r->rank_lines;
 	ri->ranks_seen = r->ranks_seen;
 	ri->rank_max = r->rank_max;
+	ri->label_rank = r->label_rank;
 	ri->behind_rank = -1;
 	ri->behind_wall = NAN;
 	if (r->ranks_seen >= 2)

@@ -16,12 +16,18 @@
  * resumed event and the rewound metric lines after it make one segment.
  *
  * Ranks: a job of several processes (DDP, torchrun) may send every rank's
- * lines, each with its global "rank" (wire.h).  Rank 0 is the run's primary
- * writer, and so is a line without a rank (an old client, a plain log): only
- * those open segments, reach the detectors and move the run's position.  A
- * line of another rank only updates that rank's position (its last step and
- * wall clock, kept for ranks below RANK_TRACK: gw_run_info tells which rank
- * is furthest behind) and is counted; the daemon stores it apart.
+ * lines, each with its global "rank" (wire.h).  Only the lines of the run's
+ * primary writer open segments, reach the detectors and move the run's
+ * position: a line without a rank (an old client, a plain log); with a
+ * "rank" field, rank 0 (the process every framework logs from); with a
+ * rank label of a log (a reader's: "[rank3]:", " 3: "), the label of the
+ * first metric record (Megatron prints its iterations from the last rank
+ * only), and every event (a log's checkpoint lines are the job's, whoever
+ * printed them).  A line of another rank only updates that rank's position
+ * (its last step and wall clock, kept for ranks below RANK_TRACK:
+ * gw_run_info tells which rank is furthest behind), is counted, and is
+ * *kept apart* (gw_engine_kept_apart): the daemon stores it apart from the
+ * run's records.
  *
  * Interleaved writers: lines without a rank from several processes of one
  * job (every rank logging the same run) repeat each step once per writer.
@@ -34,9 +40,11 @@
  * a few step intervals after the last line (a restart takes its time).
  * After IW_STREAK shallow rewinds in a row that went back to at least two
  * different steps (a crash loop goes back to the same checkpoint each time)
- * or that all came in time by their ts, the run is *interleaved*: from then on a line at or below the run's last
- * step, within IW_DEPTH of it, is folded: counted and stored by the daemon,
- * but it opens no segment and does not reach the detectors.  A deeper
+ * or that all came in time by their ts, the run is *interleaved*: from then
+ * on a line at or below the run's last step, within IW_DEPTH of it, is
+ * folded: counted and kept apart (stored apart by the daemon, as rank -1),
+ * it opens no segment and does not reach the detectors; so is every
+ * writer's copy of a "resumed" event.  A deeper
  * rewind, or one after a wall-clock gap, is still a restart.  The
  * on_writers hook says so once per run.  Until then the pattern opened
  * IW_STREAK - 1 segments with ts, or without ts one per writer (each
@@ -169,6 +177,16 @@ void gw_engine_reconfigure(struct gw_engine *e, const struct gw_engine_opts *opt
 int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
                    double now, int64_t *seg_out);
 
+/* Was the last line fed kept apart (see "Ranks", "Interleaved writers"):
+ * a rank that is not the run's primary writer, or a folded repeat?  The
+ * daemon stores such a line apart from the run's records and events. */
+bool gw_engine_kept_apart(const struct gw_engine *e);
+
+/* The run was recognised as interleaved writers' before (a note the daemon
+ * stored): repeats are folded from its next line on, without saying so
+ * again.  Returns 0 or -ENOENT. */
+int gw_engine_set_interleaved(struct gw_engine *e, const char *run);
+
 /* Wall-clock tick for live-only detectors (stall); visits every run, in
  * the order they appeared. */
 void gw_engine_tick(struct gw_engine *e, double now);
@@ -217,6 +235,7 @@ struct gw_run_info {
 	uint64_t rank_lines;       /* lines of ranks other than 0 */
 	uint32_t ranks_seen;       /* distinct ranks below RANK_TRACK seen with a "rank" */
 	uint32_t rank_max;         /* highest rank seen (when ranks_seen or rank_lines) */
+	int64_t label_rank;        /* the rank label whose lines are the run's, -1: none */
 	int64_t behind_rank;       /* of 2+ ranks seen, the one with the lowest last step, -1 */
 	int64_t behind_step;       /* its last step */
 	double behind_wall;        /* and the wall clock of its last line (NaN in replay) */

@@ -67,7 +67,8 @@ struct run {
 	int64_t iw_step;          /* the step and line it was recognised at */
 	uint64_t iw_line;
 	uint64_t folded;          /* lines folded as another writer's since */
-	uint64_t rank_lines;      /* lines of ranks other than 0 */
+	uint64_t rank_lines;      /* lines of ranks that are not the run's primary writer */
+	int64_t label_rank;       /* the rank label whose lines are the run's, -1: none yet */
 	uint32_t rank_max;        /* highest rank seen (ranks_seen > 0) */
 	uint32_t ranks_seen;      /* distinct ranks among the tracked ones */
 	int64_t rank_step[RANK_TRACK];   /* last step of ranks 0..RANK_TRACK-1, -1: none */
@@ -125,6 +126,7 @@ struct gw_engine {
 	struct prec prec[MAX_PREC];
 	size_t nprec;
 	bool quiet;               /* hooks are not called (gw_engine_quiet) */
+	bool apart;               /* the last line fed was kept apart */
 };
 
 #endif

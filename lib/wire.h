@@ -96,16 +96,11 @@ struct gw_rec {
 	const char *event; /* event name, NULL for a metric record */
 	json_t *attrs;     /* event attributes (borrowed), NULL for records */
 	bool has_rank;     /* the line names the process that wrote it ... */
-	uint32_t rank;     /* ... its global rank (0..GW_WIRE_RANK_MAX); a line without
-	                      one, or of rank 0, is the run's primary writer's */
+	uint32_t rank;     /* ... its global rank (0..GW_WIRE_RANK_MAX) ... */
+	bool rank_label;   /* ... from a log's rank label (a reader), not a "rank"
+	                      field: which lines are the run's differs
+	                      (detectors/engine.h "Ranks") */
 };
-
-/* Is the record its run's primary writer's (no rank, or rank 0)?  Only those
- * open segments and reach the detectors (detectors/engine.h "Ranks"). */
-static inline bool gw_rec_primary(const struct gw_rec *r)
-{
-	return !r->has_rank || r->rank == 0;
-}
 
 static inline int gw_rec_has(const struct gw_rec *r, enum gw_role role)
 {

@@ -245,7 +245,7 @@ int gw_store_read_alert(const char *path, const char *id, json_t **out, char *er
 
 int gw_store_read_run_positions(const char *path,
                                 void (*fn)(void *data, const char *run, int64_t seg,
-                                           int64_t last_step, double last_ts),
+                                           int64_t last_step, double last_ts, bool interleaved),
                                 void *data, char *err, size_t errlen)
 {
 	sqlite3 *db;
@@ -253,8 +253,8 @@ int gw_store_read_run_positions(const char *path,
 	if (rc < 0)
 		return rc;
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, "SELECT name, last_seg, last_step, last_ts FROM runs", -1, &st,
-	                       NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, "SELECT name, last_seg, last_step, last_ts, writers IS NOT NULL "
+	                           "FROM runs", -1, &st, NULL) != SQLITE_OK) {
 		rc = gw_errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
 		sqlite3_close(db);
 		return rc;
@@ -264,7 +264,8 @@ int gw_store_read_run_positions(const char *path,
 		double ts = sqlite3_column_type(st, 3) == SQLITE_NULL ? __builtin_nan("")
 		                                                      : sqlite3_column_double(st, 3);
 		int64_t step = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
-		fn(data, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), step, ts);
+		fn(data, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), step, ts,
+		   sqlite3_column_int(st, 4) != 0);
 	}
 	/* a step that fails (a corrupt page, a busy database) ends the rows
 	 * too: the caller must not take what it got for all of them */
@@ -327,7 +328,7 @@ int gw_store_read_meta(const char *path, const char *key, char **out)
 /* ---- a run's recent lines ---------------------------------------------------------------- */
 
 struct tail_row {
-	int64_t seg, step;
+	int64_t seg, step, rank;  /* rank -1: none */
 	uint64_t line;
 	double ts, v[GW_NROLES];
 	unsigned present;
@@ -358,7 +359,7 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 	}
 	/* the newest n records, by the index on (run_id, seg, step), newest first */
 	if (sqlite3_prepare_v2(db, "SELECT seg, step, line, ts, loss, grad_norm, lr, throughput, "
-	                           "nonfinite FROM records WHERE run_id = (SELECT id FROM runs WHERE "
+	                           "nonfinite, rank FROM records WHERE run_id = (SELECT id FROM runs WHERE "
 	                           "name = ?1) ORDER BY seg DESC, step DESC LIMIT ?2", -1, &st,
 	                       NULL) != SQLITE_OK)
 		goto sqlfail;
@@ -371,6 +372,7 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 		t->line = (uint64_t)sqlite3_column_int64(st, 2);
 		t->ts = col_real(st, 3);
 		unsigned nonfinite = (unsigned)sqlite3_column_int(st, 8);
+		t->rank = sqlite3_column_type(st, 9) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 9);
 		for (int k = 0; k < GW_NROLES; k++) {
 			t->v[k] = col_real(st, 4 + k);
 			/* a NaN is stored as NULL with its bit set */
@@ -398,6 +400,7 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 		}
 		struct tail_row *t = &evs[nev++];
 		memset(t, 0, sizeof(*t));
+		t->rank = -1;
 		t->seg = sqlite3_column_int64(st, 0);
 		t->step = sqlite3_column_int64(st, 1);
 		t->line = (uint64_t)sqlite3_column_int64(st, 2);
@@ -427,6 +430,12 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 		struct gw_rec rec = {.run = run, .run_len = strlen(run), .step = t->step, .ts = t->ts,
 		                     .present = t->present, .event = t->event, .attrs = t->attrs};
 		memcpy(rec.v, t->v, sizeof(rec.v));
+		/* a stored record's rank is its run's primary writer's: fed as a
+		 * label, it makes that rank the primary again (engine.h "Ranks") */
+		if (t->rank >= 0 && t->rank <= GW_WIRE_RANK_MAX) {
+			rec.has_rank = rec.rank_label = true;
+			rec.rank = (uint32_t)t->rank;
+		}
 		rc = fn(data, &rec, t->seg, t->line);
 	}
 	goto out;

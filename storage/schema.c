@@ -71,7 +71,8 @@ static const char *const migrations[] = {
 	"  ON CONFLICT(run_id, rank) DO UPDATE SET lines = lines + 1, last_step = new.step,"
 	"  last_ts = coalesce(new.ts, last_ts), last_recv = new.recv;"
 	" END;"
-	"ALTER TABLE runs ADD COLUMN writers TEXT",
+	"ALTER TABLE runs ADD COLUMN writers TEXT;"
+	"ALTER TABLE records ADD COLUMN rank INTEGER",
 };
 
 _Static_assert(GW_ARRAY_SIZE(migrations) == GW_STORE_SCHEMA_VERSION,

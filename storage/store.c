@@ -121,7 +121,7 @@ static const struct core_stmt {
 		C_ALERTS, -1, -1, -1},
 	[S_RECORD] = {
 		"INSERT INTO records(run_id, seg, step, line, ts, recv, loss, grad_norm, lr, "
-		"throughput, nonfinite, extra) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
+		"throughput, nonfinite, extra, rank) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)",
 		C_RECORDS, 1, 2, 4},
 	[S_EVENT] = {
 		"INSERT INTO events(run_id, seg, step, line, ts, recv, name, attrs) "
@@ -371,7 +371,7 @@ uint64_t gw_store_put_record(struct gw_store *s, const struct gw_rec *rec,
                              int64_t seg, uint64_t line, double recv)
 {
 	unsigned nonfinite = 0;
-	struct gw_sv v[12] = {
+	struct gw_sv v[13] = {
 		gw_sv_run(rec->run, rec->run_len), gw_sv_int(seg), gw_sv_int(rec->step),
 		gw_sv_int((int64_t)line), gw_sv_real(rec->ts), gw_sv_real(recv),
 	};
@@ -387,7 +387,8 @@ uint64_t gw_store_put_record(struct gw_store *s, const struct gw_rec *rec,
 	if (rec->n_extra && !ex)
 		return 0;
 	v[11] = gw_sv_textn(ex, elen);
-	uint64_t seq = put(s, S_RECORD, v, 12);
+	v[12] = rec->has_rank ? gw_sv_int(rec->rank) : (struct gw_sv){.t = GW_SV_NULL};
+	uint64_t seq = put(s, S_RECORD, v, 13);
 	free(ex);
 	return seq;
 }
@@ -417,7 +418,8 @@ uint64_t gw_store_put_rank_line(struct gw_store *s, const struct gw_rec *rec, ui
 		return 0;
 	}
 	struct gw_sv v[7] = {
-		gw_sv_run(rec->run, rec->run_len), gw_sv_int(rec->rank), gw_sv_int(rec->step),
+		gw_sv_run(rec->run, rec->run_len), gw_sv_int(rec->has_rank ? (int64_t)rec->rank : -1),
+		gw_sv_int(rec->step),
 		gw_sv_int((int64_t)line), gw_sv_real(rec->ts), gw_sv_real(recv),
 		gw_sv_textn(body.p, body.len - 1),   /* without its newline */
 	};

@@ -149,7 +149,8 @@ uint64_t gw_store_put_event(struct gw_store *s, const struct gw_rec *rec,
                             int64_t seg, uint64_t line, double recv);
 /* A segment of a run: why it opened, the step of its first line, the
  * checkpoint step it restarts from (-1 unknown), its first line, ts. */
-/* A line of a rank other than 0 (detectors/engine.h "Ranks"), kept apart
+/* A line the engine kept apart (detectors/engine.h "Ranks", "Interleaved
+ * writers": another rank's, or a folded repeat, stored as rank -1), apart
  * from the run's records and events: as wire-format text in rank_lines,
  * with the rank's summary in ranks.  The run's position does not move.
  * Returns the sequence number or 0 (out of memory). */
@@ -232,11 +233,12 @@ int gw_store_read_alerts(const char *path, const char *run, size_t limit,
 /* One alert by id (the columns of gw_store_read_alerts); -ENOENT if none. */
 int gw_store_read_alert(const char *path, const char *id, json_t **out, char *err, size_t errlen);
 
-/* Every run's last segment, step and ts, to seed the engine after a daemon
- * restart: fn is called once per run. */
+/* Every run's last segment, step and ts, and whether its lines were
+ * recognised as interleaved writers' (a "writers" note), to seed the engine
+ * after a daemon restart: fn is called once per run. */
 int gw_store_read_run_positions(const char *path,
                                 void (*fn)(void *data, const char *run, int64_t seg,
-                                           int64_t last_step, double last_ts),
+                                           int64_t last_step, double last_ts, bool interleaved),
                                 void *data, char *err, size_t errlen);
 
 /* A run's newest n records, and its events from the oldest of them on, in

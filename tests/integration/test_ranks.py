@@ -4,9 +4,10 @@
 "rank" field give one segment, rank 0's 399 records and the other ranks'
 lines stored apart (their summary in /v1/runs/{run}, their lines in
 /v1/runs/{run}/ranks?rank=N); without a rank field the interleaving is
-recognised after a few repeats, said once in the log and on the run, and
-no longer opens segments, while a real restart of the job still does; a
-bad rank is rejected with its column."""
+recognised after a few repeats, said once in the log and on the run (also
+after a daemon restart), the repeats stored apart as rank -1, and no
+longer opens segments, while a real restart of the job still does; a bad
+rank is rejected with its column."""
 import json
 import os
 import shutil
@@ -96,24 +97,49 @@ class Ranks(unittest.TestCase):
             # and the other ranks' lines of it are stored apart too
             d.wait_committed("SELECT count(*) FROM rank_lines", 3 * 399 - 49 + 30)
 
+    @staticmethod
+    def said(d):
+        """How often the daemon's whole log says the run looks interleaved."""
+        with open(d.log_path, 'rb') as f:
+            return f.read().decode('utf-8', 'replace').count('look like several processes')
+
+    def apart(self, d, run='ddp'):
+        return d.sql("SELECT count(*) FROM rank_lines x JOIN runs r ON r.id = x.run_id "
+                     "WHERE r.name = ? AND x.rank = -1", (run,))[0][0]
+
     def test_without_a_rank_field_interleaving_is_recognised_once(self):
-        with Daemon() as d:
+        d = Daemon().start()
+        try:
             rc, err = self.send(d, ddp_lines(with_rank=False))
             self.assertEqual(rc, 0, err)
             self.assertIn('%d line(s) accepted' % (4 * 399), err)
-            self.assertEqual(self.records(d), 4 * 399)       # what was acknowledged is stored
+            # what was acknowledged is stored: the repeats apart, as rank -1
+            records, apart = self.records(d), self.apart(d)
+            self.assertEqual(records + apart, 4 * 399)
+            self.assertLessEqual(records, 399 + 4)
             self.assertLessEqual(self.segments(d), 4)        # not 1,198
             st, run = d.get('/v1/runs/ddp')
             self.assertTrue(run['writers']['interleaved'])
             self.assertEqual(run['writers']['step'], 2)
-            self.assertEqual(run['ranks'], [])
-            self.assertEqual(d.logtext().count('look like several processes'), 1)
+            self.assertEqual([(k['rank'], k['lines']) for k in run['ranks']], [(-1, apart)])
+            self.assertEqual(self.said(d), 1)
             # the job restarts from its checkpoint at 300: one segment more
             before = self.segments(d)
             rc, err = self.send(d, ddp_lines(with_rank=False, steps=range(301, 321)))
             self.assertEqual(rc, 0, err)
             self.assertEqual(self.segments(d), before + 1)
-            self.assertEqual(d.logtext().count('look like several processes'), 1)
+            self.assertEqual(self.said(d), 1)
+            # after a daemon restart the run is still known as interleaved:
+            # its next steps open no segment and are not said again
+            d.stop()
+            d.start()
+            rc, err = self.send(d, ddp_lines(with_rank=False, steps=range(321, 341)))
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(self.segments(d), before + 1)
+            self.assertEqual(self.said(d), 1)
+            self.assertEqual(self.records(d) + self.apart(d), 4 * 439)
+        finally:
+            d.close()
 
     def test_a_bad_rank_is_rejected_precisely(self):
         with Daemon() as d:

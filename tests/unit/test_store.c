@@ -277,7 +277,8 @@ struct positions {
 	int64_t seg, step;
 };
 
-static void on_position(void *data, const char *run, int64_t seg, int64_t step, double ts)
+static void on_position(void *data, const char *run, int64_t seg, int64_t step, double ts,
+                        bool interleaved)
 {
 	struct positions *p = data;
 	p->n++;

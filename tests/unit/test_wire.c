@@ -212,14 +212,13 @@ START_TEST(rank_field)
 	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":3,\"rank\":7,\"loss\":1.5}", &r, &e), 0);
 	ck_assert(r.has_rank);
 	ck_assert_uint_eq(r.rank, 7);
-	ck_assert(!gw_rec_primary(&r));
 	ck_assert_uint_eq(r.n_extra, 0);
 	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":3,\"rank\":0,\"loss\":1.5}", &r, &e), 0);
-	ck_assert(r.has_rank && r.rank == 0 && gw_rec_primary(&r));
+	ck_assert(r.has_rank && r.rank == 0 && !r.rank_label);
 	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":3,\"rank\":null,\"loss\":1.5}", &r, &e), 0);
-	ck_assert(!r.has_rank && gw_rec_primary(&r));
+	ck_assert(!r.has_rank);
 	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":3,\"loss\":1.5}", &r, &e), 0);
-	ck_assert(!r.has_rank && gw_rec_primary(&r));
+	ck_assert(!r.has_rank);
 	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":3,\"rank\":1048575,\"event\":\"resumed\","
 	                       "\"checkpoint_step\":2}", &r, &e), 0);
 	ck_assert(r.has_rank && r.rank == 1048575);

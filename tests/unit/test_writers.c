@@ -2,7 +2,8 @@
  * Unit tests of one run written by several processes (detectors/engine.c,
  * engine.h "Ranks" and "Interleaved writers"): lines of ranks other than 0
  * never open segments or reach the detectors and tell which rank is behind;
- * lines without a rank from four writers are recognised as interleaved
+ * a log's rank labels make the first printing rank the run's; lines
+ * without a rank from four writers are recognised as interleaved
  * after a few repeats and then folded, while real restarts (a rewind to a
  * checkpoint, a crash loop back to the same step, a repeat of the last step
  * after a crash, a rewind after a wall-clock gap) stay segments.
@@ -121,6 +122,7 @@ static void interleaved(double ts0)
 	ck_assert_int_eq(ri.last_step, 399);
 	ck_assert_int_eq(ri.records, 4 * 399);
 	ck_assert_uint_ge(ri.folded, 4 * 399 - 399 - 3);
+	ck_assert(gw_engine_kept_apart(e));   /* the last line: writer 4's copy of 399 */
 	/* a real restart: every writer back to the checkpoint at 300 */
 	int before = s.segs;
 	for (int step = 301; step <= 320; step++)
@@ -197,6 +199,45 @@ START_TEST(repeated_resumed_event_is_one_segment)
 }
 END_TEST
 
+/* Rank labels of a log (readers): the label of the first metric record is
+ * the run's (Megatron prints from its last rank), events are the job's */
+START_TEST(rank_labels)
+{
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s);
+	uint64_t line = 0;
+	for (int step = 1; step <= 50; step++)
+		for (uint32_t k = 0; k < 3; k++) {
+			uint32_t label = (k + 2) % 3;   /* rank 2 prints first */
+			struct gw_rec r = {.run = "ddp", .run_len = 3, .step = step, .ts = NAN,
+			                   .present = 1u << GW_ROLE_LOSS, .has_rank = true,
+			                   .rank = label, .rank_label = true};
+			r.v[GW_ROLE_LOSS] = 2.0;
+			ck_assert_int_eq(gw_engine_feed(e, &r, ++line, NAN, NULL), 0);
+			ck_assert(gw_engine_kept_apart(e) == (label != 2));
+		}
+	json_t *a = json_object();
+	struct gw_rec ev = {.run = "ddp", .run_len = 3, .step = 50, .ts = NAN,
+	                    .event = "checkpoint_saved", .attrs = a, .has_rank = true, .rank = 0,
+	                    .rank_label = true};
+	ck_assert_int_eq(gw_engine_feed(e, &ev, ++line, NAN, NULL), 0);
+	ck_assert(!gw_engine_kept_apart(e));
+	json_decref(a);
+	ck_assert_int_eq(s.segs, 1);
+	struct gw_run_info ri = info(e);
+	ck_assert_int_eq(ri.label_rank, 2);
+	ck_assert_uint_eq(ri.rank_lines, 100);
+	ck_assert_int_eq(ri.records, 50);
+	ck_assert_int_eq(ri.events, 1);
+	/* a "rank" field is not a label: rank 0 is the primary there */
+	rec(e, 51, NAN, 2.0, 2, ++line);
+	ck_assert(gw_engine_kept_apart(e));
+	rec(e, 51, NAN, 2.0, 0, ++line);
+	ck_assert(!gw_engine_kept_apart(e));
+	gw_engine_free(e);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("writers");
@@ -205,6 +246,7 @@ int main(void)
 	tcase_add_test(tc, interleaved_writers_are_recognised);
 	tcase_add_test(tc, restarts_stay_segments);
 	tcase_add_test(tc, repeated_resumed_event_is_one_segment);
+	tcase_add_test(tc, rank_labels);
 	suite_add_tcase(s, tc);
 	return gw_check_run(s);
 }
