@@ -54,9 +54,9 @@ static void on_writers(void *data, const struct gw_writers_info *w)
 	struct gw_ingest *in = data;
 	gw_log_warn("run %s: from step %" PRId64 " (line %" PRIu64 ") its lines look like several "
 	            "processes logging the same run (every step repeated by several writers: "
-	            "one line per rank of a distributed job?); repeats are stored but no longer "
-	            "open segments or reach the detectors. Send from rank 0 only, or add "
-	            "\"rank\" to each line (docs/wire-format.md)", w->run, w->step, w->line);
+	            "one line per rank of a distributed job?); from now on their repeats are kept "
+	            "apart: they open no segment and do not reach the detectors. Send from rank 0 "
+	            "only, or add \"rank\" to each line (docs/wire-format.md)", w->run, w->step, w->line);
 	if (!in->store)
 		return;
 	char note[160];

@@ -7,15 +7,22 @@ lines stored apart (their summary in /v1/runs/{run}, their lines in
 recognised after a few repeats, said once in the log and on the run (also
 after a daemon restart), the repeats stored apart as rank -1, and no
 longer opens segments, while a real restart of the job still does; a bad
-rank is rejected with its column."""
+rank is rejected with its column.
+
+A log every rank printed to (build-nanoGPT's stdout under torchrun's
+"[rank3]:" and "[default3]:" labels, srun --label's " 3: ") through
+`gradwatch replay` raises the alerts the one-rank log raises, on one run
+and one segment, and through `gradwatchd --follow` is one run of one
+segment with the other ranks' lines stored apart."""
 import json
+import math
 import os
 import shutil
 import subprocess
 import tempfile
 import unittest
 
-from gwtest import GRADWATCH, Daemon
+from gwtest import GRADWATCH, Daemon, wait_for
 
 
 def ddp_lines(ranks=4, steps=range(1, 400), with_rank=True, ts0=None, hang=None):
@@ -149,6 +156,78 @@ class Ranks(unittest.TestCase):
             self.assertIn(':1: bad_rank', err)
             self.assertIn(':2: bad_rank', err)
             self.assertIn('column 30', err)
+
+
+LABELS = {'rank': '[rank%d]: ', 'default': '[default%d]:', 'srun': '%2d: '}
+LOG_STEPS, NAN_AT = 300, 250
+
+
+def all_ranks_log(label, ranks=4):
+    """build-nanoGPT stdout as every rank prints it, each line labelled;
+    the loss is NaN from NAN_AT on (every rank)."""
+    out = ['[rank0]: using device: cpu\n' if label == 'rank' else 'using device: cpu\n']
+    for s in range(1, LOG_STEPS + 1):
+        for k in range(ranks):
+            loss = float('nan') if s >= NAN_AT else 6.0 * math.exp(-s / 200) + 0.01 * k
+            line = ('step %5d | loss: %.6f | lr 6.0000e-04 | norm: %.4f | dt: 400.00ms | '
+                    'tok/sec: 1306830.22\n' % (s, loss, 0.5 + 0.01 * k))
+            out.append(((LABELS[label] % k) if label else '') + line)
+    return ''.join(out).encode()
+
+
+def replay_opens(path):
+    r = subprocess.run([GRADWATCH, 'replay', '--format', 'jsonl', '--run', 'job', path],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    assert r.returncode in (0, 1), r.stderr
+    return sorted((a['run'], a['detector'], a['step'], a['segment'])
+                  for a in map(json.loads, r.stdout.decode().splitlines()) if a['kind'] == 'open')
+
+
+class RankLabels(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix='gwlabels-')
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def write(self, name, data):
+        p = os.path.join(self.tmp, name)
+        with open(p, 'wb') as f:
+            f.write(data)
+        return p
+
+    def test_replay_of_an_all_ranks_log(self):
+        one = replay_opens(self.write('one.log', all_ranks_log(None, ranks=1)))
+        self.assertIn(('job', 'nonfinite', NAN_AT, 1), one)
+        for label in LABELS:
+            got = replay_opens(self.write('%s.log' % label, all_ranks_log(label)))
+            self.assertEqual(got, one, label)
+
+    def test_follow_of_an_all_ranks_log(self):
+        for label in ('default', 'srun'):
+            d = Daemon()
+            log = os.path.join(d.dir, 'train.log')
+            open(log, 'wb').close()
+            d.extra_args += ['--follow', log, '--run', 'job']
+            d.start()
+            try:
+                data = all_ranks_log(label)
+                half = len(data) // 2
+                with open(log, 'ab') as f:     # the job is still writing
+                    f.write(data[:half])
+                    f.flush()
+                    f.write(data[half:])
+                rows = "SELECT count(*) FROM records x JOIN runs r ON r.id = x.run_id"
+                wait_for(lambda: d.sql(rows)[0][0] == LOG_STEPS, 30, 'rank 0\'s records')
+                d.wait_committed("SELECT count(*) FROM rank_lines", 3 * LOG_STEPS)
+                self.assertEqual(d.sql("SELECT name FROM runs"), [('job',)])
+                self.assertEqual(d.sql("SELECT count(*) FROM segments")[0][0], 1)
+                run = d.get('/v1/runs/job')[1]
+                self.assertEqual([(k['rank'], k['lines']) for k in run['ranks']],
+                                 [(1, LOG_STEPS), (2, LOG_STEPS), (3, LOG_STEPS)], label)
+                alerts = d.get('/v1/runs/job/alerts')[1]['alerts']
+                self.assertEqual([(a['detector'], a['step']) for a in alerts
+                                  if a['detector'] == 'nonfinite'], [('nonfinite', NAN_AT)])
+            finally:
+                d.close()
 
 
 if __name__ == '__main__':

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "reader_impl.h"
 
 struct seen {
 	int segs;
@@ -238,6 +239,40 @@ START_TEST(rank_labels)
 }
 END_TEST
 
+/* The labels launchers put before every process's lines (reader.h "Rank
+ * labels"), and lines of the formats that only look like one */
+START_TEST(rank_label_patterns)
+{
+	static const struct {
+		const char *line;
+		size_t len;
+		uint32_t rank;
+	} cases[] = {
+		{"[rank3]: step 1 | loss: 2.0", 9, 3},
+		{"[rank12]:step 1", 9, 12},
+		{"[default0]:step 1", 11, 0},
+		{" 3: iteration 1/ 2 |", 4, 3},
+		{"31:  [2026-08-18 03:14:52.592739] iteration", 5, 31},
+		{"[2026-08-18 03:14:52] iteration 1/ 2", 0, 0},
+		{"[INFO]: step 1", 0, 0},
+		{"iter 425: loss nan", 0, 0},
+		{"5317 train 3.41", 0, 0},
+		{"5317: 3.41", 6, 5317},
+		{"12:30:01 step 1", 0, 0},
+		{"[rank3] step 1", 0, 0},
+		{"99999999: x", 0, 0},
+		{"[rank2000000]: x", 0, 0},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t rank = 0;
+		size_t k = gw__rd_label(cases[i].line, strlen(cases[i].line), &rank);
+		ck_assert_msg(k == cases[i].len, "%s: %zu", cases[i].line, k);
+		if (k)
+			ck_assert_uint_eq(rank, cases[i].rank);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("writers");
@@ -247,6 +282,7 @@ int main(void)
 	tcase_add_test(tc, restarts_stay_segments);
 	tcase_add_test(tc, repeated_resumed_event_is_one_segment);
 	tcase_add_test(tc, rank_labels);
+	tcase_add_test(tc, rank_label_patterns);
 	suite_add_tcase(s, tc);
 	return gw_check_run(s);
 }
