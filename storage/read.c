@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
+/* Open read-only; *version gets the schema version (an older database is
+ * read as it is: the columns a later step added are left out). */
+static int open_ro_v(const char *path, sqlite3 **db, int *version, char *err, size_t errlen)
 {
 	int rc = sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
@@ -31,13 +33,20 @@ static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
 	sqlite3_busy_timeout(*db, 5000);
 	/* a newer gradwatch's database is not read as if it were ours (the
 	 * daemon refuses it at open; `gradwatch runs --db` answered from it) */
-	int version;
-	if ((rc = gw__store_version(*db, path, "gradwatch", &version, err, errlen)) < 0) {
+	if ((rc = gw__store_version(*db, path, "gradwatch", version, err, errlen)) < 0) {
 		sqlite3_close(*db);
 		*db = NULL;
 	}
 	return rc;
 }
+
+static int open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
+{
+	int version;
+	return open_ro_v(path, db, &version, err, errlen);
+}
+
+#define RANKS_VERSION 5   /* the schema step that added ranks, rank_lines, runs.writers */
 
 static json_t *col_json(sqlite3_stmt *st, int k)
 {
@@ -139,14 +148,19 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
                       char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = open_ro(path, &db, err, errlen);
+	int version;
+	int rc = open_ro_v(path, &db, &version, err, errlen);
 	if (rc < 0)
 		return rc;
 	json_t *runs = NULL, *segs = NULL, *last = NULL, *ranks = NULL;
 	const char *b[1] = {run};
-	rc = query(db, "SELECT name AS run, last_seg AS segment, last_step, last_ts, first_seen,"
-	               " last_seen, writers AS writers_json FROM runs WHERE name = ?1", b, 1, &runs,
-	           err, errlen);
+	bool has_ranks = version >= RANKS_VERSION;
+	rc = query(db, has_ranks ? "SELECT name AS run, last_seg AS segment, last_step, last_ts,"
+	                           " first_seen, last_seen, writers AS writers_json FROM runs"
+	                           " WHERE name = ?1"
+	                         : "SELECT name AS run, last_seg AS segment, last_step, last_ts,"
+	                           " first_seen, last_seen, NULL AS writers FROM runs WHERE name = ?1",
+	           b, 1, &runs, err, errlen);
 	if (rc < 0)
 		goto out;
 	if (!json_array_size(runs)) {
@@ -169,10 +183,10 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
 	           " ORDER BY x.id DESC LIMIT 1", b, 1, &last, err, errlen);
 	if (rc < 0)
 		goto out;
-	rc = query(db,
+	rc = has_ranks ? query(db,
 	           "SELECT k.rank, k.lines, k.first_step, k.last_step, k.last_ts, k.last_recv AS last_seen"
 	           " FROM ranks k JOIN runs r ON r.id = k.run_id WHERE r.name = ?1 ORDER BY k.rank",
-	           b, 1, &ranks, err, errlen);
+	           b, 1, &ranks, err, errlen) : (ranks = json_array()) ? 0 : -ENOMEM;
 	if (rc < 0)
 		goto out;
 	json_t *o = json_incref(json_array_get(runs, 0));
@@ -194,7 +208,8 @@ int gw_store_read_rank_lines(const char *path, const char *run, const char *rank
                              size_t limit, json_t **out, char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = open_ro(path, &db, err, errlen);
+	int version;
+	int rc = open_ro_v(path, &db, &version, err, errlen);
 	if (rc < 0)
 		return rc;
 	char lim[32];
@@ -205,7 +220,9 @@ int gw_store_read_rank_lines(const char *path, const char *run, const char *rank
 	if (rc == 0 && !json_array_size(runs))
 		rc = gw_errf(err, errlen, -ENOENT, "no run named \"%s\"", run);
 	json_decref(runs);
-	if (rc == 0)   /* the newest `limit`, oldest first */
+	if (rc == 0 && version < RANKS_VERSION)
+		rc = (*out = json_array()) ? 0 : -ENOMEM;
+	else if (rc == 0)   /* the newest `limit`, oldest first */
 		rc = query(db,
 		           "SELECT * FROM (SELECT x.id, x.step, x.line, x.ts, x.recv, x.body AS text"
 		           " FROM rank_lines x JOIN runs r ON r.id = x.run_id"
