@@ -138,7 +138,7 @@ static int q_ranks(const struct gw_http_req *req, json_t **out)
 {
 	char err[256];
 	long long rank, limit = RANK_LINES_DEFAULT;
-	int r = int_param(req->query, req->query_len, "rank", 0, GW_WIRE_RANK_MAX, &rank, err,
+	int r = int_param(req->query, req->query_len, "rank", -1, GW_WIRE_RANK_MAX, &rank, err,
 	                  sizeof(err));
 	int rl = r < 0 ? 0 : int_param(req->query, req->query_len, "limit", 1, RANK_LINES_MAX, &limit,
 	                               err, sizeof(err));

@@ -161,7 +161,8 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 int gw_wire_fmt_double(char *buf, double v);
 
 /* Append `rec` as one line of the wire format, '\n' included: run, step,
- * ts (when not NaN), then an event's "event" and attributes, or a record's
+ * ts (when not NaN), rank (a "rank" field's; a log's rank label is not
+ * one), then an event's "event" and attributes, or a record's
  * roles under their canonical names and its extras under their names;
  * numbers as gw_wire_fmt_double writes them, so gw_wire_parse gives the
  * same record back.  Returns 0 or -ENOMEM (buf keeps what it had, with its

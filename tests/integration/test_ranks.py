@@ -14,6 +14,7 @@ A log every rank printed to (build-nanoGPT's stdout under torchrun's
 `gradwatch replay` raises the alerts the one-rank log raises, on one run
 and one segment, and through `gradwatchd --follow` is one run of one
 segment with the other ranks' lines stored apart."""
+import http.client
 import json
 import math
 import os
@@ -103,6 +104,13 @@ class Ranks(unittest.TestCase):
             self.assertEqual(self.segments(d), 2)
             # and the other ranks' lines of it are stored apart too
             d.wait_committed("SELECT count(*) FROM rank_lines", 3 * 399 - 49 + 30)
+            # deleting the run deletes them with it
+            c = http.client.HTTPConnection('127.0.0.1', d.http_port, timeout=30)
+            c.request('DELETE', '/v1/runs/ddp')
+            self.assertEqual(c.getresponse().status, 200)
+            c.close()
+            self.assertEqual(d.sql("SELECT count(*) FROM rank_lines")[0][0], 0)
+            self.assertEqual(d.sql("SELECT count(*) FROM ranks")[0][0], 0)
 
     @staticmethod
     def said(d):
@@ -129,6 +137,9 @@ class Ranks(unittest.TestCase):
             self.assertTrue(run['writers']['interleaved'])
             self.assertEqual(run['writers']['step'], 2)
             self.assertEqual([(k['rank'], k['lines']) for k in run['ranks']], [(-1, apart)])
+            st, page = d.get('/v1/runs/ddp/ranks?rank=-1&limit=3')
+            self.assertEqual(st, 200, page)
+            self.assertEqual([x['step'] for x in page['lines']], [399, 399, 399])
             self.assertEqual(self.said(d), 1)
             # the job restarts from its checkpoint at 300: one segment more
             before = self.segments(d)
@@ -200,6 +211,19 @@ class RankLabels(unittest.TestCase):
         for label in LABELS:
             got = replay_opens(self.write('%s.log' % label, all_ranks_log(label)))
             self.assertEqual(got, one, label)
+
+    def test_convert_of_an_all_ranks_log(self):
+        # one rank's timeline, said on stderr; a label is not written as
+        # "rank" (Megatron's points are rank 31's, and "rank" 31 would not
+        # be the run's)
+        path = self.write('srun.log', all_ranks_log('srun'))
+        r = subprocess.run([GRADWATCH, 'convert', '--run', 'job', path], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = [json.loads(x.replace('NaN', 'null')) for x in r.stdout.decode().splitlines()]
+        self.assertEqual([x['step'] for x in out], list(range(1, LOG_STEPS + 1)))
+        self.assertFalse(any('rank' in x for x in out))
+        self.assertIn('%d point(s) of other ranks left out' % (3 * LOG_STEPS), r.stderr.decode())
 
     def test_follow_of_an_all_ranks_log(self):
         for label in ('default', 'srun'):
