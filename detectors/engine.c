@@ -15,6 +15,8 @@
  * not a rewind and never reaches the history: the timeline has moved past
  * its step.
  *
+ * Which lines are the run's (ranks, interleaved writers) is writers.c's.
+ *
  * Lines that carry neither a loss nor a grad norm (an lr-only line, an eval
  * summary) are stored by the daemon and count for segmentation, but do not
  * enter the history or reach the detectors: they would only dilute the
@@ -33,10 +35,6 @@
 #include <string.h>
 
 #define GAP_MIN_INTERVALS 4   /* intervals known before a gap can split */
-#define IW_DEPTH 8            /* interleaved writers: how far below a repeat may go */
-#define IW_SHORT 4            /* records of a segment a shallow rewind may end */
-#define IW_STREAK 3           /* shallow rewinds in a row that recognise them */
-#define IW_LATE_INTERVALS 4   /* a repeat comes within this many step intervals */
 
 const char *gw_seg_reason_name(enum gw_seg_reason r)
 {
@@ -121,14 +119,7 @@ static struct run *run_new(struct gw_engine *e, const char *name, size_t len)
 	r->last_wall = NAN;
 	r->ended_step = -1;
 	r->max_steps = -1;
-	r->hi_step = -1;
-	r->label_rank = -1;
-	r->iw_last_target = -1;
-	r->iw_step = -1;
-	for (int k = 0; k < RANK_TRACK; k++) {
-		r->rank_step[k] = -1;
-		r->rank_wall[k] = NAN;
-	}
+	gw__writers_init(r);
 	for (int c = 0; c < GW_NROLES; c++)
 		r->last[c] = NAN;
 	r->th_gen = e->th_gen - 1;
@@ -295,7 +286,7 @@ static void open_segment(struct gw_engine *e, struct run *r, enum gw_seg_reason 
 	}
 }
 
-static double median_dts(const struct run *r)
+double gw__median_dts(const struct run *r)
 {
 	double tmp[GAP_HIST];
 	memcpy(tmp, r->dts, r->ndts * sizeof(double));
@@ -314,7 +305,7 @@ static int segment_break(const struct run *r, const struct gw_rec *rec)
 	if (rewind)
 		return GW_SEG_REWIND;
 	if (!isnan(rec->ts) && !isnan(r->last_ts) && r->ndts >= GAP_MIN_INTERVALS) {
-		double need = fmax(r->th->gap_min_seconds, r->th->gap_factor * median_dts(r));
+		double need = fmax(r->th->gap_min_seconds, r->th->gap_factor * gw__median_dts(r));
 		if (rec->ts - r->last_ts > need)
 			return GW_SEG_GAP;
 	}
@@ -340,128 +331,6 @@ static bool arrived_late(const struct run *r, const struct gw_rec *rec)
 	return false;
 }
 
-/* ---- several writers (engine.h "Ranks", "Interleaved writers") ------------- */
-
-/* A line with a rank: its rank's position (rank 0's too). */
-static void note_rank(struct run *r, const struct gw_rec *rec, double now)
-{
-	if (rec->rank < RANK_TRACK) {
-		if (r->rank_step[rec->rank] < 0) {
-			r->ranks_seen++;
-			r->rank_step[rec->rank] = rec->step;
-		} else if (!rec->event) {
-			r->rank_step[rec->rank] = rec->step;
-		}
-		r->rank_wall[rec->rank] = now;
-	}
-	if (rec->rank > r->rank_max)
-		r->rank_max = rec->rank;
-}
-
-/* Is this ranked line the run's primary writer's (engine.h "Ranks")? */
-static bool rank_primary(struct run *r, const struct gw_rec *rec)
-{
-	if (!rec->rank_label)
-		return rec->rank == 0;
-	if (rec->event)
-		return true;
-	if (r->label_rank < 0)
-		r->label_rank = rec->rank;
-	return rec->rank == r->label_rank;
-}
-
-/* Does a repeat come soon enough after the last line to be another
- * writer's (ts unknown: yes)?  A restart takes longer than a few steps. */
-static bool repeat_in_time(const struct run *r, const struct gw_rec *rec)
-{
-	if (isnan(rec->ts) || isnan(r->last_ts))
-		return true;
-	double dt = r->ndts ? median_dts(r) : 0;
-	return rec->ts - r->last_ts <= fmax(1.0, IW_LATE_INTERVALS * dt);
-}
-
-/* Is this rewind (segment_break said so) a shallow one (engine.h)? */
-static bool shallow_rewind(const struct run *r, const struct gw_rec *rec)
-{
-	return !rec->has_rank && r->hi_step - rec->step <= IW_DEPTH &&
-	       r->seg_records <= IW_SHORT && repeat_in_time(r, rec);
-}
-
-/* Count a rewind towards recognising interleaved writers; true when this
- * one recognises them (the line is then folded, not a segment). */
-static bool count_rewind(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
-                         uint64_t line)
-{
-	if (!shallow_rewind(r, rec)) {
-		r->iw_streak = r->iw_targets = r->iw_timed = 0;
-		r->iw_last_target = -1;
-		return false;
-	}
-	r->iw_streak++;
-	r->iw_timed += !isnan(rec->ts) && !isnan(r->last_ts);
-	if (rec->step != r->iw_last_target)
-		r->iw_targets++;
-	r->iw_last_target = rec->step;
-	if (r->iw_streak < IW_STREAK || (r->iw_targets < 2 && r->iw_timed < r->iw_streak))
-		return false;
-	r->interleaved = true;
-	r->iw_step = rec->step;
-	r->iw_line = line;
-	if (e->hooks.on_writers && !e->quiet) {
-		struct gw_writers_info wi = {.run = r->name, .step = rec->step, .line = line,
-		                             .seg = r->seg};
-		e->hooks.on_writers(e->hooks.data, &wi);
-	}
-	return true;
-}
-
-/* Once interleaved: is this line another writer's repeat of a step the run
- * has logged (at or below its last step, within IW_DEPTH, in time)? */
-static bool folded_repeat(const struct run *r, const struct gw_rec *rec)
-{
-	if (!r->interleaved || rec->has_rank || r->seg_from_event || r->last_step < 0)
-		return false;
-	bool repeat = rec->step < r->last_step ||
-	              (rec->step == r->last_step && (rec->present & r->last_present));
-	return repeat && r->last_step - rec->step <= IW_DEPTH && repeat_in_time(r, rec);
-}
-
-static void fold(struct gw_engine *e, struct run *r, const struct gw_rec *rec)
-{
-	r->records++;   /* stored apart by the daemon; another writer's copy of a step */
-	r->folded++;
-	r->present_ever |= rec->present;
-	e->apart = true;
-}
-
-static int64_t checkpoint_step(const struct gw_rec *rec)
-{
-	json_t *cs = json_object_get(rec->attrs, "checkpoint_step");
-	double v = json_number_value(cs);
-	/* a step there is (one past GW_WIRE_STEP_MAX, 1e300 or inf would
-	 * make the cast undefined); else the event's own */
-	if (json_is_number(cs) && v >= 0 && v <= (double)GW_WIRE_STEP_MAX)
-		return (int64_t)v;
-	return rec->step;
-}
-
-/* Is this event another writer's copy of the one before it: a "resumed"
- * at the step (and from the checkpoint) of the one that opened the
- * segment, no metric line since, in time (known ts on both, or the run is
- * interleaved); once interleaved, a "checkpoint_saved" at the newest
- * one's step too. */
-static bool folded_event(const struct run *r, const struct gw_rec *rec)
-{
-	if (rec->has_rank)
-		return false;
-	if (strcmp(rec->event, "resumed") == 0)
-		return r->seg_from_event && rec->step == r->resumed_step &&
-		       checkpoint_step(rec) == r->resumed_ckpt && repeat_in_time(r, rec) &&
-		       (r->interleaved || (!isnan(rec->ts) && !isnan(r->last_ts)));
-	return r->interleaved && strcmp(rec->event, "checkpoint_saved") == 0 &&
-	       r->ckpts[CKPT_KEEP - 1].attrs && r->ckpts[CKPT_KEEP - 1].step == rec->step;
-}
-
 /* ---- lines ------------------------------------------------------------------ */
 
 static void dispatch(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
@@ -485,13 +354,10 @@ static void feed_event(struct gw_engine *e, struct run *r, const struct gw_rec *
                        uint64_t line, double now)
 {
 	r->events++;
-	if (folded_event(r, rec)) {
-		r->folded++;
-		e->apart = true;
+	if (gw__writers_fold_event(e, r, rec))
 		return;
-	}
 	if (strcmp(rec->event, "resumed") == 0) {
-		int64_t s = checkpoint_step(rec);
+		int64_t s = gw__checkpoint_step(rec);
 		open_segment(e, r, GW_SEG_RESUMED, rec->step, s, line, rec->ts, now);
 		r->resumed_step = rec->step;
 		r->resumed_ckpt = s;
@@ -516,20 +382,16 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
                         uint64_t line, double now)
 {
 	bool metric = gw_rec_has(rec, GW_ROLE_LOSS) || gw_rec_has(rec, GW_ROLE_GRAD_NORM);
-	if (folded_repeat(r, rec)) {
-		fold(e, r, rec);
+	if (gw__writers_fold_record(e, r, rec))
 		return;
-	}
 	if (arrived_late(r, rec)) {
 		r->records++;   /* stored by the daemon; the timeline has moved past it */
 		r->present_ever |= rec->present;
 		return;
 	}
 	int why = segment_break(r, rec);
-	if (why == GW_SEG_REWIND && !r->interleaved && count_rewind(e, r, rec, line)) {
-		fold(e, r, rec);
+	if (why == GW_SEG_REWIND && !r->interleaved && gw__writers_rewind(e, r, rec, line))
 		return;
-	}
 	if (why >= 0) {
 		int64_t s = why == GW_SEG_REWIND || why == GW_SEG_GAP ? rec->step - 1 : -1;
 		open_segment(e, r, (enum gw_seg_reason)why, rec->step, s, line, rec->ts, now);
@@ -587,15 +449,10 @@ int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
 	if (!r)
 		return err;
 	refresh_th(e, r);
-	if (rec->has_rank) {
-		note_rank(r, rec, now);
-		if (!rank_primary(r, rec)) {
-			r->rank_lines++;   /* stored apart by the daemon */
-			e->apart = true;
-			if (seg_out)
-				*seg_out = r->seg;
-			return 0;
-		}
+	if (rec->has_rank && !gw__writers_primary(e, r, rec, now)) {
+		if (seg_out)
+			*seg_out = r->seg;
+		return 0;   /* another rank's: its position only */
 	}
 	r->last_wall = now;
 	if (rec->event)
@@ -607,17 +464,12 @@ int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
 	return 0;
 }
 
-bool gw_engine_kept_apart(const struct gw_engine *e)
-{
-	return e->apart;
-}
-
 int gw_engine_set_interleaved(struct gw_engine *e, const char *run)
 {
 	struct run *r = run_find(e, run, strlen(run));
 	if (!r)
 		return -ENOENT;
-	r->interleaved = true;
+	r->interleaved = true;   /* writers.c: repeats are folded */
 	return 0;
 }
 
@@ -690,24 +542,7 @@ static void fill_info(const struct gw_engine *e, const struct run *r, struct gw_
 	ri->events = r->events;
 	ri->ended = r->ended;
 	ri->max_steps = r->max_steps;
-	ri->interleaved = r->interleaved;
-	ri->iw_step = r->iw_step;
-	ri->iw_line = r->iw_line;
-	ri->folded = r->folded;
-	ri->rank_lines = r->rank_lines;
-	ri->ranks_seen = r->ranks_seen;
-	ri->rank_max = r->rank_max;
-	ri->label_rank = r->label_rank;
-	ri->behind_rank = -1;
-	ri->behind_wall = NAN;
-	if (r->ranks_seen >= 2)
-		for (int k = 0; k < RANK_TRACK; k++)
-			if (r->rank_step[k] >= 0 &&
-			    (ri->behind_rank < 0 || r->rank_step[k] < ri->behind_step)) {
-				ri->behind_rank = k;
-				ri->behind_step = r->rank_step[k];
-				ri->behind_wall = r->rank_wall[k];
-			}
+	gw__writers_info(r, ri);
 	for (size_t d = 0; d < GW_DET_MAX && gw_det_registry[d]; d++)
 		for (int k = 0; k < MAX_INCIDENTS; k++) {
 			bool open = r->inc[d][k].used && r->inc[d][k].open;

@@ -1,6 +1,7 @@
 /*
  * Internal to the engine (engine.c: runs, segments, dispatch; verdict.c:
- * verdicts, precedence, incidents; run_end.c: run endings): the state of a
+ * verdicts, precedence, incidents; run_end.c: run endings; writers.c:
+ * ranks and interleaved writers): the state of a
  * run and of the engine.  Nothing outside those files includes this.
  *
  * A run's state is one allocation of fixed size (struct run) plus its
@@ -105,6 +106,27 @@ struct run {
 void gw__run_end_record(struct run *r, const struct gw_rec *rec);
 void gw__run_end_event(struct run *r, const struct gw_rec *rec);
 void gw__run_end_mark(struct run *r, int64_t step);
+
+/* The median of the run's recent step intervals (engine.c). */
+double gw__median_dts(const struct run *r);
+
+/* Several writers (writers.c; engine.h "Ranks", "Interleaved writers").
+ * gw__writers_primary: a line with a rank: notes the rank's position;
+ * false (and e->apart) when it is not the run's primary writer's.
+ * gw__writers_fold_record / _event: once interleaved, another writer's
+ * repeat of a step, or copy of an event: counted and kept apart (true).
+ * gw__writers_rewind: a rewind segment_break reported, counted towards
+ * recognising interleaved writers; true when this one recognised them (the
+ * line is folded, the on_writers hook was called).  gw__checkpoint_step:
+ * a resumed event's checkpoint_step, else its step. */
+void gw__writers_init(struct run *r);                              /* a new run's */
+void gw__writers_info(const struct run *r, struct gw_run_info *ri);  /* its part of gw_run_info */
+bool gw__writers_primary(struct gw_engine *e, struct run *r, const struct gw_rec *rec, double now);
+bool gw__writers_fold_record(struct gw_engine *e, struct run *r, const struct gw_rec *rec);
+bool gw__writers_fold_event(struct gw_engine *e, struct run *r, const struct gw_rec *rec);
+bool gw__writers_rewind(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
+                        uint64_t line);
+int64_t gw__checkpoint_step(const struct gw_rec *rec);
 
 /* A precedence rule with the names resolved to registry indices. */
 struct prec {
