@@ -53,6 +53,9 @@ in the sender thread, so `gradwatch replay` can re-run the detectors later.
 The resume gate (`check_resume`) is the one synchronous call: it flushes
 what is queued and asks the daemon over HTTP whether the live manifest
 matches the run's last checkpoint, raising ResumeError when it does not.
+
+(About 640 lines: the Client's methods share its queue and counters, so it
+stays one class; the transports are in _transport.py.)
 """
 import atexit
 import collections
