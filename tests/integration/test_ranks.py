@@ -89,6 +89,9 @@ class Ranks(unittest.TestCase):
             line = json.loads(page['lines'][1]['text'])
             self.assertEqual(line['rank'], 3)
             self.assertAlmostEqual(line['loss'], 2.03 - 0.399)
+            out = subprocess.run([GRADWATCH, 'runs', '--url', 'http://127.0.0.1:%d' % d.http_port,
+                                  'ddp'], stdout=subprocess.PIPE, timeout=60).stdout.decode()
+            self.assertIn('  rank 2: 350 lines kept apart, last step 350\n', out)
             st, page = d.get('/v1/runs/ddp/ranks')
             self.assertEqual(st, 200)
             self.assertEqual(len(page['ranks']), 3)
@@ -137,6 +140,13 @@ class Ranks(unittest.TestCase):
             self.assertTrue(run['writers']['interleaved'])
             self.assertEqual(run['writers']['step'], 2)
             self.assertEqual([(k['rank'], k['lines']) for k in run['ranks']], [(-1, apart)])
+            # `gradwatch runs RUN` says it too, from the daemon and from the file
+            for where in (['--url', 'http://127.0.0.1:%d' % d.http_port], ['--db', d.db]):
+                out = subprocess.run([GRADWATCH, 'runs'] + where + ['ddp'], stdout=subprocess.PIPE,
+                                     timeout=60).stdout.decode()
+                self.assertIn('several processes log this run (recognised at step 2)', out)
+                self.assertIn('interleaved repeats (rank -1): %d lines kept apart, last step 399'
+                              % apart, out)
             st, page = d.get('/v1/runs/ddp/ranks?rank=-1&limit=3')
             self.assertEqual(st, 200, page)
             self.assertEqual([x['step'] for x in page['lines']], [399, 399, 399])
