@@ -131,28 +131,31 @@ bad:
 #define RANK_LINES_DEFAULT 1000
 #define RANK_LINES_MAX 100000
 
-/* GET /v1/runs/{run}/ranks: the summary of the ranks other than 0 that sent
- * lines (as in /v1/runs/{run}); with ?rank=N[&limit=M] that rank's newest
- * lines, oldest first (docs/api.md). */
+/* GET /v1/runs/{run}/ranks: the summary of the ranks whose lines were kept
+ * apart (as in /v1/runs/{run}); with ?rank=N[&limit=M] that rank's newest
+ * lines, oldest first, with &after=ID the page after line ID (docs/api.md). */
 static int q_ranks(const struct gw_http_req *req, json_t **out)
 {
 	char err[256];
-	long long rank, limit = RANK_LINES_DEFAULT;
+	long long rank, limit = RANK_LINES_DEFAULT, after = 0;
 	int r = int_param(req->query, req->query_len, "rank", -1, GW_WIRE_RANK_MAX, &rank, err,
 	                  sizeof(err));
 	int rl = r < 0 ? 0 : int_param(req->query, req->query_len, "limit", 1, RANK_LINES_MAX, &limit,
 	                               err, sizeof(err));
-	if (r < 0 || rl < 0) {
+	int ra = r < 0 || rl < 0 ? 0 : int_param(req->query, req->query_len, "after", 0, INT64_MAX,
+	                                          &after, err, sizeof(err));
+	if (r < 0 || rl < 0 || ra < 0) {
 		*out = gw_http_error_json(err);
 		return 400;
 	}
 	json_t *j = NULL;
 	int rc;
 	if (r) {
-		char rs[24];
+		char rs[24], as[24];
 		snprintf(rs, sizeof(rs), "%lld", rank);
-		rc = gw_store_read_rank_lines(req->db_path, req->arg, rs, (size_t)limit, &j, err,
-		                              sizeof(err));
+		snprintf(as, sizeof(as), "%lld", after);
+		rc = gw_store_read_rank_lines(req->db_path, req->arg, rs, ra ? as : NULL, (size_t)limit,
+		                              &j, err, sizeof(err));
 		if (rc == 0)
 			*out = json_pack("{s:s, s:I, s:o}", "run", req->arg, "rank", (json_int_t)rank,
 			                 "lines", j);

@@ -205,7 +205,8 @@ out:
 }
 
 int gw_store_read_rank_lines(const char *path, const char *run, const char *rank,
-                             size_t limit, json_t **out, char *err, size_t errlen)
+                             const char *after, size_t limit, json_t **out, char *err,
+                             size_t errlen)
 {
 	sqlite3 *db;
 	int version;
@@ -214,7 +215,7 @@ int gw_store_read_rank_lines(const char *path, const char *run, const char *rank
 		return rc;
 	char lim[32];
 	snprintf(lim, sizeof(lim), "%zu", limit);
-	const char *b[3] = {run, rank, lim};
+	const char *b[4] = {run, rank, lim, after};
 	json_t *runs = NULL;
 	rc = query(db, "SELECT id FROM runs WHERE name = ?1", b, 1, &runs, err, errlen);
 	if (rc == 0 && !json_array_size(runs))
@@ -222,6 +223,13 @@ int gw_store_read_rank_lines(const char *path, const char *run, const char *rank
 	json_decref(runs);
 	if (rc == 0 && version < RANKS_VERSION)
 		rc = (*out = json_array()) ? 0 : -ENOMEM;
+	else if (rc == 0 && after)   /* a page after id `after` */
+		rc = query(db,
+		           "SELECT x.id, x.step, x.line, x.ts, x.recv, x.body AS text"
+		           " FROM rank_lines x JOIN runs r ON r.id = x.run_id"
+		           " WHERE r.name = ?1 AND x.rank = CAST(?2 AS INTEGER)"
+		           " AND x.id > CAST(?4 AS INTEGER) ORDER BY x.id LIMIT CAST(?3 AS INTEGER)",
+		           b, 4, out, err, errlen);
 	else if (rc == 0)   /* the newest `limit`, oldest first */
 		rc = query(db,
 		           "SELECT * FROM (SELECT x.id, x.step, x.line, x.ts, x.recv, x.body AS text"

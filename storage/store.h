@@ -208,12 +208,14 @@ void gw_store_stats(const struct gw_store *s, struct gw_store_stats *out);
 
 /* ---- readers (own connection; any thread but the loop) ---------------------- */
 
-/* The newest `limit` lines of rank `rank` (decimal text) of a run, oldest
- * first: [{id, step, line, ts, recv, text: the line in the wire format (NaN
- * bare, as Python writes it)}] on
+/* Lines of rank `rank` (decimal text) of a run that the engine kept apart:
+ * the newest `limit`, or with `after` (decimal text, NULL: none) the first
+ * `limit` whose id is above it; oldest first: [{id, step, line, ts, recv,
+ * text: the line in the wire format (NaN bare, as Python writes it)}], on
  * its own read-only connection.  -ENOENT for an unknown run. */
 int gw_store_read_rank_lines(const char *path, const char *run, const char *rank,
-                             size_t limit, json_t **out, char *err, size_t errlen);
+                             const char *after, size_t limit, json_t **out, char *err,
+                             size_t errlen);
 
 /* Runs as [{run, segment, last_step, last_ts, records, first_seen, last_seen}]. */
 int gw_store_read_runs(const char *path, json_t **out, char *err, size_t errlen);

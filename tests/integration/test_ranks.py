@@ -2,8 +2,8 @@
 "Ranks", "Interleaved writers"), through the real gradwatchd and
 `gradwatch send`: 4 ranks each sending steps 1..399 of run "ddp" with a
 "rank" field give one segment, rank 0's 399 records and the other ranks'
-lines stored apart (their summary in /v1/runs/{run}, their lines in
-/v1/runs/{run}/ranks?rank=N); without a rank field the interleaving is
+lines stored apart (their summary in /v1/runs/{run} and `gradwatch runs`,
+their lines in /v1/runs/{run}/ranks?rank=N and `gradwatch export --rank`); without a rank field the interleaving is
 recognised after a few repeats, said once in the log and on the run (also
 after a daemon restart), the repeats stored apart as rank -1, and no
 longer opens segments, while a real restart of the job still does; a bad
@@ -92,6 +92,22 @@ class Ranks(unittest.TestCase):
             out = subprocess.run([GRADWATCH, 'runs', '--url', 'http://127.0.0.1:%d' % d.http_port,
                                   'ddp'], stdout=subprocess.PIPE, timeout=60).stdout.decode()
             self.assertIn('  rank 2: 350 lines kept apart, last step 350\n', out)
+            # `gradwatch export --rank`: a rank's lines as they came, from
+            # the daemon (paged by id) and from the file
+            for where in (['--url', 'http://127.0.0.1:%d' % d.http_port], ['--db', d.db]):
+                r = subprocess.run([GRADWATCH, 'export', 'ddp', '--rank', '2'] + where,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                got = [json.loads(x) for x in r.stdout.decode().splitlines()]
+                self.assertEqual([(x['rank'], x['step']) for x in got], [(2, s) for s in range(1, 351)])
+            st, page = d.get('/v1/runs/ddp/ranks?rank=2&after=%d&limit=2' % 0)
+            self.assertEqual([x['step'] for x in page['lines']], [1, 2])
+            st, page = d.get('/v1/runs/ddp/ranks?rank=2&after=%d&limit=2' % page['lines'][1]['id'])
+            self.assertEqual([x['step'] for x in page['lines']], [3, 4])
+            r = subprocess.run([GRADWATCH, 'export', 'ddp', '--rank', '2', '--format', 'csv'],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn('--rank writes the lines as they came', r.stderr.decode())
             st, page = d.get('/v1/runs/ddp/ranks')
             self.assertEqual(st, 200)
             self.assertEqual(len(page['ranks']), 3)
