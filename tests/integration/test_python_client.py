@@ -345,13 +345,13 @@ class Ranks(unittest.TestCase):
         self.kw = dict(address=self.d.sock, udp='', http='127.0.0.1:%d' % self.d.http_port)
 
     def test_rank_from_the_environment(self):
-        self.assertIsNone(gradwatch.client.global_rank())
+        self.assertIsNone(gradwatch.global_rank())
         os.environ['LOCAL_RANK'] = '1'          # the rank on one node only
-        self.assertIsNone(gradwatch.client.global_rank())
+        self.assertIsNone(gradwatch.global_rank())
         os.environ['SLURM_PROCID'] = '5'
-        self.assertEqual(gradwatch.client.global_rank(), 5)
+        self.assertEqual(gradwatch.global_rank(), 5)
         os.environ['RANK'] = '3'                # torchrun's wins
-        self.assertEqual(gradwatch.client.global_rank(), 3)
+        self.assertEqual(gradwatch.global_rank(), 3)
         self.assertNotIn('torch', sys.modules)  # never imported to find out
 
     def test_other_ranks_are_quiet_no_ops(self):
