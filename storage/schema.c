@@ -54,10 +54,12 @@ static const char *const migrations[] = {
 	 * ended), kept beside the summary of what was detected */
 	"ALTER TABLE alerts ADD COLUMN resolution TEXT",
 	/* 4 -> 5: one run written by several processes (detectors/engine.h
-	 * "Ranks"): the lines of ranks other than 0, as wire-format text, and
-	 * per rank a summary kept by a trigger (the run page reads it every
-	 * few seconds); and the note that a run's lines were recognised as
-	 * interleaved writers' */
+	 * "Ranks", "Interleaved writers"): the lines the engine keeps apart
+	 * (other ranks'; interleaved writers' repeats as rank -1) as
+	 * wire-format text, per rank a summary kept by a trigger (the run page
+	 * reads it every few seconds), the note that a run's lines were
+	 * recognised as interleaved writers', and each record's rank (the
+	 * primary writer's, so a rebuilt run knows it again) */
 	"CREATE TABLE rank_lines(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL,"
 	"  rank INTEGER NOT NULL, step INTEGER NOT NULL, line INTEGER, ts REAL, recv REAL,"
 	"  body TEXT NOT NULL);"
