@@ -545,6 +545,19 @@ static void print_text(json_t *out, bool alerts, const char *run)
 			       (long long)json_integer_value(json_object_get(x, "records")),
 			       (long long)json_integer_value(json_object_get(x, "last_step")));
 		}
+		/* several processes (docs/wire-format.md "Several processes, one run") */
+		json_t *w = json_object_get(out, "writers");
+		if (json_is_true(json_object_get(w, "interleaved")))
+			printf("  several processes log this run (recognised at step %lld): their repeats "
+			       "are kept apart and open no segments\n",
+			       (long long)json_integer_value(json_object_get(w, "step")));
+		json_array_foreach(json_object_get(out, "ranks"), i, x) {
+			long long k = (long long)json_integer_value(json_object_get(x, "rank"));
+			printf("  %s %lld%s: %lld lines kept apart, last step %lld\n",
+			       k < 0 ? "interleaved repeats (rank" : "rank", k, k < 0 ? ")" : "",
+			       (long long)json_integer_value(json_object_get(x, "lines")),
+			       (long long)json_integer_value(json_object_get(x, "last_step")));
+		}
 		return;
 	}
 	json_t *arr = json_is_array(out) ? out : json_object_get(out, "runs");

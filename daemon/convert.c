@@ -12,6 +12,12 @@
  * converting and reading back gives the same doubles.  Points that a
  * checkpoint copy repeats from one converted before are left out
  * (input.h, gw_input_seen).
+ *
+ * A log every rank printed to (rank labels, readers/reader.h) becomes the
+ * timeline of one rank: the first labelled point's, as the daemon reads the
+ * log; the other ranks' points are left out and counted on stderr.  A label
+ * is not written as the "rank" field: that names a process's global rank,
+ * whose rank 0 is the run's, and Megatron prints from its last rank.
  */
 #include "convert.h"
 
@@ -29,13 +35,25 @@
 struct out {
 	FILE *f;
 	struct gw_buf buf;
+	int64_t label;        /* this file's first labelled point's rank, -1: none */
+	uint64_t apart;       /* points of other labels left out of this file */
 };
 
-static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
+static int on_rec(void *data, const struct gw_rec *in_rec, uint64_t line)
 {
 	struct out *o = data;
+	struct gw_rec rec = *in_rec;
+	if (rec.has_rank && rec.rank_label) {
+		if (!rec.event && o->label < 0)
+			o->label = rec.rank;
+		if (!rec.event && rec.rank != o->label) {
+			o->apart++;
+			return 0;
+		}
+		rec.has_rank = rec.rank_label = false;
+	}
 	gw_buf_reset(&o->buf);
-	if (gw_wire_append_rec(&o->buf, rec) < 0)
+	if (gw_wire_append_rec(&o->buf, &rec) < 0)
 		return -ENOMEM;
 	if (fwrite(o->buf.p, 1, o->buf.len, o->f) != o->buf.len)
 		return -EIO;
@@ -105,7 +123,13 @@ int gw_convert_main(struct gw_cfg *cfg, int argc, char **argv)
 			.data = &o,
 			.seen = seen,
 		};
+		o.label = -1;
+		o.apart = 0;
 		int rc = gw_input_read(&in);
+		if (o.apart)
+			fprintf(stderr, "gradwatch convert: %s: %llu point(s) of other ranks left out "
+			        "(the log's lines carry rank labels; written: rank %lld's)\n", argv[i],
+			        (unsigned long long)o.apart, (long long)o.label);
 		if (rc == -EIO || rc == -ENOMEM) {
 			fprintf(stderr, "gradwatch convert: cannot write the output: %s\n", strerror(-rc));
 			status = 2;

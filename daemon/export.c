@@ -5,7 +5,10 @@
  * query (storage/series.c), written as CSV or as gradwatch NDJSON that
  * replays.  Numbers are written as Python writes them (shortest round trip,
  * NaN for a non-finite value).  -o FILE is written beside it and renamed
- * over it at the end, so a failed export never touches FILE.
+ * over it at the end, so a failed export never touches FILE.  --rank N
+ * writes instead the lines of rank N the daemon kept apart (another
+ * process of the job, detectors/engine.h "Ranks"), as they came, paged
+ * through GET /v1/runs/{run}/ranks?rank=N&after=ID or the same query.
  */
 #include "client.h"
 
@@ -134,9 +137,63 @@ static void export_page(struct exporter *x, json_t *page)
 	}
 }
 
+#define RANK_PAGE 20000
+
+/* --rank: one page of a rank's lines after line id *after (0: from the
+ * start), from the daemon or the file; each written as it came.  Returns
+ * how many it wrote, or -1 (said on stderr). */
+static long export_rank_page(struct exporter *x, const char *db, const char *base, long timeout_ms,
+                             long long rank, long long *after)
+{
+	char err[512], rs[24], as[24];
+	snprintf(rs, sizeof(rs), "%lld", rank);
+	snprintf(as, sizeof(as), "%lld", *after);
+	json_t *lines = NULL, *page = NULL;
+	if (db) {
+		if (gw_store_read_rank_lines(db, x->run, rs, as, RANK_PAGE, &lines, err, sizeof(err)) < 0) {
+			fprintf(stderr, "gradwatch export: %s\n", err);
+			return -1;
+		}
+	} else {
+		char url[1024];
+		char *enc = curl_easy_escape(NULL, x->run, 0);
+		snprintf(url, sizeof(url), "%s/v1/runs/%s/ranks?rank=%s&after=%s&limit=%d", base,
+		         enc ? enc : "", rs, as, RANK_PAGE);
+		curl_free(enc);
+		const struct gw__http_opts ho = {.token = gw__client_token(), .timeout_ms = timeout_ms};
+		struct gw__http_answer a = {0};
+		gw__http_request(&ho, url, NULL, 0, NULL, &a);
+		page = a.status > 0 ? json_loads(a.body.p ? a.body.p : "", 0, NULL) : NULL;
+		if (a.status != 200 || !page) {
+			if (a.status < 0)
+				fprintf(stderr, "gradwatch export: %s (is gradwatchd running? or use --db PATH)\n", a.err);
+			else
+				fprintf(stderr, "gradwatch export: the daemon answered %ld: %s\n", a.status,
+				        gw__http_error_text(page, &a.body));
+			gw_buf_free(&a.body);
+			json_decref(page);
+			return -1;
+		}
+		gw_buf_free(&a.body);
+		lines = json_incref(json_object_get(page, "lines"));
+		json_decref(page);
+	}
+	size_t i;
+	json_t *l;
+	json_array_foreach(lines, i, l) {
+		fprintf(x->out, "%s\n", json_string_value(json_object_get(l, "text")));
+		*after = json_integer_value(json_object_get(l, "id"));
+		x->rows++;
+	}
+	long n = (long)json_array_size(lines);
+	json_decref(lines);
+	return n;
+}
+
 static const char export_usage[] =
 	"usage: gradwatch export RUN [--format csv|jsonl] [--url URL | --db PATH]\n"
-	"                        [--from STEP] [--to STEP] [-o FILE] [--timeout SECONDS]\n"
+	"                        [--from STEP] [--to STEP] [--rank N] [-o FILE]\n"
+	"                        [--timeout SECONDS]\n"
 	"\n"
 	"Every record of a run, for notebooks, from a running gradwatchd over HTTP\n"
 	"or, with --db, from its database file.\n"
@@ -147,6 +204,9 @@ static const char export_usage[] =
 	"  -d, --db PATH           read the database file instead\n"
 	"      --from STEP         the first step (default: the run's first)\n"
 	"      --to STEP           the last step (default: the run's last)\n"
+	"      --rank N            instead, the lines of rank N of a distributed job\n"
+	"                          that the daemon kept apart, as they came (NDJSON;\n"
+	"                          -1: repeats of interleaved writers without a rank)\n"
 	"  -o, --output FILE       write there (default: standard output)\n"
 	"      --timeout SECONDS   how long one request may take (default 30)\n"
 	"\n"
@@ -163,6 +223,7 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{"from", required_argument, NULL, 'F'},
 		{"to", required_argument, NULL, 'T'},
+		{"rank", required_argument, NULL, 'R'},
 		{"timeout", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
 		{0},
@@ -170,7 +231,8 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 	char base[256];
 	gw__client_default_url(cfg, base, sizeof(base));
 	const char *db = NULL, *out_path = NULL, *from = NULL, *to = NULL;
-	bool csv = true, url_given = false;
+	bool csv = true, url_given = false, format_given = false;
+	long long rank = -2;   /* -2: not --rank */
 	long timeout_ms = GW__CLIENT_TIMEOUT_MS;
 	int ch;
 	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
@@ -182,11 +244,20 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 		case 'o': out_path = optarg; break;
 		case 'F': from = optarg; break;
 		case 'T': to = optarg; break;
+		case 'R': {
+			char *end;
+			errno = 0;
+			rank = strtoll(optarg, &end, 10);
+			if (!*optarg || *end || errno || rank < -1 || rank > GW_WIRE_RANK_MAX)
+				return gw_cli_usage_error(prog, "--rank wants a rank from -1 to 1048575, not", optarg);
+			break;
+		}
 		case 't':
 			if (gw__client_parse_seconds(optarg, &timeout_ms) < 0)
 				return gw_cli_usage_error(prog, "--timeout wants seconds (more than 0, at most 86400), not", optarg);
 			break;
 		case 'f':
+			format_given = true;
 			if (strcmp(optarg, "csv") == 0)
 				csv = true;
 			else if (strcmp(optarg, "jsonl") == 0)
@@ -206,6 +277,10 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 		return gw_cli_usage_error(prog, "one RUN only; unexpected", argv[optind + 1]);
 	if (!db && gw__client_check_url(prog, base))
 		return GW_EXIT_USAGE;
+	if (rank >= -1 && ((format_given && csv) || from || to))
+		return gw_cli_usage_error(prog, "--rank writes the lines as they came (jsonl), without "
+		                          "--from/--to/--format csv; got", format_given && csv ? "--format csv"
+		                          : from ? "--from" : "--to");
 	struct gw_series_query q = {.run = argv[optind], .max_points = 0, .limit = 20000, .extra = true};
 	const char *bounds[2] = {from, to};
 	for (int k = 0; k < 2; k++) {
@@ -235,7 +310,14 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 	int rc = 0;
 	if (!db)
 		curl_global_init(CURL_GLOBAL_DEFAULT);
-	for (;;) {
+	for (long long after = 0; rank >= -1;) {
+		long n = export_rank_page(&x, db, base, timeout_ms, rank, &after);
+		if (n < 0)
+			rc = 2;
+		if (n < RANK_PAGE)
+			break;
+	}
+	for (; rank < -1;) {
 		json_t *page = NULL;
 		if (db) {
 			if (gw_store_read_series(db, &q, &page, err, sizeof(err)) < 0) {

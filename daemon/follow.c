@@ -201,7 +201,7 @@ static void load_saved(struct ffile *f)
 		return;
 	}
 	json_t *j = json_loads(val, 0, NULL);
-	json_int_t dev, ino, off, line, no = 0, first = 0, last = 0;
+	json_int_t dev, ino, off, line, no = 0, first = 0, last = 0, label = -1;
 	int any = 0;
 	if (j && json_unpack(j, "{s:I, s:I, s:I, s:I}", "dev", &dev, "ino", &ino, "offset", &off,
 	                     "line", &line) == 0 && off >= 0 && line >= 0) {
@@ -212,11 +212,13 @@ static void load_saved(struct ffile *f)
 		f->s_line = (uint64_t)line;
 		/* the run naming at that position (stored since it is kept; an
 		 * older daemon's position has none) */
-		if (json_unpack(j, "{s:{s:I, s:b, s:I, s:I}}", "runs", "no", &no, "any", &any,
-		                "first", &first, "last", &last) == 0 && no >= 1 && no <= UINT_MAX) {
+		if (json_unpack(j, "{s:{s:I, s:b, s:I, s:I, s?I}}", "runs", "no", &no, "any", &any,
+		                "first", &first, "last", &last, "label", &label) == 0 && no >= 1 &&
+		    no <= UINT_MAX) {
 			f->have_runs = true;
 			f->runs = (struct gw_reader_runs){
 				.no = (unsigned)no, .any = any, .first = first, .last = last,
+				.label = label >= 0 && label <= GW_WIRE_RANK_MAX ? label : -1,
 			};
 		}
 	} else {
@@ -243,15 +245,16 @@ static void save_position(struct ffile *f)
 	uint64_t line = gw_ingest_src_lines(&f->src);
 	if (line == f->saved_line)
 		return;
-	struct gw_reader_runs rs = {.no = 1};
+	struct gw_reader_runs rs = {.no = 1, .label = -1};
 	if (f->src.reader)
 		gw_reader_get_runs(f->src.reader, &rs);
-	char val[320];
+	char val[352];
 	snprintf(val, sizeof(val),
 	         "{\"dev\":%" PRIu64 ",\"ino\":%" PRIu64 ",\"offset\":%" PRIu64 ",\"line\":%" PRIu64
-	         ",\"runs\":{\"no\":%u,\"any\":%s,\"first\":%" PRId64 ",\"last\":%" PRId64 "}}",
+	         ",\"runs\":{\"no\":%u,\"any\":%s,\"first\":%" PRId64 ",\"last\":%" PRId64
+	         ",\"label\":%" PRId64 "}}",
 	         f->dev, f->ino, f->start_off + gw_ingest_src_consumed(&f->src), line, rs.no,
-	         rs.any ? "true" : "false", rs.first, rs.last);
+	         rs.any ? "true" : "false", rs.first, rs.last, rs.label);
 	if (gw_store_put_meta(f->d->store, f->key, val))
 		f->saved_line = line;
 }

@@ -47,6 +47,26 @@ static void on_segment(void *data, const struct gw_segment_info *si)
 		            si->restart_step >= 0 ? ", restart from a checkpoint" : "");
 }
 
+/* A run's lines were recognised as several processes' (engine.h
+ * "Interleaved writers"): said once in the log and noted on the run. */
+static void on_writers(void *data, const struct gw_writers_info *w)
+{
+	struct gw_ingest *in = data;
+	gw_log_warn("run %s: from step %" PRId64 " (line %" PRIu64 ") its lines look like several "
+	            "processes logging the same run (every step repeated by several writers: "
+	            "one line per rank of a distributed job?); from now on their repeats are kept "
+	            "apart: they open no segment and do not reach the detectors. Send from rank 0 "
+	            "only, or add \"rank\" to each line (docs/wire-format.md)", w->run, w->step, w->line);
+	if (!in->store)
+		return;
+	char note[160];
+	snprintf(note, sizeof(note),
+	         "{\"interleaved\":true,\"step\":%" PRId64 ",\"line\":%" PRIu64
+	         ",\"segment\":%" PRId64 ",\"noticed\":%.3f}",
+	         w->step, w->line, w->seg, gw_wall_now());
+	gw_store_put_writers(in->store, w->run, note);
+}
+
 /* The alert's row in the alerts table: open (insert or reopen), update or
  * resolve. */
 static uint64_t put_alert(struct gw_store *st, const struct gw_alert *a)
@@ -313,7 +333,8 @@ int gw_ingest_start(struct gw_ingest *in, const struct gw_ingest_opts *o, char *
 	eo.n_overrides = cfg->n_overrides;
 	eo.live = !o->replay;
 	eo.max_runs = 0;   /* live: runs.c keeps the active runs under limits.max_runs */
-	struct gw_engine_hooks hooks = {.data = in, .on_alert = on_alert, .on_segment = on_segment};
+	struct gw_engine_hooks hooks = {.data = in, .on_alert = on_alert, .on_segment = on_segment,
+	                                .on_writers = on_writers};
 	in->engine = gw_engine_new(&eo, &hooks);
 	in->wire = gw_wire_new(cfg->aliases);
 	if (!in->engine || !in->wire)
@@ -391,7 +412,8 @@ int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t
 	if (rc == 0)
 		rc = gw_engine_feed(in->engine, rec, lineno, now, &seg);
 	if (rc == 0 && in->store)
-		seq = rec->event ? gw_store_put_event(in->store, rec, seg, lineno, now)
+		seq = gw_engine_kept_apart(in->engine) ? gw_store_put_rank_line(in->store, rec, lineno, now)
+		    : rec->event ? gw_store_put_event(in->store, rec, seg, lineno, now)
 		                 : gw_store_put_record(in->store, rec, seg, lineno, now);
 	if (in->store)
 		gw_store_release(in->store);

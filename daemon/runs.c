@@ -18,7 +18,7 @@
 #include <string.h>
 
 static int dormant_add(struct gw_runs *rs, const char *name, int64_t seg, int64_t last_step,
-                       double last_ts, double last_seen)
+                       double last_ts, double last_seen, bool interleaved)
 {
 	if (gw_grow((void **)&rs->d, &rs->cap, rs->n + 1, sizeof(*rs->d)) < 0)
 		return -ENOMEM;
@@ -30,7 +30,7 @@ static int dormant_add(struct gw_runs *rs, const char *name, int64_t seg, int64_
 		free(copy);
 		return rc == -EEXIST ? 0 : rc;
 	}
-	rs->d[rs->n++] = (struct gw_dormant){copy, seg, last_step, last_ts, last_seen};
+	rs->d[rs->n++] = (struct gw_dormant){copy, seg, last_step, last_ts, last_seen, interleaved};
 	return 0;
 }
 
@@ -52,11 +52,11 @@ struct load_ctx {
 };
 
 static void load_one(void *data, const char *run, int64_t seg, int64_t last_step, double last_ts,
-                     double last_seen)
+                     double last_seen, bool interleaved)
 {
 	struct load_ctx *c = data;
 	if (seg > 0 && !c->err)
-		c->err = dormant_add(c->rs, run, seg, last_step, last_ts, last_seen);
+		c->err = dormant_add(c->rs, run, seg, last_step, last_ts, last_seen, interleaved);
 }
 
 int gw_runs_load(struct gw_runs *rs, const char *db_path, char *err, size_t errlen)
@@ -102,7 +102,8 @@ static int make_dormant(struct gw_ingest *in, const char *name)
 		                    gw_wall_now());
 	int rc = gw_engine_evict(in->engine, copy, &last);
 	if (rc == 0) {
-		rc = dormant_add(&in->runs, copy, last.seg, last.last_step, last.last_ts, last.last_wall);
+		rc = dormant_add(&in->runs, copy, last.seg, last.last_step, last.last_ts, last.last_wall,
+		                 last.interleaved);
 		in->runs.evicted++;
 	}
 	free(copy);
@@ -252,6 +253,8 @@ int gw_runs_activate(struct gw_ingest *in, const char *run, size_t len)
 		if (!f.seeded)
 			gw_engine_seed_run(in->engine, dm.name, dm.seg, dm.last_step, dm.last_ts);
 	}
+	if (dm.interleaved)   /* said once already: repeats stay folded */
+		gw_engine_set_interleaved(in->engine, dm.name);
 	rs->rehydrated++;
 	gw_log_debug("run %s: detector state rebuilt from %" PRIu64 " stored line(s) in %" PRIu64 " ms",
 	             dm.name, f.lines, gw_mono_ms() - t0);

@@ -37,6 +37,7 @@ struct gw_dormant {
 	char *name;
 	int64_t seg, last_step;
 	double last_ts, last_seen;   /* last_seen: its last line's arrival */
+	bool interleaved;          /* its lines are interleaved writers' (engine.h) */
 };
 
 struct gw_runs {

@@ -128,6 +128,50 @@ bad:
 	return 400;
 }
 
+#define RANK_LINES_DEFAULT 1000
+#define RANK_LINES_MAX 100000
+
+/* GET /v1/runs/{run}/ranks: the summary of the ranks whose lines were kept
+ * apart (as in /v1/runs/{run}); with ?rank=N[&limit=M] that rank's newest
+ * lines, oldest first, with &after=ID the page after line ID (docs/api.md). */
+static int q_ranks(const struct gw_http_req *req, json_t **out)
+{
+	char err[256];
+	long long rank, limit = RANK_LINES_DEFAULT, after = 0;
+	int r = int_param(req->query, req->query_len, "rank", -1, GW_WIRE_RANK_MAX, &rank, err,
+	                  sizeof(err));
+	int rl = r < 0 ? 0 : int_param(req->query, req->query_len, "limit", 1, RANK_LINES_MAX, &limit,
+	                               err, sizeof(err));
+	int ra = r < 0 || rl < 0 ? 0 : int_param(req->query, req->query_len, "after", 0, INT64_MAX,
+	                                          &after, err, sizeof(err));
+	if (r < 0 || rl < 0 || ra < 0) {
+		*out = gw_http_error_json(err);
+		return 400;
+	}
+	json_t *j = NULL;
+	int rc;
+	if (r) {
+		char rs[24], as[24];
+		snprintf(rs, sizeof(rs), "%lld", rank);
+		snprintf(as, sizeof(as), "%lld", after);
+		rc = gw_store_read_rank_lines(req->db_path, req->arg, rs, ra ? as : NULL, (size_t)limit,
+		                              &j, err, sizeof(err));
+		if (rc == 0)
+			*out = json_pack("{s:s, s:I, s:o}", "run", req->arg, "rank", (json_int_t)rank,
+			                 "lines", j);
+	} else {
+		rc = gw_store_read_run(req->db_path, req->arg, &j, err, sizeof(err));
+		if (rc == 0) {
+			*out = json_pack("{s:s, s:O}", "run", req->arg, "ranks", json_object_get(j, "ranks"));
+			json_decref(j);
+		}
+	}
+	if (rc == 0)
+		return *out ? 200 : 500;
+	*out = gw_http_error_json(err);
+	return rc == -ENOENT ? 404 : 500;
+}
+
 static int q_alert(const struct gw_http_req *req, json_t **out)
 {
 	return gw_query_alert(req->db_path, req->arg, out);
@@ -143,6 +187,7 @@ int gw_web_start(struct gw_daemon *d, char *err, size_t errlen)
 		{"GET", "/alerts/", true, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN, "alert id"},
 		{"GET", "/static/", true, NULL, h_static, NULL, NULL, NULL, GW_SCOPE_OPEN, "file name"},
 		{"GET", "/v1/runs/", true, "/records", NULL, q_records, NULL, NULL, GW_SCOPE_READ, NULL},
+		{"GET", "/v1/runs/", true, "/ranks", NULL, q_ranks, NULL, NULL, GW_SCOPE_READ, NULL},
 		{"GET", "/v1/alerts/", true, NULL, NULL, q_alert, NULL, NULL, GW_SCOPE_READ, "alert id"},
 	};
 	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++)

@@ -15,6 +15,8 @@
  * not a rewind and never reaches the history: the timeline has moved past
  * its step.
  *
+ * Which lines are the run's (ranks, interleaved writers) is writers.c's.
+ *
  * Lines that carry neither a loss nor a grad norm (an lr-only line, an eval
  * summary) are stored by the daemon and count for segmentation, but do not
  * enter the history or reach the detectors: they would only dilute the
@@ -117,6 +119,7 @@ static struct run *run_new(struct gw_engine *e, const char *name, size_t len)
 	r->last_wall = NAN;
 	r->ended_step = -1;
 	r->max_steps = -1;
+	gw__writers_init(r);
 	for (int c = 0; c < GW_NROLES; c++)
 		r->last[c] = NAN;
 	r->th_gen = e->th_gen - 1;
@@ -283,7 +286,7 @@ static void open_segment(struct gw_engine *e, struct run *r, enum gw_seg_reason 
 	}
 }
 
-static double median_dts(const struct run *r)
+double gw__median_dts(const struct run *r)
 {
 	double tmp[GAP_HIST];
 	memcpy(tmp, r->dts, r->ndts * sizeof(double));
@@ -302,7 +305,7 @@ static int segment_break(const struct run *r, const struct gw_rec *rec)
 	if (rewind)
 		return GW_SEG_REWIND;
 	if (!isnan(rec->ts) && !isnan(r->last_ts) && r->ndts >= GAP_MIN_INTERVALS) {
-		double need = fmax(r->th->gap_min_seconds, r->th->gap_factor * median_dts(r));
+		double need = fmax(r->th->gap_min_seconds, r->th->gap_factor * gw__median_dts(r));
 		if (rec->ts - r->last_ts > need)
 			return GW_SEG_GAP;
 	}
@@ -351,15 +354,13 @@ static void feed_event(struct gw_engine *e, struct run *r, const struct gw_rec *
                        uint64_t line, double now)
 {
 	r->events++;
+	if (gw__writers_fold_event(e, r, rec))
+		return;
 	if (strcmp(rec->event, "resumed") == 0) {
-		int64_t s = rec->step;
-		json_t *cs = json_object_get(rec->attrs, "checkpoint_step");
-		double v = json_number_value(cs);
-		/* a step there is (one past GW_WIRE_STEP_MAX, 1e300 or inf would
-		 * make the cast undefined); else the event's own */
-		if (json_is_number(cs) && v >= 0 && v <= (double)GW_WIRE_STEP_MAX)
-			s = (int64_t)v;
+		int64_t s = gw__checkpoint_step(rec);
 		open_segment(e, r, GW_SEG_RESUMED, rec->step, s, line, rec->ts, now);
+		r->resumed_step = rec->step;
+		r->resumed_ckpt = s;
 		r->last_step = -1;
 		r->last_present = 0;
 	} else if (strcmp(rec->event, "checkpoint_saved") == 0) {
@@ -381,12 +382,16 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
                         uint64_t line, double now)
 {
 	bool metric = gw_rec_has(rec, GW_ROLE_LOSS) || gw_rec_has(rec, GW_ROLE_GRAD_NORM);
+	if (gw__writers_fold_record(e, r, rec))
+		return;
 	if (arrived_late(r, rec)) {
 		r->records++;   /* stored by the daemon; the timeline has moved past it */
 		r->present_ever |= rec->present;
 		return;
 	}
 	int why = segment_break(r, rec);
+	if (why == GW_SEG_REWIND && !r->interleaved && gw__writers_rewind(e, r, rec, line))
+		return;
 	if (why >= 0) {
 		int64_t s = why == GW_SEG_REWIND || why == GW_SEG_GAP ? rec->step - 1 : -1;
 		open_segment(e, r, (enum gw_seg_reason)why, rec->step, s, line, rec->ts, now);
@@ -417,6 +422,8 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
 	}
 	if (!isnan(rec->ts))
 		r->last_ts = rec->ts;
+	if (rec->step > r->hi_step || why >= 0)
+		r->hi_step = rec->step;
 	gw__run_end_record(r, rec);
 	if (merge || !metric)
 		return;   /* stored, but nothing new for the detectors */
@@ -437,10 +444,16 @@ int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
                    double now, int64_t *seg_out)
 {
 	int err = 0;
+	e->apart = false;
 	struct run *r = run_get(e, rec->run, rec->run_len, &err);
 	if (!r)
 		return err;
 	refresh_th(e, r);
+	if (rec->has_rank && !gw__writers_primary(e, r, rec, now)) {
+		if (seg_out)
+			*seg_out = r->seg;
+		return 0;   /* another rank's: its position only */
+	}
 	r->last_wall = now;
 	if (rec->event)
 		feed_event(e, r, rec, line, now);
@@ -448,6 +461,15 @@ int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
 		feed_record(e, r, rec, line, now);
 	if (seg_out)
 		*seg_out = r->seg;
+	return 0;
+}
+
+int gw_engine_set_interleaved(struct gw_engine *e, const char *run)
+{
+	struct run *r = run_find(e, run, strlen(run));
+	if (!r)
+		return -ENOENT;
+	r->interleaved = true;   /* writers.c: repeats are folded */
 	return 0;
 }
 
@@ -538,6 +560,7 @@ static void fill_info(const struct gw_engine *e, const struct run *r, struct gw_
 	ri->events = r->events;
 	ri->ended = r->ended;
 	ri->max_steps = r->max_steps;
+	gw__writers_info(r, ri);
 	for (size_t d = 0; d < GW_DET_MAX && gw_det_registry[d]; d++)
 		for (int k = 0; k < MAX_INCIDENTS; k++) {
 			bool open = r->inc[d][k].used && r->inc[d][k].open;

@@ -15,6 +15,41 @@
  * gap_factor x the run's typical step interval) opens the next segment.  A
  * resumed event and the rewound metric lines after it make one segment.
  *
+ * Ranks: a job of several processes (DDP, torchrun) may send every rank's
+ * lines, each with its global "rank" (wire.h).  Only the lines of the run's
+ * primary writer open segments, reach the detectors and move the run's
+ * position: a line without a rank (an old client, a plain log); with a
+ * "rank" field, rank 0 (the process every framework logs from); with a
+ * rank label of a log (a reader's: "[rank3]:", " 3: "), the label of the
+ * first metric record (Megatron prints its iterations from the last rank
+ * only), and every event (a log's checkpoint lines are the job's, whoever
+ * printed them).  A line of another rank only updates that rank's position
+ * (its last step and wall clock, kept for ranks below RANK_TRACK:
+ * gw_run_info tells which rank is furthest behind), is counted, and is
+ * *kept apart* (gw_engine_kept_apart): the daemon stores it apart from the
+ * run's records.
+ *
+ * Interleaved writers: lines without a rank from several processes of one
+ * job (every rank logging the same run) repeat each step once per writer.
+ * Read one by one, every repeat would be a rewind, a new segment.  What
+ * tells them from a restart: a restart goes back to a checkpoint and then
+ * runs forward for a long time; interleaved writers go back a step or two,
+ * again and again, each time to a later step.  A rewind is *shallow* when it
+ * goes back at most IW_DEPTH steps below the highest step, the segment it
+ * ends had at most IW_SHORT records, and (ts known) it comes no later than
+ * a few step intervals after the last line (a restart takes its time).
+ * After IW_STREAK shallow rewinds in a row that went back to at least two
+ * different steps (a crash loop goes back to the same checkpoint each time)
+ * or that all came in time by their ts, the run is *interleaved*: from then
+ * on a line at or below the run's last step, within IW_DEPTH of it, is
+ * folded: counted and kept apart (stored apart by the daemon, as rank -1),
+ * it opens no segment and does not reach the detectors; so is every
+ * writer's copy of a "resumed" event.  A deeper
+ * rewind, or one after a wall-clock gap, is still a restart.  The
+ * on_writers hook says so once per run.  Until then the pattern opened
+ * IW_STREAK - 1 segments with ts, or without ts one per writer (each
+ * repeats the first step: the second step tells them from a crash loop).
+ *
  * Run endings: a run has *ended* after a "run_finished" event, once a
  * record reaches the length it declared (a max_steps or total_steps field
  * on a record, or attribute of an event; the readers give Megatron's and
@@ -89,10 +124,20 @@ struct gw_segment_info {
 	double ts;
 };
 
+/* A run was recognised as several writers' interleaved lines (see
+ * "Interleaved writers"): at this step and line. */
+struct gw_writers_info {
+	const char *run;
+	int64_t step;
+	uint64_t line;
+	int64_t seg;               /* the segment its lines stay in */
+};
+
 struct gw_engine_hooks {
 	void *data;
 	void (*on_alert)(void *data, const struct gw_alert *a);
 	void (*on_segment)(void *data, const struct gw_segment_info *s);
+	void (*on_writers)(void *data, const struct gw_writers_info *w);   /* may be NULL */
 };
 
 /* Thresholds for runs whose name matches a glob; the first match wins. */
@@ -131,6 +176,16 @@ void gw_engine_reconfigure(struct gw_engine *e, const struct gw_engine_opts *opt
  * Returns 0, -ENOMEM, or -ENOSPC when max_runs is reached for a new run. */
 int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
                    double now, int64_t *seg_out);
+
+/* Was the last line fed kept apart (see "Ranks", "Interleaved writers"):
+ * a rank that is not the run's primary writer, or a folded repeat?  The
+ * daemon stores such a line apart from the run's records and events. */
+bool gw_engine_kept_apart(const struct gw_engine *e);
+
+/* The run was recognised as interleaved writers' before (a note the daemon
+ * stored): repeats are folded from its next line on, without saying so
+ * again.  Returns 0 or -ENOENT. */
+int gw_engine_set_interleaved(struct gw_engine *e, const char *run);
 
 /* Wall-clock tick for live-only detectors (stall); visits every run, in
  * the order they appeared. */
@@ -179,6 +234,19 @@ struct gw_run_info {
 	                              one (a silence not yet long enough); -INFINITY if not */
 	bool ended;                /* see "Run endings" above */
 	int64_t max_steps;         /* the length it declared, -1 if none */
+	/* "Interleaved writers" */
+	bool interleaved;
+	int64_t iw_step;           /* where it was recognised (-1: not) */
+	uint64_t iw_line;
+	uint64_t folded;           /* lines folded since */
+	/* "Ranks" */
+	uint64_t rank_lines;       /* lines of ranks other than 0 */
+	uint32_t ranks_seen;       /* distinct ranks below RANK_TRACK seen with a "rank" */
+	uint32_t rank_max;         /* highest rank seen (when ranks_seen or rank_lines) */
+	int64_t label_rank;        /* the rank label whose lines are the run's, -1: none */
+	int64_t behind_rank;       /* of 2+ ranks seen, the one with the lowest last step, -1 */
+	int64_t behind_step;       /* its last step */
+	double behind_wall;        /* and the wall clock of its last line (NaN in replay) */
 };
 
 /* Info of one run; -ENOENT if unknown. */

@@ -1,6 +1,7 @@
 /*
  * Internal to the engine (engine.c: runs, segments, dispatch; verdict.c:
- * verdicts, precedence, incidents; run_end.c: run endings): the state of a
+ * verdicts, precedence, incidents; run_end.c: run endings; writers.c:
+ * ranks and interleaved writers): the state of a
  * run and of the engine.  Nothing outside those files includes this.
  *
  * A run's state is one allocation of fixed size (struct run) plus its
@@ -21,6 +22,7 @@
 #define CKPT_KEEP 4           /* checkpoint_saved events kept per run */
 #define GAP_HIST 16           /* step intervals kept for the gap rule */
 #define MAX_PREC 32           /* precedence rules */
+#define RANK_TRACK 64         /* ranks whose position is kept (engine.h "Ranks") */
 
 struct incident {
 	uint32_t key;
@@ -45,6 +47,8 @@ struct run {
 	int64_t seg;              /* 1-based; 0 before the first line */
 	uint64_t seg_records;     /* metric records of the segment that reached the detectors */
 	bool seg_from_event;      /* opened by "resumed", no metric line yet */
+	int64_t resumed_step;     /* that event's step and checkpoint step */
+	int64_t resumed_ckpt;
 	uint32_t seg_fired;       /* detectors that reported warning+ in this segment */
 
 	/* where the run stands, for the segment rules */
@@ -53,6 +57,23 @@ struct run {
 	double last_ts;           /* NaN if unknown */
 	double dts[GAP_HIST];     /* recent step intervals, oldest first */
 	unsigned ndts;
+
+	/* several writers (engine.h "Ranks" and "Interleaved writers") */
+	int64_t hi_step;          /* highest step of a primary metric record */
+	unsigned iw_streak;       /* shallow rewinds in short segments, in a row ... */
+	unsigned iw_targets;      /* ... how many different steps they went back to ... */
+	unsigned iw_timed;        /* ... and how many had a ts (in time: repeat_in_time) */
+	int64_t iw_last_target;
+	bool interleaved;         /* recognised: repeats are folded, no segments */
+	int64_t iw_step;          /* the step and line it was recognised at */
+	uint64_t iw_line;
+	uint64_t folded;          /* lines folded as another writer's since */
+	uint64_t rank_lines;      /* lines of ranks that are not the run's primary writer */
+	int64_t label_rank;       /* the rank label whose lines are the run's, -1: none yet */
+	uint32_t rank_max;        /* highest rank seen (ranks_seen > 0) */
+	uint32_t ranks_seen;      /* distinct ranks among the tracked ones */
+	int64_t rank_step[RANK_TRACK];   /* last step of ranks 0..RANK_TRACK-1, -1: none */
+	double rank_wall[RANK_TRACK];    /* and the wall clock of their last line */
 
 	/* how the run ends (run_end.c) */
 	bool ended;               /* run_finished, max_steps reached, or gw_engine_run_ended */
@@ -86,6 +107,27 @@ void gw__run_end_record(struct run *r, const struct gw_rec *rec);
 void gw__run_end_event(struct run *r, const struct gw_rec *rec);
 void gw__run_end_mark(struct run *r, int64_t step);
 
+/* The median of the run's recent step intervals (engine.c). */
+double gw__median_dts(const struct run *r);
+
+/* Several writers (writers.c; engine.h "Ranks", "Interleaved writers").
+ * gw__writers_primary: a line with a rank: notes the rank's position;
+ * false (and e->apart) when it is not the run's primary writer's.
+ * gw__writers_fold_record / _event: once interleaved, another writer's
+ * repeat of a step, or copy of an event: counted and kept apart (true).
+ * gw__writers_rewind: a rewind segment_break reported, counted towards
+ * recognising interleaved writers; true when this one recognised them (the
+ * line is folded, the on_writers hook was called).  gw__checkpoint_step:
+ * a resumed event's checkpoint_step, else its step. */
+void gw__writers_init(struct run *r);                              /* a new run's */
+void gw__writers_info(const struct run *r, struct gw_run_info *ri);  /* its part of gw_run_info */
+bool gw__writers_primary(struct gw_engine *e, struct run *r, const struct gw_rec *rec, double now);
+bool gw__writers_fold_record(struct gw_engine *e, struct run *r, const struct gw_rec *rec);
+bool gw__writers_fold_event(struct gw_engine *e, struct run *r, const struct gw_rec *rec);
+bool gw__writers_rewind(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
+                        uint64_t line);
+int64_t gw__checkpoint_step(const struct gw_rec *rec);
+
 /* A precedence rule with the names resolved to registry indices. */
 struct prec {
 	unsigned winner, loser;
@@ -106,6 +148,7 @@ struct gw_engine {
 	struct prec prec[MAX_PREC];
 	size_t nprec;
 	bool quiet;               /* hooks are not called (gw_engine_quiet) */
+	bool apart;               /* the last line fed was kept apart */
 };
 
 #endif

@@ -12,7 +12,7 @@
  *     0..GW_WIRE_STEP_MAX, its ts is NaN or finite and >= 0;
  *   - round trip: gw_wire_append_rec writes the record as one line, which
  *     parses (with no default run) into the same record: run, step, ts,
- *     roles, extras in order, event name and attributes.
+ *     rank, roles, extras in order, event name and attributes.
  *
  * Memory and undefined behaviour are the sanitizers' to catch.  Seeds:
  * fuzz/corpus/wire/.
@@ -69,6 +69,7 @@ static void check_same(const struct gw_rec *a, const struct gw_rec *b)
 	FUZZ_CHECK(a->run_len == b->run_len && memcmp(a->run, b->run, a->run_len) == 0);
 	FUZZ_CHECK(a->step == b->step);
 	FUZZ_CHECK(same_double(a->ts, b->ts));
+	FUZZ_CHECK(a->has_rank == b->has_rank && (!a->has_rank || a->rank == b->rank));
 	FUZZ_CHECK((a->event == NULL) == (b->event == NULL));
 	if (a->event) {
 		FUZZ_CHECK(strcmp(a->event, b->event) == 0);
@@ -106,6 +107,7 @@ static void one_line(const char *p, size_t n, const char *default_run)
 	if (rc != 0)
 		return;
 	FUZZ_CHECK(gw_wire_check_run(rec.run, rec.run_len, NULL, 0) == 0);
+	FUZZ_CHECK(!rec.has_rank || rec.rank <= GW_WIRE_RANK_MAX);
 	FUZZ_CHECK(strlen(rec.run) == rec.run_len);
 	FUZZ_CHECK(rec.step >= 0 && rec.step <= GW_WIRE_STEP_MAX);
 	FUZZ_CHECK(isnan(rec.ts) || (isfinite(rec.ts) && rec.ts >= 0));

@@ -45,6 +45,7 @@ static const char *const reason_names[GW_REJ_NREASONS] = {
 	[GW_REJ_BAD_VALUE] = "bad_value",
 	[GW_REJ_DUP_KEY] = "duplicate_field",
 	[GW_REJ_BAD_EVENT] = "bad_event",
+	[GW_REJ_BAD_RANK] = "bad_rank",
 	[GW_REJ_TOO_LONG] = "line_too_long",
 	[GW_REJ_TRUNCATED] = "truncated",
 	[GW_REJ_UNAUTHORIZED] = "unauthorized",
@@ -771,7 +772,7 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 
 	memset(rec, 0, sizeof(*rec));
 	rec->ts = NAN;
-	const struct entry *run = NULL, *step = NULL, *event = NULL, *ts = NULL;
+	const struct entry *run = NULL, *step = NULL, *event = NULL, *ts = NULL, *rank = NULL;
 	const struct entry *bad_value = NULL;   /* a role field that is not a number */
 	int ts_prio = 1 << 30;
 	int prio[GW_NROLES];
@@ -794,6 +795,10 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 		}
 		if (e->key_len == 5 && memcmp(e->key, "event", 5) == 0) {
 			event = e;
+			continue;
+		}
+		if (e->key_len == 4 && memcmp(e->key, "rank", 4) == 0) {
+			rank = e;
 			continue;
 		}
 		int p;
@@ -867,6 +872,19 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 		            (long long)GW_WIRE_STEP_MAX);
 	rec->step = (int64_t)step->num;
 
+	if (rank && rank->kind != V_NULL) {   /* null: no rank, as for the roles */
+		if (rank->kind != V_NUM)
+			return fail(&c, GW_REJ_BAD_RANK, rank->raw_start + 1, "rank",
+			            "expected an integer, got %s", vkind_name(rank->kind));
+		if (!isfinite(rank->num) || rank->num != floor(rank->num) || rank->num < 0 ||
+		    rank->num > GW_WIRE_RANK_MAX)
+			return fail(&c, GW_REJ_BAD_RANK, rank->raw_start + 1, "rank",
+			            "expected an integer in 0..%d, got %.17g", GW_WIRE_RANK_MAX,
+			            rank->num);
+		rec->has_rank = true;
+		rec->rank = (uint32_t)rank->num;
+	}
+
 	if (ts && ts->kind != V_NULL) {
 		if (ts->kind != V_NUM || !isfinite(ts->num) || ts->num < 0)
 			return fail(&c, GW_REJ_BAD_TS, ts->raw_start + 1, ts->key,
@@ -879,7 +897,7 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 		    event->str_len > GW_WIRE_EVENT_MAX)
 			return fail(&c, GW_REJ_BAD_EVENT, event->raw_start + 1, "event",
 			            "expected a name of 1 to %d bytes", GW_WIRE_EVENT_MAX);
-		const struct entry *skip[] = {run, step, event, ts};
+		const struct entry *skip[] = {run, step, event, ts, rank};
 		if ((rc = build_attrs(&c, skip, GW_ARRAY_SIZE(skip))) < 0)
 			return rc;
 		rec->event = event->str;

@@ -6,7 +6,9 @@
  * and an event is the same with an "event": "<name>" field; an event's other
  * fields are its attributes.  Field names of metric records map to roles
  * (loss, grad_norm, lr, throughput) through an alias table; every other
- * numeric field is kept as an extra metric.
+ * numeric field is kept as an extra metric.  An optional "rank" (an integer,
+ * the global rank of the process that wrote the line) is kept apart: it is
+ * neither a metric nor an attribute.
  *
  * The parser is a purpose-built, allocation-free-per-line JSON reader: it
  * accepts Python's bare NaN / Infinity / -Infinity tokens (which strict JSON
@@ -22,6 +24,7 @@
 #define GW_WIRE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +57,7 @@ enum gw_wire_reason {
 	GW_REJ_BAD_VALUE,   /* bad_value */
 	GW_REJ_DUP_KEY,     /* duplicate_field */
 	GW_REJ_BAD_EVENT,   /* bad_event */
+	GW_REJ_BAD_RANK,    /* bad_rank */
 	GW_REJ_TOO_LONG,    /* line_too_long (set by the framing, not the parser) */
 	GW_REJ_TRUNCATED,   /* truncated (a peer closed mid-line) */
 	GW_REJ_UNAUTHORIZED, /* unauthorized (no or a wrong token; set by the daemon) */
@@ -66,6 +70,7 @@ const char *gw_wire_reason_name(enum gw_wire_reason r);
 #define GW_WIRE_EVENT_MAX 64       /* bytes of an event name */
 #define GW_WIRE_STEP_MAX 1000000000000000LL /* 1e15: larger is "absurd" */
 #define GW_WIRE_MAX_DEPTH 32
+#define GW_WIRE_RANK_MAX 1048575   /* largest "rank": 2^20 - 1 processes */
 
 struct gw_wire_err {
 	enum gw_wire_reason reason;
@@ -90,6 +95,11 @@ struct gw_rec {
 	size_t n_extra;
 	const char *event; /* event name, NULL for a metric record */
 	json_t *attrs;     /* event attributes (borrowed), NULL for records */
+	bool has_rank;     /* the line names the process that wrote it ... */
+	uint32_t rank;     /* ... its global rank (0..GW_WIRE_RANK_MAX) ... */
+	bool rank_label;   /* ... from a log's rank label (a reader), not a "rank"
+	                      field: which lines are the run's differs
+	                      (detectors/engine.h "Ranks") */
 };
 
 static inline int gw_rec_has(const struct gw_rec *r, enum gw_role role)
@@ -151,7 +161,8 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 int gw_wire_fmt_double(char *buf, double v);
 
 /* Append `rec` as one line of the wire format, '\n' included: run, step,
- * ts (when not NaN), then an event's "event" and attributes, or a record's
+ * ts (when not NaN), rank (a "rank" field's; a log's rank label is not
+ * one), then an event's "event" and attributes, or a record's
  * roles under their canonical names and its extras under their names;
  * numbers as gw_wire_fmt_double writes them, so gw_wire_parse gives the
  * same record back.  Returns 0 or -ENOMEM (buf keeps what it had, with its

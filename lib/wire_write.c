@@ -78,6 +78,10 @@ int gw_wire_append_rec(struct gw_buf *b, const struct gw_rec *rec)
 	}
 	if (!rc && !isnan(rec->ts))
 		rc = put_member(b, "ts", rec->ts);
+	if (!rc && rec->has_rank && !rec->rank_label) {   /* a label is no "rank" field */
+		int n = snprintf(num, sizeof(num), ",\"rank\":%u", (unsigned)rec->rank);
+		rc = gw_buf_add(b, num, (size_t)n);
+	}
 	if (rec->event) {
 		if (!rc)
 			rc = gw_buf_add(b, ",\"event\":", 9);

@@ -248,7 +248,7 @@ static int llmc_sniff(const char *h, size_t n, bool all)
 const struct gw_reader_format gw_rd_llmc = {
 	.name = "llmc",
 	.describe = "llm.c stdout (step N/M | loss X | norm X | lr X ...) and main.log (s:N trl:X lr:X norm:X)",
-	.flags = GW_RDF_STREAM,
+	.flags = GW_RDF_STREAM | GW_RDF_LABELS,
 	.sniff = llmc_sniff,
 	.state_size = sizeof(struct llmc),
 	.init = llmc_init,

@@ -245,7 +245,7 @@ static int meg_sniff(const char *h, size_t n, bool all)
 const struct gw_reader_format gw_rd_megatron = {
 	.name = "megatron",
 	.describe = "Megatron-LM / Megatron-DeepSpeed / NeMo stdout (iteration N/ M | lm loss: X | grad norm: X | ...)",
-	.flags = GW_RDF_STREAM,
+	.flags = GW_RDF_STREAM | GW_RDF_LABELS,
 	.sniff = meg_sniff,
 	.state_size = sizeof(struct meg),
 	.init = meg_init,

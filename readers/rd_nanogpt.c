@@ -183,7 +183,7 @@ static int ng_sniff(const char *h, size_t n, bool all)
 const struct gw_reader_format gw_rd_nanogpt = {
 	.name = "nanogpt",
 	.describe = "nanoGPT (iter N: loss X), build-nanoGPT stdout (step N | loss: X | norm: X) and log.txt (N train X)",
-	.flags = GW_RDF_STREAM,
+	.flags = GW_RDF_STREAM | GW_RDF_LABELS,
 	.sniff = ng_sniff,
 	.state_size = sizeof(struct ng),
 	.init = ng_init,

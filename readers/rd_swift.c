@@ -171,7 +171,7 @@ static int sw_sniff(const char *h, size_t n, bool all)
 const struct gw_reader_format gw_rd_swift = {
 	.name = "swift",
 	.describe = "ms-swift logging.jsonl and HF Trainer / ms-swift stdout dicts ({'loss': ..., 'global_step/max_steps': 'N/M'})",
-	.flags = GW_RDF_STREAM,
+	.flags = GW_RDF_STREAM | GW_RDF_LABELS,
 	.sniff = sw_sniff,
 	.state_size = sizeof(struct sw),
 	.line = sw_line,

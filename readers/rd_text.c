@@ -106,6 +106,41 @@ const char *gw__rd_find(const char *s, size_t n, const char *needle)
 	return memmem(s, n, needle, strlen(needle));
 }
 
+size_t gw__rd_label(const char *s, size_t n, uint32_t *rank)
+{
+	size_t i = 0, d;
+	int64_t v;
+	if (n && s[0] == '[') {
+		/* "[rank3]:", "[default3]:": a name, digits, "]:" */
+		i = 1;
+		while (i < n && ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		                 s[i] == '_'))
+			i++;
+		if (i == 1 || !(d = gw__rd_int(s + i, n - i, &v)) || d > 7)
+			return 0;
+		i += d;
+		if (i + 1 >= n || s[i] != ']' || s[i + 1] != ':')
+			return 0;
+		i += 2;
+	} else {
+		/* srun --label: "%Nd: ", right-aligned */
+		while (i < n && i < 8 && s[i] == ' ')
+			i++;
+		if (!(d = gw__rd_int(s + i, n - i, &v)) || d > 7)
+			return 0;
+		i += d;
+		if (i + 1 >= n || s[i] != ':' || s[i + 1] != ' ')
+			return 0;
+		i += 1;
+	}
+	if (v > GW_WIRE_RANK_MAX)
+		return 0;
+	while (i < n && s[i] == ' ')
+		i++;
+	*rank = (uint32_t)v;
+	return i;
+}
+
 bool gw__rd_sniff_line(const char **p, const char *end, bool all, const char **line, size_t *len)
 {
 	if (*p >= end)
@@ -118,7 +153,10 @@ bool gw__rd_sniff_line(const char **p, const char *end, bool all, const char **l
 	*p += n + 1;
 	if (n && (*line)[n - 1] == '\r')
 		n--;
-	*len = n;
+	uint32_t rank;
+	size_t k = gw__rd_label(*line, n, &rank);
+	*line += k;
+	*len = n - k;
 	return true;
 }
 

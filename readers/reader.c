@@ -75,6 +75,8 @@ struct gw_reader {
 	size_t names_len;
 	char run[GW_WIRE_RUN_MAX + 1];
 	bool run_set;
+	int64_t line_label;            /* the rank label of the line being read, -1: none */
+	int64_t label;                 /* the label whose points move the run splitting */
 
 	/* the default run and its from-scratch restarts */
 	char cur_run[GW_WIRE_RUN_MAX + 16];
@@ -161,6 +163,10 @@ void gw__rd_begin(struct gw_reader *r, const char *run, size_t run_len, int64_t 
 	r->ts_prio = 1 << 30;
 	r->names_len = 0;
 	r->run_set = run != NULL;
+	if (r->line_label >= 0) {
+		r->rec.has_rank = r->rec.rank_label = true;
+		r->rec.rank = (uint32_t)r->line_label;
+	}
 	if (run) {
 		if (run_len > GW_WIRE_RUN_MAX)
 			run_len = GW_WIRE_RUN_MAX;
@@ -271,6 +277,11 @@ static void name_run(struct gw_reader *r)
  * the next run (NAME#2, NAME#3, ...). */
 static const char *default_run(struct gw_reader *r, int64_t step, bool point)
 {
+	if (point && r->line_label >= 0) {
+		if (r->label < 0)
+			r->label = r->line_label;
+		point = r->line_label == r->label;   /* another rank's: no new run */
+	}
 	if (point) {
 		if (r->run_any && step < r->run_last && step <= r->run_first) {
 			r->run_no++;
@@ -338,6 +349,10 @@ int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t
 	ev.step = step;
 	ev.ts = NAN;
 	ev.event = name;
+	if (r->line_label >= 0) {
+		ev.has_rank = ev.rank_label = true;
+		ev.rank = (uint32_t)r->line_label;
+	}
 	json_t *empty = NULL;
 	if (!attrs && !(attrs = empty = json_object()))
 		return -ENOMEM;
@@ -443,6 +458,7 @@ int gw_reader_new(const struct gw_reader_opts *opts, const struct gw_reader_sink
 	gw__rd_dc_init(&r->dc, dc_out, r, r->err, sizeof(r->err));
 	r->next_sniff = SNIFF_FIRST;
 	r->run_no = 1;
+	r->line_label = r->label = -1;
 	name_run(r);
 	gw_lines_init(&r->lines, r->o.max_line);
 	if (forced) {
@@ -506,7 +522,11 @@ static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
 		return 0;
 	}
 	r->truncated = st == GW_LINE_TRUNCATED;
-	int rc = r->fmt->line(r, r->state, line, len, lineno);
+	uint32_t rank;
+	size_t k = r->fmt->flags & GW_RDF_LABELS ? gw__rd_label(line, len, &rank) : 0;
+	r->line_label = k ? (int64_t)rank : -1;
+	int rc = r->fmt->line(r, r->state, line + k, len - k, lineno);
+	r->line_label = -1;
 	r->truncated = false;
 	if (st == GW_LINE_OK) {
 		/* where this line ended in the input: in place, or the first line
@@ -698,6 +718,7 @@ void gw_reader_get_runs(const struct gw_reader *r, struct gw_reader_runs *out)
 {
 	*out = (struct gw_reader_runs){
 		.no = r->run_no, .any = r->run_any, .first = r->run_first, .last = r->run_last,
+		.label = r->label,
 	};
 }
 
@@ -709,6 +730,7 @@ int gw_reader_set_runs(struct gw_reader *r, const struct gw_reader_runs *st)
 	r->run_any = st->any;
 	r->run_first = st->first;
 	r->run_last = st->last;
+	r->label = st->label;
 	name_run(r);
 	return 0;
 }

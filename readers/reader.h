@@ -81,6 +81,7 @@ struct gw_reader_opts {
 
 /* Format flags. */
 #define GW_RDF_STREAM 1u  /* can be read while it grows (appended, never rewritten) */
+#define GW_RDF_LABELS 2u  /* a process's stdout: lines may carry rank labels (below) */
 
 /* One format (readers/rd_*.c).  Format modules use the helpers of
  * reader_impl.h to build and emit records. */
@@ -155,7 +156,17 @@ uint64_t gw_reader_consumed(const struct gw_reader *r);
 /* Source lines (or binary records) seen so far. */
 uint64_t gw_reader_lines(const struct gw_reader *r);
 
-/* Where a reader stands in the from-scratch runs of its default run (NAME,
+/* Rank labels: when every process of a distributed job prints to one log,
+ * launchers label its lines: torchrun's "[rank3]:" or, with --tee, the role
+ * and local rank "[default3]:"; srun --label (Megatron's jobs) a
+ * right-aligned " 3: ".  Formats flagged GW_RDF_LABELS (and every sniffer,
+ * through gw__rd_sniff_line) see the line without its label; the points
+ * and events of a labelled line carry the rank (gw_rec.rank_label), and
+ * the engine takes the first labelled point's rank as the run's
+ * (detectors/engine.h "Ranks").  Only that label's points move the run
+ * splitting below: the other ranks' repeats of step 1 are no new run.
+ *
+ * Where a reader stands in the from-scratch runs of its default run (NAME,
  * NAME#2, ...: see "Run names" above).  A follower stores it with its
  * position and gives it to the reader it starts again mid-file (the daemon
  * restarted) or on a truncated or replaced file, so the runs are named as
@@ -166,6 +177,7 @@ struct gw_reader_runs {
 	unsigned no;              /* 1: NAME, 2: NAME#2, ... */
 	bool any;                 /* a point of run `no` was read */
 	int64_t first, last;      /* the first and the last step of its points */
+	int64_t label;            /* the rank label whose points count, -1: none yet */
 };
 
 void gw_reader_get_runs(const struct gw_reader *r, struct gw_reader_runs *out);

@@ -93,6 +93,10 @@ bool gw__rd_whole(double v, int64_t *step);
 /* The first occurrence of `needle` in s[0..n), or NULL. */
 const char *gw__rd_find(const char *s, size_t n, const char *needle);
 
+/* The rank label at the start of s[0..n) (reader.h "Rank labels"):
+ * returns its length (label and the spaces after it) and *rank, or 0. */
+size_t gw__rd_label(const char *s, size_t n, uint32_t *rank);
+
 /* For sniffers: the next line of the head at *p (up to end) into *line,
  * *len (without its '\n' or a final '\r'), and *p past it.  False when
  * none is left; an incomplete last line counts only when `all`. */

@@ -19,7 +19,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int gw__store_open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
+/* Open read-only; *version (when not NULL) gets the schema version (an
+ * older database is read as it is: the columns a later step added are left
+ * out). */
+int gw__store_open_ro(const char *path, sqlite3 **db, int *version, char *err, size_t errlen)
 {
 	/* what `gradwatch runs --db` gets wrong first: the path (SQLite says
 	 * "unable to open database file", or "disk I/O error" for a directory) */
@@ -40,12 +43,14 @@ int gw__store_open_ro(const char *path, sqlite3 **db, char *err, size_t errlen)
 	sqlite3_busy_timeout(*db, 5000);
 	/* a newer gradwatch's database is not read as if it were ours (the
 	 * daemon refuses it at open; `gradwatch runs --db` answered from it) */
-	int version;
-	if ((rc = gw__store_version(*db, path, "gradwatch", &version, err, errlen)) < 0 ||
-	    (version == 0 && (rc = gw_errf(err, errlen, -EINVAL, "%s is not a gradwatch database "
-	                                   "(no gradwatch tables in it)", path)) < 0)) {
+	int v;
+	if ((rc = gw__store_version(*db, path, "gradwatch", &v, err, errlen)) < 0 ||
+	    (v == 0 && (rc = gw_errf(err, errlen, -EINVAL, "%s is not a gradwatch database "
+	                             "(no gradwatch tables in it)", path)) < 0)) {
 		sqlite3_close(*db);
 		*db = NULL;
+	} else if (version) {
+		*version = v;
 	}
 	return rc;
 }
@@ -54,6 +59,8 @@ static double col_real(sqlite3_stmt *st, int k)
 {
 	return sqlite3_column_type(st, k) == SQLITE_NULL ? NAN : sqlite3_column_double(st, k);
 }
+
+#define RANKS_VERSION 5   /* the schema step that added ranks, rank_lines, runs.writers */
 
 static json_t *col_json(sqlite3_stmt *st, int k)
 {
@@ -120,7 +127,7 @@ static int query_first(const char *path, const char *sql, const char *const *bin
 {
 	sqlite3 *db;
 	*row = NULL;
-	int rc = gw__store_open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, NULL, err, errlen);
 	if (rc < 0)
 		return rc;
 	json_t *rows = NULL;
@@ -137,7 +144,7 @@ static int query_first(const char *path, const char *sql, const char *const *bin
 int gw_store_read_runs(const char *path, json_t **out, char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = gw__store_open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, NULL, err, errlen);
 	if (rc < 0)
 		return rc;
 	rc = query(db,
@@ -155,13 +162,19 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
                       char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = gw__store_open_ro(path, &db, err, errlen);
+	int version;
+	int rc = gw__store_open_ro(path, &db, &version, err, errlen);
 	if (rc < 0)
 		return rc;
-	json_t *runs = NULL, *segs = NULL, *last = NULL;
+	json_t *runs = NULL, *segs = NULL, *last = NULL, *ranks = NULL;
 	const char *b[1] = {run};
-	rc = query(db, "SELECT name AS run, last_seg AS segment, last_step, last_ts, first_seen,"
-	               " last_seen FROM runs WHERE name = ?1", b, 1, &runs, err, errlen);
+	bool has_ranks = version >= RANKS_VERSION;
+	rc = query(db, has_ranks ? "SELECT name AS run, last_seg AS segment, last_step, last_ts,"
+	                           " first_seen, last_seen, writers AS writers_json FROM runs"
+	                           " WHERE name = ?1"
+	                         : "SELECT name AS run, last_seg AS segment, last_step, last_ts,"
+	                           " first_seen, last_seen, NULL AS writers FROM runs WHERE name = ?1",
+	           b, 1, &runs, err, errlen);
 	if (rc < 0)
 		goto out;
 	if (!json_array_size(runs)) {
@@ -184,8 +197,15 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
 	           " ORDER BY x.id DESC LIMIT 1", b, 1, &last, err, errlen);
 	if (rc < 0)
 		goto out;
+	rc = has_ranks ? query(db,
+	           "SELECT k.rank, k.lines, k.first_step, k.last_step, k.last_ts, k.last_recv AS last_seen"
+	           " FROM ranks k JOIN runs r ON r.id = k.run_id WHERE r.name = ?1 ORDER BY k.rank",
+	           b, 1, &ranks, err, errlen) : (ranks = json_array()) ? 0 : -ENOMEM;
+	if (rc < 0)
+		goto out;
 	json_t *o = json_incref(json_array_get(runs, 0));
 	json_object_set(o, "segments", segs);
+	json_object_set(o, "ranks", ranks);
 	json_t *lv = json_array_get(last, 0);
 	json_object_set_new(o, "last_values", lv ? json_incref(lv) : json_null());
 	*out = o;
@@ -193,6 +213,44 @@ out:
 	json_decref(runs);
 	json_decref(segs);
 	json_decref(last);
+	json_decref(ranks);
+	sqlite3_close(db);
+	return rc;
+}
+
+int gw_store_read_rank_lines(const char *path, const char *run, const char *rank,
+                             const char *after, size_t limit, json_t **out, char *err,
+                             size_t errlen)
+{
+	sqlite3 *db;
+	int version;
+	int rc = gw__store_open_ro(path, &db, &version, err, errlen);
+	if (rc < 0)
+		return rc;
+	char lim[32];
+	snprintf(lim, sizeof(lim), "%zu", limit);
+	const char *b[4] = {run, rank, lim, after};
+	json_t *runs = NULL;
+	rc = query(db, "SELECT id FROM runs WHERE name = ?1", b, 1, &runs, err, errlen);
+	if (rc == 0 && !json_array_size(runs))
+		rc = gw_errf(err, errlen, -ENOENT, "no run named \"%s\"", run);
+	json_decref(runs);
+	if (rc == 0 && version < RANKS_VERSION)
+		rc = (*out = json_array()) ? 0 : -ENOMEM;
+	else if (rc == 0 && after)   /* a page after id `after` */
+		rc = query(db,
+		           "SELECT x.id, x.step, x.line, x.ts, x.recv, x.body AS text"
+		           " FROM rank_lines x JOIN runs r ON r.id = x.run_id"
+		           " WHERE r.name = ?1 AND x.rank = CAST(?2 AS INTEGER)"
+		           " AND x.id > CAST(?4 AS INTEGER) ORDER BY x.id LIMIT CAST(?3 AS INTEGER)",
+		           b, 4, out, err, errlen);
+	else if (rc == 0)   /* the newest `limit`, oldest first */
+		rc = query(db,
+		           "SELECT * FROM (SELECT x.id, x.step, x.line, x.ts, x.recv, x.body AS text"
+		           " FROM rank_lines x JOIN runs r ON r.id = x.run_id"
+		           " WHERE r.name = ?1 AND x.rank = CAST(?2 AS INTEGER)"
+		           " ORDER BY x.id DESC LIMIT CAST(?3 AS INTEGER)) ORDER BY id",
+		           b, 3, out, err, errlen);
 	sqlite3_close(db);
 	return rc;
 }
@@ -201,7 +259,7 @@ int gw_store_read_alerts(const char *path, const char *run, size_t limit,
                          json_t **out, char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = gw__store_open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, NULL, err, errlen);
 	if (rc < 0)
 		return rc;
 	char lim[32];
@@ -226,16 +284,17 @@ int gw_store_read_alert(const char *path, const char *id, json_t **out, char *er
 
 int gw_store_read_run_positions(const char *path,
                                 void (*fn)(void *data, const char *run, int64_t seg,
-                                           int64_t last_step, double last_ts, double last_seen),
+                                           int64_t last_step, double last_ts, double last_seen,
+                                           bool interleaved),
                                 void *data, char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = gw__store_open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, NULL, err, errlen);
 	if (rc < 0)
 		return rc;
 	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(db, "SELECT name, last_seg, last_step, last_ts, last_seen FROM runs", -1, &st,
-	                       NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, "SELECT name, last_seg, last_step, last_ts, last_seen, "
+	                           "writers IS NOT NULL FROM runs", -1, &st, NULL) != SQLITE_OK) {
 		rc = gw_errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
 		sqlite3_close(db);
 		return rc;
@@ -245,7 +304,7 @@ int gw_store_read_run_positions(const char *path,
 		double ts = col_real(st, 3);
 		int64_t step = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
 		fn(data, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), step, ts,
-		   col_real(st, 4));
+		   col_real(st, 4), sqlite3_column_int(st, 5) != 0);
 	}
 	/* a step that fails (a corrupt page, a busy database) ends the rows
 	 * too: the caller must not take what it got for all of them */
@@ -282,7 +341,7 @@ int gw_store_read_meta(const char *path, const char *key, char **out)
 {
 	sqlite3 *db;
 	*out = NULL;
-	int rc = gw__store_open_ro(path, &db, NULL, 0);
+	int rc = gw__store_open_ro(path, &db, NULL, NULL, 0);
 	if (rc < 0)
 		return rc;
 	sqlite3_stmt *st;
@@ -308,7 +367,7 @@ int gw_store_read_meta(const char *path, const char *key, char **out)
 /* ---- a run's recent lines ---------------------------------------------------------------- */
 
 struct tail_row {
-	int64_t seg, step;
+	int64_t seg, step, rank;  /* rank -1: none */
 	uint64_t line;
 	double ts, recv, v[GW_NROLES];
 	unsigned present;
@@ -324,7 +383,7 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
                        void *data, char *err, size_t errlen)
 {
 	sqlite3 *db;
-	int rc = gw__store_open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, NULL, err, errlen);
 	if (rc < 0)
 		return rc;
 	struct tail_row *rows = calloc(n ? n : 1, sizeof(*rows));
@@ -338,7 +397,7 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 	/* the newest n records, by the index on (run_id, seg, step), newest first */
 	if (sqlite3_prepare_v2(db, "SELECT seg, step, line, ts, loss, grad_norm, lr, throughput, "
 	                           "nonfinite, recv, json_extract(extra, '$.max_steps'), "
-	                           "json_extract(extra, '$.total_steps') FROM records WHERE run_id = (SELECT id FROM runs WHERE "
+	                           "json_extract(extra, '$.total_steps'), rank FROM records WHERE run_id = (SELECT id FROM runs WHERE "
 	                           "name = ?1) ORDER BY seg DESC, step DESC LIMIT ?2", -1, &st,
 	                       NULL) != SQLITE_OK)
 		goto sqlfail;
@@ -356,6 +415,7 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 			if (sqlite3_column_type(st, 10 + k) != SQLITE_NULL)
 				t->len[t->nlen++] = (struct gw_metric){lens[k], sqlite3_column_double(st, 10 + k)};
 		unsigned nonfinite = (unsigned)sqlite3_column_int(st, 8);
+		t->rank = sqlite3_column_type(st, 12) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 12);
 		for (int k = 0; k < GW_NROLES; k++) {
 			t->v[k] = col_real(st, 4 + k);
 			/* a NaN is stored as NULL with its bit set */
@@ -383,6 +443,7 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 		}
 		struct tail_row *t = &evs[nev++];
 		memset(t, 0, sizeof(*t));
+		t->rank = -1;
 		t->seg = sqlite3_column_int64(st, 0);
 		t->step = sqlite3_column_int64(st, 1);
 		t->line = (uint64_t)sqlite3_column_int64(st, 2);
@@ -414,6 +475,12 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 		                     .present = t->present, .extra = t->len, .n_extra = t->nlen,
 		                     .event = t->event, .attrs = t->attrs};
 		memcpy(rec.v, t->v, sizeof(rec.v));
+		/* a stored record's rank is its run's primary writer's: fed as a
+		 * label, it makes that rank the primary again (engine.h "Ranks") */
+		if (t->rank >= 0 && t->rank <= GW_WIRE_RANK_MAX) {
+			rec.has_rank = rec.rank_label = true;
+			rec.rank = (uint32_t)t->rank;
+		}
 		rc = fn(data, &rec, t->seg, t->line, t->recv);
 	}
 	goto out;
@@ -438,7 +505,7 @@ int gw_store_read_each(const char *path, const char *sql, const struct gw_sv *bi
                        char *err, size_t errlen)
 {
 	sqlite3 *db = NULL;
-	int rc = gw__store_open_ro(path, &db, err, errlen);
+	int rc = gw__store_open_ro(path, &db, NULL, err, errlen);
 	if (rc < 0)
 		return rc;
 	sqlite3_stmt *st = NULL;

@@ -53,6 +53,28 @@ static const char *const migrations[] = {
 	/* 3 -> 4: what a resolve said (how long a run was silent, why it
 	 * ended), kept beside the summary of what was detected */
 	"ALTER TABLE alerts ADD COLUMN resolution TEXT",
+	/* 4 -> 5: one run written by several processes (detectors/engine.h
+	 * "Ranks", "Interleaved writers"): the lines the engine keeps apart
+	 * (other ranks'; interleaved writers' repeats as rank -1) as
+	 * wire-format text, per rank a summary kept by a trigger (the run page
+	 * reads it every few seconds), the note that a run's lines were
+	 * recognised as interleaved writers', and each record's rank (the
+	 * primary writer's, so a rebuilt run knows it again) */
+	"CREATE TABLE rank_lines(id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL,"
+	"  rank INTEGER NOT NULL, step INTEGER NOT NULL, line INTEGER, ts REAL, recv REAL,"
+	"  body TEXT NOT NULL);"
+	"CREATE INDEX rank_lines_by_run ON rank_lines(run_id, rank, id);"
+	"CREATE TABLE ranks(run_id INTEGER NOT NULL, rank INTEGER NOT NULL,"
+	"  lines INTEGER NOT NULL, first_step INTEGER, last_step INTEGER, last_ts REAL,"
+	"  last_recv REAL, PRIMARY KEY(run_id, rank)) WITHOUT ROWID;"
+	"CREATE TRIGGER rank_lines_summary AFTER INSERT ON rank_lines BEGIN"
+	"  INSERT INTO ranks(run_id, rank, lines, first_step, last_step, last_ts, last_recv)"
+	"  VALUES(new.run_id, new.rank, 1, new.step, new.step, new.ts, new.recv)"
+	"  ON CONFLICT(run_id, rank) DO UPDATE SET lines = lines + 1, last_step = new.step,"
+	"  last_ts = coalesce(new.ts, last_ts), last_recv = new.recv;"
+	" END;"
+	"ALTER TABLE runs ADD COLUMN writers TEXT;"
+	"ALTER TABLE records ADD COLUMN rank INTEGER",
 };
 
 _Static_assert(GW_ARRAY_SIZE(migrations) == GW_STORE_SCHEMA_VERSION,

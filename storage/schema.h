@@ -24,7 +24,7 @@ int gw__store_migrate(sqlite3 *db, const char *path, const struct gw_store_schem
  * timeout: 0, or a negative errno with a message naming path in err for a
  * path that does not exist or is a directory, a file SQLite cannot open,
  * a database without gradwatch's tables or of a newer gradwatch. */
-int gw__store_open_ro(const char *path, sqlite3 **db, char *err, size_t errlen);
+int gw__store_open_ro(const char *path, sqlite3 **db, int *version, char *err, size_t errlen);
 
 /* The store's schema version (PRAGMA user_version) into *version: 0, or
  * -EPROTO when a newer gradwatch wrote the database ("this <who> knows up

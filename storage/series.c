@@ -612,7 +612,7 @@ int gw_store_read_series(const char *path, const struct gw_series_query *q, json
 	if (q->has_from && q->has_to && q->from > q->to)
 		return gw_errf(err, errlen, -EINVAL, "from (%lld) is after to (%lld)",
 		               (long long)q->from, (long long)q->to);
-	if ((rc = gw__store_open_ro(path, &r.db, err, errlen)) < 0)
+	if ((rc = gw__store_open_ro(path, &r.db, NULL, err, errlen)) < 0)
 		return rc;
 	/* one read transaction: every statement sees the same snapshot */
 	if (sqlite3_exec(r.db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
@@ -642,6 +642,28 @@ int gw_store_read_series(const char *path, const struct gw_series_query *q, json
 		                                            : gw_json_num(sqlite3_column_double(st, 2 + k)));
 	}
 	sqlite3_finalize(st);
+	/* the run's writers (detectors/engine.h "Ranks"): the interleaved-writers
+	 * note and the ranks kept apart; not in a database before schema 5 */
+	json_t *writers = NULL, *ranks = json_array();
+	if (sqlite3_prepare_v2(r.db, "SELECT writers FROM runs WHERE id = ?1", -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, r.run_id);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT)
+			writers = json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL);
+		sqlite3_finalize(st);
+	}
+	if (sqlite3_prepare_v2(r.db, "SELECT rank, lines, last_step, last_recv FROM ranks"
+	                             " WHERE run_id = ?1 ORDER BY rank", -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, r.run_id);
+		while (sqlite3_step(st) == SQLITE_ROW)
+			json_array_append_new(ranks, json_pack("{s:I, s:I, s:I, s:f}",
+				"rank", (json_int_t)sqlite3_column_int64(st, 0),
+				"lines", (json_int_t)sqlite3_column_int64(st, 1),
+				"last_step", (json_int_t)sqlite3_column_int64(st, 2),
+				"last_seen", sqlite3_column_double(st, 3)));
+		sqlite3_finalize(st);
+	}
+	json_object_set_new(info, "writers", writers ? writers : json_null());
+	json_object_set_new(info, "ranks", ranks);
 	/* record_tiles is missing in a database of schema 2 opened read-only */
 	r.has_tiles = sqlite3_prepare_v2(r.db, "SELECT n, lmin, lmin_s, lmax, lmax_s, gmin, gmin_s, gmax,"
 	                                       " gmax_s, tmin, tmin_s, lr_s, nf_s FROM record_tiles"

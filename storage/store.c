@@ -89,8 +89,9 @@ struct run_slot {
  * `counter` is the stats counter a row bumps; pos_* are the indices of the
  * values that move the run's position (seg, step, ts), -1 when unused. */
 enum {
-	S_RECORD = GW_STORE_NSTMT_PUBLIC, S_EVENT, S_SEGMENT, S_META,
-	S_DEL_RECORDS, S_DEL_EVENTS, S_DEL_SEGMENTS, S_DEL_ALERTS, S_DEL_TILES, S_DEL_RUN, S_NCORE,
+	S_RECORD = GW_STORE_NSTMT_PUBLIC, S_EVENT, S_SEGMENT, S_META, S_RANK_LINE, S_WRITERS,
+	S_DEL_RECORDS, S_DEL_EVENTS, S_DEL_SEGMENTS, S_DEL_ALERTS, S_DEL_TILES, S_DEL_RANK_LINES,
+	S_DEL_RANKS, S_DEL_RUN, S_NCORE,
 };
 
 enum counter { C_NONE, C_RECORDS, C_EVENTS, C_SEGMENTS, C_ALERTS, C_N };
@@ -120,7 +121,7 @@ static const struct core_stmt {
 		C_ALERTS, -1, -1, -1},
 	[S_RECORD] = {
 		"INSERT INTO records(run_id, seg, step, line, ts, recv, loss, grad_norm, lr, "
-		"throughput, nonfinite, extra) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)",
+		"throughput, nonfinite, extra, rank) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)",
 		C_RECORDS, 1, 2, 4},
 	[S_EVENT] = {
 		"INSERT INTO events(run_id, seg, step, line, ts, recv, name, attrs) "
@@ -134,6 +135,12 @@ static const struct core_stmt {
 		"INSERT INTO meta(key, value) VALUES(?1, ?2) "
 		"ON CONFLICT(key) DO UPDATE SET value = excluded.value",
 		C_NONE, -1, -1, -1},
+	/* a line of a rank other than 0: the run's position does not move */
+	[S_RANK_LINE] = {
+		"INSERT INTO rank_lines(run_id, rank, step, line, ts, recv, body) "
+		"VALUES(?1,?2,?3,?4,?5,?6,?7)",
+		C_RECORDS, -1, -1, -1},
+	[S_WRITERS] = {"UPDATE runs SET writers = ?2 WHERE id = ?1", C_NONE, -1, -1, -1},
 	/* deleting a run (gw_store_delete_run): its rows, then the run; ?1 is
 	 * its name (text: naming it must not create it) */
 	[S_DEL_RECORDS] = {"DELETE FROM records WHERE run_id = (SELECT id FROM runs WHERE name = ?1)",
@@ -147,6 +154,10 @@ static const struct core_stmt {
 	/* its chart tiles too: SQLite gives the next run the same id when the
 	 * deleted one had the highest, and it must not inherit them */
 	[S_DEL_TILES] = {"DELETE FROM record_tiles WHERE run_id = (SELECT id FROM runs WHERE name = ?1)",
+	                 C_NONE, -1, -1, -1},
+	[S_DEL_RANK_LINES] = {"DELETE FROM rank_lines WHERE run_id = (SELECT id FROM runs WHERE name = ?1)",
+	                      C_NONE, -1, -1, -1},
+	[S_DEL_RANKS] = {"DELETE FROM ranks WHERE run_id = (SELECT id FROM runs WHERE name = ?1)",
 	                 C_NONE, -1, -1, -1},
 	[S_DEL_RUN] = {"DELETE FROM runs WHERE name = ?1", C_NONE, -1, -1, -1},
 };
@@ -360,7 +371,7 @@ uint64_t gw_store_put_record(struct gw_store *s, const struct gw_rec *rec,
                              int64_t seg, uint64_t line, double recv)
 {
 	unsigned nonfinite = 0;
-	struct gw_sv v[12] = {
+	struct gw_sv v[13] = {
 		gw_sv_run(rec->run, rec->run_len), gw_sv_int(seg), gw_sv_int(rec->step),
 		gw_sv_int((int64_t)line), gw_sv_real(rec->ts), gw_sv_real(recv),
 	};
@@ -376,7 +387,8 @@ uint64_t gw_store_put_record(struct gw_store *s, const struct gw_rec *rec,
 	if (rec->n_extra && !ex)
 		return 0;
 	v[11] = gw_sv_textn(ex, elen);
-	uint64_t seq = put(s, S_RECORD, v, 12);
+	v[12] = rec->has_rank ? gw_sv_int(rec->rank) : (struct gw_sv){.t = GW_SV_NULL};
+	uint64_t seq = put(s, S_RECORD, v, 13);
 	free(ex);
 	return seq;
 }
@@ -395,6 +407,31 @@ uint64_t gw_store_put_event(struct gw_store *s, const struct gw_rec *rec,
 	uint64_t seq = put(s, S_EVENT, v, 8);
 	free(attrs);
 	return seq;
+}
+
+uint64_t gw_store_put_rank_line(struct gw_store *s, const struct gw_rec *rec, uint64_t line,
+                                double recv)
+{
+	struct gw_buf body = {0};
+	if (gw_wire_append_rec(&body, rec) < 0) {
+		gw_buf_free(&body);
+		return 0;
+	}
+	struct gw_sv v[7] = {
+		gw_sv_run(rec->run, rec->run_len), gw_sv_int(rec->has_rank ? (int64_t)rec->rank : -1),
+		gw_sv_int(rec->step),
+		gw_sv_int((int64_t)line), gw_sv_real(rec->ts), gw_sv_real(recv),
+		gw_sv_textn(body.p, body.len - 1),   /* without its newline */
+	};
+	uint64_t seq = put(s, S_RANK_LINE, v, 7);
+	gw_buf_free(&body);
+	return seq;
+}
+
+uint64_t gw_store_put_writers(struct gw_store *s, const char *run, const char *note)
+{
+	const struct gw_sv v[] = {gw_sv_run(run, strlen(run)), gw_sv_text(note)};
+	return put(s, S_WRITERS, v, 2);
 }
 
 uint64_t gw_store_put_segment(struct gw_store *s, const char *run, int64_t seg,

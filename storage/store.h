@@ -45,7 +45,7 @@
  * regrown on every restart. */
 #define GW_STORE_WAL_KEEP_BYTES (16 << 20)
 
-#define GW_STORE_SCHEMA_VERSION 4 /* the store's own tables: see migrations[] in store.c */
+#define GW_STORE_SCHEMA_VERSION 5 /* the store's own tables: see migrations[] in store.c */
 
 /* ---- typed values -------------------------------------------------------------- */
 
@@ -149,6 +149,16 @@ uint64_t gw_store_put_event(struct gw_store *s, const struct gw_rec *rec,
                             int64_t seg, uint64_t line, double recv);
 /* A segment of a run: why it opened, the step of its first line, the
  * checkpoint step it restarts from (-1 unknown), its first line, ts. */
+/* A line the engine kept apart (detectors/engine.h "Ranks", "Interleaved
+ * writers": another rank's, or a folded repeat, stored as rank -1), apart
+ * from the run's records and events: as wire-format text in rank_lines,
+ * with the rank's summary in ranks.  The run's position does not move.
+ * Returns the sequence number or 0 (out of memory). */
+uint64_t gw_store_put_rank_line(struct gw_store *s, const struct gw_rec *rec, uint64_t line,
+                                double recv);
+/* Note on the run that its lines were recognised as interleaved writers'
+ * (a JSON object, read back as /v1/runs/{run}'s "writers"). */
+uint64_t gw_store_put_writers(struct gw_store *s, const char *run, const char *note);
 uint64_t gw_store_put_segment(struct gw_store *s, const char *run, int64_t seg,
                               const char *reason, int64_t first_step, int64_t restart_step,
                               uint64_t line, double ts, double wall);
@@ -199,10 +209,22 @@ void gw_store_stats(const struct gw_store *s, struct gw_store_stats *out);
 
 /* ---- readers (own connection; any thread but the loop) ---------------------- */
 
+/* Lines of rank `rank` (decimal text) of a run that the engine kept apart:
+ * the newest `limit`, or with `after` (decimal text, NULL: none) the first
+ * `limit` whose id is above it; oldest first: [{id, step, line, ts, recv,
+ * text: the line in the wire format (NaN bare, as Python writes it)}], on
+ * its own read-only connection.  -ENOENT for an unknown run. */
+int gw_store_read_rank_lines(const char *path, const char *run, const char *rank,
+                             const char *after, size_t limit, json_t **out, char *err,
+                             size_t errlen);
+
 /* Runs as [{run, segment, last_step, last_ts, records, first_seen, last_seen}]. */
 int gw_store_read_runs(const char *path, json_t **out, char *err, size_t errlen);
 
-/* One run: {run, segments:[...], last_step, last_values, records, events};
+/* One run: {run, segments:[...], last_step, last_values, records, events,
+ * ranks: [{rank, lines, first_step, last_step, last_ts, last_seen}] of the
+ * ranks other than 0 that sent lines, writers: the interleaved-writers note
+ * or null};
  * -ENOENT if unknown. */
 int gw_store_read_run(const char *path, const char *run, json_t **out,
                       char *err, size_t errlen);
@@ -214,11 +236,13 @@ int gw_store_read_alerts(const char *path, const char *run, size_t limit,
 /* One alert by id (the columns of gw_store_read_alerts); -ENOENT if none. */
 int gw_store_read_alert(const char *path, const char *id, json_t **out, char *err, size_t errlen);
 
-/* Every run's last segment, step and ts, to seed the engine after a daemon
- * restart: fn is called once per run. */
+/* Every run's last segment, step, ts and last line's arrival (last_seen),
+ * and whether its lines were recognised as interleaved writers' (a "writers" note), to seed the engine
+ * after a daemon restart: fn is called once per run. */
 int gw_store_read_run_positions(const char *path,
                                 void (*fn)(void *data, const char *run, int64_t seg,
-                                           int64_t last_step, double last_ts, double last_seen),
+                                           int64_t last_step, double last_ts, double last_seen,
+                                           bool interleaved),
                                 void *data, char *err, size_t errlen);
 
 /* A run's newest n records, and its events from the oldest of them on, in

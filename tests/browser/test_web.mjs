@@ -5,7 +5,8 @@
 // shows its summary, /alerts/ID opens the run at the alert, the page keeps
 // up while the run streams, nothing leaves loopback, and hostile run names
 // are shown as text and never run as script; and what a person paged at
-// night meets: a daemon restart under an open page, hundreds of runs,
+// night meets: a daemon restart under an open page, hundreds of runs, a
+// run every rank of a job logs,
 // numbers and times as they read them, contrast and dark mode, keyboard
 // use, a live page that neither flickers nor grows.  Saves run-page.png
 // (the README's screenshot) and run-page-dark.png in ARTIFACT_DIR.
@@ -424,6 +425,29 @@ test('a run of one record: whole steps on the axis, "1 record"', async () => {
   const head = await page.$eval('.gw-run-head .gw-muted', (e) => e.textContent);
   assert.match(head, /· 1 record$/);
   assert.match(await page.$eval('.gw-segments', (e) => e.textContent), /steps 1–1, 1 record$/);
+  await page.close();
+});
+
+test('a run every rank of a job logs: the page says so, and which rank is behind', async () => {
+  const lines = [];
+  for (let s = 1; s <= 60; s++)
+    for (let k = 0; k < 4; k++) {
+      lines.push(JSON.stringify({run: 'ddp-interleaved', step: s, loss: 2 + k / 100, grad_norm: 0.5}));
+      if (k !== 2 || s <= 50)
+        lines.push(JSON.stringify({run: 'ddp-ranked', step: s, rank: k, loss: 2, grad_norm: 0.5}));
+    }
+  const r = await daemon.ingest(lines.join('\n') + '\n');
+  assert.equal(r.rejected, 0);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/ddp-interleaved`);
+  await ready(page);
+  assert.match(await page.$eval('#gw-writers', (e) => e.textContent),
+    /^Several processes log this run \(recognised at step 2\): their repeats of a step are kept apart/);
+  await page.goto(`${daemon.base}/runs/ddp-ranked`);
+  await ready(page);
+  assert.match(await page.$eval('#gw-writers', (e) => e.textContent),
+    /^Also sending: 3 other ranks \(kept apart, up to rank 3\); furthest behind: rank 2 at step 50/);
+  assert.match(await page.$eval('.gw-segments', (e) => e.textContent), /^segment 1 \(start\): steps 1–60, 60 records$/);
   await page.close();
 });
 

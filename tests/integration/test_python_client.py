@@ -1,7 +1,8 @@
 """The Python client (contrib/python) against the real gradwatchd: delivery
 over the Unix socket and the UDP fallback, drops counted and reported,
 never raising into the training loop, manifests in the trace format, the
-resume gate, the Hugging Face and Lightning callbacks (against minimal
+resume gate, which rank of a distributed job sends (the environment, a
+no-op on other ranks, all_ranks), the Hugging Face and Lightning callbacks (against minimal
 stand-ins of their base classes: neither framework is packaged for Debian
 12), the plain-loop example with real PyTorch, and the accounting of
 client.log() in a tight loop with the daemon up, down and slow.  The
@@ -341,6 +342,102 @@ class Callbacks(unittest.TestCase):
         self.assertEqual(self.d.get('/v1/runs/pl-run/alerts')[1]['alerts'], [])
         ev = self.d.sql("SELECT name, step, attrs FROM events WHERE name = 'run_finished'")
         self.assertEqual(ev, [('run_finished', 10, '{"reason":"train_end"}')])
+
+
+# ---- distributed jobs: which rank sends ------------------------------------------------------
+
+class Ranks(unittest.TestCase):
+    """The rank from the environment (RANK; LOCAL_RANK alone is not it), a
+    rank other than 0 as a no-op that says so once, all_ranks=True sending
+    each line with its rank, and the callbacks' own idea of process zero."""
+    ENV = ('RANK', 'LOCAL_RANK', 'OMPI_COMM_WORLD_RANK', 'PMI_RANK', 'SLURM_PROCID')
+
+    def setUp(self):
+        install_standins()
+        self.saved = {k: os.environ.pop(k) for k in self.ENV if k in os.environ}
+        self.addCleanup(os.environ.update, self.saved)
+        for k in self.ENV:
+            self.addCleanup(os.environ.pop, k, None)
+        self.d = Daemon().start()
+        self.addCleanup(self.d.close)
+        self.kw = dict(address=self.d.sock, udp='', http='127.0.0.1:%d' % self.d.http_port)
+
+    def test_rank_from_the_environment(self):
+        self.assertIsNone(gradwatch.global_rank())
+        os.environ['LOCAL_RANK'] = '1'          # the rank on one node only
+        self.assertIsNone(gradwatch.global_rank())
+        os.environ['SLURM_PROCID'] = '5'
+        self.assertEqual(gradwatch.global_rank(), 5)
+        os.environ['RANK'] = '3'                # torchrun's wins
+        self.assertEqual(gradwatch.global_rank(), 3)
+        self.assertNotIn('torch', sys.modules)  # never imported to find out
+
+    def test_other_ranks_are_quiet_no_ops(self):
+        os.environ['RANK'] = '2'
+        buf = io.StringIO()
+        h = logging.StreamHandler(buf)
+        logging.getLogger('gradwatch').addHandler(h)
+        logging.getLogger('gradwatch').setLevel(logging.INFO)
+        self.addCleanup(logging.getLogger('gradwatch').removeHandler, h)
+        c = gradwatch.Client(run='r2', **self.kw)
+        self.assertIsNone(c._thread)            # no sender thread, no socket
+        m = Model(['w'])
+        for s in range(1, 11):
+            c.log(s, loss=1.0)
+        c.checkpoint_saved(10, m, AdamW(m))
+        self.assertTrue(c.flush(1))
+        c.close()
+        st = c.stats()
+        self.assertEqual((st['rank'], st['skipped'], st['sent'], st['logged']), (2, 11, 0, 11))
+        self.assertIn('rank=2 (not sending: only rank 0 sends)', repr(c))
+        self.assertEqual(buf.getvalue().count('only rank 0 sends'), 1)
+        # and rank 0 of the same job sends
+        c0 = gradwatch.Client(run='r2', rank=0, **self.kw)
+        c0.log(1, loss=1.0)
+        c0.close()
+        self.assertEqual(len(wait_rows(self.d, 'r2', 1)), 1)
+        self.assertEqual(self.d.sql("SELECT count(*) FROM events WHERE name != 'run_finished'"),
+                         [(0,)])
+
+    def test_all_ranks_send_with_their_rank(self):
+        os.environ['RANK'] = '1'
+        c = gradwatch.Client(run='ra', all_ranks=True, **self.kw)
+        c0 = gradwatch.Client(run='ra', all_ranks=True, rank=0, **self.kw)
+        for s in range(1, 6):
+            c0.log(s, loss=1.0)
+            c.log(s, loss=1.5)
+        c.close()
+        c0.close()
+        self.d.wait_committed("SELECT count(*) FROM rank_lines", 6)
+        self.assertEqual(len(wait_rows(self.d, 'ra', 5)), 5)
+        body = json.loads(self.d.sql("SELECT body FROM rank_lines ORDER BY id LIMIT 1")[0][0])
+        self.assertEqual((body['rank'], body['step'], body['loss']), (1, 1, 1.5))
+        with self.assertRaises(ValueError):
+            gradwatch.Client(run='x', rank=-1, **self.kw)
+
+    def test_callbacks_send_from_process_zero_only(self):
+        from gradwatch.hf import GradwatchCallback as HF
+        from gradwatch.lightning import GradwatchCallback as PL
+        args = types.SimpleNamespace(run_name='hf-r', output_dir=self.d.dir,
+                                     resume_from_checkpoint=None, process_index=3)
+        for zero in (False, True):
+            state = types.SimpleNamespace(global_step=1, is_world_process_zero=zero)
+            cb = HF(**self.kw)
+            cb.on_log(args, state, None, logs={'loss': 2.0})
+            cb.on_train_end(args, state, None)
+            cb.client.close()
+            self.assertEqual(cb.client.rank, 0 if zero else 3)
+            m = Model(['w'])
+            trainer = types.SimpleNamespace(global_step=1, optimizers=[AdamW(m)],
+                                            lr_scheduler_configs=[], logger=None,
+                                            is_global_zero=zero, global_rank=0 if zero else 2)
+            pl = PL(run='pl-r', **self.kw)
+            pl.on_train_batch_end(trainer, m, {'loss': FT(1.5)}, None, 0)
+            pl.on_train_end(trainer, m)
+            pl.client.close()
+            self.assertEqual(pl.client.stats()['skipped'], 0 if zero else 2)
+        self.assertEqual(len(wait_rows(self.d, 'hf-r', 1)), 1)
+        self.assertEqual(len(wait_rows(self.d, 'pl-r', 1)), 1)
 
 
 # ---- real PyTorch: the plain loop, and the latency of log() --------------------------------

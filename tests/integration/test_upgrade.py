@@ -4,8 +4,8 @@ Upgrade: a database as the gradwatchd before schema 4 left it (alerts
 raised, their webhook deliveries still pending because the receiver was
 down) is opened by this gradwatchd: it is migrated, nothing is lost, and
 the pending deliveries go out once.  The old database is made from one this
-daemon wrote, taken back one step (alerts.resolution dropped, user_version
-3), which is what the daemon before that step wrote (checked by hand
+daemon wrote, taken back two steps (the ranks' tables, runs.writers, records.rank and
+alerts.resolution dropped, user_version 3), which is what the daemon before that step wrote (checked by hand
 against a build of main before the step: same tables, same rows).
 
 Downgrade: a database written by a newer gradwatchd (its user_version, or
@@ -24,7 +24,7 @@ import unittest
 from gwtest import GRADWATCH, GRADWATCHD
 from receiver import Daemon, Receiver, nan_incident, wait_for
 
-STORE_SCHEMA = 4     # storage/schema.c: GW_STORE_SCHEMA_VERSION
+STORE_SCHEMA = 5     # storage/schema.c: GW_STORE_SCHEMA_VERSION
 
 
 def table_rows(path, sql):
@@ -59,8 +59,14 @@ class Upgrade(unittest.TestCase):
                                  "ORDER BY alert_id, version")
         self.assertEqual(len(alerts), 3)
         self.assertGreaterEqual(len(pending), 3)
-        # back to schema 3: before alerts.resolution
+        # back to schema 3: before alerts.resolution (4) and the ranks'
+        # tables, runs.writers and records.rank (5)
         con = sqlite3.connect(db)
+        con.execute('DROP TRIGGER rank_lines_summary')
+        con.execute('DROP TABLE rank_lines')
+        con.execute('DROP TABLE ranks')
+        con.execute('ALTER TABLE runs DROP COLUMN writers')
+        con.execute('ALTER TABLE records DROP COLUMN rank')
         con.execute('ALTER TABLE alerts DROP COLUMN resolution')
         con.execute('PRAGMA user_version = 3')
         con.commit()

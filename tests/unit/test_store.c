@@ -278,7 +278,7 @@ struct positions {
 };
 
 static void on_position(void *data, const char *run, int64_t seg, int64_t step, double ts,
-                        double seen)
+                        double seen, bool interleaved)
 {
 	struct positions *p = data;
 	p->n++;

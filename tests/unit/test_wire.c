@@ -180,6 +180,12 @@ START_TEST(bad_lines)
 		{"{\"run\":\"r\",\"step\":1,\"event\":\"\"}", GW_REJ_BAD_EVENT, "event", 29},
 		{"{\"run\":\"r\",\"step\":1} trailing", GW_REJ_SYNTAX, "", 22},
 		{"{\"run\":\"r\",\"step\":01}", GW_REJ_SYNTAX, "", 0},
+		{"{\"run\":\"r\",\"step\":1,\"rank\":-1}", GW_REJ_BAD_RANK, "rank", 28},
+		{"{\"run\":\"r\",\"step\":1,\"rank\":1.5}", GW_REJ_BAD_RANK, "rank", 28},
+		{"{\"run\":\"r\",\"step\":1,\"rank\":\"3\"}", GW_REJ_BAD_RANK, "rank", 28},
+		{"{\"run\":\"r\",\"step\":1,\"rank\":1048576}", GW_REJ_BAD_RANK, "rank", 28},
+		{"{\"run\":\"r\",\"step\":1,\"rank\":NaN}", GW_REJ_BAD_RANK, "rank", 28},
+		{"{\"run\":\"r\",\"step\":1,\"event\":\"x\",\"rank\":true}", GW_REJ_BAD_RANK, "rank", 40},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct gw_rec r;
@@ -194,6 +200,35 @@ START_TEST(bad_lines)
 			              e.column, cases[i].column, e.msg);
 		ck_assert(strstr(e.msg, gw_wire_reason_name(e.reason)) == e.msg);
 	}
+}
+END_TEST
+
+/* "rank" is the writing process's global rank: kept apart, neither an
+ * extra metric nor an event attribute, and written back */
+START_TEST(rank_field)
+{
+	struct gw_rec r;
+	struct gw_wire_err e;
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":3,\"rank\":7,\"loss\":1.5}", &r, &e), 0);
+	ck_assert(r.has_rank);
+	ck_assert_uint_eq(r.rank, 7);
+	ck_assert_uint_eq(r.n_extra, 0);
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":3,\"rank\":0,\"loss\":1.5}", &r, &e), 0);
+	ck_assert(r.has_rank && r.rank == 0 && !r.rank_label);
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":3,\"rank\":null,\"loss\":1.5}", &r, &e), 0);
+	ck_assert(!r.has_rank);
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":3,\"loss\":1.5}", &r, &e), 0);
+	ck_assert(!r.has_rank);
+	ck_assert_int_eq(parse("{\"run\":\"r\",\"step\":3,\"rank\":1048575,\"event\":\"resumed\","
+	                       "\"checkpoint_step\":2}", &r, &e), 0);
+	ck_assert(r.has_rank && r.rank == 1048575);
+	ck_assert_ptr_null(json_object_get(r.attrs, "rank"));
+	ck_assert_uint_eq(json_object_size(r.attrs), 1);
+	struct gw_buf b = {0};
+	ck_assert_int_eq(gw_wire_append_rec(&b, &r), 0);
+	ck_assert_str_eq(b.p, "{\"run\":\"r\",\"step\":3,\"rank\":1048575,\"event\":\"resumed\","
+	                      "\"checkpoint_step\":2}\n");
+	gw_buf_free(&b);
 }
 END_TEST
 
@@ -393,6 +428,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, event_attrs);
 	tcase_add_test(tc, strings_utf8);
 	tcase_add_test(tc, bad_lines);
+	tcase_add_test(tc, rank_field);
 	tcase_add_test(tc, blank_and_default_run);
 	tcase_add_test(tc, run_names);
 	tcase_add_test(tc, fmt_double_roundtrip);

@@ -488,6 +488,25 @@
 
   /* ---- the run page ------------------------------------------------------------------------ */
 
+  /* Several processes of one job write this run (docs/integrations.md,
+   * "Distributed jobs"): the interleaved writers the daemon recognised, and
+   * the other ranks it keeps apart, with the one furthest behind. */
+  function writersNote(i) {
+    var out = [];
+    if (i.writers && i.writers.interleaved)
+      out.push('Several processes log this run (recognised at step ' + fmtNum(i.writers.step) +
+        '): their repeats of a step are kept apart and open no segments. Send from rank 0 only, ' +
+        'or add "rank" to each line.');
+    var ranks = (i.ranks || []).filter(function (k) { return k.rank >= 0; });
+    if (ranks.length) {
+      var behind = ranks.reduce(function (a, k) { return k.last_step < a.last_step ? k : a; });
+      out.push('Also sending: ' + plural(ranks.length, 'other rank') + ' (kept apart, up to rank ' +
+        fmtNum(ranks[ranks.length - 1].rank) + '); furthest behind: rank ' + fmtNum(behind.rank) +
+        ' at step ' + fmtNum(behind.last_step) + (src.live ? ', last line ' + fmtAgo(behind.last_seen) : '') + '.');
+    }
+    return out.length ? el('div', {class: 'gw-writers', id: 'gw-writers', role: 'note', text: out.join(' ')}) : null;
+  }
+
   function runPage(name, focusAlertId) {
     /* this page's own state: the closures below keep it, so an answer
      * that comes after the page was left finds view.gone */
@@ -546,7 +565,8 @@
           'segment ' + fmtNum(i.segment) + ' · last step ' + fmtNum(i.last_step) +
           (src.live ? ' · last record ' + fmtAgo(i.last_seen) : '') +
           ' · ' + (view.data ? plural(view.data.total, 'record') : '— records') +
-          (view.data && view.data.downsampled ? ' (drawn: ' + fmtNum(view.data.step.length) + ', min/max per bucket)' : ''))
+          (view.data && view.data.downsampled ? ' (drawn: ' + fmtNum(view.data.step.length) + ', min/max per bucket)' : '')),
+        writersNote(i)
       ]);
       clear(view.els.segs);
       segmentSpans(view.data || {}).forEach(function (s) {

@@ -35,12 +35,27 @@ alert; `run_finished()` says it without closing (the framework callbacks'
 train end).  A job killed by a signal says nothing, and its silence is a
 stall, as it should be.
 
+A distributed job (DDP, torchrun, DeepSpeed, SLURM) runs this code in every
+process, and every process would log the same run.  By default only global
+rank 0 sends (its rank from torch.distributed when torch is already
+imported and the process group is initialised, else $RANK, $OMPI_COMM_WORLD_RANK,
+$PMI_RANK, $SLURM_PROCID; $LOCAL_RANK alone is not the global rank and is
+not used); on the other ranks the client is a cheap no-op, without a
+thread or a socket, that says so once (a log line, `stats()["skipped"]`,
+`repr`).  `all_ranks=True` sends from every rank, each line with its
+"rank": the daemon keeps rank 0's as the run and the others apart
+(docs/integrations.md, "Distributed jobs").  The resume gate asks on every
+rank: each rank compares what it loaded itself.
+
 Optionally every line is also appended to a local JSONL file (`jsonl=`),
 in the sender thread, so `gradwatch replay` can re-run the detectors later.
 
 The resume gate (`check_resume`) is the one synchronous call: it flushes
 what is queued and asks the daemon over HTTP whether the live manifest
 matches the run's last checkpoint, raising ResumeError when it does not.
+
+(About 640 lines: the Client's methods share its queue and counters, so it
+stays one class; the transports are in _transport.py.)
 """
 import atexit
 import collections
@@ -181,6 +196,30 @@ def _exit_reason():
     return 'crashed: %s' % t.__name__ if t is not None else 'exited'
 
 
+_RANK_ENV = ('RANK', 'OMPI_COMM_WORLD_RANK', 'PMI_RANK', 'SLURM_PROCID')
+
+
+def global_rank():
+    """This process's global rank in a distributed job: torch.distributed's
+    when torch is already imported (it is never imported here) and the
+    default process group is initialised, else the first of $RANK,
+    $OMPI_COMM_WORLD_RANK, $PMI_RANK, $SLURM_PROCID that is an integer; None
+    when nothing says (a single process, or a process group not initialised
+    yet).  $LOCAL_RANK is the rank on one node, not the global one."""
+    torch = sys.modules.get('torch')
+    try:
+        dist = getattr(torch, 'distributed', None) if torch is not None else None
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
+    except Exception:  # noqa: BLE001 - a half-imported torch is no rank
+        pass
+    for name in _RANK_ENV:
+        v = os.environ.get(name, '').strip()
+        if v.isdigit():
+            return int(v)
+    return None
+
+
 def _dumps(obj):
     # NaN/Infinity as bare tokens, as the wire format accepts
     return json.dumps(obj, separators=(',', ':'), allow_nan=True)
@@ -211,6 +250,10 @@ class Client:
                run_finished of close() is still sent
     max_queue  metric lines waiting to be sent before new ones are dropped
     interval   seconds between the sender's wake-ups
+    all_ranks  False (default): in a distributed job only global rank 0
+               sends; True: every rank sends, each line with its "rank"
+    rank       this process's global rank (default: global_rank(), looked
+               up again at the first line while it says nothing)
 
     Raises ValueError for a bad run name, URL or transport; nothing after
     construction raises into the training loop.
@@ -218,10 +261,17 @@ class Client:
 
     def __init__(self, run, address=None, udp=None, http=None, jsonl=None, events=True,
                  max_queue=100000, interval=0.02, url=None, token=None, transport=None,
-                 timeout=30.0):
+                 timeout=30.0, all_ranks=False, rank=None):
         if not run or not isinstance(run, str):
             raise ValueError('gradwatch.Client: run must be a non-empty string')
+        if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 0):
+            raise ValueError('gradwatch.Client: rank must be an integer >= 0, not %r' % (rank,))
         self.run = run
+        self.all_ranks = bool(all_ranks)
+        self.rank = rank if rank is not None else global_rank()
+        self._rank_known = self.rank is not None
+        self._skipped = 0           # lines not sent: not rank 0 (written by log() only)
+        self._skip_said = False
         self.transport = transport or _choose_transport(address, url)
         if self.transport not in ('stream', 'http'):
             raise ValueError('gradwatch.Client: transport must be "stream" or "http", not %r' % transport)
@@ -258,11 +308,43 @@ class Client:
         else:
             self._tr = _transport.StreamTransport(self.address, self.token, udp, self._c, self._warn)
             self._batch = 100
+        self._jsonl = None
+        self._thread = None
+        if self.rank and not self.all_ranks:
+            return          # a no-op on this rank: no file, no thread, no socket
         self._jsonl = open(jsonl, 'a', buffering=1 << 16) if jsonl else None
         self._thread = threading.Thread(target=self._run, name='gradwatch-sender', daemon=True)
         self._thread.start()
         ref = weakref.ref(self)
         atexit.register(lambda: ref() and ref().close(timeout=2, reason=_exit_reason()))
+
+    # ---- ranks ------------------------------------------------------------------------
+
+    def _not_sending(self):
+        """Is this a rank other than 0 that does not send (all_ranks False)?"""
+        if not self._rank_known:
+            # the process group may have been set up since the client was
+            # made (torch.multiprocessing.spawn): look once more
+            self._rank_known = True
+            r = global_rank()
+            if r is not None:
+                self.rank = r
+        return bool(self.rank) and not self.all_ranks
+
+    def _skip(self):
+        """Not rank 0: count the line, and say once why nothing is sent."""
+        self._skipped += 1
+        if not self._skip_said:
+            self._skip_said = True
+            log.info('gradwatch: run %s: this process is rank %d of a distributed job; only '
+                     'rank 0 sends (Client(all_ranks=True) sends from every rank)',
+                     self.run, self.rank)
+
+    def __repr__(self):
+        who = '' if self.rank is None else ' rank=%d' % self.rank
+        if self.rank and not self.all_ranks:
+            who += ' (not sending: only rank 0 sends)'
+        return '<gradwatch.Client run=%r%s transport=%s>' % (self.run, who, self.transport)
 
     # ---- the training loop's side: cheap, never raises ------------------------------
 
@@ -271,6 +353,9 @@ class Client:
         other numbers).  Values may be Python numbers or 0-d tensors (they are
         converted in the sender thread).  Returns at once; never raises."""
         try:
+            if (not self._rank_known or self.rank) and self._not_sending():
+                self._skip()
+                return
             if len(self._q) >= self._max:
                 self._dropped += 1
                 return
@@ -312,6 +397,9 @@ class Client:
                 step = self._last_step
             if step is None:
                 return
+            if (not self._rank_known or self.rank) and self._not_sending():
+                self._skip()
+                return
             attrs = {'event': 'run_finished'}
             if reason:
                 attrs['reason'] = str(reason)
@@ -325,6 +413,9 @@ class Client:
 
     def _event(self, name, step, model, optimizer, scheduler, extra=None):
         if not self.events:
+            return
+        if (not self._rank_known or self.rank) and self._not_sending():
+            self._skip()
             return
         try:
             attrs = _manifest.manifest(model, optimizer, scheduler)
@@ -382,6 +473,8 @@ class Client:
         """Wait until everything queued so far was settled: handed to the
         stream or UDP, or (http) answered by the daemon, or counted lost.
         Returns True if that happened within timeout."""
+        if self._thread is None:
+            return True     # a rank that does not send
         target = self._enqueued
         deadline = time.monotonic() + timeout
         self._wake.set()
@@ -404,6 +497,8 @@ class Client:
         sent_unconfirmed  handed to UDP with no refusal seen; UDP has no
                           acknowledgement, so it may still have been lost
         dropped           not queued: the queue was full (metrics only)
+        skipped           not sent: this process is not rank 0 of its job
+                          (and all_ranks is off); `rank` says which it is
         lost              no transport took it (socket and UDP down, UDP
                           refused, http given up: refused, disk full, close)
         invalid           could not be formatted (a step that is no integer)
@@ -420,7 +515,9 @@ class Client:
                   'invalid': c.invalid, 'rejected': c.rejected, 'retries': c.retries,
                   'last_reject': c.last_reject}
         st['dropped'] = self._dropped
-        st['logged'] = self._enqueued + self._dropped
+        st['skipped'] = self._skipped
+        st['rank'] = self.rank
+        st['logged'] = self._enqueued + self._dropped + self._skipped
         st['errors'] = self._errors
         return st
 
@@ -436,6 +533,8 @@ class Client:
         if self._closed:
             return
         self._closed = True
+        if self._thread is None:
+            return          # a rank that does not send: nothing to flush or stop
         if finished and self._finish_mark != self._enqueued:
             self.run_finished(reason=reason or 'closed')
         self.flush(timeout)
@@ -484,6 +583,8 @@ class Client:
     def _format(self, item):
         kind, step, ts, fields = item
         rec = {'run': self.run, 'step': int(step), 'ts': ts}
+        if self.all_ranks and self.rank is not None:
+            rec['rank'] = self.rank
         if kind == _EVENT:
             rec.update(fields)
             return _dumps(rec)

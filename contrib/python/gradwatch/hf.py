@@ -15,6 +15,12 @@ on_train_begin when state.global_step > 0 the Trainer resumed from a
 on_train_end   run_finished (reason "train_end") at state.global_step, and
                flush: the daemon knows the silence after training is no stall
 
+The Trainer calls callbacks on every process of a distributed job: only the
+world process zero (state.is_world_process_zero) sends, as W&B's and
+TensorBoard's callbacks log; all_ranks=True sends from every process, each
+line with its rank (args.process_index).  The resume gate asks on every
+process (see gradwatch.client).
+
 The Trainer passes model, optimizer and lr_scheduler to every callback
 event as keyword arguments; those are what the manifests are computed from.
 """
@@ -34,11 +40,16 @@ class GradwatchCallback(TrainerCallback):
         self.check_resume = check_resume
         self._client_kwargs = client_kwargs
 
-    def _get_client(self, args):
+    def _get_client(self, args, state=None):
         if self.client is None:
             run = self.run or getattr(args, 'run_name', None) or \
                 os.path.basename(os.path.normpath(getattr(args, 'output_dir', None) or 'run'))
-            self.client = Client(run=run, **self._client_kwargs)
+            kw = dict(self._client_kwargs)
+            zero = getattr(state, 'is_world_process_zero', None)
+            if 'rank' not in kw and zero is not None:
+                # the Trainer knows: its global process index
+                kw['rank'] = 0 if zero else max(1, int(getattr(args, 'process_index', 1) or 1))
+            self.client = Client(run=run, **kw)
         return self.client
 
     @staticmethod
@@ -57,7 +68,7 @@ class GradwatchCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, model=None, optimizer=None, lr_scheduler=None,
                        **kwargs):
-        client = self._get_client(args)
+        client = self._get_client(args, state)
         if state.global_step > 0 and optimizer is not None:
             client.resumed(state.global_step, model, optimizer, lr_scheduler,
                            optimizer_state_loaded=self._state_file_exists(args, state),
@@ -71,11 +82,11 @@ class GradwatchCallback(TrainerCallback):
             if k in _SKIP or k.startswith('eval_') or k.startswith('train_'):
                 continue
             metrics['lr' if k == 'learning_rate' else k] = v
-        self._get_client(args).log(state.global_step, **metrics)
+        self._get_client(args, state).log(state.global_step, **metrics)
 
     def on_save(self, args, state, control, model=None, optimizer=None, lr_scheduler=None, **kwargs):
         if optimizer is not None:
-            self._get_client(args).checkpoint_saved(state.global_step, model, optimizer, lr_scheduler)
+            self._get_client(args, state).checkpoint_saved(state.global_step, model, optimizer, lr_scheduler)
 
     def on_train_end(self, args, state, control, **kwargs):
         if self.client is not None:

@@ -15,6 +15,12 @@ on_train_start            trainer.global_step > 0 means a resume: `resumed`,
 on_train_end              run_finished (reason "train_end") and flush: the
                           silence after training is no stall
 
+Lightning calls callbacks on every process of a distributed job: only the
+global zero (trainer.is_global_zero) sends, as its own loggers do;
+all_ranks=True sends from every process, each line with its rank
+(trainer.global_rank).  The resume gate asks on every process (see
+gradwatch.client).
+
 Works with `lightning.pytorch` (Lightning 2.x) and `pytorch_lightning`.
 Steps are optimizer steps (trainer.global_step), so with gradient
 accumulation a step is logged once per optimizer step.
@@ -46,7 +52,11 @@ class GradwatchCallback(Callback):
         if self.client is None:
             logger = getattr(trainer, 'logger', None)
             run = self.run or (getattr(logger, 'name', None) if logger else None) or 'lightning'
-            self.client = Client(run=run, **self._client_kwargs)
+            kw = dict(self._client_kwargs)
+            zero = getattr(trainer, 'is_global_zero', None)
+            if 'rank' not in kw and zero is not None:
+                kw['rank'] = 0 if zero else max(1, int(getattr(trainer, 'global_rank', 1) or 1))
+            self.client = Client(run=run, **kw)
         return self.client
 
     def on_load_checkpoint(self, trainer, pl_module, checkpoint):

@@ -1,0 +1,284 @@
+"""One run written by every rank of a distributed job (detectors/engine.h
+"Ranks", "Interleaved writers"), through the real gradwatchd and
+`gradwatch send`: 4 ranks each sending steps 1..399 of run "ddp" with a
+"rank" field give one segment, rank 0's 399 records and the other ranks'
+lines stored apart (their summary in /v1/runs/{run} and `gradwatch runs`,
+their lines in /v1/runs/{run}/ranks?rank=N and `gradwatch export --rank`); without a rank field the interleaving is
+recognised after a few repeats, said once in the log and on the run (also
+after a daemon restart), the repeats stored apart as rank -1, and no
+longer opens segments, while a real restart of the job still does; a bad
+rank is rejected with its column.
+
+A log every rank printed to (build-nanoGPT's stdout under torchrun's
+"[rank3]:" and "[default3]:" labels, srun --label's " 3: ") through
+`gradwatch replay` raises the alerts the one-rank log raises, on one run
+and one segment, and through `gradwatchd --follow` is one run of one
+segment with the other ranks' lines stored apart."""
+import http.client
+import json
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+from gwtest import GRADWATCH, Daemon, wait_for
+
+
+def ddp_lines(ranks=4, steps=range(1, 400), with_rank=True, ts0=None, hang=None):
+    out = []
+    for s in steps:
+        for k in range(ranks):
+            if hang and k == hang[0] and s > hang[1]:
+                continue
+            rec = {'run': 'ddp', 'step': s, 'loss': 2.0 + 0.01 * k - 0.001 * s, 'grad_norm': 0.5}
+            if with_rank:
+                rec['rank'] = k
+            if ts0 is not None:
+                rec['ts'] = ts0 + s + 0.001 * k
+            out.append(json.dumps(rec))
+    return ('\n'.join(out) + '\n').encode()
+
+
+class Ranks(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix='gwranks-')
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def send(self, d, data):
+        p = os.path.join(self.tmp, 'ranks.jsonl')
+        with open(p, 'wb') as f:
+            f.write(data)
+        r = subprocess.run([GRADWATCH, 'send', '--url', 'http://127.0.0.1:%d' % d.http_port, p],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        return r.returncode, r.stderr.decode()
+
+    def segments(self, d, run='ddp'):
+        return d.sql("SELECT count(*) FROM segments s JOIN runs r ON r.id = s.run_id "
+                     "WHERE r.name = ?", (run,))[0][0]
+
+    def records(self, d, run='ddp'):
+        return d.sql("SELECT count(*) FROM records x JOIN runs r ON r.id = x.run_id "
+                     "WHERE r.name = ?", (run,))[0][0]
+
+    def test_four_ranks_with_a_rank_field_are_one_run(self):
+        with Daemon() as d:
+            rc, err = self.send(d, ddp_lines(hang=(2, 350)))
+            self.assertEqual(rc, 0, err)
+            self.assertIn('%d line(s) accepted' % (4 * 399 - 49), err)
+            self.assertEqual(self.segments(d), 1)
+            self.assertEqual(self.records(d), 399)
+            st, run = d.get('/v1/runs/ddp')
+            self.assertEqual(st, 200)
+            self.assertEqual(run['last_step'], 399)
+            self.assertEqual(len(run['segments']), 1)
+            self.assertIsNone(run['writers'])
+            ranks = {k['rank']: k for k in run['ranks']}
+            self.assertEqual(sorted(ranks), [1, 2, 3])
+            self.assertEqual(ranks[1]['lines'], 399)
+            self.assertEqual(ranks[2]['last_step'], 350)     # the one behind
+            self.assertEqual(ranks[3]['last_step'], 399)
+            # the last values are rank 0's
+            self.assertAlmostEqual(run['last_values']['loss'], 2.0 - 0.399)
+            st, page = d.get('/v1/runs/ddp/ranks?rank=3&limit=2')
+            self.assertEqual(st, 200, page)
+            self.assertEqual([x['step'] for x in page['lines']], [398, 399])
+            line = json.loads(page['lines'][1]['text'])
+            self.assertEqual(line['rank'], 3)
+            self.assertAlmostEqual(line['loss'], 2.03 - 0.399)
+            out = subprocess.run([GRADWATCH, 'runs', '--url', 'http://127.0.0.1:%d' % d.http_port,
+                                  'ddp'], stdout=subprocess.PIPE, timeout=60).stdout.decode()
+            self.assertIn('  rank 2: 350 lines kept apart, last step 350\n', out)
+            # `gradwatch export --rank`: a rank's lines as they came, from
+            # the daemon (paged by id) and from the file
+            for where in (['--url', 'http://127.0.0.1:%d' % d.http_port], ['--db', d.db]):
+                r = subprocess.run([GRADWATCH, 'export', 'ddp', '--rank', '2'] + where,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                got = [json.loads(x) for x in r.stdout.decode().splitlines()]
+                self.assertEqual([(x['rank'], x['step']) for x in got], [(2, s) for s in range(1, 351)])
+            st, page = d.get('/v1/runs/ddp/ranks?rank=2&after=%d&limit=2' % 0)
+            self.assertEqual([x['step'] for x in page['lines']], [1, 2])
+            st, page = d.get('/v1/runs/ddp/ranks?rank=2&after=%d&limit=2' % page['lines'][1]['id'])
+            self.assertEqual([x['step'] for x in page['lines']], [3, 4])
+            r = subprocess.run([GRADWATCH, 'export', 'ddp', '--rank', '2', '--format', 'csv'],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn('--rank writes the lines as they came', r.stderr.decode())
+            st, page = d.get('/v1/runs/ddp/ranks')
+            self.assertEqual(st, 200)
+            self.assertEqual(len(page['ranks']), 3)
+            st, page = d.get('/v1/runs/ddp/ranks?rank=x')
+            self.assertEqual(st, 400)
+            self.assertIn('rank', page['error'])
+            st, page = d.get('/v1/runs/nope/ranks?rank=1')
+            self.assertEqual(st, 404)
+            # rank 0 restarting from its checkpoint is a restart; the
+            # other ranks' lines of it are not
+            rc, err = self.send(d, ddp_lines(steps=range(301, 311), ts0=1e6))
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(self.segments(d), 2)
+            # and the other ranks' lines of it are stored apart too
+            d.wait_committed("SELECT count(*) FROM rank_lines", 3 * 399 - 49 + 30)
+            # deleting the run deletes them with it
+            c = http.client.HTTPConnection('127.0.0.1', d.http_port, timeout=30)
+            c.request('DELETE', '/v1/runs/ddp')
+            self.assertEqual(c.getresponse().status, 200)
+            c.close()
+            self.assertEqual(d.sql("SELECT count(*) FROM rank_lines")[0][0], 0)
+            self.assertEqual(d.sql("SELECT count(*) FROM ranks")[0][0], 0)
+
+    @staticmethod
+    def said(d):
+        """How often the daemon's whole log says the run looks interleaved."""
+        with open(d.log_path, 'rb') as f:
+            return f.read().decode('utf-8', 'replace').count('look like several processes')
+
+    def apart(self, d, run='ddp'):
+        return d.sql("SELECT count(*) FROM rank_lines x JOIN runs r ON r.id = x.run_id "
+                     "WHERE r.name = ? AND x.rank = -1", (run,))[0][0]
+
+    def test_without_a_rank_field_interleaving_is_recognised_once(self):
+        d = Daemon().start()
+        try:
+            rc, err = self.send(d, ddp_lines(with_rank=False))
+            self.assertEqual(rc, 0, err)
+            self.assertIn('%d line(s) accepted' % (4 * 399), err)
+            # what was acknowledged is stored: the repeats apart, as rank -1
+            records, apart = self.records(d), self.apart(d)
+            self.assertEqual(records + apart, 4 * 399)
+            self.assertLessEqual(records, 399 + 4)
+            self.assertLessEqual(self.segments(d), 4)        # not 1,198
+            st, run = d.get('/v1/runs/ddp')
+            self.assertTrue(run['writers']['interleaved'])
+            self.assertEqual(run['writers']['step'], 2)
+            self.assertEqual([(k['rank'], k['lines']) for k in run['ranks']], [(-1, apart)])
+            # `gradwatch runs RUN` says it too, from the daemon and from the file
+            for where in (['--url', 'http://127.0.0.1:%d' % d.http_port], ['--db', d.db]):
+                out = subprocess.run([GRADWATCH, 'runs'] + where + ['ddp'], stdout=subprocess.PIPE,
+                                     timeout=60).stdout.decode()
+                self.assertIn('several processes log this run (recognised at step 2)', out)
+                self.assertIn('interleaved repeats (rank -1): %d lines kept apart, last step 399'
+                              % apart, out)
+            st, page = d.get('/v1/runs/ddp/ranks?rank=-1&limit=3')
+            self.assertEqual(st, 200, page)
+            self.assertEqual([x['step'] for x in page['lines']], [399, 399, 399])
+            self.assertEqual(self.said(d), 1)
+            # the job restarts from its checkpoint at 300: one segment more
+            before = self.segments(d)
+            rc, err = self.send(d, ddp_lines(with_rank=False, steps=range(301, 321)))
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(self.segments(d), before + 1)
+            self.assertEqual(self.said(d), 1)
+            # after a daemon restart the run is still known as interleaved:
+            # its next steps open no segment and are not said again
+            d.stop()
+            d.start()
+            rc, err = self.send(d, ddp_lines(with_rank=False, steps=range(321, 341)))
+            self.assertEqual(rc, 0, err)
+            self.assertEqual(self.segments(d), before + 1)
+            self.assertEqual(self.said(d), 1)
+            self.assertEqual(self.records(d) + self.apart(d), 4 * 439)
+        finally:
+            d.close()
+
+    def test_a_bad_rank_is_rejected_precisely(self):
+        with Daemon() as d:
+            data = b'{"run":"ddp","step":1,"rank":-1,"loss":1}\n{"run":"ddp","step":2,"rank":"3","loss":1}\n'
+            rc, err = self.send(d, data)
+            self.assertEqual(rc, 1, err)
+            self.assertIn(':1: bad_rank', err)
+            self.assertIn(':2: bad_rank', err)
+            self.assertIn('column 30', err)
+
+
+LABELS = {'rank': '[rank%d]: ', 'default': '[default%d]:', 'srun': '%2d: '}
+LOG_STEPS, NAN_AT = 300, 250
+
+
+def all_ranks_log(label, ranks=4):
+    """build-nanoGPT stdout as every rank prints it, each line labelled;
+    the loss is NaN from NAN_AT on (every rank)."""
+    out = ['[rank0]: using device: cpu\n' if label == 'rank' else 'using device: cpu\n']
+    for s in range(1, LOG_STEPS + 1):
+        for k in range(ranks):
+            loss = float('nan') if s >= NAN_AT else 6.0 * math.exp(-s / 200) + 0.01 * k
+            line = ('step %5d | loss: %.6f | lr 6.0000e-04 | norm: %.4f | dt: 400.00ms | '
+                    'tok/sec: 1306830.22\n' % (s, loss, 0.5 + 0.01 * k))
+            out.append(((LABELS[label] % k) if label else '') + line)
+    return ''.join(out).encode()
+
+
+def replay_opens(path):
+    r = subprocess.run([GRADWATCH, 'replay', '--format', 'jsonl', '--run', 'job', path],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+    assert r.returncode in (0, 1), r.stderr
+    return sorted((a['run'], a['detector'], a['step'], a['segment'])
+                  for a in map(json.loads, r.stdout.decode().splitlines()) if a['kind'] == 'open')
+
+
+class RankLabels(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix='gwlabels-')
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def write(self, name, data):
+        p = os.path.join(self.tmp, name)
+        with open(p, 'wb') as f:
+            f.write(data)
+        return p
+
+    def test_replay_of_an_all_ranks_log(self):
+        one = replay_opens(self.write('one.log', all_ranks_log(None, ranks=1)))
+        self.assertIn(('job', 'nonfinite', NAN_AT, 1), one)
+        for label in LABELS:
+            got = replay_opens(self.write('%s.log' % label, all_ranks_log(label)))
+            self.assertEqual(got, one, label)
+
+    def test_convert_of_an_all_ranks_log(self):
+        # one rank's timeline, said on stderr; a label is not written as
+        # "rank" (Megatron's points are rank 31's, and "rank" 31 would not
+        # be the run's)
+        path = self.write('srun.log', all_ranks_log('srun'))
+        r = subprocess.run([GRADWATCH, 'convert', '--run', 'job', path], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = [json.loads(x.replace('NaN', 'null')) for x in r.stdout.decode().splitlines()]
+        self.assertEqual([x['step'] for x in out], list(range(1, LOG_STEPS + 1)))
+        self.assertFalse(any('rank' in x for x in out))
+        self.assertIn('%d point(s) of other ranks left out' % (3 * LOG_STEPS), r.stderr.decode())
+
+    def test_follow_of_an_all_ranks_log(self):
+        for label in ('default', 'srun'):
+            d = Daemon()
+            log = os.path.join(d.dir, 'train.log')
+            open(log, 'wb').close()
+            d.extra_args += ['--follow', log, '--run', 'job']
+            d.start()
+            try:
+                data = all_ranks_log(label)
+                half = len(data) // 2
+                with open(log, 'ab') as f:     # the job is still writing
+                    f.write(data[:half])
+                    f.flush()
+                    f.write(data[half:])
+                rows = "SELECT count(*) FROM records x JOIN runs r ON r.id = x.run_id"
+                wait_for(lambda: d.sql(rows)[0][0] == LOG_STEPS, 30, 'rank 0\'s records')
+                d.wait_committed("SELECT count(*) FROM rank_lines", 3 * LOG_STEPS)
+                self.assertEqual(d.sql("SELECT name FROM runs"), [('job',)])
+                self.assertEqual(d.sql("SELECT count(*) FROM segments")[0][0], 1)
+                run = d.get('/v1/runs/job')[1]
+                self.assertEqual([(k['rank'], k['lines']) for k in run['ranks']],
+                                 [(1, LOG_STEPS), (2, LOG_STEPS), (3, LOG_STEPS)], label)
+                alerts = d.get('/v1/runs/job/alerts')[1]['alerts']
+                self.assertEqual([(a['detector'], a['step']) for a in alerts
+                                  if a['detector'] == 'nonfinite'], [('nonfinite', NAN_AT)])
+            finally:
+                d.close()
+
+
+if __name__ == '__main__':
+    unittest.main()
