@@ -8,6 +8,8 @@
  * happened; the store is held from the engine's feed to the record's row,
  * so all of them commit in one transaction and an alert is never committed
  * without the record it cites (tests/integration/test_crash.py).
+ * (Some 620 lines: the record path from one line to its acknowledgement;
+ * each step holds the store for the next, so they stay in one file.)
  */
 #include "ingest.h"
 

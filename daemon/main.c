@@ -13,6 +13,8 @@
  * that owns libuv handles has _start, _stop (close its handles: close_all)
  * and _free (after the loop ran the close callbacks), docs/architecture.md
  * "Starting and stopping"; uv_loop_close() must then find nothing open.
+ * (Some 650 lines: start-up is one ordered sequence and its unwinding, kept
+ * in one file so that the order of the two can be read side by side.)
  */
 #include "api.h"
 #include "auth.h"

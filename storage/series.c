@@ -655,11 +655,12 @@ int gw_store_read_series(const char *path, const struct gw_series_query *q, json
 	                             " WHERE run_id = ?1 ORDER BY rank", -1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, r.run_id);
 		while (sqlite3_step(st) == SQLITE_ROW)
-			json_array_append_new(ranks, json_pack("{s:I, s:I, s:I, s:f}",
+			json_array_append_new(ranks, json_pack("{s:I, s:I, s:I, s:o}",
 				"rank", (json_int_t)sqlite3_column_int64(st, 0),
 				"lines", (json_int_t)sqlite3_column_int64(st, 1),
 				"last_step", (json_int_t)sqlite3_column_int64(st, 2),
-				"last_seen", sqlite3_column_double(st, 3)));
+				"last_seen", gw_json_num(sqlite3_column_type(st, 3) == SQLITE_NULL
+				                         ? NAN : sqlite3_column_double(st, 3))));
 		sqlite3_finalize(st);
 	}
 	json_object_set_new(info, "writers", writers ? writers : json_null());
