@@ -306,7 +306,7 @@ START_TEST(webhook_shape)
 	struct gw_sink_msg m = {.alert = a, .event = "update", .version = 3,
 	                        .delivery_id = "gw-00112233445566aa-v3", .now = 1700000005.5};
 	json_t *j = format(&gw_sink_webhook, &m);
-	ck_assert_str_eq(json_string_value(json_object_get(j, "schema")), "gradwatch.alert.v1");
+	ck_assert_str_eq(json_string_value(json_object_get(j, "schema")), "gradwatch.alert.v2");
 	ck_assert_str_eq(json_string_value(json_object_get(j, "delivery_id")), "gw-00112233445566aa-v3");
 	ck_assert_str_eq(json_string_value(json_object_get(j, "event")), "update");
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "version")), 3);
