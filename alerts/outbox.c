@@ -1061,6 +1061,15 @@ int gw_outbox_start(const struct gw_outbox_opts *o, struct gw_outbox **out, char
 
 /* ---- stats, shutdown ------------------------------------------------------------ */
 
+void gw_outbox_open_alerts(const struct gw_outbox *ob, size_t *open, size_t *acked)
+{
+	*open = *acked = 0;
+	for (size_t i = 0; ob && i < ob->known_n; i++) {
+		*open += ob->known[i]->open;
+		*acked += ob->known[i]->open && ob->known[i]->acked;
+	}
+}
+
 uint64_t gw_outbox_depth(const struct gw_outbox *ob)
 {
 	uint64_t n = 0;

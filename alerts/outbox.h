@@ -85,6 +85,10 @@ void gw_outbox_committed(struct gw_outbox *ob, uint64_t seq);
 /* Per-sink counters and queue lengths, for the API and tests. */
 json_t *gw_outbox_stats(const struct gw_outbox *ob);
 
+/* Open alerts, and how many of them are acknowledged (loop thread; walks
+ * the alerts that can still change).  Zero when ob is NULL. */
+void gw_outbox_open_alerts(const struct gw_outbox *ob, size_t *open, size_t *acked);
+
 /* Deliveries queued or in flight over all sinks (the outbox depth). */
 uint64_t gw_outbox_depth(const struct gw_outbox *ob);
 

@@ -131,6 +131,9 @@ class AckTest(unittest.TestCase):
         self.assertEqual(ev["json"]["alert"]["acked_by"], "alice")
         self.assertEqual(ev["json"]["alert"]["ack_note"], "intended switch\nto Adam")
         self.assertEqual(ev["json"]["alert"]["schema"], "gradwatch.alert.v2")
+        metrics = d.get("/metrics")[1]
+        self.assertIn('gradwatch_alerts_open{acked="true"} 1\n', metrics)
+        self.assertIn('gradwatch_alerts_open{acked="false"} 0\n', metrics)
         n = len(self.rcv.requests)
         # idempotent: the same answer, nothing new written or sent
         st, j2 = request(d.http, "POST", path, {"by": "bob"})
@@ -147,6 +150,7 @@ class AckTest(unittest.TestCase):
         self.assertNotIn("acked_at", j3)
         self.assertNotIn("acked_at", d.get("/v1/alerts/" + aid)[1])
         self.rcv.wait(1, pred=lambda r: r["headers"]["x-gradwatch-event"] == "unack")
+        self.assertIn('gradwatch_alerts_open{acked="false"} 1\n', d.get("/metrics")[1])
         k = len(self.rcv.requests)
         self.rcv.wait(k + 1)
         self.assertEqual(events(self.rcv)[-1], "repeat")
