@@ -105,8 +105,8 @@ static int parse_body(struct req *q)
 		if (!is_by && !is_note) {
 			gw_http_respond_error(q->c, 400, "unknown field \"%.64s\" in the body: only \"by\" "
 			                      "and \"note\" are allowed", key);
-		} else if (json_is_null(v)) {
-			continue;
+		} else if (json_is_null(v) || (json_is_string(v) && !json_string_length(v))) {
+			continue;   /* absent, as an empty string */
 		} else if (!json_is_string(v)) {
 			gw_http_respond_error(q->c, 400, "field \"%s\" must be a string", key);
 		} else if (json_string_length(v) > max) {

@@ -188,6 +188,13 @@ class AckTest(unittest.TestCase):
             st, j = request(d.http_port, "DELETE", path, token=INGEST)
             self.assertEqual(st, 200)
             self.assertNotIn("acked_at", j)
+            # an empty "by" or "note" is no "by" or "note"
+            st, j = request(d.http_port, "POST", path, {"by": "", "note": None}, token=INGEST)
+            self.assertEqual(st, 200)
+            self.assertNotIn("acked_by", j)
+            self.assertNotIn("ack_note", j)
+            st, j = request(d.http_port, "GET", path[:-4], token=READ)
+            self.assertEqual((j["kind"], "acked_by" in j, "ack_note" in j), ("ack", False, False))
 
     # ---- the sinks ---------------------------------------------------------------------
 
