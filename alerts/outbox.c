@@ -692,8 +692,11 @@ static void enqueue(struct sink *sk, struct event *ev, uint64_t wait_seq, uint64
 	ev->refs++;
 	d->wait_seq = wait_seq;
 	d->due_ms = now + sk->cfg->group_wait_ms;
-	/* with neither grouping nor repeats there is nothing to replace */
+	/* with neither grouping nor repeats there is nothing to replace; an
+	 * ack or unack replaces only repeats (the alert it is about must be
+	 * sent first, not swallowed by its acknowledgement) */
 	bool scan = sk->cfg->group_wait_ms || sk->cfg->repeat_ms;
+	bool ack_kind = strcmp(ev->kind, "ack") == 0 || strcmp(ev->kind, "unack") == 0;
 	struct delivery *at = NULL;
 	for (struct delivery *o = scan ? sk->q.next : &sk->q, *nx; o != &sk->q; o = nx) {
 		nx = o->next;
@@ -701,7 +704,7 @@ static void enqueue(struct sink *sk, struct event *ev, uint64_t wait_seq, uint64
 			continue;
 		if (o->repeat_no) {
 			q_remove_free(o);
-		} else if (!o->attempts && sk->cfg->group_wait_ms && o->due_ms > now) {
+		} else if (!o->attempts && sk->cfg->group_wait_ms && o->due_ms > now && !ack_kind) {
 			d->due_ms = o->due_ms;
 			if (o->previous && !d->previous)
 				d->previous = json_incref(o->previous);

@@ -216,6 +216,19 @@ class AckTest(unittest.TestCase):
         time.sleep(1.5)        # quiet window: no reminder after the ack
         self.assertEqual(len(self.rcv.requests), n)
 
+    def test_an_ack_inside_the_group_wait_does_not_swallow_the_alert(self):
+        # acknowledged (from the web page's link, say) while the open still
+        # waits in group_wait: both go, the alert first
+        d = self.daemon([dict(type="slack", name="team", url=self.rcv.url + "/s",
+                              group_wait="3s", rate_limit="off")])
+        aid = self.open_alert(d, "gw-1")["id"]
+        st, _ = request(d.http, "POST", "/v1/alerts/%s/ack" % aid, {"by": "hal"})
+        self.assertEqual(st, 200)
+        reqs = self.rcv.wait(2, timeout=20)
+        self.assertEqual([r["headers"]["x-gradwatch-event"] for r in reqs], ["open", "ack"])
+        self.assertEqual(d.query("SELECT count(*) FROM deliveries WHERE state = 'superseded'"),
+                         [(0,)])
+
     def test_alertmanager_keeps_resending_with_the_acknowledgement(self):
         d = self.daemon([dict(type="alertmanager", name="am", url=self.rcv.url,
                               repeat_interval="1s")])
