@@ -19,7 +19,10 @@
  * resolve yet) is sent again every repeat_interval as event "repeat" (for
  * Alertmanager this is the resend that keeps it firing).  Repeats are not
  * stored; after a restart they start again from the alerts still open in
- * the database.
+ * the database.  An acknowledged alert (gw_outbox_ack) is not repeated to
+ * chat and webhook sinks; Alertmanager keeps getting its resends (with the
+ * acknowledgement in the snapshot) so that it does not expire it.  An
+ * update (escalation) clears the acknowledgement, and repeats start again.
  *
  * Retries: network errors, 408, 425, 429 and 5xx are retried with
  * exponential back-off and equal jitter (half the delay fixed, half
@@ -91,6 +94,7 @@ struct active {
 	int64_t version;
 	uint64_t next_ms;          /* next repeat; UINT64_MAX until delivered */
 	unsigned repeats;
+	bool acked;                /* acknowledged: no repeats (but Alertmanager's) */
 	struct active *next;
 };
 
@@ -120,7 +124,8 @@ struct sink {
 struct known {
 	char id[24];
 	int64_t version;
-	json_t *firing;            /* NULL once resolved */
+	json_t *firing;            /* NULL once resolved; the ack/unack snapshot after one */
+	bool open, acked;
 };
 
 struct gw_outbox {
@@ -310,6 +315,21 @@ static json_t *active_set(struct sink *sk, const char *id, int64_t version, json
 	return prev;
 }
 
+/* Does this snapshot say the alert is acknowledged?  (An ack's does; an
+ * open's, an update's or an unack's does not.) */
+static bool acked_in(const json_t *alert)
+{
+	return json_is_number(json_object_get(alert, "acked_at"));
+}
+
+/* Mark an alert open at sk acknowledged or not (an open or update clears it). */
+static void active_ack(struct sink *sk, const char *id, bool acked)
+{
+	struct active *a = active_find(sk, id, NULL);
+	if (a)
+		a->acked = acked;
+}
+
 /* ---- sending ------------------------------------------------------------------ */
 
 static void pump(struct sink *sk);
@@ -469,7 +489,10 @@ static uint64_t queue_repeats(struct sink *sk, uint64_t now)
 	uint64_t next = UINT64_MAX;
 	if (!sk->cfg->repeat_ms)
 		return next;
+	bool keepalive = sk->cfg->type == &gw_sink_alertmanager;
 	for (struct active *a = sk->active; a; a = a->next) {
+		if (a->acked && !keepalive)
+			continue;
 		if (a->next_ms > now) {
 			next = GW_MIN(next, a->next_ms);
 			continue;
@@ -669,8 +692,11 @@ static void enqueue(struct sink *sk, struct event *ev, uint64_t wait_seq, uint64
 	ev->refs++;
 	d->wait_seq = wait_seq;
 	d->due_ms = now + sk->cfg->group_wait_ms;
-	/* with neither grouping nor repeats there is nothing to replace */
+	/* with neither grouping nor repeats there is nothing to replace; an
+	 * ack or unack replaces only repeats (the alert it is about must be
+	 * sent first, not swallowed by its acknowledgement) */
 	bool scan = sk->cfg->group_wait_ms || sk->cfg->repeat_ms;
+	bool ack_kind = strcmp(ev->kind, "ack") == 0 || strcmp(ev->kind, "unack") == 0;
 	struct delivery *at = NULL;
 	for (struct delivery *o = scan ? sk->q.next : &sk->q, *nx; o != &sk->q; o = nx) {
 		nx = o->next;
@@ -678,7 +704,7 @@ static void enqueue(struct sink *sk, struct event *ev, uint64_t wait_seq, uint64
 			continue;
 		if (o->repeat_no) {
 			q_remove_free(o);
-		} else if (!o->attempts && sk->cfg->group_wait_ms && o->due_ms > now) {
+		} else if (!o->attempts && sk->cfg->group_wait_ms && o->due_ms > now && !ack_kind) {
 			d->due_ms = o->due_ms;
 			if (o->previous && !d->previous)
 				d->previous = json_incref(o->previous);
@@ -698,6 +724,7 @@ static void enqueue(struct sink *sk, struct event *ev, uint64_t wait_seq, uint64
 			d->previous = prev;
 		else
 			json_decref(prev);
+		active_ack(sk, ev->alert_id, acked_in(ev->alert));
 	}
 	q_insert_after(sk, at ? at : sk->q.prev, d);
 }
@@ -714,6 +741,51 @@ static void request_flush(struct gw_outbox *ob, uint64_t seq)
 		return;
 	ob->flush_seq = ob->want_seq;
 	gw_store_flush(ob->store);
+}
+
+/* Queue event (id, version, kind) of snapshot snap (its JSON text `text`)
+ * at every sink that takes it: the outbox row, one deliveries row per sink,
+ * then the in-memory queues; ask for a commit.  Returns the last row's
+ * sequence number (0: no sink takes it, or out of memory). */
+static uint64_t emit(struct gw_outbox *ob, const char *id, int64_t version, const char *kind,
+                     json_t *snap, const char *text)
+{
+	const char *run = json_string_value(json_object_get(snap, "run"));
+	const char *det = json_string_value(json_object_get(snap, "detector"));
+	double wall = gw_wall_now();
+	struct event *ev = NULL;
+	uint64_t seq = 0;
+	for (size_t i = 0; run && det && i < ob->n; i++) {
+		struct sink *sk = &ob->sinks[i];
+		if (!gw_sink_matches(sk->cfg, run, det, severity_of(snap)))
+			continue;
+		if (!ev) {
+			ev = event_new(id, version, kind, json_incref(snap), wall);
+			if (!ev)
+				break;
+			seq = gw_outbox_db_put_event(ob->store, id, version, kind, run, text, wall);
+		}
+		struct gw_outbox_delivery dv = {
+			.alert_id = id, .version = version, .sink = sk->cfg->name, .state = "pending",
+			.updated = wall, .delivered = NAN,
+		};
+		uint64_t s = gw_outbox_db_put_delivery(ob->store, &dv);
+		if (!seq || !s)
+			gw_log_err("alerts: out of memory storing the delivery of %s to %s; "
+			           "sending it anyway", id, sk->cfg->name);
+		seq = GW_MAX(seq, s);
+		enqueue(sk, ev, seq, gw_mono_ms());
+	}
+	if (!ev)
+		return 0;
+	event_unref(ev);
+	/* commit now rather than at the interval: the alert waits for it */
+	request_flush(ob, seq);
+	/* a group wait of 0 with an already-covered seq (never, in practice)
+	 * would be sent on the next commit; arm the timers for the rest */
+	for (size_t i = 0; i < ob->n; i++)
+		pump(&ob->sinks[i]);
+	return seq;
 }
 
 void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a)
@@ -737,43 +809,60 @@ void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a)
 	}
 	json_decref(k->firing);
 	k->firing = a->kind == GW_ALERT_RESOLVE ? NULL : json_incref(snap);
-
-	double wall = gw_wall_now();
-	const char *kind = gw_alert_kind_name(a->kind);
-	struct event *ev = NULL;
-	uint64_t seq = 0;
-	for (size_t i = 0; i < ob->n; i++) {
-		struct sink *sk = &ob->sinks[i];
-		if (!gw_sink_matches(sk->cfg, a->run, a->detector, (int)a->severity))
-			continue;
-		if (!ev) {
-			ev = event_new(a->id, version, kind, json_incref(snap), wall);
-			if (!ev)
-				break;
-			seq = gw_outbox_db_put_event(ob->store, a->id, version, kind, a->run, text, wall);
-		}
-		struct gw_outbox_delivery dv = {
-			.alert_id = a->id, .version = version, .sink = sk->cfg->name, .state = "pending",
-			.updated = wall, .delivered = NAN,
-		};
-		uint64_t s = gw_outbox_db_put_delivery(ob->store, &dv);
-		if (!seq || !s)
-			gw_log_err("alerts: out of memory storing the delivery of %s to %s; "
-			           "sending it anyway", a->id, sk->cfg->name);
-		seq = GW_MAX(seq, s);
-		enqueue(sk, ev, seq, gw_mono_ms());
-	}
+	k->open = a->kind != GW_ALERT_RESOLVE;
+	k->acked = false;   /* opened again or escalated: page again */
+	emit(ob, a->id, version, gw_alert_kind_name(a->kind), snap, text);
 	free(text);
 	json_decref(snap);
-	if (!ev)
-		return;
-	event_unref(ev);
-	/* commit now rather than at the interval: the alert waits for it */
-	request_flush(ob, seq);
-	/* a group wait of 0 with an already-covered seq (never, in practice)
-	 * would be sent on the next commit; arm the timers for the rest */
-	for (size_t i = 0; i < ob->n; i++)
-		pump(&ob->sinks[i]);
+}
+
+int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, const char *by,
+                  const char *note, const json_t *row, uint64_t *seq)
+{
+	*seq = 0;
+	if (!ob || ob->closing)
+		return 0;
+	uint32_t i;
+	if (gw_strtab_find(&ob->known_by_id, id, strlen(id), &i) < 0 || !ob->known[i]->open)
+		return -ENOENT;
+	struct known *k = ob->known[i];
+	if (k->acked == ack)
+		return -EALREADY;
+	/* the last snapshot sent, or (opened while no sink took it) the row */
+	json_t *snap = json_deep_copy(k->firing ? k->firing : row);
+	if (!snap)
+		return -ENOMEM;
+	int64_t version = k->version + 1;
+	const char *kind = ack ? "ack" : "unack";
+	json_object_set_new(snap, "kind", json_string(kind));
+	json_object_set_new(snap, "version", json_integer(version));
+	json_object_set_new(snap, "raised_at", gw_json_num(at));
+	static const char *const fields[] = {"acked_at", "acked_by", "ack_note"};
+	for (size_t f = 0; f < GW_ARRAY_SIZE(fields); f++)
+		json_object_del(snap, fields[f]);
+	if (ack) {
+		json_object_set_new(snap, "acked_at", gw_json_num(at));
+		if (by && *by)
+			json_object_set_new(snap, "acked_by", json_string(by));
+		if (note && *note)
+			json_object_set_new(snap, "ack_note", json_string(note));
+	}
+	char *text = json_dumps(snap, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	if (!text) {
+		json_decref(snap);
+		return -ENOMEM;
+	}
+	k->version = version;
+	k->acked = ack;
+	json_decref(k->firing);
+	k->firing = json_incref(snap);
+	*seq = emit(ob, id, version, kind, snap, text);
+	/* sinks the alert does not go to still see it acknowledged (no event) */
+	for (size_t s = 0; s < ob->n; s++)
+		active_ack(&ob->sinks[s], id, ack);
+	free(text);
+	json_decref(snap);
+	return 0;
 }
 
 void gw_outbox_committed(struct gw_outbox *ob, uint64_t seq)
@@ -800,7 +889,7 @@ struct load_ctx {
 };
 
 static void load_version(void *data, const char *alert_id, int64_t version, bool open,
-                         const char *alert_json)
+                         bool acked, const char *alert_json)
 {
 	struct load_ctx *L = data;
 	struct known *k = known_get(L->ob, alert_id);
@@ -811,6 +900,8 @@ static void load_version(void *data, const char *alert_id, int64_t version, bool
 	k->version = version;
 	json_decref(k->firing);
 	k->firing = open && alert_json ? json_loads(alert_json, 0, NULL) : NULL;
+	k->open = open;
+	k->acked = open && acked;
 }
 
 static struct sink *sink_named(struct gw_outbox *ob, const char *name)
@@ -852,10 +943,12 @@ static void load_pending(void *data, const char *sink, const char *alert_id, int
 	d->attempts = (unsigned)attempts;
 	d->due_ms = L->now;
 	q_append(sk, d);
-	if (strcmp(kind, "resolve") == 0)
+	if (strcmp(kind, "resolve") == 0) {
 		active_drop(sk, alert_id);
-	else
+	} else {
 		json_decref(active_set(sk, alert_id, version, L->last->alert, UINT64_MAX));
+		active_ack(sk, alert_id, acked_in(L->last->alert));
+	}
 	L->loaded++;
 }
 
@@ -877,6 +970,7 @@ static void seed_active(struct gw_outbox *ob, uint64_t now)
 			 * while we were down); chat sinks: at the next interval */
 			uint64_t at = sk->cfg->type == &gw_sink_alertmanager ? now : now + sk->cfg->repeat_ms;
 			json_decref(active_set(sk, k->id, k->version, k->firing, at));
+			active_ack(sk, k->id, k->acked);
 		}
 	}
 }
@@ -969,6 +1063,15 @@ int gw_outbox_start(const struct gw_outbox_opts *o, struct gw_outbox **out, char
 }
 
 /* ---- stats, shutdown ------------------------------------------------------------ */
+
+void gw_outbox_open_alerts(const struct gw_outbox *ob, size_t *open, size_t *acked)
+{
+	*open = *acked = 0;
+	for (size_t i = 0; ob && i < ob->known_n; i++) {
+		*open += ob->known[i]->open;
+		*acked += ob->known[i]->open && ob->known[i]->acked;
+	}
+}
 
 uint64_t gw_outbox_depth(const struct gw_outbox *ob)
 {

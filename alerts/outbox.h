@@ -63,11 +63,31 @@ int gw_outbox_start(const struct gw_outbox_opts *o, struct gw_outbox **out, char
  * to the store.  Copies what it keeps. */
 void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a);
 
+/* Acknowledge (ack true) or withdraw the acknowledgement of an open alert
+ * (loop thread; docs/alerts.md "Acknowledging"): the event "ack" or
+ * "unack" gets the alert's next version and goes to the sinks that take
+ * the alert, through the outbox like any event; the caller holds the store
+ * around this and its own alerts-table row (GW_STORE_ALERT_ACK/UNACK) so
+ * both commit together.  While acknowledged, the alert is not repeated to
+ * Slack and webhook sinks; Alertmanager's resends go on, carrying the
+ * acknowledgement.  by and note may be NULL; row is the alert as stored
+ * (gw_alert_row_json), the snapshot to start from when no event of it went
+ * through the outbox yet.  Returns 0 with *seq the last
+ * queued row (0 when no sink takes the alert, or ob is NULL: nothing to
+ * send), -ENOENT when the outbox has the alert as resolved or unknown,
+ * -EALREADY when it already is in that state (nothing queued), -ENOMEM. */
+int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, const char *by,
+                  const char *note, const json_t *row, uint64_t *seq);
+
 /* The store committed everything up to seq (loop thread). */
 void gw_outbox_committed(struct gw_outbox *ob, uint64_t seq);
 
 /* Per-sink counters and queue lengths, for the API and tests. */
 json_t *gw_outbox_stats(const struct gw_outbox *ob);
+
+/* Open alerts, and how many of them are acknowledged (loop thread; walks
+ * the alerts that can still change).  Zero when ob is NULL. */
+void gw_outbox_open_alerts(const struct gw_outbox *ob, size_t *open, size_t *acked);
 
 /* Deliveries queued or in flight over all sinks (the outbox depth). */
 uint64_t gw_outbox_depth(const struct gw_outbox *ob);

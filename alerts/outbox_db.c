@@ -102,7 +102,7 @@ int gw_outbox_db_read_pending(const char *path,
 }
 
 struct versions_ctx {
-	void (*fn)(void *data, const char *alert_id, int64_t version, bool open,
+	void (*fn)(void *data, const char *alert_id, int64_t version, bool open, bool acked,
 	           const char *alert_json);
 	void *data;
 };
@@ -111,12 +111,12 @@ static void versions_row(void *ctx, sqlite3_stmt *st)
 {
 	struct versions_ctx *c = ctx;
 	c->fn(c->data, text(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int(st, 2) != 0,
-	      text(st, 3));
+	      sqlite3_column_int(st, 4) != 0, text(st, 3));
 }
 
 int gw_outbox_db_read_versions(const char *path,
                                void (*fn)(void *data, const char *alert_id, int64_t version,
-                                          bool open, const char *alert_json),
+                                          bool open, bool acked, const char *alert_json),
                                void *data, char *err, size_t errlen)
 {
 	struct versions_ctx c = {fn, data};
@@ -124,7 +124,7 @@ int gw_outbox_db_read_versions(const char *path,
 	                          "SELECT a.id, a.version, a.state = 'open', "
 	                          "CASE WHEN a.state = 'open' THEN (SELECT o.alert FROM outbox o "
 	                          "  WHERE o.alert_id = a.id AND o.kind != 'resolve' "
-	                          "  ORDER BY o.version DESC LIMIT 1) END "
+	                          "  ORDER BY o.version DESC LIMIT 1) END, a.acked_at IS NOT NULL "
 	                          "FROM alerts a JOIN runs r ON r.id = a.run_id "
 	                          "WHERE a.state = 'open' OR a.seg = r.last_seg",
 	                          NULL, 0, versions_row, &c, err, errlen);

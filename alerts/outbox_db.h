@@ -40,8 +40,9 @@ uint64_t gw_outbox_db_put_delivery(struct gw_store *s, const struct gw_outbox_de
 /* Start-up reads (once, before the loop runs).  read_pending calls fn for
  * every pending delivery, oldest event first.  read_versions calls fn for
  * every alert that can still change (open, or in its run's last segment)
- * with its version and, when open, the JSON of its last open/update event
- * that went through the outbox (NULL if none). */
+ * with its version, whether it is acknowledged and, when open, the JSON of
+ * its last event other than a resolve (open, update, ack, unack) that went
+ * through the outbox (NULL if none). */
 int gw_outbox_db_read_pending(const char *path,
                               void (*fn)(void *data, const char *sink, const char *alert_id,
                                          int64_t version, const char *kind, const char *run,
@@ -50,7 +51,7 @@ int gw_outbox_db_read_pending(const char *path,
                               void *data, char *err, size_t errlen);
 int gw_outbox_db_read_versions(const char *path,
                                void (*fn)(void *data, const char *alert_id, int64_t version,
-                                          bool open, const char *alert_json),
+                                          bool open, bool acked, const char *alert_json),
                                void *data, char *err, size_t errlen);
 
 #endif

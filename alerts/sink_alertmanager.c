@@ -14,6 +14,11 @@
  * intervals after gradwatchd stops talking.  A resolve posts endsAt = now.
  * When an update raises the severity, the label set changes: the old set is
  * ended in the same request.
+ *
+ * Acknowledged alerts (docs/alerts.md "Acknowledging") keep being resent:
+ * an alert that stopped being posted would expire and show as resolved in
+ * Alertmanager, which it is not.  They carry an "acknowledged" annotation
+ * (who, when, the note) instead; silencing is Alertmanager's own business.
  */
 #include "sink.h"
 
@@ -80,6 +85,18 @@ static json_t *am_alert(const struct gw_sink_msg *m, const json_t *a, bool ended
 	                             "endsAt", ends)
 	                 : NULL;
 	free(desc);
+	const json_t *acked = json_object_get(a, "acked_at");
+	if (o && json_is_number(acked)) {
+		char at[32], *text = NULL;
+		gw_sink_rfc3339(json_number_value(acked), at);
+		const char *by = str_of(a, "acked_by"), *note = str_of(a, "ack_note");
+		if (asprintf(&text, "acknowledged%s%s at %s%s%s", *by ? " by " : "", by, at,
+		             *note ? ": " : "", note) >= 0) {
+			json_object_set_new(json_object_get(o, "annotations"), "acknowledged",
+			                    json_string(text));
+			free(text);
+		}
+	}
 	char url[1200];
 	if (o && gw__sink_alert_url(m, a, url, sizeof(url)) == 0) {
 		/* the alert's page: the run's charts at the alert's step, with its

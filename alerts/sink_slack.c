@@ -114,9 +114,73 @@ static void evidence_lines(struct gw_buf *b, const json_t *ev)
 	}
 }
 
+/* An acknowledgement or its withdrawal: a short message (incoming webhooks
+ * cannot reply in the alert's thread, so the header names the alert and
+ * the context line carries its id). */
+static int slack_ack_format(const struct gw_sink_msg *m, char **body, size_t *len)
+{
+	const json_t *a = m->alert;
+	bool ack = strcmp(m->event, "ack") == 0;
+	const char *run = str_of(a, "run"), *det = str_of(a, "detector");
+	const char *by = str_of(a, "acked_by"), *note = str_of(a, "ack_note");
+	char header[HEADER_MAX * 4 + 1];
+	int hn = snprintf(header, sizeof(header), "%s %s: %s on %s",
+	                  ack ? "\xf0\x9f\x91\x80" : "\xe2\x86\xa9\xef\xb8\x8f",
+	                  ack ? "Acknowledged" : "Acknowledgement withdrawn", det, run);
+	size_t hcut = utf8_cut(header, hn < 0 ? 0 : (size_t)hn, HEADER_MAX - 3);
+	if (hcut < (size_t)hn)
+		strcpy(header + hcut, "\xe2\x80\xa6");
+	struct gw_buf t = {0}, sec = {0}, ctx = {0};
+	gw_buf_str(&t, ack ? "acknowledged" : "acknowledgement withdrawn");
+	if (ack && *by) {
+		gw_buf_str(&t, " by ");
+		sb_mrkdwn(&t, by, 200);
+	}
+	gw_buf_str(&t, ": ");
+	sb_mrkdwn(&t, det, 200);
+	gw_buf_str(&t, " on run ");
+	sb_mrkdwn(&t, run, 600);
+	if (ack) {
+		gw_buf_str(&sec, "*Acknowledged");
+		if (*by) {
+			gw_buf_str(&sec, " by ");
+			sb_mrkdwn(&sec, by, 200);
+		}
+		gw_buf_str(&sec, "*; no more reminders unless it escalates");
+		if (*note) {
+			gw_buf_str(&sec, "\n*Note:* ");
+			sb_mrkdwn(&sec, note, SECTION_MAX - 600);
+		}
+	} else {
+		gw_buf_str(&sec, "*Acknowledgement withdrawn*; reminders start again");
+	}
+	gw_buf_str(&sec, "\n");
+	sb_mrkdwn(&sec, str_of(a, "summary"), SECTION_MAX - 8);
+	char c[512];
+	const char *host = gw__sink_host();
+	snprintf(c, sizeof(c), "gradwatch alert %s \xc2\xb7 version %lld \xc2\xb7 %s%s%s",
+	         str_of(a, "id"), (long long)m->version, m->event, *host ? " \xc2\xb7 host " : "",
+	         host);
+	sb_mrkdwn(&ctx, c, SECTION_MAX);
+	json_t *root = NULL;
+	if (!t.err && !sec.err && !ctx.err)
+		root = json_pack("{s:s, s:[{s:s, s:{s:s, s:s, s:b}}, {s:s, s:o}, {s:s, s:[o]}]}",
+		                 "text", t.p, "blocks",
+		                 "type", "header", "text", "type", "plain_text", "text", header,
+		                 "emoji", 1,
+		                 "type", "section", "text", mrkdwn(sec.p),
+		                 "type", "context", "elements", mrkdwn(ctx.p));
+	gw_buf_free(&t);
+	gw_buf_free(&sec);
+	gw_buf_free(&ctx);
+	return gw__sink_dump(root, 0, body, len);
+}
+
 static int slack_format(const struct gw_sink_cfg *s, const struct gw_sink_msg *m, char **body,
                         size_t *len)
 {
+	if (strcmp(m->event, "ack") == 0 || strcmp(m->event, "unack") == 0)
+		return slack_ack_format(m, body, len);
 	const json_t *a = m->alert;
 	const char *run = str_of(a, "run"), *det = str_of(a, "detector");
 	const char *sev = str_of(a, "severity"), *summary = str_of(a, "summary");

@@ -1,6 +1,6 @@
 /*
  * webhook: generic, signed JSON (docs/alerts.md, "webhook", schema
- * "gradwatch.alert.v1").
+ * "gradwatch.alert.v2").
  *
  * The body is {"schema", "delivery_id", "event", "timestamp", "sent_at",
  * "alert": {...}, "url", "run_url", "host"}: url is the alert's page in
@@ -13,9 +13,11 @@
  */
 #include "sink.h"
 
+#include "engine.h"
+
 #include <math.h>
 
-#define SCHEMA "gradwatch.alert.v1"
+#define SCHEMA GW_ALERT_SCHEMA
 
 static int webhook_format(const struct gw_sink_cfg *s, const struct gw_sink_msg *m, char **body,
                           size_t *len)

@@ -2,7 +2,8 @@
  * alerting: gradwatchd's glue to the alert delivery module (alerts/,
  * docs/alerts.md): validates the "sinks" configuration (also for
  * --check-config), exports the outbox depth to /metrics and serves
- * GET /v1/sinks with each sink's queue and counters.  The outbox itself is
+ * GET /v1/sinks with each sink's queue and counters; the acknowledgement
+ * routes are in ack.c.  The outbox itself is
  * owned by the record path (ingest.c), which feeds it every alert and every
  * commit.
  */
@@ -38,7 +39,9 @@ int gw_alerting_start(struct gw_daemon *d, char *err, size_t errlen)
 {
 	const struct gw_http_route r = {.method = "GET", .path = "/v1/sinks", .handler = h_sinks, .data = d};
 	int rc = gw_http_route(d->http, &r);
-	if (rc < 0)
+	if (rc < 0) {
 		snprintf(err, errlen, "cannot register GET /v1/sinks");
-	return rc;
+		return rc;
+	}
+	return gw_ack_start(d, err, errlen);
 }

@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/random.h>
 #include <time.h>
 #include <poll.h>
@@ -528,6 +529,17 @@ static void print_text(json_t *out, bool alerts, const char *run)
 			       (long long)json_integer_value(json_object_get(x, "segment")),
 			       (long long)json_integer_value(json_object_get(x, "step")), str_of(x, "state"),
 			       str_of(x, "summary"));
+			if (json_is_number(json_object_get(x, "acked_at"))) {
+				/* acknowledged (docs/alerts.md "Acknowledging"): who, when, why */
+				time_t t = (time_t)json_number_value(json_object_get(x, "acked_at"));
+				struct tm tm;
+				char when[32] = "";
+				if (gmtime_r(&t, &tm))
+					strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+				printf("  acknowledged%s%s at %s%s%s\n", *str_of(x, "acked_by") ? " by " : "",
+				       str_of(x, "acked_by"), when, *str_of(x, "ack_note") ? ": " : "",
+				       str_of(x, "ack_note"));
+			}
 			if (*str_of(x, "cause"))
 				printf("  likely cause: %s\n  what to check: %s\n", str_of(x, "cause"),
 				       str_of(x, "action"));
@@ -577,6 +589,7 @@ static void print_text(json_t *out, bool alerts, const char *run)
 
 static const char query_usage[] =
 	"usage: gradwatch %s [--url URL | --db PATH] [--json] [--timeout SECONDS] [RUN]\n"
+	"%s"
 	"\n"
 	"%s,\nfrom a running gradwatchd over HTTP or, with --db, from its database\n"
 	"file (read-only; works while the daemon runs).\n"
@@ -622,7 +635,10 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 				return gw_cli_usage_error(prog, "--timeout wants seconds (more than 0, at most 86400), not", optarg);
 			break;
 		case 'h':
-			printf(query_usage, prog + 10, alerts ? "List stored alerts, newest first (of one run, if given)"
+			printf(query_usage, prog + 10,
+			       alerts ? "       gradwatch alerts ack ID [--note TEXT] | unack ID  (see "
+			                "gradwatch alerts ack --help)\n" : "",
+			       alerts ? "List stored alerts, newest first (of one run, if given)"
 			                                      : "List the runs, or one run: segments, last step, last values");
 			return 0;
 		default: return gw_cli_bad_option(prog, ch, argv);
@@ -691,5 +707,8 @@ int gw_client_runs(struct gw_cfg *cfg, int argc, char **argv)
 
 int gw_client_alerts(struct gw_cfg *cfg, int argc, char **argv)
 {
+	/* "alerts ack ID" / "alerts unack ID" (client_ack.c) */
+	if (argc >= 2 && (strcmp(argv[1], "ack") == 0 || strcmp(argv[1], "unack") == 0))
+		return gw_client_alerts_ack(cfg, argc - 1, argv + 1, argv[1][0] == 'a');
 	return query(cfg, argc, argv, true);
 }

@@ -60,9 +60,13 @@ void gw_server_stop(struct gw_daemon *d);
 void gw_server_free(struct gw_daemon *d);
 
 /* Alert delivery glue (alerting.c): validate the "sinks" configuration;
- * add GET /v1/sinks (after the HTTP server started). */
+ * add GET /v1/sinks and the acknowledgement routes (after the HTTP server
+ * started). */
 int gw_alerting_check(const struct gw_cfg *cfg, char *err, size_t errlen);
 int gw_alerting_start(struct gw_daemon *d, char *err, size_t errlen);
+/* POST and DELETE /v1/alerts/{id}/ack (ack.c; docs/alerts.md
+ * "Acknowledging"); gw_alerting_start registers them. */
+int gw_ack_start(struct gw_daemon *d, char *err, size_t errlen);
 
 /* GET /healthz (health.c): "ok" or "degraded" with the reasons; from
  * memory and one cached statvfs, never waits.  Route data: the daemon. */

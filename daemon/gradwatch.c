@@ -67,6 +67,8 @@ static const char usage_text[] =
 	"        list the runs (or one run: segments, last step, last values)\n"
 	"  alerts [--url URL | --db PATH] [--json] [--timeout S] [RUN]\n"
 	"        list stored alerts, newest first\n"
+	"  alerts ack ID [--note TEXT] [--by NAME] [--url URL] | alerts unack ID [--url URL]\n"
+	"        acknowledge an open alert (no more reminders until it escalates), or undo\n"
 	"  thresholds    print every detection threshold, its default, its valid range and why\n"
 	"  version       print the version, the kernel variant in use, detectors, formats\n"
 	"  help          print this\n"

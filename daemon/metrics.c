@@ -29,7 +29,8 @@
  *   gradwatch_store_commits_total, gradwatch_store_pending_bytes, gradwatch_store_up
  *   gradwatch_store_file_bytes{file="database"|"wal"} (stat() of the two files)
  *   gradwatch_retention_passes_total, gradwatch_retention_runs_deleted_total
- *   gradwatch_outbox_depth                           (these four when there is an
+ *   gradwatch_alerts_open{acked="true"|"false"}     open alerts, acknowledged or not
+ *   gradwatch_outbox_depth                           (these five when there is an
  *   gradwatch_alert_deliveries_total{sink,type,result}  alert outbox: sinks are
  *   gradwatch_alert_delivery_retries_total{sink,type}   configured)
  *   gradwatch_alert_deliveries_pending{sink,type}
@@ -151,6 +152,15 @@ static void render_sinks(FILE *f, const struct gw_outbox *ob)
 	       "Alert deliveries queued or in flight, over all sinks.");
 	fputs("gradwatch_outbox_depth", f);
 	u64(f, gw_outbox_depth(ob));
+	size_t open = 0, acked = 0;
+	gw_outbox_open_alerts(ob, &open, &acked);
+	family(f, "gradwatch_alerts_open", "gauge",
+	       "Open alerts, acknowledged (acked=\"true\": no reminders until they escalate) "
+	       "or not.");
+	fputs("gradwatch_alerts_open{acked=\"false\"}", f);
+	u64(f, open - acked);
+	fputs("gradwatch_alerts_open{acked=\"true\"}", f);
+	u64(f, acked);
 	family(f, "gradwatch_alert_deliveries_total", "counter",
 	       "Alert events a sink acknowledged (result=delivered) or that were given up "
 	       "(result=failed: a final 4xx, or retried past give_up_after), by sink.");

@@ -1,7 +1,7 @@
 /*
  * Alerts as the engine reports them (see engine.h): the names of kinds and
  * severities, the stable alert id, and the one JSON form of an alert
- * (schema "gradwatch.alert.v1", docs/alert-schema.md) that replay's JSON
+ * (schema "gradwatch.alert.v2", docs/alert-schema.md) that replay's JSON
  * lines, the report, the HTTP API, the CLI and the webhook sinks all print:
  *
  *   gw_alert_to_json     the fields one event carries by itself;
@@ -165,7 +165,9 @@ json_t *gw_alert_row_json(const json_t *row)
 	json_int_t version = json_integer_value(json_object_get(o, "version"));
 	bool resolved = state && strcmp(state, "resolved") == 0;
 	json_object_set_new(o, "schema", json_string(GW_ALERT_SCHEMA));
-	json_object_set_new(o, "kind", json_string(resolved ? "resolve" : version > 1 ? "update" : "open"));
+	/* the latest event's kind; rows from before the kind column derive it */
+	if (!json_is_string(json_object_get(o, "kind")))
+		json_object_set_new(o, "kind", json_string(resolved ? "resolve" : version > 1 ? "update" : "open"));
 	json_object_set(o, "opened_step", json_object_get(o, "step"));
 	json_object_set(o, "opened_line", json_object_get(o, "line"));
 	if (resolved) {
@@ -191,7 +193,7 @@ json_t *gw_alert_row_json(const json_t *row)
 	for (size_t i = 0; i < ARRAY_SIZE(drop); i++)
 		json_object_del(o, drop[i]);
 	static const char *const optional[] = {"ts", "raised_at", "opened_at", "resolved_at", "line",
-	                                       "opened_line"};
+	                                       "opened_line", "acked_at", "acked_by", "ack_note"};
 	for (size_t i = 0; i < ARRAY_SIZE(optional); i++)
 		if (json_is_null(json_object_get(o, optional[i])))
 			json_object_del(o, optional[i]);

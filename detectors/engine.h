@@ -286,7 +286,7 @@ size_t gw_engine_bytes_per_run(void);
 
 /* The one alert JSON schema (docs/alert-schema.md): its name, the value of
  * every alert object's "schema". */
-#define GW_ALERT_SCHEMA "gradwatch.alert.v1"
+#define GW_ALERT_SCHEMA "gradwatch.alert.v2"
 
 /* The whole alert object of event number version (1 for the open) of an
  * alert: the fields one event carries by itself (schema, id, kind, run,

@@ -170,7 +170,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		rc = gw_http_start(&ho, &d.http, err, sizeof(err));
 	}
 	if (rc < 0 || gw_api_start(&d, err, sizeof(err)) < 0 ||
-	    gw_metrics_start(&d, err, sizeof(err)) < 0 || gw_web_start(&d, err, sizeof(err)) < 0)
+	    gw_metrics_start(&d, err, sizeof(err)) < 0 || gw_web_start(&d, err, sizeof(err)) < 0 ||
+	    gw_ack_start(&d, err, sizeof(err)) < 0)
 		return init_failed("http", err);
 	return 0;
 }

@@ -116,7 +116,8 @@ static int query(sqlite3 *db, const char *sql, const char *const *binds, int nbi
 #define ALERT_SELECT                                                                       \
 	"SELECT a.id, r.name AS run, a.seg AS segment, a.step, a.line, a.detector,"        \
 	" a.severity, a.state, a.summary, a.cause, a.action, a.evidence AS evidence_json," \
-	" a.ts, a.created, a.updated, a.resolved, a.last_step, a.last_line, a.version"     \
+	" a.ts, a.created, a.updated, a.resolved, a.last_step, a.last_line, a.version,"    \
+	" a.kind, a.acked_at, a.acked_by, a.ack_note"                                      \
 	" FROM alerts a JOIN runs r ON r.id = a.run_id"
 
 /* The first row of a query on its own read-only connection: 0 and *row (a

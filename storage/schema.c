@@ -75,6 +75,15 @@ static const char *const migrations[] = {
 	" END;"
 	"ALTER TABLE runs ADD COLUMN writers TEXT;"
 	"ALTER TABLE records ADD COLUMN rank INTEGER",
+	/* 5 -> 6: an on-call's acknowledgement of an open alert (docs/alerts.md
+	 * "Acknowledging"): when, by whom, the note; and the kind of the
+	 * alert's latest event ("open", "update", "resolve", "ack", "unack"),
+	 * which an ack makes no longer derivable from the version (NULL on
+	 * rows from before: derived as before) */
+	"ALTER TABLE alerts ADD COLUMN kind TEXT;"
+	"ALTER TABLE alerts ADD COLUMN acked_at REAL;"
+	"ALTER TABLE alerts ADD COLUMN acked_by TEXT;"
+	"ALTER TABLE alerts ADD COLUMN ack_note TEXT",
 };
 
 _Static_assert(GW_ARRAY_SIZE(migrations) == GW_STORE_SCHEMA_VERSION,

@@ -103,22 +103,35 @@ static const struct core_stmt {
 } core[S_NCORE] = {
 	[GW_STORE_ALERT_OPEN] = {
 		"INSERT INTO alerts(id, run_id, seg, step, line, detector, severity, state, "
-		"summary, cause, action, evidence, ts, created, updated, version) "
-		"VALUES(?1,?2,?3,?4,?5,?6,?7,'open',?8,?9,?10,?11,?12,?13,?13,1) "
+		"summary, cause, action, evidence, ts, created, updated, version, kind) "
+		"VALUES(?1,?2,?3,?4,?5,?6,?7,'open',?8,?9,?10,?11,?12,?13,?13,1,'open') "
 		"ON CONFLICT(id) DO UPDATE SET severity = excluded.severity, state = 'open', "
 		"summary = excluded.summary, cause = excluded.cause, action = excluded.action, "
 		"evidence = excluded.evidence, updated = excluded.updated, "
-		"last_step = excluded.step, version = version + 1",
+		"last_step = excluded.step, version = version + 1, kind = 'open', "
+		"acked_at = NULL, acked_by = NULL, ack_note = NULL",
 		C_ALERTS, -1, -1, -1},
 	[GW_STORE_ALERT_UPDATE] = {
 		"UPDATE alerts SET severity = ?2, summary = ?3, cause = ?4, action = ?5, "
 		"evidence = ?6, updated = ?7, last_step = ?8, last_line = ?9, "
-		"version = version + 1 WHERE id = ?1",
+		"version = version + 1, kind = 'update', acked_at = NULL, acked_by = NULL, "
+		"ack_note = NULL WHERE id = ?1",
 		C_ALERTS, -1, -1, -1},
 	[GW_STORE_ALERT_RESOLVE] = {
 		"UPDATE alerts SET state = 'resolved', resolved = ?2, updated = ?2, "
-		"last_step = ?3, resolution = ?4, version = version + 1 WHERE id = ?1",
+		"last_step = ?3, resolution = ?4, version = version + 1, kind = 'resolve' "
+		"WHERE id = ?1",
 		C_ALERTS, -1, -1, -1},
+	[GW_STORE_ALERT_ACK] = {
+		"UPDATE alerts SET acked_at = ?2, acked_by = ?3, ack_note = ?4, updated = ?2, "
+		"kind = 'ack', version = version + 1 WHERE id = ?1 AND state = 'open' "
+		"AND acked_at IS NULL",
+		C_NONE, -1, -1, -1},
+	[GW_STORE_ALERT_UNACK] = {
+		"UPDATE alerts SET acked_at = NULL, acked_by = NULL, ack_note = NULL, updated = ?2, "
+		"kind = 'unack', version = version + 1 WHERE id = ?1 AND state = 'open' "
+		"AND acked_at IS NOT NULL",
+		C_NONE, -1, -1, -1},
 	[S_RECORD] = {
 		"INSERT INTO records(run_id, seg, step, line, ts, recv, loss, grad_norm, lr, "
 		"throughput, nonfinite, extra, rank) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)",

@@ -45,7 +45,7 @@
  * regrown on every restart. */
 #define GW_STORE_WAL_KEEP_BYTES (16 << 20)
 
-#define GW_STORE_SCHEMA_VERSION 5 /* the store's own tables: see migrations[] in store.c */
+#define GW_STORE_SCHEMA_VERSION 6 /* the store's own tables: see migrations[] in store.c */
 
 /* ---- typed values -------------------------------------------------------------- */
 
@@ -134,10 +134,16 @@ enum gw_store_stmt {
 	 * summary, cause, action, evidence JSON, ts, created) inserts or reopens;
 	 * UPDATE (id, severity, summary, cause, action, evidence, updated,
 	 * last_step, last_line); RESOLVE (id, resolved, last_step, resolution: what the
-	 * resolve said, or NULL). */
+	 * resolve said, or NULL).  An open or update clears an acknowledgement
+	 * (the incident is new or escalated: page again).  ACK (id, acked_at,
+	 * acked_by or NULL, ack_note or NULL) acknowledges an open alert that
+	 * is not acknowledged; UNACK (id, at) withdraws it; each is an event
+	 * of the alert (its version goes up) and a no-op otherwise. */
 	GW_STORE_ALERT_OPEN,
 	GW_STORE_ALERT_UPDATE,
 	GW_STORE_ALERT_RESOLVE,
+	GW_STORE_ALERT_ACK,
+	GW_STORE_ALERT_UNACK,
 	GW_STORE_NSTMT_PUBLIC,
 };
 

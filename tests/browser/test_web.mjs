@@ -849,3 +849,31 @@ test('with tokens, the page asks for a read token and then shows the run', async
     await d.stop();
   }
 });
+
+test('an acknowledged alert shows who, when and why; the page offers no way to acknowledge', async () => {
+  const d = await new Daemon().start();
+  try {
+    assert.equal((await d.ingest(trace)).rejected, 0);
+    const alerts = (await d.get(`/v1/runs/${RUN}/alerts`)).alerts;
+    const a = alerts.find((x) => x.state === 'open') || alerts[0];
+    const r = await fetch(`${d.base}/v1/alerts/${a.id}/ack`, {method: 'POST',
+      body: JSON.stringify({by: 'grace <oncall>', note: 'intended: switched to Adafactor'})});
+    assert.equal(r.status, 200, await r.text());
+    const page = await lockedPage(browser);
+    await page.goto(`${d.base}/alerts/${encodeURIComponent(a.id)}`);
+    await ready(page);
+    await page.waitForSelector('#gw-detail-ack');
+    const text = await page.$eval('#gw-detail-ack', (e) => e.textContent);
+    assert.match(text, /^acknowledged by grace <oncall> \d{4}-\d\d-\d\d.*: intended: switched to Adafactor$/);
+    // the list says it too, next to the alert
+    assert.equal(await page.$eval(`.gw-alerts li[data-alert-id="${a.id}"] .state-acked`, (e) => e.textContent),
+      'acknowledged');
+    // read-only (issue 10): no control that acknowledges, no write request
+    const controls = await page.$$eval('button, input, form', (es) => es.map((e) => e.textContent || e.id));
+    assert.ok(!controls.some((t) => /ack/i.test(t)), controls.join('|'));
+    assert.deepEqual(page.offsite, []);
+    await page.close();
+  } finally {
+    await d.stop();
+  }
+});

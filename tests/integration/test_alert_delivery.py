@@ -127,7 +127,7 @@ class DeliveryTest(unittest.TestCase):
             want = hmac.new(SECRET.encode(), r["body"], hashlib.sha256).hexdigest()
             self.assertEqual(h["x-gradwatch-signature-256"], "sha256=" + want)
             body = r["json"]
-            self.assertEqual(body["schema"], "gradwatch.alert.v1")
+            self.assertEqual(body["schema"], "gradwatch.alert.v2")
             self.assertEqual(h["x-gradwatch-delivery"], body["delivery_id"])
             self.assertEqual(int(h["x-gradwatch-timestamp"]), body["timestamp"])
             self.assertLess(abs(time.time() - body["timestamp"]), 60)

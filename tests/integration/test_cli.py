@@ -269,7 +269,7 @@ class OneShapeOneSchema(unittest.TestCase):
         kinds = set()
         for i in last:
             kinds.add(last[i]['kind'])
-            self.assertEqual(last[i]['schema'], 'gradwatch.alert.v1')
+            self.assertEqual(last[i]['schema'], 'gradwatch.alert.v2')
             for name, other in (('api', api[i]), ('webhook', hook[i])):
                 self.assertEqual(set(other) - WALL, set(last[i]), (name, i))
                 self.assertTrue(WALL & set(other), name)

@@ -306,7 +306,7 @@ START_TEST(webhook_shape)
 	struct gw_sink_msg m = {.alert = a, .event = "update", .version = 3,
 	                        .delivery_id = "gw-00112233445566aa-v3", .now = 1700000005.5};
 	json_t *j = format(&gw_sink_webhook, &m);
-	ck_assert_str_eq(json_string_value(json_object_get(j, "schema")), "gradwatch.alert.v1");
+	ck_assert_str_eq(json_string_value(json_object_get(j, "schema")), "gradwatch.alert.v2");
 	ck_assert_str_eq(json_string_value(json_object_get(j, "delivery_id")), "gw-00112233445566aa-v3");
 	ck_assert_str_eq(json_string_value(json_object_get(j, "event")), "update");
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "version")), 3);
@@ -361,6 +361,48 @@ START_TEST(alertmanager_shape)
 }
 END_TEST
 
+/* An acknowledgement: Slack a short message with who and why (escaped),
+ * no fields or evidence; Alertmanager the same alert, still firing, with
+ * an "acknowledged" annotation (and none once withdrawn). */
+START_TEST(ack_shapes)
+{
+	json_t *a = sample_alert("ack");
+	json_object_set_new(a, "acked_at", json_real(1700000020.5));
+	json_object_set_new(a, "acked_by", json_string("ann <oncall>"));
+	json_object_set_new(a, "ack_note", json_string("intended & known"));
+	struct gw_sink_msg m = {.alert = a, .event = "ack", .version = 3, .delivery_id = "x",
+	                        .now = 1700000030.0, .resend_s = 60, .api_base = "http://127.0.0.1:7471"};
+	json_t *j = format(&gw_sink_slack, &m);
+	json_t *blocks = json_object_get(j, "blocks");
+	ck_assert_uint_eq(json_array_size(blocks), 3);
+	const char *head = json_string_value(json_object_get(json_object_get(json_array_get(blocks, 0), "text"), "text"));
+	ck_assert_ptr_nonnull(strstr(head, "Acknowledged: optimizer_reset on prod<7>&co"));
+	const char *sec = json_string_value(json_object_get(json_object_get(json_array_get(blocks, 1), "text"), "text"));
+	ck_assert_ptr_nonnull(strstr(sec, "*Acknowledged by ann &lt;oncall&gt;*"));
+	ck_assert_ptr_nonnull(strstr(sec, "intended &amp; known"));
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(j, "text")), "acknowledged by ann"));
+	json_decref(j);
+
+	j = format(&gw_sink_alertmanager, &m);
+	json_t *o = json_array_get(j, 0);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "annotations"), "acknowledged")),
+	                 "acknowledged by ann <oncall> at 2023-11-14T22:13:40.500Z: intended & known");
+	ck_assert_str_eq(json_string_value(json_object_get(o, "endsAt")), "2023-11-14T22:17:50.000Z");
+	json_decref(j);
+
+	json_object_del(a, "acked_at");
+	m.event = "unack";
+	j = format(&gw_sink_alertmanager, &m);
+	ck_assert_ptr_null(json_object_get(json_object_get(json_array_get(j, 0), "annotations"), "acknowledged"));
+	json_decref(j);
+	j = format(&gw_sink_slack, &m);
+	ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(json_object_get(json_array_get(json_object_get(j, "blocks"), 0), "text"), "text")),
+	                             "Acknowledgement withdrawn"));
+	json_decref(j);
+	json_decref(a);
+}
+END_TEST
+
 START_TEST(rfc3339)
 {
 	char b[32];
@@ -386,6 +428,7 @@ static Suite *alerts_suite(void)
 	tcase_add_test(tc, slack_long_text_is_cut_on_utf8);
 	tcase_add_test(tc, webhook_shape);
 	tcase_add_test(tc, alertmanager_shape);
+	tcase_add_test(tc, ack_shapes);
 	tcase_add_test(tc, rfc3339);
 	suite_add_tcase(s, tc);
 	return s;

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "store.h"
 
 #include <stdatomic.h>
@@ -177,6 +178,70 @@ START_TEST(events_segments_alerts)
 	json_decref(out);
 	ck_assert_int_eq(gw_store_read_run(path, "nope", &out, err, sizeof(err)), -ENOENT);
 	json_decref(attrs);
+	gw_store_close(s);
+}
+END_TEST
+
+/* Acknowledging (docs/alerts.md "Acknowledging"): an ack is an event of an
+ * open alert that is not acknowledged (a repeat is a no-op), an escalation
+ * (update) clears it, unack withdraws it, a resolved alert takes neither
+ * and keeps the ack it had. */
+static uint64_t ack(struct gw_store *s, const char *id, bool on, double at, const char *by)
+{
+	const struct gw_sv none = {.t = GW_SV_NULL};
+	const struct gw_sv v[] = {gw_sv_text(id), gw_sv_real(at), by ? gw_sv_text(by) : none,
+	                          by ? gw_sv_text("a note") : none};
+	return gw_store_put(s, NULL, on ? GW_STORE_ALERT_ACK : GW_STORE_ALERT_UNACK, v, on ? 4 : 2);
+}
+
+START_TEST(alert_ack_escalation_clears_it)
+{
+	struct gw_store *s = open_store();
+	const struct gw_sv open[] = {
+		gw_sv_text("gw-1"), gw_sv_run("r", 1), gw_sv_int(1), gw_sv_int(420), gw_sv_int(920),
+		gw_sv_text("optimizer_reset"), gw_sv_text("warning"), gw_sv_text("grad norm fell"),
+		gw_sv_text("c"), gw_sv_text("a"), gw_sv_text("{}"), gw_sv_real(9.0), gw_sv_real(10.0),
+	};
+	gw_store_put(s, NULL, GW_STORE_ALERT_OPEN, open, 13);
+	ack(s, "gw-1", true, 20.0, "alice");
+	ack(s, "gw-1", true, 21.0, "bob");     /* already acknowledged: nothing */
+	wait_committed(s, ack(s, "gw-nope", true, 22.0, "x"));
+	ck_assert_int_eq(scalar("SELECT version = 2 AND kind = 'ack' AND acked_by = 'alice' AND "
+	                        "acked_at = 20.0 AND ack_note = 'a note' FROM alerts"), 1);
+	json_t *row, *al;
+	char err[256];
+	ck_assert_int_eq(gw_store_read_alert(path, "gw-1", &row, err, sizeof(err)), 0);
+	al = gw_alert_row_json(row);
+	ck_assert_str_eq(json_string_value(json_object_get(al, "kind")), "ack");
+	ck_assert_str_eq(json_string_value(json_object_get(al, "acked_by")), "alice");
+	ck_assert_int_eq(json_integer_value(json_object_get(al, "step")), 420);
+	json_decref(al);
+	json_decref(row);
+	/* escalated: the ack is gone, the alert pages again */
+	const struct gw_sv update[] = {
+		gw_sv_text("gw-1"), gw_sv_text("critical"), gw_sv_text("grad norm fell more"),
+		gw_sv_text("c"), gw_sv_text("a"), gw_sv_text("{}"), gw_sv_real(30.0), gw_sv_int(430),
+		gw_sv_int(930),
+	};
+	wait_committed(s, gw_store_put(s, NULL, GW_STORE_ALERT_UPDATE, update, 9));
+	ck_assert_int_eq(scalar("SELECT version = 3 AND kind = 'update' AND acked_at IS NULL AND "
+	                        "acked_by IS NULL AND ack_note IS NULL FROM alerts"), 1);
+	ck_assert_int_eq(gw_store_read_alert(path, "gw-1", &row, err, sizeof(err)), 0);
+	al = gw_alert_row_json(row);
+	ck_assert_ptr_null(json_object_get(al, "acked_at"));
+	ck_assert_ptr_null(json_object_get(al, "acked_by"));
+	json_decref(al);
+	json_decref(row);
+	/* acknowledged again, withdrawn (twice: once counts), again, resolved */
+	ack(s, "gw-1", true, 40.0, NULL);
+	ack(s, "gw-1", false, 41.0, NULL);
+	ack(s, "gw-1", false, 42.0, NULL);
+	ack(s, "gw-1", true, 43.0, "carol");
+	const struct gw_sv resolve[] = {gw_sv_text("gw-1"), gw_sv_real(50.0), gw_sv_int(800)};
+	gw_store_put(s, NULL, GW_STORE_ALERT_RESOLVE, resolve, 3);
+	wait_committed(s, ack(s, "gw-1", false, 51.0, NULL));   /* resolved: nothing */
+	ck_assert_int_eq(scalar("SELECT version = 7 AND kind = 'resolve' AND acked_by = 'carol' "
+	                        "AND state = 'resolved' FROM alerts"), 1);
 	gw_store_close(s);
 }
 END_TEST
@@ -494,6 +559,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, records_and_repeats);
 	tcase_add_test(tc, events_segments_alerts);
+	tcase_add_test(tc, alert_ack_escalation_clears_it);
 	tcase_add_test(tc, module_schema);
 	tcase_add_test(tc, close_commits_everything);
 	tcase_add_test(tc, newer_schema_refused);

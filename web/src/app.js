@@ -585,7 +585,8 @@
         var li = el('li', {'data-alert-id': a.id, class: view.open === a.id ? 'gw-open' : '', tabindex: 0, role: 'button',
           'aria-label': a.severity + ' ' + a.detector + ' at step ' + a.step + ': ' + a.summary},
           el('div', {class: 'gw-alert-head'}, badge(a.severity, 'sev-' + a.severity),
-            el('strong', {text: a.detector}), el('span', {class: 'gw-muted', text: 'step ' + fmtNum(a.step) + (a.state ? ' · ' + a.state : '')})),
+            el('strong', {text: a.detector}), el('span', {class: 'gw-muted', text: 'step ' + fmtNum(a.step) + (a.state ? ' · ' + a.state : '')}),
+            a.acked_at ? badge('acknowledged', 'state-acked') : null),
           el('div', {text: a.summary}));
         li.addEventListener('click', function () { openAlert(a.id, true); });
         li.addEventListener('keydown', function (e) {
@@ -617,6 +618,15 @@
       return parts.length ? el('p', {class: 'gw-muted', id: 'gw-detail-when', text: parts.join(' · ')}) : null;
     }
 
+    /* Acknowledged (docs/alerts.md "Acknowledging"): by whom, when, why.
+     * Read-only: acknowledging is the API's and the CLI's. */
+    function ackLine(a) {
+      if (!a.acked_at) return null;
+      return el('p', {class: 'gw-ack', id: 'gw-detail-ack'}, badge('acknowledged', 'state-acked'),
+        el('span', {text: ' ' + (a.acked_by ? 'by ' + a.acked_by + ' ' : '') + fmtTime(a.acked_at) +
+          ' (' + fmtAgo(a.acked_at) + ')' + (a.ack_note ? ': ' + a.ack_note : '')}));
+    }
+
     function openAlert(id, zoomTo) {
       var a = view.alerts.find(function (x) { return x.id === id; });
       if (!a) return;
@@ -627,6 +637,7 @@
           el('span', {class: 'gw-muted', text: 'segment ' + fmtNum(a.segment) + ' · step ' + fmtNum(a.step)})),
         el('p', {class: 'gw-summary-line', id: 'gw-detail-summary', text: a.summary}),
         alertWhen(a),
+        ackLine(a),
         /* what to do first: it is what a person paged for this reads for */
         el('h4', {text: 'What to check'}), el('p', {text: a.action || '—'}),
         el('h4', {text: 'Likely cause'}), el('p', {text: a.cause || '—'}),
