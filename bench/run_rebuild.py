@@ -40,8 +40,10 @@ def main():
     cfg = {'tick_ms': 100, 'limits': {'run_evict_idle_s': 1}}
     with Daemon(config=cfg, args=['--log-level', 'debug']) as d:
         for k in range(RUNS):
+            # an old log (ts long past): not live, so no stall watch keeps
+            # the run active after run_evict_idle_s (daemon/runs.c)
             body = ''.join(json.dumps({'run': 'run-%04d' % k, 'step': s, 'loss': 2.0 / s,
-                                       'grad_norm': 0.5, 'lr': 1e-3}) + '\n'
+                                       'grad_norm': 0.5, 'lr': 1e-3, 'ts': 1e9 + s}) + '\n'
                            for s in range(1, RECORDS + 1))
             assert d.post('/v1/ingest', body.encode())[0] == 200
         wait_for(lambda: metric(d.get('/metrics')[1], 'gradwatch_runs_dormant') == RUNS,

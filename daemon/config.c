@@ -44,7 +44,7 @@ int gw_cfg_defaults(struct gw_cfg *c)
 	c->max_line = 64 * 1024;
 	c->max_body = 64 * 1024 * 1024;
 	c->max_connections = 1024;
-	c->max_runs = 16384;          /* ~1 GiB of detector state at ~61 KB a run */
+	c->max_runs = 16384;          /* ~1 GiB of detector state at ~63 KB a run */
 	c->http_header_timeout_ms = 10000;
 	c->http_idle_timeout_ms = 60000;
 	c->http_body_timeout_ms = 30000;

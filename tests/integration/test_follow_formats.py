@@ -239,14 +239,24 @@ class FollowFormats(unittest.TestCase):
         for p in points:
             want[p['run']] = want.get(p['run'], 0) + 1
         self.assertEqual(sorted(want), ['job', 'job#2', 'job#3', 'job#4'])
+        def said(what):
+            with open(d.log_path, 'rb') as f:
+                return f.read().decode('utf-8', 'replace').count(what)
+
         try:
             for i, cut in enumerate(cuts):
                 d.start()
                 if i == 3:
-                    # copytruncate: the file is emptied, then written on
+                    # copytruncate while the daemon runs: truncated only once
+                    # the follower has opened the file at its stored position
+                    # (/healthz answers before its open and fstat are back
+                    # from the thread pool: a truncation before them is one
+                    # "while gradwatchd was down", said otherwise)
+                    wait_for(lambda: said('continuing after line') == 3, 20,
+                             'the follower to open the file at its stored position')
                     with open(log, 'r+b') as f:
                         f.truncate(0)
-                    wait_for(lambda: 'truncated (' in d.logtext(), 20,
+                    wait_for(lambda: said('truncated (') == 1, 20,
                              'the follower to see the truncation')
                 with open(log, 'ab') as f:
                     f.write(data[done:cut])

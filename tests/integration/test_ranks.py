@@ -13,14 +13,24 @@ A log every rank printed to (build-nanoGPT's stdout under torchrun's
 "[rank3]:" and "[default3]:" labels, srun --label's " 3: ") through
 `gradwatch replay` raises the alerts the one-rank log raises, on one run
 and one segment, and through `gradwatchd --follow` is one run of one
-segment with the other ranks' lines stored apart."""
+segment with the other ranks' lines stored apart.
+
+Where the ranks meet the restart and eviction paths (RestartAndEviction):
+an interleaved run and a run of ranked lines that were live at a kill -9
+or a clean stop are rebuilt at start (gw_runs_restore), their silence is
+watched, and their next lines open no segment; a log whose iterations only
+rank 31 prints (Megatron), followed, keeps rank 31 as its primary writer
+through eviction under limits.max_runs, a daemon restart and a rotation."""
 import http.client
 import json
 import math
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import tempfile
+import time
 import unittest
 
 from gwtest import GRADWATCH, Daemon, wait_for
@@ -278,6 +288,143 @@ class RankLabels(unittest.TestCase):
                                   if a['detector'] == 'nonfinite'], [('nonfinite', NAN_AT)])
             finally:
                 d.close()
+
+
+def live_lines(steps):
+    """Steps of run "iw" (four writers, no rank) and "rk" (four ranks with a
+    "rank" field), with ts now."""
+    out = []
+    for s in steps:
+        for k in range(4):
+            for run, rank in (('iw', None), ('rk', k)):
+                rec = {'run': run, 'step': s, 'loss': 2.0 - 1e-4 * s + 0.01 * k, 'grad_norm': 0.5,
+                       'throughput': 1000.0, 'ts': time.time()}
+                if rank is not None:
+                    rec['rank'] = rank
+                out.append(json.dumps(rec) + '\n')
+    return ''.join(out).encode()
+
+
+def megatron_lines(first, last, zero_first=False):
+    """srun --label output where rank 31 prints the iterations (as Megatron's
+    last pipeline rank does) and rank 0 a shorter copy of each, after it or
+    (zero_first) before it: once rank 31's first line made it the run's,
+    rank 0's lines are never the run's, whatever their order."""
+    out = []
+    for it in range(first, last):
+        loss = 12.0 - 0.01 * it
+        at = len(out)
+        out.append('31:  [2026-08-18 03:14:%02d.592739] iteration %8d/%8d | consumed samples: %12d | '
+                   'elapsed time per iteration (ms): 6260.5 | learning rate: 4.000000E-04 | global '
+                   'batch size:   288 | lm loss: %.6E | loss scale: 1.0 | grad norm: %.3f | number of '
+                   'skipped iterations:   0 | number of nan iterations:   0 |\n'
+                   % (it % 60, it, 1000, it * 288, loss, 0.5 + 0.01 * (it % 5)))
+        out.append(' 0:  [2026-08-18 03:14:%02d.600000] iteration %8d/%8d | lm loss: %.6E | '
+                   'grad norm: 9.000 |\n' % (it % 60, it, 1000, loss + 5))
+        if zero_first:
+            out[at], out[at + 1] = out[at + 1], out[at]
+    return ''.join(out).encode()
+
+
+class RestartAndEviction(unittest.TestCase):
+    STALL = {'stall_min_seconds': 3.0, 'stall_factor': 5, 'stall_min_records': 20}
+
+    @staticmethod
+    def segments(d, run):
+        return d.sql("SELECT count(*) FROM segments s JOIN runs r ON r.id = s.run_id "
+                     "WHERE r.name = ?", (run,))[0][0]
+
+    @staticmethod
+    def stored(d):
+        return d.sql("SELECT (SELECT count(*) FROM records) + (SELECT count(*) FROM rank_lines)")[0][0]
+
+    @staticmethod
+    def restart_stalls(d, run):
+        return d.sql("SELECT a.step, a.state FROM alerts a JOIN runs u ON u.id = a.run_id "
+                     "WHERE u.name = ? AND a.detector = 'stall' AND a.summary LIKE "
+                     "'%since gradwatchd restarted%'", (run,))
+
+    def feed(self, d, steps):
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(d.sock)
+            for step in steps:   # live: a step every 30 ms
+                s.sendall(live_lines([step]))
+                time.sleep(0.03)
+
+    def restart(self, sig):
+        with Daemon(config={'tick_ms': 50, 'runs': [{'match': '*', 'thresholds': self.STALL}]}) as d:
+            self.feed(d, range(1, 41))
+            wait_for(lambda: self.stored(d) == 8 * 40, 20, 'every line stored')
+            before = {run: self.segments(d, run) for run in ('iw', 'rk')}
+            self.assertEqual(before['rk'], 1)
+            self.assertLessEqual(before['iw'], 3)
+            d.stop(sig)
+            d.start()
+            self.assertIn('2 run(s) were live when the daemon stopped', d.logtext())
+            st, health = d.get('/healthz')
+            self.assertEqual((st, health['status'], health['reasons']), (200, 'ok', []))
+            # both are watched from the start: their silence is a stall
+            for run in ('iw', 'rk'):
+                wait_for(lambda: self.restart_stalls(d, run) == [(40, 'open')], 20,
+                         'the stall of %s across the restart' % run, interval=0.1)
+            # and the job goes on as before: no segment, repeats still apart
+            self.feed(d, range(41, 61))
+            wait_for(lambda: self.stored(d) == 8 * 60, 20, 'every line stored')
+            for run in ('iw', 'rk'):
+                wait_for(lambda: self.restart_stalls(d, run) == [(40, 'resolved')], 20,
+                         'the resolve of %s' % run, interval=0.1)
+            self.assertEqual({run: self.segments(d, run) for run in ('iw', 'rk')}, before)
+            self.assertEqual(d.sql("SELECT rank, count(*) FROM rank_lines GROUP BY rank "
+                                   "HAVING rank >= 0"), [(1, 60), (2, 60), (3, 60)])
+            self.assertEqual(d.sql("SELECT count(*) FROM records x JOIN runs r ON r.id = x.run_id "
+                                   "WHERE r.name = 'rk'")[0][0], 60)
+            with open(d.log_path, 'rb') as f:
+                self.assertEqual(f.read().count(b'look like several processes'), 1)
+            st, health = d.get('/healthz')
+            self.assertEqual((st, health['reasons']), (200, []))
+
+    def test_live_ranks_and_interleaved_writers_across_kill_9(self):
+        self.restart(signal.SIGKILL)
+
+    def test_live_ranks_and_interleaved_writers_across_a_clean_stop(self):
+        self.restart(signal.SIGTERM)
+
+    def test_rank_31_stays_the_run_through_eviction_restart_and_rotation(self):
+        d = Daemon(config={'limits': {'max_runs': 3}})
+        log = os.path.join(d.dir, 'train.out')
+        with open(log, 'wb') as f:
+            f.write(megatron_lines(1, 101))
+        d.extra_args += ['--follow', log, '--run', 'meg']
+        d.start()
+
+        def meg():
+            return d.sql("SELECT count(*), max(step), min(rank), max(rank) FROM records x "
+                         "JOIN runs r ON r.id = x.run_id WHERE r.name = 'meg'")[0]
+        try:
+            wait_for(lambda: meg()[0] == 100, 30, "rank 31's iterations")
+            # ten runs more than max_runs: "meg" (old ts, not live) sleeps
+            d.send_unix(b''.join(b'{"run":"other%d","step":1,"loss":1}\n' % k for k in range(10)))
+            wait_for(lambda: d.sql("SELECT count(*) FROM runs")[0][0] == 11, 20, 'the other runs')
+            with open(log, 'ab') as f:
+                f.write(megatron_lines(101, 151, zero_first=True))
+            wait_for(lambda: meg()[0] == 150, 30, 'the iterations after the eviction')
+            self.assertIn('run meg: detector state rebuilt', d.logtext())
+            d.kill()
+            with open(log, 'ab') as f:
+                f.write(megatron_lines(151, 201, zero_first=True))
+            d.start()
+            wait_for(lambda: meg()[0] == 200, 30, 'the iterations after the restart')
+            os.rename(log, log + '.1')
+            with open(log, 'wb') as f:
+                f.write(megatron_lines(201, 251, zero_first=True))
+            wait_for(lambda: meg()[0] == 250, 30, 'the iterations of the rotated log')
+            d.wait_committed("SELECT count(*) FROM rank_lines", 250)
+            self.assertEqual(meg(), (250, 250, 31, 31))
+            self.assertEqual(self.segments(d, 'meg'), 1)
+            self.assertEqual(d.sql("SELECT rank, count(*) FROM rank_lines GROUP BY rank"), [(0, 250)])
+            self.assertEqual(d.sql("SELECT count(*) FROM alerts"), [(0,)])
+        finally:
+            d.close()
 
 
 if __name__ == '__main__':

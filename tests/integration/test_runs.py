@@ -84,7 +84,7 @@ class Runs(unittest.TestCase):
             self.assertEqual(metric(text, 'gradwatch_runs') + metric(text, 'gradwatch_runs_dormant'), n)
             self.assertLessEqual(text.count('gradwatch_run_last_step{'), budget)
             rss = rss_mb(d.proc.pid)
-            # without the budget: ~61 KB a run, 6 GB for 100,000 runs
+            # without the budget: ~63 KB a run, 6 GB for 100,000 runs
             self.assertLess(rss, 1200, 'RSS %.0f MB for %d runs' % (rss, n))
             # an old run sends again: its state comes back, the line is taken
             self.assertEqual(d.post('/v1/ingest', b'{"run":"r-000001","step":2,"loss":1.4}\n')[0], 200)
