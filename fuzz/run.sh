@@ -50,9 +50,14 @@ if [ ! -f "$uplot/uPlot.iife.min.js" ]; then
 	echo "fuzz: $uplot is missing: run npm ci --prefix web (./dev.sh deps does)" >&2
 	exit 2
 fi
+# every file of web/src by its name (embed.py says which one it misses)
+web_args=""
+for f in web/src/*; do
+	web_args="$web_args $(basename "$f")=$f"
+done
+# shellcheck disable=SC2086  # the names have no spaces: one word each
 python3 web/embed.py "$out/gen/web_assets.c" "uPlot.iife.min.js=$uplot/uPlot.iife.min.js" \
-	"uPlot.min.css=$uplot/uPlot.min.css" app.js=web/src/app.js app.css=web/src/app.css \
-	index.html=web/src/index.html
+	"uPlot.min.css=$uplot/uPlot.min.css" $web_args
 
 # obj_of SRC: the object file of a source under $out/obj
 obj_of() {
