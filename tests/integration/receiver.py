@@ -55,6 +55,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):  # quiet
         pass
 
+    def setup(self):
+        super().setup()
+        with self.server.conns_lock:
+            self.server.conns.add(self.connection)
+
+    def finish(self):
+        with self.server.conns_lock:
+            self.server.conns.discard(self.connection)
+        super().finish()
+
     def do_POST(self):
         rcv = self.server.receiver
         n = int(self.headers.get("Content-Length") or 0)
@@ -106,6 +116,13 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
+    def __init__(self, *args):
+        # the connections being served: stop() cuts them too, or a
+        # keep-alive connection accepted before would go on being answered
+        self.conns = set()
+        self.conns_lock = threading.Lock()
+        super().__init__(*args)
+
 
 class Receiver:
     def __init__(self, port=0, tls=None):
@@ -138,9 +155,17 @@ class Receiver:
         self.thread.start()
 
     def stop(self):
+        """Stop listening and cut the connections already accepted: after
+        this nothing answers on the port (a receiver that is down)."""
         if self.srv:
             self.srv.shutdown()
             self.srv.server_close()
+            with self.srv.conns_lock:
+                for c in list(self.srv.conns):
+                    try:
+                        c.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
             self.srv = None
 
     def close(self):
