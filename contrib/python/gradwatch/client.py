@@ -320,8 +320,11 @@ class Client:
 
     # ---- ranks ------------------------------------------------------------------------
 
-    def _not_sending(self):
-        """Is this a rank other than 0 that does not send (all_ranks False)?"""
+    def _skipping(self):
+        """Is this a rank other than 0 that does not send (all_ranks False)?
+        If so the line is counted as skipped, and the first time says why."""
+        if self._rank_known and not self.rank:
+            return False        # rank 0 or a single process: the common case
         if not self._rank_known:
             # the process group may have been set up since the client was
             # made (torch.multiprocessing.spawn): look once more
@@ -329,16 +332,15 @@ class Client:
             r = global_rank()
             if r is not None:
                 self.rank = r
-        return bool(self.rank) and not self.all_ranks
-
-    def _skip(self):
-        """Not rank 0: count the line, and say once why nothing is sent."""
+        if not self.rank or self.all_ranks:
+            return False
         self._skipped += 1
         if not self._skip_said:
             self._skip_said = True
             log.info('gradwatch: run %s: this process is rank %d of a distributed job; only '
                      'rank 0 sends (Client(all_ranks=True) sends from every rank)',
                      self.run, self.rank)
+        return True
 
     def __repr__(self):
         who = '' if self.rank is None else ' rank=%d' % self.rank
@@ -353,8 +355,7 @@ class Client:
         other numbers).  Values may be Python numbers or 0-d tensors (they are
         converted in the sender thread).  Returns at once; never raises."""
         try:
-            if (not self._rank_known or self.rank) and self._not_sending():
-                self._skip()
+            if self._skipping():
                 return
             if len(self._q) >= self._max:
                 self._dropped += 1
@@ -397,8 +398,7 @@ class Client:
                 step = self._last_step
             if step is None:
                 return
-            if (not self._rank_known or self.rank) and self._not_sending():
-                self._skip()
+            if self._skipping():
                 return
             attrs = {'event': 'run_finished'}
             if reason:
@@ -414,8 +414,7 @@ class Client:
     def _event(self, name, step, model, optimizer, scheduler, extra=None):
         if not self.events:
             return
-        if (not self._rank_known or self.rank) and self._not_sending():
-            self._skip()
+        if self._skipping():
             return
         try:
             attrs = _manifest.manifest(model, optimizer, scheduler)
