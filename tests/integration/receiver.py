@@ -29,6 +29,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import unittest
 import urllib.request
 
 import gwtest
@@ -252,3 +253,27 @@ def nan_incident(run, first_step=1, finite=3):
 def finite_lines(run, first_step, n):
     return ['{"run":"%s","step":%d,"loss":1.5,"grad_norm":1}' % (run, first_step + i)
             for i in range(n)]
+
+
+class SinkTestCase(unittest.TestCase):
+    """A test with one Receiver (self.rcv) and the daemons self.daemon()
+    started, all stopped and removed after it."""
+
+    def setUp(self):
+        self.rcv = Receiver()
+        self.daemons = []
+
+    def tearDown(self):
+        try:
+            for d in self.daemons:
+                if d.proc:
+                    d.stop()
+        finally:
+            self.rcv.close()
+            for d in self.daemons:
+                d.remove()
+
+    def daemon(self, sinks, **kw):
+        d = Daemon(sinks, **kw)
+        self.daemons.append(d)
+        return d.start()

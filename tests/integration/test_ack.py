@@ -23,7 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gwtest  # noqa: E402
-from receiver import Daemon, Receiver, finite_lines, nan_incident, wait_for  # noqa: E402
+from receiver import SinkTestCase, finite_lines, nan_incident, wait_for  # noqa: E402
 from test_alert_delivery import check_slack_payload  # noqa: E402
 
 GRADWATCH = os.environ.get("GRADWATCH", "gradwatch")
@@ -55,26 +55,7 @@ def events(rcv, path=None):
             if path is None or r["path"] == path]
 
 
-class AckTest(unittest.TestCase):
-    def setUp(self):
-        self.rcv = Receiver()
-        self.daemons = []
-
-    def tearDown(self):
-        try:
-            for d in self.daemons:
-                if d.proc:
-                    d.stop()
-        finally:
-            self.rcv.close()
-            for d in self.daemons:
-                d.remove()
-
-    def daemon(self, sinks, **kw):
-        d = Daemon(sinks, **kw)
-        self.daemons.append(d)
-        return d.start()
-
+class AckTest(SinkTestCase):
     def open_alert(self, d, run):
         d.send(*nan_incident(run))
         return wait_for(lambda: (d.get("/v1/runs/%s/alerts" % run)[1].get("alerts") or [None])[0],

@@ -21,7 +21,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from receiver import Daemon, Receiver, finite_lines, nan_incident, wait_for  # noqa: E402
+from receiver import Receiver, SinkTestCase, finite_lines, nan_incident, wait_for  # noqa: E402
 
 SECRET = "It's a Secret to Everybody"
 FAST_RETRY = {"retry_initial": "100ms", "retry_max": "400ms"}
@@ -90,26 +90,7 @@ def check_slack_payload(p):
     assert blocks[0]["type"] == "header"
 
 
-class DeliveryTest(unittest.TestCase):
-    def setUp(self):
-        self.rcv = Receiver()
-        self.daemons = []
-
-    def tearDown(self):
-        try:
-            for d in self.daemons:
-                if d.proc:
-                    d.stop()
-        finally:
-            self.rcv.close()
-            for d in self.daemons:
-                d.remove()
-
-    def daemon(self, sinks, **kw):
-        d = Daemon(sinks, **kw)
-        self.daemons.append(d)
-        return d.start()
-
+class DeliveryTest(SinkTestCase):
     # ---- happy paths ------------------------------------------------------------------
 
     def test_webhook_signed_open_and_resolve(self):
