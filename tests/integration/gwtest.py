@@ -40,15 +40,23 @@ def wait_for(pred, timeout=10.0, what='condition', interval=0.02):
         time.sleep(interval)
 
 
+_ports_given = set()
+
+
 def free_port(kind=socket.SOCK_STREAM):
-    """A port that is free for both TCP and UDP right now."""
+    """A port that is free for both TCP and UDP right now, and not one this
+    process was given before (the kernel may hand the same free port out
+    twice in a row: a daemon's TCP and HTTP ports were once the same)."""
     for _ in range(50):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.bind(('127.0.0.1', 0))
             port = s.getsockname()[1]
+        if port in _ports_given:
+            continue
         try:
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
                 u.bind(('127.0.0.1', port))
+            _ports_given.add(port)
             return port
         except OSError:
             continue
