@@ -366,7 +366,8 @@ int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t
 /* ---- registry ------------------------------------------------------------- */
 
 extern const struct gw_reader_format gw_rd_ndjson, gw_rd_hf_state, gw_rd_swift, gw_rd_megatron,
-	gw_rd_llmc, gw_rd_nanogpt, gw_rd_tfevents, gw_rd_wandb_csv, gw_rd_lightning_csv;
+	gw_rd_llmc, gw_rd_nanogpt, gw_rd_tfevents, gw_rd_wandb_csv, gw_rd_lightning_csv,
+	gw_rd_fairseq, gw_rd_titan, gw_rd_composer, gw_rd_torchtune, gw_rd_csv;
 
 /* Best first when two are equally sure. */
 const struct gw_reader_format *const gw_reader_formats[] = {
@@ -379,6 +380,11 @@ const struct gw_reader_format *const gw_reader_formats[] = {
 	&gw_rd_tfevents,
 	&gw_rd_wandb_csv,
 	&gw_rd_lightning_csv,
+	&gw_rd_fairseq,
+	&gw_rd_titan,
+	&gw_rd_composer,
+	&gw_rd_torchtune,
+	&gw_rd_csv,
 	NULL,
 };
 
