@@ -29,7 +29,8 @@
  *                  appended row by row (CSVLogger flushes each epoch), so
  *                  this layout is followed while it grows.
  *
- * Cells "NA", "N/A", "None" and "null" (pandas and Keras write them for a
+ * A row that repeats the header (a job started again appends its header)
+ * is skipped.  Cells "NA", "N/A", "None" and "null" (pandas and Keras write them for a
  * missing value) are empty.  The framework hands over lines (line numbers, CRLF, the last line); each
  * goes to libcsv with its '\n' put back, so a quoted field may span lines.
  * A point's line is the line its row starts on.  Both files are rewritten
@@ -548,6 +549,20 @@ static int row_wandb(struct csvst *st)
 	return 0;
 }
 
+/* The header again (a job started again appends its header to the file):
+ * not a row. */
+static bool repeated_header(const struct csvst *st)
+{
+	for (size_t i = 0; i < st->ncell; i++) {
+		const char *h = st->cols[i].head, *c = cell_at(st, i);
+		if (i == 0 && strncmp(c, "\xef\xbb\xbf", 3) == 0)
+			c += 3;
+		if (strcmp(h, c) != 0)
+			return false;
+	}
+	return true;
+}
+
 static int on_row(struct csvst *st)
 {
 	if (st->row_too_long) {
@@ -558,6 +573,8 @@ static int on_row(struct csvst *st)
 	if (!st->header_done)
 		return on_header(st);
 	if (st->failed)
+		return 0;
+	if (st->ncell == st->ncols && repeated_header(st))
 		return 0;
 	if (st->ncell > st->ncols) {
 		gw__rd_error(st->r, st->row_line,

@@ -61,8 +61,9 @@ static bool find_updates(const char *s, size_t n, int64_t *step)
 	return k && gw__rd_whole(v, step);
 }
 
-/* The pairs of a simple or tqdm segment, from the first "name=". */
-static void pairs(struct gw_reader *r, const char *s, size_t n, uint64_t lineno)
+/* The pairs of a simple or tqdm segment, from the first "name="; s is at
+ * byte `base` of the line. */
+static void pairs(struct gw_reader *r, const char *s, size_t n, size_t base, uint64_t lineno)
 {
 	const char *eq = memchr(s, '=', n);
 	if (!eq)
@@ -82,7 +83,9 @@ static void pairs(struct gw_reader *r, const char *s, size_t n, uint64_t lineno)
 			size_t v0 = (size_t)(q - s) + 1;
 			double v;
 			size_t k = gw__rd_num(s + v0, e - v0, &v);
-			if (k && v0 + k == e) {
+			if (nl == 11 && !memcmp(s + i, "num_updates", 11)) {
+				/* the step */
+			} else if (k && v0 + k == e) {
 				gw__rd_metric(r, s + i, nl, v);
 			} else if (k && v0 + k + 1 == e && s[v0 + k] == '%' && nl < 48) {
 				char name[64];
@@ -91,7 +94,7 @@ static void pairs(struct gw_reader *r, const char *s, size_t n, uint64_t lineno)
 				gw__rd_metric(r, name, nl + 4, v);
 			} else if (gw_alias_lookup(gw__rd_aliases(r), s + i, nl, NULL) >= 0) {
 				gw__rd_error(r, lineno, "bad_value: field \"%.*s\" at column %zu: expected a number",
-				             (int)GW_MIN(nl, 64u), s + i, v0 + 1);
+				             (int)GW_MIN(nl, 64u), s + i, base + v0 + 1);
 			}
 		}
 		i = end + 2;
@@ -148,7 +151,7 @@ static int segment(struct gw_reader *r, void *state, const char *s, size_t n, ui
 	size_t k = gw__rd_int(ep + 6, (size_t)(s + n - ep - 6), &e);
 	if (k && ep + 6 + k < s + n && ep[6 + k] == ':')
 		gw__rd_metric(r, "epoch", 5, (double)e);
-	pairs(r, ep, (size_t)(s + n - ep), lineno);
+	pairs(r, ep, (size_t)(s + n - ep), (size_t)(ep - s), lineno);
 	st->last = step;
 	return gw__rd_emit(r, lineno);
 }

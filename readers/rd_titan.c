@@ -14,7 +14,8 @@
  * are "name: value" separated by spaces: loss, grad_norm and tps
  * (throughput) are roles; a value's unit joins its name ("memory: 9.46GiB"
  * -> memory_gib, "mfu: 0.17%" -> mfu_pct), a "(64.99%)" after a value is
- * NAME_pct, and thousands separators are read ("7,282").
+ * NAME_pct, and thousands separators are read ("7,282").  An error's
+ * column counts in the line without its colour codes.
  */
 #include "reader_impl.h"
 #include "util.h"
@@ -61,7 +62,8 @@ static size_t with_unit(char *name, size_t nl, size_t cap, const char *u, size_t
 	return nl;
 }
 
-static void fields(struct gw_reader *r, const char *s, size_t n, uint64_t lineno)
+/* The fields at s[0..n), byte `base` of the line without its colour codes. */
+static void fields(struct gw_reader *r, const char *s, size_t n, size_t base, uint64_t lineno)
 {
 	size_t i = 0;
 	while (i < n) {
@@ -86,7 +88,7 @@ static void fields(struct gw_reader *r, const char *s, size_t n, uint64_t lineno
 		if (!k) {
 			if (gw_alias_lookup(gw__rd_aliases(r), name, nl, NULL) >= 0)
 				gw__rd_error(r, lineno, "bad_value: field \"%.*s\" at column %zu: expected a number",
-				             (int)nl, name, i + 1);
+				             (int)nl, name, base + i + 1);
 			continue;
 		}
 		i += k;
@@ -129,7 +131,7 @@ static int tt_line(struct gw_reader *r, void *state, const char *s, size_t n, ui
 		return 0;
 	p += k;
 	gw__rd_begin(r, NULL, 0, step);
-	fields(r, p, (size_t)(buf + len - p), lineno);
+	fields(r, p, (size_t)(buf + len - p), (size_t)(p - buf), lineno);
 	return gw__rd_emit(r, lineno);
 }
 
