@@ -1,6 +1,6 @@
 /*
  * rd_csv: metrics tables in CSV, read with libcsv (RFC 4180 quoting, CRLF
- * or LF, a last row without a newline).  Two layouts, told apart by the
+ * or LF, a last row without a newline).  Three layouts, told apart by the
  * header row:
  *
  *   lightning_csv  PyTorch Lightning CSVLogger's metrics.csv: one column
@@ -41,8 +41,8 @@
  * W&B: that run's point) is skipped.  A header without a `step` column
  * (Lightning) ends the input.  Memory: the header, one row, and libcsv's
  * field buffer (a row over ROW_MAX bytes is dropped and reported).
- * (Some 640 lines: both layouts in one file, as they share the sniffing,
- * the libcsv plumbing and the row state.)
+ * (Some 760 lines: the three layouts in one file, as they share the
+ * sniffing, the libcsv plumbing and the row state.)
  */
 #include "reader_impl.h"
 #include "buf.h"
