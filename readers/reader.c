@@ -617,13 +617,15 @@ static int decide(struct gw_reader *r, bool all)
 	while (r->head_len >= r->next_sniff) {
 		size_t n = r->next_sniff;
 		f = sniff(r, n, false, &score);
-		if (score >= SNIFF_SURE)
-			goto chosen;
+		/* before a sure stream format: a plain csv is sure of a
+		 * Lightning metrics.csv too, which Lightning is surer of */
 		const struct gw_reader_format *w = whole_instead(r, n, false, score);
 		if (w)
 			return gw__rd_fail(r, "not a log that can be followed: %s (%s) is rewritten whole "
 			                   "while a job runs; replay the file instead (gradwatch replay)",
 			                   w->name, w->describe);
+		if (score >= SNIFF_SURE)
+			goto chosen;
 		if (n >= GW_READER_SNIFF_MAX) {
 			if (score > 0)
 				goto chosen;
