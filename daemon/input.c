@@ -269,6 +269,12 @@ void gw_input_run_name(const char *path, char *buf, size_t len)
 		gw_strlcpy(buf, "stdin", len);
 		return;
 	}
+	/* a directory named "run/" (an MLflow run) is "run" */
+	char trimmed[4096];
+	size_t pl = gw_strlcpy(trimmed, path, sizeof(trimmed));
+	while (pl > 1 && pl < sizeof(trimmed) && trimmed[pl - 1] == '/')
+		trimmed[--pl] = '\0';
+	path = trimmed;
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	gw_strlcpy(buf, base, len);

@@ -6,6 +6,7 @@ metric log and its progress bar) and a plain CSV.  The shapes follow those
 frameworks' output; the numbers are the trace's.  Used by
 test_readers_more.py and test_follow_formats.py."""
 import json
+import os
 
 ESC = '\x1b'
 
@@ -113,6 +114,24 @@ def plain_csv(trace, step_col='iteration'):
         out.append('%d,%r,%r,%r,%r,%s\n' % (r['step'], r['loss'], r['grad_norm'], r['lr'],
                                               r['throughput'], val))
     return ''.join(out).encode()
+
+
+def mlflow_run(trace, run_dir, run_name='brave-owl-42'):
+    """The trace as MLflow's local file store keeps a run: one file per
+    metric under metrics/ ("train/loss" in a subfolder), each line
+    "<timestamp ms> <value> <step>", and meta.yaml naming the run."""
+    files = {'train/loss': 'loss', 'grad_norm': 'grad_norm', 'lr': 'lr',
+             'tokens_per_sec': 'throughput'}
+    for name, key in files.items():
+        path = os.path.join(run_dir, 'metrics', name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            for r in trace:
+                f.write('%d %r %d\n' % (int(r['ts'] * 1000), r[key], r['step']))
+    with open(os.path.join(run_dir, 'meta.yaml'), 'w') as f:
+        f.write('artifact_uri: file:///mlruns/0/%s/artifacts\nend_time: null\nexperiment_id: \'0\'\n'
+                'lifecycle_stage: active\nrun_id: %s\nrun_name: %s\nstatus: 1\n'
+                % (os.path.basename(run_dir), os.path.basename(run_dir), run_name))
 
 
 # name: (format gradwatch should see, printer)

@@ -38,6 +38,53 @@ def run(*args, stdin=None):
                           timeout=300, input=stdin)
 
 
+class MLflow(unittest.TestCase):
+    """An MLflow run directory (mlruns/<experiment>/<run>/) given to replay."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def run_dir(self, trace, name='3f9a0c'):
+        d = os.path.join(self.tmp.name, 'mlruns', '0', name)
+        logshapes.mlflow_run(trace, d)
+        return d
+
+    def test_points_alerts_and_run_name(self):
+        d = self.run_dir(GENESIS)
+        r = run('convert', d + '/')
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        got = [json.loads(l) for l in r.stdout.decode().splitlines()]
+        self.assertEqual(len(got), len(GENESIS))
+        self.assertEqual({g['run'] for g in got}, {'brave-owl-42'})   # meta.yaml's run_name
+        for k in (0, 1561, 1562, len(GENESIS) - 1):
+            for role in ('loss', 'grad_norm', 'lr', 'throughput'):
+                self.assertEqual(got[k][role], GENESIS[k][role])
+            self.assertEqual(got[k]['step'], GENESIS[k]['step'])
+            self.assertAlmostEqual(got[k]['ts'], GENESIS[k]['ts'], places=3)
+        r = run('replay', '--format', 'jsonl', d)
+        self.assertEqual(r.returncode, 1, r.stderr.decode())
+        alerts = [json.loads(l) for l in r.stdout.decode().splitlines()]
+        self.assertIn('optimizer_reset', {a['detector'] for a in alerts if a['kind'] == 'open'})
+        n = run('replay', '--format', 'jsonl', '--min-severity', 'warning', self.run_dir(NORMAL, 'b1'))
+        self.assertEqual((n.returncode, n.stdout, n.stderr), (0, b'', b''))
+
+    def test_bad_lines_and_what_is_not_a_run(self):
+        d = self.run_dir(NORMAL[:10])
+        with open(os.path.join(d, 'metrics', 'train', 'loss'), 'a') as f:
+            f.write('1815086044501 oops 11\n')
+        r = run('convert', '--run', 'x', d)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn(d + '/metrics/train/loss:11: bad_value: expected "<timestamp ms> <value> <step>"',
+                      r.stderr.decode())
+        self.assertEqual(len(r.stdout.decode().splitlines()), 10)
+        r = run('replay', os.path.dirname(d))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn('not an MLflow run (no metrics/ folder in it)', r.stderr.decode())
+        r = run('replay', '--input-format', 'megatron', d)
+        self.assertEqual(r.returncode, 2)
+
+
 class Shapes(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
