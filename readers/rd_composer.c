@@ -184,7 +184,8 @@ static int cp_sniff(const char *h, size_t n, bool all)
 	while (gw__rd_sniff_line(&q, h + n, all, &p, &len)) {
 		int64_t step, total;
 		size_t end;
-		if (len && sp(p[0])) {
+		bool is_header = header(p, len, &step, &total, &end);
+		if (!is_header && len && (sp(p[0]) || (hdr && bare_metric(p, len)))) {
 			const char *b = p;
 			while (b < p + len && sp(*b))
 				b++;
@@ -194,7 +195,7 @@ static int cp_sniff(const char *h, size_t n, bool all)
 				return 90;
 			continue;
 		}
-		hdr = header(p, len, &step, &total, &end);
+		hdr = is_header;
 		metrics = 0;
 		if (hdr && end < len && memchr(p + end, '=', len - end) &&
 		    (gw__rd_find(p + end, len - end, "loss") || gw__rd_find(p + end, len - end, "Loss")))

@@ -860,6 +860,14 @@ START_TEST(other_frameworks)
 	                           "6 r 12 loss=10 lr=0.0004 | max_steps=739328\n");
 	free(r.g.text);
 
+	/* every line labelled: the label took the indentation */
+	read_str("[rank0]:[step=12/100]\n[rank0]:    train/CE loss=10.0\n[rank0]:    optim/LR (group 0)=0.0004\n"
+	         "[rank0]:[step=13/100]\n[rank0]:    train/CE loss=9.0\n",
+	         NULL, &r);
+	ck_assert_str_eq(r.format, "composer");
+	ck_assert_str_eq(r.g.text, "1 r 12 loss=10 lr=0.0004 | max_steps=100\n4 r 13 loss=9 | max_steps=100\n");
+	free(r.g.text);
+
 	/* torchtune: the metric log and the bar, redrawn */
 	read_str("Step 1 | loss:2.3101 lr:2e-05 tokens_per_second_per_gpu:1234.5 grad_norm:1.2031 \n"
 	         "1|2|Loss: 2.25:   0%|  | 2/1000 [00:12<19:49,  1.20s/it]\r1|2|Loss: 2.25:   0%|  | 2/1000 [00:13<19:49]\r"
