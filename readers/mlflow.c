@@ -1,8 +1,8 @@
 /*
  * mlflow: an MLflow run directory as gradwatch NDJSON (see mlflow.h).
  *
- * The metric files are found by walking metrics/ (folders are the '/' of
- * a metric name, up to MAX_DEPTH deep), each read whole and split into
+ * The metric files are found by walking metrics/ in name order (folders
+ * are the '/' of a metric name, up to MAX_DEPTH deep), each read whole and split into
  * values; the values of every file go into one array, sorted by time,
  * step and file order, then gathered into points and written with
  * gw_wire_append_rec, which the ndjson reader reads back with the alias
@@ -108,30 +108,31 @@ static int read_metric(struct walk *w, const char *path, const char *name)
 	return 0;
 }
 
-/* Every file under path (metrics/ or below), named rel/... */
+/* Every file under path (metrics/ or below), named rel/..., in name order
+ * (so the fields of a point come in the same order on every machine). */
 static int walk_dir(struct walk *w, const char *path, const char *rel, int depth)
 {
-	DIR *d = opendir(path);
-	if (!d)
+	struct dirent **ents;
+	int n = scandir(path, &ents, NULL, alphasort);
+	if (n < 0)
 		return gw_errf(w->err, w->errlen, -errno, "%s: %s", path, strerror(errno));
 	int rc = 0;
-	struct dirent *e;
-	while (!rc && (e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.')
-			continue;
+	for (int i = 0; i < n; i++) {
+		const char *name = ents[i]->d_name;
 		char p[4096], r[1024];
 		struct stat st;
-		if ((size_t)snprintf(p, sizeof(p), "%s/%s", path, e->d_name) >= sizeof(p) ||
-		    (size_t)snprintf(r, sizeof(r), "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= sizeof(r))
-			continue;
-		if (stat(p, &st) < 0)
-			continue;
-		if (S_ISDIR(st.st_mode) && depth < MAX_DEPTH)
-			rc = walk_dir(w, p, r, depth + 1);
-		else if (S_ISREG(st.st_mode))
-			rc = read_metric(w, p, r);
+		if (!rc && name[0] != '.' &&
+		    (size_t)snprintf(p, sizeof(p), "%s/%s", path, name) < sizeof(p) &&
+		    (size_t)snprintf(r, sizeof(r), "%s%s%s", rel, *rel ? "/" : "", name) < sizeof(r) &&
+		    stat(p, &st) == 0) {
+			if (S_ISDIR(st.st_mode) && depth < MAX_DEPTH)
+				rc = walk_dir(w, p, r, depth + 1);
+			else if (S_ISREG(st.st_mode))
+				rc = read_metric(w, p, r);
+		}
+		free(ents[i]);
 	}
-	closedir(d);
+	free(ents);
 	return rc;
 }
 
