@@ -13,8 +13,10 @@
  * replay had before the readers (lib/lines.c + gw_wire_parse, nothing
  * else), i.e. what the framework costs on the fast path.
  * Each figure is the best of 5 passes of at least 0.2 s each, so a busy
- * machine moves both sides alike.  Reading only: no detectors.
- *   bench_readers REALWORLD_DIR
+ * machine moves both sides alike.  Reading only: no detectors.  Files
+ * after REALWORLD_DIR (paths) are read the same way: meson passes the
+ * formats no real log of ../shared has, written by make_shapes.py.
+ *   bench_readers REALWORLD_DIR [FILE...]
  */
 #include "lines.h"
 #include "reader.h"
@@ -166,9 +168,19 @@ int main(int argc, char **argv)
 	struct gw_buf first_nd = {0};
 	printf("%-46s %-16s %6s %8s %12s %8s %12s %7s\n", "file", "format", "MB", "points",
 	       "points/s", "MB/s", "ndjson pt/s", "ratio");
-	for (size_t i = 0; files[i]; i++) {
+	size_t nfixed = 0;
+	while (files[nfixed])
+		nfixed++;
+	for (size_t i = 0; i < nfixed + (size_t)(argc - 2); i++) {
 		char path[4096];
-		snprintf(path, sizeof(path), "%s/%s", argv[1], files[i]);
+		const char *label = i < nfixed ? files[i] : argv[2 + i - nfixed];
+		if (i < nfixed) {
+			snprintf(path, sizeof(path), "%s/%s", argv[1], files[i]);
+		} else {
+			snprintf(path, sizeof(path), "%s", label);
+			const char *slash = strrchr(label, '/');
+			label = slash ? slash + 1 : label;
+		}
 		char *buf;
 		size_t len;
 		int rc = gw_read_file(path, SIZE_MAX, &buf, &len);
@@ -187,7 +199,7 @@ int main(int argc, char **argv)
 			        (unsigned long long)pts, (unsigned long long)nd_pts);
 			return 2;
 		}
-		printf("%-46s %-16s %6.2f %8llu %12.0f %8.1f %12.0f %7.2f\n", files[i], fmt,
+		printf("%-46s %-16s %6.2f %8llu %12.0f %8.1f %12.0f %7.2f\n", label, fmt,
 		       (double)len / 1e6, (unsigned long long)pts, r_fmt, r_fmt / (double)pts * (double)len / 1e6,
 		       r_nd, r_fmt / r_nd);
 		fflush(stdout);

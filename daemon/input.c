@@ -8,6 +8,7 @@
  * and at the end, so it never mixes with error lines or output.
  */
 #include "input.h"
+#include "mlflow.h"
 
 #include "util.h"
 
@@ -180,6 +181,21 @@ static void on_error(void *data, uint64_t line, const struct gw_wire_err *e)
 	fputc('\n', stderr);
 }
 
+/* A bad line of an MLflow metric file, counted and printed as the
+ * reader's complaints are (with that file's path). */
+static void on_mlflow_error(void *data, const char *file, uint64_t line, const char *msg)
+{
+	struct ctx *c = data;
+	c->in->errors++;
+	if (c->shown >= c->cap)
+		return;
+	c->shown++;
+	put_escaped(file);
+	fprintf(stderr, ":%" PRIu64 ": ", line);
+	put_escaped(msg);
+	fputc('\n', stderr);
+}
+
 /* The file names a framework always writes, whatever the run: such a file
  * is named after its folder instead (the run's output folder, above a
  * Hugging Face checkpoint-N folder), so that the trainer_state.json of two
@@ -253,6 +269,12 @@ void gw_input_run_name(const char *path, char *buf, size_t len)
 		gw_strlcpy(buf, "stdin", len);
 		return;
 	}
+	/* a directory named "run/" (an MLflow run) is "run" */
+	char trimmed[4096];
+	size_t pl = gw_strlcpy(trimmed, path, sizeof(trimmed));
+	while (pl > 1 && pl < sizeof(trimmed) && trimmed[pl - 1] == '/')
+		trimmed[--pl] = '\0';
+	path = trimmed;
 	const char *base = strrchr(path, '/');
 	base = base ? base + 1 : path;
 	gw_strlcpy(buf, base, len);
@@ -308,10 +330,31 @@ int gw_input_read(struct gw_input *in)
 	c.tty = isatty(STDERR_FILENO);
 	c.t0 = c.last_draw = gw_mono_ms();
 
+	/* a directory: an MLflow run, read as the NDJSON it makes */
+	struct gw_buf mem = {0};
+	bool dir = !is_stdin && S_ISDIR(sb.st_mode);
+	if (dir) {
+		if (in->format && strcmp(in->format, "ndjson") != 0) {
+			fprintf(stderr, "gradwatch %s: %s: a directory (an MLflow run) has no input format "
+			        "to choose\n", in->cmd, in->path);
+			close(fd);
+			return -EPROTO;
+		}
+		int rc = gw_mlflow_ndjson(in->path, in->run, run, &mem, on_mlflow_error, &c, err,
+		                          sizeof(err));
+		if (rc < 0) {
+			fprintf(stderr, "gradwatch %s: %s\n", in->cmd, err);
+			gw_buf_free(&mem);
+			close(fd);
+			return rc == -ENOENT ? -EPROTO : rc;
+		}
+		c.size = mem.len;
+	}
+
 	struct gw_reader_opts ro = {
 		.aliases = in->aliases,
 		.run = in->run ? in->run : run,
-		.format = in->format,
+		.format = dir ? "ndjson" : in->format,
 		.max_line = in->max_line,
 	};
 	struct gw_reader_sink sink = {.data = &c, .on_rec = on_rec, .on_error = on_error};
@@ -327,8 +370,16 @@ int gw_input_read(struct gw_input *in)
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (;;) {
-		ssize_t n = read(fd, buf, CHUNK);
+	for (size_t at = 0;;) {
+		ssize_t n;
+		if (dir) {
+			n = (ssize_t)GW_MIN((size_t)CHUNK, mem.len - at);
+			if (n)
+				memcpy(buf, mem.p + at, (size_t)n);
+			at += (size_t)n;
+		} else {
+			n = read(fd, buf, CHUNK);
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -361,6 +412,7 @@ int gw_input_read(struct gw_input *in)
 	else if (rc == -ENOMEM)
 		fprintf(stderr, "gradwatch %s: %s: out of memory\n", in->cmd, in->path);
 out:
+	gw_buf_free(&mem);
 	gw_reader_free(r);
 	if (!is_stdin)
 		close(fd);

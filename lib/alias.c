@@ -47,7 +47,11 @@ int gw_role_parse(const char *name)
  * ("grad_2.0_norm_total"), Keras' TensorBoard callback ("epoch_loss"; Keras
  * logs only per epoch, and validation goes to another file under the same
  * tag), the TF2 Object Detection API ("Loss/total_loss"; its per-part losses
- * stay extras).  Nothing named val_* / eval_* / test_* is an alias: they are
+ * stay extras), fairseq ("gnorm", "wps": words per second), torchtitan
+ * ("tps"), torchtune ("tokens_per_second_per_gpu"), Composer ("loss/train/
+ * total", OptimizerMonitor's "l2_norm/grad/global", LRMonitor's
+ * "lr-<optimizer class>/group0"), OLMo ("train/CrossEntropyLoss") and
+ * OLMo-core ("train/CE loss", "optim/LR (group 0)").  Nothing named val_* / eval_* / test_* is an alias: they are
  * evaluations, not training points. */
 static const struct {
 	enum gw_role role;
@@ -67,6 +71,9 @@ static const struct {
 	{GW_ROLE_LOSS, "train/loss_step"},
 	{GW_ROLE_LOSS, "epoch_loss"},
 	{GW_ROLE_LOSS, "Loss/total_loss"},
+	{GW_ROLE_LOSS, "loss/train/total"},
+	{GW_ROLE_LOSS, "train/CrossEntropyLoss"},
+	{GW_ROLE_LOSS, "train/CE loss"},
 	{GW_ROLE_GRAD_NORM, "grad_norm"},
 	{GW_ROLE_GRAD_NORM, "grad norm"},
 	{GW_ROLE_GRAD_NORM, "gradient_norm"},
@@ -78,6 +85,7 @@ static const struct {
 	{GW_ROLE_GRAD_NORM, "gnorm"},
 	{GW_ROLE_GRAD_NORM, "norm"},
 	{GW_ROLE_GRAD_NORM, "grad_2.0_norm_total"},
+	{GW_ROLE_GRAD_NORM, "l2_norm/grad/global"},
 	{GW_ROLE_LR, "lr"},
 	{GW_ROLE_LR, "learning_rate"},
 	{GW_ROLE_LR, "learning rate"},
@@ -90,6 +98,13 @@ static const struct {
 	{GW_ROLE_LR, "lr-SGD"},
 	{GW_ROLE_LR, "epoch_lr"},
 	{GW_ROLE_LR, "epoch_learning_rate"},
+	{GW_ROLE_LR, "lr-DecoupledAdamW/group0"},
+	{GW_ROLE_LR, "lr-DecoupledLionW/group0"},
+	{GW_ROLE_LR, "lr-DecoupledSGDW/group0"},
+	{GW_ROLE_LR, "lr-AdamW/group0"},
+	{GW_ROLE_LR, "lr-Adam/group0"},
+	{GW_ROLE_LR, "lr-SGD/group0"},
+	{GW_ROLE_LR, "optim/LR (group 0)"},
 	{GW_ROLE_THROUGHPUT, "throughput"},
 	{GW_ROLE_THROUGHPUT, "samples_per_second"},
 	{GW_ROLE_THROUGHPUT, "samples_per_sec"},
@@ -102,6 +117,9 @@ static const struct {
 	{GW_ROLE_THROUGHPUT, "tok/sec"},
 	{GW_ROLE_THROUGHPUT, "throughput/tokens_per_sec"},
 	{GW_ROLE_THROUGHPUT, "train_speed(iter/s)"},
+	{GW_ROLE_THROUGHPUT, "tps"},
+	{GW_ROLE_THROUGHPUT, "wps"},
+	{GW_ROLE_THROUGHPUT, "tokens_per_second_per_gpu"},
 	{GW_ROLE_TS, "ts"},
 	{GW_ROLE_TS, "timestamp"},
 	{GW_ROLE_TS, "_timestamp"},

@@ -1,6 +1,6 @@
 /*
  * rd_csv: metrics tables in CSV, read with libcsv (RFC 4180 quoting, CRLF
- * or LF, a last row without a newline).  Two layouts, told apart by the
+ * or LF, a last row without a newline).  Three layouts, told apart by the
  * header row:
  *
  *   lightning_csv  PyTorch Lightning CSVLogger's metrics.csv: one column
@@ -19,7 +19,19 @@
  *                  last " - ").  The step is the first column, or the run's
  *                  own `<run> - _step` column when the export has one.
  *
- * The framework hands over lines (line numbers, CRLF, the last line); each
+ *   csv            any other metrics table (Keras' CSVLogger, a script's own
+ *                  logger): a header of names with a step column, the
+ *                  first of these names found (any case): step,
+ *                  global_step, _step, iteration, iter, num_updates,
+ *                  update, batch, epoch (Keras logs per epoch: its steps
+ *                  are epochs), and a column whose name holds "loss" or
+ *                  "norm".  Rows read as Lightning's.  Such files are
+ *                  appended row by row (CSVLogger flushes each epoch), so
+ *                  this layout is followed while it grows.
+ *
+ * A row that repeats the header (a job started again appends its header)
+ * is skipped.  Cells "NA", "N/A", "None" and "null" (pandas and Keras write them for a
+ * missing value) are empty.  The framework hands over lines (line numbers, CRLF, the last line); each
  * goes to libcsv with its '\n' put back, so a quoted field may span lines.
  * A point's line is the line its row starts on.  Both files are rewritten
  * whole by their writers, so neither is read while it grows.
@@ -29,20 +41,22 @@
  * W&B: that run's point) is skipped.  A header without a `step` column
  * (Lightning) ends the input.  Memory: the header, one row, and libcsv's
  * field buffer (a row over ROW_MAX bytes is dropped and reported).
- * (Some 640 lines: both layouts in one file, as they share the sniffing,
- * the libcsv plumbing and the row state.)
+ * (Some 760 lines: the three layouts in one file, as they share the
+ * sniffing, the libcsv plumbing and the row state.)
  */
 #include "reader_impl.h"
 #include "buf.h"
 #include "util.h"
 
 #include <csv.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define ROW_MAX (16u * 1024 * 1024)   /* bytes of one row */
 #define COLS_MAX 65536
@@ -69,9 +83,15 @@ struct run {
 	size_t first, n;        /* its value columns: order[first..first+n) */
 };
 
+/* csv: step column names, best first */
+static const char *const step_names[] = {
+	"step", "global_step", "_step", "iteration", "iter", "num_updates", "update", "batch", "epoch",
+};
+
 struct csvst {
 	struct gw_reader *r;
 	bool wandb;
+	bool plain;             /* the csv layout (else Lightning's, unless wandb) */
 	struct csv_parser p;
 	bool header_done;
 	bool failed;            /* the header was unusable: ignore the rest */
@@ -234,6 +254,49 @@ static int sniff_wandb(const char *head, size_t n, bool all)
 	}
 }
 
+/* The rank of a step column name in step_names, or -1. */
+static int step_rank(const char *name)
+{
+	for (size_t i = 0; i < GW_ARRAY_SIZE(step_names); i++)
+		if (strcasecmp(name, step_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* csv: names, a step column (step_names) and a loss or norm column. */
+static int sniff_plain(const char *head, size_t n, bool all)
+{
+	size_t i, end;
+	const char *next = head;
+	bool more = true, role = false;
+	char cell[128];
+	int nc = 0, step = -1, best = -1;
+	if (head_line(head, n, all, &next, &i, &end) <= 0)
+		return 0;
+	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++) {
+		if (!cell[0] || is_number(cell) || strstr(cell, " - ") || strchr(cell, '{'))
+			return 0;
+		int k = step_rank(cell);
+		if (k >= 0 && (best < 0 || k < best)) {
+			best = k;
+			step = nc;
+		}
+		for (char *c = cell; *c; c++)
+			*c = (char)tolower((unsigned char)*c);
+		role |= strstr(cell, "loss") || strstr(cell, "norm");
+	}
+	if (nc < 2 || step < 0 || !role)
+		return 0;
+	switch (first_row(head, n, all, next, nc, step)) {
+	case 1:
+		return 60;
+	case 2:
+		return 30;
+	default:
+		return 0;
+	}
+}
+
 /* ---- numbers ------------------------------------------------------------ */
 
 /* A cell as a number: 0, 1 when empty, -1 when not a number. */
@@ -241,7 +304,7 @@ static int cell_number(const char *s, double *v)
 {
 	while (*s == ' ' || *s == '\t')
 		s++;
-	if (!*s)
+	if (!*s || !strcmp(s, "NA") || !strcmp(s, "N/A") || !strcmp(s, "None") || !strcmp(s, "null"))
 		return 1;
 	char *e;
 	*v = strtod(s, &e);
@@ -342,9 +405,18 @@ static int header_wandb(struct csvst *st)
 static int header_lightning(struct csvst *st)
 {
 	st->stepcol = SIZE_MAX;
+	int best = -1;
+	for (size_t i = 0; st->plain && i < st->ncols; i++) {
+		int k = step_rank(st->cols[i].head);
+		if (k >= 0 && (best < 0 || k < best)) {
+			best = k;
+			st->stepcol = i;
+		}
+	}
 	for (size_t i = 0; i < st->ncols; i++) {
 		struct col *c = &st->cols[i];
-		if (strcmp(c->head, "step") == 0 && st->stepcol == SIZE_MAX) {
+		if (st->plain ? i == st->stepcol
+		              : strcmp(c->head, "step") == 0 && st->stepcol == SIZE_MAX) {
 			c->kind = COL_STEP;
 			st->stepcol = i;
 		} else {
@@ -355,6 +427,10 @@ static int header_lightning(struct csvst *st)
 	}
 	if (st->stepcol == SIZE_MAX) {
 		st->failed = true;
+		if (st->plain)
+			return gw__rd_fail(st->r, "line %" PRIu64 ": the header has no step column "
+			                   "(step, global_step, _step, iteration, iter, num_updates, "
+			                   "update, batch or epoch)", st->row_line);
 		return gw__rd_fail(st->r, "line %" PRIu64 ": the header has no 'step' column "
 		                   "(not a Lightning metrics.csv)", st->row_line);
 	}
@@ -473,6 +549,20 @@ static int row_wandb(struct csvst *st)
 	return 0;
 }
 
+/* The header again (a job started again appends its header to the file):
+ * not a row. */
+static bool repeated_header(const struct csvst *st)
+{
+	for (size_t i = 0; i < st->ncell; i++) {
+		const char *h = st->cols[i].head, *c = cell_at(st, i);
+		if (i == 0 && strncmp(c, "\xef\xbb\xbf", 3) == 0)
+			c += 3;
+		if (strcmp(h, c) != 0)
+			return false;
+	}
+	return true;
+}
+
 static int on_row(struct csvst *st)
 {
 	if (st->row_too_long) {
@@ -483,6 +573,8 @@ static int on_row(struct csvst *st)
 	if (!st->header_done)
 		return on_header(st);
 	if (st->failed)
+		return 0;
+	if (st->ncell == st->ncols && repeated_header(st))
 		return 0;
 	if (st->ncell > st->ncols) {
 		gw__rd_error(st->r, st->row_line,
@@ -589,6 +681,7 @@ static int init_common(struct gw_reader *r, struct csvst *st, bool wandb)
 {
 	st->r = r;
 	st->wandb = wandb;
+	st->plain = false;
 	if (csv_init(&st->p, CSV_APPEND_NULL) != 0)
 		return -ENOMEM;
 	return 0;
@@ -602,6 +695,14 @@ static int init_lightning(struct gw_reader *r, void *state)
 static int init_wandb(struct gw_reader *r, void *state)
 {
 	return init_common(r, state, true);
+}
+
+static int init_plain(struct gw_reader *r, void *state)
+{
+	struct csvst *st = state;
+	int rc = init_common(r, st, false);
+	st->plain = true;
+	return rc;
 }
 
 static void deinit(void *state)
@@ -638,6 +739,18 @@ const struct gw_reader_format gw_rd_wandb_csv = {
 	.sniff = sniff_wandb,
 	.state_size = sizeof(struct csvst),
 	.init = init_wandb,
+	.line = line,
+	.finish = finish,
+	.deinit = deinit,
+};
+
+const struct gw_reader_format gw_rd_csv = {
+	.name = "csv",
+	.describe = "any metrics CSV with a step/iteration/epoch column and loss columns (Keras CSVLogger, ...)",
+	.flags = GW_RDF_STREAM,
+	.sniff = sniff_plain,
+	.state_size = sizeof(struct csvst),
+	.init = init_plain,
 	.line = line,
 	.finish = finish,
 	.deinit = deinit,

@@ -38,20 +38,6 @@ static bool key_is(const struct gw_rd_kv *kv, const char *k)
 	return kv->key_len == n && !memcmp(kv->key, k, n);
 }
 
-/* A value as a number: a number, or a string that is one. */
-static bool kv_num(const struct gw_rd_kv *kv, double *v)
-{
-	if (kv->kind == GW_RD_NUM) {
-		*v = kv->num;
-		return true;
-	}
-	if (kv->kind == GW_RD_STR && kv->str_len) {
-		size_t k = gw__rd_num(kv->str, kv->str_len, v);
-		return k == kv->str_len;
-	}
-	return false;
-}
-
 /* Read the object at s[0] == '{': *len gets its length, or 0 if it is not
  * one.  Returns 0 or the sink's error. */
 static int object(struct gw_reader *r, struct sw *st, const char *s, size_t n, uint64_t lineno,
@@ -70,7 +56,7 @@ static int object(struct gw_reader *r, struct sw *st, const char *s, size_t n, u
 			size_t k = gw__rd_int(kv.str, kv.str_len, &g);
 			if (k && k < kv.str_len && kv.str[k] == '/')
 				gstep = g;
-		} else if (key_is(&kv, "step") && kv_num(&kv, &v) && gw__rd_whole(v, &step)) {
+		} else if (key_is(&kv, "step") && gw__rd_kv_num(&kv, &v) && gw__rd_whole(v, &step)) {
 			/* the step, when there is one */
 		} else if (kv.key_len > 5 && !memcmp(kv.key, "eval_", 5)) {
 			skip = true;
@@ -103,7 +89,7 @@ static int object(struct gw_reader *r, struct sw *st, const char *s, size_t n, u
 		}
 		if (key_is(&kv, "step"))
 			continue;
-		if (kv_num(&kv, &v))
+		if (gw__rd_kv_num(&kv, &v))
 			gw__rd_metric(r, kv.key, kv.key_len, v);
 		else if (kv.kind != GW_RD_OTHER &&
 		         gw_alias_lookup(gw__rd_aliases(r), kv.key, kv.key_len, NULL) >= 0)

@@ -77,6 +77,67 @@ size_t gw__rd_num(const char *s, size_t n, double *v)
 	return i;
 }
 
+static bool digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* Exactly three digits at p[0..m). */
+static bool group3(const char *p, size_t m)
+{
+	return m >= 3 && digit(p[0]) && digit(p[1]) && digit(p[2]) && (m == 3 || !digit(p[3]));
+}
+
+size_t gw__rd_num_grouped(const char *s, size_t n, double *v)
+{
+	size_t k = gw__rd_num(s, n, v);
+	if (!k || k >= n || s[k] != ',' || !group3(s + k + 1, n - k - 1))
+		return k;
+	size_t i = s[0] == '+' || s[0] == '-' ? 1 : 0;
+	for (size_t j = i; j < k; j++)
+		if (!digit(s[j]))
+			return k; /* "1.5,250" is two numbers */
+	char buf[64];
+	size_t o = 0;
+	bool neg = s[0] == '-';
+	while (i < n && o + 1 < sizeof(buf)) {
+		if (digit(s[i]))
+			buf[o++] = s[i++];
+		else if (s[i] == ',' && group3(s + i + 1, n - i - 1))
+			i++;
+		else
+			break;
+	}
+	if (i < n && s[i] == '.' && o + 1 < sizeof(buf)) {
+		buf[o++] = s[i++];
+		while (i < n && digit(s[i]) && o + 1 < sizeof(buf))
+			buf[o++] = s[i++];
+	}
+	buf[o] = '\0';
+	double x = strtod(buf, NULL);
+	*v = neg ? -x : x;
+	return i;
+}
+
+size_t gw__rd_plain(const char *s, size_t n, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n && o + 1 < cap; i++) {
+		if (s[i] != '\x1b') {
+			out[o++] = s[i];
+			continue;
+		}
+		if (i + 1 < n && s[i + 1] == '[') {
+			/* CSI: parameters and intermediates, then one final byte */
+			i += 2;
+			while (i < n && !((unsigned char)s[i] >= 0x40 && (unsigned char)s[i] <= 0x7e))
+				i++;
+		}
+	}
+	out[o] = '\0';
+	return o;
+}
+
 size_t gw__rd_int(const char *s, size_t n, int64_t *v)
 {
 	size_t i = 0;
@@ -175,6 +236,19 @@ int gw__rd_cr_segments(struct gw_reader *r, void *state, const char *s, size_t n
 }
 
 /* ---- flat objects: JSON or Python dict reprs ---------------------------- */
+
+bool gw__rd_kv_num(const struct gw_rd_kv *kv, double *v)
+{
+	if (kv->kind == GW_RD_NUM) {
+		*v = kv->num;
+		return true;
+	}
+	if (kv->kind == GW_RD_STR && kv->str_len) {
+		size_t k = gw__rd_num(kv->str, kv->str_len, v);
+		return k == kv->str_len;
+	}
+	return false;
+}
 
 void gw__rd_obj_init(struct gw_rd_obj *o, const char *s, size_t n)
 {

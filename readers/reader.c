@@ -366,7 +366,8 @@ int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t
 /* ---- registry ------------------------------------------------------------- */
 
 extern const struct gw_reader_format gw_rd_ndjson, gw_rd_hf_state, gw_rd_swift, gw_rd_megatron,
-	gw_rd_llmc, gw_rd_nanogpt, gw_rd_tfevents, gw_rd_wandb_csv, gw_rd_lightning_csv;
+	gw_rd_llmc, gw_rd_nanogpt, gw_rd_tfevents, gw_rd_wandb_csv, gw_rd_lightning_csv,
+	gw_rd_fairseq, gw_rd_titan, gw_rd_composer, gw_rd_torchtune, gw_rd_csv;
 
 /* Best first when two are equally sure. */
 const struct gw_reader_format *const gw_reader_formats[] = {
@@ -379,6 +380,11 @@ const struct gw_reader_format *const gw_reader_formats[] = {
 	&gw_rd_tfevents,
 	&gw_rd_wandb_csv,
 	&gw_rd_lightning_csv,
+	&gw_rd_fairseq,
+	&gw_rd_titan,
+	&gw_rd_composer,
+	&gw_rd_torchtune,
+	&gw_rd_csv,
 	NULL,
 };
 
@@ -611,13 +617,15 @@ static int decide(struct gw_reader *r, bool all)
 	while (r->head_len >= r->next_sniff) {
 		size_t n = r->next_sniff;
 		f = sniff(r, n, false, &score);
-		if (score >= SNIFF_SURE)
-			goto chosen;
+		/* before a sure stream format: a plain csv is sure of a
+		 * Lightning metrics.csv too, which Lightning is surer of */
 		const struct gw_reader_format *w = whole_instead(r, n, false, score);
 		if (w)
 			return gw__rd_fail(r, "not a log that can be followed: %s (%s) is rewritten whole "
 			                   "while a job runs; replay the file instead (gradwatch replay)",
 			                   w->name, w->describe);
+		if (score >= SNIFF_SURE)
+			goto chosen;
 		if (n >= GW_READER_SNIFF_MAX) {
 			if (score > 0)
 				goto chosen;

@@ -80,6 +80,15 @@ int gw__rd_emit_rec(struct gw_reader *r, const struct gw_rec *rec, uint64_t line
  * not start with a number. */
 size_t gw__rd_num(const char *s, size_t n, double *v);
 
+/* As gw__rd_num, also with thousands grouped by commas ("10,050",
+ * "1,234,567.5": a comma followed by exactly three digits). */
+size_t gw__rd_num_grouped(const char *s, size_t n, double *v);
+
+/* s[0..n) without ANSI colour and cursor codes (ESC '[' ... final byte,
+ * and a lone ESC), into out (at most cap - 1 bytes; the rest is cut);
+ * returns the length. */
+size_t gw__rd_plain(const char *s, size_t n, char *out, size_t cap);
+
 /* Unsigned decimal digits at s[0..n) into *v; returns the bytes used, 0 if
  * none (or the value does not fit in int64_t). */
 size_t gw__rd_int(const char *s, size_t n, int64_t *v);
@@ -131,6 +140,10 @@ struct gw_rd_obj {
 	size_t n, i;
 	bool first;
 };
+
+/* A member's value as a number: a number, or a string that is one
+ * ("9.786", as fairseq and ms-swift quote them). */
+bool gw__rd_kv_num(const struct gw_rd_kv *kv, double *v);
 
 /* Start at s[0], which must be '{'. */
 void gw__rd_obj_init(struct gw_rd_obj *o, const char *s, size_t n);

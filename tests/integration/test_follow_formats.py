@@ -1,5 +1,7 @@
 """`gradwatchd --follow` on the logs jobs already write, as they are being
-written: a Megatron stdout log and an llm.c stdout log, appended by a test
+written: a Megatron stdout log and an llm.c stdout log (and the genesis
+trace as torchtitan, Composer, OLMo, fairseq, torchtune and a plain CSV
+print it: logshapes.py), appended by a test
 writer in pieces of random size (lines cut anywhere), raise exactly the
 alerts `gradwatch replay` raises on the finished file (detector, step,
 line, severity, segment), and the stored points equal the file's.
@@ -17,6 +19,7 @@ import subprocess
 import tempfile
 import unittest
 
+import logshapes
 from gwtest import CORPUS, GRADWATCH, SHARED, Daemon, wait_for
 
 RAW = os.path.join(SHARED, 'realworld', 'raw')
@@ -101,6 +104,18 @@ class FollowFormats(unittest.TestCase):
         with open(os.path.join(RAW, 'llmc-gpt2-124m-hector-nan.log'), 'rb') as f:
             data = f.read()
         self.follow_and_compare(data, 'llmc', 1)
+
+    def test_other_frameworks_logs(self):
+        # The Composer and OLMo blocks end at the next line that is not
+        # indented: the job's next message ("Training finished" here).
+        trace = logshapes.points(os.path.join(CORPUS, 'genesis.jsonl'))
+        for shape in ('torchtitan', 'composer', 'olmo', 'fairseq_json', 'torchtune', 'csv'):
+            fmt, printer = logshapes.SHAPES[shape]
+            with self.subTest(shape=shape):
+                data = printer(trace)
+                if fmt == 'composer':
+                    data += b'Training finished.\n'
+                self.follow_and_compare(data, fmt, 1)
 
     def test_logs_followed_without_run_are_runs_of_their_own(self):
         # two jobs' logs, no --run: each is its own run, named as replay

@@ -3,7 +3,7 @@
  * sniffing, line splitting, run splitting, the consumed offset, "nothing
  * readable") and every text format's hazards.  Every input is fed twice,
  * in one piece and byte by byte, and must give the same points.
- * (Over 700 lines: one suite for the framework and every text format,
+ * (Over 900 lines: one suite for the framework and every text format,
  * sharing that feed-twice harness; the cases are grouped by format.)
  */
 #include "gwcheck.h"
@@ -783,6 +783,120 @@ START_TEST(aliases_and_extras)
 }
 END_TEST
 
+/* fairseq, torchtitan, composer/OLMo, torchtune, csv: the hazards of each,
+ * read in one piece and byte by byte (tests/integration/test_readers_more.py
+ * checks whole logs through the binary). */
+START_TEST(other_frameworks)
+{
+	struct res r;
+	/* fairseq: simple with a logging prefix, a tqdm redraw repeating its
+	 * step, json with quoted numbers; the summary and validation skipped */
+	read_str("2026-03-01 10:00:00 | INFO | fairseq_cli.train | task: TranslationTask\n"
+	         "2026-03-01 10:00:04 | INFO | train_inner | epoch 001:    100 / 1563 loss=9.786, "
+	         "nll_loss=9.576, wps=41234.5, num_updates=100, lr=1.25e-05, gnorm=2.105, clip=0%\n"
+	         "epoch 001:  10%|#  | 200/1000 [00:30<04:30, 3.3it/s, loss=8.5, num_updates=200, gnorm=1.9]\r"
+	         "epoch 001:  10%|#  | 200/1000 [00:31<04:30, 3.3it/s, loss=8.5, num_updates=200, gnorm=1.9]\n"
+	         "2026-03-01 10:05:00 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 7.43 | num_updates 200\n"
+	         "2026-03-01 10:05:00 | INFO | train | epoch 001 | loss 8.77 | num_updates 200 | gnorm 2.0\n"
+	         "{\"epoch\": 2, \"update\": 1.06, \"loss\": \"7.786\", \"num_updates\": \"300\", \"gnorm\": \"1.7\"}\n"
+	         "{\"epoch\": 2, \"valid_loss\": \"7.0\", \"valid_num_updates\": \"300\"}\n"
+	         "epoch 002:  1 / 10 loss=oops, num_updates=301, gnorm=1.0",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "fairseq");
+	ck_assert_str_eq(r.g.text,
+	                 "2 r 100 loss=9.786 grad_norm=2.105 lr=1.25e-05 throughput=41234.5 | "
+	                 "epoch=1 nll_loss=9.576 clip_pct=0\n"
+	                 "3 r 200 loss=8.5 grad_norm=1.9 | epoch=1\n"
+	                 "6 r 300 loss=7.786 grad_norm=1.7 | epoch=2 update=1.06\n"
+	                 "8 r 301 grad_norm=1 | epoch=2\n");
+	ck_assert_int_eq(r.g.errors, 1);
+	ck_assert_str_eq(r.g.errmsg[0], "bad_value: field \"loss\" at column 25: expected a number");
+	free(r.g.text);
+
+	/* torchtitan: colours, a rank label, grouped digits, units; validation skipped */
+	read_str("[rank0]:[titan] 2026-05-18 16:04:40,002 - root - INFO - Training starts at step 1.\n"
+	         "[rank0]:[titan] 2026-05-18 16:04:46,338 - root - INFO - \x1b[31mstep: 14  \x1b[32mloss:  3.24405  "
+	         "\x1b[33mgrad_norm:  0.8319  \x1b[38;2;180;60;0mmemory:  9.46GiB(64.99%)  \x1b[34mtps: 7,282  "
+	         "\x1b[35mmfu: 0.17%\x1b[39m\n"
+	         "[rank0]:[titan] 2026-05-18 16:04:47,338 - root - INFO - validate step: 15  loss:  3.3\n"
+	         "[titan] - root - INFO - step: 15  loss:  nan  grad_norm:  x\n",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "torchtitan");
+	ck_assert_str_eq(r.g.text,
+	                 "2 r 14 loss=3.24405 grad_norm=0.8319 throughput=7282 | memory_gib=9.46 "
+	                 "memory_pct=64.99 mfu_pct=0.17\n"
+	                 "4 r 15 loss=NaN\n");
+	ck_assert_int_eq(r.g.errors, 1);
+	ck_assert_str_eq(r.g.errmsg[0], "bad_value: field \"grad_norm\" at column 59: expected a number");
+	free(r.g.text);
+
+	/* Composer: blocks end at the next unindented line or the input's end;
+	 * Eval lines skipped */
+	read_str("[batch=1/3]:\n\t Train epoch: 0\n\t Train loss/train/total: 12.0570\n"
+	         "\t Train l2_norm/grad/global: 3.5\n\t Train lr-DecoupledAdamW/group0: 0.0000\n"
+	         "[Eval batch=1/320] Eval on eval data\n\t Eval metrics/eval/LanguageCrossEntropy: 9\n"
+	         "[epoch=1][batch=2/3]:\n\t Train loss/train/total: 11.5\n\t Eval x: 1\n",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "composer");
+	ck_assert_str_eq(r.g.text, "1 r 1 loss=12.057 grad_norm=3.5 lr=0 | max_steps=3 epoch=0\n"
+	                           "8 r 2 loss=11.5 | max_steps=3\n");
+	free(r.g.text);
+
+	/* OLMo: a logging prefix, grouped digits, OLMo-core names, metrics on
+	 * the header's line, a block whose lines lost their indent to a label */
+	read_str("2024-01-01 00:00:00.000\thost:0\tolmo.train:900\tINFO\t[step=10/739328]\n"
+	         "    train/CrossEntropyLoss=10.21\n    train/Perplexity=27,465\n"
+	         "    optim/total_grad_norm=1.5\n"
+	         "[step=11/739328,epoch=0] train/CE loss=10.1, optim/total grad norm=1.4\n"
+	         "[rank0]:[step=12/739328]\n[rank0]:    train/CE loss=10.0\n[rank0]:    optim/LR (group 0)=0.0004\n",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "composer");
+	ck_assert_str_eq(r.g.text, "1 r 10 loss=10.21 grad_norm=1.5 | max_steps=739328 train/Perplexity=27465\n"
+	                           "5 r 11 loss=10.1 grad_norm=1.4 | max_steps=739328\n"
+	                           "6 r 12 loss=10 lr=0.0004 | max_steps=739328\n");
+	free(r.g.text);
+
+	/* every line labelled: the label took the indentation */
+	read_str("[rank0]:[step=12/100]\n[rank0]:    train/CE loss=10.0\n[rank0]:    optim/LR (group 0)=0.0004\n"
+	         "[rank0]:[step=13/100]\n[rank0]:    train/CE loss=9.0\n",
+	         NULL, &r);
+	ck_assert_str_eq(r.format, "composer");
+	ck_assert_str_eq(r.g.text, "1 r 12 loss=10 lr=0.0004 | max_steps=100\n4 r 13 loss=9 | max_steps=100\n");
+	free(r.g.text);
+
+	/* torchtune: the metric log and the bar, redrawn */
+	read_str("Step 1 | loss:2.3101 lr:2e-05 tokens_per_second_per_gpu:1234.5 grad_norm:1.2031 \n"
+	         "1|2|Loss: 2.25:   0%|  | 2/1000 [00:12<19:49,  1.20s/it]\r1|2|Loss: 2.25:   0%|  | 2/1000 [00:13<19:49]\r"
+	         "1|3|Loss: 2.2:   0%|  | 3/1000 [00:14<19:49,  1.20s/it]\n",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "torchtune");
+	ck_assert_str_eq(r.g.text, "1 r 1 loss=2.3101 grad_norm=1.2031 lr=2e-05 throughput=1234.5\n"
+	                           "2 r 2 loss=2.25 | epoch=1\n2 r 3 loss=2.2 | epoch=1\n");
+	free(r.g.text);
+
+	/* csv: Keras' CSVLogger (epoch steps, NA), a header repeated by a restart */
+	read_str("epoch,accuracy,learning_rate,loss,val_loss\r\n0,0.5,0.001,1.2,1.1\r\n1,0.6,0.001,0.9,NA\r\n"
+	         "epoch,accuracy,learning_rate,loss,val_loss\r\n0,0.4,0.001,1.3,",
+	         NULL, &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_str_eq(r.format, "csv");
+	ck_assert_str_eq(r.g.text, "2 r 0 loss=1.2 lr=0.001 | accuracy=0.5 val_loss=1.1\n"
+	                           "3 r 1 loss=0.9 lr=0.001 | accuracy=0.6\n"
+	                           "5 r#2 0 loss=1.3 lr=0.001 | accuracy=0.4\n");
+	ck_assert_int_eq(r.g.errors, 0);
+	free(r.g.text);
+	/* a Lightning metrics.csv stays Lightning's */
+	read_str("epoch,step,train_loss\n0,9,1.5\n", NULL, &r);
+	ck_assert_str_eq(r.format, "lightning_csv");
+	free(r.g.text);
+}
+END_TEST
+
 /* The real text logs of ../shared/realworld, whole and in chunks of
  * changing odd sizes (1 byte at first, so every boundary is crossed): the
  * same points, the same errors, the same format. */
@@ -876,6 +990,7 @@ static Suite *suite(void)
 	tcase_add_test(t, runs_continue_in_a_new_reader);
 	tcase_add_test(t, aliases_and_extras);
 	tcase_add_test(t, run_name_rule);
+	tcase_add_test(t, other_frameworks);
 	tcase_set_timeout(t, 300);
 	tcase_add_test(t, real_logs_in_chunks);
 	suite_add_tcase(s, t);

@@ -1,0 +1,202 @@
+/*
+ * fairseq: fairseq-train's stdout, in each of its --log-format styles.
+ *
+ *   simple (fairseq >= 0.10, through logging; older ones print the same
+ *   without the prefix):
+ *     2026-03-01 10:00:04 | INFO | train_inner | epoch 001:    100 / 1563 loss=9.786,
+ *     nll_loss=9.576, ppl=763.47, wps=41234.5, ups=3.2, wpb=12876, bsz=402, num_updates=100,
+ *     lr=1.25e-05, gnorm=2.105, clip=0%, loss_scale=128, train_wall=31, wall=33
+ *   tqdm (a terminal redirected to a file: '\r'-separated redraws):
+ *     epoch 001:  10%|#   | 100/1000 [00:30<04:30, 3.3it/s, loss=9.786, ..., num_updates=100, ...]
+ *   json:
+ *     {"epoch": 1, "update": 0.064, "loss": "9.786", ..., "num_updates": "100", "gnorm": "2.105"}
+ *
+ * A training point is a '\r'-separated segment of a line holding
+ * "num_updates=" (simple, tqdm) or a JSON object with a "num_updates" key;
+ * its step is num_updates (the optimizer updates so far, which a resumed
+ * run continues).  Every "name=value" pair (split on ", ", a trailing ']'
+ * of tqdm's postfix dropped) or JSON member holding a number (fairseq
+ * quotes them: "9.786") is kept: loss, gnorm (grad_norm), lr and wps
+ * (words per second: throughput) are roles through their aliases; "0%"
+ * becomes NAME_pct ("clip=0%" -> clip_pct).  A tqdm bar redrawn with the
+ * same postfix repeats its num_updates: a segment whose step is the
+ * previous point's is not read again.
+ *
+ * Skipped: the end-of-epoch summary ("| train | epoch 001 | loss 8.77 |
+ * ... | num_updates 1563", JSON "train_loss" ...: the epoch's averages,
+ * not a point), validation ("valid on 'valid' subset", "valid_loss"),
+ * the arguments dump and the rest.  Lines of fairseq before 0.6, which
+ * printed no num_updates, have no step and are not read.
+ */
+#include "reader_impl.h"
+#include "util.h"
+
+#include <string.h>
+
+struct fs {
+	int64_t last;   /* the step of the last point, -1: none */
+};
+
+static bool sp(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static bool key_is(const struct gw_rd_kv *kv, const char *k)
+{
+	size_t n = strlen(k);
+	return kv->key_len == n && !memcmp(kv->key, k, n);
+}
+
+/* "name=value, name=value, ..." at s[0..n): the value of num_updates in
+ * *step (true), or false. */
+static bool find_updates(const char *s, size_t n, int64_t *step)
+{
+	const char *u = gw__rd_find(s, n, "num_updates=");
+	if (!u || (u > s && !sp(u[-1]) && u[-1] != ','))
+		return false;
+	const char *p = u + 12;
+	double v;
+	size_t k = gw__rd_num(p, (size_t)(s + n - p), &v);
+	return k && gw__rd_whole(v, step);
+}
+
+/* The pairs of a simple or tqdm segment, from the first "name="; s is at
+ * byte `base` of the line. */
+static void pairs(struct gw_reader *r, const char *s, size_t n, size_t base, uint64_t lineno)
+{
+	const char *eq = memchr(s, '=', n);
+	if (!eq)
+		return;
+	size_t i = (size_t)(eq - s);
+	while (i > 0 && !sp(s[i - 1]) && s[i - 1] != ',')
+		i--;
+	while (i < n) {
+		const char *c = gw__rd_find(s + i, n - i, ", ");
+		size_t end = c ? (size_t)(c - s) : n;
+		size_t e = end;
+		while (e > i && (sp(s[e - 1]) || s[e - 1] == ']'))
+			e--;
+		const char *q = memchr(s + i, '=', e - i);
+		if (q && q > s + i) {
+			size_t nl = (size_t)(q - (s + i));
+			size_t v0 = (size_t)(q - s) + 1;
+			double v;
+			size_t k = gw__rd_num(s + v0, e - v0, &v);
+			if (nl == 11 && !memcmp(s + i, "num_updates", 11)) {
+				/* the step */
+			} else if (k && v0 + k == e) {
+				gw__rd_metric(r, s + i, nl, v);
+			} else if (k && v0 + k + 1 == e && s[v0 + k] == '%' && nl < 48) {
+				char name[64];
+				memcpy(name, s + i, nl);
+				memcpy(name + nl, "_pct", 4);
+				gw__rd_metric(r, name, nl + 4, v);
+			} else if (gw_alias_lookup(gw__rd_aliases(r), s + i, nl, NULL) >= 0) {
+				gw__rd_error(r, lineno, "bad_value: field \"%.*s\" at column %zu: expected a number",
+				             (int)GW_MIN(nl, 64u), s + i, base + v0 + 1);
+			}
+		}
+		i = end + 2;
+	}
+}
+
+/* A JSON object at s[0] == '{': a point when it has a "num_updates"
+ * member.  Returns 0 or the sink's error. */
+static int json_obj(struct gw_reader *r, struct fs *st, const char *s, size_t n, uint64_t lineno)
+{
+	struct gw_rd_obj o;
+	struct gw_rd_kv kv;
+	int64_t step = -1;
+	double v;
+	int rc;
+	gw__rd_obj_init(&o, s, n);
+	while ((rc = gw__rd_obj_next(&o, &kv)) == 1)
+		if (key_is(&kv, "num_updates") && gw__rd_kv_num(&kv, &v) && !gw__rd_whole(v, &step))
+			step = -1;
+	if (rc < 0 || step < 0 || step == st->last)
+		return 0;
+	gw__rd_begin(r, NULL, 0, step);
+	gw__rd_obj_init(&o, s, n);
+	while (gw__rd_obj_next(&o, &kv) == 1) {
+		if (key_is(&kv, "num_updates"))
+			continue;
+		if (gw__rd_kv_num(&kv, &v))
+			gw__rd_metric(r, kv.key, kv.key_len, v);
+		else if (kv.kind == GW_RD_STR &&
+		         gw_alias_lookup(gw__rd_aliases(r), kv.key, kv.key_len, NULL) >= 0)
+			gw__rd_error(r, lineno, "bad_value: field \"%.*s\": expected a number, got \"%.*s\"",
+			             (int)GW_MIN(kv.key_len, 64u), kv.key, (int)GW_MIN(kv.str_len, 40u),
+			             kv.str);
+	}
+	st->last = step;
+	return gw__rd_emit(r, lineno);
+}
+
+static int segment(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
+{
+	struct fs *st = state;
+	const char *b = memchr(s, '{', n);
+	if (b && (size_t)(s + n - b) > 2 && b[1] == '"' && gw__rd_find(b, (size_t)(s + n - b), "\"num_updates\""))
+		return json_obj(r, st, b, (size_t)(s + n - b), lineno);
+	int64_t step;
+	if (!find_updates(s, n, &step) || step == st->last)
+		return 0;
+	/* "epoch 001:" opens the progress; "| epoch 001 |" is the summary */
+	const char *ep = gw__rd_find(s, n, "epoch ");
+	if (!ep || !gw__rd_find(ep, (size_t)(s + n - ep), ":") || gw__rd_find(s, n, "valid on "))
+		return 0;
+	gw__rd_begin(r, NULL, 0, step);
+	int64_t e;
+	size_t k = gw__rd_int(ep + 6, (size_t)(s + n - ep - 6), &e);
+	if (k && ep + 6 + k < s + n && ep[6 + k] == ':')
+		gw__rd_metric(r, "epoch", 5, (double)e);
+	pairs(r, ep, (size_t)(s + n - ep), (size_t)(ep - s), lineno);
+	st->last = step;
+	return gw__rd_emit(r, lineno);
+}
+
+static int fs_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
+{
+	if (!gw__rd_find(s, n, "num_updates"))
+		return 0;
+	return gw__rd_cr_segments(r, state, s, n, lineno, segment);
+}
+
+static int fs_init(struct gw_reader *r, void *state)
+{
+	struct fs *st = state;
+	st->last = -1;
+	return 0;
+}
+
+static int fs_sniff(const char *h, size_t n, bool all)
+{
+	int best = 0;
+	const char *p, *q = h;
+	size_t len;
+	int64_t step;
+	while (gw__rd_sniff_line(&q, h + n, all, &p, &len)) {
+		const char *ep = gw__rd_find(p, len, "epoch ");
+		if (ep && find_updates(p, len, &step) && gw__rd_find(p, len, "loss="))
+			return 95;
+		const char *b = memchr(p, '{', len);
+		if (b && gw__rd_find(b, (size_t)(p + len - b), "\"num_updates\": ") &&
+		    gw__rd_find(b, (size_t)(p + len - b), "\"epoch\": "))
+			return 95;
+		if (gw__rd_find(p, len, "fairseq_cli.train") || gw__rd_find(p, len, "| fairseq.") ||
+		    (ep && gw__rd_find(p, len, "| num_updates ")))
+			best = 60; /* fairseq's own loggers, or an epoch summary */
+	}
+	return best;
+}
+
+const struct gw_reader_format gw_rd_fairseq = {
+	.name = "fairseq",
+	.describe = "fairseq-train stdout: simple (epoch 001: ... loss=X, num_updates=N, gnorm=X), tqdm and json log formats",
+	.flags = GW_RDF_STREAM | GW_RDF_LABELS,
+	.sniff = fs_sniff,
+	.state_size = sizeof(struct fs),
+	.init = fs_init,
+	.line = fs_line,
+};
