@@ -104,19 +104,28 @@ struct gw_http_conn {
 	bool streaming;
 	void *rstate;
 
-	/* body of a non-streamed request (at most BODY_KEEP bytes) */
+	/* body of a non-streamed request (at most BODY_KEEP bytes, or the
+	 * route's body_max: body_over when it had more) */
 	struct gw_buf body;
+	bool body_over;
 
 	/* data read past the end of the current message */
 	char *rest;
 	size_t rest_len;
 
-	/* a thread-pool query */
+	/* a deferred answer (gw_http_defer, gw_http_answer_after_commit): one
+	 * waiter, for the barrier and then for the commit */
 	uv_work_t work;
 	bool work_busy;
 	struct gw_commit_waiter waiter;
+	gw_http_read_fn read;
+	gw_http_then_fn then;
+	void (*state_free)(void *state);   /* of req.state */
 	int qstatus;
 	json_t *qresult;
+	json_t *answer;                    /* to send once committed */
+	int answer_status;
+	const char *not_yet;
 
 	struct gw_http_conn *next, *prev;
 };
@@ -354,13 +363,25 @@ void gw_http_conn_close_after(struct gw_http_conn *c)
 	c->keep_alive = false;
 }
 
-/* ---- thread-pool queries ------------------------------------------------------------ */
+/* ---- answering later: barrier, thread-pool read, commit ------------------------------ */
+
+/* The request is done (answered, or its connection closing with no read
+ * running): release what the deferred path held for it. */
+static void end_request(struct gw_http_conn *c)
+{
+	if (c->state_free && c->req.state)
+		c->state_free(c->req.state);
+	c->req.state = NULL;
+	c->state_free = NULL;
+	json_decref(c->answer);
+	c->answer = NULL;
+}
 
 static void work_run(uv_work_t *req)
 {
 	struct gw_http_conn *c = gw_container_of(req, struct gw_http_conn, work);
 	c->qresult = NULL;
-	c->qstatus = c->route->query(&c->req, &c->qresult);
+	c->qstatus = c->read(&c->req, &c->qresult);
 }
 
 static void work_done(uv_work_t *req, int status)
@@ -377,12 +398,14 @@ static void work_done(uv_work_t *req, int status)
 	if (status < 0 || !r) {
 		json_decref(r);
 		gw_http_respond_error(c, 500, "query failed");
+	} else if (c->then) {
+		c->then(c, &c->req, c->qstatus, r);
 	} else {
 		gw_http_respond_json(c, c->qstatus, r);
 	}
 }
 
-static void query_after_barrier(struct gw_commit_waiter *w)
+static void read_after_barrier(struct gw_commit_waiter *w)
 {
 	struct gw_http_conn *c = gw_container_of(w, struct gw_http_conn, waiter);
 	if (w->error) {
@@ -396,6 +419,42 @@ static void query_after_barrier(struct gw_commit_waiter *w)
 		c->work_busy = false;
 		gw_http_respond_error(c, 500, "cannot queue the query");
 	}
+}
+
+void gw_http_defer(struct gw_http_conn *c, gw_http_read_fn read, gw_http_then_fn then,
+                   void *state, void (*state_free)(void *state))
+{
+	c->req.state = state;
+	c->state_free = state_free;
+	c->read = read;
+	c->then = then;
+	c->waiter.fn = read_after_barrier;
+	c->srv->o.barrier(c->srv->o.barrier_data, &c->waiter);
+}
+
+static void answer_committed(struct gw_commit_waiter *w)
+{
+	struct gw_http_conn *c = gw_container_of(w, struct gw_http_conn, waiter);
+	if (w->error) {
+		gw_http_respond_error(c, 503, "%s: the database cannot be written (%s)", c->not_yet,
+		                      w->why);
+		return;
+	}
+	json_t *a = c->answer;
+	c->answer = NULL;
+	gw_http_respond_json(c, c->answer_status, a);
+}
+
+void gw_http_answer_after_commit(struct gw_http_conn *c, uint64_t seq, int status,
+                                 json_t *answer, const char *not_yet)
+{
+	json_decref(c->answer);
+	c->answer = answer;
+	c->answer_status = status;
+	c->not_yet = not_yet;
+	c->waiter.seq = seq;
+	c->waiter.fn = answer_committed;
+	c->srv->o.commit(c->srv->o.barrier_data, &c->waiter);
 }
 
 /* ---- routing ------------------------------------------------------------------------ */
@@ -563,12 +622,12 @@ static void dispatch(struct gw_http_conn *c)
 	const struct gw_http_route *r = c->route;
 	c->req.body = c->body.p ? c->body.p : "";
 	c->req.body_len = c->body.len;
+	c->req.body_over = c->body_over;
 	if (r->handler) {
 		r->handler(c, &c->req);
 	} else if (r->query) {
 		/* answer from the database once what came before is in it */
-		c->waiter.fn = query_after_barrier;
-		c->srv->o.barrier(c->srv->o.barrier_data, &c->waiter);
+		gw_http_defer(c, r->query, NULL, NULL, NULL);
 	} else {
 		gw_http_respond_error(c, 500, "no handler");
 	}
@@ -605,6 +664,7 @@ static int cb_message_begin(http_parser *p)
 	c->rejected_early = false;
 	c->head = false;
 	c->route = NULL;
+	c->body_over = false;
 	gw_buf_free(&c->body);
 	return 0;
 }
@@ -860,6 +920,12 @@ static int cb_body(http_parser *p, const char *at, size_t len)
 	struct gw_http_conn *c = p->data;
 	if (c->streaming)
 		return c->route->body->data(c, at, len) < 0 ? -1 : 0;
+	if (c->body_over)
+		return 0;
+	if (c->route->body_max && c->body.len + len > c->route->body_max) {
+		c->body_over = true;   /* read to its end and dropped; the handler answers */
+		return 0;
+	}
 	if (c->body.len + len > BODY_KEEP) {
 		respond_fatal(c, 413, "the body is larger than %d bytes", BODY_KEEP);
 		return refuse_early(c);
@@ -1008,6 +1074,7 @@ static void conn_continue(struct gw_http_conn *c)
 	if (c->closing)
 		return;
 	end_stream(c, true);
+	end_request(c);
 	c->state = H_IDLE;
 	c->head = false;   /* a refusal of what follows (bytes that are no request) has its body */
 	http_parser_pause(&c->parser, 0);
@@ -1030,6 +1097,7 @@ static void on_close_handle(uv_handle_t *h)
 {
 	struct gw_http_conn *c = h->data;
 	if (--c->handles_open == 0) {
+		end_request(c);
 		free(c->rest);
 		gw_buf_free(&c->body);
 		free(c);

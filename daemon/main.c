@@ -149,6 +149,14 @@ static void http_cancel(void *data, struct gw_commit_waiter *w)
 	gw_ingest_cancel_wait(data, w);
 }
 
+/* An answer that waits for the commit of what its request queued. */
+static void http_commit(void *data, struct gw_commit_waiter *w)
+{
+	struct gw_ingest *in = data;
+	gw_store_flush(in->store);
+	gw_ingest_wait_commit(in, w);
+}
+
 /* Close every handle the daemon still holds, each through its owner's
  * _stop, in the reverse order of their start, then main's own signals and
  * timers; the loop then ends.  Also the failure path of a start. */
@@ -580,6 +588,7 @@ int main(int argc, char **argv)
 		.cfg = &cfg,
 		.barrier = http_barrier,
 		.cancel = http_cancel,
+		.commit = http_commit,
 		.barrier_data = &d.ingest,
 		.auth = d.auth,
 	};

@@ -87,6 +87,13 @@ static void cancel(void *data, struct gw_commit_waiter *w)
 	gw_ingest_cancel_wait(data, w);
 }
 
+static void commit(void *data, struct gw_commit_waiter *w)
+{
+	struct gw_ingest *in = data;
+	gw_store_flush(in->store);
+	gw_ingest_wait_commit(in, w);
+}
+
 /* A loopback port nobody uses right now. */
 static int free_port(void)
 {
@@ -147,7 +154,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		.schemas = schemas, .n_schemas = GW_ARRAY_SIZE(schemas),
 	};
 	struct gw_http_opts ho = {
-		.loop = &loop, .cfg = &cfg, .barrier = barrier, .cancel = cancel,
+		.loop = &loop, .cfg = &cfg, .barrier = barrier, .cancel = cancel, .commit = commit,
 		.barrier_data = &d.ingest, .auth = d.auth,
 	};
 	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0 ||
