@@ -429,7 +429,7 @@ void gw_http_defer(struct gw_http_conn *c, gw_http_read_fn read, gw_http_then_fn
 	c->read = read;
 	c->then = then;
 	c->waiter.fn = read_after_barrier;
-	c->srv->o.barrier(c->srv->o.barrier_data, &c->waiter);
+	gw_ingest_barrier(c->srv->o.ingest, &c->waiter);
 }
 
 static void answer_committed(struct gw_commit_waiter *w)
@@ -454,7 +454,8 @@ void gw_http_answer_after_commit(struct gw_http_conn *c, uint64_t seq, int statu
 	c->not_yet = not_yet;
 	c->waiter.seq = seq;
 	c->waiter.fn = answer_committed;
-	c->srv->o.commit(c->srv->o.barrier_data, &c->waiter);
+	gw_store_flush(c->srv->o.ingest->store);
+	gw_ingest_wait_commit(c->srv->o.ingest, &c->waiter);
 }
 
 /* ---- routing ------------------------------------------------------------------------ */
@@ -1109,8 +1110,7 @@ static void conn_close(struct gw_http_conn *c)
 	if (!c->closing) {
 		c->closing = true;
 		end_stream(c, c->state == H_CLOSING || c->state == H_RESPOND);
-		if (c->srv->o.cancel)
-			c->srv->o.cancel(c->srv->o.barrier_data, &c->waiter);
+		gw_ingest_cancel_wait(c->srv->o.ingest, &c->waiter);
 		c->prev->next = c->next;
 		c->next->prev = c->prev;
 		c->srv->nconns--;

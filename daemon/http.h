@@ -36,7 +36,7 @@
 #include "auth.h"
 
 struct gw_cfg;
-struct gw_commit_waiter;
+struct gw_ingest;
 struct gw_http;
 struct gw_http_conn;
 
@@ -104,14 +104,10 @@ struct gw_http_route {
 struct gw_http_opts {
 	uv_loop_t *loop;
 	const struct gw_cfg *cfg;  /* address, limits, database path (borrowed) */
-	/* Run w->fn once everything received so far is committed (before a
-	 * query reads the database). */
-	void (*barrier)(void *data, struct gw_commit_waiter *w);
-	void (*cancel)(void *data, struct gw_commit_waiter *w);  /* the connection went away */
-	/* Run w->fn once the store committed w->seq (gw_http_answer_after_commit);
-	 * it may call it right away. */
-	void (*commit)(void *data, struct gw_commit_waiter *w);
-	void *barrier_data;
+	/* The record path whose commits reads wait for (the barrier:
+	 * everything received before a read is committed first) and answers
+	 * after a write wait for (gw_http_answer_after_commit). */
+	struct gw_ingest *ingest;
 	const struct gw_auth *auth;   /* tokens (NULL: auth off) */
 };
 

@@ -1,0 +1,140 @@
+"""Clients that go away in the middle of a deferred answer (http.c's one
+path: barrier, read on the thread pool, back on the loop, answer after the
+commit), against the real daemon over real sockets.
+
+Acknowledgements, withdrawals, DELETE /v1/runs/{run} and POST /v1/prune are
+sent and their connections closed at once (a FIN, or a reset), while an
+ingest keeps the store busy so the requests are caught waiting for the
+barrier, reading, or waiting for their commit.  Afterwards the daemon
+answers, the routes still work, what was committed is consistent, and it
+stops cleanly (no sanitizer report, no handle left open: Daemon.stop checks).
+"""
+
+import contextlib
+import http.client
+import json
+import os
+import socket
+import struct
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gwtest  # noqa: E402
+from receiver import finite_lines, nan_incident  # noqa: E402
+
+
+def request(port, method, path, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        c.request(method, path, body=json.dumps(body) if body is not None else None)
+        r = c.getresponse()
+        return r.status, json.loads(r.read())
+    finally:
+        c.close()
+
+
+def send_and_go(port, method, path, body=b"", reset=False):
+    """Send one whole request and close without reading the answer."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                  % (method.encode(), path.encode(), len(body), body))
+        if reset:   # RST instead of FIN
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    finally:
+        s.close()
+
+
+class GoneAway(unittest.TestCase):
+    def test_clients_gone_at_every_stage(self):
+        d = gwtest.Daemon().start()
+        try:
+            port = d.http_port
+            d.post("/v1/ingest", "\n".join(nan_incident("r1")).encode() + b"\n")
+            alert = gwtest.wait_for(lambda: (d.get("/v1/runs/r1/alerts")[1].get("alerts")
+                                             or [None])[0], 10, "the alert of r1")
+            ack = "/v1/alerts/%s/ack" % alert["id"]
+            for i in range(8):
+                d.post("/v1/ingest", "\n".join(finite_lines("old%d" % i, 1, 5)).encode() + b"\n")
+
+            # a writer keeps the store committing while the requests come and go
+            stop = threading.Event()
+
+            def writer():
+                step = 1
+                while not stop.is_set():
+                    with contextlib.suppress(OSError):   # the daemon stopped under it
+                        d.post("/v1/ingest", "\n".join(finite_lines("busy", step, 2000))
+                               .encode() + b"\n")
+                    step += 2000
+
+            t = threading.Thread(target=writer)
+            t.start()
+            try:
+                for i in range(400):
+                    reset = i % 2 == 1
+                    kind = i % 4
+                    if kind == 0:
+                        send_and_go(port, "POST", ack, b'{"by":"alice"}', reset)
+                    elif kind == 1:
+                        send_and_go(port, "DELETE", ack, b"", reset)
+                    elif kind == 2:
+                        send_and_go(port, "DELETE", "/v1/runs/old%d" % (i // 4 % 8), b"", reset)
+                    else:
+                        send_and_go(port, "POST", "/v1/prune?older_than=30d", b"", reset)
+            finally:
+                stop.set()
+                t.join()
+
+            # the daemon answers, and each route still does its work
+            self.assertEqual(d.get("/healthz")[0], 200)
+            # (the abandoned requests may still be answered after ours: the
+            # daemon notices a client gone only when it writes to it)
+            def ack_by_bob():
+                st, a = request(port, "DELETE", ack)
+                self.assertEqual(st, 200, a)
+                self.assertNotIn("acked_at", a)
+                st, a = request(port, "POST", ack, {"by": "bob"})
+                self.assertEqual(st, 200, a)
+                return a.get("acked_by") == "bob" and \
+                    d.get("/v1/alerts/" + alert["id"])[1].get("acked_by") == "bob"
+            gwtest.wait_for(ack_by_bob, 30, "an acknowledgement by bob that stays")
+            self.assertEqual(request(port, "POST", "/v1/prune?older_than=30d"),
+                             (200, {"deleted": []}))
+            # every old run went (by a request whose client left) or goes now
+            for i in range(8):
+                st, j = request(port, "DELETE", "/v1/runs/old%d" % i)
+                self.assertIn(st, (200, 404), j)
+                self.assertEqual(d.get("/v1/runs/old%d" % i)[0], 404)
+            self.assertEqual(d.get("/v1/runs/busy")[0], 200)
+
+            # the daemon stops while requests wait for their barrier, read or
+            # commit, their clients still there: it stops cleanly
+            stop.clear()
+            t = threading.Thread(target=writer)
+            t.start()
+            held = []
+            try:
+                for i in range(200):
+                    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+                    held.append(s)
+                    req = [("POST", ack, b'{"by":"carol"}'), ("DELETE", ack, b""),
+                           ("POST", "/v1/prune?older_than=30d", b""),
+                           ("DELETE", "/v1/runs/busy", b"")][i % 4]
+                    s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                              % (req[0].encode(), req[1].encode(), len(req[2]), req[2]))
+                self.assertEqual(d.stop(), 0)
+            finally:
+                stop.set()
+                t.join()
+                for s in held:
+                    s.close()
+        finally:
+            if d.proc is not None:
+                self.assertEqual(d.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
