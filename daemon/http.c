@@ -17,11 +17,18 @@
  * 405 lists the path's methods in Allow; a body coding the daemon does not
  * apply (Content-Encoding, a transfer coding but chunked) is refused.
  *
- * (About 1,100 lines, on purpose: the parser callbacks, the connection
- * lifecycle with its limits and timers, and the responses are one state
- * machine over struct gw_http_conn; the routes are api.c's, the pages
- * web.c's.  Cutting the transport further would move that struct and its
- * state rules into an internal header that every piece then changes.)
+ * Answering later (gw_http_defer, gw_http_answer_after_commit) is one
+ * path for every route: the connection's one commit waiter first waits for
+ * the barrier, then (after the read on the pool) for the commit of what
+ * the route queued; conn_close cancels it, and waits for a running read,
+ * so a route never hears of a connection that went away.
+ *
+ * (About 1,200 lines, on purpose: the parser callbacks, the connection
+ * lifecycle with its limits and timers, the deferred answers and the
+ * responses are one state machine over struct gw_http_conn; the routes are
+ * api.c's, the pages web.c's, URL decoding http_url.c's.  Cutting the
+ * transport further would move that struct and its state rules into an
+ * internal header that every piece then changes.)
  */
 #include "http.h"
 
@@ -465,59 +472,6 @@ int gw_http_route(struct gw_http *h, const struct gw_http_route *r)
 	if (!h || h->nroutes >= MAX_ROUTES)
 		return -ENOSPC;
 	h->routes[h->nroutes++] = *r;
-	return 0;
-}
-
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
-int gw__http_pct_decode(const char *s, size_t n, char *out, size_t cap, bool plus_is_space)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++) {
-		char ch = s[i];
-		if (ch == '%') {
-			if (i + 2 >= n)
-				return -1;
-			int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
-			if (hi < 0 || lo < 0)
-				return -1;
-			ch = (char)(hi * 16 + lo);
-			if (ch == '\0')
-				return -1;
-			i += 2;
-		} else if (ch == '+' && plus_is_space) {
-			ch = ' ';
-		}
-		if (o + 1 >= cap)
-			return -1;
-		out[o++] = ch;
-	}
-	out[o] = '\0';
-	return (int)o;
-}
-
-int gw_http_query_param(const char *query, size_t qlen, const char *name, char *out,
-                        size_t cap)
-{
-	size_t nl = strlen(name);
-	const char *p = query, *end = query + qlen;
-	while (p < end) {
-		const char *amp = memchr(p, '&', (size_t)(end - p));
-		const char *e = amp ? amp : end;
-		const char *eq = memchr(p, '=', (size_t)(e - p));
-		if (eq && (size_t)(eq - p) == nl && memcmp(p, name, nl) == 0)
-			return gw__http_pct_decode(eq + 1, (size_t)(e - eq - 1), out, cap, true) < 0 ? -1 : 1;
-		p = e + 1;
-	}
 	return 0;
 }
 
