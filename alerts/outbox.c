@@ -837,7 +837,7 @@ int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, con
 	json_object_set_new(snap, "kind", json_string(kind));
 	json_object_set_new(snap, "version", json_integer(version));
 	json_object_set_new(snap, "raised_at", gw_json_num(at));
-	static const char *const fields[] = {"acked_at", "acked_by", "ack_note"};
+	static const char *const fields[] = {"acked_at", "acked_by", "ack_note", "unacked_by"};
 	for (size_t f = 0; f < GW_ARRAY_SIZE(fields); f++)
 		json_object_del(snap, fields[f]);
 	if (ack) {
@@ -846,6 +846,8 @@ int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, con
 			json_object_set_new(snap, "acked_by", json_string(by));
 		if (note && *note)
 			json_object_set_new(snap, "ack_note", json_string(note));
+	} else if (by && *by) {
+		json_object_set_new(snap, "unacked_by", json_string(by));
 	}
 	char *text = json_dumps(snap, JSON_COMPACT | JSON_REAL_PRECISION(17));
 	if (!text) {

@@ -123,12 +123,15 @@ static void apply(json_t *a, bool ack, double at, const char *by, const char *no
 	json_object_del(a, "acked_at");
 	json_object_del(a, "acked_by");
 	json_object_del(a, "ack_note");
+	json_object_del(a, "unacked_by");
 	if (ack) {
 		json_object_set_new(a, "acked_at", gw_json_num(at));
 		if (by && *by)
 			json_object_set_new(a, "acked_by", json_string(by));
 		if (note && *note)
 			json_object_set_new(a, "ack_note", json_string(note));
+	} else if (by && *by) {
+		json_object_set_new(a, "unacked_by", json_string(by));
 	}
 }
 
@@ -200,7 +203,8 @@ static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int stat
 	if (q->ack)
 		gw_log_info("alert %s acknowledged%s%s", id, q->by ? " by " : "", q->by ? q->by : "");
 	else
-		gw_log_info("alert %s: acknowledgement withdrawn", id);
+		gw_log_info("alert %s: acknowledgement withdrawn%s%s", id, q->by ? " by " : "",
+		            q->by ? q->by : "");
 	apply(alert, q->ack, at, q->by, q->note);
 	gw_http_answer_after_commit(c, seq, 200, alert, q->ack ? "not acknowledged yet"
 	                                                       : "not withdrawn yet");

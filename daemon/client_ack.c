@@ -1,6 +1,6 @@
 /*
  * client_ack: `gradwatch alerts ack ID [--note TEXT] [--by NAME]` and
- * `gradwatch alerts unack ID` (docs/alerts.md, "Acknowledging"): one
+ * `gradwatch alerts unack ID [--by NAME]` (docs/alerts.md, "Acknowledging"): one
  * POST or DELETE /v1/alerts/{id}/ack to a running gradwatchd, with the
  * token from $GRADWATCH_TOKEN (an ingest token when auth is on) like the
  * other commands.  --by defaults to $USER.  Prints what the daemon
@@ -21,7 +21,7 @@
 
 static const char ack_usage[] =
 	"usage: gradwatch alerts ack ID [--note TEXT] [--by NAME] [--url URL] [--json] [--timeout S]\n"
-	"       gradwatch alerts unack ID [--url URL] [--json] [--timeout S]\n"
+	"       gradwatch alerts unack ID [--by NAME] [--url URL] [--json] [--timeout S]\n"
 	"\n"
 	"Acknowledge an open alert: it is not repeated to Slack and webhook sinks any\n"
 	"more (one message says who acknowledged it and why) until the detector\n"
@@ -29,7 +29,8 @@ static const char ack_usage[] =
 	"Acknowledging twice changes nothing.\n"
 	"\n"
 	"  --note TEXT        why (at most 1024 bytes), shown with the alert\n"
-	"  --by NAME          who (at most 128 bytes; default $USER)\n"
+	"  --by NAME          who acknowledges or withdraws (at most 128 bytes;\n"
+	"                     default $USER)\n"
 	"  --url URL          the daemon's HTTP API (default: $GRADWATCH_URL, else the\n"
 	"                     configuration's \"http\" address, http://127.0.0.1:7471)\n"
 	"  --json             print the alert the daemon answers (docs/alert-schema.md)\n"
@@ -72,11 +73,7 @@ int gw_client_alerts_ack(struct gw_cfg *cfg, int argc, char **argv, bool ack)
 				return gw_cli_usage_error(prog, "--note is for ack; unack takes none, got", optarg);
 			note = optarg;
 			break;
-		case 'b':
-			if (!ack)
-				return gw_cli_usage_error(prog, "--by is for ack; unack takes none, got", optarg);
-			by = optarg;
-			break;
+		case 'b': by = optarg; break;
 		case 'u': gw_strlcpy(base, optarg, sizeof(base)); break;
 		case 'j': as_json = true; break;
 		case 't':
@@ -96,7 +93,7 @@ int gw_client_alerts_ack(struct gw_cfg *cfg, int argc, char **argv, bool ack)
 	if (gw__client_check_url(prog, base))
 		return GW_EXIT_USAGE;
 	char *body = NULL;
-	if (ack) {
+	if (ack || (by && *by)) {   /* unack: {"by"} only */
 		json_t *b = json_object();
 		if (b && by && *by)
 			json_object_set_new(b, "by", json_string(by));
