@@ -393,8 +393,7 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 		{"batch", required_argument, NULL, 'b'},
 		{"timeout", required_argument, NULL, 't'},
 		{"retries", required_argument, NULL, 'R'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		GW_CLI_OPT_HELP,
 	};
 	char base[256], url[1024];
 	gw__client_default_url(cfg, base, sizeof(base));
@@ -402,8 +401,7 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 	unsigned long max_lines = 10000, retries = DEFAULT_RETRIES;
 	struct gw__http_opts http = {.token = gw__client_token(), .timeout_ms = GW__CLIENT_TIMEOUT_MS};
 	int ch;
-	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
-	opterr = 0;
+	gw_cli_getopt_start();
 	while ((ch = getopt_long(argc, argv, ":u:r:b:t:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'u': gw_strlcpy(base, optarg, sizeof(base)); break;
@@ -617,8 +615,7 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		{"json", no_argument, NULL, 'j'},
 		{"timeout", required_argument, NULL, 't'},
 		{"run", required_argument, NULL, 'r'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		GW_CLI_OPT_HELP,
 	};
 	const char *prog = alerts ? "gradwatch alerts" : "gradwatch runs";
 	const char *run = NULL;
@@ -628,8 +625,7 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 	const char *db = NULL;
 	struct gw__http_opts http = {.token = gw__client_token(), .timeout_ms = GW__CLIENT_TIMEOUT_MS};
 	int ch;
-	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
-	opterr = 0;
+	gw_cli_getopt_start();
 	while ((ch = getopt_long(argc, argv, ":u:d:jt:r:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'u': gw_strlcpy(base, optarg, sizeof(base)); url_given = true; break;
@@ -682,28 +678,9 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		else
 			snprintf(url, sizeof(url), run ? "%s/v1/runs/%s" : "%s/v1/runs", base, enc);
 		curl_free(enc);
-		struct gw__http_answer a = {0};
-		curl_global_init(CURL_GLOBAL_DEFAULT);
-		gw__http_request(&http, url, NULL, 0, NULL, &a);
-		curl_global_cleanup();
-		if (a.status < 0) {
-			fprintf(stderr, "%s: %s%s\n", prog, a.err,
-			        a.status == -ECONNREFUSED ? " (is gradwatchd running? or use --db PATH)" : "");
-			gw_buf_free(&a.body);
+		if (gw__http_json(prog, &http, url, NULL, "", " (is gradwatchd running? or use --db PATH)",
+		                  &out))
 			return 2;
-		}
-		out = json_loads(a.body.p ? a.body.p : "", 0, NULL);
-		if (a.status != 200 || !out) {
-			const char *hint = a.status == 401 ? (http.token ? " (the token in $GRADWATCH_TOKEN was refused)"
-			                                                 : " (set $GRADWATCH_TOKEN)")
-			                                   : "";
-			fprintf(stderr, "%s: the daemon answered %ld: %s%s\n", prog, a.status,
-			        gw__http_error_text(out, &a.body), hint);
-			json_decref(out);
-			gw_buf_free(&a.body);
-			return 2;
-		}
-		gw_buf_free(&a.body);
 	}
 	int rc = 0;
 	if (as_json)

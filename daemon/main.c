@@ -359,8 +359,7 @@ int main(int argc, char **argv)
 		{"run", required_argument, NULL, OPT_RUN},
 		{"input-format", required_argument, NULL, OPT_FORMAT},
 		{"version", no_argument, NULL, 'V'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		GW_CLI_OPT_HELP,
 	};
 	struct gw_cfg cfg;
 	struct gw_daemon d;
