@@ -113,28 +113,6 @@ static int parse_body(struct gw_http_conn *c, const struct gw_http_req *r, struc
 	return 0;
 }
 
-/* The alert as it is after this request: the stored one with the event. */
-static void apply(json_t *a, bool ack, double at, const char *by, const char *note)
-{
-	json_int_t v = json_integer_value(json_object_get(a, "version"));
-	json_object_set_new(a, "version", json_integer(v + 1));
-	json_object_set_new(a, "kind", json_string(ack ? "ack" : "unack"));
-	json_object_set_new(a, "raised_at", gw_json_num(at));
-	json_object_del(a, "acked_at");
-	json_object_del(a, "acked_by");
-	json_object_del(a, "ack_note");
-	json_object_del(a, "unacked_by");
-	if (ack) {
-		json_object_set_new(a, "acked_at", gw_json_num(at));
-		if (by && *by)
-			json_object_set_new(a, "acked_by", json_string(by));
-		if (note && *note)
-			json_object_set_new(a, "ack_note", json_string(note));
-	} else if (by && *by) {
-		json_object_set_new(a, "unacked_by", json_string(by));
-	}
-}
-
 /* The alert is read (loop thread): answer or write. */
 static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int status,
                    json_t *alert)
@@ -205,7 +183,9 @@ static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int stat
 	else
 		gw_log_info("alert %s: acknowledgement withdrawn%s%s", id, q->by ? " by " : "",
 		            q->by ? q->by : "");
-	apply(alert, q->ack, at, q->by, q->note);
+	/* the alert as it is after this request: the stored one with the event */
+	gw_outbox_ack_event(alert, q->ack, json_integer_value(json_object_get(alert, "version")) + 1,
+	                    at, q->by, q->note);
 	gw_http_answer_after_commit(c, seq, 200, alert, q->ack ? "not acknowledged yet"
 	                                                       : "not withdrawn yet");
 }
