@@ -1,20 +1,27 @@
-"""Clients that go away in the middle of a deferred answer (http.c's one
-path: barrier, read on the thread pool, back on the loop, answer after the
-commit), against the real daemon over real sockets.
+"""Deferred answers (http.c's one path: barrier, read on the thread pool,
+back on the loop, answer after the commit), against the real daemon over
+real sockets.
 
-Acknowledgements, withdrawals, DELETE /v1/runs/{run} and POST /v1/prune are
-sent and their connections closed at once (a FIN, or a reset), while an
-ingest keeps the store busy so the requests are caught waiting for the
-barrier, reading, or waiting for their commit.  Afterwards the daemon
-answers, the routes still work, what was committed is consistent, and it
-stops cleanly (no sanitizer report, no handle left open: Daemon.stop checks).
+CommitWaits: a write whose commit fails (another process holds SQLite's
+write lock) is answered 503 "not ... yet" with the cause, never 200, also
+when the daemon is told to stop meanwhile; it goes in once the database can
+be written.  GoneAway: acknowledgements, withdrawals, DELETE /v1/runs/{run}
+and POST /v1/prune sent and their connections closed at once (a FIN or a
+reset) while an ingest keeps the store busy, and a stop with such requests
+waiting: the routes still work after, what was committed is consistent, and
+the daemon stops cleanly (no sanitizer report, no handle left open:
+Daemon.stop checks).  The daemon notices a client gone only when it writes
+to it (it does not read while a request is answered), so most of these
+requests run to their end; the stop is what closes connections mid-way.
 """
 
 import contextlib
 import http.client
 import json
 import os
+import signal
 import socket
+import sqlite3
 import struct
 import sys
 import threading
@@ -45,6 +52,80 @@ def send_and_go(port, method, path, body=b"", reset=False):
             s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     finally:
         s.close()
+
+
+def hold_write_lock(d):
+    """Take the database's write lock from outside (as another writer
+    would): the daemon's commits wait for it, for SQLite's busy timeout,
+    then fail and are retried.  Returns the connection; close() frees it."""
+    con = sqlite3.connect(d.db, isolation_level=None, timeout=10)
+    con.execute("BEGIN IMMEDIATE")
+    return con
+
+
+def open_alert(d, run):
+    d.post("/v1/ingest", "\n".join(nan_incident(run)).encode() + b"\n")
+    return gwtest.wait_for(lambda: (d.get("/v1/runs/%s/alerts" % run)[1].get("alerts")
+                                    or [None])[0], 10, "the alert of " + run)
+
+
+class CommitWaits(unittest.TestCase):
+    def test_a_write_that_cannot_commit_is_answered_503_not_200(self):
+        # what was answered is on disk: an ack or a deletion whose commit
+        # fails is not answered 200, and says why; it goes in once the
+        # database can be written again
+        with gwtest.Daemon() as d:
+            aid = open_alert(d, "r1")["id"]
+            d.post("/v1/ingest", "\n".join(finite_lines("old", 1, 3)).encode() + b"\n")
+            lock = hold_write_lock(d)
+            try:
+                st, j = request(d.http_port, "POST", "/v1/alerts/%s/ack" % aid, {"by": "alice"})
+                self.assertEqual(st, 503, j)
+                self.assertTrue(j["error"].startswith("not acknowledged yet: the database "
+                                                      "cannot be written (database is locked"),
+                                j)
+                st, j = request(d.http_port, "DELETE", "/v1/runs/old")
+                self.assertEqual(st, 503, j)
+                self.assertTrue(j["error"].startswith("not deleted yet: the database cannot be "
+                                                      "written"), j)
+            finally:
+                lock.close()
+            gwtest.wait_for(lambda: d.get("/v1/alerts/" + aid)[1].get("acked_by") == "alice",
+                            30, "the ack committed once the lock is gone")
+            gwtest.wait_for(lambda: d.get("/v1/runs/old")[0] == 404, 30, "the run deleted")
+            self.assertEqual(d.stop(), 0)
+
+    def test_stop_while_an_answer_waits_for_its_commit(self):
+        # the daemon is told to stop while an ack waits for its commit: the
+        # client is answered (503, not yet), never a false 200 or nothing;
+        # the daemon stops cleanly, and the ack is in once the database
+        # could be written (the store retries it before exiting)
+        d = gwtest.Daemon().start()
+        lock = None
+        try:
+            aid = open_alert(d, "r1")["id"]
+            lock = hold_write_lock(d)
+            s = socket.create_connection(("127.0.0.1", d.http_port), timeout=60)
+            body = b'{"by":"alice"}'
+            s.sendall(b"POST /v1/alerts/%s/ack HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+                      b"\r\n%s" % (aid.encode(), len(body), body))
+            gwtest.wait_for(lambda: "acknowledged by alice" in d.logtext(), 10,
+                            "the ack queued, waiting for its commit")
+            d.proc.send_signal(signal.SIGTERM)
+            answer = gwtest.read_all(s, timeout=60)
+            s.close()
+            self.assertTrue(answer.startswith(b"HTTP/1.1 503 "), answer)
+            self.assertIn(b"not acknowledged yet: the database cannot be written", answer)
+            lock.close()
+            lock = None
+            self.assertEqual(d.stop(), 0)
+            with gwtest.Daemon(workdir=d.dir) as again:
+                self.assertEqual(again.get("/v1/alerts/" + aid)[1].get("acked_by"), "alice")
+                self.assertEqual(again.stop(), 0)
+        finally:
+            if lock:
+                lock.close()
+            d.close()
 
 
 class GoneAway(unittest.TestCase):
