@@ -12,8 +12,9 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from receiver import SinkTestCase, nan_incident, wait_for  # noqa: E402
+from receiver import SinkTestCase  # noqa: E402
 from test_ack import FAST, request  # noqa: E402
+from test_http_defer import open_alert  # noqa: E402
 from test_alert_delivery import check_slack_payload  # noqa: E402
 
 GRADWATCH = os.environ.get("GRADWATCH", "gradwatch")
@@ -24,14 +25,9 @@ def event(r):
 
 
 class UnackBy(SinkTestCase):
-    def open_alert(self, d, run):
-        d.send(*nan_incident(run))
-        return wait_for(lambda: (d.get("/v1/runs/%s/alerts" % run)[1].get("alerts") or [None])[0],
-                        10, "the alert of " + run)
-
     def test_webhook_and_answer_say_who_withdrew(self):
         d = self.daemon([dict(type="webhook", name="hook", url=self.rcv.url + "/h", **FAST)])
-        aid = self.open_alert(d, "r1")["id"]
+        aid = open_alert(d, "r1")["id"]
         path = "/v1/alerts/%s/ack" % aid
         self.assertEqual(request(d.http, "POST", path, {"by": "alice"})[0], 200)
         st, j = request(d.http, "DELETE", path, {"by": "bob"})
@@ -71,7 +67,7 @@ class UnackBy(SinkTestCase):
     def test_slack_message_says_who_withdrew(self):
         d = self.daemon([dict(type="slack", name="team", url=self.rcv.url + "/services/T/B/x",
                               rate_limit="off", **FAST)])
-        aid = self.open_alert(d, "prod")["id"]
+        aid = open_alert(d, "prod")["id"]
         path = "/v1/alerts/%s/ack" % aid
         self.assertEqual(request(d.http, "POST", path, {"by": "alice"})[0], 200)
         self.assertEqual(request(d.http, "DELETE", path, {"by": "bob <sre>"})[0], 200)
