@@ -845,12 +845,15 @@ static int cb_headers_complete(http_parser *p)
 		return refuse_early(c);
 	}
 	c->req.idempotency_key = c->idem_len ? c->idem : NULL;
+	/* a body read to its end (streamed, or dropped past body_max) is
+	 * refused before it when Content-Length says it is too large */
+	if ((c->route->body || c->route->body_max) && p->content_length != ULLONG_MAX &&
+	    p->content_length > cfg->max_body) {
+		respond_fatal(c, 413, "the body has %llu bytes; limits.max_body_bytes is %zu",
+		              (unsigned long long)p->content_length, cfg->max_body);
+		return refuse_early(c);
+	}
 	if (c->route->body) {
-		if (p->content_length != ULLONG_MAX && p->content_length > cfg->max_body) {
-			respond_fatal(c, 413, "the body has %llu bytes; limits.max_body_bytes is %zu",
-			              (unsigned long long)p->content_length, cfg->max_body);
-			return refuse_early(c);
-		}
 		/* begin refuses by answering: then the body is not read and
 		 * the connection closes after that answer */
 		bool keep = c->keep_alive;

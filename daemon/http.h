@@ -98,7 +98,9 @@ struct gw_http_route {
 	const char *arg_name;      /* what {run} is, for errors ("alert id"); NULL: "run name" */
 	size_t body_max;           /* handler/query: a longer body is read to its end and
 	                              dropped, r->body_over set (0: 1 MiB, beyond which
-	                              the transport answers 413 and closes) */
+	                              the transport answers 413 and closes); a
+	                              Content-Length over limits.max_body_bytes is
+	                              refused (413) before the body, as for `body` */
 };
 
 struct gw_http_opts {

@@ -69,6 +69,26 @@ def open_alert(d, run):
                                     or [None])[0], 10, "the alert of " + run)
 
 
+class BodyLimits(unittest.TestCase):
+    def test_an_ack_body_too_large_is_refused_before_it_is_sent(self):
+        # Content-Length over limits.max_body_bytes: 413 at once, the body is
+        # not waited for; over the route's own 8 KiB: read, dropped, 413
+        with gwtest.Daemon() as d:
+            aid = open_alert(d, "r1")["id"]
+            s = socket.create_connection(("127.0.0.1", d.http_port), timeout=30)
+            s.sendall(b"POST /v1/alerts/%s/ack HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Length: 10000000000\r\n\r\n" % aid.encode())
+            answer = gwtest.read_all(s, timeout=30)
+            s.close()
+            self.assertTrue(answer.startswith(b"HTTP/1.1 413 "), answer)
+            self.assertIn(b"the body has 10000000000 bytes; limits.max_body_bytes is", answer)
+            st, j = request(d.http_port, "POST", "/v1/alerts/%s/ack" % aid, {"note": "x" * 9000})
+            self.assertEqual(st, 413, j)
+            self.assertIn("the body is over 8192 bytes", j["error"])
+            self.assertNotIn("acked_at", d.get("/v1/alerts/" + aid)[1])
+            self.assertEqual(d.stop(), 0)
+
+
 class CommitWaits(unittest.TestCase):
     def test_a_write_that_cannot_commit_is_answered_503_not_200(self):
         # what was answered is on disk: an ack or a deletion whose commit
