@@ -816,6 +816,26 @@ void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a)
 	json_decref(snap);
 }
 
+void gw_outbox_ack_event(json_t *a, bool ack, int64_t version, double at, const char *by,
+                         const char *note)
+{
+	json_object_set_new(a, "kind", json_string(ack ? "ack" : "unack"));
+	json_object_set_new(a, "version", json_integer(version));
+	json_object_set_new(a, "raised_at", gw_json_num(at));
+	static const char *const fields[] = {"acked_at", "acked_by", "ack_note", "unacked_by"};
+	for (size_t f = 0; f < GW_ARRAY_SIZE(fields); f++)
+		json_object_del(a, fields[f]);
+	if (ack) {
+		json_object_set_new(a, "acked_at", gw_json_num(at));
+		if (by && *by)
+			json_object_set_new(a, "acked_by", json_string(by));
+		if (note && *note)
+			json_object_set_new(a, "ack_note", json_string(note));
+	} else if (by && *by) {
+		json_object_set_new(a, "unacked_by", json_string(by));
+	}
+}
+
 int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, const char *by,
                   const char *note, const json_t *row, uint64_t *seq)
 {
@@ -834,19 +854,7 @@ int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, con
 		return -ENOMEM;
 	int64_t version = k->version + 1;
 	const char *kind = ack ? "ack" : "unack";
-	json_object_set_new(snap, "kind", json_string(kind));
-	json_object_set_new(snap, "version", json_integer(version));
-	json_object_set_new(snap, "raised_at", gw_json_num(at));
-	static const char *const fields[] = {"acked_at", "acked_by", "ack_note"};
-	for (size_t f = 0; f < GW_ARRAY_SIZE(fields); f++)
-		json_object_del(snap, fields[f]);
-	if (ack) {
-		json_object_set_new(snap, "acked_at", gw_json_num(at));
-		if (by && *by)
-			json_object_set_new(snap, "acked_by", json_string(by));
-		if (note && *note)
-			json_object_set_new(snap, "ack_note", json_string(note));
-	}
+	gw_outbox_ack_event(snap, ack, version, at, by, note);
 	char *text = json_dumps(snap, JSON_COMPACT | JSON_REAL_PRECISION(17));
 	if (!text) {
 		json_decref(snap);

@@ -79,6 +79,13 @@ void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a);
 int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, const char *by,
                   const char *note, const json_t *row, uint64_t *seq);
 
+/* Make alert object a the ack (or unack) event of version `version` at
+ * `at`: kind, version, raised_at, and acked_at/acked_by/ack_note (an ack)
+ * or unacked_by (an unack) set or removed.  by and note may be NULL.  The
+ * outbox's event and the API's answer are the same object by this. */
+void gw_outbox_ack_event(json_t *a, bool ack, int64_t version, double at, const char *by,
+                         const char *note);
+
 /* The store committed everything up to seq (loop thread). */
 void gw_outbox_committed(struct gw_outbox *ob, uint64_t seq);
 

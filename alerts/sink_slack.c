@@ -122,7 +122,7 @@ static int slack_ack_format(const struct gw_sink_msg *m, char **body, size_t *le
 	const json_t *a = m->alert;
 	bool ack = strcmp(m->event, "ack") == 0;
 	const char *run = str_of(a, "run"), *det = str_of(a, "detector");
-	const char *by = str_of(a, "acked_by"), *note = str_of(a, "ack_note");
+	const char *by = str_of(a, ack ? "acked_by" : "unacked_by"), *note = str_of(a, "ack_note");
 	char header[HEADER_MAX * 4 + 1];
 	int hn = snprintf(header, sizeof(header), "%s %s: %s on %s",
 	                  ack ? "\xf0\x9f\x91\x80" : "\xe2\x86\xa9\xef\xb8\x8f",
@@ -132,7 +132,7 @@ static int slack_ack_format(const struct gw_sink_msg *m, char **body, size_t *le
 		strcpy(header + hcut, "\xe2\x80\xa6");
 	struct gw_buf t = {0}, sec = {0}, ctx = {0};
 	gw_buf_str(&t, ack ? "acknowledged" : "acknowledgement withdrawn");
-	if (ack && *by) {
+	if (*by) {
 		gw_buf_str(&t, " by ");
 		sb_mrkdwn(&t, by, 200);
 	}
@@ -152,7 +152,12 @@ static int slack_ack_format(const struct gw_sink_msg *m, char **body, size_t *le
 			sb_mrkdwn(&sec, note, SECTION_MAX - 600);
 		}
 	} else {
-		gw_buf_str(&sec, "*Acknowledgement withdrawn*; reminders start again");
+		gw_buf_str(&sec, "*Acknowledgement withdrawn");
+		if (*by) {
+			gw_buf_str(&sec, " by ");
+			sb_mrkdwn(&sec, by, 200);
+		}
+		gw_buf_str(&sec, "*; reminders start again");
 	}
 	gw_buf_str(&sec, "\n");
 	sb_mrkdwn(&sec, str_of(a, "summary"), SECTION_MAX - 8);

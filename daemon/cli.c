@@ -49,12 +49,17 @@ int gw_cli_bad_option(const char *prog, int ch, char **argv)
 	return gw_cli_usage_error(prog, "unknown option", opt);
 }
 
+void gw_cli_getopt_start(void)
+{
+	optind = 0;
+	opterr = 0;
+}
+
 int gw_cli_plain(const char *prog, const char *usage, int argc, char **argv)
 {
-	static const struct option lo[] = {{"help", no_argument, NULL, 'h'}, {0}};
+	static const struct option lo[] = {GW_CLI_OPT_HELP};
 	int ch;
-	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
-	opterr = 0;
+	gw_cli_getopt_start();
 	while ((ch = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
 		if (ch == 'h') {
 			fputs(usage, stdout);

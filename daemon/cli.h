@@ -14,6 +14,15 @@
 
 #define GW_EXIT_USAGE 2
 
+/* The end of every command's long options (getopt_long): --help, then the
+ * terminator. */
+#define GW_CLI_OPT_HELP {"help", no_argument, NULL, 'h'}, {0, 0, 0, 0}
+
+/* Start getopt_long afresh on a command's arguments (optind 0: glibc
+ * re-initialises, the top level having parsed argv in "+" order); the
+ * command prints its own errors (opterr 0, with gw_cli_bad_option). */
+void gw_cli_getopt_start(void);
+
 /* Print "PROG: WHAT "ARG" (PROG --help)" on stderr, where PROG is e.g.
  * "gradwatch send" or "gradwatchd"; arg may be NULL.  Returns
  * GW_EXIT_USAGE. */

@@ -393,8 +393,7 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 		{"batch", required_argument, NULL, 'b'},
 		{"timeout", required_argument, NULL, 't'},
 		{"retries", required_argument, NULL, 'R'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		GW_CLI_OPT_HELP,
 	};
 	char base[256], url[1024];
 	gw__client_default_url(cfg, base, sizeof(base));
@@ -402,8 +401,7 @@ int gw_client_send(struct gw_cfg *cfg, int argc, char **argv)
 	unsigned long max_lines = 10000, retries = DEFAULT_RETRIES;
 	struct gw__http_opts http = {.token = gw__client_token(), .timeout_ms = GW__CLIENT_TIMEOUT_MS};
 	int ch;
-	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
-	opterr = 0;
+	gw_cli_getopt_start();
 	while ((ch = getopt_long(argc, argv, ":u:r:b:t:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'u': gw_strlcpy(base, optarg, sizeof(base)); break;
@@ -588,7 +586,8 @@ static void print_text(json_t *out, bool alerts, const char *run)
 }
 
 static const char query_usage[] =
-	"usage: gradwatch %s [--url URL | --db PATH] [--json] [--timeout SECONDS] [RUN]\n"
+	"usage: gradwatch %s [--url URL | --db PATH] [--json] [--timeout SECONDS]\n"
+	"       %*s [RUN | --run NAME]\n"
 	"%s"
 	"\n"
 	"%s,\nfrom a running gradwatchd over HTTP or, with --db, from its database\n"
@@ -602,6 +601,8 @@ static const char query_usage[] =
 	"                     /v1/alerts...); --db prints the same; alerts in the\n"
 	"                     alert schema (docs/alert-schema.md)\n"
 	"  --timeout SECONDS  how long the request may take (default 30)\n"
+	"  --run NAME         the run NAME, as RUN does; also a run whose name is a\n"
+	"                     word this command reads (\"ack\", \"unack\", \"-x\")\n"
 	"\n"
 	"environment: GRADWATCH_URL, GRADWATCH_TOKEN (sent as a bearer token)\n"
 	"exit status: 0 printed; 2 an error\n";
@@ -613,29 +614,34 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		{"db", required_argument, NULL, 'd'},
 		{"json", no_argument, NULL, 'j'},
 		{"timeout", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		{"run", required_argument, NULL, 'r'},
+		GW_CLI_OPT_HELP,
 	};
 	const char *prog = alerts ? "gradwatch alerts" : "gradwatch runs";
+	const char *run = NULL;
 	bool as_json = false, url_given = false;
 	char base[256];
 	gw__client_default_url(cfg, base, sizeof(base));
 	const char *db = NULL;
 	struct gw__http_opts http = {.token = gw__client_token(), .timeout_ms = GW__CLIENT_TIMEOUT_MS};
 	int ch;
-	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":u:d:jt:h", lo, NULL)) != -1) {
+	gw_cli_getopt_start();
+	while ((ch = getopt_long(argc, argv, ":u:d:jt:r:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'u': gw_strlcpy(base, optarg, sizeof(base)); url_given = true; break;
 		case 'd': db = optarg; break;
 		case 'j': as_json = true; break;
+		case 'r':
+			if (run)
+				return gw_cli_usage_error(prog, "one --run at most; got another,", optarg);
+			run = optarg;
+			break;
 		case 't':
 			if (gw__client_parse_seconds(optarg, &http.timeout_ms) < 0)
 				return gw_cli_usage_error(prog, "--timeout wants seconds (more than 0, at most 86400), not", optarg);
 			break;
 		case 'h':
-			printf(query_usage, prog + 10,
+			printf(query_usage, prog + 10, (int)strlen(prog + 10), "",
 			       alerts ? "       gradwatch alerts ack ID [--note TEXT] | unack ID  (see "
 			                "gradwatch alerts ack --help)\n" : "",
 			       alerts ? "List stored alerts, newest first (of one run, if given)"
@@ -648,7 +654,11 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		return gw_cli_usage_error(prog, "--url and --db exclude each other; got both, --db", db);
 	if (optind + 1 < argc)
 		return gw_cli_usage_error(prog, "one RUN at most; unexpected", argv[optind + 1]);
-	const char *run = optind < argc ? argv[optind] : NULL;
+	if (run && optind < argc)
+		return gw_cli_usage_error(prog, "--run and RUN name the same thing; give one, not also",
+		                          argv[optind]);
+	if (!run)
+		run = optind < argc ? argv[optind] : NULL;
 	json_t *out = NULL;
 	if (db) {
 		/* exactly what the daemon's API answers from the same file */
@@ -668,28 +678,9 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		else
 			snprintf(url, sizeof(url), run ? "%s/v1/runs/%s" : "%s/v1/runs", base, enc);
 		curl_free(enc);
-		struct gw__http_answer a = {0};
-		curl_global_init(CURL_GLOBAL_DEFAULT);
-		gw__http_request(&http, url, NULL, 0, NULL, &a);
-		curl_global_cleanup();
-		if (a.status < 0) {
-			fprintf(stderr, "%s: %s%s\n", prog, a.err,
-			        a.status == -ECONNREFUSED ? " (is gradwatchd running? or use --db PATH)" : "");
-			gw_buf_free(&a.body);
+		if (gw__http_json(prog, &http, url, NULL, "", " (is gradwatchd running? or use --db PATH)",
+		                  &out))
 			return 2;
-		}
-		out = json_loads(a.body.p ? a.body.p : "", 0, NULL);
-		if (a.status != 200 || !out) {
-			const char *hint = a.status == 401 ? (http.token ? " (the token in $GRADWATCH_TOKEN was refused)"
-			                                                 : " (set $GRADWATCH_TOKEN)")
-			                                   : "";
-			fprintf(stderr, "%s: the daemon answered %ld: %s%s\n", prog, a.status,
-			        gw__http_error_text(out, &a.body), hint);
-			json_decref(out);
-			gw_buf_free(&a.body);
-			return 2;
-		}
-		gw_buf_free(&a.body);
 	}
 	int rc = 0;
 	if (as_json)

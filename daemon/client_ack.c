@@ -1,6 +1,6 @@
 /*
  * client_ack: `gradwatch alerts ack ID [--note TEXT] [--by NAME]` and
- * `gradwatch alerts unack ID` (docs/alerts.md, "Acknowledging"): one
+ * `gradwatch alerts unack ID [--by NAME]` (docs/alerts.md, "Acknowledging"): one
  * POST or DELETE /v1/alerts/{id}/ack to a running gradwatchd, with the
  * token from $GRADWATCH_TOKEN (an ingest token when auth is on) like the
  * other commands.  --by defaults to $USER.  Prints what the daemon
@@ -21,7 +21,7 @@
 
 static const char ack_usage[] =
 	"usage: gradwatch alerts ack ID [--note TEXT] [--by NAME] [--url URL] [--json] [--timeout S]\n"
-	"       gradwatch alerts unack ID [--url URL] [--json] [--timeout S]\n"
+	"       gradwatch alerts unack ID [--by NAME] [--url URL] [--json] [--timeout S]\n"
 	"\n"
 	"Acknowledge an open alert: it is not repeated to Slack and webhook sinks any\n"
 	"more (one message says who acknowledged it and why) until the detector\n"
@@ -29,7 +29,8 @@ static const char ack_usage[] =
 	"Acknowledging twice changes nothing.\n"
 	"\n"
 	"  --note TEXT        why (at most 1024 bytes), shown with the alert\n"
-	"  --by NAME          who (at most 128 bytes; default $USER)\n"
+	"  --by NAME          who acknowledges or withdraws (at most 128 bytes;\n"
+	"                     default $USER)\n"
 	"  --url URL          the daemon's HTTP API (default: $GRADWATCH_URL, else the\n"
 	"                     configuration's \"http\" address, http://127.0.0.1:7471)\n"
 	"  --json             print the alert the daemon answers (docs/alert-schema.md)\n"
@@ -52,8 +53,7 @@ int gw_client_alerts_ack(struct gw_cfg *cfg, int argc, char **argv, bool ack)
 		{"url", required_argument, NULL, 'u'},
 		{"json", no_argument, NULL, 'j'},
 		{"timeout", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		GW_CLI_OPT_HELP,
 	};
 	const char *prog = ack ? "gradwatch alerts ack" : "gradwatch alerts unack";
 	const char *note = NULL, *by = getenv("USER");
@@ -63,8 +63,7 @@ int gw_client_alerts_ack(struct gw_cfg *cfg, int argc, char **argv, bool ack)
 	struct gw__http_opts http = {.token = gw__client_token(), .timeout_ms = GW__CLIENT_TIMEOUT_MS,
 	                             .method = ack ? "POST" : "DELETE"};
 	int ch;
-	optind = 0;
-	opterr = 0;
+	gw_cli_getopt_start();
 	while ((ch = getopt_long(argc, argv, ":n:b:u:jt:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'n':
@@ -72,11 +71,7 @@ int gw_client_alerts_ack(struct gw_cfg *cfg, int argc, char **argv, bool ack)
 				return gw_cli_usage_error(prog, "--note is for ack; unack takes none, got", optarg);
 			note = optarg;
 			break;
-		case 'b':
-			if (!ack)
-				return gw_cli_usage_error(prog, "--by is for ack; unack takes none, got", optarg);
-			by = optarg;
-			break;
+		case 'b': by = optarg; break;
 		case 'u': gw_strlcpy(base, optarg, sizeof(base)); break;
 		case 'j': as_json = true; break;
 		case 't':
@@ -96,7 +91,7 @@ int gw_client_alerts_ack(struct gw_cfg *cfg, int argc, char **argv, bool ack)
 	if (gw__client_check_url(prog, base))
 		return GW_EXIT_USAGE;
 	char *body = NULL;
-	if (ack) {
+	if (ack || (by && *by)) {   /* unack: {"by"} only */
 		json_t *b = json_object();
 		if (b && by && *by)
 			json_object_set_new(b, "by", json_string(by));
@@ -115,34 +110,16 @@ int gw_client_alerts_ack(struct gw_cfg *cfg, int argc, char **argv, bool ack)
 			return 2;
 		}
 	}
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	char *enc = curl_easy_escape(NULL, id, 0);
 	char url[1024];
 	snprintf(url, sizeof(url), "%s/v1/alerts/%s/ack", base, enc ? enc : "");
 	curl_free(enc);
-	struct gw__http_answer a = {0};
-	gw__http_request(&http, url, body, body ? strlen(body) : 0, NULL, &a);
-	curl_global_cleanup();
+	json_t *out = NULL;
+	int failed = gw__http_json(prog, &http, url, body, " to an ingest token",
+	                           " (is gradwatchd running?)", &out);
 	free(body);
-	if (a.status < 0) {
-		fprintf(stderr, "%s: %s%s\n", prog, a.err,
-		        a.status == -ECONNREFUSED ? " (is gradwatchd running?)" : "");
-		gw_buf_free(&a.body);
+	if (failed)
 		return 2;
-	}
-	json_t *out = json_loads(a.body.p ? a.body.p : "", 0, NULL);
-	if (a.status != 200 || !out) {
-		const char *hint = a.status == 401 ? (http.token ? " (the token in $GRADWATCH_TOKEN was refused)"
-		                                                 : " (set $GRADWATCH_TOKEN to an ingest token)")
-		                 : a.status == 403 && !http.token ? " (set $GRADWATCH_TOKEN to an ingest token)"
-		                 : "";
-		fprintf(stderr, "%s: the daemon answered %ld: %s%s\n", prog, a.status,
-		        gw__http_error_text(out, &a.body), hint);
-		json_decref(out);
-		gw_buf_free(&a.body);
-		return 2;
-	}
-	gw_buf_free(&a.body);
 	int rc = 0;
 	if (as_json) {
 		char *s = json_dumps(out, JSON_INDENT(2) | JSON_REAL_PRECISION(17));

@@ -171,6 +171,37 @@ const char *gw__http_error_text(json_t *j, const struct gw_buf *b)
 	return e ? e : b->len ? b->p : "(no body)";
 }
 
+int gw__http_json(const char *prog, const struct gw__http_opts *o, const char *url,
+                  const char *body, const char *need, const char *down_hint, json_t **out)
+{
+	struct gw__http_answer a = {0};
+	*out = NULL;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	gw__http_request(o, url, body, body ? strlen(body) : 0, NULL, &a);
+	curl_global_cleanup();
+	if (a.status < 0) {
+		fprintf(stderr, "%s: %s%s\n", prog, a.err, a.status == -ECONNREFUSED ? down_hint : "");
+		gw_buf_free(&a.body);
+		return 2;
+	}
+	json_t *j = json_loads(a.body.p ? a.body.p : "", 0, NULL);
+	if (a.status != 200 || !j) {
+		char hint[96] = "";
+		if (a.status == 401 && o->token)
+			snprintf(hint, sizeof(hint), " (the token in $GRADWATCH_TOKEN was refused)");
+		else if ((a.status == 401 || a.status == 403) && !o->token)
+			snprintf(hint, sizeof(hint), " (set $GRADWATCH_TOKEN%s)", need);
+		fprintf(stderr, "%s: the daemon answered %ld: %s%s\n", prog, a.status,
+		        gw__http_error_text(j, &a.body), hint);
+		json_decref(j);
+		gw_buf_free(&a.body);
+		return 2;
+	}
+	gw_buf_free(&a.body);
+	*out = j;
+	return 0;
+}
+
 int gw__client_parse_seconds(const char *s, long *ms)
 {
 	char *end;

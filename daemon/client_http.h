@@ -45,6 +45,15 @@ void gw__http_request(const struct gw__http_opts *o, const char *url, const char
  * body, else "(no body)". */
 const char *gw__http_error_text(json_t *j, const struct gw_buf *body);
 
+/* One request (gw__http_request; a POST of body when not NULL) whose
+ * answer must be 200 with JSON: 0 and *out that JSON (the caller's), or 2
+ * after printing why on stderr as "prog: ...": down_hint follows a
+ * connection refused (" (is gradwatchd running?)"), and a 401/403 says
+ * what to set $GRADWATCH_TOKEN to (need: "" or " to an ingest token").
+ * Blocks for at most o->timeout_ms. */
+int gw__http_json(const char *prog, const struct gw__http_opts *o, const char *url,
+                  const char *body, const char *need, const char *down_hint, json_t **out);
+
 /* The HTTP API's base URL, without a trailing '/': $GRADWATCH_URL, else
  * the configuration's "http" address. */
 void gw__client_default_url(const struct gw_cfg *cfg, char *out, size_t n);

@@ -78,13 +78,11 @@ int gw_convert_main(struct gw_cfg *cfg, int argc, char **argv)
 	static const struct option lo[] = {
 		{"input-format", required_argument, NULL, 'i'},
 		{"run", required_argument, NULL, 'r'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		GW_CLI_OPT_HELP,
 	};
 	static const char prog[] = "gradwatch convert";
 	int ch;
-	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
-	opterr = 0;
+	gw_cli_getopt_start();
 	while ((ch = getopt_long(argc, argv, ":i:r:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'i':

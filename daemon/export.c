@@ -225,8 +225,7 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 		{"to", required_argument, NULL, 'T'},
 		{"rank", required_argument, NULL, 'R'},
 		{"timeout", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		GW_CLI_OPT_HELP,
 	};
 	char base[256];
 	gw__client_default_url(cfg, base, sizeof(base));
@@ -235,8 +234,7 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 	long long rank = -2;   /* -2: not --rank */
 	long timeout_ms = GW__CLIENT_TIMEOUT_MS;
 	int ch;
-	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
-	opterr = 0;
+	gw_cli_getopt_start();
 	while ((ch = getopt_long(argc, argv, ":u:d:f:o:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'u': gw_strlcpy(base, optarg, sizeof(base)); url_given = true; break;

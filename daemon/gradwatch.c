@@ -114,12 +114,10 @@ static int cmd_replay(struct gw_cfg *cfg, int argc, char **argv)
 		{"input-format", required_argument, NULL, 'i'},
 		{"min-severity", required_argument, NULL, 's'},
 		{"resolved", no_argument, NULL, 'R'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		GW_CLI_OPT_HELP,
 	};
 	int ch;
-	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
-	opterr = 0;
+	gw_cli_getopt_start();
 	while ((ch = getopt_long(argc, argv, ":f:r:i:s:Rh", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'f':
@@ -241,8 +239,7 @@ int main(int argc, char **argv)
 		{"config", required_argument, NULL, 'c'},
 		{"kernels", required_argument, NULL, 'k'},
 		{"version", no_argument, NULL, 'V'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		GW_CLI_OPT_HELP,
 	};
 	const char *config = NULL, *kernels = NULL;
 	bool version = false;

@@ -17,11 +17,18 @@
  * 405 lists the path's methods in Allow; a body coding the daemon does not
  * apply (Content-Encoding, a transfer coding but chunked) is refused.
  *
- * (About 1,100 lines, on purpose: the parser callbacks, the connection
- * lifecycle with its limits and timers, and the responses are one state
- * machine over struct gw_http_conn; the routes are api.c's, the pages
- * web.c's.  Cutting the transport further would move that struct and its
- * state rules into an internal header that every piece then changes.)
+ * Answering later (gw_http_defer, gw_http_answer_after_commit) is one
+ * path for every route: the connection's one commit waiter first waits for
+ * the barrier, then (after the read on the pool) for the commit of what
+ * the route queued; conn_close cancels it, and waits for a running read,
+ * so a route never hears of a connection that went away.
+ *
+ * (About 1,200 lines, on purpose: the parser callbacks, the connection
+ * lifecycle with its limits and timers, the deferred answers and the
+ * responses are one state machine over struct gw_http_conn; the routes are
+ * api.c's, the pages web.c's, URL decoding http_url.c's.  Cutting the
+ * transport further would move that struct and its state rules into an
+ * internal header that every piece then changes.)
  */
 #include "http.h"
 
@@ -104,19 +111,28 @@ struct gw_http_conn {
 	bool streaming;
 	void *rstate;
 
-	/* body of a non-streamed request (at most BODY_KEEP bytes) */
+	/* body of a non-streamed request (at most BODY_KEEP bytes, or the
+	 * route's body_max: body_over when it had more) */
 	struct gw_buf body;
+	bool body_over;
 
 	/* data read past the end of the current message */
 	char *rest;
 	size_t rest_len;
 
-	/* a thread-pool query */
+	/* a deferred answer (gw_http_defer, gw_http_answer_after_commit): one
+	 * waiter, for the barrier and then for the commit */
 	uv_work_t work;
 	bool work_busy;
 	struct gw_commit_waiter waiter;
+	gw_http_read_fn read;
+	gw_http_then_fn then;
+	void (*state_free)(void *state);   /* of req.state */
 	int qstatus;
 	json_t *qresult;
+	json_t *answer;                    /* to send once committed */
+	int answer_status;
+	const char *not_yet;
 
 	struct gw_http_conn *next, *prev;
 };
@@ -354,13 +370,25 @@ void gw_http_conn_close_after(struct gw_http_conn *c)
 	c->keep_alive = false;
 }
 
-/* ---- thread-pool queries ------------------------------------------------------------ */
+/* ---- answering later: barrier, thread-pool read, commit ------------------------------ */
+
+/* The request is done (answered, or its connection closing with no read
+ * running): release what the deferred path held for it. */
+static void end_request(struct gw_http_conn *c)
+{
+	if (c->state_free && c->req.state)
+		c->state_free(c->req.state);
+	c->req.state = NULL;
+	c->state_free = NULL;
+	json_decref(c->answer);
+	c->answer = NULL;
+}
 
 static void work_run(uv_work_t *req)
 {
 	struct gw_http_conn *c = gw_container_of(req, struct gw_http_conn, work);
 	c->qresult = NULL;
-	c->qstatus = c->route->query(&c->req, &c->qresult);
+	c->qstatus = c->read(&c->req, &c->qresult);
 }
 
 static void work_done(uv_work_t *req, int status)
@@ -377,12 +405,14 @@ static void work_done(uv_work_t *req, int status)
 	if (status < 0 || !r) {
 		json_decref(r);
 		gw_http_respond_error(c, 500, "query failed");
+	} else if (c->then) {
+		c->then(c, &c->req, c->qstatus, r);
 	} else {
 		gw_http_respond_json(c, c->qstatus, r);
 	}
 }
 
-static void query_after_barrier(struct gw_commit_waiter *w)
+static void read_after_barrier(struct gw_commit_waiter *w)
 {
 	struct gw_http_conn *c = gw_container_of(w, struct gw_http_conn, waiter);
 	if (w->error) {
@@ -398,6 +428,43 @@ static void query_after_barrier(struct gw_commit_waiter *w)
 	}
 }
 
+void gw_http_defer(struct gw_http_conn *c, gw_http_read_fn read, gw_http_then_fn then,
+                   void *state, void (*state_free)(void *state))
+{
+	c->req.state = state;
+	c->state_free = state_free;
+	c->read = read;
+	c->then = then;
+	c->waiter.fn = read_after_barrier;
+	gw_ingest_barrier(c->srv->o.ingest, &c->waiter);
+}
+
+static void answer_committed(struct gw_commit_waiter *w)
+{
+	struct gw_http_conn *c = gw_container_of(w, struct gw_http_conn, waiter);
+	if (w->error) {
+		gw_http_respond_error(c, 503, "%s: the database cannot be written (%s)", c->not_yet,
+		                      w->why);
+		return;
+	}
+	json_t *a = c->answer;
+	c->answer = NULL;
+	gw_http_respond_json(c, c->answer_status, a);
+}
+
+void gw_http_answer_after_commit(struct gw_http_conn *c, uint64_t seq, int status,
+                                 json_t *answer, const char *not_yet)
+{
+	json_decref(c->answer);
+	c->answer = answer;
+	c->answer_status = status;
+	c->not_yet = not_yet;
+	c->waiter.seq = seq;
+	c->waiter.fn = answer_committed;
+	gw_store_flush(c->srv->o.ingest->store);
+	gw_ingest_wait_commit(c->srv->o.ingest, &c->waiter);
+}
+
 /* ---- routing ------------------------------------------------------------------------ */
 
 int gw_http_route(struct gw_http *h, const struct gw_http_route *r)
@@ -405,59 +472,6 @@ int gw_http_route(struct gw_http *h, const struct gw_http_route *r)
 	if (!h || h->nroutes >= MAX_ROUTES)
 		return -ENOSPC;
 	h->routes[h->nroutes++] = *r;
-	return 0;
-}
-
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
-int gw__http_pct_decode(const char *s, size_t n, char *out, size_t cap, bool plus_is_space)
-{
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++) {
-		char ch = s[i];
-		if (ch == '%') {
-			if (i + 2 >= n)
-				return -1;
-			int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
-			if (hi < 0 || lo < 0)
-				return -1;
-			ch = (char)(hi * 16 + lo);
-			if (ch == '\0')
-				return -1;
-			i += 2;
-		} else if (ch == '+' && plus_is_space) {
-			ch = ' ';
-		}
-		if (o + 1 >= cap)
-			return -1;
-		out[o++] = ch;
-	}
-	out[o] = '\0';
-	return (int)o;
-}
-
-int gw_http_query_param(const char *query, size_t qlen, const char *name, char *out,
-                        size_t cap)
-{
-	size_t nl = strlen(name);
-	const char *p = query, *end = query + qlen;
-	while (p < end) {
-		const char *amp = memchr(p, '&', (size_t)(end - p));
-		const char *e = amp ? amp : end;
-		const char *eq = memchr(p, '=', (size_t)(e - p));
-		if (eq && (size_t)(eq - p) == nl && memcmp(p, name, nl) == 0)
-			return gw__http_pct_decode(eq + 1, (size_t)(e - eq - 1), out, cap, true) < 0 ? -1 : 1;
-		p = e + 1;
-	}
 	return 0;
 }
 
@@ -563,12 +577,12 @@ static void dispatch(struct gw_http_conn *c)
 	const struct gw_http_route *r = c->route;
 	c->req.body = c->body.p ? c->body.p : "";
 	c->req.body_len = c->body.len;
+	c->req.body_over = c->body_over;
 	if (r->handler) {
 		r->handler(c, &c->req);
 	} else if (r->query) {
 		/* answer from the database once what came before is in it */
-		c->waiter.fn = query_after_barrier;
-		c->srv->o.barrier(c->srv->o.barrier_data, &c->waiter);
+		gw_http_defer(c, r->query, NULL, NULL, NULL);
 	} else {
 		gw_http_respond_error(c, 500, "no handler");
 	}
@@ -605,6 +619,7 @@ static int cb_message_begin(http_parser *p)
 	c->rejected_early = false;
 	c->head = false;
 	c->route = NULL;
+	c->body_over = false;
 	gw_buf_free(&c->body);
 	return 0;
 }
@@ -830,12 +845,15 @@ static int cb_headers_complete(http_parser *p)
 		return refuse_early(c);
 	}
 	c->req.idempotency_key = c->idem_len ? c->idem : NULL;
+	/* a body read to its end (streamed, or dropped past body_max) is
+	 * refused before it when Content-Length says it is too large */
+	if ((c->route->body || c->route->body_max) && p->content_length != ULLONG_MAX &&
+	    p->content_length > cfg->max_body) {
+		respond_fatal(c, 413, "the body has %llu bytes; limits.max_body_bytes is %zu",
+		              (unsigned long long)p->content_length, cfg->max_body);
+		return refuse_early(c);
+	}
 	if (c->route->body) {
-		if (p->content_length != ULLONG_MAX && p->content_length > cfg->max_body) {
-			respond_fatal(c, 413, "the body has %llu bytes; limits.max_body_bytes is %zu",
-			              (unsigned long long)p->content_length, cfg->max_body);
-			return refuse_early(c);
-		}
 		/* begin refuses by answering: then the body is not read and
 		 * the connection closes after that answer */
 		bool keep = c->keep_alive;
@@ -860,6 +878,12 @@ static int cb_body(http_parser *p, const char *at, size_t len)
 	struct gw_http_conn *c = p->data;
 	if (c->streaming)
 		return c->route->body->data(c, at, len) < 0 ? -1 : 0;
+	if (c->body_over)
+		return 0;
+	if (c->route->body_max && c->body.len + len > c->route->body_max) {
+		c->body_over = true;   /* read to its end and dropped; the handler answers */
+		return 0;
+	}
 	if (c->body.len + len > BODY_KEEP) {
 		respond_fatal(c, 413, "the body is larger than %d bytes", BODY_KEEP);
 		return refuse_early(c);
@@ -1008,6 +1032,7 @@ static void conn_continue(struct gw_http_conn *c)
 	if (c->closing)
 		return;
 	end_stream(c, true);
+	end_request(c);
 	c->state = H_IDLE;
 	c->head = false;   /* a refusal of what follows (bytes that are no request) has its body */
 	http_parser_pause(&c->parser, 0);
@@ -1030,6 +1055,7 @@ static void on_close_handle(uv_handle_t *h)
 {
 	struct gw_http_conn *c = h->data;
 	if (--c->handles_open == 0) {
+		end_request(c);
 		free(c->rest);
 		gw_buf_free(&c->body);
 		free(c);
@@ -1041,8 +1067,7 @@ static void conn_close(struct gw_http_conn *c)
 	if (!c->closing) {
 		c->closing = true;
 		end_stream(c, c->state == H_CLOSING || c->state == H_RESPOND);
-		if (c->srv->o.cancel)
-			c->srv->o.cancel(c->srv->o.barrier_data, &c->waiter);
+		gw_ingest_cancel_wait(c->srv->o.ingest, &c->waiter);
 		c->prev->next = c->next;
 		c->next->prev = c->prev;
 		c->srv->nconns--;

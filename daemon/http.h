@@ -13,6 +13,16 @@
  *            JSON body, and the loop sends it;
  *   body     the request body is streamed to the route as it arrives
  *            (POST /v1/ingest): begin / data / end callbacks on the loop.
+ *
+ * A handler may also answer later through the transport's one deferred
+ * path, the same one `query` routes take: gw_http_defer (barrier, a read on
+ * the thread pool with only the request, then back on the loop) and
+ * gw_http_answer_after_commit (the answer waits for the commit of what the
+ * route queued).  The connection going away at any point of that is the
+ * transport's business: the waits are cancelled, a running read finishes
+ * and its result is dropped, the request's state is freed, and the route
+ * hears nothing more.  (POST/DELETE /v1/alerts/{id}/ack, DELETE
+ * /v1/runs/{run} and POST /v1/prune are such handlers.)
  */
 #ifndef GW_HTTP_H
 #define GW_HTTP_H
@@ -26,7 +36,7 @@
 #include "auth.h"
 
 struct gw_cfg;
-struct gw_commit_waiter;
+struct gw_ingest;
 struct gw_http;
 struct gw_http_conn;
 
@@ -40,11 +50,25 @@ struct gw_http_req {
 	size_t query_len;
 	const char *body;          /* the body of a non-streamed request ("" if none) */
 	size_t body_len;
+	bool body_over;            /* it was longer than the route's body_max: what is
+	                              kept is cut (the handler answers 413) */
 	const char *db_path;       /* queries: the read-only database to read */
 	const struct gw_token *token; /* who asked (auth.h); never NULL */
 	const char *idempotency_key;  /* the Idempotency-Key header, or NULL */
 	void *data;                /* the route's data */
+	void *state;               /* gw_http_defer's state, or NULL */
 };
+
+/* A read on the thread pool (a query route's, or gw_http_defer's): only
+ * r->db_path (read-only), the request's fields and r->state may be used;
+ * never loop-owned state.  Returns an HTTP status and sets *out (a new
+ * reference; NULL answers 500). */
+typedef int (*gw_http_read_fn)(const struct gw_http_req *r, json_t **out);
+/* Back on the loop after such a read: `out` (owned by the callee) is what
+ * the read returned; the callee answers (now, or with
+ * gw_http_answer_after_commit). */
+typedef void (*gw_http_then_fn)(struct gw_http_conn *c, const struct gw_http_req *r,
+                                int status, json_t *out);
 
 /* A streamed body (POST /v1/ingest).  The connection's route state
  * (gw_http_conn_state) is the route's own between begin and free. */
@@ -67,21 +91,25 @@ struct gw_http_route {
 	bool prefix;               /* path + "{run}" (percent-encoded, no '/') */
 	const char *suffix;        /* ... + this ("/alerts"), or NULL */
 	void (*handler)(struct gw_http_conn *c, const struct gw_http_req *r);
-	int (*query)(const struct gw_http_req *r, json_t **out);
+	gw_http_read_fn query;
 	const struct gw_http_body_ops *body;
 	void *data;                /* handed to handler/query/body as r->data */
 	enum gw_scope scope;       /* the token it takes (default: a read token) */
 	const char *arg_name;      /* what {run} is, for errors ("alert id"); NULL: "run name" */
+	size_t body_max;           /* handler/query: a longer body is read to its end and
+	                              dropped, r->body_over set (0: 1 MiB, beyond which
+	                              the transport answers 413 and closes); a
+	                              Content-Length over limits.max_body_bytes is
+	                              refused (413) before the body, as for `body` */
 };
 
 struct gw_http_opts {
 	uv_loop_t *loop;
 	const struct gw_cfg *cfg;  /* address, limits, database path (borrowed) */
-	/* Run w->fn once everything received so far is committed (before a
-	 * query reads the database). */
-	void (*barrier)(void *data, struct gw_commit_waiter *w);
-	void (*cancel)(void *data, struct gw_commit_waiter *w);  /* the connection went away */
-	void *barrier_data;
+	/* The record path whose commits reads wait for (the barrier:
+	 * everything received before a read is committed first) and answers
+	 * after a write wait for (gw_http_answer_after_commit). */
+	struct gw_ingest *ingest;
 	const struct gw_auth *auth;   /* tokens (NULL: auth off) */
 };
 
@@ -127,6 +155,25 @@ void gw_http_respond_page(struct gw_http_conn *c, int status, const char *ctype,
 /* The route state of a streamed body (see gw_http_body_ops). */
 void *gw_http_conn_state(const struct gw_http_conn *c);
 void gw_http_conn_set_state(struct gw_http_conn *c, void *state);
+/* ---- answering later (a handler's) ----------------------------------------- */
+
+/* Once everything received before this request is committed, run `read`
+ * on the thread pool (it sees r->state = state), then, on the loop, `then`
+ * with its status and result (then NULL: answer them as they are).  The
+ * handler returns right after; state_free(state) (may be NULL) runs when
+ * the request is done, answered or cut off.  If the barrier fails the
+ * answer is 503 and `then` is not called; if the connection goes away,
+ * neither is.  Call at most once per request. */
+void gw_http_defer(struct gw_http_conn *c, gw_http_read_fn read, gw_http_then_fn then,
+                   void *state, void (*state_free)(void *state));
+/* Answer `status` with `answer` (stolen) once the store committed `seq`
+ * (what the route queued for this request: what was answered is on disk).
+ * If that commit fails: 503 "<not_yet>: the database cannot be written
+ * (why)"; not_yet is a constant ("not deleted yet").  Call instead of a
+ * gw_http_respond_*. */
+void gw_http_answer_after_commit(struct gw_http_conn *c, uint64_t seq, int status,
+                                 json_t *answer, const char *not_yet);
+
 /* Do not keep the connection alive after the response. */
 void gw_http_conn_close_after(struct gw_http_conn *c);
 

@@ -138,17 +138,6 @@ static int lock_instance(const char *db_path, char *err, size_t errlen)
 	return fd;
 }
 
-/* The HTTP server's barrier: queries wait for everything ingested so far. */
-static void http_barrier(void *data, struct gw_commit_waiter *w)
-{
-	gw_ingest_barrier(data, w);
-}
-
-static void http_cancel(void *data, struct gw_commit_waiter *w)
-{
-	gw_ingest_cancel_wait(data, w);
-}
-
 /* Close every handle the daemon still holds, each through its owner's
  * _stop, in the reverse order of their start, then main's own signals and
  * timers; the loop then ends.  Also the failure path of a start. */
@@ -370,8 +359,7 @@ int main(int argc, char **argv)
 		{"run", required_argument, NULL, OPT_RUN},
 		{"input-format", required_argument, NULL, OPT_FORMAT},
 		{"version", no_argument, NULL, 'V'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		GW_CLI_OPT_HELP,
 	};
 	struct gw_cfg cfg;
 	struct gw_daemon d;
@@ -578,9 +566,7 @@ int main(int argc, char **argv)
 	struct gw_http_opts ho = {
 		.loop = d.loop,
 		.cfg = &cfg,
-		.barrier = http_barrier,
-		.cancel = http_cancel,
-		.barrier_data = &d.ingest,
+		.ingest = &d.ingest,
 		.auth = d.auth,
 	};
 	/* the signals first: a SIGTERM while the listeners come up (the socket

@@ -58,8 +58,7 @@ int gw_cmd_prune(struct gw_cfg *cfg, int argc, char **argv)
 		{"older-than", required_argument, NULL, 'o'},
 		{"run", required_argument, NULL, 'r'},
 		{"timeout", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		GW_CLI_OPT_HELP,
 	};
 	char base[512];
 	gw__client_default_url(cfg, base, sizeof(base));
@@ -68,8 +67,7 @@ int gw_cmd_prune(struct gw_cfg *cfg, int argc, char **argv)
 	char **runs = calloc((size_t)argc, sizeof(*runs));
 	size_t nruns = 0;
 	int ch, rc = 0;
-	optind = 1;
-	opterr = 0;
+	gw_cli_getopt_start();
 	while ((ch = getopt_long(argc, argv, ":u:o:r:t:h", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'u': gw_strlcpy(base, optarg, sizeof(base)); break;

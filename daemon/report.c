@@ -232,13 +232,11 @@ int gw_report_main(struct gw_cfg *cfg, int argc, char **argv)
 		{"max-points", required_argument, NULL, 'm'},
 		{"run", required_argument, NULL, 'r'},
 		{"input-format", required_argument, NULL, 'i'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+		GW_CLI_OPT_HELP,
 	};
 	static const char prog[] = "gradwatch report";
 	int ch;
-	optind = 0;   /* 0: glibc starts afresh (the top level parsed in "+" order) */
-	opterr = 0;
+	gw_cli_getopt_start();
 	while ((ch = getopt_long(argc, argv, ":o:m:r:i:h", lo, NULL)) != -1) {
 		char *end;
 		switch (ch) {

@@ -1,10 +1,17 @@
 /*
  * retention: old and oversize runs leave the database (see retention.h).
+ *
+ * Which runs go is chosen by pick() on the thread pool (the runs table,
+ * the database's size): for a timed pass in its own uv_work_t, for POST
+ * /v1/prune as a read on http.c's deferred path (after the barrier, with
+ * only the request).  Back on the loop delete_names() deletes them through
+ * the store's writer; DELETE /v1/runs/{run} deletes right away.  Both
+ * routes answer once the deletions are committed
+ * (gw_http_answer_after_commit).
  */
 #include "retention.h"
 
 #include "auth.h"
-#include "buf.h"
 #include "daemon.h"
 #include "http.h"
 #include "ingest.h"
@@ -20,35 +27,23 @@
 
 #define MAX_PER_PASS 1000
 
-/* One pass: what to delete is chosen on the thread pool. */
+/* What to delete: the rules of a pass, and its result. */
+struct pick {
+	double older_than;         /* delete runs last seen before this (NaN: no age rule) */
+	uint64_t max_bytes;        /* 0: no size rule */
+	double active_since;       /* never a run seen after this for the size rule */
+	json_t *names;             /* the runs to delete (strings) */
+	uint64_t used_bytes;
+	char err[256];
+};
+
+/* A timed pass on the thread pool. */
 struct pass {
 	uv_work_t work;
 	struct gw_daemon *d;
 	const char *db_path;
-	double older_than;         /* delete runs last seen before this (NaN: no age rule) */
-	uint64_t max_bytes;        /* 0: no size rule */
-	double active_since;       /* never a run seen after this for the size rule */
-	char **names;
-	size_t n, cap;
-	uint64_t used_bytes;
-	char err[256];
+	struct pick pk;
 	int rc;
-	bool asked;                /* POST /v1/prune (else a timed pass) */
-	struct req *req;           /* the request to answer; NULL once it went away */
-};
-
-/* DELETE /v1/runs/{run} and POST /v1/prune: answered once the deletions
- * are committed (a streamed-body route, so the transport tells us when the
- * connection goes away first). */
-struct req {
-	struct gw_http_conn *c;
-	struct gw_daemon *d;
-	const char *run;           /* DELETE: the run (the request's) */
-	double older_than;         /* prune */
-	struct gw_commit_waiter waiter;
-	bool waiting;
-	json_t *body;              /* the answer */
-	struct pass *pass;         /* a prune's pass on the thread pool */
 };
 
 struct state {
@@ -63,12 +58,10 @@ static struct state st;
 
 static void pick_name(void *ctx, sqlite3_stmt *row)
 {
-	struct pass *p = ctx;
+	struct pick *p = ctx;
 	const char *name = (const char *)sqlite3_column_text(row, 0);
-	if (!name || gw_grow((void **)&p->names, &p->cap, p->n + 1, sizeof(*p->names)) < 0)
-		return;
-	if ((p->names[p->n] = strdup(name)))
-		p->n++;
+	if (name)
+		json_array_append_new(p->names, json_string(name));
 }
 
 static void count_one(void *ctx, sqlite3_stmt *row)
@@ -76,39 +69,44 @@ static void count_one(void *ctx, sqlite3_stmt *row)
 	*(int64_t *)ctx = sqlite3_column_int64(row, 0);
 }
 
-static void work_pick(uv_work_t *w)
+/* Append up to `limit` runs last seen before `before`, the oldest first. */
+static int pick_older(const char *db_path, struct pick *p, double before, int64_t limit)
 {
-	struct pass *p = gw_container_of(w, struct pass, work);
-	p->rc = 0;
-	if (!isnan(p->older_than)) {
-		const struct gw_sv b[] = {gw_sv_real(p->older_than), gw_sv_int(MAX_PER_PASS)};
-		p->rc = gw_store_read_each(p->db_path, "SELECT name FROM runs WHERE last_seen < ?1 "
-		                           "ORDER BY last_seen LIMIT ?2", b, 2, pick_name, p, p->err,
-		                           sizeof(p->err));
-	}
-	if (p->rc < 0 || !p->max_bytes)
-		return;
+	const struct gw_sv b[] = {gw_sv_real(before), gw_sv_int(limit)};
+	return gw_store_read_each(db_path, "SELECT name FROM runs WHERE last_seen < ?1 "
+	                          "ORDER BY last_seen LIMIT ?2", b, 2, pick_name, p, p->err,
+	                          sizeof(p->err));
+}
+
+/* Which runs go (thread pool; reads db_path only): p->names.  Returns 0,
+ * or a negative errno with the message in p->err. */
+static int pick(const char *db_path, struct pick *p)
+{
+	int rc = 0;
+	if (!(p->names = json_array()))
+		return gw_errf(p->err, sizeof(p->err), -ENOMEM, "out of memory");
+	if (!isnan(p->older_than))
+		rc = pick_older(db_path, p, p->older_than, MAX_PER_PASS);
+	if (rc < 0 || !p->max_bytes)
+		return rc;
 	int64_t pages = 0, free_pages = 0, page_size = 0, runs = 0;
-	if ((p->rc = gw_store_read_each(p->db_path, "PRAGMA page_count", NULL, 0, count_one, &pages,
-	                                p->err, sizeof(p->err))) < 0 ||
-	    (p->rc = gw_store_read_each(p->db_path, "PRAGMA freelist_count", NULL, 0, count_one,
-	                                &free_pages, p->err, sizeof(p->err))) < 0 ||
-	    (p->rc = gw_store_read_each(p->db_path, "PRAGMA page_size", NULL, 0, count_one,
-	                                &page_size, p->err, sizeof(p->err))) < 0 ||
-	    (p->rc = gw_store_read_each(p->db_path, "SELECT count(*) FROM runs", NULL, 0, count_one,
-	                                &runs, p->err, sizeof(p->err))) < 0)
-		return;
+	if ((rc = gw_store_read_each(db_path, "PRAGMA page_count", NULL, 0, count_one, &pages,
+	                             p->err, sizeof(p->err))) < 0 ||
+	    (rc = gw_store_read_each(db_path, "PRAGMA freelist_count", NULL, 0, count_one,
+	                             &free_pages, p->err, sizeof(p->err))) < 0 ||
+	    (rc = gw_store_read_each(db_path, "PRAGMA page_size", NULL, 0, count_one,
+	                             &page_size, p->err, sizeof(p->err))) < 0 ||
+	    (rc = gw_store_read_each(db_path, "SELECT count(*) FROM runs", NULL, 0, count_one,
+	                             &runs, p->err, sizeof(p->err))) < 0)
+		return rc;
 	p->used_bytes = (uint64_t)(pages - free_pages) * (uint64_t)page_size;
 	if (p->used_bytes <= p->max_bytes || runs <= 0)
-		return;
+		return 0;
 	/* about how many runs hold the excess, the oldest first */
 	double per_run = (double)p->used_bytes / (double)runs;
 	int64_t k = (int64_t)ceil((double)(p->used_bytes - p->max_bytes) / per_run);
 	k = k < 1 ? 1 : k > MAX_PER_PASS ? MAX_PER_PASS : k;
-	const struct gw_sv b[] = {gw_sv_real(p->active_since), gw_sv_int(k)};
-	p->rc = gw_store_read_each(p->db_path, "SELECT name FROM runs WHERE last_seen < ?1 "
-	                           "ORDER BY last_seen LIMIT ?2", b, 2, pick_name, p, p->err,
-	                           sizeof(p->err));
+	return pick_older(db_path, p, p->active_since, k);
 }
 
 /* Delete one run: from the record path and from the database. */
@@ -119,103 +117,52 @@ static uint64_t delete_run(struct gw_daemon *d, const char *run)
 	return gw_store_delete_run(d->store, run);
 }
 
-static void free_pass(struct pass *p)
+/* Delete the runs picked (loop thread; none once the daemon is stopping).
+ * Returns the store sequence of the last deletion (0: none). */
+static uint64_t delete_names(struct gw_daemon *d, const json_t *names, const char *why)
 {
-	for (size_t i = 0; i < p->n; i++)
-		free(p->names[i]);
-	free(p->names);
-	free(p);
-}
-
-static void answered(struct gw_commit_waiter *w)
-{
-	struct req *q = gw_container_of(w, struct req, waiter);
-	q->waiting = false;
-	if (w->error) {
-		gw_http_respond_error(q->c, 503, "not deleted yet: the database cannot be written (%s)",
-		                      w->why);
-		return;
+	uint64_t seq = 0;
+	for (size_t i = 0; i < json_array_size(names) && !d->stopping; i++) {
+		const char *run = json_string_value(json_array_get(names, i));
+		seq = delete_run(d, run);
+		gw_log_info("retention: run %s deleted (%s)", run, why);
 	}
-	gw_http_respond_json(q->c, 200, q->body);
-	q->body = NULL;
+	return seq;
 }
 
-/* Answer q once the store has committed seq. */
-static void answer_after(struct req *q, uint64_t seq, json_t *body)
+static void work_pick(uv_work_t *w)
 {
-	q->body = body;
-	q->waiter.seq = seq;
-	q->waiter.fn = answered;
-	q->waiting = true;
-	gw_store_flush(q->d->store);
-	gw_ingest_wait_commit(&q->d->ingest, &q->waiter);
+	struct pass *p = gw_container_of(w, struct pass, work);
+	p->rc = pick(p->db_path, &p->pk);
 }
 
 static void work_done(uv_work_t *w, int status)
 {
 	struct pass *p = gw_container_of(w, struct pass, work);
 	struct gw_daemon *d = p->d;
-	if (!p->asked) {
-		st.busy = false;
-		st.stats.passes++;
-	} else if (p->req)
-		p->req->pass = NULL;
+	const struct pick *pk = &p->pk;
+	st.busy = false;
+	st.stats.passes++;
 	if (p->rc < 0 || status < 0) {
-		gw_log_warn("retention: %s", p->rc < 0 ? p->err : "cancelled");
-		if (p->req)
-			gw_http_respond_error(p->req->c, 500, "prune failed: %s", p->err);
-		free_pass(p);
-		return;
+		gw_log_warn("retention: %s", p->rc < 0 ? pk->err : "cancelled");
+	} else {
+		delete_names(d, pk->names, isnan(pk->older_than) ? "retention.max_bytes"
+		                                                 : "retention.max_age");
+		/* over max_bytes with nothing that may go: said once, again only
+		 * after the database fitted or runs could go in between (it was
+		 * said on every pass) */
+		if (pk->max_bytes) {
+			bool stuck = pk->used_bytes > pk->max_bytes && !json_array_size(pk->names);
+			if (stuck && !st.stuck_said)
+				gw_log_warn("retention: the database uses %" PRIu64 " bytes "
+				            "(retention.max_bytes %" PRIu64 "), but every run left was "
+				            "active in the last limits.run_evict_idle_s; said once until "
+				            "that changes", pk->used_bytes, pk->max_bytes);
+			st.stuck_said = stuck;
+		}
 	}
-	json_t *names = json_array();
-	uint64_t seq = 0;
-	for (size_t i = 0; i < p->n && !d->stopping; i++) {
-		seq = delete_run(d, p->names[i]);
-		json_array_append_new(names, json_string(p->names[i]));
-		gw_log_info("retention: run %s deleted (%s)", p->names[i],
-		            p->asked ? "POST /v1/prune" : isnan(p->older_than) ? "retention.max_bytes"
-		                                                            : "retention.max_age");
-	}
-	/* over max_bytes with nothing that may go: said once, again only after
-	 * the database fitted or runs could go in between (it was said on
-	 * every pass) */
-	if (p->max_bytes && !p->asked) {
-		bool stuck = p->used_bytes > p->max_bytes && !p->n;
-		if (stuck && !st.stuck_said)
-			gw_log_warn("retention: the database uses %" PRIu64 " bytes (retention.max_bytes %"
-			            PRIu64 "), but every run left was active in the last "
-			            "limits.run_evict_idle_s; said once until that changes",
-			            p->used_bytes, p->max_bytes);
-		st.stuck_said = stuck;
-	}
-	if (p->req)
-		answer_after(p->req, seq, json_pack("{s:o}", "deleted", names));
-	else
-		json_decref(names);
-	free_pass(p);
-}
-
-static int start_pass(struct gw_daemon *d, double older_than, uint64_t max_bytes,
-                      struct req *q)
-{
-	struct pass *p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	p->d = d;
-	p->db_path = d->cfg->db_path;
-	p->older_than = older_than;
-	p->max_bytes = max_bytes;
-	p->active_since = gw_wall_now() - d->cfg->run_evict_idle_s;
-	p->asked = q != NULL;
-	p->req = q;
-	int rc = uv_queue_work(d->loop, &p->work, work_pick, work_done);
-	if (rc < 0) {
-		free_pass(p);
-		return rc;
-	}
-	if (q)
-		q->pass = p;
-	return 0;
+	json_decref(p->pk.names);
+	free(p);
 }
 
 static void on_timer(uv_timer_t *t)
@@ -224,40 +171,85 @@ static void on_timer(uv_timer_t *t)
 	const struct gw_cfg *cfg = d->cfg;
 	if (st.busy || d->stopping)
 		return;
-	double older = cfg->retention_max_age_ms ? gw_wall_now() - cfg->retention_max_age_ms / 1000.0
-	                                         : NAN;
-	if (start_pass(d, older, cfg->retention_max_bytes, NULL) == 0)
-		st.busy = true;
+	struct pass *p = calloc(1, sizeof(*p));
+	if (!p)
+		return;
+	p->d = d;
+	p->db_path = cfg->db_path;
+	p->pk.older_than = cfg->retention_max_age_ms
+	                   ? gw_wall_now() - cfg->retention_max_age_ms / 1000.0 : NAN;
+	p->pk.max_bytes = cfg->retention_max_bytes;
+	p->pk.active_since = gw_wall_now() - cfg->run_evict_idle_s;
+	if (uv_queue_work(d->loop, &p->work, work_pick, work_done) < 0) {
+		free(p);
+		return;
+	}
+	st.busy = true;
 }
 
 /* ---- the routes ------------------------------------------------------------------ */
 
-static int req_begin(struct gw_http_conn *c, const struct gw_http_req *r)
+/* DELETE /v1/runs/{run}: deleted now, answered once committed.  Deleting
+ * is writing: a token limited to a glob of runs deletes only those. */
+static void h_delete(struct gw_http_conn *c, const struct gw_http_req *r)
 {
-	struct req *q = calloc(1, sizeof(*q));
-	if (!q) {
-		gw_http_respond_error(c, 500, "out of memory");
-		return -ENOMEM;
+	struct gw_daemon *d = r->data;
+	if (!gw_auth_allows_run(r->token, r->arg)) {
+		gw_http_respond_error(c, 403, "this token may not delete run \"%s\" (it may write "
+		                      "only runs matching %s)", r->arg, gw_auth_runs_glob(r->token));
+		return;
 	}
-	q->c = c;
-	q->d = r->data;
-	gw_http_conn_set_state(c, q);
-	/* deleting is writing: a token limited to a glob of runs deletes only
-	 * those, and may not prune (that would reach every team's runs) */
+	if (!gw_runs_known(&d->ingest, r->arg)) {
+		gw_http_respond_error(c, 404, "no run named \"%s\"", r->arg);
+		return;
+	}
+	gw_log_info("run %s deleted (DELETE /v1/runs)", r->arg);
+	gw_http_answer_after_commit(c, delete_run(d, r->arg),
+	                            200, json_pack("{s:[s]}", "deleted", r->arg), "not deleted yet");
+}
+
+/* POST /v1/prune, on the thread pool: which runs are older than asked. */
+static int read_prune(const struct gw_http_req *r, json_t **out)
+{
+	struct pick *pk = r->state;
+	if (pick(r->db_path, pk) < 0) {
+		*out = json_pack("{s:s+}", "error", "prune failed: ", pk->err);
+		return 500;
+	}
+	*out = json_incref(pk->names);
+	return 200;
+}
+
+/* ... back on the loop: delete them. */
+static void prune_then(struct gw_http_conn *c, const struct gw_http_req *r, int status,
+                       json_t *names)
+{
+	if (status != 200) {
+		gw_log_warn("retention: %s", ((struct pick *)r->state)->err);
+		gw_http_respond_json(c, status, names);
+		return;
+	}
+	uint64_t seq = delete_names(r->data, names, "POST /v1/prune");
+	gw_http_answer_after_commit(c, seq, 200, json_pack("{s:o}", "deleted", names),
+	                            "not deleted yet");
+}
+
+static void pick_free(void *state)
+{
+	struct pick *pk = state;
+	json_decref(pk->names);
+	free(pk);
+}
+
+/* POST /v1/prune?older_than=DURATION: a token limited to a glob of runs
+ * may not prune (that would reach every team's runs). */
+static void h_prune(struct gw_http_conn *c, const struct gw_http_req *r)
+{
 	const char *glob = gw_auth_runs_glob(r->token);
-	if (r->arg) {
-		if (!gw_auth_allows_run(r->token, r->arg)) {
-			gw_http_respond_error(c, 403, "this token may not delete run \"%s\" (it may write "
-			                      "only runs matching %s)", r->arg, glob);
-			return -EPERM;
-		}
-		q->run = r->arg;
-		return 0;
-	}
 	if (glob) {
 		gw_http_respond_error(c, 403, "this token may write only runs matching %s and may not "
 		                      "prune; prune needs an ingest token without a run glob", glob);
-		return -EPERM;
+		return;
 	}
 	char v[64];
 	uint64_t ms;
@@ -274,59 +266,24 @@ static int req_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 		else
 			gw_http_respond_error(c, 400, "POST /v1/prune needs ?older_than=DURATION "
 			                      "(e.g. 30d, 12h)");
-		return -EINVAL;
+		return;
 	}
 	json_decref(j);
-	q->older_than = gw_wall_now() - ms / 1000.0;
-	return 0;
-}
-
-static int req_data(struct gw_http_conn *c, const char *p, size_t n)
-{
-	return 0;   /* no body is read */
-}
-
-static void req_end(struct gw_http_conn *c)
-{
-	struct req *q = gw_http_conn_state(c);
-	if (q->run) {
-		if (!gw_runs_known(&q->d->ingest, q->run)) {
-			gw_http_respond_error(c, 404, "no run named \"%s\"", q->run);
-			return;
-		}
-		gw_log_info("run %s deleted (DELETE /v1/runs)", q->run);
-		answer_after(q, delete_run(q->d, q->run), json_pack("{s:[s]}", "deleted", q->run));
-	} else if (start_pass(q->d, q->older_than, 0, q) < 0) {
-		gw_http_respond_error(c, 500, "cannot start the prune");
-	}
-}
-
-static void req_free(struct gw_http_conn *c, bool complete)
-{
-	struct req *q = gw_http_conn_state(c);
-	if (!q)
+	struct pick *pk = calloc(1, sizeof(*pk));
+	if (!pk) {
+		gw_http_respond_error(c, 500, "out of memory");
 		return;
-	if (q->waiting)
-		gw_ingest_cancel_wait(&q->d->ingest, &q->waiter);
-	if (q->pass)
-		q->pass->req = NULL;   /* it finishes without an answer */
-	json_decref(q->body);
-	free(q);
+	}
+	pk->older_than = gw_wall_now() - ms / 1000.0;
+	gw_http_defer(c, read_prune, prune_then, pk, pick_free);
 }
-
-static const struct gw_http_body_ops req_ops = {
-	.begin = req_begin,
-	.data = req_data,
-	.end = req_end,
-	.free = req_free,
-};
 
 int gw_retention_start(struct gw_daemon *d, char *err, size_t errlen)
 {
 	const struct gw_http_route routes[] = {
-		{.method = "DELETE", .path = "/v1/runs/", .prefix = true, .body = &req_ops, .data = d,
-		 .scope = GW_SCOPE_INGEST},
-		{.method = "POST", .path = "/v1/prune", .body = &req_ops, .data = d,
+		{.method = "DELETE", .path = "/v1/runs/", .prefix = true, .handler = h_delete,
+		 .data = d, .scope = GW_SCOPE_INGEST},
+		{.method = "POST", .path = "/v1/prune", .handler = h_prune, .data = d,
 		 .scope = GW_SCOPE_INGEST},
 	};
 	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++) {

@@ -182,13 +182,19 @@ int gw_web_start(struct gw_daemon *d, char *err, size_t errlen)
 	static const struct gw_http_route routes[] = {
 		/* the shell and its files hold no data: open, like /healthz;
 		 * everything they read takes a read token when tokens are on */
-		{"GET", "/", false, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN, NULL},
-		{"GET", "/runs/", true, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN, NULL},
-		{"GET", "/alerts/", true, NULL, h_page, NULL, NULL, NULL, GW_SCOPE_OPEN, "alert id"},
-		{"GET", "/static/", true, NULL, h_static, NULL, NULL, NULL, GW_SCOPE_OPEN, "file name"},
-		{"GET", "/v1/runs/", true, "/records", NULL, q_records, NULL, NULL, GW_SCOPE_READ, NULL},
-		{"GET", "/v1/runs/", true, "/ranks", NULL, q_ranks, NULL, NULL, GW_SCOPE_READ, NULL},
-		{"GET", "/v1/alerts/", true, NULL, NULL, q_alert, NULL, NULL, GW_SCOPE_READ, "alert id"},
+		{.method = "GET", .path = "/", .handler = h_page, .scope = GW_SCOPE_OPEN},
+		{.method = "GET", .path = "/runs/", .prefix = true, .handler = h_page,
+		 .scope = GW_SCOPE_OPEN},
+		{.method = "GET", .path = "/alerts/", .prefix = true, .handler = h_page,
+		 .scope = GW_SCOPE_OPEN, .arg_name = "alert id"},
+		{.method = "GET", .path = "/static/", .prefix = true, .handler = h_static,
+		 .scope = GW_SCOPE_OPEN, .arg_name = "file name"},
+		{.method = "GET", .path = "/v1/runs/", .prefix = true, .suffix = "/records",
+		 .query = q_records, .scope = GW_SCOPE_READ},
+		{.method = "GET", .path = "/v1/runs/", .prefix = true, .suffix = "/ranks",
+		 .query = q_ranks, .scope = GW_SCOPE_READ},
+		{.method = "GET", .path = "/v1/alerts/", .prefix = true, .query = q_alert,
+		 .scope = GW_SCOPE_READ, .arg_name = "alert id"},
 	};
 	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++)
 		if (gw_http_route(d->http, &routes[i]) < 0)

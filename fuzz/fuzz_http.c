@@ -77,16 +77,6 @@ static struct gw_cfg cfg;
 static struct gw_daemon d;
 static uv_loop_t loop;
 
-static void barrier(void *data, struct gw_commit_waiter *w)
-{
-	gw_ingest_barrier(data, w);
-}
-
-static void cancel(void *data, struct gw_commit_waiter *w)
-{
-	gw_ingest_cancel_wait(data, w);
-}
-
 /* A loopback port nobody uses right now. */
 static int free_port(void)
 {
@@ -147,8 +137,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		.schemas = schemas, .n_schemas = GW_ARRAY_SIZE(schemas),
 	};
 	struct gw_http_opts ho = {
-		.loop = &loop, .cfg = &cfg, .barrier = barrier, .cancel = cancel,
-		.barrier_data = &d.ingest, .auth = d.auth,
+		.loop = &loop, .cfg = &cfg, .ingest = &d.ingest, .auth = d.auth,
 	};
 	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0 ||
 	    gw_ingest_start(&d.ingest, &(struct gw_ingest_opts){.loop = &loop, .cfg = &cfg, .store = d.store},

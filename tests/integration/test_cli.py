@@ -236,6 +236,37 @@ class OneShapeOneSchema(unittest.TestCase):
         r = run([GRADWATCH, 'alerts', '--json'], env={'GRADWATCH_URL': self.url})
         self.assertEqual(json.loads(r.stdout), self.d.get('/v1/alerts')[1])
 
+    def test_alerts_of_a_run_named_like_a_subcommand(self):
+        # "gradwatch alerts ack" is the subcommand; --run NAME reaches a run
+        # of that name (and any other), from the daemon and from the file
+        with Daemon() as d:
+            url = 'http://127.0.0.1:%d' % d.http_port
+            for name in ('ack', 'unack'):
+                d.post('/v1/ingest', ''.join('{"run":"%s","step":%d,"loss":%s,"grad_norm":1}\n'
+                                             % (name, s, 'NaN' if s == 4 else '1.5')
+                                             for s in range(1, 5)).encode())
+            wait_for(lambda: len(d.get('/v1/alerts')[1]['alerts']) == 2, 10, 'two alerts')
+            for name in ('ack', 'unack'):
+                api = d.get('/v1/runs/%s/alerts' % name)[1]
+                self.assertEqual([a['run'] for a in api['alerts']], [name])
+                for where in (['--url', url], ['--db', d.db]):
+                    self.assertEqual(self.cli('alerts', '--run', name, '--json', *where), api)
+                    self.assertEqual(self.cli('alerts', '--json', *where, '--run=' + name), api)
+                    r = run([GRADWATCH, 'alerts', '--run', name] + where)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertIn(b'nonfinite', r.stdout)
+                self.assertEqual(self.cli('runs', '--run', name, '--json', '--url', url),
+                                 d.get('/v1/runs/' + name)[1])
+            # the subcommand is still the subcommand
+            r = run([GRADWATCH, 'alerts', 'ack', '--url', url])
+            self.assertEqual(r.returncode, 2, r.stderr)
+            # a run named twice is a usage error, not one of them silently
+            r = run([GRADWATCH, 'alerts', '--run', 'ack', 'unack', '--url', url])
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(b'--run', r.stderr)
+            r = run([GRADWATCH, 'alerts', '--help'])
+            self.assertIn(b'--run NAME', r.stdout)
+
     def test_alerts_of_a_misspelt_run_is_no_such_run_not_no_alerts(self):
         # "no alerts" for a run that does not exist reads as "all well"
         self.assertEqual(self.d.get('/v1/runs/no-such-run/alerts')[0], 404)

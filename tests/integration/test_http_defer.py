@@ -1,0 +1,241 @@
+"""Deferred answers (http.c's one path: barrier, read on the thread pool,
+back on the loop, answer after the commit), against the real daemon over
+real sockets.
+
+CommitWaits: a write whose commit fails (another process holds SQLite's
+write lock) is answered 503 "not ... yet" with the cause, never 200, also
+when the daemon is told to stop meanwhile; it goes in once the database can
+be written.  GoneAway: acknowledgements, withdrawals, DELETE /v1/runs/{run}
+and POST /v1/prune sent and their connections closed at once (a FIN or a
+reset) while an ingest keeps the store busy, and a stop with such requests
+waiting: the routes still work after, what was committed is consistent, and
+the daemon stops cleanly (no sanitizer report, no handle left open:
+Daemon.stop checks).  The daemon notices a client gone only when it writes
+to it (it does not read while a request is answered), so most of these
+requests run to their end; the stop is what closes connections mid-way.
+"""
+
+import contextlib
+import http.client
+import json
+import os
+import signal
+import socket
+import sqlite3
+import struct
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gwtest  # noqa: E402
+from receiver import finite_lines, nan_incident  # noqa: E402
+
+
+def request(port, method, path, body=None):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        c.request(method, path, body=json.dumps(body) if body is not None else None)
+        r = c.getresponse()
+        return r.status, json.loads(r.read())
+    finally:
+        c.close()
+
+
+def send_and_go(port, method, path, body=b"", reset=False):
+    """Send one whole request and close without reading the answer."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                  % (method.encode(), path.encode(), len(body), body))
+        if reset:   # RST instead of FIN
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    finally:
+        s.close()
+
+
+def hold_write_lock(d):
+    """Take the database's write lock from outside (as another writer
+    would): the daemon's commits wait for it, for SQLite's busy timeout,
+    then fail and are retried.  Returns the connection; close() frees it."""
+    con = sqlite3.connect(d.db, isolation_level=None, timeout=10)
+    con.execute("BEGIN IMMEDIATE")
+    return con
+
+
+def open_alert(d, run):
+    d.post("/v1/ingest", "\n".join(nan_incident(run)).encode() + b"\n")
+    return gwtest.wait_for(lambda: (d.get("/v1/runs/%s/alerts" % run)[1].get("alerts")
+                                    or [None])[0], 10, "the alert of " + run)
+
+
+class BodyLimits(unittest.TestCase):
+    def test_an_ack_body_too_large_is_refused_before_it_is_sent(self):
+        # Content-Length over limits.max_body_bytes: 413 at once, the body is
+        # not waited for; over the route's own 8 KiB: read, dropped, 413
+        with gwtest.Daemon() as d:
+            aid = open_alert(d, "r1")["id"]
+            s = socket.create_connection(("127.0.0.1", d.http_port), timeout=30)
+            s.sendall(b"POST /v1/alerts/%s/ack HTTP/1.1\r\nHost: x\r\n"
+                      b"Content-Length: 10000000000\r\n\r\n" % aid.encode())
+            answer = gwtest.read_all(s, timeout=30)
+            s.close()
+            self.assertTrue(answer.startswith(b"HTTP/1.1 413 "), answer)
+            self.assertIn(b"the body has 10000000000 bytes; limits.max_body_bytes is", answer)
+            st, j = request(d.http_port, "POST", "/v1/alerts/%s/ack" % aid, {"note": "x" * 9000})
+            self.assertEqual(st, 413, j)
+            self.assertIn("the body is over 8192 bytes", j["error"])
+            self.assertNotIn("acked_at", d.get("/v1/alerts/" + aid)[1])
+            self.assertEqual(d.stop(), 0)
+
+
+class CommitWaits(unittest.TestCase):
+    def test_a_write_that_cannot_commit_is_answered_503_not_200(self):
+        # what was answered is on disk: an ack or a deletion whose commit
+        # fails is not answered 200, and says why; it goes in once the
+        # database can be written again
+        with gwtest.Daemon() as d:
+            aid = open_alert(d, "r1")["id"]
+            d.post("/v1/ingest", "\n".join(finite_lines("old", 1, 3)).encode() + b"\n")
+            lock = hold_write_lock(d)
+            try:
+                st, j = request(d.http_port, "POST", "/v1/alerts/%s/ack" % aid, {"by": "alice"})
+                self.assertEqual(st, 503, j)
+                self.assertTrue(j["error"].startswith("not acknowledged yet: the database "
+                                                      "cannot be written (database is locked"),
+                                j)
+                st, j = request(d.http_port, "DELETE", "/v1/runs/old")
+                self.assertEqual(st, 503, j)
+                self.assertTrue(j["error"].startswith("not deleted yet: the database cannot be "
+                                                      "written"), j)
+            finally:
+                lock.close()
+            gwtest.wait_for(lambda: d.get("/v1/alerts/" + aid)[1].get("acked_by") == "alice",
+                            30, "the ack committed once the lock is gone")
+            gwtest.wait_for(lambda: d.get("/v1/runs/old")[0] == 404, 30, "the run deleted")
+            self.assertEqual(d.stop(), 0)
+
+    def test_stop_while_an_answer_waits_for_its_commit(self):
+        # the daemon is told to stop while an ack waits for its commit: the
+        # client is answered (503, not yet), never a false 200 or nothing;
+        # the daemon stops cleanly, and the ack is in once the database
+        # could be written (the store retries it before exiting)
+        d = gwtest.Daemon().start()
+        lock = None
+        try:
+            aid = open_alert(d, "r1")["id"]
+            lock = hold_write_lock(d)
+            s = socket.create_connection(("127.0.0.1", d.http_port), timeout=60)
+            body = b'{"by":"alice"}'
+            s.sendall(b"POST /v1/alerts/%s/ack HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+                      b"\r\n%s" % (aid.encode(), len(body), body))
+            gwtest.wait_for(lambda: "acknowledged by alice" in d.logtext(), 10,
+                            "the ack queued, waiting for its commit")
+            d.proc.send_signal(signal.SIGTERM)
+            answer = gwtest.read_all(s, timeout=60)
+            s.close()
+            self.assertTrue(answer.startswith(b"HTTP/1.1 503 "), answer)
+            self.assertIn(b"not acknowledged yet: the database cannot be written", answer)
+            lock.close()
+            lock = None
+            self.assertEqual(d.stop(), 0)
+            with gwtest.Daemon(workdir=d.dir) as again:
+                self.assertEqual(again.get("/v1/alerts/" + aid)[1].get("acked_by"), "alice")
+                self.assertEqual(again.stop(), 0)
+        finally:
+            if lock:
+                lock.close()
+            d.close()
+
+
+class GoneAway(unittest.TestCase):
+    def test_clients_gone_at_every_stage(self):
+        d = gwtest.Daemon().start()
+        try:
+            port = d.http_port
+            d.post("/v1/ingest", "\n".join(nan_incident("r1")).encode() + b"\n")
+            alert = gwtest.wait_for(lambda: (d.get("/v1/runs/r1/alerts")[1].get("alerts")
+                                             or [None])[0], 10, "the alert of r1")
+            ack = "/v1/alerts/%s/ack" % alert["id"]
+            for i in range(8):
+                d.post("/v1/ingest", "\n".join(finite_lines("old%d" % i, 1, 5)).encode() + b"\n")
+
+            # a writer keeps the store committing while the requests come and go
+            stop = threading.Event()
+
+            def writer():
+                step = 1
+                while not stop.is_set():
+                    with contextlib.suppress(OSError):   # the daemon stopped under it
+                        d.post("/v1/ingest", "\n".join(finite_lines("busy", step, 2000))
+                               .encode() + b"\n")
+                    step += 2000
+
+            t = threading.Thread(target=writer)
+            t.start()
+            try:
+                for i in range(400):
+                    reset = i % 2 == 1
+                    kind = i % 4
+                    if kind == 0:
+                        send_and_go(port, "POST", ack, b'{"by":"alice"}', reset)
+                    elif kind == 1:
+                        send_and_go(port, "DELETE", ack, b"", reset)
+                    elif kind == 2:
+                        send_and_go(port, "DELETE", "/v1/runs/old%d" % (i // 4 % 8), b"", reset)
+                    else:
+                        send_and_go(port, "POST", "/v1/prune?older_than=30d", b"", reset)
+            finally:
+                stop.set()
+                t.join()
+
+            # the daemon answers, and each route still does its work
+            self.assertEqual(d.get("/healthz")[0], 200)
+            # (the abandoned requests may still be answered after ours: the
+            # daemon notices a client gone only when it writes to it)
+            def ack_by_bob():
+                st, a = request(port, "DELETE", ack)
+                self.assertEqual(st, 200, a)
+                self.assertNotIn("acked_at", a)
+                st, a = request(port, "POST", ack, {"by": "bob"})
+                self.assertEqual(st, 200, a)
+                return a.get("acked_by") == "bob" and \
+                    d.get("/v1/alerts/" + alert["id"])[1].get("acked_by") == "bob"
+            gwtest.wait_for(ack_by_bob, 30, "an acknowledgement by bob that stays")
+            self.assertEqual(request(port, "POST", "/v1/prune?older_than=30d"),
+                             (200, {"deleted": []}))
+            # every old run went (by a request whose client left) or goes now
+            for i in range(8):
+                st, j = request(port, "DELETE", "/v1/runs/old%d" % i)
+                self.assertIn(st, (200, 404), j)
+                self.assertEqual(d.get("/v1/runs/old%d" % i)[0], 404)
+            self.assertEqual(d.get("/v1/runs/busy")[0], 200)
+
+            # the daemon stops while requests wait for their barrier, read or
+            # commit, their clients still there: it stops cleanly
+            stop.clear()
+            t = threading.Thread(target=writer)
+            t.start()
+            held = []
+            try:
+                for i in range(200):
+                    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+                    held.append(s)
+                    req = [("POST", ack, b'{"by":"carol"}'), ("DELETE", ack, b""),
+                           ("POST", "/v1/prune?older_than=30d", b""),
+                           ("DELETE", "/v1/runs/busy", b"")][i % 4]
+                    s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s"
+                              % (req[0].encode(), req[1].encode(), len(req[2]), req[2]))
+                self.assertEqual(d.stop(), 0)
+            finally:
+                stop.set()
+                t.join()
+                for s in held:
+                    s.close()
+        finally:
+            if d.proc is not None:
+                self.assertEqual(d.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
