@@ -18,7 +18,7 @@
 #include <string.h>
 
 static int dormant_add(struct gw_runs *rs, const char *name, int64_t seg, int64_t last_step,
-                       double last_ts, double last_seen, bool interleaved)
+                       double last_ts, double last_seen, bool interleaved, bool ended)
 {
 	if (gw_grow((void **)&rs->d, &rs->cap, rs->n + 1, sizeof(*rs->d)) < 0)
 		return -ENOMEM;
@@ -30,7 +30,8 @@ static int dormant_add(struct gw_runs *rs, const char *name, int64_t seg, int64_
 		free(copy);
 		return rc == -EEXIST ? 0 : rc;
 	}
-	rs->d[rs->n++] = (struct gw_dormant){copy, seg, last_step, last_ts, last_seen, interleaved};
+	rs->d[rs->n++] = (struct gw_dormant){copy, seg, last_step, last_ts, last_seen, interleaved,
+	                                     ended};
 	return 0;
 }
 
@@ -51,12 +52,12 @@ struct load_ctx {
 	int err;
 };
 
-static void load_one(void *data, const char *run, int64_t seg, int64_t last_step, double last_ts,
-                     double last_seen, bool interleaved)
+static void load_one(void *data, const struct gw_run_position *p)
 {
 	struct load_ctx *c = data;
-	if (seg > 0 && !c->err)
-		c->err = dormant_add(c->rs, run, seg, last_step, last_ts, last_seen, interleaved);
+	if (p->seg > 0 && !c->err)
+		c->err = dormant_add(c->rs, p->run, p->seg, p->last_step, p->last_ts, p->last_seen,
+		                     p->interleaved, p->ended);
 }
 
 int gw_runs_load(struct gw_runs *rs, const char *db_path, char *err, size_t errlen)
@@ -103,7 +104,7 @@ static int make_dormant(struct gw_ingest *in, const char *name)
 	int rc = gw_engine_evict(in->engine, copy, &last);
 	if (rc == 0) {
 		rc = dormant_add(&in->runs, copy, last.seg, last.last_step, last.last_ts, last.last_wall,
-		                 last.interleaved);
+		                 last.interleaved, last.ended);
 		in->runs.evicted++;
 	}
 	free(copy);
@@ -245,7 +246,6 @@ int gw_runs_activate(struct gw_ingest *in, const char *run, size_t len)
 	uint64_t t0 = gw_mono_ms();
 	int rc = gw_store_read_tail(in->cfg->db_path, dm.name, GW_RUNS_REFEED, refeed_one, &f, err,
 	                            sizeof(err));
-	gw_engine_quiet(in->engine, quiet);
 	if (rc < 0 || !f.seeded) {
 		if (rc < 0)
 			gw_log_warn("run %s: cannot rebuild its detector state (%s); it continues from its "
@@ -255,6 +255,12 @@ int gw_runs_activate(struct gw_ingest *in, const char *run, size_t len)
 	}
 	if (dm.interleaved)   /* said once already: repeats stay folded */
 		gw_engine_set_interleaved(in->engine, dm.name);
+	/* it had ended, and no line went past that (its re-fed lines may not
+	 * say so: a followed file closed, an eviction, a length declared
+	 * before them); quiet, it is not stored again */
+	if (dm.ended)
+		gw_engine_run_ended(in->engine, dm.name, "ended before", NAN);
+	gw_engine_quiet(in->engine, quiet);
 	rs->rehydrated++;
 	gw_log_debug("run %s: detector state rebuilt from %" PRIu64 " stored line(s) in %" PRIu64 " ms",
 	             dm.name, f.lines, gw_mono_ms() - t0);

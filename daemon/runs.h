@@ -15,7 +15,10 @@
  * GW_RUNS_REFEED records and the events among them, read from SQLite with
  * one indexed query (a bounded, synchronous read on the loop thread:
  * docs/reliability.md gives its measured cost), each with the wall clock it
- * arrived at, so a rebuilt run's cadence is known at once.
+ * arrived at, so a rebuilt run's cadence is known at once.  A run that had
+ * ended (engine.h "Run endings"; kept on its row, gw_store_put_run_end, by
+ * the ingest's on_ended hook) is rebuilt ended, whether or not its re-fed
+ * lines say so: after a restart its silence is not watched.
  */
 #ifndef GW_RUNS_H
 #define GW_RUNS_H
@@ -38,6 +41,7 @@ struct gw_dormant {
 	int64_t seg, last_step;
 	double last_ts, last_seen;   /* last_seen: its last line's arrival */
 	bool interleaved;          /* its lines are interleaved writers' (engine.h) */
+	bool ended;                /* it had ended, no line went past it (engine.h "Run endings") */
 };
 
 struct gw_runs {

@@ -284,9 +284,7 @@ int gw_store_read_alert(const char *path, const char *id, json_t **out, char *er
 }
 
 int gw_store_read_run_positions(const char *path,
-                                void (*fn)(void *data, const char *run, int64_t seg,
-                                           int64_t last_step, double last_ts, double last_seen,
-                                           bool interleaved),
+                                void (*fn)(void *data, const struct gw_run_position *p),
                                 void *data, char *err, size_t errlen)
 {
 	sqlite3 *db;
@@ -294,18 +292,30 @@ int gw_store_read_run_positions(const char *path,
 	if (rc < 0)
 		return rc;
 	sqlite3_stmt *st;
+	/* ended: the run's last line is in the segment it ended in, at or
+	 * below the step it ended at (engine.h "Run endings": a record past
+	 * it, or a new segment, means the job went on) */
 	if (sqlite3_prepare_v2(db, "SELECT name, last_seg, last_step, last_ts, last_seen, "
-	                           "writers IS NOT NULL FROM runs", -1, &st, NULL) != SQLITE_OK) {
+	                           "writers IS NOT NULL, ended_seg IS NOT NULL AND "
+	                           "ended_seg = last_seg AND coalesce(last_step, -1) <= ended_step "
+	                           "FROM runs", -1, &st, NULL) != SQLITE_OK) {
 		rc = gw_errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
 		sqlite3_close(db);
 		return rc;
 	}
 	int src;
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		double ts = col_real(st, 3);
-		int64_t step = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
-		fn(data, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), step, ts,
-		   col_real(st, 4), sqlite3_column_int(st, 5) != 0);
+		struct gw_run_position p = {
+			.run = (const char *)sqlite3_column_text(st, 0),
+			.seg = sqlite3_column_int64(st, 1),
+			.last_step = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1
+			                                                        : sqlite3_column_int64(st, 2),
+			.last_ts = col_real(st, 3),
+			.last_seen = col_real(st, 4),
+			.interleaved = sqlite3_column_int(st, 5) != 0,
+			.ended = sqlite3_column_int(st, 6) != 0,
+		};
+		fn(data, &p);
 	}
 	/* a step that fails (a corrupt page, a busy database) ends the rows
 	 * too: the caller must not take what it got for all of them */

@@ -45,7 +45,7 @@
  * regrown on every restart. */
 #define GW_STORE_WAL_KEEP_BYTES (16 << 20)
 
-#define GW_STORE_SCHEMA_VERSION 6 /* the store's own tables: see migrations[] in store.c */
+#define GW_STORE_SCHEMA_VERSION 7 /* the store's own tables: see migrations[] in store.c */
 
 /* ---- typed values -------------------------------------------------------------- */
 
@@ -162,6 +162,12 @@ uint64_t gw_store_put_event(struct gw_store *s, const struct gw_rec *rec,
  * Returns the sequence number or 0 (out of memory). */
 uint64_t gw_store_put_rank_line(struct gw_store *s, const struct gw_rec *rec, uint64_t line,
                                 double recv);
+/* The run ended (detectors/engine.h "Run endings") in segment seg at step
+ * step, for reason (a short word), at wall clock `at`: kept on the run's
+ * row (the last ending counts) until a line past it makes the run go on,
+ * which gw_store_read_run_positions tells. */
+uint64_t gw_store_put_run_end(struct gw_store *s, const char *run, int64_t seg, int64_t step,
+                              const char *reason, double at);
 /* Note on the run that its lines were recognised as interleaved writers'
  * (a JSON object, read back as /v1/runs/{run}'s "writers"). */
 uint64_t gw_store_put_writers(struct gw_store *s, const char *run, const char *note);
@@ -242,13 +248,19 @@ int gw_store_read_alerts(const char *path, const char *run, size_t limit,
 /* One alert by id (the columns of gw_store_read_alerts); -ENOENT if none. */
 int gw_store_read_alert(const char *path, const char *id, json_t **out, char *err, size_t errlen);
 
-/* Every run's last segment, step, ts and last line's arrival (last_seen),
- * and whether its lines were recognised as interleaved writers' (a "writers" note), to seed the engine
- * after a daemon restart: fn is called once per run. */
+/* Where a run stood, to seed the engine after a daemon restart. */
+struct gw_run_position {
+	const char *run;
+	int64_t seg, last_step;    /* last_step -1: none */
+	double last_ts, last_seen; /* last_seen: its last line's arrival */
+	bool interleaved;          /* its lines were recognised as interleaved writers' */
+	bool ended;                /* it ended (gw_store_put_run_end) and no line went past it */
+};
+
+/* Every run's position: fn is called once per run (p valid during the
+ * call). */
 int gw_store_read_run_positions(const char *path,
-                                void (*fn)(void *data, const char *run, int64_t seg,
-                                           int64_t last_step, double last_ts, double last_seen,
-                                           bool interleaved),
+                                void (*fn)(void *data, const struct gw_run_position *p),
                                 void *data, char *err, size_t errlen);
 
 /* A run's newest n records, and its events from the oldest of them on, in

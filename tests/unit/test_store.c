@@ -340,15 +340,16 @@ END_TEST
 struct positions {
 	int n;
 	int64_t seg, step;
+	bool ended;
 };
 
-static void on_position(void *data, const char *run, int64_t seg, int64_t step, double ts,
-                        double seen, bool interleaved)
+static void on_position(void *data, const struct gw_run_position *pos)
 {
 	struct positions *p = data;
 	p->n++;
-	p->seg = seg;
-	p->step = step;
+	p->seg = pos->seg;
+	p->step = pos->last_step;
+	p->ended = pos->ended;
 }
 
 /* A stored follow position that cannot be read is an error, not "none"
@@ -385,6 +386,7 @@ START_TEST(positions_for_seeding)
 	ck_assert_int_eq(got.n, 1);
 	ck_assert_int_eq(got.seg, 3);
 	ck_assert_int_eq(got.step, 10);
+	ck_assert(!got.ended);
 
 	/* the runs table unreadable (its root page overwritten): an error
 	 * naming the database, not 0 with no runs (the daemon then seeded
@@ -394,6 +396,47 @@ START_TEST(positions_for_seeding)
 	err[0] = '\0';
 	ck_assert_int_lt(gw_store_read_run_positions(path, on_position, &got, err, sizeof(err)), 0);
 	ck_assert_msg(strstr(err, path) && strstr(err, "malformed"), "%s", err);
+}
+END_TEST
+
+/* A run's ending is kept on its row, and tells only while no line went
+ * past it: a record at or below its step in its segment leaves it ended;
+ * a record past that step, or a new segment, means the run went on. */
+static bool ended_now(void)
+{
+	struct positions got = {0};
+	char err[256];
+	ck_assert_int_eq(gw_store_read_run_positions(path, on_position, &got, err, sizeof(err)), 0);
+	ck_assert_int_eq(got.n, 1);
+	return got.ended;
+}
+
+START_TEST(run_end_kept_until_the_run_goes_on)
+{
+	struct gw_store *s = open_store();
+	uint64_t seq = 0;
+	for (int i = 1; i <= 10; i++) {
+		struct gw_rec r = record("end", i, 1.0, 1.0);
+		seq = gw_store_put_record(s, &r, 1, (uint64_t)i, 0);
+	}
+	wait_committed(s, seq);
+	ck_assert(!ended_now());
+	wait_committed(s, gw_store_put_run_end(s, "end", 1, 10, "file_rotated", 100.0));
+	ck_assert(ended_now());
+	ck_assert_int_eq(scalar("SELECT count(*) FROM runs WHERE ended_reason = 'file_rotated' "
+	                        "AND ended_at = 100.0 AND ended_step = 10"), 1);
+	struct gw_rec late = record("end", 9, 1.0, 1.0);   /* a late line: still ended */
+	wait_committed(s, gw_store_put_record(s, &late, 1, 11, 0));
+	ck_assert(ended_now());
+	struct gw_rec on = record("end", 11, 1.0, 1.0);    /* past it: the run goes on */
+	wait_committed(s, gw_store_put_record(s, &on, 1, 12, 0));
+	ck_assert(!ended_now());
+	wait_committed(s, gw_store_put_run_end(s, "end", 1, 11, "run_finished", 101.0));
+	ck_assert(ended_now());
+	struct gw_rec again = record("end", 1, 1.0, 1.0);  /* a restart: a new segment */
+	wait_committed(s, gw_store_put_record(s, &again, 2, 13, 0));
+	ck_assert(!ended_now());
+	gw_store_close(s);
 }
 END_TEST
 
@@ -565,6 +608,7 @@ int main(void)
 	tcase_add_test(tc, newer_schema_refused);
 	tcase_add_test(tc, bad_path);
 	tcase_add_test(tc, positions_for_seeding);
+	tcase_add_test(tc, run_end_kept_until_the_run_goes_on);
 	tcase_add_test(tc, many_runs_and_deletes);
 	tcase_add_test(tc, commit_wait_ignores_wall_clock_steps);
 	tcase_add_test(tc, meta_read_error);
