@@ -9,6 +9,7 @@
 #include "config.h"
 #include "ingest.h"
 #include "log.h"
+#include "outbox.h"
 #include "util.h"
 
 #include <errno.h>
@@ -281,6 +282,7 @@ void gw_runs_forget(struct gw_ingest *in, const char *run)
 {
 	uint32_t i;
 	gw_engine_evict(in->engine, run, NULL);
+	gw_outbox_forget_run(in->outbox, run);   /* its alerts are gone too */
 	if (gw_strtab_find(&in->runs.by_name, run, strlen(run), &i) == 0)
 		dormant_remove(&in->runs, i);
 }

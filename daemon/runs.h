@@ -71,7 +71,7 @@ void gw_runs_tick(struct gw_ingest *in, double now);
 bool gw_runs_known(const struct gw_ingest *in, const char *run);
 
 /* Forget a run altogether (DELETE /v1/runs/{run}, retention): its state,
- * active or dormant. */
+ * active or dormant, and its alerts in the outbox (gw_outbox_forget_run). */
 void gw_runs_forget(struct gw_ingest *in, const char *run);
 
 size_t gw_runs_dormant(const struct gw_runs *rs);

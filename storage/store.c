@@ -466,9 +466,18 @@ uint64_t gw_store_delete_run(struct gw_store *s, const char *run)
 	const struct gw_sv v[] = {gw_sv_text(run)};
 	uint64_t seq = 0;
 	gw_store_hold(s);
+	/* the modules' rows first: they may find theirs through the run's */
+	for (size_t k = 0; k < s->n_schemas; k++) {
+		const struct gw_store_schema *sc = s->schemas[k];
+		for (size_t i = 0; i < sc->n_delete_run; i++)
+			if (sc->delete_run[i] >= sc->n_statements ||
+			    !(seq = put(s, s->schema_base[k] + sc->delete_run[i], v, 1)))
+				goto out;
+	}
 	for (unsigned st = S_DEL_RECORDS; st <= S_DEL_RUN; st++)
 		if (!(seq = put(s, st, v, 1)))
 			break;
+out:
 	gw_store_release(s);
 	return seq;
 }

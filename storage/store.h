@@ -88,6 +88,12 @@ struct gw_store_schema {
 	size_t n_migrations;
 	const char *const *statements;
 	size_t n_statements;
+	/* the statements (indices into statements) that delete the module's
+	 * rows of a run, ?1 bound to the run's name: gw_store_delete_run
+	 * queues them in its transaction, before the store's own rows go (so
+	 * they may still join the run's alerts); none when NULL */
+	const unsigned *delete_run;
+	size_t n_delete_run;
 };
 
 struct gw_store_opts {
@@ -175,9 +181,9 @@ uint64_t gw_store_put_segment(struct gw_store *s, const char *run, int64_t seg,
                               const char *reason, int64_t first_step, int64_t restart_step,
                               uint64_t line, double ts, double wall);
 /* Delete a run and everything of it (records, events, segments, alerts,
- * record_tiles: the store's own tables) in one transaction.  Other modules' rows that name
- * the run (the outbox's) stay.  Returns the last item's sequence (0: out of
- * memory).  The writer holds the database while it deletes (about a second
+ * record_tiles, rank_lines, ranks: the store's own tables; and each
+ * schema's rows of it, by its delete_run statements, first) in one
+ * transaction.  Returns the last item's sequence (0: out of memory).  The writer holds the database while it deletes (about a second
  * per few hundred thousand records). */
 uint64_t gw_store_delete_run(struct gw_store *s, const char *run);
 

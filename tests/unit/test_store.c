@@ -257,7 +257,8 @@ static const char *const mod_stmts[] = {"INSERT INTO notes(run_id, note) VALUES(
 START_TEST(module_schema)
 {
 	unlink(path);
-	struct gw_store_schema v1 = {"notes", mod_v1, 1, mod_stmts, 1};
+	struct gw_store_schema v1 = {.name = "notes", .migrations = mod_v1, .n_migrations = 1,
+	                             .statements = mod_stmts, .n_statements = 1};
 	const struct gw_store_schema *list[] = {&v1};
 	struct gw_store_opts o = {.path = path, .commit_interval_ms = 20, .schemas = list, .n_schemas = 1};
 	struct gw_store *s;
@@ -272,7 +273,8 @@ START_TEST(module_schema)
 	ck_assert_int_eq(scalar("SELECT count(*) FROM notes n JOIN runs r ON r.id = n.run_id "
 	                        "WHERE r.name = 'r' AND n.note = 'first'"), 1);
 
-	struct gw_store_schema v2 = {"notes", mod_v2, 2, mod_stmts, 2};
+	struct gw_store_schema v2 = {.name = "notes", .migrations = mod_v2, .n_migrations = 2,
+	                             .statements = mod_stmts, .n_statements = 2};
 	list[0] = &v2;
 	ck_assert_int_eq(gw_store_open(&o, &s, err, sizeof(err)), 0);
 	const struct gw_sv row2[] = {gw_sv_run("r", 1), gw_sv_text("second"), gw_sv_real(0.5)};
@@ -293,6 +295,42 @@ START_TEST(module_schema)
 	gw_test_corrupt_table(path, "meta");
 	ck_assert_int_lt(gw_store_open(&o, &s, err, sizeof(err)), 0);
 	ck_assert_msg(strstr(err, "schema version") && strstr(err, "malformed"), "%s", err);
+}
+END_TEST
+
+/* Deleting a run deletes a module's rows of it too, by the module's own
+ * statements, in the same transaction, before the run's row goes (they
+ * find theirs through it); another run's rows stay. */
+static const char *const del_stmts[] = {
+	"INSERT INTO notes(run_id, note) VALUES(?1, ?2)",
+	"DELETE FROM notes WHERE run_id = (SELECT id FROM runs WHERE name = ?1)",
+};
+static const unsigned del_run[] = {1};
+
+START_TEST(module_rows_go_with_the_run)
+{
+	unlink(path);
+	struct gw_store_schema sc = {.name = "notes", .migrations = mod_v1, .n_migrations = 1,
+	                             .statements = del_stmts, .n_statements = 2,
+	                             .delete_run = del_run, .n_delete_run = 1};
+	const struct gw_store_schema *list[] = {&sc};
+	struct gw_store_opts o = {.path = path, .commit_interval_ms = 20, .schemas = list, .n_schemas = 1};
+	struct gw_store *s;
+	char err[256];
+	ck_assert_int_eq(gw_store_open(&o, &s, err, sizeof(err)), 0);
+	const char *runs[] = {"gone", "kept"};
+	for (int k = 0; k < 2; k++) {
+		struct gw_rec r = record(runs[k], 1, 1.0, 1.0);
+		gw_store_put_record(s, &r, 1, 1, 0);
+		const struct gw_sv row[] = {gw_sv_run(runs[k], strlen(runs[k])), gw_sv_text("n")};
+		gw_store_put(s, &sc, 0, row, 2);
+	}
+	wait_committed(s, gw_store_delete_run(s, "gone"));
+	ck_assert_int_eq(gw_store_close(s), 0);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM notes"), 1);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM notes n JOIN runs r ON r.id = n.run_id "
+	                        "WHERE r.name = 'kept'"), 1);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM runs"), 1);
 }
 END_TEST
 
@@ -609,6 +647,7 @@ int main(void)
 	tcase_add_test(tc, bad_path);
 	tcase_add_test(tc, positions_for_seeding);
 	tcase_add_test(tc, run_end_kept_until_the_run_goes_on);
+	tcase_add_test(tc, module_rows_go_with_the_run);
 	tcase_add_test(tc, many_runs_and_deletes);
 	tcase_add_test(tc, commit_wait_ignores_wall_clock_steps);
 	tcase_add_test(tc, meta_read_error);
