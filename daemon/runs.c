@@ -245,8 +245,10 @@ int gw_runs_activate(struct gw_ingest *in, const char *run, size_t len)
 	struct refeed f = {.in = in};
 	char err[256];
 	uint64_t t0 = gw_mono_ms();
-	int rc = gw_store_read_tail(in->cfg->db_path, dm.name, GW_RUNS_REFEED, refeed_one, &f, err,
-	                            sizeof(err));
+	int rc = rs->reader ? gw_store_read_tail_on(rs->reader, dm.name, GW_RUNS_REFEED, refeed_one,
+	                                            &f, err, sizeof(err))
+	                    : gw_store_read_tail(in->cfg->db_path, dm.name, GW_RUNS_REFEED, refeed_one,
+	                                         &f, err, sizeof(err));
 	if (rc < 0 || !f.seeded) {
 		if (rc < 0)
 			gw_log_warn("run %s: cannot rebuild its detector state (%s); it continues from its "
@@ -332,6 +334,12 @@ int gw_runs_restore(struct gw_ingest *in, double now)
 	if (n)
 		qsort(v, n, sizeof(*v), cmp_newest);
 	size_t restored = 0;
+	uint64_t t0 = gw_mono_ms();
+	char err[256];
+	/* one connection for all of them (else each opens its own); without
+	 * it, each does */
+	if (n && gw_store_reader_open(in->cfg->db_path, &rs->reader, err, sizeof(err)) < 0)
+		gw_log_warn("runs: %s; rebuilding each run on its own connection", err);
 	for (size_t i = 0; i < n && i < GW_RUNS_RESTORE_MAX; i++) {
 		if (gw_runs_activate(in, v[i].name, strlen(v[i].name)) < 0)
 			continue;
@@ -342,6 +350,11 @@ int gw_runs_restore(struct gw_ingest *in, double now)
 		else
 			make_dormant(in, v[i].name);
 	}
+	gw_store_reader_close(rs->reader);
+	rs->reader = NULL;
+	if (n)
+		gw_log_debug("runs: %zu run(s) rebuilt at start in %" PRIu64 " ms",
+		             GW_MIN(n, (size_t)GW_RUNS_RESTORE_MAX), gw_mono_ms() - t0);
 	for (size_t i = 0; i < n; i++)
 		free(v[i].name);
 	free(v);

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store.h"
 #include "strtab.h"
 
 #define GW_RUNS_REFEED 1024   /* records re-fed: twice the history ring */
@@ -49,6 +50,7 @@ struct gw_runs {
 	size_t n, cap;
 	struct gw_strtab by_name;
 	uint64_t evicted, rehydrated;   /* counters (gradwatch_runs_*_total) */
+	struct gw_store_reader *reader; /* while gw_runs_restore rebuilds runs: one connection */
 };
 
 /* Load every run of the database as dormant (a blocking read of the runs
@@ -80,7 +82,8 @@ size_t gw_runs_dormant(const struct gw_runs *rs);
  * line within limits.run_evict_idle_s, or GW_RUNS_RESTORE_S, of when it
  * stopped: meta GW_RUNS_STOPPED_AT of a clean stop, else its last commit)
  * are rebuilt, the newest GW_RUNS_RESTORE_MAX of them (a bounded
- * synchronous read each, before the daemon is ready) and told the daemon was
+ * synchronous read each, all on one read-only connection, before the
+ * daemon is ready) and told the daemon was
  * down (gw_engine_restarted): the stall detector watches the silence of
  * those that were live from `now`; the others go back to sleep.  Returns
  * how many are watched. */

@@ -280,6 +280,21 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
                                  double recv),
                        void *data, char *err, size_t errlen);
 
+/* One read-only connection for many gw_store_read_tail_on calls (a
+ * daemon's start rebuilds up to 256 runs: one connection, its statements
+ * prepared once, instead of one each).  Between calls it holds no read
+ * transaction.  Open: 0 or a negative errno (err); close takes NULL.  One
+ * thread at a time. */
+struct gw_store_reader;
+int gw_store_reader_open(const char *path, struct gw_store_reader **out, char *err,
+                         size_t errlen);
+void gw_store_reader_close(struct gw_store_reader *rd);
+/* gw_store_read_tail on rd's connection. */
+int gw_store_read_tail_on(struct gw_store_reader *rd, const char *run, size_t n,
+                          int (*fn)(void *data, const struct gw_rec *rec, int64_t seg,
+                                    uint64_t line, double recv),
+                          void *data, char *err, size_t errlen);
+
 /* Attributes and step of a run's last event named `name` (new reference in
  * *attrs); -ENOENT when the run has none. */
 int gw_store_read_last_event(const char *path, const char *run, const char *name,

@@ -478,6 +478,69 @@ START_TEST(run_end_kept_until_the_run_goes_on)
 }
 END_TEST
 
+/* A run's tail read back: the lines in order, on one reader for many runs
+ * as on a connection of its own, and a reader sees lines committed after
+ * its last read (it holds no snapshot between reads). */
+struct tail {
+	int n, events;
+	int64_t first, last;
+};
+
+static int on_tail(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line, double recv)
+{
+	struct tail *t = data;
+	if (!t->n++)
+		t->first = rec->step;
+	t->last = rec->step;
+	t->events += rec->event != NULL;
+	return 0;
+}
+
+START_TEST(tail_on_one_reader)
+{
+	struct gw_store *s = open_store();
+	const char *runs[] = {"ta", "tb", "tc"};
+	uint64_t seq = 0;
+	for (int k = 0; k < 3; k++) {
+		for (int i = 1; i <= 20 + k; i++) {
+			struct gw_rec r = record(runs[k], i, 1.0, 1.0);
+			seq = gw_store_put_record(s, &r, 1, (uint64_t)i, 0);
+		}
+		struct gw_rec ev = {.run = runs[k], .run_len = 2, .step = 20 + k, .ts = NAN,
+		                    .event = "run_finished", .attrs = json_object()};
+		seq = gw_store_put_event(s, &ev, 1, 100, 0);
+		json_decref((json_t *)ev.attrs);
+	}
+	wait_committed(s, seq);
+	struct gw_store_reader *rd;
+	char err[256];
+	ck_assert_int_eq(gw_store_reader_open(path, &rd, err, sizeof(err)), 0);
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < 3; k++) {
+			struct tail a = {0}, b = {0};
+			ck_assert_int_eq(gw_store_read_tail_on(rd, runs[k], 10, on_tail, &a, err,
+			                                       sizeof(err)), 0);
+			ck_assert_int_eq(gw_store_read_tail(path, runs[k], 10, on_tail, &b, err,
+			                                    sizeof(err)), 0);
+			ck_assert_int_eq(a.n, 11);
+			ck_assert_int_eq(a.events, 1);
+			ck_assert_int_eq(a.first, 11 + k);
+			ck_assert_int_eq(a.last, 20 + k);
+			ck_assert(a.n == b.n && a.first == b.first && a.last == b.last &&
+			          a.events == b.events);
+		}
+	struct gw_rec more = record("ta", 21, 1.0, 1.0);
+	wait_committed(s, gw_store_put_record(s, &more, 1, 21, 0));
+	struct tail a = {0};
+	ck_assert_int_eq(gw_store_read_tail_on(rd, "ta", 10, on_tail, &a, err, sizeof(err)), 0);
+	ck_assert_int_eq(a.last, 21);
+	ck_assert_int_eq(gw_store_read_tail_on(rd, "none", 10, on_tail, &a, err, sizeof(err)), 0);
+	gw_store_reader_close(rd);
+	gw_store_reader_close(NULL);
+	gw_store_close(s);
+}
+END_TEST
+
 /* The writer waits for a batch to fill (commit_interval_ms) on the monotonic
  * clock: when the wall clock was an hour ahead of where the wait ends
  * (stepped back meanwhile, as NTP does at boot), a line that nobody flushed
@@ -648,6 +711,7 @@ int main(void)
 	tcase_add_test(tc, positions_for_seeding);
 	tcase_add_test(tc, run_end_kept_until_the_run_goes_on);
 	tcase_add_test(tc, module_rows_go_with_the_run);
+	tcase_add_test(tc, tail_on_one_reader);
 	tcase_add_test(tc, many_runs_and_deletes);
 	tcase_add_test(tc, commit_wait_ignores_wall_clock_steps);
 	tcase_add_test(tc, meta_read_error);
