@@ -115,7 +115,8 @@ def restart():
                     b.start()
                     ready[name].append((time.perf_counter() - t0) * 1000)
                     b.stop()
-            m = re.findall(r'(\d+) run\(s\) rebuilt at start in (\d+) ms', builds[-1][1].logtext())
+            with open(builds[-1][1].log_path, encoding='utf-8', errors='replace') as f:
+                m = re.findall(r'(\d+) run\(s\) rebuilt at start in (\d+) ms', f.read())
             logged = [int(x[1]) for x in m]
         finally:
             for _, b in builds:
