@@ -823,6 +823,11 @@ void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a)
 		return;
 	}
 	int64_t version = ++k->version;
+	if (!ob->n) {   /* no sink: only whether it is open */
+		k->open = a->kind != GW_ALERT_RESOLVE;
+		k->acked = false;
+		return;
+	}
 	json_t *snap = gw_alert_event_json(a, version, k->firing);
 	char *text = snap ? json_dumps(snap, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
 	if (!text) {
@@ -852,6 +857,11 @@ int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, con
 	struct known *k = ob->known[i];
 	if (k->acked == ack)
 		return -EALREADY;
+	if (!ob->n) {   /* no sink: nothing to send */
+		k->version++;
+		k->acked = ack;
+		return 0;
+	}
 	/* the last snapshot sent, or (opened while no sink took it) the row */
 	json_t *snap = json_deep_copy(k->firing ? k->firing : row);
 	if (!snap)
@@ -965,7 +975,8 @@ static void load_version(void *data, const char *alert_id, const char *run, int6
 	}
 	k->version = version;
 	json_decref(k->firing);
-	k->firing = open && alert_json ? json_loads(alert_json, 0, NULL) : NULL;
+	/* (without sinks no snapshot is ever sent: not kept) */
+	k->firing = open && alert_json && L->ob->n ? json_loads(alert_json, 0, NULL) : NULL;
 	k->open = open;
 	k->acked = open && acked;
 }
