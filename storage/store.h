@@ -183,8 +183,9 @@ uint64_t gw_store_put_segment(struct gw_store *s, const char *run, int64_t seg,
 /* Delete a run and everything of it (records, events, segments, alerts,
  * record_tiles, rank_lines, ranks: the store's own tables; and each
  * schema's rows of it, by its delete_run statements, first) in one
- * transaction.  Returns the last item's sequence (0: out of memory).  The writer holds the database while it deletes (about a second
- * per few hundred thousand records). */
+ * transaction.  Returns the last item's sequence (0: out of memory).  The
+ * writer holds the database while it deletes (about a second per few
+ * hundred thousand records). */
 uint64_t gw_store_delete_run(struct gw_store *s, const char *run);
 
 /* A small key/value fact kept in the `meta` table (e.g. a followed file's
