@@ -21,7 +21,7 @@
  * summary) are stored by the daemon and count for segmentation, but do not
  * enter the history or reach the detectors: they would only dilute the
  * windows.
- * (Some 640 lines: a run's life -- creation, segments, late lines,
+ * (Some 660 lines: a run's life -- creation, segments, late lines,
  * eviction and rebuilding -- shares the run table; split further, each
  * part would reach into the others' state.)
  */
