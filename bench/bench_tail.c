@@ -65,6 +65,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	char (*names)[32] = calloc((size_t)runs, sizeof(*names));
+	if (!names)
+		return 1;
 	uint64_t seq = 0;
 	for (int k = 0; k < runs; k++) {
 		snprintf(names[k], sizeof(names[k]), "run-%04d", k);
@@ -99,6 +101,7 @@ int main(int argc, char **argv)
 		gw_store_reader_close(rd);
 		one[r] = now_ms() - t0;
 	}
+	free(names);
 	if (got_own != got_one) {
 		fprintf(stderr, "bench_tail: %zu lines one way, %zu the other\n", got_own, got_one);
 		return 1;
@@ -113,6 +116,7 @@ int main(int argc, char **argv)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	return system(cmd) == 0 ? 0 : 1;
 fail:
+	free(names);
 	fprintf(stderr, "bench_tail: %s\n", err);
 	return 1;
 }
