@@ -123,6 +123,7 @@ struct sink {
  * borrows it as the key. */
 struct known {
 	char id[24];
+	char *run;                 /* the alert's run (gw_outbox_forget_run) */
 	int64_t version;
 	json_t *firing;            /* NULL once resolved; the ack/unack snapshot after one */
 	bool open, acked;
@@ -147,6 +148,7 @@ struct gw_outbox {
 	unsigned closing_handles;
 	bool closing;
 	size_t orphans;            /* pending rows of sinks no longer configured */
+	bool curl_up;              /* curl_global_init done (there are sinks) */
 };
 
 /* ---- small helpers ------------------------------------------------------------ */
@@ -160,24 +162,46 @@ static uint64_t rng_next(struct gw_outbox *ob)
 	return ob->rng = x;
 }
 
-/* The entry of an alert id, created (version 0) if new; NULL when out of
- * memory. */
-static struct known *known_get(struct gw_outbox *ob, const char *id)
+static void known_free(struct known *k)
+{
+	json_decref(k->firing);
+	free(k->run);
+	free(k);
+}
+
+/* The entry of alert id of run `run`, created (version 0) if new; NULL
+ * when out of memory. */
+static struct known *known_get(struct gw_outbox *ob, const char *id, const char *run)
 {
 	uint32_t i;
 	if (gw_strtab_find(&ob->known_by_id, id, strlen(id), &i) == 0)
 		return ob->known[i];
 	struct known *k = NULL;
 	if (gw_grow((void **)&ob->known, &ob->known_cap, ob->known_n + 1, sizeof(*ob->known)) < 0 ||
-	    !(k = calloc(1, sizeof(*k))))
+	    !(k = calloc(1, sizeof(*k))) || !(k->run = strdup(run ? run : ""))) {
+		free(k);
 		return NULL;
+	}
 	gw_strlcpy(k->id, id, sizeof(k->id));
 	if (gw_strtab_put(&ob->known_by_id, k->id, strlen(k->id), (uint32_t)ob->known_n) < 0) {
-		free(k);
+		known_free(k);
 		return NULL;
 	}
 	ob->known[ob->known_n++] = k;
 	return k;
+}
+
+/* Drop entry i (the last one takes its place). */
+static void known_drop(struct gw_outbox *ob, size_t i)
+{
+	struct known *k = ob->known[i];
+	gw_strtab_del(&ob->known_by_id, k->id, strlen(k->id), NULL);
+	struct known *moved = ob->known[--ob->known_n];
+	if (moved != k) {
+		ob->known[i] = moved;
+		gw_strtab_set(&ob->known_by_id, moved->id, strlen(moved->id), (uint32_t)i);
+	}
+	known_free(k);
 }
 
 static void event_unref(struct event *ev)
@@ -792,13 +816,18 @@ void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a)
 {
 	if (!ob || ob->closing)
 		return;
-	struct known *k = known_get(ob, a->id);
+	struct known *k = known_get(ob, a->id, a->run);
 	if (!k) {
 		gw_log_err("alerts: out of memory; %s %s is not delivered", a->id,
 		           gw_alert_kind_name(a->kind));
 		return;
 	}
 	int64_t version = ++k->version;
+	if (!ob->n) {   /* no sink: only whether it is open */
+		k->open = a->kind != GW_ALERT_RESOLVE;
+		k->acked = false;
+		return;
+	}
 	json_t *snap = gw_alert_event_json(a, version, k->firing);
 	char *text = snap ? json_dumps(snap, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
 	if (!text) {
@@ -848,6 +877,11 @@ int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, con
 	struct known *k = ob->known[i];
 	if (k->acked == ack)
 		return -EALREADY;
+	if (!ob->n) {   /* no sink: nothing to send */
+		k->version++;
+		k->acked = ack;
+		return 0;
+	}
 	/* the last snapshot sent, or (opened while no sink took it) the row */
 	json_t *snap = json_deep_copy(k->firing ? k->firing : row);
 	if (!snap)
@@ -886,6 +920,48 @@ void gw_outbox_committed(struct gw_outbox *ob, uint64_t seq)
 			pump(&ob->sinks[i]);
 }
 
+/* ---- a run deleted ---------------------------------------------------------------- */
+
+static bool queued_at(const struct sink *sk, const char *id)
+{
+	for (const struct delivery *d = sk->q.next; d != &sk->q; d = d->next)
+		if (!d->repeat_no && strcmp(d->ev->alert_id, id) == 0)
+			return true;
+	return false;
+}
+
+void gw_outbox_forget_run(struct gw_outbox *ob, const char *run)
+{
+	if (!ob)
+		return;
+	for (size_t i = 0; i < ob->known_n;) {
+		struct known *k = ob->known[i];
+		if (strcmp(k->run, run) != 0) {
+			i++;
+			continue;
+		}
+		/* no more repeats of it; an event still queued goes out (at
+		 * least once) and keeps the entry, so the alert's versions go on
+		 * should the run come back and raise it again before */
+		bool queued = false;
+		for (size_t s = 0; s < ob->n; s++) {
+			struct sink *sk = &ob->sinks[s];
+			for (struct delivery *d = sk->q.next, *nx; d != &sk->q; d = nx) {
+				nx = d->next;
+				if (d->repeat_no && !d->inflight && strcmp(d->ev->alert_id, k->id) == 0)
+					q_remove_free(d);
+			}
+			active_drop(sk, k->id);
+			queued = queued || queued_at(sk, k->id);
+		}
+		k->open = k->acked = false;
+		if (queued)
+			i++;
+		else
+			known_drop(ob, i);
+	}
+}
+
 /* ---- start-up ------------------------------------------------------------------- */
 
 struct load_ctx {
@@ -896,18 +972,19 @@ struct load_ctx {
 	int err;
 };
 
-static void load_version(void *data, const char *alert_id, int64_t version, bool open,
-                         bool acked, const char *alert_json)
+static void load_version(void *data, const char *alert_id, const char *run, int64_t version,
+                         bool open, bool acked, const char *alert_json)
 {
 	struct load_ctx *L = data;
-	struct known *k = known_get(L->ob, alert_id);
+	struct known *k = known_get(L->ob, alert_id, run);
 	if (!k) {
 		L->err = -ENOMEM;
 		return;
 	}
 	k->version = version;
 	json_decref(k->firing);
-	k->firing = open && alert_json ? json_loads(alert_json, 0, NULL) : NULL;
+	/* (without sinks no snapshot is ever sent: not kept) */
+	k->firing = open && alert_json && L->ob->n ? json_loads(alert_json, 0, NULL) : NULL;
 	k->open = open;
 	k->acked = open && acked;
 }
@@ -987,10 +1064,6 @@ int gw_outbox_start(const struct gw_outbox_opts *o, struct gw_outbox **out, char
                    size_t errlen)
 {
 	*out = NULL;
-	if (!o->n_sinks) {
-		gw_sink_free_all(o->sinks, o->n_sinks);
-		return 0;
-	}
 	struct gw_outbox *ob = calloc(1, sizeof(*ob));
 	if (!ob) {
 		gw_sink_free_all(o->sinks, o->n_sinks);
@@ -1004,7 +1077,7 @@ int gw_outbox_start(const struct gw_outbox_opts *o, struct gw_outbox **out, char
 	ob->rng = (uint64_t)gw_mono_ms() * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid();
 	if (!ob->rng)
 		ob->rng = 1;
-	ob->sinks = calloc(ob->n, sizeof(*ob->sinks));
+	ob->sinks = calloc(ob->n ? ob->n : 1, sizeof(*ob->sinks));
 	if (!ob->sinks) {
 		gw_outbox_free(ob);
 		return -ENOMEM;
@@ -1018,11 +1091,13 @@ int gw_outbox_start(const struct gw_outbox_opts *o, struct gw_outbox **out, char
 		sk->tokens = sk->cfg->rate_count;
 		sk->tokens_ms = now;
 	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+	if (ob->n && curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		snprintf(err, errlen, "alerts: libcurl failed to initialise");
+		ob->n = 0;   /* (nothing to clean up) */
 		gw_outbox_free(ob);
 		return -EIO;
 	}
+	ob->curl_up = ob->n > 0;
 	/* what the database says first, then the handles */
 	struct load_ctx L = {.ob = ob, .now = now};
 	int rc = gw_outbox_db_read_versions(o->db_path, load_version, &L, err, errlen);
@@ -1038,6 +1113,10 @@ int gw_outbox_start(const struct gw_outbox_opts *o, struct gw_outbox **out, char
 		return rc;
 	}
 	seed_active(ob, now);
+	if (!ob->n) {   /* the known alerts only: nothing to send, no handle */
+		*out = ob;
+		return 0;
+	}
 	if ((rc = gw_alert_http_start(&ob->http, ob->loop)) < 0) {
 		snprintf(err, errlen, "alerts: cannot set up the HTTP client: %s", strerror(-rc));
 		gw_alert_http_stop(&ob->http, NULL);
@@ -1079,6 +1158,11 @@ void gw_outbox_open_alerts(const struct gw_outbox *ob, size_t *open, size_t *ack
 		*open += ob->known[i]->open;
 		*acked += ob->known[i]->open && ob->known[i]->acked;
 	}
+}
+
+size_t gw_outbox_sinks(const struct gw_outbox *ob)
+{
+	return ob ? ob->n : 0;
 }
 
 uint64_t gw_outbox_depth(const struct gw_outbox *ob)
@@ -1195,15 +1279,14 @@ void gw_outbox_free(struct gw_outbox *ob)
 		while (sk->active)
 			active_drop(sk, sk->active->alert_id);
 	}
-	for (size_t i = 0; i < ob->known_n; i++) {
-		json_decref(ob->known[i]->firing);
-		free(ob->known[i]);
-	}
+	for (size_t i = 0; i < ob->known_n; i++)
+		known_free(ob->known[i]);
 	free(ob->known);
 	gw_strtab_free(&ob->known_by_id);
 	free(ob->sinks);
 	gw_sink_free_all(ob->cfgs, ob->n);
 	free(ob->api_base);
+	if (ob->curl_up)
+		curl_global_cleanup();
 	free(ob);
-	curl_global_cleanup();
 }

@@ -52,8 +52,10 @@ struct gw_outbox_opts {
 struct gw_outbox;
 
 /* Load pending deliveries and alert versions, set up the sinks' timers and
- * the HTTP client on the loop.  With no sinks *out is NULL and every other
- * function is a no-op.  Blocks on a database read: call before uv_run.
+ * the HTTP client on the loop.  With no sinks the outbox keeps only the
+ * table of known alerts (open, acknowledged: gw_outbox_open_alerts, acks
+ * from the API) and sends nothing: no handle, no libcurl.  Blocks on a
+ * database read: call before uv_run.
  * Returns 0 or a negative errno with a message in err; on failure *out may
  * be set: gw_outbox_stop and gw_outbox_free it as after a start. */
 int gw_outbox_start(const struct gw_outbox_opts *o, struct gw_outbox **out, char *err,
@@ -86,6 +88,13 @@ int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, con
 void gw_outbox_ack_event(json_t *a, bool ack, int64_t version, double at, const char *by,
                          const char *note);
 
+/* Run `run` was deleted (retention, DELETE /v1/runs/{run}; its alerts
+ * and the outbox rows already delivered go with it in the store): forget
+ * its alerts -- no longer open, no repeats.  An event of them still queued
+ * is sent all the same (at least once).  Loop thread; walks the known
+ * alerts and the sinks' queues; no I/O. */
+void gw_outbox_forget_run(struct gw_outbox *ob, const char *run);
+
 /* The store committed everything up to seq (loop thread). */
 void gw_outbox_committed(struct gw_outbox *ob, uint64_t seq);
 
@@ -93,8 +102,12 @@ void gw_outbox_committed(struct gw_outbox *ob, uint64_t seq);
 json_t *gw_outbox_stats(const struct gw_outbox *ob);
 
 /* Open alerts, and how many of them are acknowledged (loop thread; walks
- * the alerts that can still change).  Zero when ob is NULL. */
+ * the alerts that can still change), with or without sinks.  Zero when ob
+ * is NULL. */
 void gw_outbox_open_alerts(const struct gw_outbox *ob, size_t *open, size_t *acked);
+
+/* How many sinks it sends to (0: none configured, or ob NULL). */
+size_t gw_outbox_sinks(const struct gw_outbox *ob);
 
 /* Deliveries queued or in flight over all sinks (the outbox depth). */
 uint64_t gw_outbox_depth(const struct gw_outbox *ob);

@@ -20,9 +20,27 @@ static const char *const migrations[] = {
 	"  updated REAL, delivered REAL, last_status INTEGER, last_error TEXT,"
 	"  PRIMARY KEY(alert_id, version, sink)) WITHOUT ROWID;"
 	"CREATE INDEX IF NOT EXISTS deliveries_pending ON deliveries(state) WHERE state = 'pending';",
+	/* 1 -> 2: the rows of a deleted run's alerts go with it (ST_DEL_RUN_*),
+	 * but for pending deliveries (at least once); those go when they are
+	 * no longer pending, by this trigger (their alert is gone); and the
+	 * rows the runs deleted before this step left behind go now */
+	"CREATE TRIGGER deliveries_of_deleted_alerts AFTER UPDATE OF state ON deliveries"
+	"  WHEN new.state != 'pending' AND NOT EXISTS (SELECT 1 FROM alerts WHERE id = new.alert_id)"
+	" BEGIN"
+	"  DELETE FROM deliveries WHERE alert_id = new.alert_id AND version = new.version"
+	"    AND sink = new.sink;"
+	"  DELETE FROM outbox WHERE alert_id = new.alert_id AND version = new.version"
+	"    AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.alert_id = new.alert_id"
+	"    AND d.version = new.version);"
+	" END;"
+	"DELETE FROM deliveries WHERE state != 'pending'"
+	"  AND NOT EXISTS (SELECT 1 FROM alerts a WHERE a.id = deliveries.alert_id);"
+	"DELETE FROM outbox WHERE NOT EXISTS (SELECT 1 FROM alerts a WHERE a.id = outbox.alert_id)"
+	"  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.alert_id = outbox.alert_id"
+	"  AND d.version = outbox.version);",
 };
 
-enum { ST_EVENT, ST_DELIVERY };
+enum { ST_EVENT, ST_DELIVERY, ST_DEL_RUN_DELIVERIES, ST_DEL_RUN_OUTBOX };
 
 static const char *const statements[] = {
 	[ST_EVENT] = "INSERT INTO outbox(alert_id, version, kind, run, created, alert) "
@@ -33,7 +51,19 @@ static const char *const statements[] = {
 	                "attempts = excluded.attempts, updated = excluded.updated, "
 	                "delivered = excluded.delivered, last_status = excluded.last_status, "
 	                "last_error = excluded.last_error",
+	/* a run is deleted (gw_store_delete_run, before its alerts go): the
+	 * rows of its alerts' events, but for deliveries still pending and
+	 * their events (the trigger of migration 2 takes them later) */
+	[ST_DEL_RUN_DELIVERIES] = "DELETE FROM deliveries WHERE state != 'pending' AND alert_id IN "
+	                          "(SELECT id FROM alerts WHERE run_id = "
+	                          "(SELECT id FROM runs WHERE name = ?1))",
+	[ST_DEL_RUN_OUTBOX] = "DELETE FROM outbox WHERE alert_id IN (SELECT id FROM alerts WHERE "
+	                      "run_id = (SELECT id FROM runs WHERE name = ?1)) AND NOT EXISTS "
+	                      "(SELECT 1 FROM deliveries d WHERE d.alert_id = outbox.alert_id AND "
+	                      "d.version = outbox.version)",
 };
+
+static const unsigned delete_run[] = {ST_DEL_RUN_DELIVERIES, ST_DEL_RUN_OUTBOX};
 
 const struct gw_store_schema gw_outbox_schema = {
 	.name = "outbox",
@@ -41,6 +71,8 @@ const struct gw_store_schema gw_outbox_schema = {
 	.n_migrations = sizeof(migrations) / sizeof(migrations[0]),
 	.statements = statements,
 	.n_statements = sizeof(statements) / sizeof(statements[0]),
+	.delete_run = delete_run,
+	.n_delete_run = sizeof(delete_run) / sizeof(delete_run[0]),
 };
 
 uint64_t gw_outbox_db_put_event(struct gw_store *s, const char *alert_id, int64_t version,
@@ -102,21 +134,22 @@ int gw_outbox_db_read_pending(const char *path,
 }
 
 struct versions_ctx {
-	void (*fn)(void *data, const char *alert_id, int64_t version, bool open, bool acked,
-	           const char *alert_json);
+	void (*fn)(void *data, const char *alert_id, const char *run, int64_t version, bool open,
+	           bool acked, const char *alert_json);
 	void *data;
 };
 
 static void versions_row(void *ctx, sqlite3_stmt *st)
 {
 	struct versions_ctx *c = ctx;
-	c->fn(c->data, text(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int(st, 2) != 0,
-	      sqlite3_column_int(st, 4) != 0, text(st, 3));
+	c->fn(c->data, text(st, 0), text(st, 5), sqlite3_column_int64(st, 1),
+	      sqlite3_column_int(st, 2) != 0, sqlite3_column_int(st, 4) != 0, text(st, 3));
 }
 
 int gw_outbox_db_read_versions(const char *path,
-                               void (*fn)(void *data, const char *alert_id, int64_t version,
-                                          bool open, bool acked, const char *alert_json),
+                               void (*fn)(void *data, const char *alert_id, const char *run,
+                                          int64_t version, bool open, bool acked,
+                                          const char *alert_json),
                                void *data, char *err, size_t errlen)
 {
 	struct versions_ctx c = {fn, data};
@@ -124,8 +157,8 @@ int gw_outbox_db_read_versions(const char *path,
 	                          "SELECT a.id, a.version, a.state = 'open', "
 	                          "CASE WHEN a.state = 'open' THEN (SELECT o.alert FROM outbox o "
 	                          "  WHERE o.alert_id = a.id AND o.kind != 'resolve' "
-	                          "  ORDER BY o.version DESC LIMIT 1) END, a.acked_at IS NOT NULL "
-	                          "FROM alerts a JOIN runs r ON r.id = a.run_id "
+	                          "  ORDER BY o.version DESC LIMIT 1) END, a.acked_at IS NOT NULL, "
+	                          "r.name FROM alerts a JOIN runs r ON r.id = a.run_id "
 	                          "WHERE a.state = 'open' OR a.seg = r.last_seg",
 	                          NULL, 0, versions_row, &c, err, errlen);
 }

@@ -7,6 +7,12 @@
  *                alert JSON as it was then; (alert_id, version) is unique
  *   deliveries   the state of one event at one sink (pending, delivered,
  *                superseded, failed), attempts, last status and error
+ *
+ * Both are pruned with their run (gw_store_delete_run: retention, DELETE
+ * /v1/runs/{run}, prune), in its transaction, but for what at-least-once
+ * delivery still needs: a pending delivery and its event stay until the
+ * delivery is no longer pending, then a trigger removes them (their alert
+ * is gone).
  */
 #ifndef GW_OUTBOX_DB_H
 #define GW_OUTBOX_DB_H
@@ -40,7 +46,7 @@ uint64_t gw_outbox_db_put_delivery(struct gw_store *s, const struct gw_outbox_de
 /* Start-up reads (once, before the loop runs).  read_pending calls fn for
  * every pending delivery, oldest event first.  read_versions calls fn for
  * every alert that can still change (open, or in its run's last segment)
- * with its version, whether it is acknowledged and, when open, the JSON of
+ * with its run, its version, whether it is acknowledged and, when open, the JSON of
  * its last event other than a resolve (open, update, ack, unack) that went
  * through the outbox (NULL if none). */
 int gw_outbox_db_read_pending(const char *path,
@@ -50,8 +56,9 @@ int gw_outbox_db_read_pending(const char *path,
                                          int64_t attempts),
                               void *data, char *err, size_t errlen);
 int gw_outbox_db_read_versions(const char *path,
-                               void (*fn)(void *data, const char *alert_id, int64_t version,
-                                          bool open, bool acked, const char *alert_json),
+                               void (*fn)(void *data, const char *alert_id, const char *run,
+                                          int64_t version, bool open, bool acked,
+                                          const char *alert_json),
                                void *data, char *err, size_t errlen);
 
 #endif

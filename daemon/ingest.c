@@ -69,6 +69,17 @@ static void on_writers(void *data, const struct gw_writers_info *w)
 	gw_store_put_writers(in->store, w->run, note);
 }
 
+/* A run ended: kept on its row, so a restart does not watch its silence
+ * (runs.c). */
+static void on_ended(void *data, const struct gw_end_info *en)
+{
+	struct gw_ingest *in = data;
+	if (!in->store)
+		return;
+	gw_store_put_run_end(in->store, en->run, en->seg, en->step, en->reason, gw_wall_now());
+	gw_log_debug("run %s ended at step %" PRId64 " (%s)", en->run, en->step, en->reason);
+}
+
 /* The alert's row in the alerts table: open (insert or reopen), update or
  * resolve. */
 static uint64_t put_alert(struct gw_store *st, const struct gw_alert *a)
@@ -336,7 +347,7 @@ int gw_ingest_start(struct gw_ingest *in, const struct gw_ingest_opts *o, char *
 	eo.live = !o->replay;
 	eo.max_runs = 0;   /* live: runs.c keeps the active runs under limits.max_runs */
 	struct gw_engine_hooks hooks = {.data = in, .on_alert = on_alert, .on_segment = on_segment,
-	                                .on_writers = on_writers};
+	                                .on_writers = on_writers, .on_ended = on_ended};
 	in->engine = gw_engine_new(&eo, &hooks);
 	in->wire = gw_wire_new(cfg->aliases);
 	if (!in->engine || !in->wire)

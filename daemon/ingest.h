@@ -110,7 +110,7 @@ struct gw_ingest {
 	struct gw_store *store;           /* borrowed, or NULL (replay) */
 	struct gw_engine *engine;
 	struct gw_wire *wire;
-	struct gw_outbox *outbox;         /* NULL when no sinks are configured */
+	struct gw_outbox *outbox;         /* also without sinks (its known alerts); NULL in replay */
 	uv_async_t commit_async;
 	struct gw_commit_waiter *waiters;
 	struct gw_paused paused;          /* list head */

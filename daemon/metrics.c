@@ -30,9 +30,9 @@
  *   gradwatch_store_file_bytes{file="database"|"wal"} (stat() of the two files)
  *   gradwatch_retention_passes_total, gradwatch_retention_runs_deleted_total
  *   gradwatch_alerts_open{acked="true"|"false"}     open alerts, acknowledged or not
- *   gradwatch_outbox_depth                           (these five when there is an
- *   gradwatch_alert_deliveries_total{sink,type,result}  alert outbox: sinks are
- *   gradwatch_alert_delivery_retries_total{sink,type}   configured)
+ *   gradwatch_outbox_depth                           (these four when sinks
+ *   gradwatch_alert_deliveries_total{sink,type,result}  are configured)
+ *   gradwatch_alert_delivery_retries_total{sink,type}
  *   gradwatch_alert_deliveries_pending{sink,type}
  *   gradwatch_runs, gradwatch_runs_dormant           active runs, and the others known
  *   gradwatch_runs_evicted_total, _rebuilt_total     runs made dormant, and rebuilt
@@ -152,15 +152,6 @@ static void render_sinks(FILE *f, const struct gw_outbox *ob)
 	       "Alert deliveries queued or in flight, over all sinks.");
 	fputs("gradwatch_outbox_depth", f);
 	u64(f, gw_outbox_depth(ob));
-	size_t open = 0, acked = 0;
-	gw_outbox_open_alerts(ob, &open, &acked);
-	family(f, "gradwatch_alerts_open", "gauge",
-	       "Open alerts, acknowledged (acked=\"true\": no reminders until they escalate) "
-	       "or not.");
-	fputs("gradwatch_alerts_open{acked=\"false\"}", f);
-	u64(f, open - acked);
-	fputs("gradwatch_alerts_open{acked=\"true\"}", f);
-	u64(f, acked);
 	family(f, "gradwatch_alert_deliveries_total", "counter",
 	       "Alert events a sink acknowledged (result=delivered) or that were given up "
 	       "(result=failed: a final 4xx, or retried past give_up_after), by sink.");
@@ -303,7 +294,18 @@ static int gw_metrics_render(struct gw_daemon *d, FILE *f)
 	       "Runs deleted: by retention, DELETE /v1/runs/{run} and POST /v1/prune.");
 	fputs("gradwatch_retention_runs_deleted_total", f);
 	u64(f, rs.runs_deleted);
-	if (d->ingest.outbox)
+	/* with or without sinks: an operator acknowledges from the CLI or
+	 * the API either way */
+	size_t open = 0, acked = 0;
+	gw_outbox_open_alerts(d->ingest.outbox, &open, &acked);
+	family(f, "gradwatch_alerts_open", "gauge",
+	       "Open alerts, acknowledged (acked=\"true\": no reminders until they escalate) "
+	       "or not.");
+	fputs("gradwatch_alerts_open{acked=\"false\"}", f);
+	u64(f, open - acked);
+	fputs("gradwatch_alerts_open{acked=\"true\"}", f);
+	u64(f, acked);
+	if (gw_outbox_sinks(d->ingest.outbox))
 		render_sinks(f, d->ingest.outbox);   /* sinks are configured */
 
 	family(f, "gradwatch_runs", "gauge",

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "ingest.h"
 #include "log.h"
+#include "outbox.h"
 #include "util.h"
 
 #include <errno.h>
@@ -18,7 +19,7 @@
 #include <string.h>
 
 static int dormant_add(struct gw_runs *rs, const char *name, int64_t seg, int64_t last_step,
-                       double last_ts, double last_seen, bool interleaved)
+                       double last_ts, double last_seen, bool interleaved, bool ended)
 {
 	if (gw_grow((void **)&rs->d, &rs->cap, rs->n + 1, sizeof(*rs->d)) < 0)
 		return -ENOMEM;
@@ -30,7 +31,8 @@ static int dormant_add(struct gw_runs *rs, const char *name, int64_t seg, int64_
 		free(copy);
 		return rc == -EEXIST ? 0 : rc;
 	}
-	rs->d[rs->n++] = (struct gw_dormant){copy, seg, last_step, last_ts, last_seen, interleaved};
+	rs->d[rs->n++] = (struct gw_dormant){copy, seg, last_step, last_ts, last_seen, interleaved,
+	                                     ended};
 	return 0;
 }
 
@@ -51,12 +53,12 @@ struct load_ctx {
 	int err;
 };
 
-static void load_one(void *data, const char *run, int64_t seg, int64_t last_step, double last_ts,
-                     double last_seen, bool interleaved)
+static void load_one(void *data, const struct gw_run_position *p)
 {
 	struct load_ctx *c = data;
-	if (seg > 0 && !c->err)
-		c->err = dormant_add(c->rs, run, seg, last_step, last_ts, last_seen, interleaved);
+	if (p->seg > 0 && !c->err)
+		c->err = dormant_add(c->rs, p->run, p->seg, p->last_step, p->last_ts, p->last_seen,
+		                     p->interleaved, p->ended);
 }
 
 int gw_runs_load(struct gw_runs *rs, const char *db_path, char *err, size_t errlen)
@@ -103,7 +105,7 @@ static int make_dormant(struct gw_ingest *in, const char *name)
 	int rc = gw_engine_evict(in->engine, copy, &last);
 	if (rc == 0) {
 		rc = dormant_add(&in->runs, copy, last.seg, last.last_step, last.last_ts, last.last_wall,
-		                 last.interleaved);
+		                 last.interleaved, last.ended);
 		in->runs.evicted++;
 	}
 	free(copy);
@@ -243,9 +245,10 @@ int gw_runs_activate(struct gw_ingest *in, const char *run, size_t len)
 	struct refeed f = {.in = in};
 	char err[256];
 	uint64_t t0 = gw_mono_ms();
-	int rc = gw_store_read_tail(in->cfg->db_path, dm.name, GW_RUNS_REFEED, refeed_one, &f, err,
-	                            sizeof(err));
-	gw_engine_quiet(in->engine, quiet);
+	int rc = rs->reader ? gw_store_read_tail_on(rs->reader, dm.name, GW_RUNS_REFEED, refeed_one,
+	                                            &f, err, sizeof(err))
+	                    : gw_store_read_tail(in->cfg->db_path, dm.name, GW_RUNS_REFEED, refeed_one,
+	                                         &f, err, sizeof(err));
 	if (rc < 0 || !f.seeded) {
 		if (rc < 0)
 			gw_log_warn("run %s: cannot rebuild its detector state (%s); it continues from its "
@@ -255,6 +258,12 @@ int gw_runs_activate(struct gw_ingest *in, const char *run, size_t len)
 	}
 	if (dm.interleaved)   /* said once already: repeats stay folded */
 		gw_engine_set_interleaved(in->engine, dm.name);
+	/* it had ended, and no line went past that (its re-fed lines may not
+	 * say so: a followed file closed, an eviction, a length declared
+	 * before them); quiet, it is not stored again */
+	if (dm.ended)
+		gw_engine_run_ended(in->engine, dm.name, "ended before", NAN);
+	gw_engine_quiet(in->engine, quiet);
 	rs->rehydrated++;
 	gw_log_debug("run %s: detector state rebuilt from %" PRIu64 " stored line(s) in %" PRIu64 " ms",
 	             dm.name, f.lines, gw_mono_ms() - t0);
@@ -275,6 +284,7 @@ void gw_runs_forget(struct gw_ingest *in, const char *run)
 {
 	uint32_t i;
 	gw_engine_evict(in->engine, run, NULL);
+	gw_outbox_forget_run(in->outbox, run);   /* its alerts are gone too */
 	if (gw_strtab_find(&in->runs.by_name, run, strlen(run), &i) == 0)
 		dormant_remove(&in->runs, i);
 }
@@ -324,6 +334,12 @@ int gw_runs_restore(struct gw_ingest *in, double now)
 	if (n)
 		qsort(v, n, sizeof(*v), cmp_newest);
 	size_t restored = 0;
+	uint64_t t0 = gw_mono_ms();
+	char err[256];
+	/* one connection for all of them (else each opens its own); without
+	 * it, each does */
+	if (n && gw_store_reader_open(in->cfg->db_path, &rs->reader, err, sizeof(err)) < 0)
+		gw_log_warn("runs: %s; rebuilding each run on its own connection", err);
 	for (size_t i = 0; i < n && i < GW_RUNS_RESTORE_MAX; i++) {
 		if (gw_runs_activate(in, v[i].name, strlen(v[i].name)) < 0)
 			continue;
@@ -334,6 +350,11 @@ int gw_runs_restore(struct gw_ingest *in, double now)
 		else
 			make_dormant(in, v[i].name);
 	}
+	gw_store_reader_close(rs->reader);
+	rs->reader = NULL;
+	if (n)
+		gw_log_debug("runs: %zu run(s) rebuilt at start in %" PRIu64 " ms",
+		             GW_MIN(n, (size_t)GW_RUNS_RESTORE_MAX), gw_mono_ms() - t0);
 	for (size_t i = 0; i < n; i++)
 		free(v[i].name);
 	free(v);

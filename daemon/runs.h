@@ -15,7 +15,10 @@
  * GW_RUNS_REFEED records and the events among them, read from SQLite with
  * one indexed query (a bounded, synchronous read on the loop thread:
  * docs/reliability.md gives its measured cost), each with the wall clock it
- * arrived at, so a rebuilt run's cadence is known at once.
+ * arrived at, so a rebuilt run's cadence is known at once.  A run that had
+ * ended (engine.h "Run endings"; kept on its row, gw_store_put_run_end, by
+ * the ingest's on_ended hook) is rebuilt ended, whether or not its re-fed
+ * lines say so: after a restart its silence is not watched.
  */
 #ifndef GW_RUNS_H
 #define GW_RUNS_H
@@ -24,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store.h"
 #include "strtab.h"
 
 #define GW_RUNS_REFEED 1024   /* records re-fed: twice the history ring */
@@ -38,6 +42,7 @@ struct gw_dormant {
 	int64_t seg, last_step;
 	double last_ts, last_seen;   /* last_seen: its last line's arrival */
 	bool interleaved;          /* its lines are interleaved writers' (engine.h) */
+	bool ended;                /* it had ended, no line went past it (engine.h "Run endings") */
 };
 
 struct gw_runs {
@@ -45,6 +50,7 @@ struct gw_runs {
 	size_t n, cap;
 	struct gw_strtab by_name;
 	uint64_t evicted, rehydrated;   /* counters (gradwatch_runs_*_total) */
+	struct gw_store_reader *reader; /* while gw_runs_restore rebuilds runs: one connection */
 };
 
 /* Load every run of the database as dormant (a blocking read of the runs
@@ -67,7 +73,7 @@ void gw_runs_tick(struct gw_ingest *in, double now);
 bool gw_runs_known(const struct gw_ingest *in, const char *run);
 
 /* Forget a run altogether (DELETE /v1/runs/{run}, retention): its state,
- * active or dormant. */
+ * active or dormant, and its alerts in the outbox (gw_outbox_forget_run). */
 void gw_runs_forget(struct gw_ingest *in, const char *run);
 
 size_t gw_runs_dormant(const struct gw_runs *rs);
@@ -76,7 +82,8 @@ size_t gw_runs_dormant(const struct gw_runs *rs);
  * line within limits.run_evict_idle_s, or GW_RUNS_RESTORE_S, of when it
  * stopped: meta GW_RUNS_STOPPED_AT of a clean stop, else its last commit)
  * are rebuilt, the newest GW_RUNS_RESTORE_MAX of them (a bounded
- * synchronous read each, before the daemon is ready) and told the daemon was
+ * synchronous read each, all on one read-only connection, before the
+ * daemon is ready) and told the daemon was
  * down (gw_engine_restarted): the stall detector watches the silence of
  * those that were live from `now`; the others go back to sleep.  Returns
  * how many are watched. */

@@ -21,7 +21,7 @@
  * summary) are stored by the daemon and count for segmentation, but do not
  * enter the history or reach the detectors: they would only dilute the
  * windows.
- * (Some 640 lines: a run's life -- creation, segments, late lines,
+ * (Some 660 lines: a run's life -- creation, segments, late lines,
  * eviction and rebuilding -- shares the run table; split further, each
  * part would reach into the others' state.)
  */
@@ -443,6 +443,19 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
 	dispatch(e, r, rec, line, now, false);
 }
 
+/* Tell the on_ended hook when the run has ended since (was, was_seg,
+ * was_step): newly, or again after it went on. */
+static void say_ended(struct gw_engine *e, const struct run *r, bool was, int64_t was_seg,
+                      int64_t was_step, const char *reason)
+{
+	if (!r->ended || e->quiet || !e->hooks.on_ended ||
+	    (was && was_seg == r->seg && was_step == r->ended_step))
+		return;
+	struct gw_end_info en = {.run = r->name, .seg = r->seg, .step = r->ended_step,
+	                         .reason = reason};
+	e->hooks.on_ended(e->hooks.data, &en);
+}
+
 int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
                    double now, int64_t *seg_out)
 {
@@ -458,10 +471,15 @@ int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
 		return 0;   /* another rank's: its position only */
 	}
 	r->last_wall = now;
+	bool was = r->ended;
+	int64_t was_seg = r->seg, was_step = r->ended_step;
 	if (rec->event)
 		feed_event(e, r, rec, line, now);
 	else
 		feed_record(e, r, rec, line, now);
+	say_ended(e, r, was, was_seg, was_step,
+	          rec->event && strcmp(rec->event, GW_RUN_FINISHED) == 0 ? GW_RUN_FINISHED
+	                                                               : "max_steps");
 	if (seg_out)
 		*seg_out = r->seg;
 	return 0;
@@ -506,9 +524,12 @@ int gw_engine_run_ended(struct gw_engine *e, const char *run, const char *reason
 		.run = r->name, .run_len = strlen(r->name), .step = GW_MAX(r->last_step, 0),
 		.ts = NAN, .event = GW_RUN_FINISHED, .attrs = attrs,
 	};
+	bool was = r->ended;
+	int64_t was_seg = r->seg, was_step = r->ended_step;
 	gw__run_end_mark(r, rec.step);
 	dispatch(e, r, &rec, 0, now, true);
 	json_decref(attrs);
+	say_ended(e, r, was, was_seg, was_step, reason ? reason : "");
 	return 0;
 }
 

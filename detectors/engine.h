@@ -56,7 +56,11 @@
  * llm.c's "N/M" as max_steps), or when gw_engine_run_ended says so (a
  * followed file closed).  Detectors see it (ctx->run_ended): stall never
  * alerts on an ended run.  A new segment or a record past the step it
- * ended at means the job goes on, and the run is no longer ended.
+ * ended at means the job goes on, and the run is no longer ended.  The
+ * on_ended hook tells when a run ends (not while quiet), so the daemon can
+ * keep it across a restart: an ending said by no stored line (a file
+ * closed, an eviction, a length declared long before the lines a rebuilt
+ * run re-reads) would be lost with the memory.
  *
  * Detectors run in registry order (registry.h) on every line; the engine
  * turns their verdicts into alerts and applies the precedence rules between
@@ -133,11 +137,25 @@ struct gw_writers_info {
 	int64_t seg;               /* the segment its lines stay in */
 };
 
+/* A run ended (see "Run endings"): where, and why ("run_finished" for the
+ * event, "max_steps" for its declared length reached, or the reason given
+ * to gw_engine_run_ended). */
+struct gw_end_info {
+	const char *run;
+	int64_t seg;
+	int64_t step;              /* the step it ended at: a record past it starts it again */
+	const char *reason;
+};
+
 struct gw_engine_hooks {
 	void *data;
 	void (*on_alert)(void *data, const struct gw_alert *a);
 	void (*on_segment)(void *data, const struct gw_segment_info *s);
 	void (*on_writers)(void *data, const struct gw_writers_info *w);   /* may be NULL */
+	/* may be NULL; once per ending (again when a run that went on ends
+	 * anew); the daemon keeps it on disk, so a restart knows the run ended
+	 * (daemon/runs.c) */
+	void (*on_ended)(void *data, const struct gw_end_info *en);
 };
 
 /* Thresholds for runs whose name matches a glob; the first match wins. */
@@ -198,9 +216,9 @@ void gw_engine_tick(struct gw_engine *e, double now);
  * 0, the run's last step; nothing is stored): no stall alert afterwards,
  * and an open one resolves now.  Later lines of the run start it again
  * (see "Run endings").  reason is a short word ("file_closed",
- * "file_rotated"); now is the wall clock.  Returns 0, -ENOENT if the
- * engine has no line of that run, -ENOMEM.  Nothing blocks; calling it
- * twice is harmless. */
+ * "file_rotated"); now is the wall clock.  The on_ended hook is called
+ * (unless quiet).  Returns 0, -ENOENT if the engine has no line of that
+ * run, -ENOMEM.  Nothing blocks; calling it twice is harmless. */
 int gw_engine_run_ended(struct gw_engine *e, const char *run, const char *reason, double now);
 
 /* The daemon was down from down_from to now (its start) and this run was

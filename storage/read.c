@@ -284,9 +284,7 @@ int gw_store_read_alert(const char *path, const char *id, json_t **out, char *er
 }
 
 int gw_store_read_run_positions(const char *path,
-                                void (*fn)(void *data, const char *run, int64_t seg,
-                                           int64_t last_step, double last_ts, double last_seen,
-                                           bool interleaved),
+                                void (*fn)(void *data, const struct gw_run_position *p),
                                 void *data, char *err, size_t errlen)
 {
 	sqlite3 *db;
@@ -294,18 +292,30 @@ int gw_store_read_run_positions(const char *path,
 	if (rc < 0)
 		return rc;
 	sqlite3_stmt *st;
+	/* ended: the run's last line is in the segment it ended in, at or
+	 * below the step it ended at (engine.h "Run endings": a record past
+	 * it, or a new segment, means the job went on) */
 	if (sqlite3_prepare_v2(db, "SELECT name, last_seg, last_step, last_ts, last_seen, "
-	                           "writers IS NOT NULL FROM runs", -1, &st, NULL) != SQLITE_OK) {
+	                           "writers IS NOT NULL, ended_seg IS NOT NULL AND "
+	                           "ended_seg = last_seg AND coalesce(last_step, -1) <= ended_step "
+	                           "FROM runs", -1, &st, NULL) != SQLITE_OK) {
 		rc = gw_errf(err, errlen, -EIO, "query failed: %s", sqlite3_errmsg(db));
 		sqlite3_close(db);
 		return rc;
 	}
 	int src;
 	while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-		double ts = col_real(st, 3);
-		int64_t step = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
-		fn(data, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1), step, ts,
-		   col_real(st, 4), sqlite3_column_int(st, 5) != 0);
+		struct gw_run_position p = {
+			.run = (const char *)sqlite3_column_text(st, 0),
+			.seg = sqlite3_column_int64(st, 1),
+			.last_step = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1
+			                                                        : sqlite3_column_int64(st, 2),
+			.last_ts = col_real(st, 3),
+			.last_seen = col_real(st, 4),
+			.interleaved = sqlite3_column_int(st, 5) != 0,
+			.ended = sqlite3_column_int(st, 6) != 0,
+		};
+		fn(data, &p);
 	}
 	/* a step that fails (a corrupt page, a busy database) ends the rows
 	 * too: the caller must not take what it got for all of them */
@@ -378,30 +388,87 @@ struct tail_row {
 	json_t *attrs;
 };
 
+struct gw_store_reader {
+	sqlite3 *db;
+	char *path;
+	sqlite3_stmt *records, *events;   /* the tail's two queries, prepared once */
+};
+
+int gw_store_reader_open(const char *path, struct gw_store_reader **out, char *err,
+                         size_t errlen)
+{
+	*out = NULL;
+	struct gw_store_reader *rd = calloc(1, sizeof(*rd));
+	if (!rd || !(rd->path = strdup(path))) {
+		free(rd);
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
+	}
+	int rc = gw__store_open_ro(path, &rd->db, NULL, err, errlen);
+	if (rc < 0) {
+		gw_store_reader_close(rd);
+		return rc;
+	}
+	/* the newest n records, by the index on (run_id, seg, step), newest
+	 * first; the events from the oldest of them on */
+	if (sqlite3_prepare_v2(rd->db, "SELECT seg, step, line, ts, loss, grad_norm, lr, throughput, "
+	                               "nonfinite, recv, json_extract(extra, '$.max_steps'), "
+	                               "json_extract(extra, '$.total_steps'), rank FROM records "
+	                               "WHERE run_id = (SELECT id FROM runs WHERE name = ?1) "
+	                               "ORDER BY seg DESC, step DESC LIMIT ?2", -1, &rd->records,
+	                       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(rd->db, "SELECT seg, step, line, ts, name, attrs, recv FROM events "
+	                               "WHERE run_id = (SELECT id FROM runs WHERE name = ?1) AND "
+	                               "(seg > ?2 OR (seg = ?2 AND step >= ?3)) ORDER BY seg, step, id",
+	                       -1, &rd->events, NULL) != SQLITE_OK) {
+		rc = gw_errf(err, errlen, -EIO, "%s: %s", path, sqlite3_errmsg(rd->db));
+		gw_store_reader_close(rd);
+		return rc;
+	}
+	*out = rd;
+	return 0;
+}
+
+void gw_store_reader_close(struct gw_store_reader *rd)
+{
+	if (!rd)
+		return;
+	sqlite3_finalize(rd->records);
+	sqlite3_finalize(rd->events);
+	sqlite3_close(rd->db);
+	free(rd->path);
+	free(rd);
+}
+
 int gw_store_read_tail(const char *path, const char *run, size_t n,
                        int (*fn)(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line,
                                  double recv),
                        void *data, char *err, size_t errlen)
 {
-	sqlite3 *db;
-	int rc = gw__store_open_ro(path, &db, NULL, err, errlen);
+	struct gw_store_reader *rd;
+	int rc = gw_store_reader_open(path, &rd, err, errlen);
 	if (rc < 0)
 		return rc;
+	rc = gw_store_read_tail_on(rd, run, n, fn, data, err, errlen);
+	gw_store_reader_close(rd);
+	return rc;
+}
+
+int gw_store_read_tail_on(struct gw_store_reader *rd, const char *run, size_t n,
+                          int (*fn)(void *data, const struct gw_rec *rec, int64_t seg,
+                                    uint64_t line, double recv),
+                          void *data, char *err, size_t errlen)
+{
+	sqlite3 *db = rd->db;
+	const char *path = rd->path;
+	int rc;
 	struct tail_row *rows = calloc(n ? n : 1, sizeof(*rows));
 	struct tail_row *evs = NULL;
 	size_t nrows = 0, nev = 0, cap_ev = 0;
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st = rd->records;
 	if (!rows) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	/* the newest n records, by the index on (run_id, seg, step), newest first */
-	if (sqlite3_prepare_v2(db, "SELECT seg, step, line, ts, loss, grad_norm, lr, throughput, "
-	                           "nonfinite, recv, json_extract(extra, '$.max_steps'), "
-	                           "json_extract(extra, '$.total_steps'), rank FROM records WHERE run_id = (SELECT id FROM runs WHERE "
-	                           "name = ?1) ORDER BY seg DESC, step DESC LIMIT ?2", -1, &st,
-	                       NULL) != SQLITE_OK)
-		goto sqlfail;
 	sqlite3_bind_text(st, 1, run, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)n);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW && nrows < n) {
@@ -426,14 +493,11 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 	}
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
 		goto sqlfail;
-	sqlite3_finalize(st);
-	st = NULL;
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 	/* the events from the oldest of those records on */
 	int64_t min_seg = nrows ? rows[nrows - 1].seg : 0, min_step = nrows ? rows[nrows - 1].step : 0;
-	if (sqlite3_prepare_v2(db, "SELECT seg, step, line, ts, name, attrs, recv FROM events WHERE run_id = "
-	                           "(SELECT id FROM runs WHERE name = ?1) AND (seg > ?2 OR (seg = ?2 AND "
-	                           "step >= ?3)) ORDER BY seg, step, id", -1, &st, NULL) != SQLITE_OK)
-		goto sqlfail;
+	st = rd->events;
 	sqlite3_bind_text(st, 1, run, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, min_seg);
 	sqlite3_bind_int64(st, 3, min_step);
@@ -488,14 +552,18 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
 sqlfail:
 	rc = gw_errf(err, errlen, -EIO, "%s: reading run %s: %s", path, run, sqlite3_errmsg(db));
 out:
-	sqlite3_finalize(st);
+	/* ready for the next run: no statement left open (it would hold a
+	 * read transaction, and the WAL could not be checkpointed past it) */
+	sqlite3_reset(rd->records);
+	sqlite3_clear_bindings(rd->records);
+	sqlite3_reset(rd->events);
+	sqlite3_clear_bindings(rd->events);
 	for (size_t k = 0; k < nev; k++) {
 		free(evs[k].event);
 		json_decref(evs[k].attrs);
 	}
 	free(evs);
 	free(rows);
-	sqlite3_close(db);
 	return rc;
 }
 

@@ -84,6 +84,16 @@ static const char *const migrations[] = {
 	"ALTER TABLE alerts ADD COLUMN acked_at REAL;"
 	"ALTER TABLE alerts ADD COLUMN acked_by TEXT;"
 	"ALTER TABLE alerts ADD COLUMN ack_note TEXT",
+	/* 6 -> 7: where and why a run ended (detectors/engine.h "Run endings":
+	 * a run_finished event, its declared length reached, a followed file
+	 * rotated away, an eviction), so that a restarted daemon does not
+	 * watch the silence of a run that had ended: it still has if the run's
+	 * last line is in that segment at or below that step
+	 * (gw_store_read_run_positions) */
+	"ALTER TABLE runs ADD COLUMN ended_seg INTEGER;"
+	"ALTER TABLE runs ADD COLUMN ended_step INTEGER;"
+	"ALTER TABLE runs ADD COLUMN ended_reason TEXT;"
+	"ALTER TABLE runs ADD COLUMN ended_at REAL",
 };
 
 _Static_assert(GW_ARRAY_SIZE(migrations) == GW_STORE_SCHEMA_VERSION,

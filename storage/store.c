@@ -90,8 +90,8 @@ struct run_slot {
  * values that move the run's position (seg, step, ts), -1 when unused. */
 enum {
 	S_RECORD = GW_STORE_NSTMT_PUBLIC, S_EVENT, S_SEGMENT, S_META, S_RANK_LINE, S_WRITERS,
-	S_DEL_RECORDS, S_DEL_EVENTS, S_DEL_SEGMENTS, S_DEL_ALERTS, S_DEL_TILES, S_DEL_RANK_LINES,
-	S_DEL_RANKS, S_DEL_RUN, S_NCORE,
+	S_RUN_END, S_DEL_RECORDS, S_DEL_EVENTS, S_DEL_SEGMENTS, S_DEL_ALERTS, S_DEL_TILES,
+	S_DEL_RANK_LINES, S_DEL_RANKS, S_DEL_RUN, S_NCORE,
 };
 
 enum counter { C_NONE, C_RECORDS, C_EVENTS, C_SEGMENTS, C_ALERTS, C_N };
@@ -154,6 +154,8 @@ static const struct core_stmt {
 		"VALUES(?1,?2,?3,?4,?5,?6,?7)",
 		C_RECORDS, -1, -1, -1},
 	[S_WRITERS] = {"UPDATE runs SET writers = ?2 WHERE id = ?1", C_NONE, -1, -1, -1},
+	[S_RUN_END] = {"UPDATE runs SET ended_seg = ?2, ended_step = ?3, ended_reason = ?4, "
+	               "ended_at = ?5 WHERE id = ?1", C_NONE, -1, -1, -1},
 	/* deleting a run (gw_store_delete_run): its rows, then the run; ?1 is
 	 * its name (text: naming it must not create it) */
 	[S_DEL_RECORDS] = {"DELETE FROM records WHERE run_id = (SELECT id FROM runs WHERE name = ?1)",
@@ -464,11 +466,28 @@ uint64_t gw_store_delete_run(struct gw_store *s, const char *run)
 	const struct gw_sv v[] = {gw_sv_text(run)};
 	uint64_t seq = 0;
 	gw_store_hold(s);
+	/* the modules' rows first: they may find theirs through the run's */
+	for (size_t k = 0; k < s->n_schemas; k++) {
+		const struct gw_store_schema *sc = s->schemas[k];
+		for (size_t i = 0; i < sc->n_delete_run; i++)
+			if (sc->delete_run[i] >= sc->n_statements ||
+			    !(seq = put(s, s->schema_base[k] + sc->delete_run[i], v, 1)))
+				goto out;
+	}
 	for (unsigned st = S_DEL_RECORDS; st <= S_DEL_RUN; st++)
 		if (!(seq = put(s, st, v, 1)))
 			break;
+out:
 	gw_store_release(s);
 	return seq;
+}
+
+uint64_t gw_store_put_run_end(struct gw_store *s, const char *run, int64_t seg, int64_t step,
+                              const char *reason, double at)
+{
+	const struct gw_sv v[] = {gw_sv_run(run, strlen(run)), gw_sv_int(seg), gw_sv_int(step),
+	                          gw_sv_text(reason), gw_sv_real(at)};
+	return put(s, S_RUN_END, v, GW_ARRAY_SIZE(v));
 }
 
 uint64_t gw_store_put_meta(struct gw_store *s, const char *key, const char *value)

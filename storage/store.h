@@ -45,7 +45,7 @@
  * regrown on every restart. */
 #define GW_STORE_WAL_KEEP_BYTES (16 << 20)
 
-#define GW_STORE_SCHEMA_VERSION 6 /* the store's own tables: see migrations[] in store.c */
+#define GW_STORE_SCHEMA_VERSION 7 /* the store's own tables: see migrations[] in store.c */
 
 /* ---- typed values -------------------------------------------------------------- */
 
@@ -88,6 +88,12 @@ struct gw_store_schema {
 	size_t n_migrations;
 	const char *const *statements;
 	size_t n_statements;
+	/* the statements (indices into statements) that delete the module's
+	 * rows of a run, ?1 bound to the run's name: gw_store_delete_run
+	 * queues them in its transaction, before the store's own rows go (so
+	 * they may still join the run's alerts); none when NULL */
+	const unsigned *delete_run;
+	size_t n_delete_run;
 };
 
 struct gw_store_opts {
@@ -162,6 +168,12 @@ uint64_t gw_store_put_event(struct gw_store *s, const struct gw_rec *rec,
  * Returns the sequence number or 0 (out of memory). */
 uint64_t gw_store_put_rank_line(struct gw_store *s, const struct gw_rec *rec, uint64_t line,
                                 double recv);
+/* The run ended (detectors/engine.h "Run endings") in segment seg at step
+ * step, for reason (a short word), at wall clock `at`: kept on the run's
+ * row (the last ending counts) until a line past it makes the run go on,
+ * which gw_store_read_run_positions tells. */
+uint64_t gw_store_put_run_end(struct gw_store *s, const char *run, int64_t seg, int64_t step,
+                              const char *reason, double at);
 /* Note on the run that its lines were recognised as interleaved writers'
  * (a JSON object, read back as /v1/runs/{run}'s "writers"). */
 uint64_t gw_store_put_writers(struct gw_store *s, const char *run, const char *note);
@@ -169,10 +181,11 @@ uint64_t gw_store_put_segment(struct gw_store *s, const char *run, int64_t seg,
                               const char *reason, int64_t first_step, int64_t restart_step,
                               uint64_t line, double ts, double wall);
 /* Delete a run and everything of it (records, events, segments, alerts,
- * record_tiles: the store's own tables) in one transaction.  Other modules' rows that name
- * the run (the outbox's) stay.  Returns the last item's sequence (0: out of
- * memory).  The writer holds the database while it deletes (about a second
- * per few hundred thousand records). */
+ * record_tiles, rank_lines, ranks: the store's own tables; and each
+ * schema's rows of it, by its delete_run statements, first) in one
+ * transaction.  Returns the last item's sequence (0: out of memory).  The
+ * writer holds the database while it deletes (about a second per few
+ * hundred thousand records). */
 uint64_t gw_store_delete_run(struct gw_store *s, const char *run);
 
 /* A small key/value fact kept in the `meta` table (e.g. a followed file's
@@ -242,13 +255,19 @@ int gw_store_read_alerts(const char *path, const char *run, size_t limit,
 /* One alert by id (the columns of gw_store_read_alerts); -ENOENT if none. */
 int gw_store_read_alert(const char *path, const char *id, json_t **out, char *err, size_t errlen);
 
-/* Every run's last segment, step, ts and last line's arrival (last_seen),
- * and whether its lines were recognised as interleaved writers' (a "writers" note), to seed the engine
- * after a daemon restart: fn is called once per run. */
+/* Where a run stood, to seed the engine after a daemon restart. */
+struct gw_run_position {
+	const char *run;
+	int64_t seg, last_step;    /* last_step -1: none */
+	double last_ts, last_seen; /* last_seen: its last line's arrival */
+	bool interleaved;          /* its lines were recognised as interleaved writers' */
+	bool ended;                /* it ended (gw_store_put_run_end) and no line went past it */
+};
+
+/* Every run's position: fn is called once per run (p valid during the
+ * call). */
 int gw_store_read_run_positions(const char *path,
-                                void (*fn)(void *data, const char *run, int64_t seg,
-                                           int64_t last_step, double last_ts, double last_seen,
-                                           bool interleaved),
+                                void (*fn)(void *data, const struct gw_run_position *p),
                                 void *data, char *err, size_t errlen);
 
 /* A run's newest n records, and its events from the oldest of them on, in
@@ -261,6 +280,21 @@ int gw_store_read_tail(const char *path, const char *run, size_t n,
                        int (*fn)(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line,
                                  double recv),
                        void *data, char *err, size_t errlen);
+
+/* One read-only connection for many gw_store_read_tail_on calls (a
+ * daemon's start rebuilds up to 256 runs: one connection, its statements
+ * prepared once, instead of one each).  Between calls it holds no read
+ * transaction.  Open: 0 or a negative errno (err); close takes NULL.  One
+ * thread at a time. */
+struct gw_store_reader;
+int gw_store_reader_open(const char *path, struct gw_store_reader **out, char *err,
+                         size_t errlen);
+void gw_store_reader_close(struct gw_store_reader *rd);
+/* gw_store_read_tail on rd's connection. */
+int gw_store_read_tail_on(struct gw_store_reader *rd, const char *run, size_t n,
+                          int (*fn)(void *data, const struct gw_rec *rec, int64_t seg,
+                                    uint64_t line, double recv),
+                          void *data, char *err, size_t errlen);
 
 /* Attributes and step of a run's last event named `name` (new reference in
  * *attrs); -ENOENT when the run has none. */

@@ -16,6 +16,7 @@ hide a repeat, never fail the test.
 import http.client
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -257,9 +258,18 @@ class AckTest(SinkTestCase):
 
     # ---- the CLI ---------------------------------------------------------------------
 
+    def open_gauge(self, d):
+        """gradwatch_alerts_open by its acked label, as /metrics says."""
+        got = dict(re.findall(r'^gradwatch_alerts_open\{acked="(true|false)"\} (\d+)$',
+                              d.get("/metrics")[1], re.M))
+        return {k: int(v) for k, v in got.items()}
+
     def test_cli(self):
+        # no sinks: an operator acknowledges all the same, and /metrics
+        # counts open and acknowledged alerts all the same
         d = self.daemon([])
         aid = self.open_alert(d, "cli-1")["id"]
+        self.assertEqual(self.open_gauge(d), {"false": 1, "true": 0})
         url = "http://127.0.0.1:%d" % d.http
         env = dict(os.environ, USER="frank")
         env.pop("GRADWATCH_TOKEN", None)
@@ -276,8 +286,10 @@ class AckTest(SinkTestCase):
                                    r"looking into it")
         p = run("alerts", "--db", d.db, "--json")
         self.assertEqual(json.loads(p.stdout)["alerts"][0]["acked_by"], "frank")
+        self.assertEqual(self.open_gauge(d), {"false": 0, "true": 1})
         p = run("alerts", "unack", aid, "--url", url)
         self.assertEqual((p.returncode, p.stdout.strip()), (0, "%s: not acknowledged" % aid))
+        self.assertEqual(self.open_gauge(d), {"false": 1, "true": 0})
         self.assertNotIn("acknowledged", run("alerts", "--url", url).stdout)
         p = run("alerts", "ack", "gw-0000000000000000", "--url", url)
         self.assertEqual(p.returncode, 2)

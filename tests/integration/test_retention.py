@@ -9,6 +9,7 @@ import time
 import unittest
 
 from gwtest import GRADWATCH, Daemon, wait_for
+from receiver import SinkTestCase, nan_incident
 
 
 def body(run, n, start=1, extras=0):
@@ -123,6 +124,79 @@ class Retention(unittest.TestCase):
                 self.assertEqual(f.read().count(said), 1)
             self.assertEqual(metric(d, 'gradwatch_retention_runs_deleted_total'), 0)
             self.assertEqual(len(d.sql('SELECT name FROM runs')), 3)
+
+
+
+def outbox_rows(d, run):
+    """(outbox rows, deliveries rows by state) of the run's alert events."""
+    ob = d.sql("SELECT count(*) FROM outbox WHERE run = ?", (run,))[0][0]
+    dv = dict(d.sql("SELECT d.state, count(*) FROM deliveries d JOIN outbox o ON "
+                    "o.alert_id = d.alert_id AND o.version = d.version WHERE o.run = ? "
+                    "GROUP BY d.state", (run,)))
+    return ob, dv
+
+
+class OutboxPruned(SinkTestCase):
+    """The alert outbox's rows (one per alert event, one per event and
+    sink) go with their run, but for what at-least-once delivery still
+    needs: an event not delivered yet is delivered (after a restart too),
+    then its rows go."""
+
+    SINKS = [dict(type='webhook', name='hook', retry_initial='100ms', retry_max='200ms')]
+
+    def sinks(self, port):
+        return [dict(s, url='http://127.0.0.1:%d/h' % port) for s in self.SINKS]
+
+    def test_delete_prunes_delivered_rows_and_keeps_pending_ones_until_delivered(self):
+        port = self.rcv.port
+        d = self.daemon(self.sinks(port))
+        for run in ('gone', 'kept'):
+            d.send(*nan_incident(run))
+        for run in ('gone', 'kept'):
+            wait_for(lambda: outbox_rows(d, run) == (1, {'delivered': 1}), 20,
+                     'the alert of %s delivered' % run)
+        # the receiver down: the next alert's delivery stays pending
+        self.rcv.stop()
+        d.send(*nan_incident('pend'))
+        wait_for(lambda: d.sink_stats()['hook']['retries'] >= 1, 20, 'a failed attempt')
+        self.assertEqual(metric(d, 'gradwatch_alerts_open{acked="false"}'), 3)
+        for run in ('gone', 'pend'):
+            self.assertEqual(request(d, 'DELETE', '/v1/runs/' + run), (200, {'deleted': [run]}))
+        self.assertEqual(outbox_rows(d, 'gone'), (0, {}))
+        self.assertEqual(outbox_rows(d, 'kept'), (1, {'delivered': 1}))
+        ob, dv = outbox_rows(d, 'pend')
+        self.assertEqual((ob, list(dv)), (1, ['pending']))
+        # their alerts are no longer open
+        self.assertEqual(metric(d, 'gradwatch_alerts_open{acked="false"}'), 1)
+        # across a restart the pending one goes out once, then its rows go
+        d.stop()
+        self.rcv.port = port
+        self.rcv.start()
+        d.start()
+        wait_for(lambda: outbox_rows(d, 'pend') == (0, {}), 20, "the pending event's rows to go")
+        got = [r['json']['alert']['run'] for r in self.rcv.ok_requests()]
+        self.assertEqual(got.count('pend'), 1, got)
+        self.assertEqual(outbox_rows(d, 'kept'), (1, {'delivered': 1}))
+        self.assertEqual(d.sql('PRAGMA integrity_check'), [('ok',)])
+
+    def test_rows_left_by_runs_deleted_before_the_upgrade_go_at_the_migration(self):
+        d = self.daemon(self.sinks(self.rcv.port))
+        d.send(*nan_incident('old'))
+        wait_for(lambda: outbox_rows(d, 'old') == (1, {'delivered': 1}), 20, 'the alert delivered')
+        d.stop()
+        # as a gradwatchd before outbox schema 2 deleted a run: its alerts
+        # went, its outbox rows stayed
+        import sqlite3
+        con = sqlite3.connect(d.db)
+        con.execute("DROP TRIGGER deliveries_of_deleted_alerts")
+        con.execute("UPDATE meta SET value = '1' WHERE key = 'schema:outbox'")
+        con.execute("DELETE FROM alerts")
+        con.commit()
+        con.close()
+        self.assertEqual(outbox_rows(d, 'old'), (1, {'delivered': 1}))
+        d.start()
+        self.assertEqual(outbox_rows(d, 'old'), (0, {}))
+        self.assertEqual(d.sql("SELECT value FROM meta WHERE key = 'schema:outbox'"), [('2',)])
 
 
 if __name__ == '__main__':

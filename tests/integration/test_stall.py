@@ -274,6 +274,89 @@ class Restart(unittest.TestCase):
             self.assertNotIn('restarted', summary)
 
 
+class RestartAfterAnEnding(unittest.TestCase):
+    """Every way a run ends survives a restart (the ending is kept on the
+    run's row, not only in the engine's memory): no stall watch for it
+    after the restart, while a live run beside it gets one."""
+
+    def restarted(self, d, run):
+        return [a for a in alerts_json(d, run) if 'since gradwatchd restarted' in a[1]]
+
+    def test_finished_closed_max_steps_and_a_rotated_file(self):
+        sys.path.insert(0, CONTRIB_PYTHON)
+        try:
+            import gradwatch
+        finally:
+            sys.path.remove(CONTRIB_PYTHON)
+        tmp = tempfile.mkdtemp(prefix='gwfollow-')
+        self.addCleanup(subprocess.run, ['rm', '-rf', tmp])
+        log = os.path.join(tmp, 'train.jsonl')
+        open(log, 'wb').close()
+        cfg = dict(RESTART, follow=[{'path': log, 'run': 'restart-follow', 'poll_ms': 50}])
+        with Daemon(config=cfg) as d:
+            with connect(d) as s:
+                feed(s, 'restart-done', range(1, 31))
+                s.sendall(b'{"run":"restart-done","step":30,"event":"run_finished"}\n')
+                # its length declared once, on its first line, 1,100 lines
+                # before it is reached: more than a rebuilt run re-reads
+                s.sendall(line('restart-max', 1, max_steps=1100) +
+                          b''.join(line('restart-max', i) for i in range(2, 1101)))
+            client = gradwatch.Client(run='restart-client', address=d.sock, udp='')
+            for step in range(1, 31):
+                client.log(step, loss=2.0, grad_norm=0.5)
+                time.sleep(0.02)
+            client.close()
+            with open(log, 'ab') as f:
+                for step in range(1, 31):
+                    f.write(line('restart-follow', step))
+                    f.flush()
+                    time.sleep(0.02)
+            wait_for(lambda: records(d) == 1190, 20, 'every line committed')
+            # the followed file is rotated away: the run it fed ended there
+            os.rename(log, log + '.1')
+            open(log, 'wb').close()
+            wait_for(lambda: 'finished the rotated file' in d.logtext(), 20, 'the rotation')
+            with connect(d) as s:
+                feed(s, 'restart-live', range(1, 31))
+            wait_for(lambda: records(d) == 1220, 10, 'every line committed')
+            ended = dict(d.sql("SELECT name, ended_reason FROM runs WHERE ended_reason IS NOT NULL"))
+            self.assertEqual(ended, {'restart-done': 'run_finished', 'restart-max': 'max_steps',
+                                     'restart-client': 'run_finished',
+                                     'restart-follow': 'file_rotated'})
+            d.stop()
+            d.start()
+            wait_for(lambda: self.restarted(d, 'restart-live'), 30,
+                     'the live run to stall after the restart', interval=0.1)
+            with connect(d) as c:
+                after_control(self, d, c, 'stall-control', [])
+            for run in ('restart-done', 'restart-max', 'restart-client', 'restart-follow'):
+                self.assertEqual(alerts_json(d, run), [], '%s stalled:\n%s' % (run, d.logtext()))
+
+    def test_a_run_evicted_with_its_stall_open(self):
+        cfg = dict(RESTART, limits={'max_runs': 2})
+        with Daemon(config=cfg) as d:
+            with connect(d) as s:
+                feed(s, 'restart-evicted', range(1, 31))
+                feed(s, 'restart-kept', range(1, 31))
+            wait_for(lambda: stalls(d, 'restart-evicted') and stalls(d, 'restart-kept'), 30,
+                     'both runs to stall', interval=0.1)
+            # a third run: the least recently active of the two makes room
+            # for it, its open stall resolved
+            d.send_unix(line('restart-new', 1))
+            wait_for(lambda: stalls(d, 'restart-evicted')[0][1] == 'resolved', 10,
+                     'the evicted run\'s stall to resolve', interval=0.1)
+            self.assertEqual(d.sql("SELECT ended_reason FROM runs WHERE name = 'restart-evicted'"),
+                             [('evicted: too many runs for limits.max_runs',)])
+            self.assertEqual(stalls(d, 'restart-kept')[0][1], 'open')
+            d.stop()
+            d.start()
+            wait_for(lambda: self.restarted(d, 'restart-kept'), 30,
+                     'the run that stayed to stall after the restart', interval=0.1)
+            with connect(d) as c:
+                after_control(self, d, c, 'stall-control', [])
+            self.assertEqual(self.restarted(d, 'restart-evicted'), [], d.logtext())
+
+
 TORCH = torch_python()
 
 

@@ -24,7 +24,7 @@ import unittest
 from gwtest import GRADWATCH, GRADWATCHD
 from receiver import Daemon, Receiver, nan_incident, wait_for
 
-STORE_SCHEMA = 6     # storage/schema.c: GW_STORE_SCHEMA_VERSION
+STORE_SCHEMA = 7     # storage/schema.c: GW_STORE_SCHEMA_VERSION
 
 
 def table_rows(path, sql):
@@ -60,9 +60,11 @@ class Upgrade(unittest.TestCase):
         self.assertEqual(len(alerts), 3)
         self.assertGreaterEqual(len(pending), 3)
         # back to schema 3: before alerts.resolution (4), the ranks'
-        # tables, runs.writers and records.rank (5) and the alerts'
-        # acknowledgement and kind (6)
+        # tables, runs.writers and records.rank (5), the alerts'
+        # acknowledgement and kind (6) and the runs' endings (7)
         con = sqlite3.connect(db)
+        for col in ('ended_seg', 'ended_step', 'ended_reason', 'ended_at'):
+            con.execute('ALTER TABLE runs DROP COLUMN ' + col)
         for col in ('kind', 'acked_at', 'acked_by', 'ack_note'):
             con.execute('ALTER TABLE alerts DROP COLUMN ' + col)
         con.execute('DROP TRIGGER rank_lines_summary')

@@ -352,6 +352,76 @@ START_TEST(seed_continues_segments)
 }
 END_TEST
 
+/* The on_ended hook: once per ending (a run_finished event, the declared
+ * length reached, gw_engine_run_ended), with where and why; again only when
+ * the run went on and ended anew; never while quiet. */
+struct endings {
+	int n;
+	int64_t seg, step;
+	char reason[32];
+};
+
+static void on_ended(void *d, const struct gw_end_info *en)
+{
+	struct endings *x = d;
+	x->n++;
+	x->seg = en->seg;
+	x->step = en->step;
+	snprintf(x->reason, sizeof(x->reason), "%s", en->reason);
+}
+
+static void end_line(struct gw_engine *e, const char *run, int64_t step, const char *event,
+                     double max_steps)
+{
+	struct gw_metric m = {"max_steps", max_steps};
+	struct gw_rec r = {.run = run, .run_len = strlen(run), .step = step, .ts = NAN,
+	                   .present = event ? 0 : 1u << GW_ROLE_LOSS, .v = {1.0},
+	                   .extra = &m, .n_extra = max_steps > 0 && !event, .event = event,
+	                   .attrs = event ? json_object() : NULL};
+	ck_assert_int_eq(gw_engine_feed(e, &r, (uint64_t)step, NAN, NULL), 0);
+	json_decref((json_t *)r.attrs);
+}
+
+START_TEST(run_endings_are_said_once_each)
+{
+	struct endings x = {0};
+	struct gw_engine_opts o = {0};
+	gw_thresholds_default(&o.th);
+	struct gw_engine_hooks h = {.data = &x, .on_ended = on_ended};
+	struct gw_engine *e = gw_engine_new(&o, &h);
+	end_line(e, "f", 1, NULL, 0);
+	end_line(e, "f", 2, "run_finished", 0);
+	ck_assert_int_eq(x.n, 1);
+	ck_assert_str_eq(x.reason, "run_finished");
+	ck_assert_int_eq(x.step, 2);
+	end_line(e, "f", 2, "run_finished", 0);   /* again at the same step: nothing new */
+	ck_assert_int_eq(x.n, 1);
+	end_line(e, "f", 3, NULL, 0);                      /* it went on ... */
+	ck_assert_int_eq(gw_engine_run_ended(e, "f", "file_rotated", 10.0), 0);   /* ... and ended */
+	ck_assert_int_eq(x.n, 2);
+	ck_assert_str_eq(x.reason, "file_rotated");
+	ck_assert_int_eq(x.step, 3);
+
+	end_line(e, "m", 1, NULL, 5);   /* declared once, on the first line */
+	for (int64_t i = 2; i <= 4; i++)
+		end_line(e, "m", i, NULL, 0);
+	ck_assert_int_eq(x.n, 2);
+	end_line(e, "m", 5, NULL, 0);
+	ck_assert_int_eq(x.n, 3);
+	ck_assert_str_eq(x.reason, "max_steps");
+	ck_assert_int_eq(x.step, 5);
+	ck_assert_int_eq(x.seg, 1);
+
+	bool was = gw_engine_quiet(e, true);   /* re-feeding: said before */
+	end_line(e, "q", 1, NULL, 0);
+	end_line(e, "q", 1, "run_finished", 0);
+	gw_engine_run_ended(e, "q", "evicted", 10.0);
+	gw_engine_quiet(e, was);
+	ck_assert_int_eq(x.n, 3);
+	gw_engine_free(e);
+}
+END_TEST
+
 START_TEST(max_runs)
 {
 	struct gw_engine_opts o = {0};
@@ -557,6 +627,7 @@ int main(void)
 	tcase_add_test(tc, thresholds_by_glob);
 	tcase_add_test(tc, seed_continues_segments);
 	tcase_add_test(tc, max_runs);
+	tcase_add_test(tc, run_endings_are_said_once_each);
 	tcase_add_test(tc, restart_explanation_silences_spikes);
 	tcase_add_test(tc, explosion_aftermath_is_not_a_reset);
 	tcase_add_test(tc, runs_in_order_of_appearance);

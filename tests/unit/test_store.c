@@ -257,7 +257,8 @@ static const char *const mod_stmts[] = {"INSERT INTO notes(run_id, note) VALUES(
 START_TEST(module_schema)
 {
 	unlink(path);
-	struct gw_store_schema v1 = {"notes", mod_v1, 1, mod_stmts, 1};
+	struct gw_store_schema v1 = {.name = "notes", .migrations = mod_v1, .n_migrations = 1,
+	                             .statements = mod_stmts, .n_statements = 1};
 	const struct gw_store_schema *list[] = {&v1};
 	struct gw_store_opts o = {.path = path, .commit_interval_ms = 20, .schemas = list, .n_schemas = 1};
 	struct gw_store *s;
@@ -272,7 +273,8 @@ START_TEST(module_schema)
 	ck_assert_int_eq(scalar("SELECT count(*) FROM notes n JOIN runs r ON r.id = n.run_id "
 	                        "WHERE r.name = 'r' AND n.note = 'first'"), 1);
 
-	struct gw_store_schema v2 = {"notes", mod_v2, 2, mod_stmts, 2};
+	struct gw_store_schema v2 = {.name = "notes", .migrations = mod_v2, .n_migrations = 2,
+	                             .statements = mod_stmts, .n_statements = 2};
 	list[0] = &v2;
 	ck_assert_int_eq(gw_store_open(&o, &s, err, sizeof(err)), 0);
 	const struct gw_sv row2[] = {gw_sv_run("r", 1), gw_sv_text("second"), gw_sv_real(0.5)};
@@ -293,6 +295,42 @@ START_TEST(module_schema)
 	gw_test_corrupt_table(path, "meta");
 	ck_assert_int_lt(gw_store_open(&o, &s, err, sizeof(err)), 0);
 	ck_assert_msg(strstr(err, "schema version") && strstr(err, "malformed"), "%s", err);
+}
+END_TEST
+
+/* Deleting a run deletes a module's rows of it too, by the module's own
+ * statements, in the same transaction, before the run's row goes (they
+ * find theirs through it); another run's rows stay. */
+static const char *const del_stmts[] = {
+	"INSERT INTO notes(run_id, note) VALUES(?1, ?2)",
+	"DELETE FROM notes WHERE run_id = (SELECT id FROM runs WHERE name = ?1)",
+};
+static const unsigned del_run[] = {1};
+
+START_TEST(module_rows_go_with_the_run)
+{
+	unlink(path);
+	struct gw_store_schema sc = {.name = "notes", .migrations = mod_v1, .n_migrations = 1,
+	                             .statements = del_stmts, .n_statements = 2,
+	                             .delete_run = del_run, .n_delete_run = 1};
+	const struct gw_store_schema *list[] = {&sc};
+	struct gw_store_opts o = {.path = path, .commit_interval_ms = 20, .schemas = list, .n_schemas = 1};
+	struct gw_store *s;
+	char err[256];
+	ck_assert_int_eq(gw_store_open(&o, &s, err, sizeof(err)), 0);
+	const char *runs[] = {"gone", "kept"};
+	for (int k = 0; k < 2; k++) {
+		struct gw_rec r = record(runs[k], 1, 1.0, 1.0);
+		gw_store_put_record(s, &r, 1, 1, 0);
+		const struct gw_sv row[] = {gw_sv_run(runs[k], strlen(runs[k])), gw_sv_text("n")};
+		gw_store_put(s, &sc, 0, row, 2);
+	}
+	wait_committed(s, gw_store_delete_run(s, "gone"));
+	ck_assert_int_eq(gw_store_close(s), 0);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM notes"), 1);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM notes n JOIN runs r ON r.id = n.run_id "
+	                        "WHERE r.name = 'kept'"), 1);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM runs"), 1);
 }
 END_TEST
 
@@ -340,15 +378,16 @@ END_TEST
 struct positions {
 	int n;
 	int64_t seg, step;
+	bool ended;
 };
 
-static void on_position(void *data, const char *run, int64_t seg, int64_t step, double ts,
-                        double seen, bool interleaved)
+static void on_position(void *data, const struct gw_run_position *pos)
 {
 	struct positions *p = data;
 	p->n++;
-	p->seg = seg;
-	p->step = step;
+	p->seg = pos->seg;
+	p->step = pos->last_step;
+	p->ended = pos->ended;
 }
 
 /* A stored follow position that cannot be read is an error, not "none"
@@ -385,6 +424,7 @@ START_TEST(positions_for_seeding)
 	ck_assert_int_eq(got.n, 1);
 	ck_assert_int_eq(got.seg, 3);
 	ck_assert_int_eq(got.step, 10);
+	ck_assert(!got.ended);
 
 	/* the runs table unreadable (its root page overwritten): an error
 	 * naming the database, not 0 with no runs (the daemon then seeded
@@ -394,6 +434,110 @@ START_TEST(positions_for_seeding)
 	err[0] = '\0';
 	ck_assert_int_lt(gw_store_read_run_positions(path, on_position, &got, err, sizeof(err)), 0);
 	ck_assert_msg(strstr(err, path) && strstr(err, "malformed"), "%s", err);
+}
+END_TEST
+
+/* A run's ending is kept on its row, and tells only while no line went
+ * past it: a record at or below its step in its segment leaves it ended;
+ * a record past that step, or a new segment, means the run went on. */
+static bool ended_now(void)
+{
+	struct positions got = {0};
+	char err[256];
+	ck_assert_int_eq(gw_store_read_run_positions(path, on_position, &got, err, sizeof(err)), 0);
+	ck_assert_int_eq(got.n, 1);
+	return got.ended;
+}
+
+START_TEST(run_end_kept_until_the_run_goes_on)
+{
+	struct gw_store *s = open_store();
+	uint64_t seq = 0;
+	for (int i = 1; i <= 10; i++) {
+		struct gw_rec r = record("end", i, 1.0, 1.0);
+		seq = gw_store_put_record(s, &r, 1, (uint64_t)i, 0);
+	}
+	wait_committed(s, seq);
+	ck_assert(!ended_now());
+	wait_committed(s, gw_store_put_run_end(s, "end", 1, 10, "file_rotated", 100.0));
+	ck_assert(ended_now());
+	ck_assert_int_eq(scalar("SELECT count(*) FROM runs WHERE ended_reason = 'file_rotated' "
+	                        "AND ended_at = 100.0 AND ended_step = 10"), 1);
+	struct gw_rec late = record("end", 9, 1.0, 1.0);   /* a late line: still ended */
+	wait_committed(s, gw_store_put_record(s, &late, 1, 11, 0));
+	ck_assert(ended_now());
+	struct gw_rec on = record("end", 11, 1.0, 1.0);    /* past it: the run goes on */
+	wait_committed(s, gw_store_put_record(s, &on, 1, 12, 0));
+	ck_assert(!ended_now());
+	wait_committed(s, gw_store_put_run_end(s, "end", 1, 11, "run_finished", 101.0));
+	ck_assert(ended_now());
+	struct gw_rec again = record("end", 1, 1.0, 1.0);  /* a restart: a new segment */
+	wait_committed(s, gw_store_put_record(s, &again, 2, 13, 0));
+	ck_assert(!ended_now());
+	gw_store_close(s);
+}
+END_TEST
+
+/* A run's tail read back: the lines in order, on one reader for many runs
+ * as on a connection of its own, and a reader sees lines committed after
+ * its last read (it holds no snapshot between reads). */
+struct tail {
+	int n, events;
+	int64_t first, last;
+};
+
+static int on_tail(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line, double recv)
+{
+	struct tail *t = data;
+	if (!t->n++)
+		t->first = rec->step;
+	t->last = rec->step;
+	t->events += rec->event != NULL;
+	return 0;
+}
+
+START_TEST(tail_on_one_reader)
+{
+	struct gw_store *s = open_store();
+	const char *runs[] = {"ta", "tb", "tc"};
+	uint64_t seq = 0;
+	for (int k = 0; k < 3; k++) {
+		for (int i = 1; i <= 20 + k; i++) {
+			struct gw_rec r = record(runs[k], i, 1.0, 1.0);
+			seq = gw_store_put_record(s, &r, 1, (uint64_t)i, 0);
+		}
+		struct gw_rec ev = {.run = runs[k], .run_len = 2, .step = 20 + k, .ts = NAN,
+		                    .event = "run_finished", .attrs = json_object()};
+		seq = gw_store_put_event(s, &ev, 1, 100, 0);
+		json_decref((json_t *)ev.attrs);
+	}
+	wait_committed(s, seq);
+	struct gw_store_reader *rd;
+	char err[256];
+	ck_assert_int_eq(gw_store_reader_open(path, &rd, err, sizeof(err)), 0);
+	for (int pass = 0; pass < 2; pass++)
+		for (int k = 0; k < 3; k++) {
+			struct tail a = {0}, b = {0};
+			ck_assert_int_eq(gw_store_read_tail_on(rd, runs[k], 10, on_tail, &a, err,
+			                                       sizeof(err)), 0);
+			ck_assert_int_eq(gw_store_read_tail(path, runs[k], 10, on_tail, &b, err,
+			                                    sizeof(err)), 0);
+			ck_assert_int_eq(a.n, 11);
+			ck_assert_int_eq(a.events, 1);
+			ck_assert_int_eq(a.first, 11 + k);
+			ck_assert_int_eq(a.last, 20 + k);
+			ck_assert(a.n == b.n && a.first == b.first && a.last == b.last &&
+			          a.events == b.events);
+		}
+	struct gw_rec more = record("ta", 21, 1.0, 1.0);
+	wait_committed(s, gw_store_put_record(s, &more, 1, 21, 0));
+	struct tail a = {0};
+	ck_assert_int_eq(gw_store_read_tail_on(rd, "ta", 10, on_tail, &a, err, sizeof(err)), 0);
+	ck_assert_int_eq(a.last, 21);
+	ck_assert_int_eq(gw_store_read_tail_on(rd, "none", 10, on_tail, &a, err, sizeof(err)), 0);
+	gw_store_reader_close(rd);
+	gw_store_reader_close(NULL);
+	gw_store_close(s);
 }
 END_TEST
 
@@ -565,6 +709,9 @@ int main(void)
 	tcase_add_test(tc, newer_schema_refused);
 	tcase_add_test(tc, bad_path);
 	tcase_add_test(tc, positions_for_seeding);
+	tcase_add_test(tc, run_end_kept_until_the_run_goes_on);
+	tcase_add_test(tc, module_rows_go_with_the_run);
+	tcase_add_test(tc, tail_on_one_reader);
 	tcase_add_test(tc, many_runs_and_deletes);
 	tcase_add_test(tc, commit_wait_ignores_wall_clock_steps);
 	tcase_add_test(tc, meta_read_error);
