@@ -865,6 +865,14 @@ void gw_outbox_ack_event(json_t *a, bool ack, int64_t version, double at, const 
 	}
 }
 
+int gw_outbox_acked(const struct gw_outbox *ob, const char *id)
+{
+	uint32_t i;
+	if (!ob || gw_strtab_find(&ob->known_by_id, id, strlen(id), &i) < 0 || !ob->known[i]->open)
+		return -ENOENT;
+	return ob->known[i]->acked;
+}
+
 int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, const char *by,
                   const char *note, const json_t *row, uint64_t *seq)
 {

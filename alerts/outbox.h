@@ -81,6 +81,12 @@ void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a);
 int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, const char *by,
                   const char *note, const json_t *row, uint64_t *seq);
 
+/* Whether the outbox has open alert `id` as acknowledged: 1 or 0 (its
+ * state after every ack/unack queued so far, committed or not), -ENOENT
+ * when it has the alert as resolved or unknown (or ob is NULL).  Loop
+ * thread. */
+int gw_outbox_acked(const struct gw_outbox *ob, const char *id);
+
 /* Make alert object a the ack (or unack) event of version `version` at
  * `at`: kind, version, raised_at, and acked_at/acked_by/ack_note (an ack)
  * or unacked_by (an unack) set or removed.  by and note may be NULL.  The

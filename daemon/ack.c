@@ -11,7 +11,11 @@
  * is committed and reads the alert on the thread pool (gw_http_defer);
  * back on the loop, decide() answers 404 (no such alert), 409 (resolved)
  * or, when the alert already is in the asked state, 200 with it as it is
- * (idempotent: nothing is written, nothing is sent).  Otherwise it queues
+ * (idempotent: nothing is written, nothing is sent).  The row read can be
+ * behind the outbox, which has every change decided so far: when another
+ * request on the alert decided after our read and is not committed yet,
+ * the alert is read again once it is (at most ACK_REREADS times), so
+ * requests on one alert act and answer in the order they are decided.  Otherwise it queues
  * the alerts-table row (GW_STORE_ALERT_ACK/UNACK) and the outbox's event
  * (gw_outbox_ack) under one store hold, so both commit in one transaction,
  * and answers 200 with the alert as it now is once that commit is done
@@ -35,11 +39,13 @@
 #define ACK_BODY_MAX 8192
 #define ACK_BY_MAX 128      /* bytes of "by" */
 #define ACK_NOTE_MAX 1024   /* bytes of "note" */
+#define ACK_REREADS 8       /* reads again while other requests change the alert */
 
 /* What the body asked (the request's state on the deferred path). */
 struct ack {
 	bool ack;                  /* POST (else DELETE) */
 	char *by, *note;           /* checked, or NULL */
+	int reads;                 /* reads again after a change still to commit */
 };
 
 /* A control character (other than newline and tab in a note) or a string
@@ -113,12 +119,15 @@ static int parse_body(struct gw_http_conn *c, const struct gw_http_req *r, struc
 	return 0;
 }
 
+static int read_alert(const struct gw_http_req *r, json_t **out);
+static void ack_free(void *state);
+
 /* The alert is read (loop thread): answer or write. */
 static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int status,
                    json_t *alert)
 {
 	struct gw_daemon *d = r->data;
-	const struct ack *q = r->state;
+	struct ack *q = r->state;
 	const char *id = r->arg;
 	if (status != 200) {
 		gw_http_respond_json(c, status, alert);
@@ -140,6 +149,15 @@ static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int stat
 		return;
 	}
 	bool acked = json_is_number(json_object_get(alert, "acked_at"));
+	int now_acked = gw_outbox_acked(d->ingest.outbox, id);
+	if (now_acked >= 0 && now_acked != acked && q->reads++ < ACK_REREADS) {
+		/* an ack or unack decided after our read is not committed yet: the
+		 * row read is behind it; read again once it is committed, so that
+		 * requests on one alert act, and answer, in the order decided */
+		json_decref(alert);
+		gw_http_defer(c, read_alert, decide, q, ack_free);
+		return;
+	}
 	if (acked == q->ack) {   /* already so: idempotent, nothing written or sent */
 		gw_http_respond_json(c, 200, alert);
 		return;
