@@ -532,7 +532,6 @@ def make_trace(rng, fault, events, kind, seed, lm_data):
         new.model.load_state_dict(blob["model"])
         if fault == "poisoned_weights":
             if rng.random() < 0.5:
-                names = [n for n, p in new.model.named_parameters()]
                 shapes = {}
                 for n, p in new.model.named_parameters():
                     if p.dim() == 2:
@@ -546,7 +545,6 @@ def make_trace(rng, fault, events, kind, seed, lm_data):
                         sd[a].copy_(sd[b])
                         sd[b].copy_(ta)
                     fp.update(mode="swap", swap=[a, b])
-                del names
             if "mode" not in fp:
                 scale = rng.choice([0.05, 0.1, 0.2, 0.3, 0.5])
                 g = torch.Generator().manual_seed(seed + 17)
@@ -761,7 +759,6 @@ def inject(rng, src_lines, src_label, ckpt_every, positive):
     else:
         gs, ls = rng.uniform(0.55, 0.7), rng.uniform(0.5, 0.65)
         fpar = {"grad_norm_scale": round(gs, 3), "loss_noise_scale": round(ls, 3)}
-    dts = ms[-1]["ts"] - ms[0]["ts"]
     shift = (out[-1]["ts"] - ms[S - 1]["ts"]) + gap
     resume_line = len(out) + 1
     if keep_events:
@@ -795,7 +792,6 @@ def inject(rng, src_lines, src_label, ckpt_every, positive):
             e = json.loads(evs[m["step"]])
             e["ts"] = m["ts"]
             out.append(e)
-    del dts
     label = {k: src_label[k] for k in ("run", "model", "optimizer", "schedule")}
     label.update(fault="optimizer_reset" if positive else "batch_size_change", has_events=keep_events,
                  onset_step=S + 1 if positive else None, onset_line=resume_line if positive else None,
@@ -807,7 +803,7 @@ def inject(rng, src_lines, src_label, ckpt_every, positive):
                  note=("restart from step %d after crash at %d; signature laid over the real post-restart metrics"
                        % (S, T)) if positive else
                  "good resume with a larger batch: grad norm and loss noise shrink, loss level unchanged")
-    return [json.dumps(o, separators=(",", ":")).replace("NaN", "NaN") for o in out], label
+    return [json.dumps(o, separators=(",", ":")) for o in out], label
 
 
 # ----------------------------------------------------------------- main
