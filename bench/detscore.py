@@ -35,7 +35,8 @@ GROUPS = {
     "rr_climb": ("resume_regression", [("rr_climb_z", "z"), ("rr_climb_rel_loss", "rel"),
                                        ("rr_climb_rel_gn", "rel")]),
     "lr_schedule": ("lr_schedule", [("lr_jump", "rel")]),
-    "loss_spike": ("loss_spike", [("sp_z_loss", "z"), ("sp_loss_rel", "rel")]),
+    "loss_spike": ("loss_spike", [("sp_z_loss", "z"), ("sp_loss_rel", "rel"),
+                                  ("sp_big_z_loss", "z"), ("sp_big_loss_rel", "rel")]),
     "grad_explosion": ("grad_explosion", [("sp_z_gn", "z"), ("sp_gn_rel", "rel"),
                                           ("sp_gn_loss_z", "z")]),
 }

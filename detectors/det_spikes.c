@@ -6,7 +6,9 @@
  * 5-median: two outliers cannot move it) with the median of the
  * sp_base_window records before them, in log space, in units of the
  * baseline's own robust per-step noise (spike.c, gw_spike_stat).
- *   loss_spike      loss >= sp_z_loss sigmas and x sp_loss_rel up, and the
+ *   loss_spike      loss >= sp_z_loss sigmas and x sp_loss_rel up (or, on
+ *                   noisy runs, >= sp_big_z_loss sigmas and x sp_big_loss_rel
+ *                   up: a tripled loss is no burst of noise), and the
  *                   grad norm not collapsing (loss up with grad norm down is
  *                   the optimizer-reset signature, left to optimizer_reset);
  *   grad_explosion  grad norm >= sp_z_gn sigmas and x sp_gn_rel up, and the
@@ -62,7 +64,9 @@ static void spike(struct sp_state *s, const struct gw_det_ctx *ctx, bool is_loss
 		}
 		return;
 	}
-	bool cond = is_loss ? st->loss.z >= th->sp_z_loss && st->loss.log_ratio >= log(th->sp_loss_rel) &&
+	bool cond = is_loss ? ((st->loss.z >= th->sp_z_loss && st->loss.log_ratio >= log(th->sp_loss_rel)) ||
+	                       (st->loss.z >= th->sp_big_z_loss &&
+	                        st->loss.log_ratio >= log(th->sp_big_loss_rel))) &&
 	                          st->gn.z >= -th->sp_loss_gn_z
 	                    : st->gn.z >= th->sp_z_gn && st->gn.log_ratio >= log(th->sp_gn_rel) &&
 	                          st->loss.z >= th->sp_gn_loss_z;

@@ -29,7 +29,8 @@ bool gw_spike_possible(const struct gw_det_ctx *ctx)
 	struct gw_win cg = gw_hist_valid(ctx->hist, GW_V_LOG_GRAD_NORM, nc, 0);
 	struct gw_win bg = gw_hist_valid(ctx->hist, GW_V_LOG_GRAD_NORM, nb, nc);
 	/* rel = short median - base median >= log(ratio)  <=>  base median <= short - log(ratio) */
-	return gw_median_maybe_le(&bl, gw_win_median(&cl) - log(th->sp_loss_rel)) ||
+	double loss_rel = fmin(th->sp_loss_rel, th->sp_big_loss_rel); /* either loss_spike rule */
+	return gw_median_maybe_le(&bl, gw_win_median(&cl) - log(loss_rel)) ||
 	       gw_median_maybe_le(&bg, gw_win_median(&cg) - log(th->sp_gn_rel));
 }
 

@@ -48,7 +48,8 @@ struct gw_spike_cache {
 const struct gw_spike_stat *gw_spike_stat(const struct gw_det_ctx *ctx);
 
 /* Could either ratio condition hold on this line (the loss short median
- * sp_loss_rel above its baseline, or the grad norm's sp_gn_rel above)?  A
+ * sp_loss_rel or sp_big_loss_rel above its baseline, or the grad norm's
+ * sp_gn_rel above)?  A
  * count over the baseline, no selection: when false, a detector with no
  * open episode has nothing to do and gw_spike_stat is never computed. */
 bool gw_spike_possible(const struct gw_det_ctx *ctx);

@@ -33,6 +33,15 @@
  * dev trace is from its thresholds, bench/det_perturb.py how detection
  * holds on perturbed variants (docs/detectors.md, "Margins").
  *
+ * Changes from the independent holdout (bench/holdout_gen.py, docs/detectors.md
+ * "An independent holdout"):
+ *  - sp_big_loss_rel / sp_big_z_loss (new, x3 at 4 sigma): loss_spike's
+ *    second way in.  A divergence multiplies the loss several-fold; on a
+ *    small-batch run the per-step log noise is 0.25-0.3, so sp_z_loss (8
+ *    sigma) alone asked for a x7-x11 rise and missed a real LR x30 burst
+ *    (loss x4.4 at 5.5 sigma, grad norm x2.6 at 4.8 sigma).  Benign bursts
+ *    of noisy runs reach x1.7 (realworld) at 4 sigma or more.
+ *
  * Changes to detection that are not a threshold's value, recorded here:
  *  - segmentation: a line that arrived late (its step between the last two
  *    logged, its ts not after the last one's) is no rewind and the
@@ -195,6 +204,13 @@ enum gw_th_kind {
 	  "loss_spike: short median of log loss >= 8 sigma above the baseline (bursty batch-size-4 " \
 	  "runs reach 5.7 sigma) ...", GW_THR_SIGMAS) \
 	X(sp_loss_rel, 1.7, GW_TH_REAL, 1, 1000, "... and >= x1.7 (those runs reach x1.46)", GW_THR_RISE) \
+	X(sp_big_loss_rel, 3.0, GW_TH_REAL, 1, 1000, \
+	  "loss_spike on noisy runs: a loss short median >= x3 its baseline needs only sp_big_z_loss " \
+	  "sigmas (8 sigma of a small-batch run with 25-30 % per-step log noise is x7-x11; benign " \
+	  "bursts of noisy runs stay below x1.7) ...", GW_THR_RISE) \
+	X(sp_big_z_loss, 4.0, GW_TH_ABOVE, 0, 1000, \
+	  "... and this many sigmas (half of sp_z_loss); the grad-norm condition still applies", \
+	  GW_THR_SIGMAS) \
 	X(sp_loss_gn_z, 2.0, GW_TH_REAL, 0, 1000, \
 	  "loss_spike: grad norm not collapsing (z >= -2); loss up with grad norm down is the reset signature", \
 	  "sigmas of a fall: 0 (no fall at all) to 1000") \

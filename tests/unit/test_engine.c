@@ -499,6 +499,50 @@ START_TEST(explosion_aftermath_is_not_a_reset)
 }
 END_TEST
 
+/* A noisy small-batch run (log loss and log grad norm uniform +-0.6 around
+ * their levels: a per-step noise of about 0.3 in log), 300 steps, then the
+ * loss multiplied by `mult` for 40 steps, the grad norm's level unchanged. */
+static void noisy_loss_jump(struct gw_engine *e, double mult)
+{
+	uint64_t line = 0, x = 12345;
+	for (int i = 1; i <= 340; i++) {
+		double u[2];
+		for (int k = 0; k < 2; k++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			u[k] = (double)(x >> 11) / 9007199254740992.0 * 2 - 1;
+		}
+		double lvl = i > 300 ? mult : 1.0;
+		rec(e, "n", i, NAN, 0.7 * lvl * exp(0.6 * u[0]), 2.0 * exp(0.6 * u[1]), ++line);
+	}
+}
+
+/* On such a run 8 sigma is a x10 rise: a loss that quadruples (5 sigma) is
+ * caught by the second rule (x3 at 4 sigma) -- with it off, by nothing --
+ * and one that rises x1.7 (below x3) is left alone. */
+START_TEST(noisy_run_loss_jump)
+{
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, NULL, 0);
+	noisy_loss_jump(e, 4.0);
+	ck_assert_int_eq(opened(&s, "loss_spike"), 1);
+	gw_engine_free(e);
+	struct gw_th_override ov[1];
+	ov[0].glob = "*";
+	gw_thresholds_default(&ov[0].th);
+	ov[0].th.sp_big_loss_rel = 1000; /* the second rule off */
+	memset(&s, 0, sizeof(s));
+	e = mk(&s, ov, 1);
+	noisy_loss_jump(e, 4.0);
+	ck_assert_int_eq(opened(&s, "loss_spike"), 0);
+	gw_engine_free(e);
+	memset(&s, 0, sizeof(s));
+	e = mk(&s, NULL, 0);
+	noisy_loss_jump(e, 1.7);
+	ck_assert_int_eq(opened(&s, "loss_spike"), 0);
+	gw_engine_free(e);
+}
+END_TEST
+
 static void collect_run(void *data, const struct gw_run_info *ri)
 {
 	char *out = data;
@@ -630,6 +674,7 @@ int main(void)
 	tcase_add_test(tc, run_endings_are_said_once_each);
 	tcase_add_test(tc, restart_explanation_silences_spikes);
 	tcase_add_test(tc, explosion_aftermath_is_not_a_reset);
+	tcase_add_test(tc, noisy_run_loss_jump);
 	tcase_add_test(tc, runs_in_order_of_appearance);
 	tcase_add_test(tc, alert_texts_stay_utf8);
 	suite_add_tcase(s, tc);
