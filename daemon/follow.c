@@ -15,9 +15,13 @@
  *   growth      read from the position to the end;
  *   truncation  (size below the position, as copytruncate does) read again
  *               from byte 0, line 1; a partial line is dropped;
- *   rotation    (the path now names another inode, or disappeared) read
- *               the old file to its end, finish a last unterminated line,
- *               close it, then read the new file from byte 0;
+ *   rotation    (the path now names another inode) read the old file to
+ *               its end, finish a last unterminated line, close it (its
+ *               run ended: "file_rotated"), then read the new file from
+ *               byte 0;
+ *   gone        (the path disappeared) read the file to its end, finish a
+ *               last line, close it (its run ended: "file_closed"), then
+ *               wait as for a missing path;
  *   missing     wait until the path exists (a directory: until a file
  *               takes its place).
  *
@@ -42,7 +46,7 @@
  * after the file as `gradwatch replay` names them (gw_input_run_name:
  * train.log -> "train"), so two followed logs never share a run.
  *
- * (Some 660 lines: one file's life -- open, read, rotation, truncation,
+ * (Some 690 lines: one file's life -- open, read, rotation, truncation,
  * the stored position and the run naming carried across them -- is one
  * state machine over one struct, driven by one uv_fs_t at a time.)
  */
@@ -322,6 +326,28 @@ static void close_fd(struct ffile *f)
 	}
 }
 
+/* The path is gone (deleted, or renamed with nothing in its place) and
+ * the file it named is read to its end: a last line without its newline
+ * is still a line, the run it fed has ended ("file_closed": nothing of it
+ * can be read any more, since the path is what is polled, so its silence
+ * is no stall), and the file is closed (a deleted file's space is freed).
+ * A file that takes the path later is read from its start, the runs named
+ * on from where this one left them, as after a rotation. */
+static void file_gone(struct ffile *f)
+{
+	gw_store_hold(f->d->store);
+	if (!f->unreadable)
+		gw_ingest_src_finish(&f->src);
+	gw_store_release(f->d->store);
+	gw_log_info("follow %s: the path is gone and its file is read to its end (line %" PRIu64
+	            "); closed, waiting for a file to take the path", f->path,
+	            gw_ingest_src_lines(&f->src));
+	if (f->src.last_run[0])
+		gw_engine_run_ended(f->d->ingest.engine, f->src.last_run, "file_closed", gw_wall_now());
+	close_fd(f);
+	idle(f);
+}
+
 static void on_read(uv_fs_t *req)
 {
 	struct ffile *f = req->data;
@@ -363,6 +389,10 @@ static void on_read(uv_fs_t *req)
 			close_fd(f);
 			f->draining = false;
 			do_open(f);
+			return;
+		}
+		if (f->st_status < 0 && !f->stopped) {
+			file_gone(f);
 			return;
 		}
 		/* all there is was read and no format is sure of it yet: the
@@ -526,8 +556,8 @@ static void process(struct ffile *f)
 		return;
 	}
 	if (f->st_status < 0) {
-		/* renamed away or deleted: read what the writer still appends to
-		 * the open file; switch once a new file has the path */
+		/* renamed away or deleted: read the open file to its end, then
+		 * it is closed and its run ended (file_gone) */
 		do_read(f);
 		return;
 	}
