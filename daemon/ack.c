@@ -142,6 +142,13 @@ static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int stat
 		json_decref(alert);
 		return;
 	}
+	if (!gw_runs_known(&d->ingest, run)) {
+		/* its run was deleted after our read (DELETE /v1/runs, a prune):
+		 * the alert is gone with it */
+		gw_http_respond_error(c, 404, "no alert %s: its run \"%s\" was deleted", id, run);
+		json_decref(alert);
+		return;
+	}
 	if (!state || strcmp(state, "open")) {
 		gw_http_respond_error(c, 409, "alert %s is resolved: there is nothing to %s", id,
 		                      q->ack ? "acknowledge" : "withdraw");

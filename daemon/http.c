@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define URL_MAX 4096
 #define BODY_KEEP (1024 * 1024)
@@ -146,6 +147,7 @@ struct gw_http {
 	http_parser_settings settings;
 	struct gw_http_route routes[MAX_ROUTES];
 	size_t nroutes;
+	const char *hold_reads;      /* test hook GRADWATCH_FAULT_HOLD_READS, or NULL */
 };
 
 struct wreq {
@@ -384,11 +386,26 @@ static void end_request(struct gw_http_conn *c)
 	c->answer = NULL;
 }
 
+/* Test hook GRADWATCH_FAULT_HOLD_READS=PATH (thread pool): a deferred
+ * read, once done, is held while PATH exists (at most 60 s), so a test can
+ * act between a read and the loop's use of it. */
+static void hold_read(const char *path)
+{
+	if (access(path, F_OK) != 0)
+		return;
+	gw_log_warn("http: test hook GRADWATCH_FAULT_HOLD_READS: a read is held while %s exists",
+	            path);
+	for (int i = 0; i < 6000 && access(path, F_OK) == 0; i++)
+		usleep(10000);
+}
+
 static void work_run(uv_work_t *req)
 {
 	struct gw_http_conn *c = gw_container_of(req, struct gw_http_conn, work);
 	c->qresult = NULL;
 	c->qstatus = c->read(&c->req, &c->qresult);
+	if (c->srv->hold_reads)
+		hold_read(c->srv->hold_reads);
 }
 
 static void work_done(uv_work_t *req, int status)
@@ -1135,6 +1152,8 @@ int gw_http_start(const struct gw_http_opts *o, struct gw_http **out, char *err,
 		return gw_errf(err, errlen, -ENOMEM, "out of memory");
 	h->o = *o;
 	h->conns.next = h->conns.prev = &h->conns;
+	const char *hold = getenv("GRADWATCH_FAULT_HOLD_READS");
+	h->hold_reads = hold && *hold ? hold : NULL;
 	h->settings.on_message_begin = cb_message_begin;
 	h->settings.on_url = cb_url;
 	h->settings.on_header_field = cb_header_field;

@@ -24,7 +24,9 @@ import socket
 import sqlite3
 import struct
 import sys
+import tempfile
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -187,6 +189,70 @@ class SameAlertAtOnce(unittest.TestCase):
                     self.assertNotIn("acked_at", a)
             st, a = d.get("/v1/alerts/" + alert["id"])
             self.assertEqual(a.get("acked_by"), "alice", a)
+
+
+class HeldBetweenReadAndDecision(unittest.TestCase):
+    """A deferred request reads on the thread pool, then decides on the
+    loop; what other requests and lines do in between must not make its
+    answer wrong.  The test hook GRADWATCH_FAULT_HOLD_READS=PATH (http.c)
+    holds a read, once done, while PATH exists, so the in-between is
+    forced, not hoped for."""
+
+    def held(self, d, n):
+        def count():
+            with open(d.log_path, 'rb') as f:
+                return f.read().count(b'GRADWATCH_FAULT_HOLD_READS: a read is held')
+        gwtest.wait_for(lambda: count() >= n, 20, 'read %d held' % n)
+
+    def start(self, d, method, path, body=None):
+        out = []
+        t = threading.Thread(target=lambda: out.append(request(d.http_port, method, path, body)))
+        t.start()
+        return t, out
+
+    def test_an_ack_whose_run_is_deleted_meanwhile_is_answered_404(self):
+        hold = os.path.join(tempfile.mkdtemp(prefix='gwhold-'), 'hold')
+        with gwtest.Daemon(env={'GRADWATCH_FAULT_HOLD_READS': hold}) as d:
+            d.post("/v1/ingest", "\n".join(nan_incident("gone")).encode() + b"\n")
+            alert = gwtest.wait_for(lambda: (d.get("/v1/runs/gone/alerts")[1].get("alerts")
+                                             or [None])[0], 10, "the alert of gone")
+            open(hold, 'w').close()
+            t, out = self.start(d, "POST", "/v1/alerts/%s/ack" % alert["id"], {"by": "alice"})
+            self.held(d, 1)   # read: open, not acknowledged
+            self.assertEqual(request(d.http_port, "DELETE", "/v1/runs/gone"),
+                             (200, {"deleted": ["gone"]}))
+            os.remove(hold)
+            t.join()
+            st, a = out[0]
+            self.assertEqual(st, 404, a)
+            self.assertIn("deleted", a["error"])
+            self.assertEqual(d.get("/v1/alerts/" + alert["id"])[0], 404)
+
+    def test_prune_spares_a_run_that_sent_a_line_after_it_was_picked(self):
+        hold = os.path.join(tempfile.mkdtemp(prefix='gwhold-'), 'hold')
+        # both runs dormant (evicted after 1 s idle): "back" is rebuilt
+        # from disk by its line while the prune is between its pick and
+        # its deletions
+        cfg = {'tick_ms': 50, 'limits': {'run_evict_idle_s': 1}}
+        with gwtest.Daemon(config=cfg, env={'GRADWATCH_FAULT_HOLD_READS': hold}) as d:
+            for run in ("back", "stale"):
+                d.post("/v1/ingest", "\n".join(finite_lines(run, 1, 5)).encode() + b"\n")
+            gwtest.wait_for(lambda: 'idle run(s) made dormant' in d.logtext(), 20,
+                            'the runs to go dormant')
+            time.sleep(1.2)   # both last seen over 1 s ago
+            open(hold, 'w').close()
+            t, out = self.start(d, "POST", "/v1/prune?older_than=1s")
+            self.held(d, 1)   # picked: both
+            self.assertEqual(d.post("/v1/ingest", "\n".join(finite_lines("back", 6, 1)).encode()
+                                    + b"\n")[0], 200)
+            os.remove(hold)
+            t.join()
+            self.assertEqual(out[0], (200, {"deleted": ["stale"]}))
+            st, run = d.get("/v1/runs/back")
+            self.assertEqual(st, 200, run)
+            self.assertEqual(d.sql("SELECT count(*), max(step) FROM records r JOIN runs u "
+                                   "ON u.id = r.run_id WHERE u.name = 'back'"), [(6, 6)])
+            self.assertEqual(d.get("/v1/runs/stale")[0], 404)
 
 
 class GoneAway(unittest.TestCase):
