@@ -282,6 +282,16 @@ class RestartAfterAnEnding(unittest.TestCase):
     def restarted(self, d, run):
         return [a for a in alerts_json(d, run) if 'since gradwatchd restarted' in a[1]]
 
+    def restart_until_stalled(self, d, live):
+        """Stop, start, wait for the live run's stall after the restart
+        and a control's: the runs under test had as long to stall."""
+        d.stop()
+        d.start()
+        wait_for(lambda: self.restarted(d, live), 30, 'the live run %s to stall after the restart'
+                 % live, interval=0.1)
+        with connect(d) as c:
+            after_control(self, d, c, 'stall-control', [])
+
     def test_finished_closed_max_steps_and_a_rotated_file(self):
         sys.path.insert(0, CONTRIB_PYTHON)
         try:
@@ -323,12 +333,7 @@ class RestartAfterAnEnding(unittest.TestCase):
             self.assertEqual(ended, {'restart-done': 'run_finished', 'restart-max': 'max_steps',
                                      'restart-client': 'run_finished',
                                      'restart-follow': 'file_rotated'})
-            d.stop()
-            d.start()
-            wait_for(lambda: self.restarted(d, 'restart-live'), 30,
-                     'the live run to stall after the restart', interval=0.1)
-            with connect(d) as c:
-                after_control(self, d, c, 'stall-control', [])
+            self.restart_until_stalled(d, 'restart-live')
             for run in ('restart-done', 'restart-max', 'restart-client', 'restart-follow'):
                 self.assertEqual(alerts_json(d, run), [], '%s stalled:\n%s' % (run, d.logtext()))
 
@@ -362,11 +367,8 @@ class RestartAfterAnEnding(unittest.TestCase):
                              {'restart-gone': 'file_closed', 'restart-moved': 'file_closed'})
             with connect(d) as c:
                 after_control(self, d, c, 'stall-control', ['restart-gone', 'restart-moved'])
-            d.stop()
-            d.start()
-            with connect(d) as c:
                 feed(c, 'restart-live', range(1, 31))
-            wait_for(lambda: stalls(d, 'restart-live'), 30, 'the live run to stall', interval=0.1)
+            self.restart_until_stalled(d, 'restart-live')
             for run in ('restart-gone', 'restart-moved'):
                 self.assertEqual(alerts_json(d, run), [], '%s stalled:\n%s' % (run, d.logtext()))
             # a new file at the path: read from its start, its run going on
@@ -393,12 +395,7 @@ class RestartAfterAnEnding(unittest.TestCase):
             self.assertEqual(d.sql("SELECT ended_reason FROM runs WHERE name = 'restart-evicted'"),
                              [('evicted: too many runs for limits.max_runs',)])
             self.assertEqual(stalls(d, 'restart-kept')[0][1], 'open')
-            d.stop()
-            d.start()
-            wait_for(lambda: self.restarted(d, 'restart-kept'), 30,
-                     'the run that stayed to stall after the restart', interval=0.1)
-            with connect(d) as c:
-                after_control(self, d, c, 'stall-control', [])
+            self.restart_until_stalled(d, 'restart-kept')
             self.assertEqual(self.restarted(d, 'restart-evicted'), [], d.logtext())
 
 
