@@ -43,6 +43,8 @@
 #include <errno.h>
 #include <http_parser.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -386,16 +388,33 @@ static void end_request(struct gw_http_conn *c)
 	c->answer = NULL;
 }
 
-/* Test hook GRADWATCH_FAULT_HOLD_READS=PATH (thread pool): a deferred
- * read, once done, is held while PATH exists (at most 60 s), so a test can
- * act between a read and the loop's use of it. */
-static void hold_read(const char *path)
+/* Test hook GRADWATCH_FAULT_HOLD_READS=PATH (thread pool), so a test can
+ * act between a deferred read and the loop's use of it: while PATH exists
+ * (and its content, if any, is part of the request's query string), the
+ * Nth read held (counted from 1) creates PATH.held.N once done and waits
+ * until PATH.go.N exists (at most 60 s). */
+static void hold_read(const char *path, const struct gw_http_req *r)
 {
-	if (access(path, F_OK) != 0)
+	static atomic_uint held;
+	char want[128], mark[4200];
+	FILE *f = fopen(path, "r");
+	if (!f)
 		return;
-	gw_log_warn("http: test hook GRADWATCH_FAULT_HOLD_READS: a read is held while %s exists",
-	            path);
-	for (int i = 0; i < 6000 && access(path, F_OK) == 0; i++)
+	size_t n = fread(want, 1, sizeof(want) - 1, f);
+	fclose(f);
+	while (n && (want[n - 1] == '\n' || want[n - 1] == '\r'))
+		n--;
+	want[n] = '\0';
+	if (n && !memmem(r->query, r->query_len, want, n))
+		return;
+	unsigned k = ++held;
+	snprintf(mark, sizeof(mark), "%s.held.%u", path, k);
+	if ((f = fopen(mark, "w")))
+		fclose(f);
+	snprintf(mark, sizeof(mark), "%s.go.%u", path, k);
+	gw_log_warn("http: test hook GRADWATCH_FAULT_HOLD_READS: read %u held until %s exists", k,
+	            mark);
+	for (int i = 0; i < 6000 && access(mark, F_OK) != 0; i++)
 		usleep(10000);
 }
 
@@ -405,7 +424,7 @@ static void work_run(uv_work_t *req)
 	c->qresult = NULL;
 	c->qstatus = c->read(&c->req, &c->qresult);
 	if (c->srv->hold_reads)
-		hold_read(c->srv->hold_reads);
+		hold_read(c->srv->hold_reads, &c->req);
 }
 
 static void work_done(uv_work_t *req, int status)
