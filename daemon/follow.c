@@ -440,7 +440,12 @@ static void on_unpause(struct gw_paused *p)
 static void do_read(struct ffile *f)
 {
 	if (f->unreadable && !f->draining) {
-		idle(f);   /* nothing more of this file is read (give_up) */
+		/* nothing more of this file is read (give_up); gone, it is
+		 * closed all the same */
+		if (f->st_status < 0 && !f->stopped)
+			file_gone(f);
+		else
+			idle(f);
 		return;
 	}
 	f->busy = true;
