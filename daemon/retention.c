@@ -131,7 +131,7 @@ static double pick_cutoff(const struct pick *p)
 }
 
 /* Delete the runs picked (loop thread; none once the daemon is stopping)
- * but those seen since `cutoff` (or gone meanwhile).  Returns the store
+ * but those seen since `cutoff`.  Returns the store
  * sequence of the last deletion (0: none); *deleted (may be NULL) gets the
  * runs deleted. */
 static uint64_t delete_names(struct gw_daemon *d, const json_t *names, double cutoff,
@@ -141,11 +141,9 @@ static uint64_t delete_names(struct gw_daemon *d, const json_t *names, double cu
 	json_t *done = json_array();
 	for (size_t i = 0; i < json_array_size(names) && !d->stopping; i++) {
 		const char *run = json_string_value(json_array_get(names, i));
-		double seen = gw_runs_last_seen(&d->ingest, run);
-		if (!(seen < cutoff)) {
-			if (!isnan(seen))
-				gw_log_info("retention: run %s kept (%s): it sent a line while it was being "
-				            "picked", run, why);
+		if (gw_runs_last_seen(&d->ingest, run) >= cutoff) {   /* NAN (not known): it goes */
+			gw_log_info("retention: run %s kept (%s): it sent a line while it was being "
+			            "picked", run, why);
 			continue;
 		}
 		seq = delete_run(d, run);

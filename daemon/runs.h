@@ -73,7 +73,8 @@ void gw_runs_tick(struct gw_ingest *in, double now);
 bool gw_runs_known(const struct gw_ingest *in, const char *run);
 
 /* When a line of run `run` last arrived (wall clock), active or dormant;
- * NAN for a run the daemon does not have (gw_runs_known). */
+ * NAN when that is not known (a run the daemon does not have, or one
+ * rebuilt from rows that did not keep it). */
 double gw_runs_last_seen(const struct gw_ingest *in, const char *run);
 
 /* Forget a run altogether (DELETE /v1/runs/{run}, retention): its state,
