@@ -21,7 +21,9 @@
  * path for every route: the connection's one commit waiter first waits for
  * the barrier, then (after the read on the pool) for the commit of what
  * the route queued; conn_close cancels it, and waits for a running read,
- * so a route never hears of a connection that went away.
+ * so a route never hears of a connection that went away.  The test hook
+ * GRADWATCH_FAULT_HOLD_READS (hold_read) holds each read until a test lets
+ * it go, to force what happens between a read and its route's decision.
  *
  * (About 1,200 lines, on purpose: the parser callbacks, the connection
  * lifecycle with its limits and timers, the deferred answers and the
