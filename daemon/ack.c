@@ -7,7 +7,7 @@
  *
  * How: a handler on http.c's deferred path.  The body (at most
  * ACK_BODY_MAX bytes, the route's body_max) is checked on the loop; then,
- * like every read, the request waits until everything received before it
+ * like every read, the request waits until everything queued before it
  * is committed and reads the alert on the thread pool (gw_http_defer);
  * back on the loop, decide() answers 404 (no such alert), 409 (resolved)
  * or, when the alert already is in the asked state, 200 with it as it is

@@ -7,7 +7,7 @@
  * written, so pipelined requests are answered in order.  A streamed body
  * (gw_http_body_ops) reaches its route as it arrives; other bodies are kept
  * (at most BODY_KEEP bytes) for the route.  Thread-pool queries run after
- * the server's barrier (everything received so far committed) and get only
+ * the server's barrier (everything queued so far committed) and get only
  * the request and the read-only database path, never loop-owned state.
  *
  * Limits: header time, body time and body size (413 before reading a

@@ -259,6 +259,44 @@ class HeldBetweenReadAndDecision(unittest.TestCase):
                                    "ON u.id = r.run_id WHERE u.name = 'back'"), [(6, 6)])
             self.assertEqual(d.get("/v1/runs/stale")[0], 404)
 
+    def test_a_read_again_waits_for_the_change_it_is_behind(self):
+        """A withdrawal reads the alert acknowledged; another withdrawal
+        decides meanwhile, its commit held back (another process holds the
+        write lock).  The first reads again only once that change is
+        committed: its barrier covers every write queued, not only lines
+        (it covered lines only, so it read the same stale row again at
+        once, 8 times: under ASan SameAlertAtOnce got the 409 of
+        test_a_withdrawal_outrun..., before that the stale answer)."""
+        with gwtest.Daemon(env=self.arm('hold-me')) as d:
+            aid = open_alert(d, "r1")["id"]
+            ack = "/v1/alerts/%s/ack" % aid
+            self.assertEqual(request(d.http_port, "POST", ack, {"by": "alice"})[0], 200)
+            t1, out1 = self.start(d, "DELETE", ack + "?hold-me")
+            self.held(d, 1)                      # read: acknowledged
+            lock = hold_write_lock(d)
+            try:
+                t2, out2 = self.start(d, "DELETE", ack)
+                gwtest.wait_for(lambda: "acknowledgement withdrawn" in d.logtext(), 10,
+                                "the second withdrawal decided")
+                self.release(1)                  # the first: behind it, reads again
+                # not before the second's change is committed (2 s: well
+                # inside SQLite's 5 s busy timeout the writer waits)
+                deadline = time.time() + 2
+                while time.time() < deadline and not os.path.exists(self.hold + '.held.2'):
+                    time.sleep(0.02)
+                self.assertFalse(os.path.exists(self.hold + '.held.2'),
+                                 "read again before the change it was behind was committed")
+            finally:
+                lock.close()
+            self.held(d, 2)
+            self.assertIsNone(d.get("/v1/alerts/" + aid)[1].get("acked_at"))
+            self.release(2)
+            t1.join()
+            t2.join()
+            self.assertEqual([o[0][0] for o in (out1, out2)], [200, 200], (out1, out2))
+            for st, a in (out1[0], out2[0]):
+                self.assertNotIn("acked_at", a)
+
     def test_a_withdrawal_outrun_by_other_requests_says_so(self):
         """Each time the withdrawal has read the alert, another request
         acknowledges or withdraws it (committed): the withdrawal reads
