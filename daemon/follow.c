@@ -13,8 +13,10 @@
  * an alert points into the file.
  *
  *   growth      read from the position to the end;
- *   truncation  (size below the position, as copytruncate does) read again
- *               from byte 0, line 1; a partial line is dropped;
+ *   truncation  (size below the position, as copytruncate does: the open
+ *               file's size, asked again, since the poll's stat may be
+ *               older than the reads after it) read again from byte 0,
+ *               line 1; a partial line is dropped;
  *   rotation    (the path now names another inode) read the old file to
  *               its end, finish a last unterminated line, close it (its
  *               run ended: "file_rotated"), then read the new file from
@@ -46,7 +48,7 @@
  * after the file as `gradwatch replay` names them (gw_input_run_name:
  * train.log -> "train"), so two followed logs never share a run.
  *
- * (Some 690 lines: one file's life -- open, read, rotation, truncation,
+ * (Some 720 lines: one file's life -- open, read, rotation, truncation,
  * the stored position and the run naming carried across them -- is one
  * state machine over one struct, driven by one uv_fs_t at a time.)
  */
@@ -552,6 +554,28 @@ static void do_open(struct ffile *f)
 	}
 }
 
+/* The open file's size, asked when the poll's stat was below the
+ * position: shorter, it was truncated (copytruncate): read again from its
+ * start; else the stat was only older than the reads since. */
+static void on_size(uv_fs_t *req)
+{
+	struct ffile *f = req->data;
+	int rc = (int)req->result;
+	uint64_t size = req->statbuf.st_size;
+	uv_fs_req_cleanup(req);
+	if (f->stopped) {
+		idle(f);
+		return;
+	}
+	if (rc == 0 && size < f->off) {
+		gw_log_warn("follow %s: truncated (%" PRIu64 " bytes, was read up to byte %" PRIu64
+		            "); reading it again from its start", f->path, size, f->off);
+		f->off = 0;
+		reset_lines(f, 0);
+	}
+	do_read(f);
+}
+
 /* The path's stat changed (or a chain ended after it did): decide. */
 static void process(struct ffile *f)
 {
@@ -572,10 +596,13 @@ static void process(struct ffile *f)
 		return;
 	}
 	if (f->st.st_size < f->off) {
-		gw_log_warn("follow %s: truncated (%" PRIu64 " bytes, was read up to byte %" PRIu64
-		            "); reading it again from its start", f->path, (uint64_t)f->st.st_size, f->off);
-		f->off = 0;
-		reset_lines(f, 0);
+		/* the poll's stat may be older than what was read since it (the
+		 * file grew while a read or a pause was going on): the open file
+		 * says whether it really is shorter */
+		f->busy = true;
+		f->req.data = f;
+		if (uv_fs_fstat(f->d->loop, &f->req, f->fd, on_size) == 0)
+			return;
 	}
 	do_read(f);
 }

@@ -1,6 +1,6 @@
 """gradwatchd --follow FILE --run NAME (and the config's "follow" array): a
 log file a job already writes is tailed; growth in pieces, truncation,
-rotation, a missing file, a deleted one (closed), and daemon restarts (SIGTERM and SIGKILL) that
+rotation, a missing file, a deleted one (closed), growth during a pause (no truncation), and daemon restarts (SIGTERM and SIGKILL) that
 continue from the stored position without losing or double-counting a
 line.  Line numbers are the file's own."""
 import json
@@ -131,6 +131,43 @@ class Follow(unittest.TestCase):
         rows = self.wait_rows(112)
         self.assertEqual(rows[:102], [(s, s) for s in range(1, 103)])
         self.assertEqual(rows[102:], [(103 + i, 1 + i) for i in range(10)])
+
+    def test_growth_during_a_pause_is_no_truncation(self):
+        # the poll's stat is taken while reading is paused (the store is
+        # congested: another process holds the write lock); the file grows
+        # again after it; once reading resumes and reaches the end, that
+        # older stat is below the position.  It was taken for a truncation
+        # (copytruncate) and every line was read twice, 3 runs in 3 (also
+        # seen as a flaky test_follow_formats under ASan); a truncation is
+        # now the open file's own size below the position.  The sleeps
+        # place the writes around the 2 s poll; the fixed daemon passes
+        # however they fall.
+        import sqlite3
+        import time
+
+        def lines(a, b):
+            return ''.join(json.dumps({'step': s, 'loss': 2.0, 'grad_norm': 0.5, 'pad': 'x' * 200})
+                           + '\n' for s in range(a, b))
+        d = Daemon(config={'storage': {'max_pending_bytes': 1 << 20}})
+        self.log = os.path.join(d.dir, 'train.jsonl')
+        append(self.log, lines(1, 10))
+        d.config['follow'] = [{'path': self.log, 'run': 'job', 'poll_ms': 2000}]
+        self.d = d.start()
+        self.wait_rows(9)
+        con = sqlite3.connect(d.db, isolation_level=None, timeout=10)
+        con.execute('BEGIN IMMEDIATE')
+        try:
+            append(self.log, lines(10, 20000))   # read until the queue is congested
+            time.sleep(4.2)
+            append(self.log, lines(20000, 20010))   # a poll sees this while paused
+            time.sleep(2.2)
+            append(self.log, lines(20010, 20020))   # and not this
+        finally:
+            con.close()
+        rows = self.wait_rows(20019)
+        self.wait_read(self.log)
+        self.assertEqual(len(self.rows()), 20019)
+        self.assertNotIn('truncated', d.logtext())
 
     def test_a_deleted_file_is_closed(self):
         # a job's log deleted after it: the daemon closes it (a deleted
