@@ -328,6 +328,21 @@ static void close_fd(struct ffile *f)
 	}
 }
 
+/* The open file is read to its end and left (rotated away, or its path
+ * gone): a last line without its newline is still a line; the run it fed
+ * has ended there, as far as anyone can tell (`why`: no silence alert
+ * until a new file has a line); the file is closed. */
+static void finish_file(struct ffile *f, const char *why)
+{
+	gw_store_hold(f->d->store);
+	if (!f->unreadable)
+		gw_ingest_src_finish(&f->src);
+	gw_store_release(f->d->store);
+	if (f->src.last_run[0])
+		gw_engine_run_ended(f->d->ingest.engine, f->src.last_run, why, gw_wall_now());
+	close_fd(f);
+}
+
 /* The path is gone (deleted, or renamed with nothing in its place) and
  * the file it named is read to its end: a last line without its newline
  * is still a line, the run it fed has ended ("file_closed": nothing of it
@@ -337,16 +352,10 @@ static void close_fd(struct ffile *f)
  * on from where this one left them, as after a rotation. */
 static void file_gone(struct ffile *f)
 {
-	gw_store_hold(f->d->store);
-	if (!f->unreadable)
-		gw_ingest_src_finish(&f->src);
-	gw_store_release(f->d->store);
+	finish_file(f, "file_closed");
 	gw_log_info("follow %s: the path is gone and its file is read to its end (line %" PRIu64
 	            "); closed, waiting for a file to take the path", f->path,
 	            gw_ingest_src_lines(&f->src));
-	if (f->src.last_run[0])
-		gw_engine_run_ended(f->d->ingest.engine, f->src.last_run, "file_closed", gw_wall_now());
-	close_fd(f);
 	idle(f);
 }
 
@@ -374,21 +383,12 @@ static void on_read(uv_fs_t *req)
 	}
 	if (n == 0) {
 		if (f->draining && !f->stopped) {
-			/* the old file is read to its end: a last line without its
-			 * newline is still a line; then the new file from byte 0 */
-			gw_store_hold(f->d->store);
-			if (!f->unreadable)
-				gw_ingest_src_finish(&f->src);
-			gw_store_release(f->d->store);
+			/* the old file is read to its end; then the new file from
+			 * byte 0 */
+			finish_file(f, "file_rotated");
 			gw_log_info("follow %s: finished the rotated file at line %" PRIu64
 			            "; reading the new one from its start", f->path,
 			            gw_ingest_src_lines(&f->src));
-			/* the run the old file fed has ended there, as far as anyone
-			 * can tell: no silence alert until the new file has a line */
-			if (f->src.last_run[0])
-				gw_engine_run_ended(f->d->ingest.engine, f->src.last_run, "file_rotated",
-				                    gw_wall_now());
-			close_fd(f);
 			f->draining = false;
 			do_open(f);
 			return;
