@@ -7,15 +7,17 @@
  *
  * How: a handler on http.c's deferred path.  The body (at most
  * ACK_BODY_MAX bytes, the route's body_max) is checked on the loop; then,
- * like every read, the request waits until everything received before it
+ * like every read, the request waits until everything queued before it
  * is committed and reads the alert on the thread pool (gw_http_defer);
  * back on the loop, decide() answers 404 (no such alert), 409 (resolved)
  * or, when the alert already is in the asked state, 200 with it as it is
  * (idempotent: nothing is written, nothing is sent).  The row read can be
  * behind the outbox, which has every change decided so far: when another
  * request on the alert decided after our read and is not committed yet,
- * the alert is read again once it is (at most ACK_REREADS times), so
- * requests on one alert act and answer in the order they are decided.  Otherwise it queues
+ * the alert is read again once it is (at most ACK_REREADS times, then 409:
+ * nothing done), so requests on one alert act and answer in the order they
+ * are decided; an alert whose run was deleted after our read is a 404.
+ * Otherwise it queues
  * the alerts-table row (GW_STORE_ALERT_ACK/UNACK) and the outbox's event
  * (gw_outbox_ack) under one store hold, so both commit in one transaction,
  * and answers 200 with the alert as it now is once that commit is done
@@ -142,6 +144,13 @@ static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int stat
 		json_decref(alert);
 		return;
 	}
+	if (!gw_runs_known(&d->ingest, run)) {
+		/* its run was deleted after our read (DELETE /v1/runs, a prune):
+		 * the alert is gone with it */
+		gw_http_respond_error(c, 404, "no alert %s: its run \"%s\" was deleted", id, run);
+		json_decref(alert);
+		return;
+	}
 	if (!state || strcmp(state, "open")) {
 		gw_http_respond_error(c, 409, "alert %s is resolved: there is nothing to %s", id,
 		                      q->ack ? "acknowledge" : "withdraw");
@@ -150,12 +159,21 @@ static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int stat
 	}
 	bool acked = json_is_number(json_object_get(alert, "acked_at"));
 	int now_acked = gw_outbox_acked(d->ingest.outbox, id);
-	if (now_acked >= 0 && now_acked != acked && q->reads++ < ACK_REREADS) {
-		/* an ack or unack decided after our read is not committed yet: the
-		 * row read is behind it; read again once it is committed, so that
-		 * requests on one alert act, and answer, in the order decided */
+	if (now_acked >= 0 && now_acked != acked) {
 		json_decref(alert);
-		gw_http_defer(c, read_alert, decide, q, ack_free);
+		if (q->reads++ < ACK_REREADS) {
+			/* an ack or unack decided after our read is not committed
+			 * yet: the row read is behind it; read again once it is
+			 * committed, so that requests on one alert act, and answer,
+			 * in the order decided */
+			gw_http_defer(c, read_alert, decide, q, ack_free);
+			return;
+		}
+		/* behind every time: deciding on a stale row would answer a state
+		 * the alert does not have, or lose this request's change */
+		gw_http_respond_error(c, 409, "alert %s was acknowledged or withdrawn by other "
+		                      "requests each of the %d times this one read it; nothing was "
+		                      "done: retry", id, ACK_REREADS + 1);
 		return;
 	}
 	if (acked == q->ack) {   /* already so: idempotent, nothing written or sent */

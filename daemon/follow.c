@@ -13,11 +13,17 @@
  * an alert points into the file.
  *
  *   growth      read from the position to the end;
- *   truncation  (size below the position, as copytruncate does) read again
- *               from byte 0, line 1; a partial line is dropped;
- *   rotation    (the path now names another inode, or disappeared) read
- *               the old file to its end, finish a last unterminated line,
- *               close it, then read the new file from byte 0;
+ *   truncation  (size below the position, as copytruncate does: the open
+ *               file's size, asked again, since the poll's stat may be
+ *               older than the reads after it) read again from byte 0,
+ *               line 1; a partial line is dropped;
+ *   rotation    (the path now names another inode) read the old file to
+ *               its end, finish a last unterminated line, close it (its
+ *               run ended: "file_rotated"), then read the new file from
+ *               byte 0;
+ *   gone        (the path disappeared) read the file to its end, finish a
+ *               last line, close it (its run ended: "file_closed"), then
+ *               wait as for a missing path;
  *   missing     wait until the path exists (a directory: until a file
  *               takes its place).
  *
@@ -42,7 +48,7 @@
  * after the file as `gradwatch replay` names them (gw_input_run_name:
  * train.log -> "train"), so two followed logs never share a run.
  *
- * (Some 660 lines: one file's life -- open, read, rotation, truncation,
+ * (Some 720 lines: one file's life -- open, read, rotation, truncation,
  * the stored position and the run naming carried across them -- is one
  * state machine over one struct, driven by one uv_fs_t at a time.)
  */
@@ -322,6 +328,37 @@ static void close_fd(struct ffile *f)
 	}
 }
 
+/* The open file is read to its end and left (rotated away, or its path
+ * gone): a last line without its newline is still a line; the run it fed
+ * has ended there, as far as anyone can tell (`why`: no silence alert
+ * until a new file has a line); the file is closed. */
+static void finish_file(struct ffile *f, const char *why)
+{
+	gw_store_hold(f->d->store);
+	if (!f->unreadable)
+		gw_ingest_src_finish(&f->src);
+	gw_store_release(f->d->store);
+	if (f->src.last_run[0])
+		gw_engine_run_ended(f->d->ingest.engine, f->src.last_run, why, gw_wall_now());
+	close_fd(f);
+}
+
+/* The path is gone (deleted, or renamed with nothing in its place) and
+ * the file it named is read to its end: a last line without its newline
+ * is still a line, the run it fed has ended ("file_closed": nothing of it
+ * can be read any more, since the path is what is polled, so its silence
+ * is no stall), and the file is closed (a deleted file's space is freed).
+ * A file that takes the path later is read from its start, the runs named
+ * on from where this one left them, as after a rotation. */
+static void file_gone(struct ffile *f)
+{
+	finish_file(f, "file_closed");
+	gw_log_info("follow %s: the path is gone and its file is read to its end (line %" PRIu64
+	            "); closed, waiting for a file to take the path", f->path,
+	            gw_ingest_src_lines(&f->src));
+	idle(f);
+}
+
 static void on_read(uv_fs_t *req)
 {
 	struct ffile *f = req->data;
@@ -346,23 +383,18 @@ static void on_read(uv_fs_t *req)
 	}
 	if (n == 0) {
 		if (f->draining && !f->stopped) {
-			/* the old file is read to its end: a last line without its
-			 * newline is still a line; then the new file from byte 0 */
-			gw_store_hold(f->d->store);
-			if (!f->unreadable)
-				gw_ingest_src_finish(&f->src);
-			gw_store_release(f->d->store);
+			/* the old file is read to its end; then the new file from
+			 * byte 0 */
+			finish_file(f, "file_rotated");
 			gw_log_info("follow %s: finished the rotated file at line %" PRIu64
 			            "; reading the new one from its start", f->path,
 			            gw_ingest_src_lines(&f->src));
-			/* the run the old file fed has ended there, as far as anyone
-			 * can tell: no silence alert until the new file has a line */
-			if (f->src.last_run[0])
-				gw_engine_run_ended(f->d->ingest.engine, f->src.last_run, "file_rotated",
-				                    gw_wall_now());
-			close_fd(f);
 			f->draining = false;
 			do_open(f);
+			return;
+		}
+		if (f->st_status < 0 && !f->stopped) {
+			file_gone(f);
 			return;
 		}
 		/* all there is was read and no format is sure of it yet: the
@@ -410,7 +442,12 @@ static void on_unpause(struct gw_paused *p)
 static void do_read(struct ffile *f)
 {
 	if (f->unreadable && !f->draining) {
-		idle(f);   /* nothing more of this file is read (give_up) */
+		/* nothing more of this file is read (give_up); gone, it is
+		 * closed all the same */
+		if (f->st_status < 0 && !f->stopped)
+			file_gone(f);
+		else
+			idle(f);
 		return;
 	}
 	f->busy = true;
@@ -517,6 +554,28 @@ static void do_open(struct ffile *f)
 	}
 }
 
+/* The open file's size, asked when the poll's stat was below the
+ * position: shorter, it was truncated (copytruncate): read again from its
+ * start; else the stat was only older than the reads since. */
+static void on_size(uv_fs_t *req)
+{
+	struct ffile *f = req->data;
+	int rc = (int)req->result;
+	uint64_t size = req->statbuf.st_size;
+	uv_fs_req_cleanup(req);
+	if (f->stopped) {
+		idle(f);
+		return;
+	}
+	if (rc == 0 && size < f->off) {
+		gw_log_warn("follow %s: truncated (%" PRIu64 " bytes, was read up to byte %" PRIu64
+		            "); reading it again from its start", f->path, size, f->off);
+		f->off = 0;
+		reset_lines(f, 0);
+	}
+	do_read(f);
+}
+
 /* The path's stat changed (or a chain ended after it did): decide. */
 static void process(struct ffile *f)
 {
@@ -526,8 +585,8 @@ static void process(struct ffile *f)
 		return;
 	}
 	if (f->st_status < 0) {
-		/* renamed away or deleted: read what the writer still appends to
-		 * the open file; switch once a new file has the path */
+		/* renamed away or deleted: read the open file to its end, then
+		 * it is closed and its run ended (file_gone) */
 		do_read(f);
 		return;
 	}
@@ -537,10 +596,13 @@ static void process(struct ffile *f)
 		return;
 	}
 	if (f->st.st_size < f->off) {
-		gw_log_warn("follow %s: truncated (%" PRIu64 " bytes, was read up to byte %" PRIu64
-		            "); reading it again from its start", f->path, (uint64_t)f->st.st_size, f->off);
-		f->off = 0;
-		reset_lines(f, 0);
+		/* the poll's stat may be older than what was read since it (the
+		 * file grew while a read or a pause was going on): the open file
+		 * says whether it really is shorter */
+		f->busy = true;
+		f->req.data = f;
+		if (uv_fs_fstat(f->d->loop, &f->req, f->fd, on_size) == 0)
+			return;
 	}
 	do_read(f);
 }

@@ -107,7 +107,8 @@ struct gw_http_opts {
 	uv_loop_t *loop;
 	const struct gw_cfg *cfg;  /* address, limits, database path (borrowed) */
 	/* The record path whose commits reads wait for (the barrier:
-	 * everything received before a read is committed first) and answers
+	 * everything queued before a read, lines and writes, is committed
+	 * first) and answers
 	 * after a write wait for (gw_http_answer_after_commit). */
 	struct gw_ingest *ingest;
 	const struct gw_auth *auth;   /* tokens (NULL: auth off) */
@@ -157,7 +158,8 @@ void *gw_http_conn_state(const struct gw_http_conn *c);
 void gw_http_conn_set_state(struct gw_http_conn *c, void *state);
 /* ---- answering later (a handler's) ----------------------------------------- */
 
-/* Once everything received before this request is committed, run `read`
+/* Once everything queued before this request is committed (lines, and
+ * writes such as another request's acknowledgement), run `read`
  * on the thread pool (it sees r->state = state), then, on the loop, `then`
  * with its status and result (then NULL: answer them as they are).  The
  * handler returns right after; state_free(state) (may be NULL) runs when

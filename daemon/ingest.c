@@ -207,7 +207,9 @@ void gw_ingest_cancel_wait(struct gw_ingest *in, struct gw_commit_waiter *w)
 
 void gw_ingest_barrier(struct gw_ingest *in, struct gw_commit_waiter *w)
 {
-	w->seq = in->seq_seen;
+	/* every write queued, not only lines: a route's own (an ack, a
+	 * deletion) is what a read again after it must see */
+	w->seq = gw_store_queued(in->store);
 	if (gw_store_committed(in->store) < w->seq)
 		gw_store_flush(in->store);
 	gw_ingest_wait_commit(in, w);
@@ -446,7 +448,6 @@ int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t
 			count_reject(in, s->t, e, GW_REJ_SYNTAX);
 			return -EINVAL;
 		}
-		in->seq_seen = seq;
 		s->last_seq = seq;
 	}
 	if (rec->event)

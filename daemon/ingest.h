@@ -114,7 +114,6 @@ struct gw_ingest {
 	uv_async_t commit_async;
 	struct gw_commit_waiter *waiters;
 	struct gw_paused paused;          /* list head */
-	uint64_t seq_seen;                /* store sequence of the last line queued */
 	struct gw_ingest_counters n;
 	struct gw_runs runs;              /* active and dormant runs (runs.h) */
 };

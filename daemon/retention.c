@@ -5,9 +5,13 @@
  * the database's size): for a timed pass in its own uv_work_t, for POST
  * /v1/prune as a read on http.c's deferred path (after the barrier, with
  * only the request).  Back on the loop delete_names() deletes them through
- * the store's writer; DELETE /v1/runs/{run} deletes right away.  Both
- * routes answer once the deletions are committed
- * (gw_http_answer_after_commit).
+ * the store's writer, except a run that sent a line while it was being
+ * picked (the pick read the database before that line: the run is no
+ * longer as old as the rule asks, and deleting it would delete that line
+ * too, the run coming back with only its next ones); DELETE
+ * /v1/runs/{run} deletes right away.  Both routes answer once the
+ * deletions are committed (gw_http_answer_after_commit), with the runs
+ * deleted.
  */
 #include "retention.h"
 
@@ -15,6 +19,7 @@
 #include "daemon.h"
 #include "http.h"
 #include "ingest.h"
+#include "runs.h"
 #include "log.h"
 #include "util.h"
 
@@ -117,16 +122,38 @@ static uint64_t delete_run(struct gw_daemon *d, const char *run)
 	return gw_store_delete_run(d->store, run);
 }
 
-/* Delete the runs picked (loop thread; none once the daemon is stopping).
- * Returns the store sequence of the last deletion (0: none). */
-static uint64_t delete_names(struct gw_daemon *d, const json_t *names, const char *why)
+/* A run picked was last seen before this (the latest cutoff of the
+ * pass's rules): one seen since has sent a line after the pick. */
+static double pick_cutoff(const struct pick *p)
+{
+	double t = isnan(p->older_than) ? -INFINITY : p->older_than;
+	return p->max_bytes && p->active_since > t ? p->active_since : t;
+}
+
+/* Delete the runs picked (loop thread; none once the daemon is stopping)
+ * but those seen since `cutoff`.  Returns the store
+ * sequence of the last deletion (0: none); *deleted (may be NULL) gets the
+ * runs deleted. */
+static uint64_t delete_names(struct gw_daemon *d, const json_t *names, double cutoff,
+                             const char *why, json_t **deleted)
 {
 	uint64_t seq = 0;
+	json_t *done = json_array();
 	for (size_t i = 0; i < json_array_size(names) && !d->stopping; i++) {
 		const char *run = json_string_value(json_array_get(names, i));
+		if (gw_runs_last_seen(&d->ingest, run) >= cutoff) {   /* NAN (not known): it goes */
+			gw_log_info("retention: run %s kept (%s): it sent a line while it was being "
+			            "picked", run, why);
+			continue;
+		}
 		seq = delete_run(d, run);
+		json_array_append_new(done, json_string(run));
 		gw_log_info("retention: run %s deleted (%s)", run, why);
 	}
+	if (deleted)
+		*deleted = done;
+	else
+		json_decref(done);
 	return seq;
 }
 
@@ -146,8 +173,8 @@ static void work_done(uv_work_t *w, int status)
 	if (p->rc < 0 || status < 0) {
 		gw_log_warn("retention: %s", p->rc < 0 ? pk->err : "cancelled");
 	} else {
-		delete_names(d, pk->names, isnan(pk->older_than) ? "retention.max_bytes"
-		                                                 : "retention.max_age");
+		delete_names(d, pk->names, pick_cutoff(pk),
+		             isnan(pk->older_than) ? "retention.max_bytes" : "retention.max_age", NULL);
 		/* over max_bytes with nothing that may go: said once, again only
 		 * after the database fitted or runs could go in between (it was
 		 * said on every pass) */
@@ -229,8 +256,11 @@ static void prune_then(struct gw_http_conn *c, const struct gw_http_req *r, int 
 		gw_http_respond_json(c, status, names);
 		return;
 	}
-	uint64_t seq = delete_names(r->data, names, "POST /v1/prune");
-	gw_http_answer_after_commit(c, seq, 200, json_pack("{s:o}", "deleted", names),
+	json_t *deleted = NULL;
+	uint64_t seq = delete_names(r->data, names, pick_cutoff(r->state), "POST /v1/prune",
+	                            &deleted);
+	json_decref(names);
+	gw_http_answer_after_commit(c, seq, 200, json_pack("{s:o}", "deleted", deleted),
 	                            "not deleted yet");
 }
 

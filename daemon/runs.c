@@ -280,6 +280,17 @@ bool gw_runs_known(const struct gw_ingest *in, const char *run)
 	       gw_strtab_find(&in->runs.by_name, run, len, &i) == 0;
 }
 
+double gw_runs_last_seen(const struct gw_ingest *in, const char *run)
+{
+	uint32_t i;
+	struct gw_run_info ri;
+	if (gw_engine_run_info(in->engine, run, &ri) == 0)
+		return ri.last_wall;
+	if (gw_strtab_find(&in->runs.by_name, run, strlen(run), &i) == 0)
+		return in->runs.d[i].last_seen;
+	return NAN;
+}
+
 void gw_runs_forget(struct gw_ingest *in, const char *run)
 {
 	uint32_t i;

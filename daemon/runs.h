@@ -72,6 +72,11 @@ void gw_runs_tick(struct gw_ingest *in, double now);
  * not committed yet. */
 bool gw_runs_known(const struct gw_ingest *in, const char *run);
 
+/* When a line of run `run` last arrived (wall clock), active or dormant;
+ * NAN when that is not known (a run the daemon does not have, or one
+ * rebuilt from rows that did not keep it). */
+double gw_runs_last_seen(const struct gw_ingest *in, const char *run);
+
 /* Forget a run altogether (DELETE /v1/runs/{run}, retention): its state,
  * active or dormant, and its alerts in the outbox (gw_outbox_forget_run). */
 void gw_runs_forget(struct gw_ingest *in, const char *run);

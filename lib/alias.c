@@ -201,6 +201,11 @@ int gw__alias_lookup_hashed(const struct gw_alias *a, const char *name, size_t l
 	return a->items[k].role;
 }
 
+size_t gw_alias_count(const struct gw_alias *a)
+{
+	return a->n;
+}
+
 int gw_alias_lookup(const struct gw_alias *a, const char *name, size_t len,
                     int *prio)
 {

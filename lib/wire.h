@@ -122,6 +122,9 @@ void gw_alias_free(struct gw_alias *a);
  * role, -ENOMEM. */
 int gw_alias_add(struct gw_alias *a, enum gw_role role, const char *name);
 
+/* How many aliases the table holds (the built-in ones and those added). */
+size_t gw_alias_count(const struct gw_alias *a);
+
 /* Role of a field name, or -1.  *prio gets its priority (lower wins). */
 int gw_alias_lookup(const struct gw_alias *a, const char *name, size_t len,
                     int *prio);

@@ -20,7 +20,7 @@
  * (words per second: throughput) are roles through their aliases; "0%"
  * becomes NAME_pct ("clip=0%" -> clip_pct).  A tqdm bar redrawn with the
  * same postfix repeats its num_updates: a segment whose step is the
- * previous point's is not read again.
+ * previous point's (from the same rank label) is not read again.
  *
  * Skipped: the end-of-epoch summary ("| train | epoch 001 | loss 8.77 |
  * ... | num_updates 1563", JSON "train_loss" ...: the epoch's averages,
@@ -34,7 +34,7 @@
 #include <string.h>
 
 struct fs {
-	int64_t last;   /* the step of the last point, -1: none */
+	struct gw_rd_last last;   /* the last point (step -1: none) */
 };
 
 static bool sp(char c)
@@ -114,7 +114,7 @@ static int json_obj(struct gw_reader *r, struct fs *st, const char *s, size_t n,
 	while ((rc = gw__rd_obj_next(&o, &kv)) == 1)
 		if (key_is(&kv, "num_updates") && gw__rd_kv_num(&kv, &v) && !gw__rd_whole(v, &step))
 			step = -1;
-	if (rc < 0 || step < 0 || step == st->last)
+	if (rc < 0 || step < 0 || gw__rd_repeats(r, &st->last, step))
 		return 0;
 	gw__rd_begin(r, NULL, 0, step);
 	gw__rd_obj_init(&o, s, n);
@@ -129,7 +129,7 @@ static int json_obj(struct gw_reader *r, struct fs *st, const char *s, size_t n,
 			             (int)GW_MIN(kv.key_len, 64u), kv.key, (int)GW_MIN(kv.str_len, 40u),
 			             kv.str);
 	}
-	st->last = step;
+	gw__rd_last_set(r, &st->last, step);
 	return gw__rd_emit(r, lineno);
 }
 
@@ -140,7 +140,7 @@ static int segment(struct gw_reader *r, void *state, const char *s, size_t n, ui
 	if (b && (size_t)(s + n - b) > 2 && b[1] == '"' && gw__rd_find(b, (size_t)(s + n - b), "\"num_updates\""))
 		return json_obj(r, st, b, (size_t)(s + n - b), lineno);
 	int64_t step;
-	if (!find_updates(s, n, &step) || step == st->last)
+	if (!find_updates(s, n, &step) || gw__rd_repeats(r, &st->last, step))
 		return 0;
 	/* "epoch 001:" opens the progress; "| epoch 001 |" is the summary */
 	const char *ep = gw__rd_find(s, n, "epoch ");
@@ -152,7 +152,7 @@ static int segment(struct gw_reader *r, void *state, const char *s, size_t n, ui
 	if (k && ep + 6 + k < s + n && ep[6 + k] == ':')
 		gw__rd_metric(r, "epoch", 5, (double)e);
 	pairs(r, ep, (size_t)(s + n - ep), (size_t)(ep - s), lineno);
-	st->last = step;
+	gw__rd_last_set(r, &st->last, step);
 	return gw__rd_emit(r, lineno);
 }
 
@@ -166,7 +166,7 @@ static int fs_line(struct gw_reader *r, void *state, const char *s, size_t n, ui
 static int fs_init(struct gw_reader *r, void *state)
 {
 	struct fs *st = state;
-	st->last = -1;
+	st->last = (struct gw_rd_last){-1, -1};
 	return 0;
 }
 

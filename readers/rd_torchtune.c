@@ -11,7 +11,7 @@
  * roles; peak_memory_alloc ... extras).  A bar segment "E|N|Loss: X" is a
  * point at N with the loss (and the epoch as an extra); tqdm redraws a bar
  * with the same description, so a segment whose step is the previous
- * segment's is not read again.  A recipe with both loggers prints both for
+ * segment's (from the same rank label) is not read again.  A recipe with both loggers prints both for
  * a step: the engine merges the second into the first (same step, the
  * same loss).  Other lines (config dumps, "Model checkpoint of size ...
  * saved", evaluation) are skipped.
@@ -22,7 +22,7 @@
 #include <string.h>
 
 struct tt {
-	int64_t bar_last;   /* the step of the last bar segment read, -1: none */
+	struct gw_rd_last bar_last;   /* the last bar segment read (step -1: none) */
 };
 
 static bool sp(char c)
@@ -92,9 +92,9 @@ static int segment(struct gw_reader *r, void *state, const char *s, size_t n, ui
 	struct tt *st = state;
 	int64_t epoch, step;
 	double loss;
-	if (!bar(s, n, &epoch, &step, &loss) || step == st->bar_last)
+	if (!bar(s, n, &epoch, &step, &loss) || gw__rd_repeats(r, &st->bar_last, step))
 		return 0;
-	st->bar_last = step;
+	gw__rd_last_set(r, &st->bar_last, step);
 	gw__rd_begin(r, NULL, 0, step);
 	gw__rd_metric(r, "loss", 4, loss);
 	gw__rd_metric(r, "epoch", 5, (double)epoch);
@@ -115,7 +115,7 @@ static int tt_line(struct gw_reader *r, void *state, const char *s, size_t n, ui
 static int tt_init(struct gw_reader *r, void *state)
 {
 	struct tt *st = state;
-	st->bar_last = -1;
+	st->bar_last = (struct gw_rd_last){-1, -1};
 	return 0;
 }
 

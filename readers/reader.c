@@ -99,6 +99,17 @@ const struct gw_alias *gw__rd_aliases(const struct gw_reader *r)
 	return r->o.aliases;
 }
 
+void gw__rd_last_set(const struct gw_reader *r, struct gw_rd_last *l, int64_t step)
+{
+	l->step = step;
+	l->label = r->line_label;
+}
+
+bool gw__rd_repeats(const struct gw_reader *r, const struct gw_rd_last *l, int64_t step)
+{
+	return step == l->step && r->line_label == l->label;
+}
+
 const char *gw__rd_default_run(const struct gw_reader *r)
 {
 	return r->o.run;

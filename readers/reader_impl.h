@@ -49,6 +49,18 @@ void gw__rd_wire_error(struct gw_reader *r, uint64_t line, const struct gw_wire_
 void gw__rd_error(struct gw_reader *r, uint64_t line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* A progress bar redrawn repeats its last point: the step of the last
+ * point read and the rank label of its line (-1: none).  Set it with
+ * gw__rd_last_set; gw__rd_repeats says whether a point at `step` on the
+ * line being read is that one again (the same step from the same label:
+ * another rank's point at that step, its lines interleaved by a launcher,
+ * is its own). */
+struct gw_rd_last {
+	int64_t step, label;
+};
+void gw__rd_last_set(const struct gw_reader *r, struct gw_rd_last *l, int64_t step);
+bool gw__rd_repeats(const struct gw_reader *r, const struct gw_rd_last *l, int64_t step);
+
 /* The alias table and the default run name. */
 const struct gw_alias *gw__rd_aliases(const struct gw_reader *r);
 const char *gw__rd_default_run(const struct gw_reader *r);

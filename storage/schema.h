@@ -7,6 +7,7 @@
 #ifndef GW_STORE_SCHEMA_H
 #define GW_STORE_SCHEMA_H
 
+#include <math.h>
 #include <sqlite3.h>
 #include <stddef.h>
 
@@ -32,6 +33,12 @@ int gw__store_open_ro(const char *path, sqlite3 **db, int *version, char *err, s
  * names path. */
 int gw__store_version(sqlite3 *db, const char *path, const char *who, int *version, char *err,
                       size_t errlen);
+
+/* Column k of a row as a double, NAN for NULL. */
+static inline double gw__store_col_real(sqlite3_stmt *st, int k)
+{
+	return sqlite3_column_type(st, k) == SQLITE_NULL ? NAN : sqlite3_column_double(st, k);
+}
 
 /* Run sql (any number of statements): 0, or the negative errno of its
  * SQLite error with SQLite's message in err (err may be NULL). */

@@ -4,7 +4,10 @@ trace as torchtitan, Composer, OLMo, fairseq, torchtune and a plain CSV
 print it: logshapes.py), appended by a test
 writer in pieces of random size (lines cut anywhere), raise exactly the
 alerts `gradwatch replay` raises on the finished file (detector, step,
-line, severity, segment), and the stored points equal the file's.
+line, severity, segment), and the stored points equal the file's.  Also
+with every line rank-labelled by srun, two ranks interleaved: rank 0's
+points are the run's, rank 3's kept apart, every one (fairseq dropped them
+as progress-bar redraws before).
 
 The Megatron log is the dev corpus's genesis trace (a resume without the
 optimizer state) printed the way Megatron-LM prints iterations, with its
@@ -58,7 +61,7 @@ class FollowFormats(unittest.TestCase):
         rows = d.sql("SELECT value FROM meta WHERE key LIKE 'follow:%'")
         return json.loads(rows[0][0])['offset'] if rows else 0
 
-    def follow_and_compare(self, data, fmt, min_alerts):
+    def follow_and_compare(self, data, fmt, min_alerts, check=None):
         d = Daemon()
         log = os.path.join(d.dir, 'train.log')
         d.extra_args += ['--follow', log, '--run', 'job']
@@ -83,6 +86,8 @@ class FollowFormats(unittest.TestCase):
             live = sorted(tuple(r) for r in d.sql(
                 "SELECT detector, step, line, severity, seg FROM alerts"))
             stored = d.sql("SELECT count(*) FROM records")[0][0]
+            if check:
+                check(d)
         tmp = tempfile.mkdtemp(prefix='gw-follow-')
         self.addCleanup(shutil.rmtree, tmp)
         path = os.path.join(tmp, 'finished.log')
@@ -116,6 +121,26 @@ class FollowFormats(unittest.TestCase):
                 if fmt == 'composer':
                     data += b'Training finished.\n'
                 self.follow_and_compare(data, fmt, 1)
+
+    def test_ranked_stdout_of_other_frameworks(self):
+        # every process prints (srun --label: " 0: ", " 3: "), the lines of
+        # two ranks interleaved: rank 0's points are the run's (what
+        # replay raises), rank 3's, the same steps with their own values,
+        # are kept apart, each of them
+        trace = logshapes.points(os.path.join(CORPUS, 'genesis.jsonl'))
+        other = [dict(r, loss=r['loss'] * 1.01) for r in trace]
+        for shape in ('fairseq_simple', 'torchtitan', 'torchtune'):
+            fmt, printer = logshapes.SHAPES[shape]
+            with self.subTest(shape=shape):
+                mine = printer(trace).splitlines(keepends=True)
+                theirs = printer(other).splitlines(keepends=True)
+                data = b''.join(b' 0: ' + a + b' 3: ' + b for a, b in zip(mine, theirs))
+
+                def check(d):
+                    self.assertEqual(d.sql("SELECT rank, count(*) FROM records GROUP BY rank"),
+                                     [(0, len(trace))])
+                    self.assertEqual(d.sql("SELECT rank, lines FROM ranks"), [(3, len(trace))])
+                self.follow_and_compare(data, fmt, 1, check)
 
     def test_logs_followed_without_run_are_runs_of_their_own(self):
         # two jobs' logs, no --run: each is its own run, named as replay

@@ -282,6 +282,16 @@ class RestartAfterAnEnding(unittest.TestCase):
     def restarted(self, d, run):
         return [a for a in alerts_json(d, run) if 'since gradwatchd restarted' in a[1]]
 
+    def restart_until_stalled(self, d, live):
+        """Stop, start, wait for the live run's stall after the restart
+        and a control's: the runs under test had as long to stall."""
+        d.stop()
+        d.start()
+        wait_for(lambda: self.restarted(d, live), 30, 'the live run %s to stall after the restart'
+                 % live, interval=0.1)
+        with connect(d) as c:
+            after_control(self, d, c, 'stall-control', [])
+
     def test_finished_closed_max_steps_and_a_rotated_file(self):
         sys.path.insert(0, CONTRIB_PYTHON)
         try:
@@ -323,14 +333,51 @@ class RestartAfterAnEnding(unittest.TestCase):
             self.assertEqual(ended, {'restart-done': 'run_finished', 'restart-max': 'max_steps',
                                      'restart-client': 'run_finished',
                                      'restart-follow': 'file_rotated'})
-            d.stop()
-            d.start()
-            wait_for(lambda: self.restarted(d, 'restart-live'), 30,
-                     'the live run to stall after the restart', interval=0.1)
-            with connect(d) as c:
-                after_control(self, d, c, 'stall-control', [])
+            self.restart_until_stalled(d, 'restart-live')
             for run in ('restart-done', 'restart-max', 'restart-client', 'restart-follow'):
                 self.assertEqual(alerts_json(d, run), [], '%s stalled:\n%s' % (run, d.logtext()))
+
+    def test_a_followed_log_deleted_or_moved_away_ends_its_run(self):
+        """A job's torchtitan log deleted after the job, another moved away
+        with nothing in its place: their runs ended ("file_closed", a last
+        line without its newline read), no stall before or after a
+        restart; a file that takes the path later is read as a new one."""
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import logshapes
+        tmp = tempfile.mkdtemp(prefix='gwfollow-')
+        self.addCleanup(subprocess.run, ['rm', '-rf', tmp])
+        gone, moved = os.path.join(tmp, 'gone.log'), os.path.join(tmp, 'moved.log')
+        cfg = dict(RESTART, follow=[{'path': gone, 'run': 'restart-gone', 'poll_ms': 50},
+                                    {'path': moved, 'run': 'restart-moved', 'poll_ms': 50}])
+        trace = [{'step': s, 'loss': 2.0 - 1e-4 * s, 'grad_norm': 0.5, 'throughput': 1000.0}
+                 for s in range(1, 31)]
+        text = logshapes.torchtitan(trace).splitlines(keepends=True)
+        with Daemon(config=cfg) as d:
+            with open(gone, 'wb') as a, open(moved, 'wb') as b:
+                for piece in text:
+                    for f in (a, b):
+                        f.write(piece[:-1] if piece is text[-1] else piece)   # no last newline
+                        f.flush()
+                    time.sleep(0.02)
+            wait_for(lambda: records(d) == 58, 20, 'all but the unterminated lines committed')
+            os.remove(gone)
+            os.rename(moved, os.path.join(tmp, 'archive.log'))
+            wait_for(lambda: records(d) == 60, 20, 'the last lines read once the paths went')
+            self.assertEqual(dict(d.sql("SELECT name, ended_reason FROM runs")),
+                             {'restart-gone': 'file_closed', 'restart-moved': 'file_closed'})
+            with connect(d) as c:
+                after_control(self, d, c, 'stall-control', ['restart-gone', 'restart-moved'])
+                feed(c, 'restart-live', range(1, 31))
+            self.restart_until_stalled(d, 'restart-live')
+            for run in ('restart-gone', 'restart-moved'):
+                self.assertEqual(alerts_json(d, run), [], '%s stalled:\n%s' % (run, d.logtext()))
+            # a new file at the path: read from its start, its run going on
+            with open(gone, 'wb') as f:
+                f.write(logshapes.torchtitan([dict(trace[0], step=s) for s in range(31, 41)]))
+            # a line past the ending: the run went on (storage/read.c's rule)
+            wait_for(lambda: d.sql("SELECT ended_seg = last_seg AND last_step <= ended_step "
+                                   "FROM runs WHERE name = 'restart-gone'") == [(0,)], 20,
+                     'the new file\'s lines in run restart-gone, past its ending')
 
     def test_a_run_evicted_with_its_stall_open(self):
         cfg = dict(RESTART, limits={'max_runs': 2})
@@ -348,12 +395,7 @@ class RestartAfterAnEnding(unittest.TestCase):
             self.assertEqual(d.sql("SELECT ended_reason FROM runs WHERE name = 'restart-evicted'"),
                              [('evicted: too many runs for limits.max_runs',)])
             self.assertEqual(stalls(d, 'restart-kept')[0][1], 'open')
-            d.stop()
-            d.start()
-            wait_for(lambda: self.restarted(d, 'restart-kept'), 30,
-                     'the run that stayed to stall after the restart', interval=0.1)
-            with connect(d) as c:
-                after_control(self, d, c, 'stall-control', [])
+            self.restart_until_stalled(d, 'restart-kept')
             self.assertEqual(self.restarted(d, 'restart-evicted'), [], d.logtext())
 
 

@@ -48,6 +48,10 @@ static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 	char b[512];
 	snprintf(b, sizeof(b), "%llu %s %lld", (unsigned long long)line, rec->run, (long long)rec->step);
 	app(g, b);
+	if (rec->has_rank) {
+		snprintf(b, sizeof(b), " [rank%u]", rec->rank);
+		app(g, b);
+	}
 	if (rec->event) {
 		g->events++;
 		snprintf(b, sizeof(b), " event=%s", rec->event);
@@ -481,7 +485,7 @@ START_TEST(megatron_lines)
 	                 "4 r 10 lr=0 | consumed_samples=40 loss_scale=8388608 number_of_skipped_iterations=10 "
 	                 "number_of_nan_iterations=0 max_steps=1000\n"
 	                 "5 r 20 loss=12.10588 grad_norm=NaN lr=3.75e-05 | max_steps=1000\n"
-	                 "7 r#2 1 ts=1787022789.974126 loss=12.17164 grad_norm=5.507 | "
+	                 "7 r#2 1 [rank31] ts=1787022789.974126 loss=12.17164 grad_norm=5.507 | "
 	                 "throughput_per_gpu_tflop_s_gpu=229.4 max_steps=2\n"
 	                 "8 r#2 1 event=checkpoint_saved\n"
 	                 "10 r#2 1 event=resumed checkpoint_step=1\n"
@@ -825,7 +829,7 @@ START_TEST(other_frameworks)
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(r.format, "torchtitan");
 	ck_assert_str_eq(r.g.text,
-	                 "2 r 14 loss=3.24405 grad_norm=0.8319 throughput=7282 | memory_gib=9.46 "
+	                 "2 r 14 [rank0] loss=3.24405 grad_norm=0.8319 throughput=7282 | memory_gib=9.46 "
 	                 "memory_pct=64.99 mfu_pct=0.17\n"
 	                 "4 r 15 loss=NaN\n");
 	ck_assert_int_eq(r.g.errors, 1);
@@ -857,7 +861,7 @@ START_TEST(other_frameworks)
 	ck_assert_str_eq(r.format, "composer");
 	ck_assert_str_eq(r.g.text, "1 r 10 loss=10.21 grad_norm=1.5 | max_steps=739328 train/Perplexity=27465\n"
 	                           "5 r 11 loss=10.1 grad_norm=1.4 | max_steps=739328\n"
-	                           "6 r 12 loss=10 lr=0.0004 | max_steps=739328\n");
+	                           "6 r 12 [rank0] loss=10 lr=0.0004 | max_steps=739328\n");
 	free(r.g.text);
 
 	/* every line labelled: the label took the indentation */
@@ -865,7 +869,8 @@ START_TEST(other_frameworks)
 	         "[rank0]:[step=13/100]\n[rank0]:    train/CE loss=9.0\n",
 	         NULL, &r);
 	ck_assert_str_eq(r.format, "composer");
-	ck_assert_str_eq(r.g.text, "1 r 12 loss=10 lr=0.0004 | max_steps=100\n4 r 13 loss=9 | max_steps=100\n");
+	ck_assert_str_eq(r.g.text, "1 r 12 [rank0] loss=10 lr=0.0004 | max_steps=100\n"
+	                           "4 r 13 [rank0] loss=9 | max_steps=100\n");
 	free(r.g.text);
 
 	/* torchtune: the metric log and the bar, redrawn */
@@ -894,6 +899,48 @@ START_TEST(other_frameworks)
 	read_str("epoch,step,train_loss\n0,9,1.5\n", NULL, &r);
 	ck_assert_str_eq(r.format, "lightning_csv");
 	free(r.g.text);
+}
+END_TEST
+
+/* Each stream format's lines with rank labels ("[rank3]:", srun's " 3: "),
+ * two ranks interleaved line by line (as a launcher merges them): every
+ * point keeps its rank, and a rank's point at the step another rank just
+ * printed is its own, not a progress bar redrawn. */
+START_TEST(labelled_ranks_interleaved)
+{
+	static const struct {
+		const char *format, *line0, *line3, *want;
+	} cases[] = {
+		{"fairseq",
+		 "[rank0]:2026-03-01 10:00:04 | INFO | train_inner | epoch 001:    100 / 1563 loss=9.786, num_updates=100\n",
+		 "[rank3]:2026-03-01 10:00:04 | INFO | train_inner | epoch 001:    100 / 1563 loss=9.9, num_updates=100\n",
+		 "1 r 100 [rank0] loss=9.786 | epoch=1\n2 r 100 [rank3] loss=9.9 | epoch=1\n"},
+		{"fairseq",
+		 " 0: {\"epoch\": 1, \"loss\": \"7.786\", \"num_updates\": \"300\"}\n",
+		 " 3: {\"epoch\": 1, \"loss\": \"7.9\", \"num_updates\": \"300\"}\n",
+		 "1 r 300 [rank0] loss=7.786 | epoch=1\n2 r 300 [rank3] loss=7.9 | epoch=1\n"},
+		{"torchtitan",
+		 "[rank0]:[titan] 2026-05-18 16:04:46,338 - root - INFO - step: 14  loss:  3.24405\n",
+		 "[rank3]:[titan] 2026-05-18 16:04:46,338 - root - INFO - step: 14  loss:  3.3\n",
+		 "1 r 14 [rank0] loss=3.24405\n2 r 14 [rank3] loss=3.3\n"},
+		{"torchtune",
+		 " 0: 1|2|Loss: 2.25:   0%|  | 2/1000 [00:12<19:49,  1.20s/it]\n",
+		 " 3: 1|2|Loss: 2.3:   0%|  | 2/1000 [00:12<19:49,  1.20s/it]\n",
+		 "1 r 2 [rank0] loss=2.25 | epoch=1\n2 r 2 [rank3] loss=2.3 | epoch=1\n"},
+		{"torchtune",
+		 "[rank0]:Step 1 | loss:2.3101\n", "[rank3]:Step 1 | loss:2.4\n",
+		 "1 r 1 [rank0] loss=2.3101\n2 r 1 [rank3] loss=2.4\n"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char in[1024];
+		snprintf(in, sizeof(in), "%s%s", cases[i].line0, cases[i].line3);
+		struct res r;
+		read_str(in, cases[i].format, &r);
+		ck_assert_int_eq(r.rc, 0);
+		ck_assert_msg(!strcmp(r.g.text, cases[i].want), "%s case %zu:\n%s", cases[i].format, i,
+		              r.g.text);
+		free(r.g.text);
+	}
 }
 END_TEST
 
@@ -991,6 +1038,7 @@ static Suite *suite(void)
 	tcase_add_test(t, aliases_and_extras);
 	tcase_add_test(t, run_name_rule);
 	tcase_add_test(t, other_frameworks);
+	tcase_add_test(t, labelled_ranks_interleaved);
 	tcase_set_timeout(t, 300);
 	tcase_add_test(t, real_logs_in_chunks);
 	suite_add_tcase(s, t);

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "util.h"
 #include "wire.h"
 
 static struct gw_alias *al;
@@ -416,6 +417,56 @@ START_TEST(event_role_fields_are_attributes)
 }
 END_TEST
 
+/* docs/wire-format.md's alias table is the built-in table: each row's
+ * names, in order, are that role's aliases best first, and no built-in
+ * alias is missing from it (a name added to lib/alias.c and not to the
+ * docs, or the other way round, fails here). */
+START_TEST(aliases_documented)
+{
+	const char *root = getenv("GW_SOURCE_ROOT");
+	ck_assert_msg(root != NULL, "GW_SOURCE_ROOT is not set (tests/unit/meson.build sets it)");
+	char path[4096], *doc;
+	snprintf(path, sizeof(path), "%s/docs/wire-format.md", root);
+	ck_assert_int_eq(gw_read_file(path, 1 << 20, &doc, NULL), 0);
+	const char *head = "| role | built-in aliases, best first |\n|---|---|\n";
+	char *p = strstr(doc, head);
+	ck_assert_msg(p != NULL, "%s: no alias table (%s)", path, head);
+	p += strlen(head);
+	size_t documented = 0;
+	int rows = 0;
+	while (*p == '|') {
+		char *eol = strchr(p, '\n');
+		ck_assert_ptr_nonnull(eol);
+		*eol = '\0';
+		/* "| `role` | `name`, `name`, ... |" */
+		char *q = strchr(p + 1, '`'), *r = q ? strchr(q + 1, '`') : NULL;
+		ck_assert_msg(q && r, "alias table row without a role: %s", p);
+		*r = '\0';
+		int role = gw_role_parse(q + 1);
+		ck_assert_msg(role >= 0, "alias table: \"%s\" is not a role", q + 1);
+		int prio = 0;
+		for (q = strchr(r + 1, '`'); q; q = strchr(r + 1, '`'), prio++) {
+			r = strchr(q + 1, '`');
+			ck_assert_msg(r != NULL, "alias table: unclosed ` in the %s row", gw_role_name(role));
+			*r = '\0';
+			int got_prio = -1, got = gw_alias_lookup(al, q + 1, strlen(q + 1), &got_prio);
+			ck_assert_msg(got == role && got_prio == prio,
+			              "docs/wire-format.md lists \"%s\" as alias %d of %s; lib/alias.c has "
+			              "it %s %s (priority %d)", q + 1, prio, gw_role_name(role),
+			              got < 0 ? "not at all:" : "as", got < 0 ? "" : gw_role_name(got),
+			              got_prio);
+			documented++;
+		}
+		rows++;
+		p = eol + 1;
+	}
+	ck_assert_int_eq(rows, GW_NALIAS_ROLES);
+	ck_assert_msg(documented == gw_alias_count(al), "lib/alias.c has %zu built-in aliases, "
+	              "docs/wire-format.md lists %zu", gw_alias_count(al), documented);
+	free(doc);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("wire");
@@ -425,6 +476,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, numbers_exact);
 	tcase_add_test(tc, python_nonfinite);
 	tcase_add_test(tc, aliases);
+	tcase_add_test(tc, aliases_documented);
 	tcase_add_test(tc, event_attrs);
 	tcase_add_test(tc, strings_utf8);
 	tcase_add_test(tc, bad_lines);
