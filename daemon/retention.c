@@ -69,9 +69,18 @@ static void pick_name(void *ctx, sqlite3_stmt *row)
 		json_array_append_new(p->names, json_string(name));
 }
 
-static void count_one(void *ctx, sqlite3_stmt *row)
+/* The database's size and its runs, in one read. */
+struct size_row {
+	int64_t pages, free_pages, page_size, runs;
+};
+
+static void size_one(void *ctx, sqlite3_stmt *row)
 {
-	*(int64_t *)ctx = sqlite3_column_int64(row, 0);
+	struct size_row *z = ctx;
+	z->pages = sqlite3_column_int64(row, 0);
+	z->free_pages = sqlite3_column_int64(row, 1);
+	z->page_size = sqlite3_column_int64(row, 2);
+	z->runs = sqlite3_column_int64(row, 3);
 }
 
 /* Append up to `limit` runs last seen before `before`, the oldest first. */
@@ -94,21 +103,17 @@ static int pick(const char *db_path, struct pick *p)
 		rc = pick_older(db_path, p, p->older_than, MAX_PER_PASS);
 	if (rc < 0 || !p->max_bytes)
 		return rc;
-	int64_t pages = 0, free_pages = 0, page_size = 0, runs = 0;
-	if ((rc = gw_store_read_each(db_path, "PRAGMA page_count", NULL, 0, count_one, &pages,
-	                             p->err, sizeof(p->err))) < 0 ||
-	    (rc = gw_store_read_each(db_path, "PRAGMA freelist_count", NULL, 0, count_one,
-	                             &free_pages, p->err, sizeof(p->err))) < 0 ||
-	    (rc = gw_store_read_each(db_path, "PRAGMA page_size", NULL, 0, count_one,
-	                             &page_size, p->err, sizeof(p->err))) < 0 ||
-	    (rc = gw_store_read_each(db_path, "SELECT count(*) FROM runs", NULL, 0, count_one,
-	                             &runs, p->err, sizeof(p->err))) < 0)
+	struct size_row z = {0};
+	if ((rc = gw_store_read_each(db_path, "SELECT (SELECT * FROM pragma_page_count), "
+	                             "(SELECT * FROM pragma_freelist_count), "
+	                             "(SELECT * FROM pragma_page_size), (SELECT count(*) FROM runs)",
+	                             NULL, 0, size_one, &z, p->err, sizeof(p->err))) < 0)
 		return rc;
-	p->used_bytes = (uint64_t)(pages - free_pages) * (uint64_t)page_size;
-	if (p->used_bytes <= p->max_bytes || runs <= 0)
+	p->used_bytes = (uint64_t)(z.pages - z.free_pages) * (uint64_t)z.page_size;
+	if (p->used_bytes <= p->max_bytes || z.runs <= 0)
 		return 0;
 	/* about how many runs hold the excess, the oldest first */
-	double per_run = (double)p->used_bytes / (double)runs;
+	double per_run = (double)p->used_bytes / (double)z.runs;
 	int64_t k = (int64_t)ceil((double)(p->used_bytes - p->max_bytes) / per_run);
 	k = k < 1 ? 1 : k > MAX_PER_PASS ? MAX_PER_PASS : k;
 	return pick_older(db_path, p, p->active_since, k);
