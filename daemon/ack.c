@@ -17,10 +17,9 @@
  * the alert is read again once it is (at most ACK_REREADS times, then 409:
  * nothing done), so requests on one alert act and answer in the order they
  * are decided; an alert whose run was deleted after our read is a 404.
- * Otherwise it queues
- * the alerts-table row (GW_STORE_ALERT_ACK/UNACK) and the outbox's event
- * (gw_outbox_ack) under one store hold, so both commit in one transaction,
- * and answers 200 with the alert as it now is once that commit is done
+ * Otherwise it queues the alerts-table row (GW_STORE_ALERT_ACK/UNACK) and
+ * the outbox's event (gw_outbox_ack) under one store hold, so both commit
+ * in one transaction, and answers 200 with the alert as it now is once that commit is done
  * (gw_http_answer_after_commit): what was answered is on disk, and its
  * notification is delivered at least once, across a crash.  A client that
  * goes away meanwhile is the transport's to handle.
@@ -124,6 +123,12 @@ static int parse_body(struct gw_http_conn *c, const struct gw_http_req *r, struc
 static int read_alert(const struct gw_http_req *r, json_t **out);
 static void ack_free(void *state);
 
+static void respond_resolved(struct gw_http_conn *c, const char *id, bool ack)
+{
+	gw_http_respond_error(c, 409, "alert %s is resolved: there is nothing to %s", id,
+	                      ack ? "acknowledge" : "withdraw");
+}
+
 /* The alert is read (loop thread): answer or write. */
 static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int status,
                    json_t *alert)
@@ -152,8 +157,7 @@ static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int stat
 		return;
 	}
 	if (!state || strcmp(state, "open")) {
-		gw_http_respond_error(c, 409, "alert %s is resolved: there is nothing to %s", id,
-		                      q->ack ? "acknowledge" : "withdraw");
+		respond_resolved(c, id, q->ack);
 		json_decref(alert);
 		return;
 	}
@@ -198,8 +202,7 @@ static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int stat
 	}
 	gw_store_release(d->store);
 	if (rc == -ENOENT) {   /* it resolved while we read it */
-		gw_http_respond_error(c, 409, "alert %s is resolved: there is nothing to %s", id,
-		                      q->ack ? "acknowledge" : "withdraw");
+		respond_resolved(c, id, q->ack);
 		json_decref(alert);
 		return;
 	}
