@@ -865,12 +865,19 @@ void gw_outbox_ack_event(json_t *a, bool ack, int64_t version, double at, const 
 	}
 }
 
-int gw_outbox_acked(const struct gw_outbox *ob, const char *id)
+/* The entry of alert id while it is open; NULL when resolved or unknown. */
+static struct known *known_open(const struct gw_outbox *ob, const char *id)
 {
 	uint32_t i;
-	if (!ob || gw_strtab_find(&ob->known_by_id, id, strlen(id), &i) < 0 || !ob->known[i]->open)
-		return -ENOENT;
-	return ob->known[i]->acked;
+	if (gw_strtab_find(&ob->known_by_id, id, strlen(id), &i) < 0 || !ob->known[i]->open)
+		return NULL;
+	return ob->known[i];
+}
+
+int gw_outbox_acked(const struct gw_outbox *ob, const char *id)
+{
+	const struct known *k = ob ? known_open(ob, id) : NULL;
+	return k ? k->acked : -ENOENT;
 }
 
 int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, const char *by,
@@ -879,10 +886,9 @@ int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, con
 	*seq = 0;
 	if (!ob || ob->closing)
 		return 0;
-	uint32_t i;
-	if (gw_strtab_find(&ob->known_by_id, id, strlen(id), &i) < 0 || !ob->known[i]->open)
+	struct known *k = known_open(ob, id);
+	if (!k)
 		return -ENOENT;
-	struct known *k = ob->known[i];
 	if (k->acked == ack)
 		return -EALREADY;
 	if (!ob->n) {   /* no sink: nothing to send */
