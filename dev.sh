@@ -97,13 +97,13 @@ demo() {
 	echo "== gradwatchd is running in demo/ (pid $(cat demo/gradwatchd.pid)):"
 	echo "   socket demo/gradwatch.sock, tcp/udp 127.0.0.1:7470, http 127.0.0.1:7471, database demo/gradwatch.db"
 	echo "== sending examples/resume-without-optimizer.jsonl to it (gradwatch send):"
-	./build/daemon/gradwatch send examples/resume-without-optimizer.jsonl || true
+	./build/cli/gradwatch send examples/resume-without-optimizer.jsonl || true
 	echo "== alerts the daemon raised (gradwatch alerts):"
-	./build/daemon/gradwatch alerts || true
+	./build/cli/gradwatch alerts || true
 	echo "== the same trace replayed offline (gradwatch replay):"
-	./build/daemon/gradwatch replay examples/resume-without-optimizer.jsonl || true
+	./build/cli/gradwatch replay examples/resume-without-optimizer.jsonl || true
 	echo "== see it: http://127.0.0.1:7471/ (the run's page with the alerts on its charts:"
-	echo "   http://127.0.0.1:7471/runs/example-gpt-1b); offline: ./build/daemon/gradwatch report \\"
+	echo "   http://127.0.0.1:7471/runs/example-gpt-1b); offline: ./build/cli/gradwatch report \\"
 	echo "   examples/resume-without-optimizer.jsonl -o demo/report.html"
 	echo "== gradwatchd keeps running; stop it with: kill $(cat demo/gradwatchd.pid)"
 }

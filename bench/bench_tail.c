@@ -1,6 +1,6 @@
 /*
  * bench_tail: what a daemon's start pays per rebuilt run to read its tail
- * (daemon/runs.c gw_runs_restore: up to 256 runs, their last 1,024 records
+ * (core/runs.c gw_runs_restore: up to 256 runs, their last 1,024 records
  * each), on one read-only connection for all of them
  * (gw_store_read_tail_on) against one connection per run
  * (gw_store_read_tail), measured in the same run.

@@ -18,7 +18,7 @@ Conjunctions (loss up AND grad norm down) scale every part at once, so f is
 the margin of the part closest to its threshold.  Prints the table, then the
 detections within 20 % (D < 1.2) and the near-false ones (F > 0.8).
 
-    python3 bench/det_margins.py [--gradwatch build/daemon/gradwatch]
+    python3 bench/det_margins.py [--gradwatch build/cli/gradwatch]
         [--corpus ../shared/corpus/dev] [--only d01.jsonl,...] [--max-latency 200]
 """
 
@@ -46,7 +46,7 @@ def bisect(pred, lo, hi, steps=8):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--gradwatch", default="build/daemon/gradwatch")
+    ap.add_argument("--gradwatch", default="build/cli/gradwatch")
     ap.add_argument("--corpus", default="../shared/corpus/dev")
     ap.add_argument("--only", default="")
     ap.add_argument("--max-latency", type=int, default=200)

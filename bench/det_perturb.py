@@ -44,7 +44,7 @@ Perturbations (--list prints them):
                seeds 1..--inject-seeds; --inject-a/--inject-b fix
                a and b (a sweep of the effect size the signature needs)
 
-    python3 bench/det_perturb.py [--gradwatch build/daemon/gradwatch]
+    python3 bench/det_perturb.py [--gradwatch build/cli/gradwatch]
         [--corpus ../shared/corpus/dev] [--only PERT,...] [--keep DIR] [-v]
 """
 
@@ -514,7 +514,7 @@ def score(args, folder, labs, verbose):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--gradwatch", default="build/daemon/gradwatch")
+    ap.add_argument("--gradwatch", default="build/cli/gradwatch")
     ap.add_argument("--corpus", default="../shared/corpus/dev")
     ap.add_argument("--only", default="")
     ap.add_argument("--keep", default="", help="write the variants here and keep them")

@@ -4,7 +4,7 @@ traces plus a labels.json in the same format.  A generator, not a test.
 
     /usr/bin/python3 bench/holdout_gen.py --seed 101 --out /tmp/holdout-101
     python3 ../shared/eval/score.py /tmp/holdout-101 --quiet -- \\
-        build/daemon/gradwatch replay --format jsonl
+        build/cli/gradwatch replay --format jsonl
 
 (/usr/bin/python3: Debian's python3-torch; run single-threaded.)
 

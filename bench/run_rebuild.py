@@ -49,7 +49,7 @@ def main():
     with Daemon(config=cfg, args=['--log-level', 'debug']) as d:
         for k in range(RUNS):
             # an old log (ts long past): not live, so no stall watch keeps
-            # the run active after run_evict_idle_s (daemon/runs.c)
+            # the run active after run_evict_idle_s (core/runs.c)
             body = ''.join(json.dumps({'run': 'run-%04d' % k, 'step': s, 'loss': 2.0 / s,
                                        'grad_norm': 0.5, 'lr': 1e-3, 'ts': 1e9 + s}) + '\n'
                            for s in range(1, RECORDS + 1))

@@ -192,7 +192,7 @@ static void begin_shutdown(struct gw_daemon *d, const char *why)
 		return;
 	d->stopping = true;
 	gw_log_info("%s: stopping (committing everything received)", why);
-	/* for the stall watch of the next start (daemon/runs.c gw_runs_restore) */
+	/* for the stall watch of the next start (core/runs.c gw_runs_restore) */
 	char at[32];
 	snprintf(at, sizeof(at), "%.3f", gw_wall_now());
 	gw_store_put_meta(d->store, GW_RUNS_STOPPED_AT, at);

@@ -154,7 +154,7 @@ struct gw_engine_hooks {
 	void (*on_writers)(void *data, const struct gw_writers_info *w);   /* may be NULL */
 	/* may be NULL; once per ending (again when a run that went on ends
 	 * anew); the daemon keeps it on disk, so a restart knows the run ended
-	 * (daemon/runs.c) */
+	 * (core/runs.c) */
 	void (*on_ended)(void *data, const struct gw_end_info *en);
 };
 
@@ -222,7 +222,7 @@ void gw_engine_tick(struct gw_engine *e, double now);
 int gw_engine_run_ended(struct gw_engine *e, const char *run, const char *reason, double now);
 
 /* The daemon was down from down_from to now (its start) and this run was
- * live before it stopped (daemon/runs.c gw_runs_restore; its state rebuilt
+ * live before it stopped (core/runs.c gw_runs_restore; its state rebuilt
  * from its stored lines with their arrival times): the detectors with an
  * on_restart hook (stall) watch its silence from now on.  Returns 1 if one
  * of them watches the run, 0 if none does, -ENOENT if the engine has no line

@@ -7,7 +7,7 @@
 #     its committed seeds are fuzz/corpus/NAME/ (read, never written).
 #   - The code under test is compiled once with coverage instrumentation
 #     into one archive: every module (lib, readers, the portable kernels,
-#     detectors, storage, alerts, daemon but its two main()s, the web
+#     detectors, storage, alerts, core, daemon and cli but the two main()s, the web
 #     pages) and the generated code (protobuf-c, gw_config.h and
 #     web_assets.c as meson makes them).  A target links what it uses from
 #     it; the libraries that needs beyond the readers' it names in its
@@ -36,7 +36,7 @@ out=${FUZZ_BUILD:-build-fuzz}
 cc=${CC_FUZZ:-clang}
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 cflags="-g -O1 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter $san"
-incs="-Ilib -Ireaders -Ikernels -Idetectors -Istorage -Ialerts -Idaemon -Iweb -I$out/gen"
+incs="-Ilib -Ireaders -Ikernels -Idetectors -Istorage -Ialerts -Icore -Idaemon -Icli -Iweb -I$out/gen"
 libs="-lprotobuf-c -lcsv -ljansson -lz -lzstd -lm"
 
 mkdir -p "$out/gen" "$out/obj"
@@ -69,9 +69,9 @@ obj_of() {
 objs=""
 pairs=""
 for src in lib/*.c readers/*.c kernels/kern_dispatch.c kernels/kern_scalar.c detectors/*.c \
-           storage/*.c alerts/*.c daemon/*.c web/report_page.c "$out"/gen/*.c; do
+           storage/*.c alerts/*.c core/*.c daemon/*.c cli/*.c web/report_page.c "$out"/gen/*.c; do
 	case "$src" in
-	daemon/main.c|daemon/gradwatch.c) continue ;;   # main() of the binaries
+	daemon/main.c|cli/gradwatch.c) continue ;;   # main() of the binaries
 	esac
 	obj=$(obj_of "$src")
 	objs="$objs $obj"

@@ -1,6 +1,6 @@
 /*
  * tail: a run's most recent stored lines, read back to rebuild its
- * detector state (daemon/runs.c; store.h gw_store_read_tail): the newest n
+ * detector state (core/runs.c; store.h gw_store_read_tail): the newest n
  * records by the (run_id, seg, step) index, the events from the oldest of
  * them on, merged in the order the run sent them and handed over as
  * struct gw_rec with the wall clock each arrived at.  gw_store_reader keeps

@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 
 export const GRADWATCHD = process.env.GRADWATCHD || 'build/daemon/gradwatchd';
-export const GRADWATCH = process.env.GRADWATCH || 'build/daemon/gradwatch';
+export const GRADWATCH = process.env.GRADWATCH || 'build/cli/gradwatch';
 export const WEB_DIR = process.env.WEB_DIR || 'web';
 export const ARTIFACT_DIR = process.env.ARTIFACT_DIR || os.tmpdir();
 export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';

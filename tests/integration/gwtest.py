@@ -20,7 +20,7 @@ import unittest
 import urllib.request
 
 GRADWATCHD = os.environ.get('GRADWATCHD', 'build/daemon/gradwatchd')
-GRADWATCH = os.environ.get('GRADWATCH', 'build/daemon/gradwatch')
+GRADWATCH = os.environ.get('GRADWATCH', 'build/cli/gradwatch')
 SHARED = os.environ.get('GW_SHARED', os.path.join(os.path.dirname(__file__), '..', '..', '..', 'shared'))
 CORPUS = os.path.join(SHARED, 'corpus', 'dev')
 REALWORLD = os.path.join(SHARED, 'realworld')

@@ -1,4 +1,4 @@
-"""`gradwatch send`, `runs` and `alerts` (daemon/client.c) against the real
+"""`gradwatch send`, `runs` and `alerts` (cli/client.c) against the real
 gradwatchd and against local servers that misbehave on purpose
 (ingest_receiver.py): lines committed with the input's line numbers on
 rejects; exit 0 / 1 (lines rejected) / 2 (an error); a connect error is an
