@@ -775,8 +775,8 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 	const struct entry *run = NULL, *step = NULL, *event = NULL, *ts = NULL, *rank = NULL;
 	const struct entry *bad_value = NULL;   /* a role field that is not a number */
 	int ts_prio = 1 << 30;
-	int prio[GW_NROLES];
-	for (int r = 0; r < GW_NROLES; r++)
+	int prio[GW_NALIAS_ROLES];   /* the roles' and the fields' (ts: ts_prio) */
+	for (int r = 0; r < GW_NALIAS_ROLES; r++)
 		prio[r] = 1 << 30;
 	size_t n_metrics = 0;
 	if (gw_grow((void **)&w->metrics, &w->metrics_cap, w->n_ent + 1,
@@ -809,6 +809,24 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 			if (e->kind != V_NULL && p < ts_prio) {
 				ts = e;
 				ts_prio = p;
+			}
+			continue;
+		}
+		int f = GW_ROLE_FIELD(role);
+		if (f >= 0) {
+			/* an fp16 field: a number, or for the two counts a
+			 * boolean (true: this step was skipped, 1); anything else
+			 * is no value of it, and no error (senders logged such
+			 * names before they were fields) */
+			double v = e->num;
+			if (e->kind == V_BOOL && f != GW_FIELD_LOSS_SCALE)
+				v = e->bval;
+			else if (e->kind != V_NUM)
+				continue;
+			if (p < prio[role]) {
+				prio[role] = p;
+				rec->f[f] = v;
+				rec->fields |= 1u << f;
 			}
 			continue;
 		}
@@ -902,7 +920,7 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 			return rc;
 		rec->event = event->str;
 		rec->attrs = w->attrs;
-		rec->present = 0;
+		rec->present = rec->fields = 0;
 		return 0;
 	}
 	rec->extra = w->metrics;

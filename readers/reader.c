@@ -67,8 +67,8 @@ struct gw_reader {
 
 	/* the point being built */
 	struct gw_rec rec;
-	int prio[GW_NROLES];
-	const char *role_name[GW_NROLES];
+	int prio[GW_NALIAS_ROLES];     /* the roles' and the fp16 fields' (ts: ts_prio) */
+	const char *role_name[GW_NALIAS_ROLES];
 	int ts_prio;
 	struct gw_metric extra[GW_RD_MAX_EXTRA];
 	char names[NAMES_MAX];
@@ -167,7 +167,7 @@ void gw__rd_begin(struct gw_reader *r, const char *run, size_t run_len, int64_t 
 	r->rec.ts = NAN;
 	r->rec.step = step;
 	r->rec.extra = r->extra;
-	for (int i = 0; i < GW_NROLES; i++) {
+	for (int i = 0; i < GW_NALIAS_ROLES; i++) {
 		r->prio[i] = 1 << 30;
 		r->role_name[i] = NULL;
 	}
@@ -234,7 +234,7 @@ int gw__rd_metric(struct gw_reader *r, const char *name, size_t len, double v)
 		}
 		return 0;
 	}
-	if (role >= 0 && role < GW_NROLES) {
+	if (role >= 0) {   /* a role, or an fp16 field (GW_ROLE_FIELD) */
 		if (r->role_name[role] && len == strlen(r->role_name[role]) &&
 		    !memcmp(r->role_name[role], name, len))
 			return 0; /* the same name twice: the first stays */
@@ -242,11 +242,14 @@ int gw__rd_metric(struct gw_reader *r, const char *name, size_t len, double v)
 			const char *n = copy_name(r, name, len);
 			if (!n)
 				return -ENOSPC;
-			int rc = 0;
-			if (gw_rec_has(&r->rec, role)) /* a lesser alias becomes an extra */
-				rc = add_extra(r, r->role_name[role], r->rec.v[role]);
-			r->rec.v[role] = v;
-			r->rec.present |= 1u << role;
+			int rc = 0, f = GW_ROLE_FIELD(role);
+			double *slot = f >= 0 ? &r->rec.f[f] : &r->rec.v[role];
+			unsigned *bits = f >= 0 ? &r->rec.fields : &r->rec.present;
+			unsigned bit = 1u << (f >= 0 ? f : role);
+			if (*bits & bit) /* a lesser alias becomes an extra */
+				rc = add_extra(r, r->role_name[role], *slot);
+			*slot = v;
+			*bits |= bit;
 			r->prio[role] = prio;
 			r->role_name[role] = n;
 			return rc;
@@ -331,7 +334,7 @@ static int check_run(struct gw_reader *r, const char *run, uint64_t line)
 
 int gw__rd_emit(struct gw_reader *r, uint64_t line)
 {
-	if (!r->rec.present)
+	if (!r->rec.present && !r->rec.fields)
 		return 0;
 	if (check_step(r, r->rec.step, line) < 0 || (r->run_set && check_run(r, r->run, line) < 0))
 		return 0;

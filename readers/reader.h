@@ -22,8 +22,9 @@
  *
  * Field and tag names map to roles (loss, grad_norm, lr, throughput)
  * through the same alias table as the wire format; other numbers are kept
- * as extra metrics.  A point is handed over only when it carries at least
- * one role: evaluation lines, summaries and configuration dumps are skipped
+ * as extra metrics; the fp16 fields (loss_scale, skipped, nan_iterations:
+ * wire.h) are found the same way.  A point is handed over only when it
+ * carries at least one role or fp16 field: evaluation lines, summaries and configuration dumps are skipped
  * silently (they are not errors); a line that looks like a training point
  * but cannot be read is reported through sink->on_error with its line and
  * the field, and skipped.

@@ -7,9 +7,11 @@
  * goes through gw__rd_metric, which maps the name to a role through the
  * alias table (the alias added first wins when a point has several names
  * of one role; the others stay extra metrics) and keeps every other number
- * as an extra metric (names are copied).  gw__rd_emit hands the point to
- * the sink only when it carries at least one role, and applies the run
- * splitting described in reader.h to points of the default run.
+ * as an extra metric (names are copied); the aliases of the fp16 fields
+ * (loss_scale, skipped, nan_iterations) fill the point's f[].  gw__rd_emit
+ * hands the point to the sink only when it carries at least one role or
+ * fp16 field, and applies the run splitting described in reader.h to
+ * points of the default run.
  */
 #ifndef GW_READER_IMPL_H
 #define GW_READER_IMPL_H
@@ -30,7 +32,8 @@ void gw__rd_ts(struct gw_reader *r, double ts);
 int gw__rd_metric(struct gw_reader *r, const char *name, size_t len, double v);
 
 /* Hand the point over, from source line `line`.  Returns 0 (also when it
- * was skipped for carrying no role) or the sink's negative errno. */
+ * was skipped for carrying no role and no fp16 field) or the sink's
+ * negative errno. */
 int gw__rd_emit(struct gw_reader *r, uint64_t line);
 
 /* An event (a checkpoint saved, a resume) of run `run` (NULL: default) at

@@ -77,6 +77,13 @@ static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 		snprintf(b, sizeof(b), " %s=%s", gw_role_name((enum gw_role)r), num);
 		app(g, b);
 	}
+	for (int f = 0; f < GW_NFIELDS; f++) {
+		if (!gw_rec_has_field(rec, (enum gw_field)f))
+			continue;
+		gw_wire_fmt_double(num, rec->f[f]);
+		snprintf(b, sizeof(b), " %s=%s", gw_field_name((enum gw_field)f), num);
+		app(g, b);
+	}
 	if (rec->n_extra)
 		app(g, " |");
 	for (size_t i = 0; i < rec->n_extra; i++) {
@@ -482,8 +489,8 @@ START_TEST(megatron_lines)
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(r.format, "megatron");
 	ck_assert_str_eq(r.g.text,
-	                 "4 r 10 lr=0 | consumed_samples=40 loss_scale=8388608 number_of_skipped_iterations=10 "
-	                 "number_of_nan_iterations=0 max_steps=1000\n"
+	                 "4 r 10 lr=0 loss_scale=8388608 skipped=10 nan_iterations=0 | consumed_samples=40 "
+	                 "max_steps=1000\n"
 	                 "5 r 20 loss=12.10588 grad_norm=NaN lr=3.75e-05 | max_steps=1000\n"
 	                 "7 r#2 1 [rank31] ts=1787022789.974126 loss=12.17164 grad_norm=5.507 | "
 	                 "throughput_per_gpu_tflop_s_gpu=229.4 max_steps=2\n"
