@@ -25,20 +25,16 @@
  * "validation loss at iteration N | lm loss value: ..." has no "/ M" and is
  * skipped, as are the arguments dump and everything else.  A file with
  * several runs (the job started again: the iteration goes back to 1)
- * becomes runs NAME, NAME#2, ... (reader.c).  "successfully saved
- * checkpoint at iteration N" is a checkpoint_saved event at N;
- * "successfully loaded checkpoint from DIR at iteration N" a resumed event
- * (checkpoint_step N).
+ * becomes runs NAME, NAME#2, ... (reader.c).  Its checkpoint lines
+ * ("successfully saved checkpoint at iteration N", "successfully loaded
+ * checkpoint from DIR at iteration N") and DeepSpeed's OVERFLOW lines are
+ * read as events by rd_events.c, as in every stdout format.
  */
 #include "reader_impl.h"
 
 #include <errno.h>
 #include <string.h>
 #include <time.h>
-
-struct meg {
-	int64_t last_saved, last_loaded;
-};
 
 static bool sp(char c)
 {
@@ -166,49 +162,14 @@ static int fields(struct gw_reader *r, const char *s, size_t n, size_t base, uin
 	return 0;
 }
 
-static int checkpoint_line(struct gw_reader *r, struct meg *st, const char *s, size_t n,
-                           uint64_t lineno)
-{
-	const char *at = gw__rd_find(s, n, " at iteration ");
-	int64_t step;
-	if (!at)
-		return 0;
-	const char *p = at + 14;
-	while (p < s + n && sp(*p))
-		p++;
-	if (!gw__rd_int(p, (size_t)(s + n - p), &step))
-		return 0;
-	if (gw__rd_find(s, (size_t)(at - s), "successfully saved checkpoint")) {
-		if (step == st->last_saved)
-			return 0;
-		st->last_saved = step;
-		return gw__rd_event(r, NULL, "checkpoint_saved", step, NULL, lineno);
-	}
-	if (gw__rd_find(s, (size_t)(at - s), "successfully loaded checkpoint")) {
-		if (step == st->last_loaded)
-			return 0;
-		st->last_loaded = step;
-		json_t *a = json_pack("{s:I}", "checkpoint_step", (json_int_t)step);
-		if (!a)
-			return -ENOMEM;
-		int rc = gw__rd_event(r, NULL, "resumed", step, a, lineno);
-		json_decref(a);
-		return rc;
-	}
-	return 0;
-}
-
 static int meg_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
 {
-	struct meg *st = state;
+	(void)state;
 	int64_t step, total;
 	size_t f;
 	const char *it = find_header(s, n, &step, &total, &f);
-	if (!it) {
-		if (gw__rd_find(s, n, "checkpoint"))
-			return checkpoint_line(r, st, s, n, lineno);
+	if (!it)
 		return 0;
-	}
 	gw__rd_begin(r, NULL, 0, step);
 	double ts = stamp(s, (size_t)(it - s));
 	if (ts >= 0)
@@ -217,13 +178,6 @@ static int meg_line(struct gw_reader *r, void *state, const char *s, size_t n, u
 	if (total > 0)
 		gw__rd_metric(r, "max_steps", 9, (double)total);
 	return gw__rd_emit(r, lineno);
-}
-
-static int meg_init(struct gw_reader *r, void *state)
-{
-	struct meg *st = state;
-	st->last_saved = st->last_loaded = -1;
-	return 0;
 }
 
 static int meg_sniff(const char *h, size_t n, bool all)
@@ -247,7 +201,5 @@ const struct gw_reader_format gw_rd_megatron = {
 	.describe = "Megatron-LM / Megatron-DeepSpeed / NeMo stdout (iteration N/ M | lm loss: X | grad norm: X | ...)",
 	.flags = GW_RDF_STREAM | GW_RDF_LABELS,
 	.sniff = meg_sniff,
-	.state_size = sizeof(struct meg),
-	.init = meg_init,
 	.line = meg_line,
 };

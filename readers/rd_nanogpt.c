@@ -160,7 +160,7 @@ static int ng_sniff(const char *h, size_t n, bool all)
 	int best = 0, logtxt = 0;
 	const char *p, *q = h;
 	size_t len;
-	while (gw__rd_sniff_line(&q, h + n, all, &p, &len)) {
+	while (gw__rd_sniff_msg(&q, h + n, all, &p, &len)) {
 		if (len > 5 && !memcmp(p, "iter ", 5) && gw__rd_find(p, len, ": loss "))
 			return 95;
 		if (len > 5 && !memcmp(p, "step ", 5) && gw__rd_find(p, len, "| loss: "))
@@ -183,7 +183,7 @@ static int ng_sniff(const char *h, size_t n, bool all)
 const struct gw_reader_format gw_rd_nanogpt = {
 	.name = "nanogpt",
 	.describe = "nanoGPT (iter N: loss X), build-nanoGPT stdout (step N | loss: X | norm: X) and log.txt (N train X)",
-	.flags = GW_RDF_STREAM | GW_RDF_LABELS,
+	.flags = GW_RDF_STREAM | GW_RDF_LABELS | GW_RDF_PREFIX,
 	.sniff = ng_sniff,
 	.state_size = sizeof(struct ng),
 	.init = ng_init,

@@ -91,7 +91,7 @@ void gw__rd_wire_error(struct gw_reader *r, uint64_t line, const struct gw_wire_
 void gw__rd_begin(struct gw_reader *r, const char *run, size_t run_len, int64_t step)
 {
 	memset(&r->rec, 0, sizeof(r->rec));
-	r->rec.ts = NAN;
+	r->rec.ts = r->line_ts;   /* the line's own time, until the format says one */
 	r->rec.step = step;
 	r->rec.extra = r->extra;
 	for (int i = 0; i < GW_NALIAS_ROLES; i++) {
@@ -265,6 +265,12 @@ int gw__rd_emit(struct gw_reader *r, uint64_t line)
 		return 0;
 	if (check_step(r, r->rec.step, line) < 0 || (r->run_set && check_run(r, r->run, line) < 0))
 		return 0;
+	if (!r->run_set && (r->line_label < 0 || r->label < 0 || r->line_label == r->label)) {
+		/* the events that wait for the run's next point (rd_events.c) */
+		int rc = gw__rd_events_point(r, r->rec.step);
+		if (rc < 0)
+			return rc;
+	}
 	r->rec.run = r->run_set ? r->run : default_run(r, r->rec.step, true);
 	r->rec.run_len = strlen(r->rec.run);
 	r->rec.extra = r->extra;
@@ -278,8 +284,10 @@ int gw__rd_emit_rec(struct gw_reader *r, const struct gw_rec *rec, uint64_t line
 	return r->sink.on_rec(r->sink.data, rec, line);
 }
 
-int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t step,
-                 json_t *attrs, uint64_t line)
+/* An event of run `run` (NULL: the default run) with its own line, ts and
+ * rank label. */
+static int event(struct gw_reader *r, const char *run, const char *name, int64_t step,
+                 json_t *attrs, uint64_t line, double ts, int64_t label)
 {
 	if (check_step(r, step, line) < 0 || (run && check_run(r, run, line) < 0))
 		return 0;
@@ -288,11 +296,11 @@ int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t
 	ev.run = run ? run : default_run(r, step, false);
 	ev.run_len = strlen(ev.run);
 	ev.step = step;
-	ev.ts = NAN;
+	ev.ts = ts;
 	ev.event = name;
-	if (r->line_label >= 0) {
+	if (label >= 0) {
 		ev.has_rank = ev.rank_label = true;
-		ev.rank = (uint32_t)r->line_label;
+		ev.rank = (uint32_t)label;
 	}
 	json_t *empty = NULL;
 	if (!attrs && !(attrs = empty = json_object()))
@@ -302,6 +310,18 @@ int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t
 	int rc = r->sink.on_rec(r->sink.data, &ev, line);
 	json_decref(empty);
 	return rc;
+}
+
+int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t step,
+                 json_t *attrs, uint64_t line)
+{
+	return event(r, run, name, step, attrs, line, r->line_ts, r->line_label);
+}
+
+int gw__rd_event_at(struct gw_reader *r, const char *name, int64_t step, json_t *attrs,
+                    uint64_t line, double ts, int64_t label)
+{
+	return event(r, NULL, name, step, attrs, line, ts, label);
 }
 
 void gw_reader_get_runs(const struct gw_reader *r, struct gw_reader_runs *out)

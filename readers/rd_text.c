@@ -198,26 +198,50 @@ size_t gw__rd_label(const char *s, size_t n, uint32_t *rank)
 		return 0;
 	while (i < n && s[i] == ' ')
 		i++;
+	if (s[0] != '[') {
+		/* "1200: 2.7431" is a step and its loss, not rank 1200's line */
+		double x;
+		size_t k = gw__rd_num(s + i, n - i, &x);
+		while (k && i + k < n && (s[i + k] == ' ' || s[i + k] == '\t'))
+			k++;
+		if (k && i + k == n)
+			return 0;
+	}
 	*rank = (uint32_t)v;
 	return i;
 }
 
 bool gw__rd_sniff_line(const char **p, const char *end, bool all, const char **line, size_t *len)
 {
-	if (*p >= end)
+	for (;;) {
+		if (*p >= end)
+			return false;
+		const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+		if (!nl && !all)
+			return false; /* an incomplete last line says nothing yet */
+		size_t n = nl ? (size_t)(nl - *p) : (size_t)(end - *p);
+		*line = *p;
+		*p += n + 1;
+		if (n && (*line)[n - 1] == '\r')
+			n--;
+		if (gw__rd_unquote(line, &n))
+			continue;   /* a code fence */
+		uint32_t rank;
+		size_t k = gw__rd_label(*line, n, &rank);
+		*line += k;
+		*len = n - k;
+		return true;
+	}
+}
+
+bool gw__rd_sniff_msg(const char **p, const char *end, bool all, const char **line, size_t *len)
+{
+	if (!gw__rd_sniff_line(p, end, all, line, len))
 		return false;
-	const char *nl = memchr(*p, '\n', (size_t)(end - *p));
-	if (!nl && !all)
-		return false; /* an incomplete last line says nothing yet */
-	size_t n = nl ? (size_t)(nl - *p) : (size_t)(end - *p);
-	*line = *p;
-	*p += n + 1;
-	if (n && (*line)[n - 1] == '\r')
-		n--;
-	uint32_t rank;
-	size_t k = gw__rd_label(*line, n, &rank);
+	double ts;
+	size_t k = gw__rd_prefix(*line, *len, &ts);
 	*line += k;
-	*len = n - k;
+	*len -= k;
 	return true;
 }
 

@@ -36,7 +36,7 @@ static int dc_out(void *data, const char *p, size_t n);
 
 extern const struct gw_reader_format gw_rd_ndjson, gw_rd_hf_state, gw_rd_swift, gw_rd_megatron,
 	gw_rd_llmc, gw_rd_nanogpt, gw_rd_tfevents, gw_rd_wandb_csv, gw_rd_lightning_csv,
-	gw_rd_fairseq, gw_rd_titan, gw_rd_composer, gw_rd_torchtune, gw_rd_csv;
+	gw_rd_fairseq, gw_rd_titan, gw_rd_composer, gw_rd_torchtune, gw_rd_csv, gw_rd_plain;
 
 /* Best first when two are equally sure. */
 const struct gw_reader_format *const gw_reader_formats[] = {
@@ -54,6 +54,7 @@ const struct gw_reader_format *const gw_reader_formats[] = {
 	&gw_rd_composer,
 	&gw_rd_torchtune,
 	&gw_rd_csv,
+	&gw_rd_plain,
 	NULL,
 };
 
@@ -134,6 +135,8 @@ int gw_reader_new(const struct gw_reader_opts *opts, const struct gw_reader_sink
 	r->next_sniff = SNIFF_FIRST;
 	r->run_no = 1;
 	r->line_label = r->label = -1;
+	r->line_ts = NAN;
+	gw__rd_events_init(r);
 	gw__rd_name_run(r);
 	gw_lines_init(&r->lines, r->o.max_line);
 	if (forced) {
@@ -197,11 +200,30 @@ static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
 		return 0;
 	}
 	r->truncated = st == GW_LINE_TRUNCATED;
-	uint32_t rank;
-	size_t k = r->fmt->flags & GW_RDF_LABELS ? gw__rd_label(line, len, &rank) : 0;
-	r->line_label = k ? (int64_t)rank : -1;
-	int rc = r->fmt->line(r, r->state, line + k, len - k, lineno);
+	/* a paste's quote markers and fences, the launcher's rank label, the
+	 * logger's prefix (rd_line.c); a stdout's overflow and checkpoint
+	 * lines (rd_events.c) */
+	const char *s = line;
+	size_t n = len;
+	int rc = 0;
+	if (!gw__rd_unquote(&s, &n)) {
+		unsigned fl = r->fmt->flags;
+		uint32_t rank;
+		size_t k = fl & GW_RDF_LABELS ? gw__rd_label(s, n, &rank) : 0;
+		r->line_label = k ? (int64_t)rank : -1;
+		s += k;
+		n -= k;
+		size_t p = fl & (GW_RDF_LABELS | GW_RDF_PREFIX) ? gw__rd_prefix(s, n, &r->line_ts) : 0;
+		/* the format first: a line may end what it was gathering
+		 * (Composer's block) before an event on it counts */
+		rc = fl & GW_RDF_PREFIX ? r->fmt->line(r, r->state, s + p, n - p, lineno)
+		                        : r->fmt->line(r, r->state, s, n, lineno);
+		int c = rc >= 0 && (fl & GW_RDF_LABELS) ? gw__rd_common_line(r, s, n, lineno) : 0;
+		if (c < 0)
+			rc = c;
+	}
 	r->line_label = -1;
+	r->line_ts = NAN;
 	r->truncated = false;
 	if (st == GW_LINE_OK) {
 		/* where this line ended in the input: in place, or the first line
@@ -377,6 +399,8 @@ int gw_reader_finish(struct gw_reader *r)
 		r->consumed = r->in_bytes;
 	}
 	if (r->fmt->finish && (rc = r->fmt->finish(r, r->state)) != 0)
+		return rc;
+	if ((rc = gw__rd_events_finish(r)) != 0)
 		return rc;
 	if (cut)
 		return r->failed = gw__rd_dc_cut_msg(&r->dc, cut);

@@ -122,9 +122,28 @@ const char *gw__rd_find(const char *s, size_t n, const char *needle);
 size_t gw__rd_label(const char *s, size_t n, uint32_t *rank);
 
 /* For sniffers: the next line of the head at *p (up to end) into *line,
- * *len (without its '\n' or a final '\r'), and *p past it.  False when
- * none is left; an incomplete last line counts only when `all`. */
+ * *len (without its '\n' or a final '\r', a paste's quote markers and a
+ * rank label; code fences are skipped), and *p past it.  False when none
+ * is left; an incomplete last line counts only when `all`. */
 bool gw__rd_sniff_line(const char **p, const char *end, bool all, const char **line, size_t *len);
+
+/* The same without the logger's prefix (gw__rd_prefix): what a
+ * GW_RDF_PREFIX format's line() gets. */
+bool gw__rd_sniff_msg(const char **p, const char *end, bool all, const char **line, size_t *len);
+
+/* A paste's Markdown quote markers ("> ", nested, after up to 3 spaces)
+ * taken off s[0..*n) (*s and *n move past them); true when what is left is
+ * a code fence (``` or ~~~, with a language or not), a line to skip. */
+bool gw__rd_unquote(const char **s, size_t *n);
+
+/* The logger's prefix at the start of s[0..n) (rd_line.c: timestamps,
+ * levels, logger names, bracketed tags): its length (0: none) and *ts the
+ * Unix time it names (NaN: none). */
+size_t gw__rd_prefix(const char *s, size_t n, double *ts);
+
+/* The time of the last "[date time" in s[0..n) (a logger's line glued to
+ * a progress bar), or NaN. */
+double gw__rd_stamp_in(const char *s, size_t n);
 
 /* For line formats whose lines hold several records between bare '\r's
  * (tqdm bars and other progress redraws): fn on each '\r'-separated

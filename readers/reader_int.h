@@ -13,6 +13,29 @@
 #include "lines.h"
 
 #define NAMES_MAX 8192        /* bytes of metric names per point */
+#define GW_RD_HELD 256        /* overflow events held before the first point */
+
+/* An event of rd_events.c that waits for a point to know its step. */
+struct gw_rd_held {
+	uint64_t line;            /* 0: none */
+	double ts;
+	int64_t label;
+	int64_t step;             /* -1: from the next point (+ offset) */
+	int offset;
+	double attempted, scale;  /* overflow: the loss scale before and after */
+	bool min_scale;
+};
+
+/* rd_events.c's state: where the points are, and what waits for them. */
+struct gw_rd_events {
+	int64_t point;            /* the last point's step, -1: none (or a resume since) */
+	unsigned overflows;       /* overflow events since that point */
+	bool at_min;              /* an overflow at the scaler's floor since that point */
+	int64_t last_saved;       /* the last checkpoint_saved's step, -1: none */
+	struct gw_rd_held resume; /* a resume waiting for the next point */
+	struct gw_rd_held held[GW_RD_HELD];   /* overflows before the first point */
+	size_t nheld;
+};
 
 struct gw_reader {
 	struct gw_reader_opts o;
@@ -51,6 +74,8 @@ struct gw_reader {
 	char run[GW_WIRE_RUN_MAX + 1];
 	bool run_set;
 	int64_t line_label;            /* the rank label of the line being read, -1: none */
+	double line_ts;                /* the time its prefix names (rd_line.c), NaN: none */
+	struct gw_rd_events ev;        /* overflow and checkpoint lines (rd_events.c) */
 	int64_t label;                 /* the label whose points move the run splitting */
 
 	/* the default run and its from-scratch restarts */
@@ -67,5 +92,19 @@ struct gw_reader {
 
 /* cur_run for run_no: NAME, or NAME#k (rd_point.c). */
 void gw__rd_name_run(struct gw_reader *r);
+
+/* An event of the default run at `step`, from `line`, with its own ts and
+ * rank label (rd_point.c; gw__rd_event is this with the line's). */
+int gw__rd_event_at(struct gw_reader *r, const char *name, int64_t step, json_t *attrs,
+                    uint64_t line, double ts, int64_t label);
+
+/* rd_events.c: a stdout line, before its format reads it (returns 1 when
+ * it was an overflow or checkpoint line, 0 if not, or a sink's negative
+ * errno); a point of the default run at `step`, before it is handed over;
+ * the end of the input. */
+void gw__rd_events_init(struct gw_reader *r);
+int gw__rd_common_line(struct gw_reader *r, const char *s, size_t n, uint64_t line);
+int gw__rd_events_point(struct gw_reader *r, int64_t step);
+int gw__rd_events_finish(struct gw_reader *r);
 
 #endif
