@@ -25,16 +25,33 @@
  * "validation loss at iteration N | lm loss value: ..." has no "/ M" and is
  * skipped, as are the arguments dump and everything else.  A file with
  * several runs (the job started again: the iteration goes back to 1)
- * becomes runs NAME, NAME#2, ... (reader.c).  Its checkpoint lines
+ * becomes runs NAME, NAME#2, ... (reader.c).
+ *
+ * A record pasted into a chat or an issue may be hard-wrapped over several
+ * lines: when the input is read to its end (replay, convert), a record is
+ * held until the next line, and a next line that goes on with its fields
+ * (a '|' and a "name: value", no header of its own) is joined to it with a
+ * space (the wrap broke at a space); an error's column then counts in the
+ * joined text.  A followed log is not wrapped: its records are read at
+ * once.  Its checkpoint lines
  * ("successfully saved checkpoint at iteration N", "successfully loaded
  * checkpoint from DIR at iteration N") and DeepSpeed's OVERFLOW lines are
  * read as events by rd_events.c, as in every stdout format.
  */
 #include "reader_impl.h"
 
+#include "buf.h"
+
 #include <errno.h>
 #include <string.h>
 #include <time.h>
+
+struct meg {
+	struct gw_buf text;           /* the record held: its line(s), joined */
+	bool held;
+	uint64_t line;                /* its (first) line */
+	struct gw_rd_linectx ctx;     /* that line's rank label and time */
+};
 
 static bool sp(char c)
 {
@@ -162,9 +179,9 @@ static int fields(struct gw_reader *r, const char *s, size_t n, size_t base, uin
 	return 0;
 }
 
-static int meg_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
+/* The point of the record s[0..n), whose header is at `it`. */
+static int point(struct gw_reader *r, const char *s, size_t n, uint64_t lineno)
 {
-	(void)state;
 	int64_t step, total;
 	size_t f;
 	const char *it = find_header(s, n, &step, &total, &f);
@@ -178,6 +195,69 @@ static int meg_line(struct gw_reader *r, void *state, const char *s, size_t n, u
 	if (total > 0)
 		gw__rd_metric(r, "max_steps", 9, (double)total);
 	return gw__rd_emit(r, lineno);
+}
+
+/* A record hard-wrapped by a chat or an issue box goes on on the next
+ * line: one with '|' and a "name: value", no record header of its own, and
+ * none of Megatron's other '|' lines (the timers' "time (ms) | ...",
+ * "[Rank R] (after N iterations) memory ...", "validation loss at
+ * iteration N | ..."). */
+static bool continues(const char *s, size_t n)
+{
+	while (n && sp(*s))
+		s++, n--;
+	return n && *s != '[' && memchr(s, '|', n) && gw__rd_find(s, n, ": ") &&
+	       !gw__rd_find(s, n, "time (ms)") && !gw__rd_find(s, n, "validation") &&
+	       !gw__rd_find(s, n, " at iteration");
+}
+
+static int flush(struct gw_reader *r, struct meg *st)
+{
+	if (!st->held)
+		return 0;
+	st->held = false;
+	struct gw_rd_linectx now;
+	gw__rd_line_save(r, &now);
+	gw__rd_line_restore(r, &st->ctx);
+	int rc = point(r, st->text.p, st->text.len, st->line);
+	gw__rd_line_restore(r, &now);
+	return rc;
+}
+
+static int meg_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
+{
+	struct meg *st = state;
+	int64_t step, total;
+	size_t f;
+	if (!find_header(s, n, &step, &total, &f)) {
+		if (st->held && continues(s, n))
+			return gw_buf_add(&st->text, " ", 1) || gw_buf_add(&st->text, s, n) ? -ENOMEM : 0;
+		return flush(r, st);
+	}
+	int rc = flush(r, st);
+	if (rc)
+		return rc;
+	if (gw__rd_following(r))
+		return point(r, s, n, lineno);   /* a growing log is not wrapped */
+	/* held until the next line says whether it goes on */
+	gw_buf_reset(&st->text);
+	if (gw_buf_add(&st->text, s, n))
+		return -ENOMEM;
+	st->held = true;
+	st->line = lineno;
+	gw__rd_line_save(r, &st->ctx);
+	return 0;
+}
+
+static int meg_finish(struct gw_reader *r, void *state)
+{
+	return flush(r, state);
+}
+
+static void meg_deinit(void *state)
+{
+	struct meg *st = state;
+	gw_buf_free(&st->text);
 }
 
 static int meg_sniff(const char *h, size_t n, bool all)
@@ -201,5 +281,8 @@ const struct gw_reader_format gw_rd_megatron = {
 	.describe = "Megatron-LM / Megatron-DeepSpeed / NeMo stdout (iteration N/ M | lm loss: X | grad norm: X | ...)",
 	.flags = GW_RDF_STREAM | GW_RDF_LABELS,
 	.sniff = meg_sniff,
+	.state_size = sizeof(struct meg),
 	.line = meg_line,
+	.finish = meg_finish,
+	.deinit = meg_deinit,
 };

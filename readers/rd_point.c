@@ -37,6 +37,23 @@ bool gw__rd_repeats(const struct gw_reader *r, const struct gw_rd_last *l, int64
 	return step == l->step && r->line_label == l->label;
 }
 
+void gw__rd_line_save(const struct gw_reader *r, struct gw_rd_linectx *c)
+{
+	c->label = r->line_label;
+	c->ts = r->line_ts;
+}
+
+void gw__rd_line_restore(struct gw_reader *r, const struct gw_rd_linectx *c)
+{
+	r->line_label = c->label;
+	r->line_ts = c->ts;
+}
+
+bool gw__rd_following(const struct gw_reader *r)
+{
+	return r->o.follow;
+}
+
 const char *gw__rd_default_run(const struct gw_reader *r)
 {
 	return r->o.run;

@@ -64,6 +64,20 @@ struct gw_rd_last {
 void gw__rd_last_set(const struct gw_reader *r, struct gw_rd_last *l, int64_t step);
 bool gw__rd_repeats(const struct gw_reader *r, const struct gw_rd_last *l, int64_t step);
 
+/* The line being read: its rank label and its time (a logger prefix's).
+ * A format that holds what a line said until a later one (Megatron's
+ * wrapped records) saves them with the line and restores them while it
+ * builds the point, then restores the current line's. */
+struct gw_rd_linectx {
+	int64_t label;
+	double ts;
+};
+void gw__rd_line_save(const struct gw_reader *r, struct gw_rd_linectx *c);
+void gw__rd_line_restore(struct gw_reader *r, const struct gw_rd_linectx *c);
+
+/* Whether the input grows while it is read (gw_reader_opts.follow). */
+bool gw__rd_following(const struct gw_reader *r);
+
 /* The alias table and the default run name. */
 const struct gw_alias *gw__rd_aliases(const struct gw_reader *r);
 const char *gw__rd_default_run(const struct gw_reader *r);

@@ -398,6 +398,77 @@ START_TEST(text_forms)
 }
 END_TEST
 
+/* Framework forms the readers did not take before: nanochat's stdout,
+ * fairseq <= 0.9's lines, a Megatron record hard-wrapped by an issue box. */
+START_TEST(framework_forms)
+{
+	static const struct form c[] = {
+		{"nanochat, base_train.py's print0 (a NaN loss, grouped digits)",
+		 "step 00005/21400 (0.02%) | loss: 10.231754 | lrm: 1.00 | dt: 1234.56ms | tok/sec: "
+		 "424,913 | mfu: 45.67 | total time: 0.05m\n"
+		 "step 00006/21400 (0.03%) | loss: nan | lrm: 1.00 | dt: 1235.01ms | tok/sec: 424,758 | "
+		 "mfu: 45.65 | total time: 0.07m\n",
+		 "nanogpt",
+		 "1 r 5 loss=10.231754 throughput=424913 | lrm=1 dt_ms=1234.56 mfu=45.67 "
+		 "total_time_m=0.05 max_steps=21400\n"
+		 "2 r 6 loss=NaN throughput=424758 | lrm=1 dt_ms=1235.01 mfu=45.65 total_time_m=0.07 "
+		 "max_steps=21400\n"},
+		{"nanochat with its grad norm",
+		 "step 00000/21400 (0.00%) | loss: 11.090355 | grad norm: 2.4103 | lrm: 1.00 | dt: "
+		 "30812.11ms | tok/sec: 17,014 | mfu: 1.01 | total time: 0.00m\n",
+		 "nanogpt",
+		 "1 r 0 loss=11.090355 grad_norm=2.4103 throughput=17014 | lrm=1 dt_ms=30812.11 mfu=1.01 "
+		 "total_time_m=0 max_steps=21400\n"},
+		{"fairseq <= 0.9: epoch summaries only, the scale collapsing",
+		 "| epoch 005 | loss 6.912 | nll_loss 5.580 | ppl 47.84 | wps 12020 | ups 4 | wpb 3024.6 "
+		 "| bsz 102.6 | num_updates 3100 | lr 0.0005 | gnorm 0.412 | clip 0.000 | oom 0.000 | "
+		 "loss_scale 0.125 | wall 1212 | train_wall 1050\n"
+		 "| epoch 005 | valid on 'valid' subset | loss 6.812 | nll_loss 5.421 | ppl 42.84 | "
+		 "num_updates 3100\n"
+		 "| WARNING: overflow detected, setting loss scale to: 0.0625\n"
+		 "| epoch 006 | loss 6.628 | nll_loss 5.312 | ppl 39.73 | wps 12005 | ups 4 | wpb 3024.6 "
+		 "| bsz 102.6 | num_updates 3725 | lr 0.0005 | gnorm 0.361 | clip 0.000 | oom 0.000 | "
+		 "loss_scale 0.000 | wall 1453 | train_wall 1262\n",
+		 "fairseq",
+		 "1 r 3100 loss=6.912 grad_norm=0.412 lr=0.0005 throughput=12020 loss_scale=0.125 | "
+		 "epoch=5 nll_loss=5.58 ppl=47.84 ups=4 wpb=3024.6 bsz=102.6 clip=0 oom=0 wall=1212 "
+		 "train_wall=1050\n"
+		 "3 r 3101 event=overflow loss_scale=0.0625\n"
+		 "4 r 3725 loss=6.628 grad_norm=0.361 lr=0.0005 throughput=12005 loss_scale=0 | "
+		 "epoch=6 nll_loss=5.312 ppl=39.73 ups=4 wpb=3024.6 bsz=102.6 clip=0 oom=0 wall=1453 "
+		 "train_wall=1262\n"},
+		{"fairseq <= 0.9: progress lines; the summary beside them skipped",
+		 "| epoch 001:    100 / 1563 loss=9.786, nll_loss=9.576, ppl=763.47, wps=41234, ups=3, "
+		 "wpb=12876.3, bsz=402.4, num_updates=100, lr=1.25e-05, gnorm=2.105, clip=0.000, "
+		 "oom=0.000, loss_scale=128.000, wall=33, train_wall=31\n"
+		 "| epoch 001 | loss 8.770 | num_updates 1563 | gnorm 2.000\n",
+		 "fairseq",
+		 "1 r 100 loss=9.786 grad_norm=2.105 lr=1.25e-05 throughput=41234 loss_scale=128 | "
+		 "epoch=1 nll_loss=9.576 ppl=763.47 ups=3 wpb=12876.3 bsz=402.4 clip=0 oom=0 wall=33 "
+		 "train_wall=31\n"},
+		{"a Megatron record wrapped over three lines",
+		 " iteration       30/    1000 | consumed samples: 120 | elapsed time per iteration (ms): 1613.7 |\n"
+		 " learning rate: 1.500E-04 | global batch size: 4 | lm loss: 2.648119E+01 | loss scale: 16384.0 |\n"
+		 " grad norm: 67.033 | number of skipped iterations: 1 | number of nan iterations: 0 |\n"
+		 " iteration       40/    1000 | consumed samples: 160 | elapsed time per iteration (ms): 1600.1 |"
+		 " learning rate: 2.000E-04 | global batch size: 4 | lm loss: 2.512E+01 |\n"
+		 "time (ms) | forward-compute: 800.2 | backward-compute: 700.1\n",
+		 "megatron",
+		 "1 r 30 loss=26.48119 grad_norm=67.033 lr=0.00015 loss_scale=16384 skipped=1 "
+		 "nan_iterations=0 | consumed_samples=120 elapsed_time_per_iteration_ms=1613.7 "
+		 "global_batch_size=4 max_steps=1000\n"
+		 "4 r 40 loss=25.12 lr=0.0002 | consumed_samples=160 elapsed_time_per_iteration_ms=1600.1 "
+		 "global_batch_size=4 max_steps=1000\n"},
+		{"a Megatron record wrapped in the middle of a field name",
+		 " iteration      100/    1000 | lm loss: 2.5 | loss\n"
+		 "scale: 4096.0 | grad norm: 1.5 |\n",
+		 "megatron",
+		 "1 r 100 loss=2.5 grad_norm=1.5 loss_scale=4096 | max_steps=1000\n"},
+	};
+	forms(c, sizeof(c) / sizeof(c[0]));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("rd_paste");
@@ -411,6 +482,7 @@ static Suite *suite(void)
 	tcase_add_test(t, quoted_and_fenced);
 	tcase_add_test(t, prefixed_lines);
 	tcase_add_test(t, text_forms);
+	tcase_add_test(t, framework_forms);
 	suite_add_tcase(s, t);
 	return s;
 }
