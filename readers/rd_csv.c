@@ -40,262 +40,19 @@
  * than the header is reported with its line and column and the row (for
  * W&B: that run's point) is skipped.  A header without a `step` column
  * (Lightning) ends the input.  Memory: the header, one row, and libcsv's
- * field buffer (a row over ROW_MAX bytes is dropped and reported).
- * (Some 760 lines: the three layouts in one file, as they share the
- * sniffing, the libcsv plumbing and the row state.)
+ * field buffer (a row over ROW_MAX bytes is dropped and reported).  The
+ * sniffers are rd_csv_sniff.c's; what both parts share, rd_csv.h.
  */
-#include "reader_impl.h"
+#include "rd_csv.h"
 #include "buf.h"
 #include "util.h"
 
-#include <csv.h>
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-
-#define ROW_MAX (16u * 1024 * 1024)   /* bytes of one row */
-#define COLS_MAX 65536
-
-enum col_kind {
-	COL_SKIP,     /* __MIN/__MAX, a W&B column naming no run */
-	COL_STEP,     /* the step (Lightning `step`, W&B first column) */
-	COL_RUNSTEP,  /* W&B `<run> - _step` */
-	COL_VALUE,
-};
-
-struct col {
-	enum col_kind kind;
-	const char *name;       /* metric name (after "<run> - " for W&B) */
-	size_t len;
-	char *head;             /* the whole header cell, for messages */
-	size_t run;             /* W&B: index into runs */
-};
-
-struct run {
-	char *name;
-	size_t len;
-	size_t stepcol;         /* its _step column, or SIZE_MAX */
-	size_t first, n;        /* its value columns: order[first..first+n) */
-};
-
-/* csv: step column names, best first */
-static const char *const step_names[] = {
-	"step", "global_step", "_step", "iteration", "iter", "num_updates", "update", "batch", "epoch",
-};
-
-struct csvst {
-	struct gw_reader *r;
-	bool wandb;
-	bool plain;             /* the csv layout (else Lightning's, unless wandb) */
-	struct csv_parser p;
-	bool header_done;
-	bool failed;            /* the header was unusable: ignore the rest */
-	int err;                /* -ENOMEM from a callback */
-
-	struct col *cols;
-	size_t ncols;
-	size_t stepcol;
-	struct run *runs;
-	size_t nruns, capruns;
-	size_t *order;          /* value columns grouped by run */
-
-	/* the row being read */
-	char *buf;              /* its cells, each NUL-terminated */
-	size_t len, cap;
-	size_t *cell;           /* offset of each cell in buf */
-	size_t ncell, capcell;
-	bool in_row, row_too_long;
-	uint64_t row_line;      /* line the row started on */
-	uint64_t line;          /* line being fed */
-	uint64_t start_line;    /* where a row starting now would start */
-	bool odd_quotes;        /* inside a quoted field across lines */
-	bool row_ended;         /* a row ended in the line being fed */
-};
-
-/* ---- header sniffing --------------------------------------------------- */
-
-/* The next line of the head at *p (gw__rd_sniff_line): [*from, *to) as
- * offsets into head, without a byte-order mark on the first line.  Returns
- * 1, or when there is none: -1 if the input ended there, 0 while it may
- * still come. */
-static int head_line(const char *head, size_t n, bool all, const char **p, size_t *from,
-                     size_t *to)
-{
-	const char *line;
-	size_t len;
-	if (!n || !gw__rd_sniff_line(p, head + n, all, &line, &len))
-		return all ? -1 : 0;
-	*from = (size_t)(line - head);
-	*to = *from + len;
-	if (*from == 0 && len >= 3 && memcmp(head, "\xef\xbb\xbf", 3) == 0)
-		*from = 3;
-	return 1;
-}
-
-/* The next cell of s[*i..end) into out (quotes removed, "" read as one
- * quote, cut to outlen - 1 bytes); false after the last one. */
-static bool next_cell(const char *s, size_t *i, size_t end, bool *more, char *out, size_t outlen)
-{
-	if (!*more)
-		return false;
-	size_t o = 0, k = *i;
-	bool q = k < end && s[k] == '"';
-	if (q)
-		k++;
-	for (; k < end; k++) {
-		char c = s[k];
-		if (q && c == '"') {
-			if (k + 1 < end && s[k + 1] == '"') {
-				k++;
-			} else {
-				q = false;
-				continue;
-			}
-		} else if (!q && c == ',') {
-			break;
-		}
-		if (o + 1 < outlen)
-			out[o++] = c;
-	}
-	out[o] = '\0';
-	*more = k < end;
-	*i = k + 1;
-	return true;
-}
-
-static bool is_number(const char *s)
-{
-	char *e;
-	if (!*s)
-		return false;
-	strtod(s, &e);
-	return *e == '\0';
-}
-
-/* The first data row, after the header (which ended at p): 1 when it
- * has `ncells` cells and a number in cell `numcol`, 2 when there is none
- * (the input is a header only), 0 while it is not complete, -1 otherwise. */
-static int first_row(const char *head, size_t n, bool all, const char *p, int ncells, int numcol)
-{
-	size_t i, end;
-	bool more = true;
-	char cell[128];
-	int k = head_line(head, n, all, &p, &i, &end);
-	if (k <= 0)
-		return k < 0 ? 2 : 0;
-	int nc = 0;
-	bool num = false;
-	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++)
-		if (nc == numcol)
-			num = is_number(cell);
-	return nc == ncells && num ? 1 : -1;
-}
-
-/* Lightning: a header of names (no numbers, no " - ") with a `step`
- * column, and a first row of as many cells with a number there. */
-static int sniff_lightning(const char *head, size_t n, bool all)
-{
-	size_t i, end;
-	const char *next = head;
-	bool more = true, epoch = false;
-	char cell[128];
-	int nc = 0, step = -1;
-	if (head_line(head, n, all, &next, &i, &end) <= 0)
-		return 0;
-	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++) {
-		if (!cell[0] || is_number(cell) || strstr(cell, " - ") || strchr(cell, '{') ||
-		    strchr(cell, ':'))
-			return 0;
-		if (strcmp(cell, "step") == 0 && step < 0)
-			step = nc;
-		epoch |= strcmp(cell, "epoch") == 0;
-	}
-	if (nc < 2 || step < 0)
-		return 0;
-	switch (first_row(head, n, all, next, nc, step)) {
-	case 1:
-		return epoch ? 90 : 70;
-	case 2:
-		return 40;
-	default:
-		return 0;
-	}
-}
-
-/* W&B: a header whose first cell names the x axis and every other cell is
- * "<run> - <metric>", and a first row of as many cells, a number first. */
-static int sniff_wandb(const char *head, size_t n, bool all)
-{
-	size_t i, end;
-	const char *next = head;
-	bool more = true;
-	char cell[512], first[128];
-	int nc = 1;
-	if (head_line(head, n, all, &next, &i, &end) <= 0 ||
-	    !next_cell(head, &i, end, &more, first, sizeof(first)) || !first[0] || is_number(first))
-		return 0;
-	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++)
-		if (!strstr(cell, " - "))
-			return 0;
-	if (nc < 2)
-		return 0;
-	switch (first_row(head, n, all, next, nc, 0)) {
-	case 1:
-		return strcmp(first, "Step") == 0 ? 95 : 80;
-	case 2:
-		return 40;
-	default:
-		return 0;
-	}
-}
-
-/* The rank of a step column name in step_names, or -1. */
-static int step_rank(const char *name)
-{
-	for (size_t i = 0; i < GW_ARRAY_SIZE(step_names); i++)
-		if (strcasecmp(name, step_names[i]) == 0)
-			return (int)i;
-	return -1;
-}
-
-/* csv: names, a step column (step_names) and a loss or norm column. */
-static int sniff_plain(const char *head, size_t n, bool all)
-{
-	size_t i, end;
-	const char *next = head;
-	bool more = true, role = false;
-	char cell[128];
-	int nc = 0, step = -1, best = -1;
-	if (head_line(head, n, all, &next, &i, &end) <= 0)
-		return 0;
-	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++) {
-		if (!cell[0] || is_number(cell) || strstr(cell, " - ") || strchr(cell, '{'))
-			return 0;
-		int k = step_rank(cell);
-		if (k >= 0 && (best < 0 || k < best)) {
-			best = k;
-			step = nc;
-		}
-		for (char *c = cell; *c; c++)
-			*c = (char)tolower((unsigned char)*c);
-		role |= strstr(cell, "loss") || strstr(cell, "norm");
-	}
-	if (nc < 2 || step < 0 || !role)
-		return 0;
-	switch (first_row(head, n, all, next, nc, step)) {
-	case 1:
-		return 60;
-	case 2:
-		return 30;
-	default:
-		return 0;
-	}
-}
 
 /* ---- numbers ------------------------------------------------------------ */
 
@@ -407,7 +164,7 @@ static int header_lightning(struct csvst *st)
 	st->stepcol = SIZE_MAX;
 	int best = -1;
 	for (size_t i = 0; st->plain && i < st->ncols; i++) {
-		int k = step_rank(st->cols[i].head);
+		int k = gw__csv_step_rank(st->cols[i].head);
 		if (k >= 0 && (best < 0 || k < best)) {
 			best = k;
 			st->stepcol = i;
@@ -724,7 +481,7 @@ const struct gw_reader_format gw_rd_lightning_csv = {
 	.name = "lightning_csv",
 	.describe = "PyTorch Lightning CSVLogger metrics.csv (sparse rows, step column)",
 	.flags = 0,
-	.sniff = sniff_lightning,
+	.sniff = gw__csv_sniff_lightning,
 	.state_size = sizeof(struct csvst),
 	.init = init_lightning,
 	.line = line,
@@ -736,7 +493,7 @@ const struct gw_reader_format gw_rd_wandb_csv = {
 	.name = "wandb_csv",
 	.describe = "W&B panel CSV export (Step,<run> - <metric>; several runs; __MIN/__MAX dropped)",
 	.flags = 0,
-	.sniff = sniff_wandb,
+	.sniff = gw__csv_sniff_wandb,
 	.state_size = sizeof(struct csvst),
 	.init = init_wandb,
 	.line = line,
@@ -748,7 +505,7 @@ const struct gw_reader_format gw_rd_csv = {
 	.name = "csv",
 	.describe = "any metrics CSV with a step/iteration/epoch column and loss columns (Keras CSVLogger, ...)",
 	.flags = GW_RDF_STREAM,
-	.sniff = sniff_plain,
+	.sniff = gw__csv_sniff_plain,
 	.state_size = sizeof(struct csvst),
 	.init = init_plain,
 	.line = line,
