@@ -29,6 +29,12 @@
  *                  appended row by row (CSVLogger flushes each epoch), so
  *                  this layout is followed while it grows.
  *
+ * csv tables may have text columns (a run's name, a phase, a date): their
+ * cells are no error; a date is the row's ts, a phase that says evaluation
+ * skips the row, text in a role's column is reported (row_plain).  A
+ * table whose columns name no loss alias but several losses ("loss_pr",
+ * "loss_ce") has its loss picked by name (pick_loss).
+ *
  * A row that repeats the header (a job started again appends its header)
  * is skipped.  Cells "NA", "N/A", "None" and "null" (pandas and Keras write them for a
  * missing value) are empty.  The framework hands over lines (line numbers, CRLF, the last line); each
@@ -47,12 +53,14 @@
 #include "buf.h"
 #include "util.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- numbers ------------------------------------------------------------ */
 
@@ -194,6 +202,29 @@ static int header_lightning(struct csvst *st)
 	return 0;
 }
 
+/* A table whose columns name no loss alias but several losses
+ * ("loss_pr", "loss_ce"): the loss the detectors judge is the column whose
+ * name says it is the total ("total_loss", "loss_total"), else the first
+ * loss column; every column is kept under its own name as well. */
+static void pick_loss(struct csvst *st)
+{
+	st->losscol = SIZE_MAX;
+	for (size_t i = 0; i < st->ncols; i++)
+		if (st->cols[i].kind == COL_VALUE &&
+		    gw_alias_lookup(gw__rd_aliases(st->r), st->cols[i].head, st->cols[i].len, NULL) ==
+		            GW_ROLE_LOSS)
+			return;
+	for (size_t i = 0; i < st->ncols; i++) {
+		if (st->cols[i].kind != COL_VALUE || !gw__rd_loss_part(st->cols[i].head))
+			continue;
+		bool total = strcasestr(st->cols[i].head, "total") != NULL;
+		if (st->losscol == SIZE_MAX || total)
+			st->losscol = i;
+		if (total)
+			return;
+	}
+}
+
 static int on_header(struct csvst *st)
 {
 	st->header_done = true;
@@ -214,7 +245,10 @@ static int on_header(struct csvst *st)
 			return -ENOMEM;
 	}
 	st->stepcol = 0;
-	return st->wandb ? header_wandb(st) : header_lightning(st);
+	int rc = st->wandb ? header_wandb(st) : header_lightning(st);
+	if (!rc && !st->wandb)
+		pick_loss(st);
+	return rc;
 }
 
 /* ---- rows ------------------------------------------------------------------- */
@@ -259,6 +293,59 @@ static int row_lightning(struct csvst *st)
 		}
 		if (k == 0)
 			gw__rd_metric(st->r, st->cols[i].name, st->cols[i].len, v);
+		if (k == 0 && i == st->losscol)
+			gw__rd_metric(st->r, "loss", 4, v);
+	}
+	return gw__rd_emit(st->r, st->row_line);
+}
+
+static bool eval_word(const char *c)
+{
+	static const char *const words[] = {"val", "valid", "validation", "eval", "evaluation",
+	                                    "test", "testing"};
+	for (size_t k = 0; k < GW_ARRAY_SIZE(words); k++)
+		if (!strcasecmp(c, words[k]))
+			return true;
+	return false;
+}
+
+/* csv: every number of the row; a text cell is no error (a run name, a
+ * phase, a date) but a date and time is the row's ts, a phase that says
+ * evaluation ("val", "eval", "test") skips the row, and text in a role's
+ * column is reported (the row's other numbers still count). */
+static int row_plain(struct csvst *st)
+{
+	int64_t step;
+	int k = cell_step(cell_at(st, st->stepcol), &step);
+	if (k) {
+		if (k < 0)
+			bad_cell(st, st->stepcol, "bad_step", "a step (a whole number from 0)");
+		else
+			no_step(st);
+		return 0;
+	}
+	for (size_t i = 0; i < st->ncell; i++)
+		if (st->cols[i].kind == COL_VALUE && eval_word(cell_at(st, i)))
+			return 0;
+	gw__rd_begin(st->r, NULL, 0, step);
+	for (size_t i = 0; i < st->ncell; i++) {
+		if (st->cols[i].kind != COL_VALUE)
+			continue;
+		const char *c = cell_at(st, i);
+		double v;
+		k = cell_number(c, &v);
+		if (k == 0) {
+			gw__rd_metric(st->r, st->cols[i].name, st->cols[i].len, v);
+			if (i == st->losscol)
+				gw__rd_metric(st->r, "loss", 4, v);
+		} else if (k < 0) {
+			size_t cl = strlen(c);
+			if (gw__rd_datetime(c, cl, &v) == cl)
+				gw__rd_ts(st->r, v);
+			else if (gw_alias_lookup(gw__rd_aliases(st->r), st->cols[i].name, st->cols[i].len,
+			                         NULL) >= 0)
+				bad_cell(st, i, "bad_value", "a number");
+		}
 	}
 	return gw__rd_emit(st->r, st->row_line);
 }
@@ -339,7 +426,7 @@ static int on_row(struct csvst *st)
 		             st->ncols);
 		return 0;
 	}
-	return st->wandb ? row_wandb(st) : row_lightning(st);
+	return st->wandb ? row_wandb(st) : st->plain ? row_plain(st) : row_lightning(st);
 }
 
 /* libcsv: a field ended. */
@@ -439,6 +526,7 @@ static int init_common(struct gw_reader *r, struct csvst *st, bool wandb)
 	st->r = r;
 	st->wandb = wandb;
 	st->plain = false;
+	st->losscol = SIZE_MAX;
 	if (csv_init(&st->p, CSV_APPEND_NULL) != 0)
 		return -ENOMEM;
 	return 0;

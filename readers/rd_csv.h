@@ -47,6 +47,8 @@ struct csvst {
 	struct col *cols;
 	size_t ncols;
 	size_t stepcol;
+	size_t losscol;         /* the loss of a table whose columns name no
+	                           loss alias (rd_csv.c pick_loss), or SIZE_MAX */
 	struct run *runs;
 	size_t nruns, capruns;
 	size_t *order;          /* value columns grouped by run */

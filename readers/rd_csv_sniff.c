@@ -79,22 +79,26 @@ static bool is_number(const char *s)
 }
 
 /* The first data row, after the header (which ended at p): 1 when it
- * has `ncells` cells and a number in cell `numcol`, 2 when there is none
- * (the input is a header only), 0 while it is not complete, -1 otherwise. */
-static int first_row(const char *head, size_t n, bool all, const char *p, int ncells, int numcol)
+ * has `ncells` cells and a number in cell `numcol` (and, when `numbers`,
+ * nothing but numbers and empty cells), 2 when there is none (the input
+ * is a header only), 0 while it is not complete, -1 otherwise. */
+static int first_row(const char *head, size_t n, bool all, const char *p, int ncells, int numcol,
+                     bool numbers)
 {
 	size_t i, end;
-	bool more = true;
+	bool more = true, text = false;
 	char cell[128];
 	int k = head_line(head, n, all, &p, &i, &end);
 	if (k <= 0)
 		return k < 0 ? 2 : 0;
 	int nc = 0;
 	bool num = false;
-	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++)
+	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++) {
 		if (nc == numcol)
 			num = is_number(cell);
-	return nc == ncells && num ? 1 : -1;
+		text |= cell[0] && !is_number(cell);
+	}
+	return nc == ncells && num && !(numbers && text) ? 1 : -1;
 }
 
 /* Lightning: a header of names (no numbers, no " - ") with a `step`
@@ -118,7 +122,8 @@ int gw__csv_sniff_lightning(const char *head, size_t n, bool all)
 	}
 	if (nc < 2 || step < 0)
 		return 0;
-	switch (first_row(head, n, all, next, nc, step)) {
+	/* Lightning writes numbers only: a text cell makes it a plain csv */
+	switch (first_row(head, n, all, next, nc, step, true)) {
 	case 1:
 		return epoch ? 90 : 70;
 	case 2:
@@ -145,7 +150,7 @@ int gw__csv_sniff_wandb(const char *head, size_t n, bool all)
 			return 0;
 	if (nc < 2)
 		return 0;
-	switch (first_row(head, n, all, next, nc, 0)) {
+	switch (first_row(head, n, all, next, nc, 0, false)) {
 	case 1:
 		return strcmp(first, "Step") == 0 ? 95 : 80;
 	case 2:
@@ -188,7 +193,7 @@ int gw__csv_sniff_plain(const char *head, size_t n, bool all)
 	}
 	if (nc < 2 || step < 0 || !role)
 		return 0;
-	switch (first_row(head, n, all, next, nc, step)) {
+	switch (first_row(head, n, all, next, nc, step, false)) {
 	case 1:
 		return 60;
 	case 2:

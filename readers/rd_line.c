@@ -123,7 +123,7 @@ static size_t clock_time(const char *s, size_t n, double *t)
 
 /* A date and a time at s (see the top of the file): Unix seconds in *t,
  * bytes used or 0. */
-static size_t datetime(const char *s, size_t n, double *t)
+size_t gw__rd_datetime(const char *s, size_t n, double *t)
 {
 	int y, mo, d;
 	size_t i;
@@ -198,7 +198,7 @@ static size_t bracket(const char *s, size_t n, double *t)
 	if (!in || memchr(c, '=', in))
 		return 0;
 	for (size_t i = 0; i + 10 <= in; i++) {
-		if ((i == 0 || c[i - 1] == ' ') && digit(c[i]) && datetime(c + i, in - i, t))
+		if ((i == 0 || c[i - 1] == ' ') && digit(c[i]) && gw__rd_datetime(c + i, in - i, t))
 			return len;
 	}
 	*t = NAN;
@@ -265,7 +265,7 @@ size_t gw__rd_prefix(const char *s, size_t n, double *ts)
 			i += k;
 			if (i < n && s[i] == ':')
 				i++;
-		} else if (digit(s[i]) && (k = datetime(s + i, n - i, &t))) {
+		} else if (digit(s[i]) && (k = gw__rd_datetime(s + i, n - i, &t))) {
 			*ts = t;
 			strong = true;
 			i += k;
@@ -306,7 +306,7 @@ double gw__rd_stamp_in(const char *s, size_t n)
 {
 	double t, last = NAN;
 	for (const char *b = s; (b = memchr(b, '[', (size_t)(s + n - b))); b++)
-		if (b + 1 < s + n && digit(b[1]) && datetime(b + 1, (size_t)(s + n - b - 1), &t))
+		if (b + 1 < s + n && digit(b[1]) && gw__rd_datetime(b + 1, (size_t)(s + n - b - 1), &t))
 			last = t;
 	return last;
 }

@@ -25,7 +25,10 @@
  * + step.  A line with an epoch and nothing else ("Epoch 3/200") sets the
  * epoch of the lines after it.
  *
- * A point needs a loss or a grad norm; a line whose first word says it is
+ * A point needs a loss or a grad norm; when no alias names the loss and
+ * several names hold one ("loss_pr: 0.5, loss_ce: 1.2"), the one whose name
+ * says total is the loss, else the first (gw__rd_loss_part).  A line whose
+ * first word says it is
  * an evaluation (val, valid, validation, eval, evaluation, test) is
  * skipped, and so is a line without a step.  A line of exactly two numbers
  * (a whole step, then a number: "1200: 2.7431", "1200 2.7431", "1200,2.74")
@@ -269,15 +272,29 @@ static bool epoch_name(const char *n)
 	return !strcmp(n, "epoch") || (l > 6 && !strcmp(n + l - 6, "_epoch"));
 }
 
-/* Has the line a loss or a grad norm (the roles a point needs here)? */
-static bool has_signal(const struct gw_alias *al, const struct parse *p)
+/* Has the line a loss or a grad norm (the roles a point needs here)?
+ * *part gets the pair that is the loss when no alias names one and
+ * several names hold one ("loss_pr: 0.5, loss_ce: 1.2": the total's, else
+ * the first; gw__rd_loss_part), or -1. */
+static bool has_signal(const struct gw_alias *al, const struct parse *p, int *part)
 {
+	bool loss = false, gn = false;
+	*part = -1;
 	for (size_t k = 0; k < p->n; k++) {
 		int role = gw_alias_lookup(al, p->p[k].name, strlen(p->p[k].name), NULL);
-		if (role == GW_ROLE_LOSS || role == GW_ROLE_GRAD_NORM)
-			return true;
+		loss |= role == GW_ROLE_LOSS;
+		gn |= role == GW_ROLE_GRAD_NORM;
 	}
-	return false;
+	for (size_t k = 0; k < p->n && !loss; k++) {
+		if (!gw__rd_loss_part(p->p[k].name))
+			continue;
+		bool total = strstr(p->p[k].name, "total") != NULL;
+		if (*part < 0 || total)
+			*part = (int)k;
+		if (total)
+			break;
+	}
+	return loss || gn || *part >= 0;
 }
 
 /* The two-number line "STEP: LOSS" / "STEP LOSS" / "STEP,LOSS". */
@@ -334,7 +351,8 @@ static int segment(struct gw_reader *r, void *state, const char *s, size_t n, ui
 		return 0;
 	if (isnan(sv) && !isnan(p.lead_total))
 		sv = p.lead, stot = p.lead_total;   /* a bar's "B/T" */
-	if (!has_signal(gw__rd_aliases(r), &p)) {
+	int part;
+	if (!has_signal(gw__rd_aliases(r), &p, &part)) {
 		if (e >= 0 && isnan(sv) && p.n == 1)
 			st->epoch = e;   /* "Epoch 3/200": the epoch of the lines after it */
 		return 0;
@@ -371,6 +389,8 @@ static int segment(struct gw_reader *r, void *state, const char *s, size_t n, ui
 	for (size_t k = 0; k < p.n; k++)
 		if (!step_name(p.p[k].name))
 			gw__rd_metric(r, p.p[k].name, strlen(p.p[k].name), p.p[k].v);
+	if (part >= 0)
+		gw__rd_metric(r, "loss", 4, p.p[part].v);
 	return gw__rd_emit(r, lineno);
 }
 
@@ -412,7 +432,7 @@ static bool signal_name(const char *n)
 {
 	if (!strncmp(n, "val", 3) || !strncmp(n, "eval", 4) || !strncmp(n, "test", 4))
 		return false;
-	return (strstr(n, "loss") && !strstr(n, "scale")) || strstr(n, "norm");
+	return gw__rd_loss_part(n) || strstr(n, "norm");
 }
 
 /* The sniffer reads lines as pl_line does. */

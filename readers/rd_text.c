@@ -7,6 +7,7 @@
  */
 #include "reader_impl.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,4 +408,16 @@ int gw__rd_obj_next(struct gw_rd_obj *o, struct gw_rd_kv *kv)
 		return -1;
 	o->i = save;
 	return 1;
+}
+
+bool gw__rd_loss_part(const char *name)
+{
+	char n[128];
+	size_t k = 0;
+	for (; name[k] && k + 1 < sizeof(n); k++)
+		n[k] = (char)tolower((unsigned char)name[k]);
+	n[k] = '\0';
+	return strstr(n, "loss") && strncmp(n, "val", 3) && strncmp(n, "eval", 4) &&
+	       strncmp(n, "test", 4) && !strstr(n, "scale") &&
+	       !(k > 6 && !strcmp(n + k - 6, "_epoch"));
 }

@@ -128,6 +128,13 @@ size_t gw__rd_int(const char *s, size_t n, int64_t *v);
  * would be undefined. */
 bool gw__rd_whole(double v, int64_t *step);
 
+/* A name a loss may be in, when no alias names the loss ("loss_pr",
+ * "loss_ce", "kl_loss"): it holds "loss" (any case) and is not an
+ * evaluation's (val, valid, eval, test first), an epoch's aggregate
+ * (Lightning's *_epoch) or the fp16 loss scale.  The csv and text formats
+ * judge the one whose name says total ("total_loss"), else the first. */
+bool gw__rd_loss_part(const char *name);
+
 /* The first occurrence of `needle` in s[0..n), or NULL. */
 const char *gw__rd_find(const char *s, size_t n, const char *needle);
 
@@ -154,6 +161,12 @@ bool gw__rd_unquote(const char **s, size_t *n);
  * levels, logger names, bracketed tags): its length (0: none) and *ts the
  * Unix time it names (NaN: none). */
 size_t gw__rd_prefix(const char *s, size_t n, double *ts);
+
+/* A date and a time at the start of s[0..n) in one of the spellings of
+ * gw__rd_prefix (2023-03-22 09:30:39,305, ...T...Z, +02:00, 03/22/2023
+ * 09:30:39): its bytes (0: none) and *t, Unix seconds (UTC unless an
+ * offset is written). */
+size_t gw__rd_datetime(const char *s, size_t n, double *t);
 
 /* The time of the last "[date time" in s[0..n) (a logger's line glued to
  * a progress bar), or NaN. */

@@ -469,6 +469,47 @@ START_TEST(framework_forms)
 }
 END_TEST
 
+/* CSV tables with text columns (a date, a phase, a run's name: every row
+ * was rejected before) and several loss columns; the same in text. */
+START_TEST(tables_and_several_losses)
+{
+	static const struct form c[] = {
+		{"text columns: a date is the ts, an evaluation phase skips its row",
+		 "time,step,phase,loss,lr,run\n"
+		 "2024-05-01 10:00:00,100,train,2.31,0.0003,gpt-small\n"
+		 "2024-05-01 10:05:00,100,val,2.45,,gpt-small\n"
+		 "2024-05-01 10:10:00,200,train,2.25,0.0003,gpt-small\n",
+		 "csv",
+		 "2 r 100 ts=1714557600 loss=2.31 lr=0.0003\n"
+		 "4 r 200 ts=1714558200 loss=2.25 lr=0.0003\n"},
+		{"several loss columns: the total's is the loss, all kept",
+		 "step,loss_pr,loss_ce,total_loss,lr\n10,0.52,1.21,1.73,1e-4\n20,0.5,1.2,1.7,1e-4\n",
+		 "lightning_csv",
+		 "2 r 10 loss=1.73 lr=0.0001 | loss_pr=0.52 loss_ce=1.21 total_loss=1.73\n"
+		 "3 r 20 loss=1.7 lr=0.0001 | loss_pr=0.5 loss_ce=1.2 total_loss=1.7\n"},
+		{"several loss columns, no total: the first",
+		 "iteration,loss_pr,loss_ce,val_loss_pr\n1,0.52,1.21,\n2,0.51,1.19,0.6\n",
+		 "csv",
+		 "2 r 1 loss=0.52 | loss_pr=0.52 loss_ce=1.21\n"
+		 "3 r 2 loss=0.51 | loss_pr=0.51 loss_ce=1.19 val_loss_pr=0.6\n"},
+		{"several losses in text",
+		 "step 10 | loss_pr: 0.52 | loss_ce: 1.21 | lr: 1e-4\n"
+		 "step 20 | loss_pr: 0.50 | loss_ce: 1.20 | lr: 1e-4\n",
+		 "text",
+		 "1 r 10 loss=0.52 lr=0.0001 | loss_pr=0.52 loss_ce=1.21\n"
+		 "2 r 20 loss=0.5 lr=0.0001 | loss_pr=0.5 loss_ce=1.2\n"},
+	};
+	forms(c, sizeof(c) / sizeof(c[0]));
+	/* text in a role's column is reported; the row's other numbers count */
+	struct res r;
+	read_str("step,loss,grad_norm\n1,oops,0.5\n", NULL, &r);
+	ck_assert_str_eq(r.g.text, "2 r 1 grad_norm=0.5\n");
+	ck_assert_int_eq(r.g.errors, 1);
+	ck_assert_str_eq(r.g.errmsg[0], "bad_value: column \"loss\": \"oops\" is not a number; skipped");
+	free(r.g.text);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("rd_paste");
@@ -483,6 +524,7 @@ static Suite *suite(void)
 	tcase_add_test(t, prefixed_lines);
 	tcase_add_test(t, text_forms);
 	tcase_add_test(t, framework_forms);
+	tcase_add_test(t, tables_and_several_losses);
 	suite_add_tcase(s, t);
 	return s;
 }
