@@ -338,6 +338,39 @@ class Replay(unittest.TestCase):
             r = run('convert', 'trainer_state.json', cwd=os.path.dirname(paths[0]))
             self.assertEqual(json.loads(r.stdout.decode().splitlines()[0])['run'], 'out-a')
 
+    def test_two_jobs_train_log_are_two_runs(self):
+        # jobs/a/train.log and jobs/b/train.log (a name every job's log
+        # gets): named after their folders, so replayed or reported together
+        # they stay two runs; a specific name is kept as it is
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for job, stem, loss in (('sweep-lr3e-4', 'train.log', 2.0),
+                                    ('sweep-lr1e-3', 'train.log', 5.0),
+                                    ('sweep-lr3e-3', 'stdout.log', 7.0),
+                                    ('sweep-lr1e-2', 'slurm-4242.out', 9.0)):
+                os.makedirs(os.path.join(d, job))
+                p = os.path.join(d, job, stem)
+                with open(p, 'w') as f:
+                    for step in range(1, 31):
+                        f.write('step %d | loss: %.3f | norm: 1.0\n' % (step, loss - 0.01 * step))
+                paths.append(p)
+            runs = {}
+            for line in run('convert', *paths).stdout.decode().splitlines():
+                o = json.loads(line)
+                runs[o['run']] = runs.get(o['run'], 0) + 1
+            self.assertEqual(runs, {'sweep-lr3e-4': 30, 'sweep-lr1e-3': 30, 'sweep-lr3e-3': 30,
+                                    'slurm-4242': 30})
+            r = run('replay', *paths)
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            self.assertIn('of 4 run(s)', r.stderr.decode())
+            out = os.path.join(d, 'report.html')
+            r = run('report', '-o', out, *paths)
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            with open(out) as f:
+                page = f.read()
+            for name in ('sweep-lr3e-4', 'sweep-lr1e-3', 'sweep-lr3e-3', 'slurm-4242'):
+                self.assertIn(name, page)
+
     def test_checkpoint_copies_are_one_run(self):
         # out/checkpoint-500/trainer_state.json and checkpoint-1000/: the
         # second repeats the first's history; in any order, one run with
