@@ -32,6 +32,12 @@ RAW = os.path.join(REALWORLD, 'raw')
 MORE = os.path.join(REALWORLD, 'raw-more')
 
 
+
+def out_lines(r):
+    """The lines a command wrote, without convert's closing run_finished
+    (end_of_log) lines (a log's runs end with it: docs/wire-format.md)."""
+    return [l for l in r.stdout.decode().splitlines() if '"reason":"end_of_log"' not in l]
+
 def run(*args, timeout=300):
     return subprocess.run([GRADWATCH] + list(args), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, timeout=timeout)
@@ -42,7 +48,20 @@ def convert(path, *args):
     r = run('convert', *args, path)
     if r.returncode != 0:
         raise AssertionError('convert %s: exit %d: %s' % (path, r.returncode, r.stderr.decode()))
-    return [json.loads(l) for l in r.stdout.decode().splitlines()], r.stderr.decode()
+    return without_end([json.loads(l) for l in r.stdout.decode().splitlines()]), r.stderr.decode()
+
+
+def without_end(lines):
+    """convert's lines without the run_finished (end_of_log) it writes last,
+    one per run, after checking they are there."""
+    runs = []
+    for d in lines:
+        if d.get('run') not in runs and not ('event' in d and d.get('reason') == 'end_of_log'):
+            runs.append(d.get('run'))
+    ends = [d for d in lines if d.get('event') == 'run_finished' and d.get('reason') == 'end_of_log']
+    assert [d['run'] for d in ends] == runs, (runs, ends)
+    assert lines[len(lines) - len(ends):] == ends, 'the end-of-log lines come last'
+    return lines[:len(lines) - len(ends)]
 
 
 def series(points, role, run_name=None):
@@ -198,7 +217,7 @@ class RawFiles(unittest.TestCase):
         if r.returncode == 2 and b'nothing readable' in r.stderr:
             self.skipTest('no trainer_state.json reader in this build')
         self.assertEqual(r.returncode, 0, r.stderr)
-        other = [json.loads(l) for l in r.stdout.decode().splitlines()]
+        other = [json.loads(l) for l in out_lines(r)]
         other = [p for p in other if 'loss' in p]
         self.assertEqual([p['step'] for p in other], [p['step'] for p in points])
         for p, q in zip(points, other):
@@ -256,7 +275,7 @@ class Replay(unittest.TestCase):
             with self.subTest(file=os.path.basename(path)):
                 r = run('replay', '--format', 'jsonl', path)
                 self.assertEqual(r.returncode, 0, r.stdout.decode() + r.stderr.decode())
-                alerts = [json.loads(l) for l in r.stdout.decode().splitlines()]
+                alerts = [json.loads(l) for l in out_lines(r)]
                 self.assertEqual([a for a in alerts if a.get('severity') in
                                   ('warning', 'critical')], [])
                 self.assertEqual(r.stderr.decode(), '')   # nothing rejected
@@ -332,7 +351,7 @@ class Damage(unittest.TestCase):
         r = subprocess.run([GRADWATCH, 'convert', '-'], input=self.data,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(len(r.stdout.decode().splitlines()), 109)
+        self.assertEqual(len(out_lines(r)), 109)
 
     def test_csv_bad_cell(self):
         with open(os.path.join(RAW, 'lightning-probe-oldorder-v0.metrics.csv'), 'rb') as f:

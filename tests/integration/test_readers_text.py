@@ -77,6 +77,12 @@ MORE_FORMATS = {'hf_trainer_state', 'megatron_stdout', 'buildnanogpt_stdout',
 ROLES = ('loss', 'grad_norm', 'lr')
 
 
+
+def out_lines(r):
+    """The lines a command wrote, without convert's closing run_finished
+    (end_of_log) lines (a log's runs end with it: docs/wire-format.md)."""
+    return [l for l in r.stdout.decode().splitlines() if '"reason":"end_of_log"' not in l]
+
 def run(*args, stdin=None, cwd=None):
     return subprocess.run([os.path.abspath(GRADWATCH)] + list(args), stdin=stdin,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, cwd=cwd)
@@ -86,7 +92,20 @@ def convert(path, *opts):
     r = run('convert', *opts, path)
     if r.returncode != 0:
         raise AssertionError('convert %s: exit %d: %s' % (path, r.returncode, r.stderr.decode()))
-    return [json.loads(l) for l in r.stdout.decode().splitlines()]
+    return without_end([json.loads(l) for l in r.stdout.decode().splitlines()])
+
+
+def without_end(lines):
+    """convert's lines without the run_finished (end_of_log) it writes last,
+    one per run, after checking they are there."""
+    runs = []
+    for d in lines:
+        if d.get('run') not in runs and not ('event' in d and d.get('reason') == 'end_of_log'):
+            runs.append(d.get('run'))
+    ends = [d for d in lines if d.get('event') == 'run_finished' and d.get('reason') == 'end_of_log']
+    assert [d['run'] for d in ends] == runs, (runs, ends)
+    assert lines[len(lines) - len(ends):] == ends, 'the end-of-log lines come last'
+    return lines[:len(lines) - len(ends)]
 
 
 def series(lines):
@@ -111,7 +130,7 @@ def same(a, b):
 
 def replay(path, *opts):
     r = run('replay', '--format', 'jsonl', '--min-severity', 'warning', *opts, path)
-    alerts = [json.loads(l) for l in r.stdout.decode().splitlines()]
+    alerts = [json.loads(l) for l in out_lines(r)]
     return r, [a for a in alerts if a['kind'] != 'resolve']
 
 
@@ -307,7 +326,7 @@ class Replay(unittest.TestCase):
                 self.assertEqual([(a['id'], a['line']) for a in got], [(a['id'], a['line']) for a in want])
             with open(gz, 'rb') as f:
                 r = run('replay', '--format', 'jsonl', '--run', 'x', '-', stdin=f)
-            got = [json.loads(l) for l in r.stdout.decode().splitlines()]
+            got = [json.loads(l) for l in out_lines(r)]
             self.assertEqual([(a['id'], a['line']) for a in got if a['kind'] != 'resolve'],
                              [(a['id'], a['line']) for a in want])
 
@@ -330,13 +349,13 @@ class Replay(unittest.TestCase):
                 self.assertIn('of 2 run(s)', r.stderr.decode())
             r = run('convert', *paths)
             runs = {}
-            for line in r.stdout.decode().splitlines():
+            for line in out_lines(r):
                 o = json.loads(line)
                 runs[o['run']] = runs.get(o['run'], 0) + 1
             self.assertEqual(runs, {'out-a': 866, 'out-b': 435})
             # and from inside the checkpoint folder, the same name
             r = run('convert', 'trainer_state.json', cwd=os.path.dirname(paths[0]))
-            self.assertEqual(json.loads(r.stdout.decode().splitlines()[0])['run'], 'out-a')
+            self.assertEqual(json.loads(out_lines(r)[0])['run'], 'out-a')
 
     def test_two_jobs_train_log_are_two_runs(self):
         # jobs/a/train.log and jobs/b/train.log (a name every job's log
@@ -355,7 +374,7 @@ class Replay(unittest.TestCase):
                         f.write('step %d | loss: %.3f | norm: 1.0\n' % (step, loss - 0.01 * step))
                 paths.append(p)
             runs = {}
-            for line in run('convert', *paths).stdout.decode().splitlines():
+            for line in out_lines(run('convert', *paths)):
                 o = json.loads(line)
                 runs[o['run']] = runs.get(o['run'], 0) + 1
             self.assertEqual(runs, {'sweep-lr3e-4': 30, 'sweep-lr1e-3': 30, 'sweep-lr3e-3': 30,
@@ -390,7 +409,7 @@ class Replay(unittest.TestCase):
                 paths.append(p)
             for order in (paths, paths[::-1]):
                 r = run('convert', *order)
-                lines = [json.loads(l) for l in r.stdout.decode().splitlines()]
+                lines = [json.loads(l) for l in out_lines(r)]
                 self.assertEqual(sorted(d['step'] for d in lines), list(range(10, 1001, 10)))
                 # named after the output folder the checkpoints are in
                 self.assertEqual({d['run'] for d in lines}, {os.path.basename(d)})
@@ -404,7 +423,7 @@ class Replay(unittest.TestCase):
                 json.dump(dict(doc, log_history=[dict(e, loss=e.get('loss', 0) + 1) for e in hist
                                                  if e['step'] <= 500]), f)
             r = run('convert', paths[0], other)
-            self.assertEqual(len(r.stdout.decode().splitlines()), 100)
+            self.assertEqual(len(out_lines(r)), 100)
 
     def test_default_run_is_the_file_name(self):
         lines = convert(os.path.join(RAW, 'hf-nsllm-2178.trainer_state.json'))
