@@ -341,14 +341,46 @@ static int checkpoint_line(struct gw_reader *r, const char *s, size_t n, uint64_
 	return 0;
 }
 
+/* The words the rules need, looked for where the few bytes they hold are
+ * (memchr, fast over the many lines that hold none of the words): *ov an
+ * overflow's, *ck a checkpoint's or a resume's. */
+static void words(const char *s, size_t n, bool *ov, bool *ck)
+{
+	static const struct {
+		char byte;
+		size_t back;          /* where the word starts, before that byte */
+		const char *w;
+		size_t len;
+		bool ov;
+	} look[] = {
+#define W(b, back, w, ov) {b, back, w, sizeof(w) - 1, ov}
+		W('k', 3, "heckpoint", false),           /* checkpoint, Checkpoint */
+		W('v', 0, "verflow", true),              /* overflow, Overflow */
+		W('V', 0, "VERFLOW", true),
+		W('v', 2, "saving model to", false),     /* Lightning's ModelCheckpoint */
+		W('y', 6, "already at minimum", true),   /* DeepSpeed's loss scaler */
+		W('M', 0, "Minimum loss scale", true),   /* fairseq's */
+		W('R', 0, "Resuming training", false),   /* nanoGPT */
+		W('C', 0, "Continuing training from global step", false),   /* HF Trainer */
+#undef W
+	};
+	*ov = *ck = false;
+	for (size_t k = 0; k < sizeof(look) / sizeof(look[0]); k++) {
+		bool *hit = look[k].ov ? ov : ck;
+		for (const char *p = s; !*hit && (p = memchr(p, look[k].byte, (size_t)(s + n - p))); p++) {
+			size_t i = (size_t)(p - s);
+			*hit = i >= look[k].back && i - look[k].back + look[k].len <= n &&
+			       !memcmp(s + i - look[k].back, look[k].w, look[k].len);
+		}
+	}
+}
+
 int gw__rd_common_line(struct gw_reader *r, const char *s, size_t n, uint64_t line)
 {
-	/* a cheap look for the words every rule needs */
-	int rc = 0;
-	if (find(s, n, "verflow") || find(s, n, "VERFLOW") || find(s, n, "inimum"))
-		rc = overflow_line(r, s, n, line);
-	if (!rc && (find(s, n, "heckpoint") || find(s, n, "esuming training") ||
-	            find(s, n, "ontinuing training from global step") || find(s, n, "saving model to")))
+	bool ov, ck;
+	words(s, n, &ov, &ck);
+	int rc = ov ? overflow_line(r, s, n, line) : 0;
+	if (!rc && ck)
 		rc = checkpoint_line(r, s, n, line);
 	return rc;
 }

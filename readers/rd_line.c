@@ -173,6 +173,8 @@ static const char *const levels[] = {
 /* A level word at s followed by a non-word character: its length, or 0. */
 static size_t level(const char *s, size_t n)
 {
+	if (!n || !strchr("IWEDCFNT", s[0]))
+		return 0;
 	for (size_t k = 0; k < sizeof(levels) / sizeof(levels[0]); k++) {
 		size_t l = strlen(levels[k]);
 		if (n >= l && !memcmp(s, levels[k], l) && (n == l || !(alpha(s[l]) || s[l] == '_')))

@@ -458,6 +458,11 @@ static int pl_sniff(const char *h, size_t n, bool all)
 			events++;
 			continue;
 		}
+		if (!gw__rd_find(p, len, "oss") && !gw__rd_find(p, len, "OSS") &&
+		    !gw__rd_find(p, len, "orm") && !gw__rd_find(p, len, "ORM")) {
+			other += len > 0;   /* no loss or norm: nothing to parse for */
+			continue;
+		}
 		struct parse ps;
 		parse_line(p, len, &ps);
 		bool signal = false;

@@ -292,6 +292,7 @@ int gw__rd_emit(struct gw_reader *r, uint64_t line)
 	r->rec.run_len = strlen(r->rec.run);
 	r->rec.extra = r->extra;
 	r->handed++;
+	r->point_line = line;
 	return r->sink.on_rec(r->sink.data, &r->rec, line);
 }
 

@@ -215,10 +215,12 @@ static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
 		n -= k;
 		size_t p = fl & (GW_RDF_LABELS | GW_RDF_PREFIX) ? gw__rd_prefix(s, n, &r->line_ts) : 0;
 		/* the format first: a line may end what it was gathering
-		 * (Composer's block) before an event on it counts */
+		 * (Composer's block) before an event on it counts; a line that
+		 * was a point is no event line */
 		rc = fl & GW_RDF_PREFIX ? r->fmt->line(r, r->state, s + p, n - p, lineno)
 		                        : r->fmt->line(r, r->state, s, n, lineno);
-		int c = rc >= 0 && (fl & GW_RDF_LABELS) ? gw__rd_common_line(r, s, n, lineno) : 0;
+		int c = rc >= 0 && (fl & GW_RDF_LABELS) && r->point_line != lineno
+		                ? gw__rd_common_line(r, s, n, lineno) : 0;
 		if (c < 0)
 			rc = c;
 	}

@@ -86,6 +86,7 @@ struct gw_reader {
 
 	uint64_t records;              /* byte formats: records completed */
 	uint64_t handed;               /* records and events given to the sink */
+	uint64_t point_line;           /* the line of the last point given (gw__rd_emit) */
 	bool fed;                      /* gw_reader_feed was given bytes */
 	uint64_t errors;
 };
