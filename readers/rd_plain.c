@@ -11,10 +11,10 @@
  *   1200: 2.7431                                        (bare STEP: LOSS, or STEP LOSS)
  *
  * A line (after its logger prefix, rd_line.c) is read as name/value pairs:
- * the words before a number are its name ("train loss: 2.71" ->
- * train_loss, in lower case with '_' for spaces, so the alias table finds
- * the roles), a name ends at a separator ('|', ',', ';', ' - ', brackets,
- * parentheses) or a number; "N/M" is a number with a total; "45%" gives
+ * the words before a number (at most three) are its name ("train loss:
+ * 2.71" -> train_loss, in lower case with '_' for spaces, so the alias
+ * table finds the roles), a name ends at a separator ('|', ',', ';', ' - ',
+ * brackets, parentheses) or a number; "N/M" is a number with a total; "45%" gives
  * NAME_pct, "401ms" NAME_ms; a clock time ("1:23") is no number.  The step
  * is the value named step, global_step, iteration, iter, it, update(s),
  * num_updates or batch (or ending in _step); otherwise a bar's leading
@@ -26,8 +26,9 @@
  * epoch of the lines after it.
  *
  * A point needs a loss or a grad norm; when no alias names the loss and
- * several names hold one ("loss_pr: 0.5, loss_ce: 1.2"), the one whose name
- * says total is the loss, else the first (gw__rd_loss_part).  A line whose
+ * several names hold one at an end ("loss_pr: 0.5, loss_ce: 1.2", not a
+ * sentence's "the loss jumped"), the one whose name says total is the
+ * loss, else the first (gw__rd_loss_part).  A line whose
  * first word says it is
  * an evaluation (val, valid, validation, eval, evaluation, test) is
  * skipped, and so is a line without a step.  A line of exactly two numbers
@@ -233,7 +234,7 @@ static void parse_line(const char *s, size_t n, struct parse *p)
 				p->eval = is_eval_word(s + a, i - a);
 				first_word = false;
 			}
-			if (words && words < 4 && name1 + 1 == a && s[name1] == ' ') {
+			if (words && words < 3 && name1 + 1 == a && s[name1] == ' ') {
 				name1 = i;   /* "train loss", "learning rate" */
 				words++;
 			} else {
@@ -286,7 +287,12 @@ static bool has_signal(const struct gw_alias *al, const struct parse *p, int *pa
 		gn |= role == GW_ROLE_GRAD_NORM;
 	}
 	for (size_t k = 0; k < p->n && !loss; k++) {
-		if (!gw__rd_loss_part(p->p[k].name))
+		/* a loss is named so at an end of the name ("loss_pr", "kl_loss"),
+		 * not in the middle of a sentence's words ("the_loss_jumped") */
+		const char *nm = p->p[k].name;
+		size_t l = strlen(nm);
+		if (!gw__rd_loss_part(nm) ||
+		    !(!strncmp(nm, "loss", 4) || (l >= 4 && !strcmp(nm + l - 4, "loss"))))
 			continue;
 		bool total = strstr(p->p[k].name, "total") != NULL;
 		if (*part < 0 || total)
