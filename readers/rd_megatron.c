@@ -113,8 +113,11 @@ static size_t snake(const char *in, size_t n, char *out, size_t cap)
 		if (c >= 'A' && c <= 'Z')
 			c = (char)(c - 'A' + 'a');
 		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
-			if (us && o)
+			if (us && o) {
+				if (o + 2 >= cap)
+					break;   /* no room for '_' and c: the name is cut */
 				out[o++] = '_';
+			}
 			us = false;
 			out[o++] = c;
 		} else {

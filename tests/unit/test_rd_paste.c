@@ -510,6 +510,24 @@ START_TEST(tables_and_several_losses)
 }
 END_TEST
 
+/* A Megatron field name longer than the snake_case buffer, with
+ * separators at its end (found by fuzz_paste: the '_' and the next letter
+ * were written past the buffer under ASan); the name is cut. */
+START_TEST(megatron_long_field_name)
+{
+	char name[97], line[512];
+	memset(name, 'x', 94);
+	memcpy(name + 94, " y", 3);   /* the '_' lands on the buffer's last two bytes */
+	snprintf(line, sizeof(line), " iteration 1/ 2 | lm loss: 2.5 | %s: 1 |\n", name);
+	struct res r;
+	read_str(line, "megatron", &r);
+	ck_assert_int_eq(r.rc, 0);
+	ck_assert_int_eq(r.g.points, 1);
+	ck_assert(strstr(r.g.text, "loss=2.5"));
+	free(r.g.text);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("rd_paste");
@@ -525,6 +543,7 @@ static Suite *suite(void)
 	tcase_add_test(t, text_forms);
 	tcase_add_test(t, framework_forms);
 	tcase_add_test(t, tables_and_several_losses);
+	tcase_add_test(t, megatron_long_field_name);
 	suite_add_tcase(s, t);
 	return s;
 }
