@@ -289,7 +289,7 @@ void gw_input_run_name(const char *path, char *buf, size_t len)
 	gw_strlcpy(buf, base, len);
 	static const char *const ext[] = {
 		".gz", ".zst", ".zstd", ".jsonl", ".ndjson", ".json", ".log", ".out", ".txt",
-		".csv", ".trainer_state", ".logging", ".main", ".metrics", ".train", NULL,
+		".csv", ".trainer_state", ".logging", ".main", ".metrics", ".train", ".md", NULL,
 	};
 	for (bool again = true; again;) {
 		again = false;

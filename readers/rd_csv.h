@@ -71,6 +71,15 @@ struct csvst {
  * epoch: best first, any case), or -1. */
 int gw__csv_step_rank(const char *name);
 
+/* rd_csv_rows.c: the cell i of the row being read ("" past its end); a
+ * row as the layout's points (0 or a sink's negative errno); the loss
+ * column of a table that names no loss alias (st->losscol). */
+const char *gw__csv_cell_at(const struct csvst *st, size_t i);
+int gw__csv_row_lightning(struct csvst *st);
+int gw__csv_row_wandb(struct csvst *st);
+int gw__csv_row_plain(struct csvst *st);
+void gw__csv_pick_loss(struct csvst *st);
+
 /* The sniffers of the three layouts (reader.h's sniff()). */
 int gw__csv_sniff_lightning(const char *head, size_t n, bool all);
 int gw__csv_sniff_wandb(const char *head, size_t n, bool all);

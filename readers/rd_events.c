@@ -18,6 +18,10 @@
  *              apex       "Gradient overflow.  Skipping step, loss scaler 0 reducing loss
  *                         scale to 32768.0", "OVERFLOW! Skipping step. Attempted loss
  *                         scale: ..., reducing to ..."
+ *              DeepSpeed's older fp16 optimizers: "Grad overflow on iteration N"
+ *                         (the step named), "Reducing dynamic loss scale from X to Y",
+ *                         "Overflow detected. Skipping step. Attempted loss scale: X,
+ *                         reducing to Y"
  *              at the floor: DeepSpeed "Current loss scale already at minimum",
  *                         fairseq "Minimum loss scale reached (0.0001)"
  *   saved      Megatron "(successfully) saved checkpoint at iteration N", "saving
@@ -41,8 +45,10 @@
  * Steps: a line that names its step (N above, or a step in the path:
  * stepN, step_N, step=N, checkpoint-N, global_stepN, iter_N) gives it.  A
  * save without one is at the last point's step.  An overflow belongs to
- * the step being taken: the last point's step + 1, + 2 for the next
- * overflow line, ...; overflow lines before any point wait for the first
+ * the step being taken: the one a line names (and the lines about it after
+ * it), else the last point's step + 1, + 2 for the next overflow line,
+ * ...; every rank prints some of these: the same line at the same time is
+ * one overflow; overflow lines before any point wait for the first
  * one, P, and end at it (P - n + 1 .. P).  A resume waits for the next
  * point: its step, when the line had none, is that point's step - 1 (the
  * checkpoint is of the step before the first one logged again; nanoGPT
@@ -144,6 +150,41 @@ static int overflow_event(struct gw_reader *r, const struct gw_rd_held *h, int64
 	return rc;
 }
 
+/* The overflow waiting for the lines about it (every rank, and other
+ * wordings of the same overflow: same step, same time), now handed over. */
+static int flush_pending(struct gw_reader *r)
+{
+	struct gw_rd_events *e = &r->ev;
+	if (!e->pending.line)
+		return 0;
+	struct gw_rd_held h = e->pending;
+	e->pending.line = 0;
+	return overflow_event(r, &h, h.step);
+}
+
+/* An overflow at `step`: merged into the pending one when it is the same
+ * overflow (same step, same time), else that one is handed over and this
+ * one waits.  Returns 1 or a negative errno. */
+static int overflow_at(struct gw_reader *r, struct gw_rd_held *h, int64_t step)
+{
+	struct gw_rd_events *e = &r->ev;
+	struct gw_rd_held *p = &e->pending;
+	h->step = step;
+	if (p->line && p->step == step && (p->ts == h->ts || (isnan(p->ts) && isnan(h->ts)))) {
+		if (isnan(p->attempted))
+			p->attempted = h->attempted;
+		if (isnan(p->scale))
+			p->scale = h->scale;
+		p->min_scale |= h->min_scale;
+		return 1;
+	}
+	int rc = flush_pending(r);
+	if (rc < 0)
+		return rc;
+	*p = *h;
+	return 1;
+}
+
 /* The overflows held before the first point, at steps ending at `end`. */
 static int flush_overflows(struct gw_reader *r, int64_t end)
 {
@@ -170,7 +211,9 @@ static int resumed_event(struct gw_reader *r, const struct gw_rd_held *h, int64_
 int gw__rd_events_point(struct gw_reader *r, int64_t step)
 {
 	struct gw_rd_events *e = &r->ev;
-	int rc = 0;
+	int rc = flush_pending(r);
+	if (rc < 0)
+		return rc;
 	if (e->resume.line) {
 		const struct gw_rd_held *h = &e->resume;
 		int64_t s = h->step >= 0 ? h->step : step + h->offset;
@@ -184,6 +227,7 @@ int gw__rd_events_point(struct gw_reader *r, int64_t step)
 	e->point = step;
 	e->overflows = 0;
 	e->at_min = false;
+	e->named = -1;
 	return rc;
 }
 
@@ -191,7 +235,8 @@ int gw__rd_events_finish(struct gw_reader *r)
 {
 	struct gw_rd_events *e = &r->ev;
 	e->resume.line = 0;   /* no point came after it: nothing resumed */
-	return e->nheld ? flush_overflows(r, (int64_t)e->nheld) : 0;
+	int rc = e->nheld ? flush_overflows(r, (int64_t)e->nheld) : 0;
+	return rc < 0 ? rc : flush_pending(r);
 }
 
 /* ---- the lines ---------------------------------------------------------------- */
@@ -212,6 +257,7 @@ static int overflow_line(struct gw_reader *r, const char *s, size_t n, uint64_t 
 	struct gw_rd_held h;
 	held_init(r, &h, line);
 	double v;
+	const char *k;
 	if (isnan(h.ts))   /* DeepSpeed's logger line glued to a progress bar */
 		h.ts = gw__rd_stamp_in(s, n);
 	if (find(s, n, "Current loss scale already at minimum")) {
@@ -230,13 +276,29 @@ static int overflow_line(struct gw_reader *r, const char *s, size_t n, uint64_t 
 			h.scale = h.attempted;
 		else if (num_after(s, n, "reducing to", &v) || num_after(s, n, "educing loss scale to", &v))
 			h.scale = v;
+	} else if ((k = find(s, n, "overflow on iteration"))) {
+		/* DeepSpeed's older fp16 optimizers (fused_optimizer.py,
+		 * unfused_optimizer.py): "Grad overflow on iteration N", every
+		 * rank, the step named */
+		h.step = int_after(k, (size_t)(s + n - k), "overflow on iteration");
+	} else if (find(s, n, "dynamic loss scale from")) {
+		/* ... and their "Reducing dynamic loss scale from X to Y" */
+		if (num_after(s, n, "dynamic loss scale from", &v))
+			h.attempted = v;
+		const char *to = find(s, n, "dynamic loss scale from");
+		if (to && (to = find(to, (size_t)(s + n - to), " to ")) && num_after(to, (size_t)(s + n - to), " to ", &v))
+			h.scale = v;
 	} else if (find(s, n, "verflow detected") || find(s, n, "Gradient overflow")) {
 		/* fairseq trainer.py ("overflow detected, setting loss scale to: X";
 		 * fairseq <= 0.9 "| WARNING: overflow detected, ..."), apex amp
 		 * handle.py ("Gradient overflow.  Skipping step, loss scaler 0
-		 * reducing loss scale to X") */
-		if (num_after(s, n, "loss scale to:", &v) || num_after(s, n, "loss scale to", &v))
+		 * reducing loss scale to X"), DeepSpeed's log_dist "[Rank 0] Overflow
+		 * detected. Skipping step. Attempted loss scale: X, reducing to Y" */
+		if (num_after(s, n, "loss scale to:", &v) || num_after(s, n, "loss scale to", &v) ||
+		    num_after(s, n, "reducing to", &v))
 			h.scale = v;
+		if (num_after(s, n, "Attempted loss scale:", &v))
+			h.attempted = v;
 	} else {
 		return 0;
 	}
@@ -244,10 +306,30 @@ static int overflow_line(struct gw_reader *r, const char *s, size_t n, uint64_t 
 	if (h.min_scale && e->at_min)
 		return 1;   /* the same error again (every rank, the traceback) */
 	e->at_min |= h.min_scale;
-	if (e->point >= 0) {
-		int rc = overflow_event(r, &h, e->point + (int64_t)++e->overflows);
-		return rc < 0 ? rc : 1;
+	/* every rank prints some of these: the same line again at the same
+	 * time (to the millisecond its prefix shows), or the same step named
+	 * again, is that overflow again */
+	size_t tl = GW_MIN(n, sizeof(e->last_text));
+	if (!isnan(h.ts) && h.ts == e->last_ts && tl == e->last_len &&
+	    !memcmp(e->last_text, s, tl))
+		return 1;
+	memcpy(e->last_text, s, tl);
+	e->last_len = tl;
+	e->last_ts = h.ts;
+	if (h.step >= 0) {
+		if (e->nheld) {
+			/* the overflows before it, with no point before them */
+			int rc = flush_overflows(r, h.step - 1);
+			if (rc < 0)
+				return rc;
+		}
+		e->named = h.step;
+		return overflow_at(r, &h, h.step);
 	}
+	if (e->named >= 0)   /* the lines about the overflow whose step a line named */
+		return overflow_at(r, &h, e->named);
+	if (e->point >= 0)
+		return overflow_at(r, &h, e->point + (int64_t)++e->overflows);
 	/* before the first point: held until it (at most GW_RD_HELD; beyond
 	 * that the oldest are let go at steps counted from 1) */
 	if (e->nheld == GW_RD_HELD) {
@@ -262,18 +344,24 @@ static int overflow_line(struct gw_reader *r, const char *s, size_t n, uint64_t 
 static int saved(struct gw_reader *r, int64_t step, uint64_t line)
 {
 	struct gw_rd_events *e = &r->ev;
+	int rc = flush_pending(r);
+	if (rc < 0)
+		return rc;
 	if (step < 0)
 		step = e->point;   /* the step just logged */
 	if (step < 0 || step == e->last_saved)
 		return 1;
 	e->last_saved = step;
-	int rc = gw__rd_event_at(r, "checkpoint_saved", step, NULL, line, r->line_ts, r->line_label);
+	rc = gw__rd_event_at(r, "checkpoint_saved", step, NULL, line, r->line_ts, r->line_label);
 	return rc < 0 ? rc : 1;
 }
 
 static int resume(struct gw_reader *r, int64_t step, int offset, uint64_t line)
 {
 	struct gw_rd_events *e = &r->ev;
+	int rc = flush_pending(r);
+	if (rc < 0)
+		return rc;
 	held_init(r, &e->resume, line);
 	e->resume.step = step;
 	e->resume.offset = offset;
@@ -359,6 +447,7 @@ static void words(const char *s, size_t n, bool *ov, bool *ck)
 		W('V', 0, "VERFLOW", true),
 		W('v', 2, "saving model to", false),     /* Lightning's ModelCheckpoint */
 		W('y', 6, "already at minimum", true),   /* DeepSpeed's loss scaler */
+		W('y', 1, "dynamic loss scale from", true),   /* its older fp16 optimizers */
 		W('M', 0, "Minimum loss scale", true),   /* fairseq's */
 		W('R', 0, "Resuming training", false),   /* nanoGPT */
 		W('C', 0, "Continuing training from global step", false),   /* HF Trainer */
@@ -375,6 +464,13 @@ static void words(const char *s, size_t n, bool *ov, bool *ck)
 	}
 }
 
+bool gw__rd_event_words(const char *s, size_t n)
+{
+	bool ov, ck;
+	words(s, n, &ov, &ck);
+	return ov || ck;
+}
+
 int gw__rd_common_line(struct gw_reader *r, const char *s, size_t n, uint64_t line)
 {
 	bool ov, ck;
@@ -389,6 +485,8 @@ void gw__rd_events_init(struct gw_reader *r)
 {
 	struct gw_rd_events *e = &r->ev;
 	memset(e, 0, sizeof(*e));
-	e->point = -1;
+	e->point = e->named = -1;
 	e->last_saved = -1;
+	e->last_ts = NAN;
+	e->pending.line = 0;
 }

@@ -196,8 +196,11 @@ static int ng_sniff(const char *h, size_t n, bool all)
 	const char *p, *q = h;
 	size_t len;
 	while (gw__rd_sniff_msg(&q, h + n, all, &p, &len)) {
-		if (len > 5 && !memcmp(p, "iter ", 5) && gw__rd_find(p, len, ": loss "))
-			return 95;
+		int64_t it;
+		size_t k;
+		if (len > 5 && !memcmp(p, "iter ", 5) && (k = gw__rd_int(p + 5, len - 5, &it)) &&
+		    5 + k + 6 < len && !memcmp(p + 5 + k, ": loss", 6))
+			return 95;   /* not lit-gpt's "iter 76 step 38: loss ...": the text format's */
 		if (len > 5 && !memcmp(p, "step ", 5) && gw__rd_find(p, len, "| loss: "))
 			return 95;
 		if (logtxt_line(p, len)) {

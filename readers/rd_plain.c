@@ -41,31 +41,17 @@
  * best score is below the sure 50) except for Keras' bar and speechbrain's
  * epoch line, so a framework's own format wins when its lines are there.
  */
-#include "reader_impl.h"
+#include "rd_plain.h"
 #include "util.h"
 
 #include <ctype.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
-#define PAIRS 32
-#define NAMEBUF 1024
-
-struct pair {
-	const char *name;  /* in the parse's names buffer, lower case */
-	double v, total;   /* total: after '/', NaN if none */
-};
-
-struct parse {
-	struct pair p[PAIRS];
-	size_t n;
-	char names[NAMEBUF];
-	size_t used;
-	bool eval;          /* the first word says evaluation */
-	bool other_words;   /* words that named no number */
-	double lead, lead_total;   /* the first unnamed "B/T" (a bar's; NaN: none) */
-	size_t unnamed;     /* other numbers without a name */
-};
+#define CANDS 4
+#define TABLE_COLS 32
 
 struct plain {
 	int64_t epoch;            /* from an "Epoch E/N" line, -1: none */
@@ -73,228 +59,134 @@ struct plain {
 	bool per_epoch;           /* the step counter starts over each epoch */
 	int64_t epoch_len;        /* the largest batch of the epochs before */
 	struct gw_rd_last last;
+	/* the step counters of the last line that had any, and which one is
+	 * the step (pick_step) */
+	char cand[CANDS][24];
+	double cand_v[CANDS];
+	size_t ncand;
+	char chosen[24];
+	/* a table being read: its header's names */
+	bool table, md;
+	size_t ncols;
+	char cols[TABLE_COLS][48];
 };
 
-static bool word_start(char c)
-{
-	return isalpha((unsigned char)c) || c == '_';
-}
+/* ---- steps ------------------------------------------------------------- */
 
-static bool word_char(char c)
+/* The step counter of the line: the one chosen before while it moves, or
+ * one that moves while it stands still (lit-gpt's "iter 77 step 39", "iter
+ * 78 step 39": iter moves, step stands; a script's "iter[ 14/ 15] ...
+ * [step] 104": step moves), else the first by gw__pl_step_rank.  Its index
+ * in p, or -1. */
+static int pick_step(struct plain *st, const struct gw_pl_parse *p)
 {
-	return isalnum((unsigned char)c) || c == '_' || c == '/' || c == '.';
-}
-
-static bool sep(const char *s, size_t n, size_t i)
-{
-	char c = s[i];
-	if (c == '|' || c == ',' || c == ';' || c == '[' || c == ']' || c == '(' || c == ')' ||
-	    c == '{' || c == '}' || c == '\t')
-		return true;
-	/* " - " (Keras, speechbrain, loguru) and a dash before a space */
-	return c == '-' && (i + 1 >= n || s[i + 1] == ' ') && (i == 0 || s[i - 1] == ' ');
-}
-
-static bool is_eval_word(const char *w, size_t n)
-{
-	static const char *const words[] = {"val", "valid", "validation", "validating", "eval",
-	                                    "evaluation", "evaluating", "test", "testing"};
-	for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++)
-		if (strlen(words[k]) == n && !strncasecmp(w, words[k], n))
-			return true;
-	return false;
-}
-
-/* A number at s[i..n): its value, a total after '/', a unit; bytes used,
- * 0 if none (or a clock time). */
-static size_t number(const char *s, size_t n, size_t i, double *v, double *total, char unit[8])
-{
-	size_t k = gw__rd_num_grouped(s + i, n - i, v);
-	unit[0] = '\0';
-	*total = NAN;
-	if (!k)
-		return 0;
-	size_t j = i + k;
-	if (j + 1 < n && s[j] == ':' && isdigit((unsigned char)s[j + 1]))
-		return 0;   /* a clock time */
-	if (j < n && s[j] == '/' && j + 1 < n && isdigit((unsigned char)s[j + 1])) {
-		double t;
-		size_t m = gw__rd_num(s + j + 1, n - j - 1, &t);
-		if (m) {
-			*total = t;
-			j += 1 + m;
-		}
+	int pick = -1, best = 1 << 30, chosen = -1;
+	for (size_t k = 0; k < p->n; k++) {
+		int64_t w;
+		int rank = gw__pl_step_rank(p->p[k].name);
+		if (rank < 0 || !gw__rd_whole(p->p[k].v, &w))
+			continue;   /* "Update: 2.8e-04" is no step */
+		if (rank < best)
+			best = rank, pick = (int)k;
+		if (!strcmp(p->p[k].name, st->chosen))
+			chosen = (int)k;
 	}
-	if (j < n && s[j] == '%') {
-		memcpy(unit, "pct", 4);
-		j++;
-	} else {
-		size_t u = 0;
-		while (j + u < n && u < 5 && isalpha((unsigned char)s[j + u]))
-			u++;
-		if (u && u <= 4 && !(j + u < n && word_char(s[j + u]))) {
-			for (size_t q = 0; q < u; q++)
-				unit[q] = (char)tolower((unsigned char)s[j + q]);
-			unit[u] = '\0';
-			j += u;
-		} else if (u) {
-			return 0;   /* "3rd", "1e" glued to a word: not a value */
-		}
-	}
-	return j - i;
-}
-
-static void add_pair(struct parse *p, const char *name, size_t nl, const char *unit, double v,
-                     double total)
-{
-	size_t ul = strlen(unit);
-	if (p->n >= PAIRS || p->used + nl + ul + 2 > NAMEBUF)
-		return;
-	char *o = p->names + p->used;
-	size_t k = 0;
-	for (size_t i = 0; i < nl; i++)
-		o[k++] = name[i] == ' ' ? '_' : (char)tolower((unsigned char)name[i]);
-	if (ul) {
-		o[k++] = '_';
-		memcpy(o + k, unit, ul);
-		k += ul;
-	}
-	o[k] = '\0';
-	p->used += k + 1;
-	p->p[p->n++] = (struct pair){o, v, total};
-}
-
-/* The name/value pairs of the line s[0..n). */
-static void parse_line(const char *s, size_t n, struct parse *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->lead = p->lead_total = NAN;
-	size_t i = 0, name0 = 0, name1 = 0;   /* the pending name s[name0..name1) */
-	int words = 0;
-	bool first_word = true;
-	while (i < n) {
-		char c = s[i];
-		if (c == ' ' || c == ':' || c == '=') {
-			i++;
-			continue;
-		}
-		if ((c == '[' || c == '(') && words) {
-			/* "Epoch [1/10]": a bracket between a name and its value */
-			size_t j = i + 1;
-			while (j < n && s[j] == ' ')
-				j++;
-			if (j < n && isdigit((unsigned char)s[j])) {
-				i = j;
+	if (chosen >= 0) {
+		pick = chosen;
+		for (size_t c = 0; c < st->ncand; c++) {
+			if (strcmp(st->cand[c], p->p[chosen].name) || st->cand_v[c] != p->p[chosen].v)
 				continue;
-			}
+			/* it stood still: another that moved is the step */
+			for (size_t k = 0; k < p->n; k++)
+				for (size_t d = 0; d < st->ncand; d++)
+					if ((int)k != chosen && gw__pl_step_rank(p->p[k].name) >= 0 &&
+					    !strcmp(st->cand[d], p->p[k].name) && p->p[k].v > st->cand_v[d])
+						pick = (int)k;
 		}
-		if (sep(s, n, i)) {
-			if (words)
-				p->other_words = true;
-			words = 0;
-			i++;
-			continue;
-		}
-		double v, total;
-		char unit[8];
-		size_t k = 0;
-		bool numeric = isdigit((unsigned char)c) || c == '.' ||
-		               ((c == '-' || c == '+') && i + 1 < n &&
-		                (isdigit((unsigned char)s[i + 1]) || s[i + 1] == '.'));
-		if (numeric || (words && word_start(c) && (k = gw__rd_num(s + i, n - i, &v)) &&
-		                (i + k >= n || !word_char(s[i + k])))) {
-			/* a number, or nan / inf where a value is due */
-			if (numeric)
-				k = number(s, n, i, &v, &total, unit);
-			else
-				total = NAN, unit[0] = '\0';
-			if (!k) {
-				while (i < n && !sep(s, n, i) && s[i] != ' ')
-					i++;
-				words = 0;
-				continue;
-			}
-			if (words)
-				add_pair(p, s + name0, name1 - name0, unit, v, total);
-			else if (!isnan(total) && isnan(p->lead_total) && !p->unnamed)
-				p->lead = v, p->lead_total = total;   /* a bar's "B/T" */
-			else
-				p->unnamed++;
-			words = 0;
-			i += k;
-			continue;
-		}
-		if (word_start(c)) {
-			size_t a = i;
-			while (i < n && word_char(s[i]))
-				i++;
-			while (i > a + 1 && s[i - 1] == '.')
-				i--;   /* a sentence's full stop */
-			if (first_word) {
-				p->eval = is_eval_word(s + a, i - a);
-				first_word = false;
-			}
-			if (words && words < 3 && name1 + 1 == a && s[name1] == ' ') {
-				name1 = i;   /* "train loss", "learning rate" */
-				words++;
-			} else {
-				if (words)
-					p->other_words = true;
-				name0 = a;
-				name1 = i;
-				words = 1;
-			}
-			continue;
-		}
-		/* anything else ends a name */
-		if (words)
-			p->other_words = true;
-		words = 0;
-		i++;
 	}
-	if (words)
-		p->other_words = true;
+	if (pick < 0)
+		return -1;
+	snprintf(st->chosen, sizeof(st->chosen), "%s", p->p[pick].name);
+	st->ncand = 0;
+	for (size_t k = 0; k < p->n && st->ncand < CANDS; k++)
+		if (gw__pl_step_rank(p->p[k].name) >= 0) {
+			snprintf(st->cand[st->ncand], sizeof(st->cand[0]), "%s", p->p[k].name);
+			st->cand_v[st->ncand++] = p->p[k].v;
+		}
+	return pick;
 }
 
-static bool step_name(const char *n)
+/* A counter b within epoch e (total: the epoch's length when the line
+ * says it): the global step.  A counter that goes back, or stays, when the
+ * epoch goes up starts over each epoch. */
+static int64_t global_step(struct plain *st, int64_t e, int64_t b, double total)
 {
-	static const char *const names[] = {"step", "global_step", "iteration", "iter", "it",
-	                                    "update", "updates", "num_updates", "batch", "steps"};
-	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
-		if (!strcmp(n, names[k]))
-			return true;
-	size_t l = strlen(n);
-	return l > 5 && !strcmp(n + l - 5, "_step");
+	/* the epoch goes up (or first shows: Keras' bar before its first
+	 * "Epoch N/M" line) while the counter goes back or stays */
+	if (e >= 0 && st->last_batch >= 0 && e > st->last_epoch && b <= st->last_batch) {
+		st->per_epoch = true;
+		if (st->last_batch > st->epoch_len)
+			st->epoch_len = st->last_batch;
+	}
+	if (e >= 0)
+		st->last_epoch = e;
+	st->last_batch = b;
+	if (!st->per_epoch || e < 1)
+		return b;
+	int64_t len = total >= 1 && total < 1e15 ? (int64_t)total : st->epoch_len;
+	return (e - 1) * len + b;
 }
 
-static bool epoch_name(const char *n)
+/* ---- names ------------------------------------------------------------- */
+
+/* The name a pair is kept under: its own when the alias table knows it;
+ * else, for a name of several words, its last word or two when those are
+ * a role's ("Current learning rate" -> learning_rate, "avg loss" ->
+ * loss), unless the first word says evaluation or an extreme (val, best,
+ * min, max); else its own.  *role gets the role (-1: none). */
+static const char *kept_name(const struct gw_alias *al, const struct gw_pl_pair *pr, int *role)
 {
-	size_t l = strlen(n);
-	return !strcmp(n, "epoch") || (l > 6 && !strcmp(n + l - 6, "_epoch"));
+	const char *n = pr->name;
+	*role = gw_alias_lookup(al, n, strlen(n), NULL);
+	if (*role >= 0 || !pr->words)
+		return n;
+	const char *u = strchr(n, '_');
+	size_t first = u ? (size_t)(u - n) : strlen(n);
+	if (gw__pl_eval_word(n, first) || (first == 4 && !strncmp(n, "best", 4)) ||
+	    (first == 3 && (!strncmp(n, "min", 3) || !strncmp(n, "max", 3))))
+		return n;
+	for (const char *q = u; q; q = strchr(q + 1, '_')) {
+		int r = gw_alias_lookup(al, q + 1, strlen(q + 1), NULL);
+		if (r >= 0 && r != GW_ROLE_TS) {
+			*role = r;
+			return q + 1;
+		}
+	}
+	return n;
 }
 
 /* Has the line a loss or a grad norm (the roles a point needs here)?
- * *part gets the pair that is the loss when no alias names one and
- * several names hold one ("loss_pr: 0.5, loss_ce: 1.2": the total's, else
- * the first; gw__rd_loss_part), or -1. */
-static bool has_signal(const struct gw_alias *al, const struct parse *p, int *part)
+ * *part gets the pair that is the loss when no name is one and several
+ * names hold one at an end ("loss_pr: 0.5, loss_ce: 1.2", not a sentence's
+ * "the loss jumped"): the one whose name says total, else the first
+ * (gw__rd_loss_part); -1 otherwise. */
+static bool has_signal(const struct gw_alias *al, const struct gw_pl_parse *p, int *part)
 {
 	bool loss = false, gn = false;
 	*part = -1;
 	for (size_t k = 0; k < p->n; k++) {
-		int role = gw_alias_lookup(al, p->p[k].name, strlen(p->p[k].name), NULL);
+		int role;
+		kept_name(al, &p->p[k], &role);
 		loss |= role == GW_ROLE_LOSS;
 		gn |= role == GW_ROLE_GRAD_NORM;
 	}
 	for (size_t k = 0; k < p->n && !loss; k++) {
-		/* a loss is named so at an end of the name ("loss_pr", "kl_loss"),
-		 * not in the middle of a sentence's words ("the_loss_jumped") */
 		const char *nm = p->p[k].name;
 		size_t l = strlen(nm);
 		if (!gw__rd_loss_part(nm) ||
 		    !(!strncmp(nm, "loss", 4) || (l >= 4 && !strcmp(nm + l - 4, "loss"))))
 			continue;
-		bool total = strstr(p->p[k].name, "total") != NULL;
+		bool total = strstr(nm, "total") != NULL;
 		if (*part < 0 || total)
 			*part = (int)k;
 		if (total)
@@ -303,101 +195,195 @@ static bool has_signal(const struct gw_alias *al, const struct parse *p, int *pa
 	return loss || gn || *part >= 0;
 }
 
-/* The two-number line "STEP: LOSS" / "STEP LOSS" / "STEP,LOSS". */
-static bool two_numbers(const char *s, size_t n, int64_t *step, double *loss)
+/* ---- points ------------------------------------------------------------- */
+
+/* The point of a parsed line (or a table row), if it is one. */
+static int point(struct gw_reader *r, struct plain *st, const struct gw_pl_parse *p,
+                 uint64_t lineno)
 {
-	size_t i = 0;
+	if (p->eval || !p->n)
+		return 0;
+	int sk = pick_step(st, p), ek = -1;
+	for (size_t k = 0; k < p->n && ek < 0; k++)
+		if (gw__pl_epoch_name(p->p[k].name))
+			ek = (int)k;
+	int64_t e = -1, b = -1;
+	if (ek >= 0 && !gw__rd_whole(p->p[ek].v, &e))
+		return 0;
+	double total = NAN;
+	if (sk >= 0) {
+		gw__rd_whole(p->p[sk].v, &b);
+		total = p->p[sk].total;
+	} else if (!isnan(p->lead_total) && gw__rd_whole(p->lead, &b)) {
+		total = p->lead_total;   /* a bar's "B/T" */
+	} else if (p->nhead == 2 && ek < 0) {
+		e = p->head[0], b = p->head[1];   /* "333 154 Loss=nan" */
+	} else if (p->nhead == 1) {
+		b = p->head[0];
+	}
+	int part;
+	if (!has_signal(gw__rd_aliases(r), p, &part)) {
+		if (e >= 0 && b < 0 && p->n == 1)
+			st->epoch = e;   /* "Epoch 3/200": the epoch of the lines after it */
+		return 0;
+	}
+	if (e < 0)
+		e = st->epoch;
+	int64_t step;
+	if (b >= 0)
+		step = global_step(st, e, b, total);
+	else if (e >= 0)
+		step = e;
+	else
+		return 0;
+	if (gw__rd_repeats(r, &st->last, step))
+		return 0;   /* the bar redrawn at the same step */
+	gw__rd_last_set(r, &st->last, step);
+	gw__rd_begin(r, NULL, 0, step);
+	for (size_t k = 0; k < p->n; k++) {
+		if ((int)k == sk)
+			continue;
+		int role;
+		const char *n = kept_name(gw__rd_aliases(r), &p->p[k], &role);
+		if (role == GW_ROLE_TS && !(p->p[k].v >= 1e9)) {
+			/* "Time 1.803", "Time=0.040": how long a step took, not
+			 * when (a Unix time is past 1e9 s, 2001) */
+			char d[64];
+			int dl = snprintf(d, sizeof(d), "%s_elapsed", n);
+			gw__rd_metric(r, d, (size_t)dl, p->p[k].v);
+			continue;
+		}
+		gw__rd_metric(r, n, strlen(n), p->p[k].v);
+	}
+	if (part >= 0)
+		gw__rd_metric(r, "loss", 4, p->p[part].v);
+	return gw__rd_emit(r, lineno);
+}
+
+/* ---- tables -------------------------------------------------------------- */
+
+/* The cells of a table line: a Markdown row ("| step | loss |", its
+ * outer pipes optional) when md, else words split on spaces (a report
+ * printed in columns: Chainer's PrintReport), a "#" comment left out.
+ * Returns the count (at most TABLE_COLS + 1). */
+static size_t cells(const char *s, size_t n, bool md, const char **c, size_t *cl)
+{
+	size_t k = 0, i = 0;
 	while (i < n && s[i] == ' ')
 		i++;
-	size_t k = gw__rd_int(s + i, n - i, step);
-	if (!k)
-		return false;
-	i += k;
-	size_t gap = i;
-	while (i < n && (s[i] == ' ' || s[i] == '\t'))
+	if (md && i < n && s[i] == '|')
 		i++;
-	if (i < n && (s[i] == ':' || s[i] == ','))
-		i++;
-	while (i < n && (s[i] == ' ' || s[i] == '\t'))
-		i++;
-	if (i == gap || i >= n)
-		return false;
-	k = gw__rd_num(s + i, n - i, loss);
-	if (!k)
-		return false;
-	i += k;
-	while (i < n && (s[i] == ' ' || s[i] == '\t'))
-		i++;
-	return i == n;
+	while (i < n && k <= TABLE_COLS) {
+		if (!md && s[i] == '#')
+			break;
+		size_t a = i;
+		while (i < n && (md ? s[i] != '|' : s[i] != ' ' && s[i] != '\t'))
+			i++;
+		size_t z = i;
+		while (md && z > a && s[z - 1] == ' ')
+			z--;
+		while (md && a < z && s[a] == ' ')
+			a++;
+		if (z > a || md) {
+			c[k] = s + a;
+			cl[k++] = z - a;
+		}
+		while (i < n && (s[i] == ' ' || s[i] == '\t' || (md && s[i] == '|')))
+			if (s[i++] == '|' && md)
+				break;
+	}
+	if (md && k && cl[k - 1] == 0)
+		k--;   /* the closing pipe */
+	return k;
 }
+
+static bool is_num(const char *s, size_t n)
+{
+	double v;
+	return n && gw__rd_num_grouped(s, n, &v) == n;
+}
+
+/* A table's header: two or more names (no number among them) with a step
+ * or epoch column and a loss or norm column. */
+static bool header(struct plain *st, const char *s, size_t n, bool md)
+{
+	const char *c[TABLE_COLS + 1];
+	size_t cl[TABLE_COLS + 1];
+	size_t k = cells(s, n, md, c, cl);
+	if (k < 2 || k > TABLE_COLS)
+		return false;
+	bool step = false, signal = false;
+	for (size_t i = 0; i < k; i++) {
+		if (!cl[i] || cl[i] >= sizeof(st->cols[0]) || is_num(c[i], cl[i]) ||
+		    !isalpha((unsigned char)c[i][0]))
+			return false;
+		char *o = st->cols[i];
+		for (size_t j = 0; j < cl[i]; j++)
+			o[j] = c[i][j] == ' ' ? '_' : (char)tolower((unsigned char)c[i][j]);
+		o[cl[i]] = '\0';
+		step |= gw__pl_step_rank(o) >= 0 || gw__pl_epoch_name(o);
+		signal |= gw__rd_loss_part(o) || strstr(o, "norm");
+	}
+	if (!step || !signal)
+		return false;
+	st->table = true;
+	st->md = md;
+	st->ncols = k;
+	return true;
+}
+
+/* A row of the table being read: 1 (a point was tried), 0 (not a row: the
+ * table ended), or a negative errno. */
+static int row(struct gw_reader *r, struct plain *st, const char *s, size_t n, uint64_t lineno)
+{
+	const char *c[TABLE_COLS + 1];
+	size_t cl[TABLE_COLS + 1];
+	size_t k = cells(s, n, st->md, c, cl);
+	if (st->md && k && cl[0] && strspn(c[0], "-: ") >= cl[0])
+		return 1;   /* the alignment row |---:|---| */
+	if (k != st->ncols)
+		return 0;
+	struct gw_pl_parse p;
+	memset(&p, 0, sizeof(p));
+	p.lead = p.lead_total = NAN;
+	for (size_t i = 0; i < k; i++) {
+		double v;
+		if (!cl[i])
+			continue;
+		if (gw__rd_num_grouped(c[i], cl[i], &v) != cl[i])
+			return 0;
+		p.p[p.n++] = (struct gw_pl_pair){st->cols[i], v, NAN, false};
+	}
+	int rc = point(r, st, &p, lineno);
+	return rc < 0 ? rc : 1;
+}
+
+/* ---- lines -------------------------------------------------------------- */
 
 static int segment(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
 {
 	struct plain *st = state;
 	int64_t step;
 	double loss;
-	if (two_numbers(s, n, &step, &loss)) {
+	if (st->table) {
+		int rc = row(r, st, s, n, lineno);
+		if (rc)
+			return rc < 0 ? rc : 0;
+		st->table = false;
+	}
+	size_t t = 0;
+	while (t < n && s[t] == ' ')
+		t++;
+	if (header(st, s, n, t < n && s[t] == '|'))
+		return 0;
+	if (gw__pl_two_numbers(s, n, &step, &loss)) {
 		gw__rd_begin(r, NULL, 0, step);
 		gw__rd_metric(r, "loss", 4, loss);
 		return gw__rd_emit(r, lineno);
 	}
-	struct parse p;
-	parse_line(s, n, &p);
-	if (p.eval || !p.n)
-		return 0;
-	double sv = NAN, stot = NAN, ev = NAN;
-	for (size_t k = 0; k < p.n; k++) {
-		if (isnan(sv) && step_name(p.p[k].name))
-			sv = p.p[k].v, stot = p.p[k].total;
-		else if (isnan(ev) && epoch_name(p.p[k].name))
-			ev = p.p[k].v;
-	}
-	int64_t e = -1, b;
-	if (!isnan(ev) && !gw__rd_whole(ev, &e))
-		return 0;
-	if (isnan(sv) && !isnan(p.lead_total))
-		sv = p.lead, stot = p.lead_total;   /* a bar's "B/T" */
-	int part;
-	if (!has_signal(gw__rd_aliases(r), &p, &part)) {
-		if (e >= 0 && isnan(sv) && p.n == 1)
-			st->epoch = e;   /* "Epoch 3/200": the epoch of the lines after it */
-		return 0;
-	}
-	if (e < 0)
-		e = st->epoch;
-	if (!isnan(sv)) {
-		if (!gw__rd_whole(sv, &b))
-			return 0;
-		if (e >= 0 && st->last_epoch >= 0 && e > st->last_epoch && b <= st->last_batch) {
-			st->per_epoch = true;
-			if (st->last_batch > st->epoch_len)
-				st->epoch_len = st->last_batch;
-		}
-		if (e >= 0 && e != st->last_epoch && st->last_batch > st->epoch_len && st->per_epoch)
-			st->epoch_len = st->last_batch;
-		if (e >= 0)
-			st->last_epoch = e;
-		st->last_batch = b;
-		step = b;
-		if (st->per_epoch && e >= 1) {
-			int64_t len = !isnan(stot) && stot >= 1 && stot < 1e15 ? (int64_t)stot : st->epoch_len;
-			step = (e - 1) * len + b;
-		}
-	} else if (e >= 0) {
-		step = e;
-	} else {
-		return 0;
-	}
-	if (gw__rd_repeats(r, &st->last, step))
-		return 0;   /* the bar redrawn at the same step */
-	gw__rd_last_set(r, &st->last, step);
-	gw__rd_begin(r, NULL, 0, step);
-	for (size_t k = 0; k < p.n; k++)
-		if (!step_name(p.p[k].name))
-			gw__rd_metric(r, p.p[k].name, strlen(p.p[k].name), p.p[k].v);
-	if (part >= 0)
-		gw__rd_metric(r, "loss", 4, p.p[part].v);
-	return gw__rd_emit(r, lineno);
+	struct gw_pl_parse p;
+	gw__pl_parse(s, n, &p);
+	return point(r, st, &p, lineno);
 }
 
 /* Keras erases its bar with '\b's before it redraws it: read each part. */
@@ -432,8 +418,10 @@ static int pl_init(struct gw_reader *r, void *state)
 	return 0;
 }
 
-/* For the sniffer, which has no alias table: a name that holds "loss" or
- * "norm" and is not an evaluation's. */
+/* ---- sniffing ---------------------------------------------------------------- */
+
+/* For the sniffer, which has no alias table: a name that holds a loss
+ * (gw__rd_loss_part) or a norm and is not an evaluation's. */
 static bool signal_name(const char *n)
 {
 	if (!strncmp(n, "val", 3) || !strncmp(n, "eval", 4) || !strncmp(n, "test", 4))
@@ -447,6 +435,7 @@ static int pl_sniff(const char *h, size_t n, bool all)
 	const char *p, *q = h;
 	size_t len;
 	int pairs = 0, two = 0, other = 0, events = 0, best = 0;
+	struct plain tab = {0};
 	while (gw__rd_sniff_msg(&q, h + n, all, &p, &len)) {
 		const char *cr = memchr(p, '\r', len);
 		if (cr)
@@ -455,22 +444,39 @@ static int pl_sniff(const char *h, size_t n, bool all)
 		double v;
 		if (!len)
 			continue;
-		if (two_numbers(p, len, &step, &v)) {
+		if (gw__pl_two_numbers(p, len, &step, &v)) {
 			two++;
 			continue;
 		}
-		if (gw__rd_find(p, len, "OVERFLOW!") || gw__rd_find(p, len, "overflow detected") ||
-		    gw__rd_find(p, len, "heckpoint")) {
+		if (gw__rd_event_words(p, len)) {
 			events++;
 			continue;
 		}
+		size_t t = 0;
+		while (t < len && p[t] == ' ')
+			t++;
+		if (tab.table) {
+			const char *c[TABLE_COLS + 1];
+			size_t cl[TABLE_COLS + 1], k = cells(p, len, tab.md, c, cl), num = 0;
+			if (tab.md && k && cl[0] && strspn(c[0], "-: ") >= cl[0])
+				continue;   /* the alignment row */
+			for (size_t i = 0; i < k; i++)
+				num += is_num(c[i], cl[i]);
+			if (k == tab.ncols && num >= 2) {
+				pairs++;   /* a header and a row of numbers */
+				continue;
+			}
+			tab.table = false;
+		}
+		if (header(&tab, p, len, t < len && p[t] == '|'))
+			continue;
 		if (!gw__rd_find(p, len, "oss") && !gw__rd_find(p, len, "OSS") &&
 		    !gw__rd_find(p, len, "orm") && !gw__rd_find(p, len, "ORM")) {
-			other += len > 0;   /* no loss or norm: nothing to parse for */
+			other++;   /* no loss or norm: nothing to parse for */
 			continue;
 		}
-		struct parse ps;
-		parse_line(p, len, &ps);
+		struct gw_pl_parse ps;
+		gw__pl_parse(p, len, &ps);
 		bool signal = false;
 		for (size_t k = 0; k < ps.n && !ps.eval; k++)
 			signal |= signal_name(ps.p[k].name);
@@ -480,9 +486,10 @@ static int pl_sniff(const char *h, size_t n, bool all)
 		         gw__rd_find(p, len, " - train loss: "))
 			best = 85;   /* speechbrain */
 		if (signal) {
-			bool stepped = !isnan(ps.lead_total);
+			bool stepped = !isnan(ps.lead_total) || ps.nhead;
 			for (size_t k = 0; k < ps.n; k++)
-				stepped |= step_name(ps.p[k].name) || epoch_name(ps.p[k].name);
+				stepped |= gw__pl_step_rank(ps.p[k].name) >= 0 ||
+				           gw__pl_epoch_name(ps.p[k].name);
 			pairs += stepped;
 		} else {
 			other++;
@@ -501,8 +508,8 @@ static int pl_sniff(const char *h, size_t n, bool all)
 
 const struct gw_reader_format gw_rd_plain = {
 	.name = "text",
-	.describe = "training lines in no framework's shape: step/loss name-value pairs, Keras bars, "
-	            "speechbrain epochs, bare STEP LOSS columns; quoted or fenced pastes",
+	.describe = "training lines in no framework's shape: step/loss name-value pairs, tables, Keras "
+	            "bars, speechbrain epochs, bare STEP LOSS columns; quoted or fenced pastes",
 	.flags = GW_RDF_STREAM | GW_RDF_LABELS | GW_RDF_PREFIX,
 	.sniff = pl_sniff,
 	.state_size = sizeof(struct plain),

@@ -135,7 +135,7 @@ int gw_reader_new(const struct gw_reader_opts *opts, const struct gw_reader_sink
 	r->next_sniff = SNIFF_FIRST;
 	r->run_no = 1;
 	r->line_label = r->label = -1;
-	r->line_ts = NAN;
+	r->line_ts = r->wrapped_ts = NAN;
 	gw__rd_events_init(r);
 	gw__rd_name_run(r);
 	gw_lines_init(&r->lines, r->o.max_line);
@@ -214,6 +214,12 @@ static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
 		s += k;
 		n -= k;
 		size_t p = fl & (GW_RDF_LABELS | GW_RDF_PREFIX) ? gw__rd_prefix(s, n, &r->line_ts) : 0;
+		/* a logger's prefix alone on its line, the message wrapped onto
+		 * the next ("[...] [INFO] [fused_optimizer.py:314:_update_scale] "
+		 * then "Grad overflow on iteration 8"): the next line's time */
+		if (isnan(r->line_ts))
+			r->line_ts = r->wrapped_ts;
+		r->wrapped_ts = p && p == n ? r->line_ts : NAN;
 		/* the format first: a line may end what it was gathering
 		 * (Composer's block) before an event on it counts; a line that
 		 * was a point is no event line */

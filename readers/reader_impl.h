@@ -162,6 +162,10 @@ bool gw__rd_unquote(const char **s, size_t *n);
  * Unix time it names (NaN: none). */
 size_t gw__rd_prefix(const char *s, size_t n, double *ts);
 
+/* Whether s[0..n) holds the words of an overflow or checkpoint line
+ * (rd_events.c; for a sniffer: such lines alone are a log to read). */
+bool gw__rd_event_words(const char *s, size_t n);
+
 /* A date and a time at the start of s[0..n) in one of the spellings of
  * gw__rd_prefix (2023-03-22 09:30:39,305, ...T...Z, +02:00, 03/22/2023
  * 09:30:39): its bytes (0: none) and *t, Unix seconds (UTC unless an

@@ -31,8 +31,13 @@ struct gw_rd_events {
 	int64_t point;            /* the last point's step, -1: none (or a resume since) */
 	unsigned overflows;       /* overflow events since that point */
 	bool at_min;              /* an overflow at the scaler's floor since that point */
+	int64_t named;            /* the step an overflow line named since that point, -1 */
+	char last_text[128];      /* the last overflow line (its first bytes) ... */
+	size_t last_len;
+	double last_ts;           /* ... and its time */
 	int64_t last_saved;       /* the last checkpoint_saved's step, -1: none */
 	struct gw_rd_held resume; /* a resume waiting for the next point */
+	struct gw_rd_held pending;   /* an overflow waiting for the lines about it */
 	struct gw_rd_held held[GW_RD_HELD];   /* overflows before the first point */
 	size_t nheld;
 };
@@ -75,6 +80,8 @@ struct gw_reader {
 	bool run_set;
 	int64_t line_label;            /* the rank label of the line being read, -1: none */
 	double line_ts;                /* the time its prefix names (rd_line.c), NaN: none */
+	double wrapped_ts;             /* a prefix alone on the line before (its message
+	                                  wrapped onto the next line), NaN: none */
 	struct gw_rd_events ev;        /* overflow and checkpoint lines (rd_events.c) */
 	int64_t label;                 /* the label whose points move the run splitting */
 

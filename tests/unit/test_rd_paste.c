@@ -528,6 +528,107 @@ START_TEST(megatron_long_field_name)
 }
 END_TEST
 
+/* More forms people print and paste, each from a public issue thread (the
+ * repository and issue named; the lines as posted): tables, a counter
+ * that moves while another stands, bare leading counters, bracketed
+ * names, a masked NaN, a sentence's "Loss is", a progress bar with its
+ * percent, a wrapped torchtitan line, DeepSpeed's older overflow lines. */
+START_TEST(more_forms)
+{
+	static const struct form c[] = {
+		{"a Markdown table (NVIDIA-NeMo/Automodel)",
+		 "| step | loss | grad_norm |\n|---:|---:|---:|\n| 0 | 13.6376 | 22.2936 |\n"
+		 "| 100 | 11.9176 | 2.9912 |\n| 199 | 11.9158 | 2.8966 |\n",
+		 "text",
+		 "3 r 0 loss=13.6376 grad_norm=22.2936\n4 r 100 loss=11.9176 grad_norm=2.9912\n"
+		 "5 r 199 loss=11.9158 grad_norm=2.8966\n"},
+		{"Chainer's PrintReport columns (chainer/chainer#1733): the first loss column",
+		 "epoch       main/loss   validation/main/loss  main/accuracy  validation/main/accuracy\n"
+		 "5           0.0269791   0.0744294             0.991117       0.978                     \n"
+		 "6           0.0727784   0.0743591             0.978667       0.9781                    "
+		 "# unexpected accuracy\n",
+		 "text",
+		 "2 r 5 loss=0.0269791 | epoch=5 main/loss=0.0269791 validation/main/loss=0.0744294 "
+		 "main/accuracy=0.991117 validation/main/accuracy=0.978\n"
+		 "3 r 6 loss=0.0727784 | epoch=6 main/loss=0.0727784 validation/main/loss=0.0743591 "
+		 "main/accuracy=0.978667 validation/main/accuracy=0.9781\n"},
+		{"lit-gpt: iter moves, step stands (Lightning-AI/litgpt#628)",
+		 "iter 1151 step 144: loss 1.7019, iter time: 1106.53ms (optimizer.step)\n"
+		 "iter 1152 step 144: loss 11.4630, iter time: 1260.82ms\n",
+		 "text",
+		 "1 r 1151 loss=1.7019 | iter_time_ms=1106.53\n"
+		 "2 r 1152 loss=11.463 | iter_time_ms=1260.82\n"},
+		{"loguru, bracketed names, the step after the loss (nv-tlabs/LION#9)",
+		 "2023-01-25 00:21:09.074 | INFO     | trainers.base_trainer:train_epochs:256 - [R0] | E5 "
+		 "iter[ 14/ 15] | [Loss] 51566519.44 | [exp] ./exp/0125/car/3dbf3ah_hvae_lion_B40 | [step]"
+		 "    89 | [url] none | [time] 0.4m (~5h) |[best] 0 -100.000x1e-2 \n"
+		 "2023-01-25 00:21:34.569 | INFO     | trainers.base_trainer:train_epochs:256 - [R0] | E6 "
+		 "iter[ 14/ 15] | [Loss] nan | [exp] ./exp/0125/car/3dbf3ah_hvae_lion_B40 | [step]   104 "
+		 "| [url] none | [time] 0.4m (~5h) |[best] 0 -100.000x1e-2 \n",
+		 "text",
+		 "1 r 89 ts=1674606069.074 loss=51566519.44 | e5_iter=14 time_m=0.4 best=0\n"
+		 "2 r 104 ts=1674606094.569 loss=NaN | e6_iter=14 time_m=0.4 best=0\n"},
+		{"bare epoch and step before the fields (cchen156/Learning-to-See-in-the-Dark#117)",
+		 "333 160 Loss=nan Time=0.036\n333 161 Loss=nan Time=0.042\n334 1 Loss=nan Time=0.044\n",
+		 "text",
+		 "1 r 160 loss=NaN | time_elapsed=0.036\n2 r 161 loss=NaN | time_elapsed=0.042\n"
+		 "3 r 53614 loss=NaN | time_elapsed=0.044\n"},
+		{"a NaN masked as nanxxx (PaddlePaddle/PaddleOCR#11031)",
+		 "[2023/10/09 10:49:12] ppocr INFO: epoch: [986/2000], global_step: 737800, lr: 0.000516, "
+		 "acc: 0.000000, norm_edit_dis: 0.000000, CTCLoss: nanxxx, SARLoss: nanxxx, loss: nanxxx, "
+		 "avg_reader_cost: 0.00013 s, avg_batch_cost: 0.30189 s, avg_samples: 128.0, ips: 423.98978 "
+		 "samples/s, eta: 2 days, 17:48:30\n",
+		 "text",
+		 "1 r 737800 ts=1696848552 loss=NaN lr=0.000516 | epoch=986 acc=0 norm_edit_dis=0 "
+		 "ctcloss=NaN sarloss=NaN avg_reader_cost=0.00013 avg_batch_cost=0.30189 avg_samples=128 "
+		 "ips=423.98978 eta=2\n"},
+		{"sentences: \"Loss is Infinity.\" (intel/ipex-llm#1486)",
+		 "2017-08-20 16:11:46 INFO  DistriOptimizer$:295 - [Epoch 64 740096/1281167][Iteration "
+		 "45459][Wall Clock 197340.717246379s] Train 1792 in 4.006890034seconds. Throughput is "
+		 "447.22968 records/second. Loss is Infinity. Current learning rate is 0.046281366472703075. "
+		 "Current weight decay is 1.0E-4. Current momentum is 0.9.\n",
+		 "text",
+		 "1 r 45459 ts=1503245506 loss=Infinity lr=0.046281366472703075 throughput=447.22968 | "
+		 "epoch=64 wall_clock_s=197340.717246379 train=1792 current_weight_decay=0.0001 "
+		 "current_momentum=0.9\n"},
+		{"Lightning's bar with its percent first (Lightning-AI/pytorch-lightning#3866)",
+		 "Epoch 0:  93% 1586/1702 [12:50<00:56,  2.06it/s, loss=0.158, v_num=0, train_loss=0.149]\n"
+		 "Epoch 0:  93% 1587/1702 [12:50<00:55,  2.06it/s, loss=0.158, v_num=0, train_loss=0.149]\n",
+		 "text",
+		 "1 r 1586 loss=0.158 | epoch=0 v_num=0 train_loss=0.149\n"
+		 "2 r 1587 loss=0.158 | epoch=0 v_num=0 train_loss=0.149\n"},
+		{"a torchtitan line hard-wrapped by an issue box (pytorch/torchtitan)",
+		 "[rank0]:[titan] 2026-07-16 11:20:41,921 - root - INFO - step:  1  loss:\n"
+		 "7.98820  grad_norm:  3.7762  memory:  3.87GiB(2.17%)  tps: 1,578\n"
+		 "tflops: 0.86  mfu: N/A\n"
+		 "[rank0]:[titan] 2026-07-16 11:20:41,921 - root - INFO - Synchronizing\n"
+		 "and adjusting timeout for all ProcessGroups to 0:01:40\n"
+		 "[rank0]:[titan] 2026-07-16 11:20:42,091 - root - INFO - step:  2  loss:\n"
+		 "6.08364  grad_norm:  4.2124  memory:  4.24GiB(2.38%)  tps: 96,705\n"
+		 "tflops: 52.50  mfu: N/A\n",
+		 "torchtitan",
+		 "1 r 1 [rank0] ts=1784200841.921 loss=7.9882 grad_norm=3.7762 throughput=1578 | "
+		 "memory_gib=3.87 memory_pct=2.17 tflops=0.86\n"
+		 "6 r 2 [rank0] ts=1784200842.091 loss=6.08364 grad_norm=4.2124 throughput=96705 | "
+		 "memory_gib=4.24 memory_pct=2.38 tflops=52.5\n"},
+		{"DeepSpeed's older fp16 optimizer, every rank (deepspeedai/DeepSpeed#697)",
+		 "[2021-01-26 22:05:35,108] [INFO] [fused_optimizer.py:314:_update_scale] \n"
+		 "Grad overflow on iteration 8\n"
+		 "[2021-01-26 22:05:35,108] [INFO] [fused_optimizer.py:314:_update_scale] \n"
+		 "Grad overflow on iteration 8\n"
+		 "[2021-01-26 22:05:35,108] [INFO] [fused_optimizer.py:316:_update_scale] Reducing dynamic "
+		 "loss scale from 1 to 1\n"
+		 "[2021-01-26 22:05:35,108] [INFO] [fused_optimizer.py:316:_update_scale] Reducing dynamic "
+		 "loss scale from 1 to 1\n"
+		 "[2021-01-26 22:05:35,108] [INFO] [logging.py:60:log_dist] [Rank 0] Overflow detected. "
+		 "Skipping step. Attempted loss scale: 1, reducing to 1\n",
+		 "text",
+		 "2 r 8 event=overflow attempted_loss_scale=1 loss_scale=1 ts=1611698735.108\n"},
+	};
+	forms(c, sizeof(c) / sizeof(c[0]));
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("rd_paste");
@@ -544,6 +645,7 @@ static Suite *suite(void)
 	tcase_add_test(t, framework_forms);
 	tcase_add_test(t, tables_and_several_losses);
 	tcase_add_test(t, megatron_long_field_name);
+	tcase_add_test(t, more_forms);
 	suite_add_tcase(s, t);
 	return s;
 }
