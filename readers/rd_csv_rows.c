@@ -83,17 +83,24 @@ static void no_step(struct csvst *st)
 	             st->cols[st->stepcol].head);
 }
 
+/* The row's step: true, or false when its cell is empty or no step (said
+ * at the row's line). */
+static bool row_step(struct csvst *st, int64_t *step)
+{
+	int k = cell_step(gw__csv_cell_at(st, st->stepcol), step);
+	if (k < 0)
+		bad_cell(st, st->stepcol, "bad_step", "a step (a whole number from 0)");
+	else if (k > 0)
+		no_step(st);
+	return k == 0;
+}
+
 int gw__csv_row_lightning(struct csvst *st)
 {
 	int64_t step;
-	int k = cell_step(gw__csv_cell_at(st, st->stepcol), &step);
-	if (k) {
-		if (k < 0)
-			bad_cell(st, st->stepcol, "bad_step", "a step (a whole number from 0)");
-		else
-			no_step(st);
+	int k;
+	if (!row_step(st, &step))
 		return 0;
-	}
 	gw__rd_begin(st->r, NULL, 0, step);
 	for (size_t i = 0; i < st->ncell; i++) {
 		if (st->cols[i].kind != COL_VALUE)
@@ -112,16 +119,6 @@ int gw__csv_row_lightning(struct csvst *st)
 	return gw__rd_emit(st->r, st->row_line);
 }
 
-static bool eval_word(const char *c)
-{
-	static const char *const words[] = {"val", "valid", "validation", "eval", "evaluation",
-	                                    "test", "testing"};
-	for (size_t k = 0; k < GW_ARRAY_SIZE(words); k++)
-		if (!strcasecmp(c, words[k]))
-			return true;
-	return false;
-}
-
 /* csv: every number of the row; a text cell is no error (a run name, a
  * phase, a date) but a date and time is the row's ts, a phase that says
  * evaluation ("val", "eval", "test") skips the row, and text in a role's
@@ -129,16 +126,11 @@ static bool eval_word(const char *c)
 int gw__csv_row_plain(struct csvst *st)
 {
 	int64_t step;
-	int k = cell_step(gw__csv_cell_at(st, st->stepcol), &step);
-	if (k) {
-		if (k < 0)
-			bad_cell(st, st->stepcol, "bad_step", "a step (a whole number from 0)");
-		else
-			no_step(st);
+	int k;
+	if (!row_step(st, &step))
 		return 0;
-	}
 	for (size_t i = 0; i < st->ncell; i++)
-		if (st->cols[i].kind == COL_VALUE && eval_word(gw__csv_cell_at(st, i)))
+		if (st->cols[i].kind == COL_VALUE && gw__rd_eval_word(gw__csv_cell_at(st, i), strlen(gw__csv_cell_at(st, i))))
 			return 0;
 	gw__rd_begin(st->r, NULL, 0, step);
 	for (size_t i = 0; i < st->ncell; i++) {

@@ -40,17 +40,12 @@
  */
 #include "reader_impl.h"
 
-#include "buf.h"
-
 #include <errno.h>
 #include <string.h>
 #include <time.h>
 
 struct meg {
-	struct gw_buf text;           /* the record held: its line(s), joined */
-	bool held;
-	uint64_t line;                /* its (first) line */
-	struct gw_rd_linectx ctx;     /* that line's rank label and time */
+	struct gw_rd_hold hold;       /* a record that may go on on the next line */
 };
 
 static bool sp(char c)
@@ -214,53 +209,34 @@ static bool continues(const char *s, size_t n)
 	       !gw__rd_find(s, n, " at iteration");
 }
 
-static int flush(struct gw_reader *r, struct meg *st)
-{
-	if (!st->held)
-		return 0;
-	st->held = false;
-	struct gw_rd_linectx now;
-	gw__rd_line_save(r, &now);
-	gw__rd_line_restore(r, &st->ctx);
-	int rc = point(r, st->text.p, st->text.len, st->line);
-	gw__rd_line_restore(r, &now);
-	return rc;
-}
-
 static int meg_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
 {
 	struct meg *st = state;
 	int64_t step, total;
 	size_t f;
 	if (!find_header(s, n, &step, &total, &f)) {
-		if (st->held && continues(s, n))
-			return gw_buf_add(&st->text, " ", 1) || gw_buf_add(&st->text, s, n) ? -ENOMEM : 0;
-		return flush(r, st);
+		if (st->hold.held && continues(s, n))
+			return gw__rd_hold_join(&st->hold, s, n);
+		return gw__rd_hold_flush(r, &st->hold, point);
 	}
-	int rc = flush(r, st);
+	int rc = gw__rd_hold_flush(r, &st->hold, point);
 	if (rc)
 		return rc;
 	if (gw__rd_following(r))
 		return point(r, s, n, lineno);   /* a growing log is not wrapped */
-	/* held until the next line says whether it goes on */
-	gw_buf_reset(&st->text);
-	if (gw_buf_add(&st->text, s, n))
-		return -ENOMEM;
-	st->held = true;
-	st->line = lineno;
-	gw__rd_line_save(r, &st->ctx);
-	return 0;
+	return gw__rd_hold(r, &st->hold, s, n, lineno);
 }
 
 static int meg_finish(struct gw_reader *r, void *state)
 {
-	return flush(r, state);
+	struct meg *st = state;
+	return gw__rd_hold_flush(r, &st->hold, point);
 }
 
 static void meg_deinit(void *state)
 {
 	struct meg *st = state;
-	gw_buf_free(&st->text);
+	gw__rd_hold_free(&st->hold);
 }
 
 static int meg_sniff(const char *h, size_t n, bool all)

@@ -152,7 +152,7 @@ static const char *kept_name(const struct gw_alias *al, const struct gw_pl_pair 
 		return n;
 	const char *u = strchr(n, '_');
 	size_t first = u ? (size_t)(u - n) : strlen(n);
-	if (gw__pl_eval_word(n, first) || (first == 4 && !strncmp(n, "best", 4)) ||
+	if (gw__rd_eval_word(n, first) || (first == 4 && !strncmp(n, "best", 4)) ||
 	    (first == 3 && (!strncmp(n, "min", 3) || !strncmp(n, "max", 3))))
 		return n;
 	for (const char *q = u; q; q = strchr(q + 1, '_')) {

@@ -38,10 +38,6 @@ struct gw_pl_parse {
  * '='), a word that starts with nan or inf is one ("nanxxx" as pasted). */
 void gw__pl_parse(const char *s, size_t n, struct gw_pl_parse *p);
 
-/* Is the word s[0..n) one that says evaluation (val, valid, eval, test,
- * ...), any case? */
-bool gw__pl_eval_word(const char *s, size_t n);
-
 /* The rank of a step name among the text format's (iteration, iter, it,
  * step, global_step, update(s), num_updates, batch, steps, then any
  * *_step), lower first; -1 if it is none.  An epoch name: epoch, *_epoch. */

@@ -34,16 +34,6 @@ static bool sep(const char *s, size_t n, size_t i)
 	return c == '-' && (i + 1 >= n || s[i + 1] == ' ') && (i == 0 || s[i - 1] == ' ');
 }
 
-bool gw__pl_eval_word(const char *w, size_t n)
-{
-	static const char *const words[] = {"val", "valid", "validation", "validating", "eval",
-	                                    "evaluation", "evaluating", "test", "testing"};
-	for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++)
-		if (strlen(words[k]) == n && !strncasecmp(w, words[k], n))
-			return true;
-	return false;
-}
-
 /* After s[i]: spaces, then the start of a value (a digit, a sign, a '.',
  * or nan/inf)? */
 static bool value_next(const char *s, size_t n, size_t i)
@@ -207,7 +197,7 @@ void gw__pl_parse(const char *s, size_t n, struct gw_pl_parse *p)
 				i--;   /* a sentence's full stop */
 			any_word = true;
 			if (first_word) {
-				p->eval = gw__pl_eval_word(s + a, i - a);
+				p->eval = gw__rd_eval_word(s + a, i - a);
 				first_word = false;
 			}
 			if (words && i - a == 2 && !strncasecmp(s + a, "is", 2))

@@ -7,10 +7,13 @@
  */
 #include "reader_impl.h"
 
+#include <errno.h>
+
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- numbers in text ---------------------------------------------------- */
 
@@ -420,4 +423,52 @@ bool gw__rd_loss_part(const char *name)
 	return strstr(n, "loss") && strncmp(n, "val", 3) && strncmp(n, "eval", 4) &&
 	       strncmp(n, "test", 4) && !strstr(n, "scale") &&
 	       !(k > 6 && !strcmp(n + k - 6, "_epoch"));
+}
+
+bool gw__rd_eval_word(const char *w, size_t n)
+{
+	static const char *const words[] = {"val", "valid", "validation", "validating", "eval",
+	                                    "evaluation", "evaluating", "test", "testing"};
+	for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++)
+		if (strlen(words[k]) == n && !strncasecmp(w, words[k], n))
+			return true;
+	return false;
+}
+
+/* ---- held records (wrapped by a chat or an issue box) ------------------ */
+
+int gw__rd_hold(struct gw_reader *r, struct gw_rd_hold *h, const char *s, size_t n, uint64_t line)
+{
+	gw_buf_reset(&h->text);
+	if (gw_buf_add(&h->text, s, n))
+		return -ENOMEM;
+	h->held = true;
+	h->more = 0;
+	h->line = line;
+	gw__rd_line_save(r, &h->ctx);
+	return 0;
+}
+
+int gw__rd_hold_join(struct gw_rd_hold *h, const char *s, size_t n)
+{
+	h->more++;
+	return gw_buf_add(&h->text, " ", 1) || gw_buf_add(&h->text, s, n) ? -ENOMEM : 0;
+}
+
+int gw__rd_hold_flush(struct gw_reader *r, struct gw_rd_hold *h, gw_rd_hold_fn fn)
+{
+	if (!h->held)
+		return 0;
+	h->held = false;
+	struct gw_rd_linectx now;
+	gw__rd_line_save(r, &now);
+	gw__rd_line_restore(r, &h->ctx);
+	int rc = fn(r, h->text.p, h->text.len, h->line);
+	gw__rd_line_restore(r, &now);
+	return rc;
+}
+
+void gw__rd_hold_free(struct gw_rd_hold *h)
+{
+	gw_buf_free(&h->text);
 }

@@ -25,20 +25,14 @@
  * joined to it.  A followed log is read as it comes.
  */
 #include "reader_impl.h"
-#include "buf.h"
 #include "util.h"
 
-#include <errno.h>
 #include <string.h>
 
 #define LINE_MAX_PLAIN 4096   /* bytes of a metrics line read (they are ~150) */
 
 struct titan {
-	struct gw_buf text;           /* the metrics line held: its line(s), joined */
-	bool held;
-	unsigned more;                /* lines joined to it */
-	uint64_t line;
-	struct gw_rd_linectx ctx;     /* its line's rank label and time */
+	struct gw_rd_hold hold;       /* a metrics line that may go on on the next lines */
 };
 
 static bool sp(char c)
@@ -170,51 +164,29 @@ static bool continues(struct gw_reader *r, const char *s, size_t n)
 	return c && c + 1 < s + n && c[1] == ' ' && !memchr(s, ' ', (size_t)(c - s));
 }
 
-static int flush(struct gw_reader *r, struct titan *st)
-{
-	if (!st->held)
-		return 0;
-	st->held = false;
-	struct gw_rd_linectx now;
-	gw__rd_line_save(r, &now);
-	gw__rd_line_restore(r, &st->ctx);
-	int rc = point(r, st->text.p, st->text.len, st->line);
-	gw__rd_line_restore(r, &now);
-	return rc;
-}
-
 static int tt_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
 {
 	struct titan *st = state;
-	if (st->held && st->more < 3 && continues(r, s, n)) {
-		st->more++;
-		return gw_buf_add(&st->text, " ", 1) || gw_buf_add(&st->text, s, n) ? -ENOMEM : 0;
-	}
-	int rc = flush(r, st);
+	if (st->hold.held && st->hold.more < 3 && continues(r, s, n))
+		return gw__rd_hold_join(&st->hold, s, n);
+	int rc = gw__rd_hold_flush(r, &st->hold, point);
 	if (rc || !gw__rd_find(s, n, "step:"))
 		return rc;
 	if (gw__rd_following(r))
 		return point(r, s, n, lineno);   /* a growing log is not wrapped */
-	/* held until the next line says whether it goes on */
-	gw_buf_reset(&st->text);
-	if (gw_buf_add(&st->text, s, n))
-		return -ENOMEM;
-	st->held = true;
-	st->more = 0;
-	st->line = lineno;
-	gw__rd_line_save(r, &st->ctx);
-	return 0;
+	return gw__rd_hold(r, &st->hold, s, n, lineno);
 }
 
 static int tt_finish(struct gw_reader *r, void *state)
 {
-	return flush(r, state);
+	struct titan *st = state;
+	return gw__rd_hold_flush(r, &st->hold, point);
 }
 
 static void tt_deinit(void *state)
 {
 	struct titan *st = state;
-	gw_buf_free(&st->text);
+	gw__rd_hold_free(&st->hold);
 }
 
 static int tt_sniff(const char *h, size_t n, bool all)

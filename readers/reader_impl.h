@@ -17,6 +17,7 @@
 #define GW_READER_IMPL_H
 
 #include "reader.h"
+#include "buf.h"
 
 #define GW_RD_MAX_EXTRA 64   /* extra metrics kept per point; more are dropped */
 
@@ -78,6 +79,31 @@ void gw__rd_line_restore(struct gw_reader *r, const struct gw_rd_linectx *c);
 /* Whether the input grows while it is read (gw_reader_opts.follow). */
 bool gw__rd_following(const struct gw_reader *r);
 
+/* A record held until the next line says whether it goes on (a chat or an
+ * issue box hard-wrapped it: Megatron's, torchtitan's): its text, the
+ * lines joined to it with a space, and its first line's number, rank
+ * label and time (rd_text.c).  Zeroed is empty; free with
+ * gw__rd_hold_free.  Only when the input is read to its end: a followed
+ * log is not wrapped, and its records are read as they come. */
+struct gw_rd_hold {
+	struct gw_buf text;
+	bool held;
+	unsigned more;                /* lines joined to it */
+	uint64_t line;
+	struct gw_rd_linectx ctx;
+};
+typedef int (*gw_rd_hold_fn)(struct gw_reader *r, const char *s, size_t n, uint64_t line);
+/* Hold s[0..n), the line being read (the one held before must have been
+ * flushed).  0 or -ENOMEM. */
+int gw__rd_hold(struct gw_reader *r, struct gw_rd_hold *h, const char *s, size_t n,
+                uint64_t line);
+/* Join s[0..n) to the record held.  0 or -ENOMEM. */
+int gw__rd_hold_join(struct gw_rd_hold *h, const char *s, size_t n);
+/* The record held, if any, to fn as its first line (with that line's
+ * label and time); returns fn's result (0 without one). */
+int gw__rd_hold_flush(struct gw_reader *r, struct gw_rd_hold *h, gw_rd_hold_fn fn);
+void gw__rd_hold_free(struct gw_rd_hold *h);
+
 /* The alias table and the default run name. */
 const struct gw_alias *gw__rd_aliases(const struct gw_reader *r);
 const char *gw__rd_default_run(const struct gw_reader *r);
@@ -134,6 +160,10 @@ bool gw__rd_whole(double v, int64_t *step);
  * (Lightning's *_epoch) or the fp16 loss scale.  The csv and text formats
  * judge the one whose name says total ("total_loss"), else the first. */
 bool gw__rd_loss_part(const char *name);
+
+/* Is the word s[0..n) one that says evaluation (val, valid, validation,
+ * eval, evaluation, test, ...), any case? */
+bool gw__rd_eval_word(const char *s, size_t n);
 
 /* The first occurrence of `needle` in s[0..n), or NULL. */
 const char *gw__rd_find(const char *s, size_t n, const char *needle);

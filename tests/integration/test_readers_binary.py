@@ -27,16 +27,12 @@ import tempfile
 import unittest
 
 from gwtest import GRADWATCH, REALWORLD
+from logshapes import out_lines, without_end
 
 RAW = os.path.join(REALWORLD, 'raw')
 MORE = os.path.join(REALWORLD, 'raw-more')
 
 
-
-def out_lines(r):
-    """The lines a command wrote, without convert's closing run_finished
-    (end_of_log) lines (a log's runs end with it: docs/wire-format.md)."""
-    return [l for l in r.stdout.decode().splitlines() if '"reason":"end_of_log"' not in l]
 
 def run(*args, timeout=300):
     return subprocess.run([GRADWATCH] + list(args), stdout=subprocess.PIPE,
@@ -50,18 +46,6 @@ def convert(path, *args):
         raise AssertionError('convert %s: exit %d: %s' % (path, r.returncode, r.stderr.decode()))
     return without_end([json.loads(l) for l in r.stdout.decode().splitlines()]), r.stderr.decode()
 
-
-def without_end(lines):
-    """convert's lines without the run_finished (end_of_log) it writes last,
-    one per run, after checking they are there."""
-    runs = []
-    for d in lines:
-        if d.get('run') not in runs and not ('event' in d and d.get('reason') == 'end_of_log'):
-            runs.append(d.get('run'))
-    ends = [d for d in lines if d.get('event') == 'run_finished' and d.get('reason') == 'end_of_log']
-    assert [d['run'] for d in ends] == runs, (runs, ends)
-    assert lines[len(lines) - len(ends):] == ends, 'the end-of-log lines come last'
-    return lines[:len(lines) - len(ends)]
 
 
 def series(points, role, run_name=None):

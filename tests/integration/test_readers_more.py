@@ -19,6 +19,7 @@ import tempfile
 import unittest
 
 import logshapes
+from logshapes import out_lines
 from gwtest import CORPUS, GRADWATCH
 
 GENESIS = logshapes.points(os.path.join(CORPUS, 'genesis.jsonl'))
@@ -33,11 +34,6 @@ PRECISION = {'fairseq_simple': (1e-5, 0), 'fairseq_json': (1e-5, 0), 'torchtitan
 ROLES = {'torchtune_bar': ('loss',), 'torchtitan': ('loss', 'grad_norm')}
 
 
-
-def out_lines(r):
-    """The lines a command wrote, without convert's closing run_finished
-    (end_of_log) lines (a log's runs end with it: docs/wire-format.md)."""
-    return [l for l in r.stdout.decode().splitlines() if '"reason":"end_of_log"' not in l]
 
 def run(*args, stdin=None):
     return subprocess.run([GRADWATCH] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,

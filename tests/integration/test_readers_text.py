@@ -21,6 +21,7 @@ import tempfile
 import unittest
 
 from gwtest import GRADWATCH, REALWORLD
+from logshapes import out_lines, without_end
 
 RAW = os.path.join(REALWORLD, 'raw')
 MORE = os.path.join(REALWORLD, 'raw-more')
@@ -78,11 +79,6 @@ ROLES = ('loss', 'grad_norm', 'lr')
 
 
 
-def out_lines(r):
-    """The lines a command wrote, without convert's closing run_finished
-    (end_of_log) lines (a log's runs end with it: docs/wire-format.md)."""
-    return [l for l in r.stdout.decode().splitlines() if '"reason":"end_of_log"' not in l]
-
 def run(*args, stdin=None, cwd=None):
     return subprocess.run([os.path.abspath(GRADWATCH)] + list(args), stdin=stdin,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, cwd=cwd)
@@ -94,18 +90,6 @@ def convert(path, *opts):
         raise AssertionError('convert %s: exit %d: %s' % (path, r.returncode, r.stderr.decode()))
     return without_end([json.loads(l) for l in r.stdout.decode().splitlines()])
 
-
-def without_end(lines):
-    """convert's lines without the run_finished (end_of_log) it writes last,
-    one per run, after checking they are there."""
-    runs = []
-    for d in lines:
-        if d.get('run') not in runs and not ('event' in d and d.get('reason') == 'end_of_log'):
-            runs.append(d.get('run'))
-    ends = [d for d in lines if d.get('event') == 'run_finished' and d.get('reason') == 'end_of_log']
-    assert [d['run'] for d in ends] == runs, (runs, ends)
-    assert lines[len(lines) - len(ends):] == ends, 'the end-of-log lines come last'
-    return lines[:len(lines) - len(ends)]
 
 
 def series(lines):
