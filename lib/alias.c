@@ -60,7 +60,9 @@ int gw_role_parse(const char *name)
  * tags ("grad-norm", "learning-rate", "loss-scale": megatron/training.py
  * training_log) and DeepSpeed's monitor ("Train/Samples/train_loss",
  * "Train/Samples/lr", "Train/Samples/loss_scale": DeepSpeed's
- * docs/code-docs/source/monitor.rst).  Nothing named val_* / eval_* /
+ * docs/code-docs/source/monitor.rst), OLMo's speed monitor
+ * ("throughput/device/tokens_per_second", olmo/train.py) and OLMo-core's
+ * ("throughput/device/TPS", its SpeedMonitorCallback).  Nothing named val_* / eval_* /
  * test_* is an alias: they are evaluations, not training points.
  *
  * The fp16 fields: Megatron's stdout prints "loss scale", "number of
@@ -141,6 +143,8 @@ static const struct {
 	{GW_ROLE_THROUGHPUT, "tps"},
 	{GW_ROLE_THROUGHPUT, "wps"},
 	{GW_ROLE_THROUGHPUT, "tokens_per_second_per_gpu"},
+	{GW_ROLE_THROUGHPUT, "throughput/device/tokens_per_second"},
+	{GW_ROLE_THROUGHPUT, "throughput/device/TPS"},
 	{GW_ROLE_TS, "ts"},
 	{GW_ROLE_TS, "timestamp"},
 	{GW_ROLE_TS, "_timestamp"},

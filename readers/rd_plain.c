@@ -309,6 +309,9 @@ static bool header(struct plain *st, const char *s, size_t n, bool md)
 {
 	const char *c[TABLE_COLS + 1];
 	size_t cl[TABLE_COLS + 1];
+	/* most lines are no header: long, or a name: value / name=value line */
+	if (n > 512 || memchr(s, ':', n) || memchr(s, '=', n))
+		return false;
 	size_t k = cells(s, n, md, c, cl);
 	if (k < 2 || k > TABLE_COLS)
 		return false;
@@ -429,6 +432,21 @@ static bool signal_name(const char *n)
 	return gw__rd_loss_part(n) || strstr(n, "norm");
 }
 
+/* Does s[0..n) hold "oss" or "orm" in any case (loss, Loss, norm, ...)?
+ * One pass, as the sniffer looks at every line of the head again and
+ * again. */
+static bool loss_or_norm(const char *s, size_t n)
+{
+	for (size_t i = 0; i + 2 < n; i++) {
+		if ((s[i] | 0x20) != 'o')
+			continue;
+		char a = (char)(s[i + 1] | 0x20), b = (char)(s[i + 2] | 0x20);
+		if ((a == 's' && b == 's') || (a == 'r' && b == 'm'))
+			return true;
+	}
+	return false;
+}
+
 /* The sniffer reads lines as pl_line does. */
 static int pl_sniff(const char *h, size_t n, bool all)
 {
@@ -470,8 +488,7 @@ static int pl_sniff(const char *h, size_t n, bool all)
 		}
 		if (header(&tab, p, len, t < len && p[t] == '|'))
 			continue;
-		if (!gw__rd_find(p, len, "oss") && !gw__rd_find(p, len, "OSS") &&
-		    !gw__rd_find(p, len, "orm") && !gw__rd_find(p, len, "ORM")) {
+		if (!loss_or_norm(p, len)) {
 			other++;   /* no loss or norm: nothing to parse for */
 			continue;
 		}

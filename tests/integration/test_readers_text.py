@@ -127,6 +127,30 @@ UNREAD = {
 }
 
 
+class Paste(unittest.TestCase):
+    """`gradwatch replay -` is the paste path: the clipboard piped in, a
+    GitHub quote of a fenced log, sniffed from standard input."""
+
+    def test_a_quoted_fenced_paste_on_stdin(self):
+        src = os.path.join(INCIDENTS, 'nanogpt-215-fp16-nan-quoted.md')
+        with open(src, 'rb') as f:
+            self.assertIn(b'> ', f.read())
+        with open(src, 'rb') as f:
+            r = run('convert', '-', stdin=f)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        got = [json.loads(l) for l in out_lines(r)]
+        points = [d for d in got if 'event' not in d]
+        self.assertGreaterEqual(len(points), 10)
+        self.assertTrue(all(d['run'] == 'stdin' for d in got))
+        self.assertTrue(any(math.isnan(d['loss']) for d in points if 'loss' in d))
+        # replay reads the same from stdin and judges it (exit 1: an alert)
+        with open(src, 'rb') as f:
+            r = run('replay', '--format', 'jsonl', '-', stdin=f)
+        self.assertIn(r.returncode, (0, 1), r.stderr.decode())
+        for a in r.stdout.decode().splitlines():
+            self.assertEqual(json.loads(a)['run'], 'stdin')
+
+
 class Incidents(unittest.TestCase):
     """The real excerpts of tests/data/incidents/ as their sources printed
     them: every one is read (a point or an event at least), but the few
