@@ -14,6 +14,7 @@
 
 #include "daemon.h"
 #include "http.h"
+#include "http_url.h"
 #include "ingest.h"
 #include "query.h"
 

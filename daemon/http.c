@@ -33,6 +33,7 @@
  * internal header that every piece then changes.)
  */
 #include "http.h"
+#include "http_url.h"
 
 #include "buf.h"
 #include "config.h"
@@ -569,7 +570,7 @@ static int find_route(struct gw_http_conn *c)
 			/* the argument is a run name (or an id): the same rule as
 			 * in the wire format */
 			c->arg_name = r->arg_name ? r->arg_name : "run name";
-			int an = gw__http_pct_decode(a, al, c->arg, sizeof(c->arg), false);
+			int an = gw_http_pct_decode(a, al, c->arg, sizeof(c->arg), false);
 			if (an < 0) {
 				snprintf(c->arg_why, sizeof(c->arg_why), "bad percent-encoding (a %%XX "
 				         "that is not two hex digits, or %%00) or longer than %d bytes",

@@ -18,6 +18,7 @@
 #include "auth.h"
 #include "daemon.h"
 #include "http.h"
+#include "http_url.h"
 #include "ingest.h"
 #include "runs.h"
 #include "log.h"

@@ -23,6 +23,7 @@
 
 #include "daemon.h"
 #include "http.h"
+#include "http_url.h"
 #include "query.h"
 #include "series.h"
 #include "store.h"
