@@ -24,9 +24,11 @@
  * notification is delivered at least once, across a crash.  A client that
  * goes away meanwhile is the transport's to handle.
  */
-#include "daemon.h"
-#include "http.h"
+#include "ack.h"
 
+#include "auth.h"
+#include "http.h"
+#include "ingest.h"
 #include "log.h"
 #include "outbox.h"
 #include "query.h"
@@ -133,7 +135,7 @@ static void respond_resolved(struct gw_http_conn *c, const char *id, bool ack)
 static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int status,
                    json_t *alert)
 {
-	struct gw_daemon *d = r->data;
+	const struct gw_ack_opts *d = r->data;
 	struct ack *q = r->state;
 	const char *id = r->arg;
 	if (status != 200) {
@@ -149,7 +151,7 @@ static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int stat
 		json_decref(alert);
 		return;
 	}
-	if (!gw_runs_known(&d->ingest, run)) {
+	if (!gw_ingest_run_known(d->ingest, run)) {
 		/* its run was deleted after our read (DELETE /v1/runs, a prune):
 		 * the alert is gone with it */
 		gw_http_respond_error(c, 404, "no alert %s: its run \"%s\" was deleted", id, run);
@@ -162,7 +164,7 @@ static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int stat
 		return;
 	}
 	bool acked = json_is_number(json_object_get(alert, "acked_at"));
-	int now_acked = gw_outbox_acked(d->ingest.outbox, id);
+	int now_acked = gw_outbox_acked(d->outbox, id);
 	if (now_acked >= 0 && now_acked != acked) {
 		json_decref(alert);
 		if (q->reads++ < ACK_REREADS) {
@@ -187,7 +189,7 @@ static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int stat
 	double at = gw_wall_now();
 	gw_store_hold(d->store);
 	uint64_t seq = 0;
-	int rc = gw_outbox_ack(d->ingest.outbox, id, q->ack, at, q->by, q->note, alert, &seq);
+	int rc = gw_outbox_ack(d->outbox, id, q->ack, at, q->by, q->note, alert, &seq);
 	if (rc == 0) {
 		const struct gw_sv none = {.t = GW_SV_NULL};
 		const struct gw_sv v[] = {
@@ -263,8 +265,9 @@ static void h_ack(struct gw_http_conn *c, const struct gw_http_req *r)
 	gw_http_defer(c, read_alert, decide, q, ack_free);
 }
 
-int gw_ack_start(struct gw_daemon *d, char *err, size_t errlen)
+int gw_ack_start(struct gw_http *h, const struct gw_ack_opts *o, char *err, size_t errlen)
 {
+	void *d = (void *)o;   /* the routes' data: read only */
 	const struct gw_http_route routes[] = {
 		{.method = "POST", .path = "/v1/alerts/", .prefix = true, .suffix = "/ack",
 		 .handler = h_ack, .body_max = ACK_BODY_MAX, .data = d, .scope = GW_SCOPE_INGEST,
@@ -274,7 +277,7 @@ int gw_ack_start(struct gw_daemon *d, char *err, size_t errlen)
 		 .arg_name = "alert id"},
 	};
 	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++) {
-		int rc = gw_http_route(d->http, &routes[i]);
+		int rc = gw_http_route(h, &routes[i]);
 		if (rc < 0)
 			return gw_errf(err, errlen, rc, "cannot register %s /v1/alerts/{id}/ack",
 			               routes[i].method);

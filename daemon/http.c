@@ -500,7 +500,6 @@ void gw_http_answer_after_commit(struct gw_http_conn *c, uint64_t seq, int statu
 	c->not_yet = not_yet;
 	c->waiter.seq = seq;
 	c->waiter.fn = answer_committed;
-	gw_store_flush(c->srv->o.ingest->store);
 	gw_ingest_wait_commit(c->srv->o.ingest, &c->waiter);
 }
 

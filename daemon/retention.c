@@ -16,12 +16,12 @@
 #include "retention.h"
 
 #include "auth.h"
-#include "daemon.h"
+#include "config.h"
 #include "http.h"
 #include "http_url.h"
 #include "ingest.h"
-#include "runs.h"
 #include "log.h"
+#include "store.h"
 #include "util.h"
 
 #include <errno.h>
@@ -46,15 +46,16 @@ struct pick {
 /* A timed pass on the thread pool. */
 struct pass {
 	uv_work_t work;
-	struct gw_daemon *d;
 	const char *db_path;
 	struct pick pk;
 	int rc;
 };
 
 struct state {
+	struct gw_retention_opts o;
 	uv_timer_t timer;
 	bool timer_on;
+	bool stopping;             /* gw_retention_stop: nothing more is deleted */
 	bool busy;                 /* a timed pass is running */
 	bool stuck_said;           /* over max_bytes with nothing to delete: said once */
 	struct gw_retention_stats stats;
@@ -121,11 +122,11 @@ static int pick(const char *db_path, struct pick *p)
 }
 
 /* Delete one run: from the record path and from the database. */
-static uint64_t delete_run(struct gw_daemon *d, const char *run)
+static uint64_t delete_run(const char *run)
 {
-	gw_runs_forget(&d->ingest, run);
+	gw_ingest_forget_run(st.o.ingest, run);
 	st.stats.runs_deleted++;
-	return gw_store_delete_run(d->store, run);
+	return gw_store_delete_run(st.o.store, run);
 }
 
 /* A run picked was last seen before this (the latest cutoff of the
@@ -140,19 +141,19 @@ static double pick_cutoff(const struct pick *p)
  * but those seen since `cutoff`.  Returns the store
  * sequence of the last deletion (0: none); *deleted (may be NULL) gets the
  * runs deleted. */
-static uint64_t delete_names(struct gw_daemon *d, const json_t *names, double cutoff,
-                             const char *why, json_t **deleted)
+static uint64_t delete_names(const json_t *names, double cutoff, const char *why,
+                             json_t **deleted)
 {
 	uint64_t seq = 0;
 	json_t *done = json_array();
-	for (size_t i = 0; i < json_array_size(names) && !d->stopping; i++) {
+	for (size_t i = 0; i < json_array_size(names) && !st.stopping; i++) {
 		const char *run = json_string_value(json_array_get(names, i));
-		if (gw_runs_last_seen(&d->ingest, run) >= cutoff) {   /* NAN (not known): it goes */
+		if (gw_ingest_run_last_seen(st.o.ingest, run) >= cutoff) {   /* NAN (not known): it goes */
 			gw_log_info("retention: run %s kept (%s): it sent a line while it was being "
 			            "picked", run, why);
 			continue;
 		}
-		seq = delete_run(d, run);
+		seq = delete_run(run);
 		json_array_append_new(done, json_string(run));
 		gw_log_info("retention: run %s deleted (%s)", run, why);
 	}
@@ -172,14 +173,13 @@ static void work_pick(uv_work_t *w)
 static void work_done(uv_work_t *w, int status)
 {
 	struct pass *p = gw_container_of(w, struct pass, work);
-	struct gw_daemon *d = p->d;
 	const struct pick *pk = &p->pk;
 	st.busy = false;
 	st.stats.passes++;
 	if (p->rc < 0 || status < 0) {
 		gw_log_warn("retention: %s", p->rc < 0 ? pk->err : "cancelled");
 	} else {
-		delete_names(d, pk->names, pick_cutoff(pk),
+		delete_names(pk->names, pick_cutoff(pk),
 		             isnan(pk->older_than) ? "retention.max_bytes" : "retention.max_age", NULL);
 		/* over max_bytes with nothing that may go: said once, again only
 		 * after the database fitted or runs could go in between (it was
@@ -200,20 +200,18 @@ static void work_done(uv_work_t *w, int status)
 
 static void on_timer(uv_timer_t *t)
 {
-	struct gw_daemon *d = t->data;
-	const struct gw_cfg *cfg = d->cfg;
-	if (st.busy || d->stopping)
+	const struct gw_cfg *cfg = st.o.cfg;
+	if (st.busy || st.stopping)
 		return;
 	struct pass *p = calloc(1, sizeof(*p));
 	if (!p)
 		return;
-	p->d = d;
 	p->db_path = cfg->db_path;
 	p->pk.older_than = cfg->retention_max_age_ms
 	                   ? gw_wall_now() - cfg->retention_max_age_ms / 1000.0 : NAN;
 	p->pk.max_bytes = cfg->retention_max_bytes;
 	p->pk.active_since = gw_wall_now() - cfg->run_evict_idle_s;
-	if (uv_queue_work(d->loop, &p->work, work_pick, work_done) < 0) {
+	if (uv_queue_work(st.o.loop, &p->work, work_pick, work_done) < 0) {
 		free(p);
 		return;
 	}
@@ -226,18 +224,17 @@ static void on_timer(uv_timer_t *t)
  * is writing: a token limited to a glob of runs deletes only those. */
 static void h_delete(struct gw_http_conn *c, const struct gw_http_req *r)
 {
-	struct gw_daemon *d = r->data;
 	if (!gw_auth_allows_run(r->token, r->arg)) {
 		gw_http_respond_error(c, 403, "this token may not delete run \"%s\" (it may write "
 		                      "only runs matching %s)", r->arg, gw_auth_runs_glob(r->token));
 		return;
 	}
-	if (!gw_runs_known(&d->ingest, r->arg)) {
+	if (!gw_ingest_run_known(st.o.ingest, r->arg)) {
 		gw_http_respond_error(c, 404, "no run named \"%s\"", r->arg);
 		return;
 	}
 	gw_log_info("run %s deleted (DELETE /v1/runs)", r->arg);
-	gw_http_answer_after_commit(c, delete_run(d, r->arg),
+	gw_http_answer_after_commit(c, delete_run(r->arg),
 	                            200, json_pack("{s:[s]}", "deleted", r->arg), "not deleted yet");
 }
 
@@ -263,8 +260,7 @@ static void prune_then(struct gw_http_conn *c, const struct gw_http_req *r, int 
 		return;
 	}
 	json_t *deleted = NULL;
-	uint64_t seq = delete_names(r->data, names, pick_cutoff(r->state), "POST /v1/prune",
-	                            &deleted);
+	uint64_t seq = delete_names(names, pick_cutoff(r->state), "POST /v1/prune", &deleted);
 	json_decref(names);
 	gw_http_answer_after_commit(c, seq, 200, json_pack("{s:o}", "deleted", deleted),
 	                            "not deleted yet");
@@ -314,26 +310,25 @@ static void h_prune(struct gw_http_conn *c, const struct gw_http_req *r)
 	gw_http_defer(c, read_prune, prune_then, pk, pick_free);
 }
 
-int gw_retention_start(struct gw_daemon *d, char *err, size_t errlen)
+int gw_retention_start(const struct gw_retention_opts *o, char *err, size_t errlen)
 {
 	const struct gw_http_route routes[] = {
 		{.method = "DELETE", .path = "/v1/runs/", .prefix = true, .handler = h_delete,
-		 .data = d, .scope = GW_SCOPE_INGEST},
-		{.method = "POST", .path = "/v1/prune", .handler = h_prune, .data = d,
 		 .scope = GW_SCOPE_INGEST},
+		{.method = "POST", .path = "/v1/prune", .handler = h_prune, .scope = GW_SCOPE_INGEST},
 	};
+	memset(&st, 0, sizeof(st));
+	st.o = *o;
 	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++) {
-		int rc = gw_http_route(d->http, &routes[i]);
+		int rc = gw_http_route(o->http, &routes[i]);
 		if (rc < 0)
 			return gw_errf(err, errlen, rc, "cannot register %s %s", routes[i].method,
 			               routes[i].path);
 	}
-	memset(&st, 0, sizeof(st));
-	uv_timer_init(d->loop, &st.timer);
-	st.timer.data = d;
+	uv_timer_init(o->loop, &st.timer);
 	st.timer_on = true;
-	if (d->cfg->retention_max_age_ms || d->cfg->retention_max_bytes)
-		uv_timer_start(&st.timer, on_timer, 1000, d->cfg->retention_every_ms);
+	if (o->cfg->retention_max_age_ms || o->cfg->retention_max_bytes)
+		uv_timer_start(&st.timer, on_timer, 1000, o->cfg->retention_every_ms);
 	return 0;
 }
 
@@ -342,8 +337,9 @@ void gw_retention_stats(struct gw_retention_stats *out)
 	*out = st.stats;
 }
 
-void gw_retention_stop(struct gw_daemon *d)
+void gw_retention_stop(void)
 {
+	st.stopping = true;
 	if (st.timer_on && !uv_is_closing((uv_handle_t *)&st.timer))
 		uv_close((uv_handle_t *)&st.timer, NULL);
 }

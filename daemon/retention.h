@@ -16,19 +16,32 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <uv.h>
 
-struct gw_daemon;
+struct gw_cfg;
+struct gw_http;
+struct gw_ingest;
+struct gw_store;
+
+/* What retention works with (borrowed, outliving it). */
+struct gw_retention_opts {
+	uv_loop_t *loop;
+	const struct gw_cfg *cfg;     /* "retention", limits.run_evict_idle_s, the database */
+	struct gw_ingest *ingest;     /* forgets a deleted run; knows when a run last sent */
+	struct gw_store *store;       /* deletes it */
+	struct gw_http *http;         /* DELETE /v1/runs/{run}, POST /v1/prune */
+};
 
 /* Lifecycle (docs/architecture.md, "Starting and stopping"): start and
  * stop; the state is static, there is nothing to free.  Start the periodic
  * passes (when "retention" is configured) and register DELETE
  * /v1/runs/{run} and POST /v1/prune.  Returns 0 or a negative errno with a
  * message in err. */
-int gw_retention_start(struct gw_daemon *d, char *err, size_t errlen);
-/* Close the timer (idempotent, also without a start).  A pass already on
- * the thread pool finishes (the loop waits for it) and, the daemon
- * stopping, deletes nothing. */
-void gw_retention_stop(struct gw_daemon *d);
+int gw_retention_start(const struct gw_retention_opts *o, char *err, size_t errlen);
+/* Delete nothing more and close the timer (idempotent, also without a
+ * start; the daemon calls it when its shutdown begins).  A pass already on
+ * the thread pool finishes (the loop waits for it) and deletes nothing. */
+void gw_retention_stop(void);
 
 /* Since the start: timed passes finished, runs deleted (by the passes,
  * DELETE and prune).  Loop thread. */
