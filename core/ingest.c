@@ -27,7 +27,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,54 +80,14 @@ static void on_ended(void *data, const struct gw_end_info *en)
 	gw_log_debug("run %s ended at step %" PRId64 " (%s)", en->run, en->step, en->reason);
 }
 
-/* The alert's row in the alerts table: open (insert or reopen), update or
- * resolve. */
-static uint64_t put_alert(struct gw_store *st, const struct gw_alert *a)
-{
-	double wall = isnan(a->wall) ? gw_wall_now() : a->wall;
-	char *ev = a->evidence ? json_dumps(a->evidence, JSON_COMPACT | JSON_REAL_PRECISION(12))
-	                       : strdup("{}");
-	if (!ev)
-		return 0;
-	const struct gw_sv id = gw_sv_text(a->id), summary = gw_sv_text(a->summary ? a->summary : ""),
-	                   cause = gw_sv_text(a->cause), action = gw_sv_text(a->action),
-	                   evidence = gw_sv_text(ev), sev = gw_sv_text(gw_severity_name(a->severity));
-	uint64_t seq;
-	if (a->kind == GW_ALERT_OPEN) {
-		const struct gw_sv v[] = {
-			id, gw_sv_run(a->run, strlen(a->run)), gw_sv_int(a->seg), gw_sv_int(a->step),
-			gw_sv_int((int64_t)a->line), gw_sv_text(a->detector), sev, summary, cause, action,
-			evidence, gw_sv_real(a->ts), gw_sv_real(wall),
-		};
-		seq = gw_store_put(st, NULL, GW_STORE_ALERT_OPEN, v, GW_ARRAY_SIZE(v));
-	} else if (a->kind == GW_ALERT_UPDATE) {
-		const struct gw_sv v[] = {
-			id, sev, summary, cause, action, evidence, gw_sv_real(wall), gw_sv_int(a->step),
-			gw_sv_int((int64_t)a->line),
-		};
-		seq = gw_store_put(st, NULL, GW_STORE_ALERT_UPDATE, v, GW_ARRAY_SIZE(v));
-	} else {
-		const struct gw_sv v[] = {id, gw_sv_real(wall), gw_sv_int(a->step),
-		                          gw_sv_text(a->summary && *a->summary ? a->summary : NULL)};
-		seq = gw_store_put(st, NULL, GW_STORE_ALERT_RESOLVE, v, GW_ARRAY_SIZE(v));
-	}
-	free(ev);
-	return seq;
-}
-
 static void on_alert(void *data, const struct gw_alert *a)
 {
 	struct gw_ingest *in = data;
 	if (in->o.observe.on_alert)
 		in->o.observe.on_alert(in->o.observe.data, a);
-	if (!in->store)
-		return;
-	/* the alert and its outbox rows commit together or not at all: an
-	 * alert stored without them would never be delivered */
-	gw_store_hold(in->store);
-	put_alert(in->store, a);
-	gw_outbox_alert(in->outbox, a);   /* after the alert: it is stored first */
-	gw_store_release(in->store);
+	/* its row and its deliveries (one transaction with this line's) */
+	if (in->outbox)
+		gw_outbox_alert(in->outbox, a);
 	if (a->kind == GW_ALERT_OPEN) {
 		int k = gw_det_index(a->detector);
 		if (k >= 0)
@@ -140,58 +99,6 @@ static void on_alert(void *data, const struct gw_alert *a)
 	}
 }
 
-
-/* ---- after a restart ------------------------------------------------------------ */
-
-/* Stall alerts left open by the daemon that ran before: the silence of a
- * run is watched by the live state of the run, which is gone, so the alert
- * would stay open (and be re-posted to Alertmanager) for ever.  They are
- * resolved, saying why; the run's silence is judged again once it sends. */
-static void orphan_row(void *ctx, sqlite3_stmt *row)
-{
-	struct gw_ingest *in = ctx;
-	const char *id = (const char *)sqlite3_column_text(row, 0);
-	const char *run = (const char *)sqlite3_column_text(row, 1);
-	const char *det = (const char *)sqlite3_column_text(row, 5);
-	if (!id || !run || !det || strlen(id) >= sizeof(((struct gw_alert *)0)->id))
-		return;
-	struct gw_alert a = {
-		.kind = GW_ALERT_RESOLVE,
-		.run = run,
-		.seg = sqlite3_column_int64(row, 2),
-		.step = sqlite3_column_int64(row, 3),
-		.line = (uint64_t)sqlite3_column_int64(row, 4),
-		.detector = det,
-		.severity = (enum gw_severity)gw_severity_parse((const char *)sqlite3_column_text(row, 6)),
-		.summary = "gradwatchd restarted: the run's silence is no longer watched; it is judged "
-		           "again from the run's next line",
-		.ts = NAN,
-		.wall = NAN,
-	};
-	gw_strlcpy(a.id, id, sizeof(a.id));
-	if ((int)a.severity < 0)
-		a.severity = GW_SEV_WARNING;
-	on_alert(in, &a);
-}
-
-void gw__ingest_resolve_orphans(struct gw_ingest *in)
-{
-	char names[256] = "", err[256];
-	size_t o = 0;
-	/* the wall-clock detectors: those with a tick */
-	for (size_t d = 0; gw_det_registry[d]; d++)
-		if (gw_det_registry[d]->on_tick && o + 80 < sizeof(names))
-			o += (size_t)snprintf(names + o, sizeof(names) - o, "%s'%s'", o ? "," : "",
-			                      gw_det_registry[d]->name);
-	if (!o)
-		return;
-	char sql[512];
-	snprintf(sql, sizeof(sql), "SELECT a.id, r.name, a.seg, a.step, a.line, a.detector, a.severity "
-	         "FROM alerts a JOIN runs r ON r.id = a.run_id WHERE a.state = 'open' AND "
-	         "a.detector IN (%s)", names);
-	if (gw_store_read_each(in->cfg->db_path, sql, NULL, 0, orphan_row, in, err, sizeof(err)) < 0)
-		gw_log_warn("could not read the open silences of the daemon before: %s", err);
-}
 
 void gw__ingest_hooks(struct gw_ingest *in, struct gw_engine_hooks *h)
 {

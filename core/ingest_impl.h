@@ -46,8 +46,6 @@ void gw__ingest_reject(struct gw_ingest *in, enum gw_transport t, struct gw_wire
 
 /* ingest.c: the engine's hooks, with in as their data. */
 void gw__ingest_hooks(struct gw_ingest *in, struct gw_engine_hooks *h);
-/* ingest.c: resolve the stall alerts the daemon before left open. */
-void gw__ingest_resolve_orphans(struct gw_ingest *in);
 
 /* ingest_commit.c: the commit notification (loop; NULL for a replay). */
 void gw__ingest_commit_init(struct gw_ingest *in);

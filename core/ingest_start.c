@@ -55,8 +55,6 @@ int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out, char
 			return gw_errf(err, errlen, -ENOMEM, "out of memory");
 		gw_log_warn("could not read where known runs stood: %s", rerr);
 	}
-	if (in->outbox)
-		gw__ingest_resolve_orphans(in);
 	gw_runs_restore(in->runs, gw_wall_now());
 	return 0;
 }

@@ -10,14 +10,12 @@
 struct gw_http;
 struct gw_ingest;
 struct gw_outbox;
-struct gw_store;
 
 /* What the routes need (borrowed; the struct itself too: it must outlive
  * the HTTP server). */
 struct gw_ack_opts {
 	struct gw_ingest *ingest;     /* whether the alert's run still exists */
-	struct gw_outbox *outbox;     /* the alerts' state, which decides */
-	struct gw_store *store;
+	struct gw_outbox *outbox;     /* the alerts' state, which decides and queues */
 };
 
 /* Register the two routes on h.  Returns 0 or a negative errno with a

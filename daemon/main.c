@@ -203,7 +203,7 @@ static int start_routes(struct gw_daemon *d, char *err, size_t errlen)
 	                                    .outbox = d->outbox, .started = d->started};
 	d->metrics = (struct gw_metrics_opts){.cfg = d->cfg, .ingest = d->ingest, .store = d->store,
 	                                      .outbox = d->outbox, .started = d->started};
-	d->ack = (struct gw_ack_opts){.ingest = d->ingest, .outbox = d->outbox, .store = d->store};
+	d->ack = (struct gw_ack_opts){.ingest = d->ingest, .outbox = d->outbox};
 	int rc;
 	if ((rc = gw_api_start(d->http, &d->api, err, errlen)) < 0 ||
 	    (rc = gw_health_start(d->http, &d->health, err, errlen)) < 0 ||

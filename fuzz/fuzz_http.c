@@ -182,7 +182,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	                                   .outbox = d.outbox, .started = started};
 	d.metrics = (struct gw_metrics_opts){.cfg = &cfg, .ingest = d.ingest, .store = d.store,
 	                                     .outbox = d.outbox, .started = started};
-	d.ack = (struct gw_ack_opts){.ingest = d.ingest, .outbox = d.outbox, .store = d.store};
+	d.ack = (struct gw_ack_opts){.ingest = d.ingest, .outbox = d.outbox};
 	if (rc < 0 || gw_api_start(d.http, &d.api, err, sizeof(err)) < 0 ||
 	    gw_health_start(d.http, &d.health, err, sizeof(err)) < 0 ||
 	    gw_metrics_start(d.http, &d.metrics, err, sizeof(err)) < 0 ||

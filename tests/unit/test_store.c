@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alert_row.h"
 #include "engine.h"
 #include "store.h"
 
