@@ -13,6 +13,7 @@
 #include "auth.h"
 #include "cli.h"
 #include "engine.h"
+#include "fault.h"
 #include "follow.h"
 #include "log.h"
 #include "reader.h"
@@ -263,6 +264,8 @@ int gw_args_parse(int argc, char **argv, struct gw_args *a)
 	if (version) {
 		gw_cli_print_version(stdout, "gradwatchd");
 		printf("memory per run: %zu bytes\n", gw_engine_bytes_per_run());
+		if (gw_fault_describe())
+			printf("%s\n", gw_fault_describe());
 		rc = 0;
 		goto out_cfg;
 	}

@@ -22,8 +22,9 @@
  * the barrier, then (after the read on the pool) for the commit of what
  * the route queued; conn_close cancels it, and waits for a running read,
  * so a route never hears of a connection that went away.  The test hook
- * GRADWATCH_FAULT_HOLD_READS (hold_read) holds each read until a test lets
- * it go, to force what happens between a read and its route's decision.
+ * GRADWATCH_FAULT_HOLD_READS (lib/fault.h, only in a build with
+ * -Dfault_hooks=true) holds each read until a test lets it go, to force
+ * what happens between a read and its route's decision.
  *
  * (About 1,200 lines, on purpose: the parser callbacks, the connection
  * lifecycle with its limits and timers, the deferred answers and the
@@ -37,6 +38,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "fault.h"
 #include "ingest.h"
 #include "log.h"
 #include "util.h"
@@ -46,12 +48,10 @@
 #include <errno.h>
 #include <http_parser.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #define URL_MAX 4096
 #define BODY_KEEP (1024 * 1024)
@@ -152,7 +152,7 @@ struct gw_http {
 	http_parser_settings settings;
 	struct gw_http_route routes[MAX_ROUTES];
 	size_t nroutes;
-	const char *hold_reads;      /* test hook GRADWATCH_FAULT_HOLD_READS, or NULL */
+	const char *hold_reads;      /* the test hook (gw_fault_hold_reads), or NULL */
 };
 
 struct wreq {
@@ -391,43 +391,13 @@ static void end_request(struct gw_http_conn *c)
 	c->answer = NULL;
 }
 
-/* Test hook GRADWATCH_FAULT_HOLD_READS=PATH (thread pool), so a test can
- * act between a deferred read and the loop's use of it: while PATH exists
- * (and its content, if any, is part of the request's query string), the
- * Nth read held (counted from 1) creates PATH.held.N once done and waits
- * until PATH.go.N exists (at most 60 s). */
-static void hold_read(const char *path, const struct gw_http_req *r)
-{
-	static atomic_uint held;
-	char want[128], mark[4200];
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return;
-	size_t n = fread(want, 1, sizeof(want) - 1, f);
-	fclose(f);
-	while (n && (want[n - 1] == '\n' || want[n - 1] == '\r'))
-		n--;
-	want[n] = '\0';
-	if (n && !memmem(r->query, r->query_len, want, n))
-		return;
-	unsigned k = ++held;
-	snprintf(mark, sizeof(mark), "%s.held.%u", path, k);
-	if ((f = fopen(mark, "w")))
-		fclose(f);
-	snprintf(mark, sizeof(mark), "%s.go.%u", path, k);
-	gw_log_warn("http: test hook GRADWATCH_FAULT_HOLD_READS: read %u held until %s exists", k,
-	            mark);
-	for (int i = 0; i < 6000 && access(mark, F_OK) != 0; i++)
-		usleep(10000);
-}
-
 static void work_run(uv_work_t *req)
 {
 	struct gw_http_conn *c = gw_container_of(req, struct gw_http_conn, work);
 	c->qresult = NULL;
 	c->qstatus = c->read(&c->req, &c->qresult);
 	if (c->srv->hold_reads)
-		hold_read(c->srv->hold_reads, &c->req);
+		gw_fault_hold_read(c->srv->hold_reads, c->req.query, c->req.query_len);
 }
 
 static void work_done(uv_work_t *req, int status)
@@ -1173,8 +1143,7 @@ int gw_http_start(const struct gw_http_opts *o, struct gw_http **out, char *err,
 		return gw_errf(err, errlen, -ENOMEM, "out of memory");
 	h->o = *o;
 	h->conns.next = h->conns.prev = &h->conns;
-	const char *hold = getenv("GRADWATCH_FAULT_HOLD_READS");
-	h->hold_reads = hold && *hold ? hold : NULL;
+	h->hold_reads = gw_fault_hold_reads();
 	h->settings.on_message_begin = cb_message_begin;
 	h->settings.on_url = cb_url;
 	h->settings.on_header_field = cb_header_field;

@@ -16,18 +16,20 @@
  * and read best beside each other; taking the writer apart would put all of
  * that in an internal header.)
  *
- * Test hook (fault injection, tests/integration/test_crash.py): with
+ * Test hook (fault injection, tests/integration/test_crash.py; only in a
+ * build with -Dfault_hooks=true, lib/fault.h): with
  * GRADWATCH_FAULT_CRASH_COMMIT=N in the environment at gw_store_open(), the
  * writer kills the whole process with SIGKILL right before its Nth COMMIT
  * (counting the writer's transactions since open, failed ones included),
  * so a test can crash the daemon between any two transactions and check
- * what a restart finds.  Unset or 0: no effect.  Not for production use.
+ * what a restart finds.
  */
 #include "store.h"
 #include "schema.h"
 #include "series.h"
 
 #include "buf.h"
+#include "fault.h"
 #include "log.h"
 #include "strtab.h"
 #include "util.h"
@@ -36,7 +38,6 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -229,7 +230,7 @@ struct gw_store {
 	struct gw_strtab runs_by_name; /* name -> index into runs */
 	struct gw__tiles *tiles;       /* chart extremes of this batch (series.c) */
 	uint64_t commit_attempts;      /* COMMITs tried (the fault hook counts them) */
-	uint64_t crash_at_commit;      /* GRADWATCH_FAULT_CRASH_COMMIT, 0: off */
+	uint64_t crash_at_commit;      /* the test hook (gw_fault_crash_commit), 0: off */
 
 	/* stats, under mu */
 	uint64_t commits, n[C_N];
@@ -775,7 +776,7 @@ static int write_batch(struct gw_store *s, uint64_t counts[C_N], char *why, size
 		goto fail;
 	/* the test hook: die as kill -9 would, with this transaction open */
 	if (++s->commit_attempts == s->crash_at_commit)
-		kill(getpid(), SIGKILL);
+		gw_fault_crash();
 	if ((rc = step_done(s->tx[T_COMMIT])) != SQLITE_OK)
 		goto fail;
 	return SQLITE_OK;
@@ -1019,12 +1020,7 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 		s->schemas[k] = o->schemas[k];
 	s->n_schemas = o->n_schemas;
 	s->o.schemas = NULL;
-	const char *crash = getenv("GRADWATCH_FAULT_CRASH_COMMIT");
-	if (crash && *crash) {
-		s->crash_at_commit = strtoull(crash, NULL, 10);
-		gw_log_warn("store: test hook GRADWATCH_FAULT_CRASH_COMMIT=%s: the process kills "
-		            "itself before commit %" PRIu64, crash, s->crash_at_commit);
-	}
+	s->crash_at_commit = gw_fault_crash_commit();
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->notify_mu, NULL);
 	pthread_condattr_t ca;

@@ -198,6 +198,9 @@ class HeldBetweenReadAndDecision(unittest.TestCase):
     holds each read, once done, until the test lets it go, so the
     in-between is forced, not hoped for."""
 
+    def setUp(self):
+        gwtest.need_fault_hooks(self)
+
     def arm(self, match=''):
         """Hold the reads of requests whose query string holds `match`."""
         self.hold = os.path.join(tempfile.mkdtemp(prefix='gwhold-'), 'hold')
