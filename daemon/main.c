@@ -12,7 +12,7 @@
  * close them (a partial last line is counted as truncated), commit
  * everything queued, STOPPING=1, exit 0.  SIGHUP reloads thresholds,
  * per-run overrides, disabled detectors and the log level from the
- * configuration file.
+ * configuration file (reload.c).
  *
  * parts[] is the one place where parts start and stop: each row has a
  * _start, a _stop (close its handles) and a _free (after the loop ran the
@@ -33,6 +33,7 @@
 #include "ingest.h"
 #include "metrics.h"
 #include "notify.h"
+#include "reload.h"
 #include "retention.h"
 #include "runs.h"
 #include "stream.h"
@@ -425,86 +426,12 @@ static void begin_shutdown(struct gw_daemon *d, const char *why)
 	uv_timer_start(&d->grace_timer, on_grace_over, SHUTDOWN_GRACE_MS, 0);
 }
 
-/* The top-level keys of the configuration file whose value in `fresh`
- * differs from the file at start-up, but for those a reload applies, as
- * "a, b" in out (empty when none). */
-static void restart_keys(const struct gw_daemon *d, const struct gw_cfg *fresh, char *out,
-                         size_t outlen)
-{
-	static const char *const applied[] = {"thresholds", "runs", "detectors", "log_level", NULL};
-	json_t *now = gw_cfg_to_json(fresh);
-	const char *key;
-	json_t *v;
-	size_t len = 0;
-	out[0] = '\0';
-	json_t *both[2] = {d->args->file_cfg, now};
-	for (int side = 0; side < 2 && d->args->file_cfg && now; side++) {
-		json_object_foreach(both[side], key, v) {
-			bool live = false;
-			for (size_t i = 0; applied[i] && !live; i++)
-				live = strcmp(key, applied[i]) == 0;
-			json_t *other = json_object_get(both[!side], key);
-			/* a key on both sides is compared once, from the first */
-			if (live || (side == 1 && other) || (other && json_equal(v, other)))
-				continue;
-			int n = snprintf(out + len, outlen - len, "%s%s", len ? ", " : "", key);
-			if (n < 0 || (size_t)n >= outlen - len)
-				break;
-			len += (size_t)n;
-		}
-	}
-	json_decref(now);
-}
-
-static int reload(struct gw_daemon *d)
-{
-	if (!d->cfg->file) {
-		gw_log_info("SIGHUP: no configuration file to reload");
-		return 0;
-	}
-	struct gw_cfg fresh;
-	char err[512];
-	if (gw_cfg_defaults(&fresh) < 0)
-		return -ENOMEM;
-	int rc = gw_cfg_load(&fresh, d->cfg->file, err, sizeof(err));
-	if (rc < 0) {
-		gw_log_err("SIGHUP: keeping the old configuration: %s", err);
-		gw_cfg_free(&fresh);
-		return rc;
-	}
-	/* swap in what can change at run time */
-	struct gw_th_override *ov = d->cfg->overrides;
-	size_t nov = d->cfg->n_overrides;
-	d->cfg->engine.th = fresh.engine.th;
-	d->cfg->engine.disabled = fresh.engine.disabled;
-	d->cfg->overrides = fresh.overrides;
-	d->cfg->n_overrides = fresh.n_overrides;
-	if (!d->args->log_level_flag)
-		d->cfg->log_level = fresh.log_level;
-	fresh.overrides = ov;
-	fresh.n_overrides = nov;
-	struct gw_engine_opts eo = d->cfg->engine;
-	eo.overrides = d->cfg->overrides;
-	eo.n_overrides = d->cfg->n_overrides;
-	gw_ingest_reconfigure(d->ingest, &eo);
-	gw_log_init(d->cfg->log_level, gw_log_stderr_is_journal());
-	char later[512];
-	restart_keys(d, &fresh, later, sizeof(later));
-	gw_cfg_free(&fresh);
-	gw_log_info("SIGHUP: reloaded thresholds, run overrides, detectors and log level from %s",
-	            d->cfg->file);
-	if (later[0])
-		gw_log_warn("SIGHUP: %s changed in %s since the start and need a restart; "
-		            "the daemon goes on with them as they were", later, d->cfg->file);
-	return 0;
-}
-
 static void on_signal(uv_signal_t *s, int signum)
 {
 	struct gw_daemon *d = s->data;
 	if (signum == SIGHUP) {
 		gw_notify("RELOADING=1");
-		reload(d);
+		gw_reload(d->args, d->ingest);
 		gw_notify("READY=1");
 		return;
 	}
