@@ -7,7 +7,7 @@
  */
 #include "store_impl.h"
 #include "schema.h"
-#include "series.h"
+#include "tiles.h"
 
 #include "fault.h"
 #include "log.h"

@@ -21,7 +21,7 @@
  */
 #include "store_impl.h"
 #include "schema.h"
-#include "series.h"
+#include "tiles.h"
 
 #include "buf.h"
 #include "fault.h"

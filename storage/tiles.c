@@ -1,5 +1,5 @@
 /*
- * tiles: the store writer's side of storage/series.c.  While a commit's
+ * tiles: the store writer's side of storage/series.c (see tiles.h).  While a commit's
  * records are written, gw__tiles_add keeps, per (run, segment, 256-step
  * tile) the batch touches, the value and step of the minimum and maximum
  * loss and grad norm, the minimum throughput, the first LR and the first
@@ -11,7 +11,7 @@
  * per tile and commit, not per record (a per-row trigger measured 4x
  * slower; docs/web.md).
  */
-#include "series.h"
+#include "tiles.h"
 
 #include "buf.h"
 #include "hash.h"
