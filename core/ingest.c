@@ -149,15 +149,17 @@ int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t
 		gw_strlcpy(e->field, "run", sizeof(e->field));
 		snprintf(e->msg, sizeof(e->msg), "%s",
 		         rc == -ENOSPC ? "bad_run: too many runs (limits.max_runs reached)"
-		                       : "bad_run: out of memory for a new run");
-		gw__ingest_reject(in, s->t, e, GW_REJ_BAD_RUN);
+		                       : "out_of_memory: no memory for the run's detector state; "
+		                         "send it again later");
+		gw__ingest_reject(in, s->t, e, rc == -ENOSPC ? GW_REJ_BAD_RUN : GW_REJ_NO_MEMORY);
 		return -EINVAL;
 	}
 	if (in->store) {
 		if (!seq) {
 			*e = (struct gw_wire_err){.column = 0};
-			snprintf(e->msg, sizeof(e->msg), "out of memory queueing the line");
-			gw__ingest_reject(in, s->t, e, GW_REJ_SYNTAX);
+			snprintf(e->msg, sizeof(e->msg), "out_of_memory: the line could not be queued "
+			         "for the database; send it again later");
+			gw__ingest_reject(in, s->t, e, GW_REJ_NO_MEMORY);
 			return -EINVAL;
 		}
 		s->last_seq = seq;

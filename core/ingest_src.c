@@ -32,8 +32,9 @@ static int ingest_line(struct gw_ingest_src *s, const char *line, size_t len, ui
 		if (rc == -ENOMEM) {
 			e->column = 0;
 			e->field[0] = '\0';
-			snprintf(e->msg, sizeof(e->msg), "out of memory");
-			e->reason = GW_REJ_SYNTAX;
+			snprintf(e->msg, sizeof(e->msg), "out_of_memory: the line could not be parsed; "
+			         "send it again later");
+			e->reason = GW_REJ_NO_MEMORY;
 		}
 		in->n.rejected[s->t][e->reason]++;
 		return -EINVAL;
