@@ -1,10 +1,10 @@
 /*
  * retention: old and oversize runs leave the database (see retention.h).
  *
- * Which runs go is chosen by pick() on the thread pool (the runs table,
- * the database's size): for a timed pass in its own uv_work_t, for POST
- * /v1/prune as a read on http.c's deferred path (after the barrier, with
- * only the request).  Back on the loop delete_names() deletes them through
+ * Which runs go is chosen by gw_retention_pick() on the thread pool (the
+ * runs table, the database's size): for a timed pass in its own uv_work_t,
+ * for POST /v1/prune as a read on http.c's deferred path (after the
+ * barrier, with only the request).  Back on the loop delete_names() deletes them through
  * the store's writer, except a run that sent a line while it was being
  * picked (the pick read the database before that line: the run is no
  * longer as old as the rule asks, and deleting it would delete that line
@@ -33,21 +33,11 @@
 
 #define MAX_PER_PASS 1000
 
-/* What to delete: the rules of a pass, and its result. */
-struct pick {
-	double older_than;         /* delete runs last seen before this (NaN: no age rule) */
-	uint64_t max_bytes;        /* 0: no size rule */
-	double active_since;       /* never a run seen after this for the size rule */
-	json_t *names;             /* the runs to delete (strings) */
-	uint64_t used_bytes;
-	char err[256];
-};
-
 /* A timed pass on the thread pool. */
 struct pass {
 	uv_work_t work;
 	const char *db_path;
-	struct pick pk;
+	struct gw_retention_pick pk;
 	int rc;
 };
 
@@ -65,7 +55,7 @@ static struct state st;
 
 static void pick_name(void *ctx, sqlite3_stmt *row)
 {
-	struct pick *p = ctx;
+	struct gw_retention_pick *p = ctx;
 	const char *name = (const char *)sqlite3_column_text(row, 0);
 	if (name)
 		json_array_append_new(p->names, json_string(name));
@@ -86,7 +76,8 @@ static void size_one(void *ctx, sqlite3_stmt *row)
 }
 
 /* Append up to `limit` runs last seen before `before`, the oldest first. */
-static int pick_older(const char *db_path, struct pick *p, double before, int64_t limit)
+static int pick_older(const char *db_path, struct gw_retention_pick *p, double before,
+                      int64_t limit)
 {
 	const struct gw_sv b[] = {gw_sv_real(before), gw_sv_int(limit)};
 	return gw_store_read_each(db_path, "SELECT name FROM runs WHERE last_seen < ?1 "
@@ -94,9 +85,7 @@ static int pick_older(const char *db_path, struct pick *p, double before, int64_
 	                          sizeof(p->err));
 }
 
-/* Which runs go (thread pool; reads db_path only): p->names.  Returns 0,
- * or a negative errno with the message in p->err. */
-static int pick(const char *db_path, struct pick *p)
+int gw_retention_pick(const char *db_path, struct gw_retention_pick *p)
 {
 	int rc = 0;
 	if (!(p->names = json_array()))
@@ -129,9 +118,7 @@ static uint64_t delete_run(const char *run)
 	return gw_store_delete_run(st.o.store, run);
 }
 
-/* A run picked was last seen before this (the latest cutoff of the
- * pass's rules): one seen since has sent a line after the pick. */
-static double pick_cutoff(const struct pick *p)
+double gw_retention_cutoff(const struct gw_retention_pick *p)
 {
 	double t = isnan(p->older_than) ? -INFINITY : p->older_than;
 	return p->max_bytes && p->active_since > t ? p->active_since : t;
@@ -167,19 +154,19 @@ static uint64_t delete_names(const json_t *names, double cutoff, const char *why
 static void work_pick(uv_work_t *w)
 {
 	struct pass *p = gw_container_of(w, struct pass, work);
-	p->rc = pick(p->db_path, &p->pk);
+	p->rc = gw_retention_pick(p->db_path, &p->pk);
 }
 
 static void work_done(uv_work_t *w, int status)
 {
 	struct pass *p = gw_container_of(w, struct pass, work);
-	const struct pick *pk = &p->pk;
+	const struct gw_retention_pick *pk = &p->pk;
 	st.busy = false;
 	st.stats.passes++;
 	if (p->rc < 0 || status < 0) {
 		gw_log_warn("retention: %s", p->rc < 0 ? pk->err : "cancelled");
 	} else {
-		delete_names(pk->names, pick_cutoff(pk),
+		delete_names(pk->names, gw_retention_cutoff(pk),
 		             isnan(pk->older_than) ? "retention.max_bytes" : "retention.max_age", NULL);
 		/* over max_bytes with nothing that may go: said once, again only
 		 * after the database fitted or runs could go in between (it was
@@ -241,8 +228,8 @@ static void h_delete(struct gw_http_conn *c, const struct gw_http_req *r)
 /* POST /v1/prune, on the thread pool: which runs are older than asked. */
 static int read_prune(const struct gw_http_req *r, json_t **out)
 {
-	struct pick *pk = r->state;
-	if (pick(r->db_path, pk) < 0) {
+	struct gw_retention_pick *pk = r->state;
+	if (gw_retention_pick(r->db_path, pk) < 0) {
 		*out = json_pack("{s:s+}", "error", "prune failed: ", pk->err);
 		return 500;
 	}
@@ -255,12 +242,12 @@ static void prune_then(struct gw_http_conn *c, const struct gw_http_req *r, int 
                        json_t *names)
 {
 	if (status != 200) {
-		gw_log_warn("retention: %s", ((struct pick *)r->state)->err);
+		gw_log_warn("retention: %s", ((struct gw_retention_pick *)r->state)->err);
 		gw_http_respond_json(c, status, names);
 		return;
 	}
 	json_t *deleted = NULL;
-	uint64_t seq = delete_names(names, pick_cutoff(r->state), "POST /v1/prune", &deleted);
+	uint64_t seq = delete_names(names, gw_retention_cutoff(r->state), "POST /v1/prune", &deleted);
 	json_decref(names);
 	gw_http_answer_after_commit(c, seq, 200, json_pack("{s:o}", "deleted", deleted),
 	                            "not deleted yet");
@@ -268,7 +255,7 @@ static void prune_then(struct gw_http_conn *c, const struct gw_http_req *r, int 
 
 static void pick_free(void *state)
 {
-	struct pick *pk = state;
+	struct gw_retention_pick *pk = state;
 	json_decref(pk->names);
 	free(pk);
 }
@@ -301,7 +288,7 @@ static void h_prune(struct gw_http_conn *c, const struct gw_http_req *r)
 		return;
 	}
 	json_decref(j);
-	struct pick *pk = calloc(1, sizeof(*pk));
+	struct gw_retention_pick *pk = calloc(1, sizeof(*pk));
 	if (!pk) {
 		gw_http_respond_error(c, 500, "out of memory");
 		return;

@@ -14,6 +14,7 @@
 #ifndef GW_RETENTION_H
 #define GW_RETENTION_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -42,6 +43,25 @@ int gw_retention_start(const struct gw_retention_opts *o, char *err, size_t errl
  * start; the daemon calls it when its shutdown begins).  A pass already on
  * the thread pool finishes (the loop waits for it) and deletes nothing. */
 void gw_retention_stop(void);
+
+/* Which runs a pass deletes, and by which rules. */
+struct gw_retention_pick {
+	double older_than;         /* in: runs last seen before this go (NaN: no age rule) */
+	uint64_t max_bytes;        /* in: above this the oldest go (0: no size rule) */
+	double active_since;       /* in: never a run seen after this for the size rule */
+	json_t *names;             /* out: the runs to delete, oldest first (the caller's) */
+	uint64_t used_bytes;       /* out: the database's pages in use, in bytes (size rule) */
+	char err[256];
+};
+
+/* Pick the runs that go (a read of db_path, read-only; any thread but the
+ * loop's: retention runs it on the thread pool): at most 1,000 a pass.
+ * Returns 0, or a negative errno with the message in p->err. */
+int gw_retention_pick(const char *db_path, struct gw_retention_pick *p);
+
+/* The pick's cutoff: every run it picked was last seen before this; one
+ * seen since has sent a line after the pick, and is kept. */
+double gw_retention_cutoff(const struct gw_retention_pick *p);
 
 /* Since the start: timed passes finished, runs deleted (by the passes,
  * DELETE and prune).  Loop thread. */
