@@ -19,6 +19,7 @@
 #include "outbox_db.h"
 
 #include "alert_row.h"
+#include "detector.h"
 #include "log.h"
 #include "registry.h"
 #include "util.h"

@@ -16,9 +16,11 @@
  */
 #include "buf.h"
 #include "config.h"
+#include "detector.h"
 #include "engine.h"
 #include "kern.h"
 #include "lines.h"
+#include "registry.h"
 #include "replay.h"
 #include "wire.h"
 

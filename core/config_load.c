@@ -10,6 +10,7 @@
 #include "config_paths.h"
 
 #include "auth.h"
+#include "registry.h"
 #include "util.h"
 
 #include <errno.h>

@@ -5,16 +5,17 @@
  *
  * struct gw_ingest (opaque) owns the wire parser, the detector engine with
  * its run table (runs.h), and the ingest counters; it borrows the store
- * and the alert outbox (alerts/outbox.h), which it tells of every alert and
- * every commit.  A transport owns
- * one struct gw_ingest_src per connection (or per followed file, HTTP
- * request body, datagram) and feeds it bytes; the source splits them into
- * lines, numbers them, and sends each through parse -> detect -> queue:
+ * and the alert outbox (alerts/outbox.h), which it tells of every alert
+ * and every commit.  A transport owns one struct gw_ingest_src per
+ * connection (or per followed file, HTTP request body, datagram) and feeds
+ * it bytes; the source splits them into lines, numbers them, and sends
+ * each through parse -> detect -> queue:
  *
  *   parse   gw_wire_parse (a rejected line gets its reason, column, field;
  *           the source's on_reject hook answers the client);
  *   detect  gw_engine_feed, whose hooks queue a new segment's row and each
- *           alert (and its outbox rows) before the record that caused them;
+ *           alert (its row and its outbox rows: gw_outbox_alert) before the
+ *           record that caused them;
  *   queue   gw_store_put_record / _event; the item's sequence number is the
  *           source's last_seq.
  *
@@ -26,8 +27,9 @@
  * (gw_ingest_pause) and resumed after the commit that drains it below; HTTP
  * ingest is refused only over the whole limit.
  *
- * Only this file writes the counters; /v1/stats and /metrics render them
- * through gw_ingest_counters_foreach, from one table.
+ * Only the record path writes the counters (the transports through
+ * gw_ingest_count_*); /v1/stats and /metrics render them through
+ * gw_ingest_counters_foreach, from one table (ingest_counters.c).
  *
  * Threads: everything here runs on the loop thread except the store's
  * writer, which only calls uv_async_send.

@@ -7,6 +7,9 @@
  */
 #include "ingest_impl.h"
 
+#include "detector.h"
+#include "registry.h"
+
 #include "util.h"
 
 #include <stddef.h>
