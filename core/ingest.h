@@ -1,7 +1,7 @@
 /*
  * ingest: the one path every line takes, from whichever transport, to the
- * detectors, the database and the alert sinks (docs/architecture.md, "The
- * path of a record").
+ * detectors, the database and the alert sinks (docs/storage.md, "The path
+ * of a record, file by file").
  *
  * struct gw_ingest (opaque) owns the wire parser, the detector engine with
  * its run table (runs.h), and the ingest counters; it borrows the store

@@ -12,7 +12,7 @@
  * gw_store_committed() >= the item's sequence number.
  *
  * The database is in WAL mode; the schema is versioned with PRAGMA
- * user_version and migrated forward at open (docs/architecture.md lists the
+ * user_version and migrated forward at open (docs/storage.md lists the
  * tables).  Readers (the HTTP API, `gradwatch runs/alerts`) use their own
  * read-only connections through the gw_store_read_* functions, from any
  * thread except the event loop, but for start-up reads before it runs and
