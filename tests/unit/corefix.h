@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uv.h>
 
 #include "config.h"
@@ -110,6 +111,19 @@ static inline void fix_commit(struct fix *f, uint64_t seq)
 	gw_ingest_wait_commit(f->ingest, &fw.w);
 	fix_run_until(f, &fw.done);
 	ck_assert_int_eq(fw.error, 0);
+}
+
+/* Wait (polling, without the loop: for tests with a store and no record
+ * path) until the store committed seq. */
+static inline void fix_wait_seq(struct fix *f, uint64_t seq)
+{
+	gw_store_flush(f->store);
+	uint64_t end = gw_mono_ms() + FIX_DEADLINE_MS;
+	while (gw_store_committed(f->store) < seq && gw_mono_ms() < end) {
+		struct timespec d = {0, 5 * 1000000L};
+		nanosleep(&d, NULL);
+	}
+	ck_assert_uint_ge(gw_store_committed(f->store), seq);
 }
 
 /* Stop and free what was started, as main.c does, and remove the files. */

@@ -18,17 +18,6 @@
 #include <errno.h>
 #include <math.h>
 
-static void wait_seq(struct fix *f, uint64_t seq)
-{
-	gw_store_flush(f->store);
-	uint64_t end = gw_mono_ms() + FIX_DEADLINE_MS;
-	while (gw_store_committed(f->store) < seq && gw_mono_ms() < end) {
-		struct timespec d = {0, 5 * 1000000L};
-		nanosleep(&d, NULL);
-	}
-	ck_assert_uint_ge(gw_store_committed(f->store), seq);
-}
-
 static void start_outbox(struct fix *f)
 {
 	char err[256];
@@ -49,7 +38,7 @@ static struct gw_alert alert(const char *id, enum gw_alert_kind kind, enum gw_se
 /* The alert's row as a request reads it: committed, decoded. */
 static json_t *row(struct fix *f, const char *id)
 {
-	wait_seq(f, gw_store_queued(f->store));
+	fix_wait_seq(f, gw_store_queued(f->store));
 	json_t *r = NULL;
 	char err[256];
 	ck_assert_msg(gw_store_read_alert(f->db, id, &r, err, sizeof(err)) == 0, "%s", err);
@@ -92,7 +81,7 @@ START_TEST(acknowledge_then_again_then_withdraw)
 	ck_assert_int_eq(num(ans, "version"), 2);
 	ck_assert_uint_gt(seq, 0);
 	json_decref(ans);
-	wait_seq(&f, seq);
+	fix_wait_seq(&f, seq);
 	ck_assert_int_eq(fix_scalar(&f, "SELECT count(*) FROM alerts WHERE acked_by = 'alice' "
 	                                "AND version = 2"), 1);
 	/* again, with the row read before the first (behind it): already so,
@@ -112,7 +101,7 @@ START_TEST(acknowledge_then_again_then_withdraw)
 	ck_assert_str_eq(str(ans, "kind"), "unack");
 	ck_assert_int_eq(num(ans, "version"), 3);
 	json_decref(ans);
-	wait_seq(&f, seq);
+	fix_wait_seq(&f, seq);
 	ck_assert_int_eq(fix_scalar(&f, "SELECT acked_at IS NULL FROM alerts"), 1);
 	json_decref(read);
 	fix_end(&f);
@@ -150,7 +139,7 @@ START_TEST(an_escalation_clears_it_and_a_resolve_ends_it)
 	ck_assert_ptr_null(ans);
 	ck_assert_int_eq(gw_outbox_ack(f.outbox, "gw-ffffffffffffffff", true, 2002.0, NULL, NULL,
 	                               read, &ans, &seq), -ENOENT);
-	wait_seq(&f, gw_store_queued(f.store));
+	fix_wait_seq(&f, gw_store_queued(f.store));
 	ck_assert_int_eq(fix_scalar(&f, "SELECT version FROM alerts"), 4);
 	json_decref(read);
 	fix_end(&f);
@@ -175,7 +164,7 @@ START_TEST(after_a_restart_the_table_knows_the_acknowledgement)
 	                               &seq), 0);
 	json_decref(ans);
 	json_decref(read);
-	wait_seq(&f, seq);
+	fix_wait_seq(&f, seq);
 	/* a new outbox on the same database (the daemon restarted) */
 	gw_outbox_stop(f.outbox);
 	uv_run(&f.loop, UV_RUN_DEFAULT);
@@ -185,7 +174,7 @@ START_TEST(after_a_restart_the_table_knows_the_acknowledgement)
 	gw_outbox_open_alerts(f.outbox, &open, &acked);
 	ck_assert_uint_eq(open, 1);   /* the stall was resolved */
 	ck_assert_uint_eq(acked, 1);
-	wait_seq(&f, gw_store_queued(f.store));
+	fix_wait_seq(&f, gw_store_queued(f.store));
 	ck_assert_int_eq(fix_scalar(&f, "SELECT count(*) FROM alerts WHERE detector = 'stall' "
 	                                "AND state = 'resolved' AND resolution LIKE "
 	                                "'gradwatchd restarted%'"), 1);

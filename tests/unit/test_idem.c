@@ -13,17 +13,6 @@
 
 #include "hash.h"
 
-static void wait_seq(struct fix *f, uint64_t seq)
-{
-	gw_store_flush(f->store);
-	uint64_t end = gw_mono_ms() + FIX_DEADLINE_MS;
-	while (gw_store_committed(f->store) < seq && gw_mono_ms() < end) {
-		struct timespec d = {0, 5 * 1000000L};
-		nanosleep(&d, NULL);
-	}
-	ck_assert_uint_ge(gw_store_committed(f->store), seq);
-}
-
 static void idem(struct fix *f, struct gw_idem *t, double window_s, size_t max_keys)
 {
 	char err[256];
@@ -53,7 +42,7 @@ START_TEST(a_key_from_first_request_to_committed)
 	ck_assert_int_eq(e->state, GW_IDEM_QUEUED);
 	/* not committed yet: still queued; committed: done */
 	ck_assert_int_eq(gw_idem_get(&t, "k1", 2, now, seq - 1)->state, GW_IDEM_QUEUED);
-	wait_seq(&f, seq);
+	fix_wait_seq(&f, seq);
 	ck_assert_int_eq(gw_idem_get(&t, "k1", 2, now, gw_store_committed(f.store))->state,
 	                 GW_IDEM_DONE);
 	ck_assert_str_eq(e->answer, "{\"accepted\":3}");
@@ -91,7 +80,7 @@ START_TEST(a_committed_key_survives_a_restart)
 	uint64_t old = gw_idem_queue(&t, f.store, e, 200, "{}", 0);
 	ck_assert_uint_gt(old, seq);
 	seq = old;
-	wait_seq(&f, seq);
+	fix_wait_seq(&f, seq);
 	gw_idem_deinit(&t);
 	/* a new daemon with a window of an hour: the key is read back, done,
 	 * with its answer and fingerprint; the day-old one is past the window */
@@ -130,7 +119,7 @@ START_TEST(keys_expire_by_age_and_by_count_once_settled)
 	/* not committed: nothing may go, whatever the count */
 	ck_assert_ptr_nonnull(gw_idem_get(&t, "k0", 2, now + 5, 0));
 	ck_assert_uint_eq(t.count, 5);
-	wait_seq(&f, seq);
+	fix_wait_seq(&f, seq);
 	uint64_t done = gw_store_committed(f.store);
 	/* committed: the oldest beyond three go */
 	ck_assert_ptr_null(gw_idem_get(&t, "k0", 2, now + 5, done));

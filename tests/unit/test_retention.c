@@ -14,17 +14,6 @@
 
 #include <math.h>
 
-static void wait_seq(struct fix *f, uint64_t seq)
-{
-	gw_store_flush(f->store);
-	uint64_t end = gw_mono_ms() + FIX_DEADLINE_MS;
-	while (gw_store_committed(f->store) < seq && gw_mono_ms() < end) {
-		struct timespec d = {0, 5 * 1000000L};
-		nanosleep(&d, NULL);
-	}
-	ck_assert_uint_ge(gw_store_committed(f->store), seq);
-}
-
 /* Runs old (last seen a day ago), mid (an hour ago) and new (now), each
  * with n records; the runs table keeps when they were last seen. */
 static void stored(struct fix *f, double now, int n)
@@ -40,7 +29,7 @@ static void stored(struct fix *f, double now, int n)
 			r.v[GW_ROLE_LOSS] = 1.0;
 			seq = gw_store_put_record(f->store, &r, 1, (uint64_t)s, now);
 		}
-	wait_seq(f, seq);
+	fix_wait_seq(f, seq);
 	sqlite3 *db;
 	ck_assert_int_eq(sqlite3_open(f->db, &db), SQLITE_OK);
 	char sql[200];
