@@ -114,6 +114,7 @@ int main(void)
 {
 	Suite *s = suite_create("fault");
 	TCase *tc = tcase_create("fault");
+	tcase_set_timeout(tc, 60);
 #if FAULT_MODE == 0
 	tcase_add_test(tc, without_hooks_the_environment_does_nothing);
 #elif FAULT_MODE == 1
