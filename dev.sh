@@ -6,8 +6,9 @@
 #                   stops if they are taken), feed it the bundled example trace,
 #                   show the alerts it raised, and replay the same trace offline
 #   ./dev.sh test   install everything the tests need, build (normal and
-#                   ASan+UBSan), run every test suite in both builds, then
-#                   every fuzz target for FUZZ_SECONDS each (fuzz/run.sh)
+#                   ASan+UBSan, both with the test hooks: -Dfault_hooks=true),
+#                   run every test suite in both builds, then every fuzz
+#                   target for FUZZ_SECONDS each (fuzz/run.sh)
 #   ./dev.sh deps | test-deps | build    the steps on their own
 #
 # Installing packages needs root (or sudo).  Nothing here reaches anything but
@@ -59,20 +60,25 @@ web_deps() {
 	[ -d web/node_modules/uplot ] && [ -d web/node_modules/puppeteer-core ] || npm ci --prefix web --no-audit --no-fund
 }
 
+# Options after the name (-Dfault_hooks=true for the test builds: the test
+# hooks of lib/fault.h, never in a daemon for use) apply to a build
+# directory that is there already, too.
 build() {
 	web_deps
 	[ -d build ] || meson setup build --werror >/dev/null
+	[ $# -eq 0 ] || meson configure build "$@" >/dev/null
 	meson compile -C build
 }
 
 build_asan() {
 	[ -d build-asan ] || meson setup build-asan --werror -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+	[ $# -eq 0 ] || meson configure build-asan "$@" >/dev/null
 	meson compile -C build-asan
 }
 
 demo() {
 	install_pkgs $BUILD_DEPS
-	build
+	build -Dfault_hooks=false
 	mkdir -p demo
 	if [ -f demo/gradwatchd.pid ] && kill -0 "$(cat demo/gradwatchd.pid)" 2>/dev/null; then
 		kill "$(cat demo/gradwatchd.pid)"; sleep 1
@@ -110,9 +116,9 @@ demo() {
 
 run_tests() {
 	install_pkgs $BUILD_DEPS $TEST_DEPS
-	build
+	build -Dfault_hooks=true
 	meson test -C build --print-errorlogs
-	build_asan
+	build_asan -Dfault_hooks=true
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs
 	if [ -x .ci/kernels-aarch64.sh ]; then .ci/kernels-aarch64.sh; fi
@@ -127,5 +133,5 @@ test-deps) install_pkgs $BUILD_DEPS $TEST_DEPS ;;
 build) install_pkgs $BUILD_DEPS; build ;;
 demo) demo ;;
 test) run_tests ;;
-*) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+*) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -2,13 +2,19 @@
  * outbox: durable, ordered, rate-limited delivery of alerts to the sinks
  * (docs/alerts.md, "Delivery").
  *
+ * The outbox is the alert's home on the daemon, from its row to its
+ * delivery: it keeps the alerts that can still change (their versions and
+ * states: the authority an acknowledgement decides on), queues their rows
+ * (alert_row.c) and their deliveries (outbox_db.c), and sends them
+ * (outbox_send.c).
+ *
  * Life of an alert event (open, update or resolve of one alert id):
- *   1. the engine hook stores the alert (its row in the alerts table) and
- *      then calls gw_outbox_alert(), which gives the event the alert's next
- *      version, queues one `outbox` row and one `deliveries` row per
- *      matching sink through the store's writer (outbox_db.c), and asks the
- *      writer to commit now; the hook holds the store around both, so the
- *      alert and its outbox rows are committed in one transaction;
+ *   1. the engine hook calls gw_outbox_alert(), which queues the alert's
+ *      row in the alerts table, gives the event the alert's next version,
+ *      queues one `outbox` row and one `deliveries` row per matching sink
+ *      through the store's writer (outbox_db.c), and asks the writer to
+ *      commit now; all of them under one store hold, so the alert and its
+ *      outbox rows are committed in one transaction;
  *   2. nothing is sent before gw_store_committed() covers those rows (the
  *      daemon forwards every commit with gw_outbox_committed()), so an
  *      alert is in SQLite before any receiver hears of it;
@@ -19,7 +25,10 @@
  *      superseded) goes back to SQLite through the same writer queue; the
  *      loop never touches SQLite;
  *   5. at start-up gw_outbox_start() reads what is still pending (a
- *      synchronous read, before the loop runs) and sends it first.
+ *      synchronous read, before the loop runs) and sends it first, and
+ *      resolves the alerts of wall-clock detectors (a stall) that the
+ *      daemon before left open: their watcher, the run's live state, is
+ *      gone.
  *
  * Delivery is at least once, and idempotent by id: an event keeps its
  * delivery id ("<alert id>-v<version>") on every retry and after a restart,
@@ -52,7 +61,8 @@ struct gw_outbox_opts {
 struct gw_outbox;
 
 /* Load pending deliveries and alert versions, set up the sinks' timers and
- * the HTTP client on the loop.  With no sinks the outbox keeps only the
+ * the HTTP client on the loop, resolve the stalls the daemon before left
+ * open.  With no sinks the outbox keeps only the
  * table of known alerts (open, acknowledged: gw_outbox_open_alerts, acks
  * from the API) and sends nothing: no handle, no libcurl.  Blocks on a
  * database read: call before uv_run.
@@ -61,38 +71,29 @@ struct gw_outbox;
 int gw_outbox_start(const struct gw_outbox_opts *o, struct gw_outbox **out, char *err,
                    size_t errlen);
 
-/* An alert event from the engine (loop thread), right after it was queued
- * to the store.  Copies what it keeps. */
+/* An alert event from the engine (loop thread): its row in the alerts
+ * table (gw_alert_row_put; also while the outbox is stopping) and its
+ * deliveries, under one store hold.  Copies what it keeps. */
 void gw_outbox_alert(struct gw_outbox *ob, const struct gw_alert *a);
 
-/* Acknowledge (ack true) or withdraw the acknowledgement of an open alert
- * (loop thread; docs/alerts.md "Acknowledging"): the event "ack" or
- * "unack" gets the alert's next version and goes to the sinks that take
- * the alert, through the outbox like any event; the caller holds the store
- * around this and its own alerts-table row (GW_STORE_ALERT_ACK/UNACK) so
- * both commit together.  While acknowledged, the alert is not repeated to
- * Slack and webhook sinks; Alertmanager's resends go on, carrying the
- * acknowledgement.  by and note may be NULL; row is the alert as stored
- * (gw_alert_row_json), the snapshot to start from when no event of it went
- * through the outbox yet.  Returns 0 with *seq the last
- * queued row (0 when no sink takes the alert, or ob is NULL: nothing to
- * send), -ENOENT when the outbox has the alert as resolved or unknown,
- * -EALREADY when it already is in that state (nothing queued), -ENOMEM. */
+/* Acknowledge (ack true) or withdraw the acknowledgement of open alert id
+ * (loop thread; docs/alerts.md "Acknowledging"), deciding on the outbox's
+ * table, which has every change decided so far, committed or not.  The
+ * event "ack" or "unack" gets the alert's next version: its row in the
+ * alerts table (gw_alert_row_ack) and its deliveries to the sinks that
+ * take the alert are queued under one store hold.  While acknowledged, the
+ * alert is not repeated to Slack and webhook sinks; Alertmanager's resends
+ * go on, carrying the acknowledgement.  by and note may be NULL.  row is
+ * the alert as read (gw_alert_row_json) after everything queued before the
+ * request was committed; a change decided after that read is the table's:
+ * *answer is row with the table's latest state (version, kind,
+ * acknowledgement) over it.  Returns 0 (done), or -EALREADY (it already is
+ * so: nothing queued), each with *answer (new reference) and *seq, the
+ * store sequence that answer is committed at (answer once it is; 0: it is
+ * already); -ENOENT when the table has the alert resolved or does not have
+ * it; -ESHUTDOWN while the outbox stops; -ENOMEM. */
 int gw_outbox_ack(struct gw_outbox *ob, const char *id, bool ack, double at, const char *by,
-                  const char *note, const json_t *row, uint64_t *seq);
-
-/* Whether the outbox has open alert `id` as acknowledged: 1 or 0 (its
- * state after every ack/unack queued so far, committed or not), -ENOENT
- * when it has the alert as resolved or unknown (or ob is NULL).  Loop
- * thread. */
-int gw_outbox_acked(const struct gw_outbox *ob, const char *id);
-
-/* Make alert object a the ack (or unack) event of version `version` at
- * `at`: kind, version, raised_at, and acked_at/acked_by/ack_note (an ack)
- * or unacked_by (an unack) set or removed.  by and note may be NULL.  The
- * outbox's event and the API's answer are the same object by this. */
-void gw_outbox_ack_event(json_t *a, bool ack, int64_t version, double at, const char *by,
-                         const char *note);
+                  const char *note, const json_t *row, json_t **answer, uint64_t *seq);
 
 /* Run `run` was deleted (retention, DELETE /v1/runs/{run}; its alerts
  * and the outbox rows already delivered go with it in the store): forget

@@ -14,10 +14,13 @@
  *      interleaved runs (ns per record, with all detectors on).
  *   bench_replay CORPUS_DIR [min_lines]
  */
+#include "buf.h"
 #include "config.h"
+#include "detector.h"
 #include "engine.h"
 #include "kern.h"
 #include "lines.h"
+#include "registry.h"
 #include "replay.h"
 #include "wire.h"
 
@@ -39,21 +42,14 @@ static double now(void)
 }
 
 struct text {
-	char *p;
-	size_t len, cap;
+	struct gw_buf b;
 	size_t lines;
 };
 
 static void append(struct text *t, const char *p, size_t n)
 {
-	if (t->len + n + 1 > t->cap) {
-		t->cap = (t->len + n + 1) * 2;
-		t->p = realloc(t->p, t->cap);
-		if (!t->p)
-			exit(2);
-	}
-	memcpy(t->p + t->len, p, n);
-	t->len += n;
+	if (gw_buf_add(&t->b, p, n) < 0)
+		exit(2);
 }
 
 /* Append a trace with "run":"X" renamed to "run":"X-cN". */
@@ -173,19 +169,19 @@ int main(int argc, char **argv)
 	size_t min_lines = argc > 2 ? strtoul(argv[2], NULL, 10) : 2000000;
 	gw_kern_init(NULL);
 	struct text base = {0}, big = {0};
-	if (load_corpus(argv[1], &base) < 0 || !base.len) {
+	if (load_corpus(argv[1], &base) < 0 || !base.b.len) {
 		fprintf(stderr, "bench_replay: no traces in %s\n", argv[1]);
 		return 2;
 	}
 	for (int copy = 0; big.lines < min_lines; copy++)
-		add_trace(&big, base.p, base.len, copy);
+		add_trace(&big, base.b.p, base.b.len, copy);
 	char path[] = "/tmp/gwreplay-XXXXXX";
 	int fd = mkstemp(path);
-	if (fd < 0 || write(fd, big.p, big.len) != (ssize_t)big.len)
+	if (fd < 0 || write(fd, big.b.p, big.b.len) != (ssize_t)big.b.len)
 		return 2;
 	close(fd);
 	printf("replay benchmark: %zu lines, %.1f MB (dev corpus traces without NaN, repeated), kernels %s\n",
-	       big.lines, (double)big.len / 1e6, gw_kern_name());
+	       big.lines, (double)big.b.len / 1e6, gw_kern_name());
 
 	struct gw_alias *al = gw_alias_new();
 	struct parse_ctx pc = {.w = gw_wire_new(al)};
@@ -194,7 +190,7 @@ int main(int argc, char **argv)
 	/* 1. jansson parse-only */
 	gw_lines_init(&l, 1 << 20);
 	double t0 = now();
-	gw_lines_feed(&l, big.p, big.len, count_jansson, &pc);
+	gw_lines_feed(&l, big.b.p, big.b.len, count_jansson, &pc);
 	double t_jansson = now() - t0;
 	gw_lines_free(&l);
 	size_t jok = pc.ok;
@@ -202,7 +198,7 @@ int main(int argc, char **argv)
 	pc.ok = pc.bad = 0;
 	gw_lines_init(&l, 1 << 20);
 	t0 = now();
-	gw_lines_feed(&l, big.p, big.len, count_wire, &pc);
+	gw_lines_feed(&l, big.b.p, big.b.len, count_wire, &pc);
 	double t_wire = now() - t0;
 	gw_lines_free(&l);
 	/* 3. replay, in-process, output to /dev/null */
@@ -239,7 +235,7 @@ int main(int argc, char **argv)
 	size_t cap = big.lines, m = 0;
 	struct gw_rec *recs = calloc(cap, sizeof(*recs));
 	char (*names)[48] = calloc(cap, sizeof(*names));
-	const char *p = big.p, *end = big.p + big.len;
+	const char *p = big.b.p, *end = big.b.p + big.b.len;
 	while (p < end && m < cap) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -292,7 +288,7 @@ int main(int argc, char **argv)
 	free(names);
 	gw_wire_free(pc.w);
 	gw_alias_free(al);
-	free(base.p);
-	free(big.p);
+	gw_buf_free(&base.b);
+	gw_buf_free(&big.b);
 	return 0;
 }

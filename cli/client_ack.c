@@ -6,7 +6,7 @@
  * other commands.  --by defaults to $USER.  Prints what the daemon
  * answered: the alert as it now is.
  */
-#include "client.h"
+#include "client_ack.h"
 #include "client_http.h"
 
 #include "cli.h"

@@ -1,6 +1,6 @@
 /*
  * client_http: what the gradwatch subcommands that talk to gradwatchd share
- * (client.c): one blocking libcurl request with a timeout, a bearer token
+ * (client.c, client_send.c, client_ack.c, export.c, prune.c): one blocking libcurl request with a timeout, a bearer token
  * and an optional Idempotency-Key, whose outcome is either the daemon's
  * status and body or a negative errno saying why there is none; the
  * daemon's address ($GRADWATCH_URL or the configuration) and token

@@ -1,5 +1,5 @@
 /*
- * export: `gradwatch export RUN` (see client.h): every record of a run,
+ * export: `gradwatch export RUN` (see export.h): every record of a run,
  * paged through the daemon's GET /v1/runs/{run}/records (the cursor of one
  * page asks for the next) or read from the database file with the same
  * query (storage/series.c), written as CSV or as gradwatch NDJSON that
@@ -10,7 +10,7 @@
  * process of the job, detectors/engine.h "Ranks"), as they came, paged
  * through GET /v1/runs/{run}/ranks?rank=N&after=ID or the same query.
  */
-#include "client.h"
+#include "export.h"
 
 #include "cli.h"
 #include "client_http.h"

@@ -20,9 +20,11 @@
  */
 #include "cli.h"
 #include "client.h"
+#include "client_send.h"
 #include "config.h"
 #include "convert.h"
 #include "engine.h"
+#include "export.h"
 #include "kern.h"
 #include "log.h"
 #include "reader.h"

@@ -6,9 +6,12 @@
  */
 #include "cli.h"
 
+#include "detector.h"
+
 #include "engine.h"
 #include "kern.h"
 #include "reader.h"
+#include "registry.h"
 
 #include "gw_config.h"
 

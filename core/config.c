@@ -5,6 +5,7 @@
  * are config_paths.c's.
  */
 #include "config.h"
+#include "config_paths.h"
 
 #include "auth.h"
 
@@ -27,14 +28,40 @@ int gw_cfg_set_str(char **field, const char *value)
 	return 0;
 }
 
+/* The configuration's paths, as config_paths.c takes them. */
+static struct gw_cfg_paths paths_of(const struct gw_cfg *c)
+{
+	return (struct gw_cfg_paths){.state_dir = c->state_dir, .db_path = c->db_path,
+	                             .socket_path = c->socket_path,
+	                             .min_free_mb = c->health_min_free_mb};
+}
+
+int gw_cfg_make_dirs(const struct gw_cfg *c, char *err, size_t errlen)
+{
+	const struct gw_cfg_paths p = paths_of(c);
+	return gw_cfg_paths_make(&p, err, errlen);
+}
+
+int gw_cfg_check_dirs(const struct gw_cfg *c, char *err, size_t errlen, char *warn,
+                      size_t warnlen)
+{
+	const struct gw_cfg_paths p = paths_of(c);
+	return gw_cfg_paths_check(&p, err, errlen, warn, warnlen);
+}
+
+uint64_t gw_cfg_disk_floor(const struct gw_cfg *c, uint64_t fs_size)
+{
+	return gw_cfg_paths_floor(c->health_min_free_mb, fs_size);
+}
+
 int gw_cfg_defaults(struct gw_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
 	char *rt = NULL;
-	if (gw_cfg_default_dirs(&c->state_dir, &rt) < 0)
+	if (gw_cfg_paths_default(&c->state_dir, &rt) < 0)
 		return -ENOMEM;
-	c->db_path = gw__cfg_path_join(c->state_dir, "gradwatch.db");
-	c->socket_path = gw__cfg_path_join(rt, "gradwatch.sock");
+	c->db_path = gw_cfg_paths_join(c->state_dir, "gradwatch.db");
+	c->socket_path = gw_cfg_paths_join(rt, "gradwatch.sock");
 	free(rt);
 	c->socket_mode = 0660;
 	c->tcp = (struct gw_listen){true, "127.0.0.1", GW_DEFAULT_PORT};

@@ -87,12 +87,6 @@ struct gw_cfg {
  * -ENOMEM. */
 int gw_cfg_defaults(struct gw_cfg *c);
 
-/* The default state and runtime directories (heap strings): systemd's
- * $STATE_DIRECTORY/$RUNTIME_DIRECTORY; else $XDG_STATE_HOME/gradwatch
- * (or $HOME/.local/state/gradwatch, or "." without HOME) and
- * $XDG_RUNTIME_DIR/gradwatch (or the state directory).  0 or -ENOMEM. */
-int gw_cfg_default_dirs(char **state, char **runtime);
-
 /* Create the default directories that the configured database and socket
  * lie in (with parents, mode 0700) when missing; a directory given by hand
  * is not created.  0, or a negative errno with the reason in err. */
@@ -106,8 +100,7 @@ int gw_cfg_make_dirs(const struct gw_cfg *c, char *err, size_t errlen);
  * socket's directory exists.  Returns 0, or a negative errno with a
  * message naming the directory and what is wrong (err).  warn (may be
  * NULL) gets a warning, or "": less free space than gw_cfg_disk_floor.
- * Only stat, access and statvfs: nothing is created. */
-#define GW_CFG_MIN_FREE (1024 * 1024)
+ * Only stat, access and statvfs: nothing is created (config_paths.h). */
 int gw_cfg_check_dirs(const struct gw_cfg *c, char *err, size_t errlen, char *warn,
                       size_t warnlen);
 
@@ -166,9 +159,5 @@ int gw_cfg_init_kernels(const char *name, char *err, size_t errlen);
 
 /* Replace a string field (frees the old value).  Returns 0 or -ENOMEM. */
 int gw_cfg_set_str(char **field, const char *value);
-
-/* Shared-internal (config*.c): name under dir ("" or "." : name itself; an
- * absolute name as it is), newly allocated, or NULL. */
-char *gw__cfg_path_join(const char *dir, const char *name);
 
 #endif

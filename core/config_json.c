@@ -11,6 +11,9 @@
  */
 #include "config.h"
 
+#include "detector.h"
+#include "registry.h"
+
 #include "thresholds.h"
 #include "util.h"
 

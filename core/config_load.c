@@ -7,8 +7,10 @@
  * their table (detectors/thresholds.h), sinks and tokens by their owners.
  */
 #include "config.h"
+#include "config_paths.h"
 
 #include "auth.h"
+#include "registry.h"
 #include "util.h"
 
 #include <errno.h>
@@ -319,14 +321,14 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		goto out;
 	if (rc > 0) {
 		gw_cfg_set_str(&c->state_dir, s);
-		char *db = gw__cfg_path_join(s, "gradwatch.db");
+		char *db = gw_cfg_paths_join(s, "gradwatch.db");
 		free(c->db_path);
 		c->db_path = db;
 	}
 	if ((rc = get_str(&L, root, "database", "", &s)) < 0)
 		goto out;
 	if (rc > 0) {
-		char *db = gw__cfg_path_join(c->state_dir, s);
+		char *db = gw_cfg_paths_join(c->state_dir, s);
 		free(c->db_path);
 		c->db_path = db;
 	}

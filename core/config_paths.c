@@ -1,5 +1,5 @@
 /*
- * The default directories of the database and the socket (config.h):
+ * The default directories of the database and the socket (config_paths.h):
  * systemd's $STATE_DIRECTORY / $RUNTIME_DIRECTORY when it set them;
  * otherwise the XDG base directories, $XDG_STATE_HOME/gradwatch (default
  * ~/.local/state/gradwatch) and $XDG_RUNTIME_DIR/gradwatch, falling back
@@ -7,20 +7,21 @@
  * there could be taken over by another user first).  gw_cfg_defaults()
  * only computes them; gradwatchd creates them (mode 0700) when it starts.
  *
- * gw_cfg_check_dirs is what --check-config and the start say about those
+ * gw_cfg_paths_check is what --check-config and the start say about those
  * directories before anything is opened: the database's directory exists
  * (or is a default one the start creates, under a writable parent), is a
  * directory, is writable by this user, and its filesystem is writable with
  * at least GW_CFG_MIN_FREE bytes free (below the /healthz floor,
- * gw_cfg_disk_floor, a warning); the socket's directory exists.
+ * gw_cfg_paths_floor, a warning); the socket's directory exists.
  */
-#include "config.h"
+#include "config_paths.h"
 
 #include "util.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +55,7 @@ static char *xdg_dir(const char *env, const char *home_rel)
 	return p;
 }
 
-int gw_cfg_default_dirs(char **state, char **runtime)
+int gw_cfg_paths_default(char **state, char **runtime)
 {
 	*state = first_dir("STATE_DIRECTORY");
 	*runtime = first_dir("RUNTIME_DIRECTORY");
@@ -96,10 +97,10 @@ static int mkdirs(const char *dir, mode_t mode)
 	}
 }
 
-int gw_cfg_make_dirs(const struct gw_cfg *c, char *err, size_t errlen)
+int gw_cfg_paths_make(const struct gw_cfg_paths *c, char *err, size_t errlen)
 {
 	char *state, *runtime;
-	if (gw_cfg_default_dirs(&state, &runtime) < 0)
+	if (gw_cfg_paths_default(&state, &runtime) < 0)
 		return gw_errf(err, errlen, -ENOMEM, "out of memory");
 	const char *dirs[] = {state, runtime};
 	const char *paths[] = {c->db_path, c->socket_path};
@@ -121,7 +122,7 @@ int gw_cfg_make_dirs(const struct gw_cfg *c, char *err, size_t errlen)
 	return rc;
 }
 
-char *gw__cfg_path_join(const char *dir, const char *name)
+char *gw_cfg_paths_join(const char *dir, const char *name)
 {
 	char *p = NULL;
 	if (name[0] == '/' || !dir || !*dir || strcmp(dir, ".") == 0)
@@ -149,7 +150,7 @@ static void dir_of(const char *path, char *out, size_t len)
 static bool created_at_start(const char *dir)
 {
 	char *state, *runtime;
-	if (gw_cfg_default_dirs(&state, &runtime) < 0)
+	if (gw_cfg_paths_default(&state, &runtime) < 0)
 		return false;
 	bool yes = strcmp(dir, ".") && (!strcmp(dir, state) || !strcmp(dir, runtime));
 	free(state);
@@ -159,7 +160,7 @@ static bool created_at_start(const char *dir)
 
 /* A directory that must exist, or be created at start under a writable
  * parent; `what` names it in the message ("state_dir", ...). */
-static int check_dir(const struct gw_cfg *c, const char *what, const char *dir, bool need_write,
+static int check_dir(const struct gw_cfg_paths *c, const char *what, const char *dir, bool need_write,
                      char *err, size_t errlen, char *warn, size_t warnlen)
 {
 	struct stat st;
@@ -207,22 +208,22 @@ static int check_dir(const struct gw_cfg *c, const char *what, const char *dir, 
 			               "less than the %d KiB the database needs to start", what, dir,
 			               avail / 1024, GW_CFG_MIN_FREE / 1024);
 		uint64_t size = (uint64_t)vfs.f_blocks * vfs.f_frsize;
-		if (warn && avail < gw_cfg_disk_floor(c, size))
+		if (warn && avail < gw_cfg_paths_floor(c->min_free_mb, size))
 			snprintf(warn, warnlen, "%s %s: %" PRIu64 " MB free on its filesystem of %" PRIu64
 			         " MB, below health.min_free_mb %u and 5%% of its size: /healthz says "
 			         "degraded (disk_low)", what, dir, avail >> 20, size >> 20,
-			         c->health_min_free_mb);
+			         c->min_free_mb);
 	}
 	return 0;
 }
 
-uint64_t gw_cfg_disk_floor(const struct gw_cfg *c, uint64_t fs_size)
+uint64_t gw_cfg_paths_floor(unsigned min_free_mb, uint64_t fs_size)
 {
-	return GW_MIN((uint64_t)c->health_min_free_mb << 20, fs_size / 20);
+	return GW_MIN((uint64_t)min_free_mb << 20, fs_size / 20);
 }
 
-int gw_cfg_check_dirs(const struct gw_cfg *c, char *err, size_t errlen, char *warn,
-                      size_t warnlen)
+int gw_cfg_paths_check(const struct gw_cfg_paths *c, char *err, size_t errlen, char *warn,
+                       size_t warnlen)
 {
 	if (warn && warnlen)
 		warn[0] = '\0';

@@ -1,18 +1,21 @@
 /*
  * ingest: the one path every line takes, from whichever transport, to the
- * detectors, the database and the alert sinks (docs/architecture.md, "The
- * path of a record").
+ * detectors, the database and the alert sinks (docs/storage.md, "The path
+ * of a record, file by file").
  *
- * struct gw_ingest owns the wire parser, the detector engine, the ingest
- * counters and the alert outbox, and borrows the store.  A transport owns
- * one struct gw_ingest_src per connection (or per followed file, HTTP
- * request body, datagram) and feeds it bytes; the source splits them into
- * lines, numbers them, and sends each through parse -> detect -> queue:
+ * struct gw_ingest (opaque) owns the wire parser, the detector engine with
+ * its run table (runs.h), and the ingest counters; it borrows the store
+ * and the alert outbox (alerts/outbox.h), which it tells of every alert
+ * and every commit.  A transport owns one struct gw_ingest_src per
+ * connection (or per followed file, HTTP request body, datagram) and feeds
+ * it bytes; the source splits them into lines, numbers them, and sends
+ * each through parse -> detect -> queue:
  *
  *   parse   gw_wire_parse (a rejected line gets its reason, column, field;
  *           the source's on_reject hook answers the client);
  *   detect  gw_engine_feed, whose hooks queue a new segment's row and each
- *           alert (and its outbox rows) before the record that caused them;
+ *           alert (its row and its outbox rows: gw_outbox_alert) before the
+ *           record that caused them;
  *   queue   gw_store_put_record / _event; the item's sequence number is the
  *           source's last_seq.
  *
@@ -24,8 +27,9 @@
  * (gw_ingest_pause) and resumed after the commit that drains it below; HTTP
  * ingest is refused only over the whole limit.
  *
- * Only this file writes the counters; /v1/stats and /metrics render them
- * through gw_ingest_counters_foreach, from one table.
+ * Only the record path writes the counters (the transports through
+ * gw_ingest_count_*); /v1/stats and /metrics render them through
+ * gw_ingest_counters_foreach, from one table (ingest_counters.c).
  *
  * Threads: everything here runs on the loop thread except the store's
  * writer, which only calls uv_async_send.
@@ -41,12 +45,13 @@
 #include "engine.h"
 #include "lines.h"
 #include "reader.h"
-#include "runs.h"
-#include "store.h"
 #include "wire.h"
 
 struct gw_cfg;
+struct gw_ingest;
 struct gw_outbox;
+struct gw_runs_stats;
+struct gw_store;
 struct gw_token;
 
 enum gw_transport {
@@ -59,17 +64,6 @@ enum gw_transport {
 };
 
 const char *gw_transport_name(enum gw_transport t);
-
-struct gw_ingest_counters {
-	uint64_t accepted[GW_NTRANSPORTS];
-	uint64_t rejected[GW_NTRANSPORTS][GW_REJ_NREASONS];
-	uint64_t events[GW_NTRANSPORTS];
-	uint64_t bytes[GW_NTRANSPORTS];
-	uint64_t alerts[GW_DET_MAX][3];   /* opened, by detector and severity */
-	uint64_t segments;
-	uint64_t connections;
-	uint64_t udp_dropped;             /* datagrams refused under back-pressure */
-};
 
 /* Someone waiting for the store to commit up to `seq`.  fn runs once: with
  * error 0 when it is committed, or with the store's negative errno (-ENOSPC:
@@ -96,26 +90,13 @@ struct gw_paused {
  * only, and `observe` sees every alert and segment). */
 struct gw_ingest_opts {
 	uv_loop_t *loop;                  /* NULL for a replay */
-	const struct gw_cfg *cfg;         /* aliases, thresholds, limits, sinks (borrowed) */
+	const struct gw_cfg *cfg;         /* aliases, thresholds, limits (borrowed) */
 	struct gw_store *store;           /* borrowed; NULL: nothing is stored */
-	bool replay;                      /* detectors off the wall clock; no outbox, no seeding */
+	struct gw_outbox *outbox;         /* borrowed, started: every alert and commit goes
+	                                     to it (NULL: none, a replay) */
+	bool replay;                      /* detectors off the wall clock; no run table */
 	bool live_clock;                  /* replay: the records' ts is "now" */
 	struct gw_engine_hooks observe;   /* also told of every alert and segment (may be empty) */
-};
-
-struct gw_ingest {
-	struct gw_ingest_opts o;
-	uv_loop_t *loop;
-	const struct gw_cfg *cfg;         /* borrowed */
-	struct gw_store *store;           /* borrowed, or NULL (replay) */
-	struct gw_engine *engine;
-	struct gw_wire *wire;
-	struct gw_outbox *outbox;         /* also without sinks (its known alerts); NULL in replay */
-	uv_async_t commit_async;
-	struct gw_commit_waiter *waiters;
-	struct gw_paused paused;          /* list head */
-	struct gw_ingest_counters n;
-	struct gw_runs runs;              /* active and dormant runs (runs.h) */
 };
 
 /* Lifecycle (docs/architecture.md, "Starting and stopping"):
@@ -123,22 +104,45 @@ struct gw_ingest {
  * notification's and the outbox's), gw_ingest_free once the loop ran their
  * close callbacks.  A replay has no loop and no handles: start, then free. */
 
-/* Set up: the engine (seeded with where every run in the database stood),
- * the wire parser, the alert outbox (reads what is still undelivered: call
- * before uv_run) and the commit notification; for a replay, the engine
- * only.  Returns 0 or a negative errno with a message in err; on failure
- * call gw_ingest_stop and gw_ingest_free anyway. */
-int gw_ingest_start(struct gw_ingest *in, const struct gw_ingest_opts *o, char *err,
+/* Set up: the engine, the wire parser, the run table (every run in the
+ * database dormant; those live when the daemon before stopped rebuilt:
+ * blocking reads, call before uv_run) and the commit notification; for a
+ * replay, the engine and the parser only.  Returns 0 or a negative errno
+ * with a message in err; on failure (*out may be set) call gw_ingest_stop
+ * and gw_ingest_free anyway. */
+int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out, char *err,
                    size_t errlen);
 
 /* Every tick: the wall-clock detectors, and idle runs made dormant. */
 void gw_ingest_tick(struct gw_ingest *in, double now);
 
-/* Stop delivering alerts and close the handles (idempotent; the loop must
- * run once more for their close callbacks); then gw_ingest_free frees
- * everything. */
+/* Close the commit notification (idempotent; in may be NULL; the loop must
+ * run once more for its close callback); then gw_ingest_free frees
+ * everything (in may be NULL). */
 void gw_ingest_stop(struct gw_ingest *in);
 void gw_ingest_free(struct gw_ingest *in);
+
+/* Thresholds, per-run overrides and disabled detectors changed (SIGHUP):
+ * the engine takes them from o (gw_engine_reconfigure). */
+void gw_ingest_reconfigure(struct gw_ingest *in, const struct gw_engine_opts *o);
+
+/* ---- runs (the run table, runs.h; loop thread) -------------------------------- */
+
+/* Whether the daemon has run `run`, active or dormant (gw_runs_known). */
+bool gw_ingest_run_known(const struct gw_ingest *in, const char *run);
+/* When a line of `run` last arrived (wall clock), NAN when not known. */
+double gw_ingest_run_last_seen(const struct gw_ingest *in, const char *run);
+/* Run `run` was deleted: forget its state, active or dormant, and its
+ * alerts in the outbox (no repeats; gw_outbox_forget_run). */
+void gw_ingest_forget_run(struct gw_ingest *in, const char *run);
+/* Run `run` ended for `why` (a followed file rotated away or gone): the
+ * engine stops watching its silence (gw_engine_run_ended). */
+void gw_ingest_run_ended(struct gw_ingest *in, const char *run, const char *why);
+/* Active and dormant runs, evictions and rebuilds (all zero in a replay). */
+void gw_ingest_runs_stats(const struct gw_ingest *in, struct gw_runs_stats *out);
+/* Call fn for every active run (gw_engine_foreach_run). */
+void gw_ingest_foreach_run(const struct gw_ingest *in,
+                           void (*fn)(void *data, const struct gw_run_info *ri), void *data);
 
 /* ---- sources ---------------------------------------------------------------- */
 
@@ -200,7 +204,8 @@ int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t
  * {line, reason, message, field?, column?} (new reference). */
 json_t *gw_ingest_err_json(uint64_t lineno, const struct gw_wire_err *e);
 
-/* Count what a transport refused before parsing. */
+/* Count what a transport refused before parsing, or a partial last line
+ * it dropped. */
 void gw_ingest_count_connection(struct gw_ingest *in);
 void gw_ingest_count_udp_dropped(struct gw_ingest *in);
 void gw_ingest_count_reject(struct gw_ingest *in, enum gw_transport t, enum gw_wire_reason r);
@@ -211,7 +216,8 @@ void gw_ingest_alloc_slab(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 
 /* ---- acknowledgement and back-pressure ---------------------------------------- */
 
-/* Call w->fn once the store has committed w->seq (maybe right away). */
+/* Call w->fn once the store has committed w->seq (maybe right away; the
+ * writer is asked to commit now rather than at its interval). */
 void gw_ingest_wait_commit(struct gw_ingest *in, struct gw_commit_waiter *w);
 void gw_ingest_cancel_wait(struct gw_ingest *in, struct gw_commit_waiter *w);
 /* Wait for everything queued so far (a read that must see its own writes). */

@@ -5,7 +5,10 @@
  * its dimensions (none; by transport; by transport and reject reason; by
  * detector and severity).  Loop thread only, like the counters themselves.
  */
-#include "ingest.h"
+#include "ingest_impl.h"
+
+#include "detector.h"
+#include "registry.h"
 
 #include "util.h"
 

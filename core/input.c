@@ -10,6 +10,8 @@
 #include "input.h"
 #include "mlflow.h"
 
+#include "hash.h"
+#include "intset.h"
 #include "util.h"
 
 #include <errno.h>
@@ -27,9 +29,10 @@
 #define PROGRESS_AFTER_MS 2000
 #define PROGRESS_EVERY_MS 250
 
+/* The points seen, by a 64-bit FNV-1a over what makes a point (its run,
+ * step and values): two that hash alike count as one (a 2^-64 chance). */
 struct gw_input_seen {
-	uint64_t *slot;  /* 0: empty */
-	size_t cap, count;
+	struct gw_intset keys;
 };
 
 struct gw_input_seen *gw_input_seen_new(void)
@@ -40,62 +43,26 @@ struct gw_input_seen *gw_input_seen_new(void)
 void gw_input_seen_free(struct gw_input_seen *s)
 {
 	if (s)
-		free(s->slot);
+		gw_intset_free(&s->keys);
 	free(s);
-}
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-	h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-	return h * 0xff51afd7ed558ccdull;
 }
 
 static uint64_t point_key(const struct gw_rec *rec)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < rec->run_len; i++)
-		h = mix(h, (unsigned char)rec->run[i]);
-	h = mix(h, (uint64_t)rec->step);
-	h = mix(h, rec->present);
-	for (int r = 0; r < GW_NROLES; r++) {
-		if (!gw_rec_has(rec, (enum gw_role)r))
-			continue;
-		uint64_t bits;
-		memcpy(&bits, &rec->v[r], sizeof(bits));
-		h = mix(h, bits);
-	}
-	return h ? h : 1;
+	uint64_t h = gw_fnv1a64_add(GW_FNV64_INIT, rec->run, rec->run_len);
+	h = gw_fnv1a64_add(h, &rec->step, sizeof(rec->step));
+	h = gw_fnv1a64_add(h, &rec->present, sizeof(rec->present));
+	for (int r = 0; r < GW_NROLES; r++)
+		if (gw_rec_has(rec, (enum gw_role)r))
+			h = gw_fnv1a64_add(h, &rec->v[r], sizeof(rec->v[r]));
+	return h;
 }
 
 /* 1 if key was there, 0 if it was added, -ENOMEM. */
 static int seen_add(struct gw_input_seen *s, uint64_t key)
 {
-	if ((s->count + 1) * 2 > s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 1024;
-		uint64_t *n = calloc(cap, sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		for (size_t i = 0; i < s->cap; i++) {
-			if (!s->slot[i])
-				continue;
-			size_t j = s->slot[i] & (cap - 1);
-			while (n[j])
-				j = (j + 1) & (cap - 1);
-			n[j] = s->slot[i];
-		}
-		free(s->slot);
-		s->slot = n;
-		s->cap = cap;
-	}
-	size_t j = key & (s->cap - 1);
-	while (s->slot[j]) {
-		if (s->slot[j] == key)
-			return 1;
-		j = (j + 1) & (s->cap - 1);
-	}
-	s->slot[j] = key;
-	s->count++;
-	return 0;
+	int rc = gw_intset_put(&s->keys, key, 0, NULL);
+	return rc == -EEXIST ? 1 : rc;
 }
 
 struct ctx {

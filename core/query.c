@@ -5,7 +5,7 @@
  */
 #include "query.h"
 
-#include "engine.h"
+#include "alert_row.h"
 #include "store.h"
 #include "util.h"
 

@@ -4,7 +4,7 @@
  * /v1/alerts, /v1/runs/{run}/alerts and /v1/alerts/{id} with it, and
  * `gradwatch runs/alerts --db --json` prints the same, so reading the
  * daemon or its database gives one shape.  Alerts are in the one alert
- * schema (detectors: gw_alert_row_json, docs/alert-schema.md).
+ * schema (alerts/alert_row.h: gw_alert_row_json, docs/alert-schema.md).
  */
 #ifndef GW_QUERY_H
 #define GW_QUERY_H

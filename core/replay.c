@@ -24,6 +24,7 @@
 #include "engine.h"
 #include "ingest.h"
 #include "input.h"
+#include "runs.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -35,7 +36,7 @@
 
 struct replay {
 	const struct gw_replay_opts *o;
-	struct gw_ingest in;
+	struct gw_ingest *in;
 	struct gw_ingest_src src;
 	const char *file;
 	FILE *out;
@@ -152,13 +153,13 @@ int gw_replay(const struct gw_replay_opts *o, char **files, int nfiles,
 		.observe = {.data = &r, .on_alert = print_alert, .on_segment = on_segment},
 	};
 	char err[256];
-	rc = gw_ingest_start(&r.in, &io, err, sizeof(err));
-	gw_ingest_src_init(&r.src, &r.in, GW_TR_FOLLOW, 0);
+	rc = gw_ingest_start(&io, &r.in, err, sizeof(err));
 	seen = gw_input_seen_new();
 	if (rc < 0 || !seen || !r.firing) {
 		rc = rc < 0 ? rc : -ENOMEM;
 		goto out;
 	}
+	gw_ingest_src_init(&r.src, r.in, GW_TR_FOLLOW, 0);
 	for (int i = 0; i < nfiles; i++) {
 		r.file = files[i];
 		struct gw_input in = {
@@ -198,10 +199,13 @@ out:
 		stats->duplicates = r.duplicates;
 		stats->alerts = r.alerts;
 		stats->serious = r.serious;
-		stats->runs = r.in.engine ? gw_engine_run_count(r.in.engine) : 0;
+		struct gw_runs_stats rs = {0};
+		if (r.in)
+			gw_ingest_runs_stats(r.in, &rs);
+		stats->runs = rs.active;
 	}
 	gw_ingest_src_deinit(&r.src);
-	gw_ingest_free(&r.in);
+	gw_ingest_free(r.in);
 	gw_input_seen_free(seen);
 	json_decref(r.firing);
 	return rc;

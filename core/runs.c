@@ -1,15 +1,17 @@
 /*
  * runs: active and dormant runs (see runs.h).  Dormant runs are an array
  * of (name, position) with the lib's string table over it; removing one
- * moves the last into its place.
+ * moves the last into its place.  Active runs are the engine's; this table
+ * asks it (gw_engine_run_info, _foreach_run) and moves runs in and out
+ * (gw_engine_evict, gw_engine_seed_run and a quiet re-feed).
  */
 #include "runs.h"
 
 #include "buf.h"
-#include "config.h"
-#include "ingest.h"
+#include "engine.h"
 #include "log.h"
-#include "outbox.h"
+#include "store.h"
+#include "strtab.h"
 #include "util.h"
 
 #include <errno.h>
@@ -17,6 +19,26 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+struct gw_dormant {
+	char *name;
+	int64_t seg, last_step;
+	double last_ts, last_seen;   /* last_seen: its last line's arrival */
+	bool interleaved;          /* its lines are interleaved writers' (engine.h) */
+	bool ended;                /* it had ended, no line went past it (engine.h "Run endings") */
+};
+
+struct gw_runs {
+	struct gw_runs_opts o;
+	struct gw_dormant *d;
+	size_t n, cap;
+	struct gw_strtab by_name;
+	uint64_t evicted, rebuilt;
+	/* the one read-only connection rebuilds read on (opened at the first,
+	 * kept: runs.h says why the read is on the loop) */
+	struct gw_store_reader *reader;
+	bool reader_failed;        /* could not be opened: each rebuild opens its own */
+};
 
 static int dormant_add(struct gw_runs *rs, const char *name, int64_t seg, int64_t last_step,
                        double last_ts, double last_seen, bool interleaved, bool ended)
@@ -61,10 +83,16 @@ static void load_one(void *data, const struct gw_run_position *p)
 		                     p->interleaved, p->ended);
 }
 
-int gw_runs_load(struct gw_runs *rs, const char *db_path, char *err, size_t errlen)
+int gw_runs_new(const struct gw_runs_opts *o, struct gw_runs **out, char *err, size_t errlen)
 {
+	struct gw_runs *rs = *out = calloc(1, sizeof(*rs));
+	if (!rs)
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
+	rs->o = *o;
+	if (!o->db_path)
+		return 0;
 	struct load_ctx c = {.rs = rs};
-	int rc = gw_store_read_run_positions(db_path, load_one, &c, err, errlen);
+	int rc = gw_store_read_run_positions(o->db_path, load_one, &c, err, errlen);
 	if (rc < 0)
 		return rc;
 	if (c.err)
@@ -77,21 +105,29 @@ int gw_runs_load(struct gw_runs *rs, const char *db_path, char *err, size_t errl
 
 void gw_runs_free(struct gw_runs *rs)
 {
+	if (!rs)
+		return;
 	for (size_t i = 0; i < rs->n; i++)
 		free(rs->d[i].name);
 	free(rs->d);
 	gw_strtab_free(&rs->by_name);
-	memset(rs, 0, sizeof(*rs));
+	gw_store_reader_close(rs->reader);
+	free(rs);
 }
 
-size_t gw_runs_dormant(const struct gw_runs *rs)
+void gw_runs_stats(const struct gw_runs *rs, struct gw_runs_stats *out)
 {
-	return rs->n;
+	*out = (struct gw_runs_stats){
+		.active = gw_engine_run_count(rs->o.engine),
+		.dormant = rs->n,
+		.evicted = rs->evicted,
+		.rebuilt = rs->rebuilt,
+	};
 }
 
 /* ---- eviction --------------------------------------------------------------------- */
 
-static int make_dormant(struct gw_ingest *in, const char *name)
+static int make_dormant(struct gw_runs *rs, const char *name)
 {
 	char *copy = strdup(name);   /* the engine frees its own copy */
 	if (!copy)
@@ -99,14 +135,14 @@ static int make_dormant(struct gw_ingest *in, const char *name)
 	struct gw_run_info last;
 	/* an open stall cannot be watched without the state: it is resolved
 	 * (the silence is judged again when the run sends) */
-	if (gw_engine_run_info(in->engine, copy, &last) == 0 && last.open_live)
-		gw_engine_run_ended(in->engine, copy, "evicted: too many runs for limits.max_runs",
+	if (gw_engine_run_info(rs->o.engine, copy, &last) == 0 && last.open_live)
+		gw_engine_run_ended(rs->o.engine, copy, "evicted: too many runs for limits.max_runs",
 		                    gw_wall_now());
-	int rc = gw_engine_evict(in->engine, copy, &last);
+	int rc = gw_engine_evict(rs->o.engine, copy, &last);
 	if (rc == 0) {
-		rc = dormant_add(&in->runs, copy, last.seg, last.last_step, last.last_ts, last.last_wall,
+		rc = dormant_add(rs, copy, last.seg, last.last_step, last.last_ts, last.last_wall,
 		                 last.interleaved, last.ended);
-		in->runs.evicted++;
+		rs->evicted++;
 	}
 	free(copy);
 	return rc;
@@ -149,18 +185,18 @@ static int cmp_age(const void *a, const void *b)
 /* Room for one more active run under limits.max_runs: the least recently
  * active tenth go at once (their state is rebuilt when they send again), so
  * a stream of new runs costs one sort per max_runs / 10 of them. */
-static void make_room(struct gw_ingest *in)
+static void make_room(struct gw_runs *rs)
 {
-	size_t max = in->cfg->max_runs, n = gw_engine_run_count(in->engine);
+	size_t max = rs->o.max_runs, n = gw_engine_run_count(rs->o.engine);
 	if (!max || n < max)
 		return;
 	struct age_ctx c = {.now = gw_wall_now()};
-	gw_engine_foreach_run(in->engine, collect_age, &c);
+	gw_engine_foreach_run(rs->o.engine, collect_age, &c);
 	qsort(c.v, c.n, sizeof(*c.v), cmp_age);
 	size_t go = n - max + 1 + max / 10;
 	for (size_t i = 0; i < c.n; i++) {
 		if (i < go)
-			make_dormant(in, c.v[i].name);
+			make_dormant(rs, c.v[i].name);
 		free(c.v[i].name);
 	}
 	free(c.v);
@@ -187,15 +223,15 @@ static void find_idle(void *data, const struct gw_run_info *ri)
 		c->n++;
 }
 
-void gw_runs_tick(struct gw_ingest *in, double now)
+void gw_runs_tick(struct gw_runs *rs, double now)
 {
-	unsigned idle_s = in->cfg->run_evict_idle_s;
+	unsigned idle_s = rs->o.evict_idle_s;
 	if (!idle_s)
 		return;
 	struct idle_ctx c = {.now = now, .before = now - idle_s};
-	gw_engine_foreach_run(in->engine, find_idle, &c);
+	gw_engine_foreach_run(rs->o.engine, find_idle, &c);
 	for (size_t i = 0; i < c.n; i++) {
-		make_dormant(in, c.names[i]);
+		make_dormant(rs, c.names[i]);
 		free(c.names[i]);
 	}
 	if (c.n)
@@ -206,7 +242,7 @@ void gw_runs_tick(struct gw_ingest *in, double now)
 /* ---- rebuilding a dormant run ------------------------------------------------------- */
 
 struct refeed {
-	struct gw_ingest *in;
+	struct gw_engine *engine;
 	bool seeded;
 	uint64_t lines;
 };
@@ -218,53 +254,67 @@ static int refeed_one(void *data, const struct gw_rec *rec, int64_t seg, uint64_
 	if (!f->seeded) {
 		/* the run continues where its re-fed lines begin: their first
 		 * line is no restart */
-		gw_engine_seed_run(f->in->engine, rec->run, seg, rec->event ? rec->step : rec->step - 1,
+		gw_engine_seed_run(f->engine, rec->run, seg, rec->event ? rec->step : rec->step - 1,
 		                   NAN);
 		f->seeded = true;
 	}
 	f->lines++;
 	/* with its arrival time: the stall detector learns the run's cadence
 	 * and whether its lines were arriving live */
-	int rc = gw_engine_feed(f->in->engine, rec, line, recv, NULL);
+	int rc = gw_engine_feed(f->engine, rec, line, recv, NULL);
 	return rc == -ENOSPC ? 0 : rc;
 }
 
-int gw_runs_activate(struct gw_ingest *in, const char *run, size_t len)
+/* The run's stored tail through the table's connection (opened at the
+ * first rebuild and kept), or on a connection of its own when that cannot
+ * be opened. */
+static int read_tail(struct gw_runs *rs, const char *run, struct refeed *f, char *err,
+                     size_t errlen)
 {
-	struct gw_runs *rs = &in->runs;
-	if (gw_engine_has_run(in->engine, run, len))
+	if (!rs->reader && !rs->reader_failed &&
+	    gw_store_reader_open(rs->o.db_path, &rs->reader, err, errlen) < 0) {
+		gw_log_warn("runs: %s; each rebuild opens its own connection", err);
+		rs->reader_failed = true;
+	}
+	if (rs->reader)
+		return gw_store_read_tail_on(rs->reader, run, GW_RUNS_REFEED, refeed_one, f, err,
+		                             errlen);
+	return gw_store_read_tail(rs->o.db_path, run, GW_RUNS_REFEED, refeed_one, f, err, errlen);
+}
+
+int gw_runs_activate(struct gw_runs *rs, const char *run, size_t len)
+{
+	struct gw_engine *e = rs->o.engine;
+	if (gw_engine_has_run(e, run, len))
 		return 0;
 	uint32_t i;
 	bool dormant = rs->n && gw_strtab_find(&rs->by_name, run, len, &i) == 0;
-	make_room(in);
+	make_room(rs);
 	if (!dormant)
 		return 0;
 	struct gw_dormant dm = rs->d[i];
 	rs->d[i].name = NULL;
-	bool quiet = gw_engine_quiet(in->engine, true);
-	struct refeed f = {.in = in};
+	bool quiet = gw_engine_quiet(e, true);
+	struct refeed f = {.engine = e};
 	char err[256];
 	uint64_t t0 = gw_mono_ms();
-	int rc = rs->reader ? gw_store_read_tail_on(rs->reader, dm.name, GW_RUNS_REFEED, refeed_one,
-	                                            &f, err, sizeof(err))
-	                    : gw_store_read_tail(in->cfg->db_path, dm.name, GW_RUNS_REFEED, refeed_one,
-	                                         &f, err, sizeof(err));
+	int rc = read_tail(rs, dm.name, &f, err, sizeof(err));
 	if (rc < 0 || !f.seeded) {
 		if (rc < 0)
 			gw_log_warn("run %s: cannot rebuild its detector state (%s); it continues from its "
 			            "stored position only", dm.name, err);
 		if (!f.seeded)
-			gw_engine_seed_run(in->engine, dm.name, dm.seg, dm.last_step, dm.last_ts);
+			gw_engine_seed_run(e, dm.name, dm.seg, dm.last_step, dm.last_ts);
 	}
 	if (dm.interleaved)   /* said once already: repeats stay folded */
-		gw_engine_set_interleaved(in->engine, dm.name);
+		gw_engine_set_interleaved(e, dm.name);
 	/* it had ended, and no line went past that (its re-fed lines may not
 	 * say so: a followed file closed, an eviction, a length declared
 	 * before them); quiet, it is not stored again */
 	if (dm.ended)
-		gw_engine_run_ended(in->engine, dm.name, "ended before", NAN);
-	gw_engine_quiet(in->engine, quiet);
-	rs->rehydrated++;
+		gw_engine_run_ended(e, dm.name, "ended before", NAN);
+	gw_engine_quiet(e, quiet);
+	rs->rebuilt++;
 	gw_log_debug("run %s: detector state rebuilt from %" PRIu64 " stored line(s) in %" PRIu64 " ms",
 	             dm.name, f.lines, gw_mono_ms() - t0);
 	rs->d[i].name = dm.name;
@@ -272,32 +322,31 @@ int gw_runs_activate(struct gw_ingest *in, const char *run, size_t len)
 	return 0;
 }
 
-bool gw_runs_known(const struct gw_ingest *in, const char *run)
+bool gw_runs_known(const struct gw_runs *rs, const char *run)
 {
 	uint32_t i;
 	size_t len = strlen(run);
-	return gw_engine_has_run(in->engine, run, len) ||
-	       gw_strtab_find(&in->runs.by_name, run, len, &i) == 0;
+	return gw_engine_has_run(rs->o.engine, run, len) ||
+	       gw_strtab_find(&rs->by_name, run, len, &i) == 0;
 }
 
-double gw_runs_last_seen(const struct gw_ingest *in, const char *run)
+double gw_runs_last_seen(const struct gw_runs *rs, const char *run)
 {
 	uint32_t i;
 	struct gw_run_info ri;
-	if (gw_engine_run_info(in->engine, run, &ri) == 0)
+	if (gw_engine_run_info(rs->o.engine, run, &ri) == 0)
 		return ri.last_wall;
-	if (gw_strtab_find(&in->runs.by_name, run, strlen(run), &i) == 0)
-		return in->runs.d[i].last_seen;
+	if (gw_strtab_find(&rs->by_name, run, strlen(run), &i) == 0)
+		return rs->d[i].last_seen;
 	return NAN;
 }
 
-void gw_runs_forget(struct gw_ingest *in, const char *run)
+void gw_runs_forget(struct gw_runs *rs, const char *run)
 {
 	uint32_t i;
-	gw_engine_evict(in->engine, run, NULL);
-	gw_outbox_forget_run(in->outbox, run);   /* its alerts are gone too */
-	if (gw_strtab_find(&in->runs.by_name, run, strlen(run), &i) == 0)
-		dormant_remove(&in->runs, i);
+	gw_engine_evict(rs->o.engine, run, NULL);
+	if (gw_strtab_find(&rs->by_name, run, strlen(run), &i) == 0)
+		dormant_remove(rs, i);
 }
 
 /* ---- after a restart ---------------------------------------------------------------- */
@@ -313,14 +362,14 @@ static int cmp_newest(const void *a, const void *b)
 	return p->seen < q->seen ? 1 : p->seen > q->seen ? -1 : 0;
 }
 
-int gw_runs_restore(struct gw_ingest *in, double now)
+int gw_runs_restore(struct gw_runs *rs, double now)
 {
-	struct gw_runs *rs = &in->runs;
 	/* when the daemon before stopped: its clean stop says so; after a
 	 * crash, the last line it committed is as close as is known */
 	double down = -INFINITY;
 	char *meta = NULL;
-	if (gw_store_read_meta(in->cfg->db_path, GW_RUNS_STOPPED_AT, &meta) == 0 && meta)
+	if (rs->o.db_path && gw_store_read_meta(rs->o.db_path, GW_RUNS_STOPPED_AT, &meta) == 0 &&
+	    meta)
 		down = strtod(meta, NULL);
 	free(meta);
 	for (size_t i = 0; i < rs->n; i++)
@@ -329,7 +378,7 @@ int gw_runs_restore(struct gw_ingest *in, double now)
 	if (!isfinite(down) || down > now)
 		return 0;
 	/* the runs it had active: a line within run_evict_idle_s of its stop */
-	double horizon = in->cfg->run_evict_idle_s ? in->cfg->run_evict_idle_s : GW_RUNS_RESTORE_S;
+	double horizon = rs->o.evict_idle_s ? rs->o.evict_idle_s : GW_RUNS_RESTORE_S;
 	struct restore_one *v = NULL;
 	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < rs->n; i++) {
@@ -346,23 +395,17 @@ int gw_runs_restore(struct gw_ingest *in, double now)
 		qsort(v, n, sizeof(*v), cmp_newest);
 	size_t restored = 0;
 	uint64_t t0 = gw_mono_ms();
-	char err[256];
-	/* one connection for all of them (else each opens its own); without
-	 * it, each does */
-	if (n && gw_store_reader_open(in->cfg->db_path, &rs->reader, err, sizeof(err)) < 0)
-		gw_log_warn("runs: %s; rebuilding each run on its own connection", err);
+	/* all of them on the table's one connection (read_tail) */
 	for (size_t i = 0; i < n && i < GW_RUNS_RESTORE_MAX; i++) {
-		if (gw_runs_activate(in, v[i].name, strlen(v[i].name)) < 0)
+		if (gw_runs_activate(rs, v[i].name, strlen(v[i].name)) < 0)
 			continue;
 		/* a run not watched (it ended, was not live, has too few lines)
 		 * goes back to sleep: memory as before the restart */
-		if (gw_engine_restarted(in->engine, v[i].name, down, now) > 0)
+		if (gw_engine_restarted(rs->o.engine, v[i].name, down, now) > 0)
 			restored++;
 		else
-			make_dormant(in, v[i].name);
+			make_dormant(rs, v[i].name);
 	}
-	gw_store_reader_close(rs->reader);
-	rs->reader = NULL;
 	if (n)
 		gw_log_debug("runs: %zu run(s) rebuilt at start in %" PRIu64 " ms",
 		             GW_MIN(n, (size_t)GW_RUNS_RESTORE_MAX), gw_mono_ms() - t0);

@@ -8,45 +8,42 @@
  * How: a handler on http.c's deferred path.  The body (at most
  * ACK_BODY_MAX bytes, the route's body_max) is checked on the loop; then,
  * like every read, the request waits until everything queued before it
- * is committed and reads the alert on the thread pool (gw_http_defer);
- * back on the loop, decide() answers 404 (no such alert), 409 (resolved)
- * or, when the alert already is in the asked state, 200 with it as it is
- * (idempotent: nothing is written, nothing is sent).  The row read can be
- * behind the outbox, which has every change decided so far: when another
- * request on the alert decided after our read and is not committed yet,
- * the alert is read again once it is (at most ACK_REREADS times, then 409:
- * nothing done), so requests on one alert act and answer in the order they
- * are decided; an alert whose run was deleted after our read is a 404.
- * Otherwise it queues the alerts-table row (GW_STORE_ALERT_ACK/UNACK) and
- * the outbox's event (gw_outbox_ack) under one store hold, so both commit
- * in one transaction, and answers 200 with the alert as it now is once that commit is done
- * (gw_http_answer_after_commit): what was answered is on disk, and its
- * notification is delivered at least once, across a crash.  A client that
- * goes away meanwhile is the transport's to handle.
+ * is committed and reads the alert on the thread pool (gw_http_defer):
+ * whether it exists (404), its run (the token may write it? 403; deleted
+ * since the read: 404) and what the answer shows.  Back on the loop the
+ * outbox decides (gw_outbox_ack, alerts/): its table has every change to
+ * the alert decided so far, committed or not, so another request that
+ * decided after our read is not missed and nothing is read again; 409
+ * when it has the alert resolved, 200 with the alert as it now is when it
+ * already is in the asked state (idempotent: nothing written, nothing
+ * sent), else the acknowledgement's row and its deliveries are queued in
+ * one transaction.  Either 200 is answered once what it reports is
+ * committed (gw_http_answer_after_commit): what was answered is on disk,
+ * and the notification is delivered at least once, across a crash.  A
+ * client that goes away meanwhile is the transport's to handle.
  */
-#include "daemon.h"
-#include "http.h"
+#include "ack.h"
 
+#include "auth.h"
+#include "http.h"
+#include "ingest.h"
 #include "log.h"
 #include "outbox.h"
 #include "query.h"
 #include "util.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ACK_BODY_MAX 8192
 #define ACK_BY_MAX 128      /* bytes of "by" */
 #define ACK_NOTE_MAX 1024   /* bytes of "note" */
-#define ACK_REREADS 8       /* reads again while other requests change the alert */
 
 /* What the body asked (the request's state on the deferred path). */
 struct ack {
 	bool ack;                  /* POST (else DELETE) */
 	char *by, *note;           /* checked, or NULL */
-	int reads;                 /* reads again after a change still to commit */
 };
 
 /* A control character (other than newline and tab in a note) or a string
@@ -120,20 +117,11 @@ static int parse_body(struct gw_http_conn *c, const struct gw_http_req *r, struc
 	return 0;
 }
 
-static int read_alert(const struct gw_http_req *r, json_t **out);
-static void ack_free(void *state);
-
-static void respond_resolved(struct gw_http_conn *c, const char *id, bool ack)
-{
-	gw_http_respond_error(c, 409, "alert %s is resolved: there is nothing to %s", id,
-	                      ack ? "acknowledge" : "withdraw");
-}
-
-/* The alert is read (loop thread): answer or write. */
+/* The alert is read (loop thread): the outbox decides. */
 static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int status,
                    json_t *alert)
 {
-	struct gw_daemon *d = r->data;
+	const struct gw_ack_opts *d = r->data;
 	struct ack *q = r->state;
 	const char *id = r->arg;
 	if (status != 200) {
@@ -141,7 +129,6 @@ static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int stat
 		return;
 	}
 	const char *run = json_string_value(json_object_get(alert, "run"));
-	const char *state = json_string_value(json_object_get(alert, "state"));
 	if (!run || !gw_auth_allows_run(r->token, run)) {
 		gw_http_respond_error(c, 403, "this token may not acknowledge alerts of run \"%s\" "
 		                      "(it may write only runs matching %s)", run ? run : "?",
@@ -149,84 +136,41 @@ static void decide(struct gw_http_conn *c, const struct gw_http_req *r, int stat
 		json_decref(alert);
 		return;
 	}
-	if (!gw_runs_known(&d->ingest, run)) {
+	if (!gw_ingest_run_known(d->ingest, run)) {
 		/* its run was deleted after our read (DELETE /v1/runs, a prune):
 		 * the alert is gone with it */
 		gw_http_respond_error(c, 404, "no alert %s: its run \"%s\" was deleted", id, run);
 		json_decref(alert);
 		return;
 	}
-	if (!state || strcmp(state, "open")) {
-		respond_resolved(c, id, q->ack);
-		json_decref(alert);
-		return;
-	}
-	bool acked = json_is_number(json_object_get(alert, "acked_at"));
-	int now_acked = gw_outbox_acked(d->ingest.outbox, id);
-	if (now_acked >= 0 && now_acked != acked) {
-		json_decref(alert);
-		if (q->reads++ < ACK_REREADS) {
-			/* an ack or unack decided after our read is not committed
-			 * yet: the row read is behind it; read again once it is
-			 * committed, so that requests on one alert act, and answer,
-			 * in the order decided */
-			gw_http_defer(c, read_alert, decide, q, ack_free);
-			return;
-		}
-		/* behind every time: deciding on a stale row would answer a state
-		 * the alert does not have, or lose this request's change */
-		gw_http_respond_error(c, 409, "alert %s was acknowledged or withdrawn by other "
-		                      "requests each of the %d times this one read it; nothing was "
-		                      "done: retry", id, ACK_REREADS + 1);
-		return;
-	}
-	if (acked == q->ack) {   /* already so: idempotent, nothing written or sent */
-		gw_http_respond_json(c, 200, alert);
-		return;
-	}
-	double at = gw_wall_now();
-	gw_store_hold(d->store);
+	json_t *answer = NULL;
 	uint64_t seq = 0;
-	int rc = gw_outbox_ack(d->ingest.outbox, id, q->ack, at, q->by, q->note, alert, &seq);
-	if (rc == 0) {
-		const struct gw_sv none = {.t = GW_SV_NULL};
-		const struct gw_sv v[] = {
-			gw_sv_text(id), gw_sv_real(at), q->by ? gw_sv_text(q->by) : none,
-			q->note ? gw_sv_text(q->note) : none,
-		};
-		uint64_t s = gw_store_put(d->store, NULL, q->ack ? GW_STORE_ALERT_ACK : GW_STORE_ALERT_UNACK,
-		                          v, q->ack ? 4 : 2);
-		seq = s ? GW_MAX(seq, s) : 0;
-		if (!s)
-			rc = -ENOMEM;
-	}
-	gw_store_release(d->store);
-	if (rc == -ENOENT) {   /* it resolved while we read it */
-		respond_resolved(c, id, q->ack);
-		json_decref(alert);
+	int rc = gw_outbox_ack(d->outbox, id, q->ack, gw_wall_now(), q->by, q->note, alert, &answer,
+	                       &seq);
+	json_decref(alert);
+	if (rc == -ENOENT) {
+		gw_http_respond_error(c, 409, "alert %s is resolved: there is nothing to %s", id,
+		                      q->ack ? "acknowledge" : "withdraw");
 		return;
 	}
-	if (rc == -EALREADY) {
-		gw_http_respond_json(c, 200, alert);
+	if (rc == -ESHUTDOWN) {
+		gw_http_respond_error(c, 503, "the daemon is stopping; retry once it is back");
 		return;
 	}
-	if (rc < 0) {
+	if (rc < 0 && rc != -EALREADY) {
 		gw_http_respond_error(c, 500, "cannot %s alert %s: %s",
 		                      q->ack ? "acknowledge" : "withdraw the acknowledgement of", id,
 		                      strerror(-rc));
-		json_decref(alert);
 		return;
 	}
-	if (q->ack)
+	if (rc == 0 && q->ack)
 		gw_log_info("alert %s acknowledged%s%s", id, q->by ? " by " : "", q->by ? q->by : "");
-	else
+	else if (rc == 0)
 		gw_log_info("alert %s: acknowledgement withdrawn%s%s", id, q->by ? " by " : "",
 		            q->by ? q->by : "");
-	/* the alert as it is after this request: the stored one with the event */
-	gw_outbox_ack_event(alert, q->ack, json_integer_value(json_object_get(alert, "version")) + 1,
-	                    at, q->by, q->note);
-	gw_http_answer_after_commit(c, seq, 200, alert, q->ack ? "not acknowledged yet"
-	                                                       : "not withdrawn yet");
+	/* done or already so: the alert as it is, once that is on disk */
+	gw_http_answer_after_commit(c, seq, 200, answer, q->ack ? "not acknowledged yet"
+	                                                        : "not withdrawn yet");
 }
 
 static int read_alert(const struct gw_http_req *r, json_t **out)
@@ -263,8 +207,9 @@ static void h_ack(struct gw_http_conn *c, const struct gw_http_req *r)
 	gw_http_defer(c, read_alert, decide, q, ack_free);
 }
 
-int gw_ack_start(struct gw_daemon *d, char *err, size_t errlen)
+int gw_ack_start(struct gw_http *h, const struct gw_ack_opts *o, char *err, size_t errlen)
 {
+	void *d = (void *)o;   /* the routes' data: read only */
 	const struct gw_http_route routes[] = {
 		{.method = "POST", .path = "/v1/alerts/", .prefix = true, .suffix = "/ack",
 		 .handler = h_ack, .body_max = ACK_BODY_MAX, .data = d, .scope = GW_SCOPE_INGEST,
@@ -274,7 +219,7 @@ int gw_ack_start(struct gw_daemon *d, char *err, size_t errlen)
 		 .arg_name = "alert id"},
 	};
 	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++) {
-		int rc = gw_http_route(d->http, &routes[i]);
+		int rc = gw_http_route(h, &routes[i]);
 		if (rc < 0)
 			return gw_errf(err, errlen, rc, "cannot register %s /v1/alerts/{id}/ack",
 			               routes[i].method);

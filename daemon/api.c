@@ -4,16 +4,18 @@
  * GET /v1/runs/{run}, GET /v1/runs/{run}/alerts, GET /v1/alerts,
  * POST /v1/runs/{run}/resume-check.
  *
- * An ingest body is a gw_ingest_src: its lines go through the record path
+ * GET /healthz is health.c's, registered by it.  An ingest body is a
+ * gw_ingest_src: its lines go through the record path
  * as they stream in, and the answer waits (without blocking the loop) until
  * the store has committed the body's last line.  Reads run on the thread
- * pool with only the read-only database path; /healthz (health.c) and
- * /v1/stats are answered from memory on the loop.
+ * pool with only the read-only database path; /v1/stats is answered from
+ * memory on the loop.
  */
 #include "api.h"
 
-#include "daemon.h"
+#include "config.h"
 #include "http.h"
+#include "http_url.h"
 #include "ingest.h"
 #include "query.h"
 
@@ -43,7 +45,7 @@ enum idem_role {
 
 struct ingest_req {
 	struct gw_http_conn *c;
-	struct gw_daemon *d;
+	const struct gw_api_opts *o;
 	struct gw_ingest_src src;
 	char default_run[GW_WIRE_RUN_MAX + 1];
 	uint64_t body_bytes;
@@ -90,21 +92,21 @@ static void respond_replayed(struct ingest_req *q)
 
 static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 {
-	struct gw_daemon *d = r->data;
+	const struct gw_api_opts *o = r->data;
 	char why[200];
 	struct gw_idem_entry *e = NULL;
 	if (r->idempotency_key) {
 		size_t kl = strlen(r->idempotency_key);
-		e = gw_idem_get(&d->idem, r->idempotency_key, kl, gw_wall_now(),
-		                gw_store_committed(d->store));
+		e = gw_idem_get(o->idem, r->idempotency_key, kl, gw_wall_now(),
+		                gw_store_committed(o->store));
 		if (e && e->state == GW_IDEM_RUNNING) {
 			gw_http_respond_error(c, 409, "a request with this Idempotency-Key is still being "
 			                      "sent; retry once it is answered");
 			return -EBUSY;
 		}
 	}
-	int serr = gw_ingest_store_error(&d->ingest, why, sizeof(why));
-	if (!e && (serr || gw_ingest_full(&d->ingest))) {
+	int serr = gw_ingest_store_error(o->ingest, why, sizeof(why));
+	if (!e && (serr || gw_ingest_full(o->ingest))) {
 		respond_storage(c, serr, why);
 		return -EAGAIN;
 	}
@@ -115,8 +117,8 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 		return -ENOMEM;
 	}
 	q->c = c;
-	q->d = d;
-	gw_ingest_src_init(&q->src, &d->ingest, GW_TR_HTTP, 0);
+	q->o = o;
+	gw_ingest_src_init(&q->src, o->ingest, GW_TR_HTTP, 0);
 	q->src.eof_ends_line = true;
 	q->src.token = r->token;
 	q->src.on_reject = on_reject;
@@ -138,7 +140,7 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 	if (e) {
 		q->role = IDEM_REPEAT;
 	} else if (r->idempotency_key) {
-		e = gw_idem_begin(&d->idem, r->idempotency_key, strlen(r->idempotency_key), gw_wall_now());
+		e = gw_idem_begin(o->idem, r->idempotency_key, strlen(r->idempotency_key), gw_wall_now());
 		if (!e) {
 			gw_http_respond_error(c, 500, "out of memory");
 			return -ENOMEM;
@@ -156,7 +158,7 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 static int ingest_data(struct gw_http_conn *c, const char *p, size_t n)
 {
 	struct ingest_req *q = gw_http_conn_state(c);
-	size_t max = q->d->cfg->max_body;
+	size_t max = q->o->cfg->max_body;
 	if (q->role != IDEM_NONE)
 		q->fp = gw_fnv1a64_add(q->fp, p, n);
 	if (q->too_large || q->role == IDEM_REPEAT)
@@ -181,7 +183,7 @@ static json_t *answer_json(struct ingest_req *q, int *status)
 		json_object_set_new(j, "errors_truncated", json_true());
 	if (j && q->too_large)
 		json_object_set_new(j, "error", json_sprintf("the body is larger than %zu bytes (limits.max_body_bytes); lines after the limit were not read",
-		                                             q->d->cfg->max_body));
+		                                             q->o->cfg->max_body));
 	*status = q->too_large ? 413 : q->src.rejected ? 422 : 200;
 	return j;
 }
@@ -198,12 +200,12 @@ static void ingest_committed(struct gw_commit_waiter *w)
 		return;
 	}
 	if (q->role == IDEM_REPEAT) {
-		gw_idem_done(&q->d->idem, q->idem);
+		gw_idem_done(q->o->idem, q->idem);
 		respond_replayed(q);
 		return;
 	}
 	if (q->role == IDEM_FIRST)
-		gw_idem_done(&q->d->idem, q->idem);
+		gw_idem_done(q->o->idem, q->idem);
 	int status;
 	json_t *j = answer_json(q, &status);
 	if (q->too_large)
@@ -215,7 +217,7 @@ static void ingest_committed(struct gw_commit_waiter *w)
  * under one hold, so they commit in one transaction. */
 static void ingest_first(struct ingest_req *q)
 {
-	struct gw_store *st = q->d->store;
+	struct gw_store *st = q->o->store;
 	gw_store_hold(st);
 	if (q->body.len)
 		gw_ingest_src_feed(&q->src, q->body.p, q->body.len);
@@ -224,14 +226,14 @@ static void ingest_first(struct ingest_req *q)
 	json_t *j = answer_json(q, &status);
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
-	uint64_t seq = text ? gw_idem_queue(&q->d->idem, st, q->idem, status, text, q->fp) : 0;
+	uint64_t seq = text ? gw_idem_queue(q->o->idem, st, q->idem, status, text, q->fp) : 0;
 	free(text);
 	gw_store_release(st);
 	gw_buf_free(&q->body);
 	if (!seq) {
 		/* out of memory for the key row: the lines went in without it, so
 		 * the key must not claim them (a retry stores them again) */
-		gw_idem_drop(&q->d->idem, q->idem);
+		gw_idem_drop(q->o->idem, q->idem);
 		q->role = IDEM_NONE;
 	}
 	q->waiter.seq = seq ? seq : q->src.last_seq;
@@ -261,10 +263,8 @@ static void ingest_end(struct gw_http_conn *c)
 		q->waiter.seq = q->src.last_seq;
 	}
 	q->waiter.fn = ingest_committed;
-	if (q->waiter.seq)
-		gw_store_flush(q->d->store);
 	q->waiting = true;
-	gw_ingest_wait_commit(&q->d->ingest, &q->waiter);
+	gw_ingest_wait_commit(q->o->ingest, &q->waiter);
 }
 
 static void ingest_free(struct gw_http_conn *c, bool complete)
@@ -274,15 +274,15 @@ static void ingest_free(struct gw_http_conn *c, bool complete)
 		return;
 	/* a body cut off keeps what arrived; its partial last line is lost */
 	if (!complete && q->src.lines.len)
-		gw_ingest_count_reject(&q->d->ingest, GW_TR_HTTP, GW_REJ_TRUNCATED);
+		gw_ingest_count_reject(q->o->ingest, GW_TR_HTTP, GW_REJ_TRUNCATED);
 	if (q->waiting)
-		gw_ingest_cancel_wait(&q->d->ingest, &q->waiter);
+		gw_ingest_cancel_wait(q->o->ingest, &q->waiter);
 	if (q->idem) {
 		/* the first request cut off before its body was ingested: nothing
 		 * of it is stored, so its key must not stay */
 		if (q->role == IDEM_FIRST && q->idem->state == GW_IDEM_RUNNING)
-			gw_idem_drop(&q->d->idem, q->idem);
-		gw_idem_release(&q->d->idem, q->idem);
+			gw_idem_drop(q->o->idem, q->idem);
+		gw_idem_release(q->o->idem, q->idem);
 	}
 	gw_buf_free(&q->body);
 	gw_ingest_src_deinit(&q->src);
@@ -429,17 +429,17 @@ static void stats_sample(void *data, const struct gw_counter_sample *s)
 
 /* The ingest counters and the store's, as GET /v1/stats returns them (new
  * reference, NULL when out of memory). */
-static json_t *gw_api_stats_json(struct gw_daemon *d)
+static json_t *stats_json(const struct gw_api_opts *o)
 {
 	json_t *root = json_pack("{s:{}, s:{}}", "transports", "alerts");
 	if (!root)
 		return NULL;
-	gw_ingest_counters_foreach(&d->ingest, stats_sample, root);
+	gw_ingest_counters_foreach(o->ingest, stats_sample, root);
 	struct gw_store_stats st;
-	gw_store_stats(d->store, &st);
+	gw_store_stats(o->store, &st);
 	json_object_set_new(root, "store",
 	                    json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
-	                              "committed_seq", (json_int_t)gw_store_committed(d->store),
+	                              "committed_seq", (json_int_t)gw_store_committed(o->store),
 	                              "commits", (json_int_t)st.commits, "records", (json_int_t)st.records,
 	                              "events", (json_int_t)st.events, "alerts", (json_int_t)st.alerts,
 	                              "pending_bytes", (json_int_t)st.pending_bytes));
@@ -448,13 +448,13 @@ static json_t *gw_api_stats_json(struct gw_daemon *d)
 
 static void h_stats(struct gw_http_conn *c, const struct gw_http_req *r)
 {
-	gw_http_respond_json(c, 200, gw_api_stats_json(r->data));
+	gw_http_respond_json(c, 200, stats_json(r->data));
 }
 
-int gw_api_start(struct gw_daemon *d, char *err, size_t errlen)
+int gw_api_start(struct gw_http *h, const struct gw_api_opts *o, char *err, size_t errlen)
 {
+	void *d = (void *)o;   /* the routes' data: read only */
 	const struct gw_http_route routes[] = {
-		{.method = "GET", .path = "/healthz", .handler = gw_health_healthz, .data = d, .scope = GW_SCOPE_OPEN},
 		{.method = "GET", .path = "/v1/stats", .handler = h_stats, .data = d},
 		{.method = "GET", .path = "/v1/runs", .query = q_runs, .data = d},
 		{.method = "GET", .path = "/v1/alerts", .query = q_alerts, .data = d},
@@ -464,7 +464,7 @@ int gw_api_start(struct gw_daemon *d, char *err, size_t errlen)
 		{.method = "POST", .path = "/v1/runs/", .prefix = true, .suffix = "/resume-check", .query = q_resume_check, .data = d},
 	};
 	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++) {
-		int rc = gw_http_route(d->http, &routes[i]);
+		int rc = gw_http_route(h, &routes[i]);
 		if (rc < 0)
 			return gw_errf(err, errlen, rc, "cannot register %s %s", routes[i].method,
 			               routes[i].path);

@@ -1,16 +1,29 @@
 /*
- * api: the /v1 routes and /healthz of gradwatchd (api.c, docs/api.md).
+ * api: the /v1 routes of gradwatchd (api.c, docs/api.md): ingest, stats,
+ * runs, alerts, the resume check.
  */
 #ifndef GW_API_H
 #define GW_API_H
 
-#include <jansson.h>
 #include <stddef.h>
 
-struct gw_daemon;
+struct gw_cfg;
+struct gw_http;
+struct gw_idem;
+struct gw_ingest;
+struct gw_store;
 
-/* Register the routes on d->http.  Returns 0 or a negative errno with a
- * message in err. */
-int gw_api_start(struct gw_daemon *d, char *err, size_t errlen);
+/* What the routes need (borrowed; the struct itself too: it must outlive
+ * the HTTP server). */
+struct gw_api_opts {
+	const struct gw_cfg *cfg;     /* limits.max_body_bytes */
+	struct gw_ingest *ingest;     /* the record path every ingest body goes through */
+	struct gw_store *store;       /* its commits and counters */
+	struct gw_idem *idem;         /* idempotency keys of POST /v1/ingest */
+};
+
+/* Register the routes on h (after gw_http_start).  Returns 0 or a negative
+ * errno with a message in err. */
+int gw_api_start(struct gw_http *h, const struct gw_api_opts *o, char *err, size_t errlen);
 
 #endif

@@ -1,238 +1,32 @@
 /*
- * follow: tail the log files a training job already writes, in any format
- * that can be read while it grows (readers/: gradwatch NDJSON, Megatron,
- * llm.c, nanoGPT, ms-swift stdout and logging.jsonl, TensorBoard event
- * files; sniffed from the content or forced with "format").
- *
- * Each followed file has a uv_fs_poll_t that stats its path every poll_ms
- * and one uv_fs_t request at a time (open, fstat, read: all uv_fs_* on the
- * thread pool, so the loop never waits for the disk).  Whenever the stat
- * changes, the file is read from the position reached so far up to its end,
- * in 64 KiB chunks, into the record path as an ingest source read through
- * a log reader (ingest.h; transport "follow").  Line numbers are the file's own, so
- * an alert points into the file.
- *
- *   growth      read from the position to the end;
- *   truncation  (size below the position, as copytruncate does: the open
- *               file's size, asked again, since the poll's stat may be
- *               older than the reads after it) read again from byte 0,
- *               line 1; a partial line is dropped;
- *   rotation    (the path now names another inode) read the old file to
- *               its end, finish a last unterminated line, close it (its
- *               run ended: "file_rotated"), then read the new file from
- *               byte 0;
- *   gone        (the path disappeared) read the file to its end, finish a
- *               last line, close it (its run ended: "file_closed"), then
- *               wait as for a missing path;
- *   missing     wait until the path exists (a directory: until a file
- *               takes its place).
- *
- * Position: after each chunk the file's (device, inode, byte offset of the
- * end of its last complete line, line number, and where the reader stands
- * in the file's from-scratch runs NAME, NAME#2, ...) is queued with
- * gw_store_put_meta under key "follow:" + absolute path, between
- * gw_store_hold()/gw_store_release() together with the records of that
- * chunk, so the database always holds exactly the lines its stored position
- * covers.  At start the stored position is used when the file is still the
- * same inode and at least that long; otherwise (rotated or truncated while
- * the daemon was down) the file is read from its start.  Either way, and
- * on a truncation or rotation seen live, the new reader continues the run
- * naming where the old one (or the stored position) left it, so the runs
- * are named as `gradwatch replay` names them in the whole stream.  The tail of a file
- * that was rotated away while the daemon was down is not read.
- *
- * Back-pressure: when the store's queue is over its limit, reading pauses
- * until it drains, as for stream connections.
- *
- * Run: points that name no run are run "run" of the entry, else named
- * after the file as `gradwatch replay` names them (gw_input_run_name:
- * train.log -> "train"), so two followed logs never share a run.
- *
- * (Some 720 lines: one file's life -- open, read, rotation, truncation,
- * the stored position and the run naming carried across them -- is one
- * state machine over one struct, driven by one uv_fs_t at a time.)
+ * follow: one followed file's life (follow_set.c has the whole story, and
+ * starts and stops the files):
+ * whenever the poll sees the path's stat change, the file is read from the
+ * position reached so far to its end, in 64 KiB chunks, into its ingest
+ * source; a truncation reads it again from byte 0, a rotation reads the
+ * old file to its end and then the new one from its start, a path gone
+ * ends the file and its run.  One uv_fs_t at a time drives it (open,
+ * fstat, read: on the thread pool), so the loop never waits for the disk.
+ * After each chunk the position is queued with the chunk's records under
+ * one store hold.
  */
-#include "follow.h"
+#include "follow_impl.h"
 
-#include "daemon.h"
-#include "engine.h"
-#include "input.h"
 #include "log.h"
+#include "store.h"
 #include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#define CHUNK (64 * 1024)
 #define LOGGED_ERRORS 3
 
-struct ffile {
-	struct gw_daemon *d;
-	char *path;              /* absolute */
-	char *run;               /* run of lines without one, or NULL */
-	char *format;            /* the reader format to use, or NULL: sniff */
-	bool unreadable;         /* the reader gave up on this file: wait for another */
-	bool undecided_logged;   /* "not recognised yet" was said for this reader */
-	bool dir_logged;         /* the path is not a regular file, and that was said */
-	char *key;               /* meta key */
-	unsigned poll_ms;
-
-	uv_fs_poll_t poll;
-	bool poll_inited;
-	uv_fs_t req;
-	bool busy;               /* req in flight (or paused between reads) */
-	bool changed;            /* the poll saw a change while busy */
-	int st_status;           /* of the last poll: 0 or a libuv error */
-	uv_stat_t st;            /* the last poll's stat of the path */
-
-	uv_file fd;              /* -1 when no file is open */
-	uint64_t dev, ino;
-	uint64_t off;            /* next byte to read */
-	uint64_t start_off;      /* where the source started reading (its byte 0) */
-	uint64_t saved_line;     /* lines.lineno at the last stored position */
-	bool draining;           /* rotated: read the old file to its end, then switch */
-	bool waiting_logged;
-	struct gw_ingest_src src;
-	struct gw_paused paused;
-
-	bool have_saved;         /* position stored by an earlier daemon */
-	uint64_t s_dev, s_ino, s_off, s_line;
-	bool have_runs;          /* the next reader continues the run naming from */
-	struct gw_reader_runs runs;   /* this (stored, or the reader it replaces) */
-
-	bool stopped;
-	char buf[CHUNK];
-};
-
-struct gw_follow {
-	struct ffile **files;
-	size_t n;
-};
-
-static void do_open(struct ffile *f);
 static void do_read(struct ffile *f);
 static void process(struct ffile *f);
-
-/* ---- configuration ------------------------------------------------------------ */
-
-int gw_follow_validate(const json_t *follow, char *err, size_t errlen)
-{
-	size_t i;
-	json_t *e;
-	json_array_foreach(follow, i, e) {
-		const char *key;
-		json_t *v;
-		if (!json_is_object(e)) {
-			snprintf(err, errlen, "follow[%zu] must be an object {\"path\": FILE, \"run\": NAME}", i);
-			return -EINVAL;
-		}
-		json_object_foreach(e, key, v) {
-			if (strcmp(key, "path") && strcmp(key, "run") && strcmp(key, "poll_ms") &&
-			    strcmp(key, "format")) {
-				snprintf(err, errlen, "follow[%zu]: unknown key \"%s\" (path, run, format, poll_ms)",
-				         i, key);
-				return -EINVAL;
-			}
-		}
-		json_t *fmt = json_object_get(e, "format");
-		const struct gw_reader_format *rf = json_is_string(fmt)
-		                                    ? gw_reader_format_find(json_string_value(fmt)) : NULL;
-		if (fmt && (!rf || !(rf->flags & GW_RDF_STREAM))) {
-			snprintf(err, errlen, "follow[%zu].format: %s", i,
-			         !json_is_string(fmt) ? "must be a format name (gradwatch formats)"
-			         : !rf ? "no such format (gradwatch formats lists them)"
-			               : "that format is rewritten whole by its writer and cannot be followed; "
-			                 "replay it instead");
-			return -EINVAL;
-		}
-		const char *path = json_string_value(json_object_get(e, "path"));
-		if (!path || !*path) {
-			snprintf(err, errlen, "follow[%zu].path (the file to follow) is required", i);
-			return -EINVAL;
-		}
-		json_t *run = json_object_get(e, "run");
-		char why[128];
-		if (run && (!json_is_string(run) ||
-		            gw_wire_check_run(json_string_value(run), json_string_length(run), why,
-		                              sizeof(why)) < 0)) {
-			snprintf(err, errlen, "follow[%zu].run: %s", i,
-			         json_is_string(run) ? why : "must be a string");
-			return -EINVAL;
-		}
-		json_t *pm = json_object_get(e, "poll_ms");
-		if (pm && (!json_is_integer(pm) || json_integer_value(pm) < 10 ||
-		           json_integer_value(pm) > 60000)) {
-			snprintf(err, errlen, "follow[%zu].poll_ms must be an integer from 10 to 60000", i);
-			return -EINVAL;
-		}
-		for (size_t k = 0; k < i; k++) {
-			const char *p = json_string_value(json_object_get(json_array_get(follow, k), "path"));
-			if (p && strcmp(p, path) == 0) {
-				snprintf(err, errlen, "follow[%zu]: \"%s\" is already followed (follow[%zu])", i,
-				         path, k);
-				return -EINVAL;
-			}
-		}
-	}
-	return 0;
-}
-
-static char *absolute(const char *path)
-{
-	char *out = NULL;
-	if (path[0] == '/')
-		return strdup(path);
-	char cwd[PATH_MAX];
-	if (!getcwd(cwd, sizeof(cwd)) || asprintf(&out, "%s/%s", cwd, path) < 0)
-		return NULL;
-	return out;
-}
-
-/* The position an earlier daemon stored for f, if any. */
-static void load_saved(struct ffile *f)
-{
-	char *val = NULL;
-	int rc = gw_store_read_meta(f->d->cfg->db_path, f->key, &val);
-	if (rc < 0 || !val) {
-		if (rc < 0)
-			gw_log_err("follow %s: the stored position cannot be read (%s); reading the "
-			           "file from its start", f->path, strerror(-rc));
-		return;
-	}
-	json_t *j = json_loads(val, 0, NULL);
-	json_int_t dev, ino, off, line, no = 0, first = 0, last = 0, label = -1;
-	int any = 0;
-	if (j && json_unpack(j, "{s:I, s:I, s:I, s:I}", "dev", &dev, "ino", &ino, "offset", &off,
-	                     "line", &line) == 0 && off >= 0 && line >= 0) {
-		f->have_saved = true;
-		f->s_dev = (uint64_t)dev;
-		f->s_ino = (uint64_t)ino;
-		f->s_off = (uint64_t)off;
-		f->s_line = (uint64_t)line;
-		/* the run naming at that position (stored since it is kept; an
-		 * older daemon's position has none) */
-		if (json_unpack(j, "{s:{s:I, s:b, s:I, s:I, s?I}}", "runs", "no", &no, "any", &any,
-		                "first", &first, "last", &last, "label", &label) == 0 && no >= 1 &&
-		    no <= UINT_MAX) {
-			f->have_runs = true;
-			f->runs = (struct gw_reader_runs){
-				.no = (unsigned)no, .any = any, .first = first, .last = last,
-				.label = label >= 0 && label <= GW_WIRE_RANK_MAX ? label : -1,
-			};
-		}
-	} else {
-		gw_log_warn("follow %s: ignoring a stored position that does not parse: %s", f->path, val);
-	}
-	json_decref(j);
-	free(val);
-}
 
 /* ---- lines ---------------------------------------------------------------------- */
 
@@ -261,7 +55,7 @@ static void save_position(struct ffile *f)
 	         ",\"label\":%" PRId64 "}}",
 	         f->dev, f->ino, f->start_off + gw_ingest_src_consumed(&f->src), line, rs.no,
 	         rs.any ? "true" : "false", rs.first, rs.last, rs.label);
-	if (gw_store_put_meta(f->d->store, f->key, val))
+	if (gw_store_put_meta(f->fw->o.store, f->key, val))
 		f->saved_line = line;
 }
 
@@ -276,7 +70,7 @@ static void reset_lines(struct ffile *f, uint64_t lineno)
 		f->have_runs = true;
 	}
 	gw_ingest_src_deinit(&f->src);
-	gw_ingest_src_init(&f->src, &f->d->ingest, GW_TR_FOLLOW, lineno);
+	gw_ingest_src_init(&f->src, f->fw->o.ingest, GW_TR_FOLLOW, lineno);
 	f->src.default_run = f->run;
 	f->src.on_reject = on_reject;
 	f->src.data = f;
@@ -318,7 +112,7 @@ static void idle(struct ffile *f)
 	process(f);
 }
 
-static void close_fd(struct ffile *f)
+void gw__ffile_close_fd(struct ffile *f)
 {
 	if (f->fd >= 0) {
 		uv_fs_t req;
@@ -334,13 +128,13 @@ static void close_fd(struct ffile *f)
  * until a new file has a line); the file is closed. */
 static void finish_file(struct ffile *f, const char *why)
 {
-	gw_store_hold(f->d->store);
+	gw_store_hold(f->fw->o.store);
 	if (!f->unreadable)
 		gw_ingest_src_finish(&f->src);
-	gw_store_release(f->d->store);
+	gw_store_release(f->fw->o.store);
 	if (f->src.last_run[0])
-		gw_engine_run_ended(f->d->ingest.engine, f->src.last_run, why, gw_wall_now());
-	close_fd(f);
+		gw_ingest_run_ended(f->fw->o.ingest, f->src.last_run, why);
+	gw__ffile_close_fd(f);
 }
 
 /* The path is gone (deleted, or renamed with nothing in its place) and
@@ -376,7 +170,7 @@ static void on_read(uv_fs_t *req)
 		f->s_ino = f->ino;
 		f->s_off = f->start_off + gw_ingest_src_consumed(&f->src);
 		f->s_line = gw_ingest_src_lines(&f->src);
-		close_fd(f);
+		gw__ffile_close_fd(f);
 		reset_lines(f, 0);
 		idle(f);
 		return;
@@ -390,7 +184,7 @@ static void on_read(uv_fs_t *req)
 			            "; reading the new one from its start", f->path,
 			            gw_ingest_src_lines(&f->src));
 			f->draining = false;
-			do_open(f);
+			gw__ffile_open(f);
 			return;
 		}
 		if (f->st_status < 0 && !f->stopped) {
@@ -412,7 +206,7 @@ static void on_read(uv_fs_t *req)
 		idle(f);
 		return;
 	}
-	gw_store_hold(f->d->store);
+	gw_store_hold(f->fw->o.store);
 	int rc = f->unreadable ? 0 : gw_ingest_src_feed(&f->src, f->buf, (size_t)n);
 	f->off += (uint64_t)n;
 	if (rc >= 0 && f->undecided_logged && f->src.reader && gw_reader_format(f->src.reader)) {
@@ -424,7 +218,7 @@ static void on_read(uv_fs_t *req)
 		give_up(f, rc);
 	else if (!f->unreadable)
 		save_position(f);
-	gw_store_release(f->d->store);
+	gw_store_release(f->fw->o.store);
 	if (f->stopped) {
 		idle(f);
 		return;
@@ -432,7 +226,7 @@ static void on_read(uv_fs_t *req)
 	do_read(f);
 }
 
-static void on_unpause(struct gw_paused *p)
+void gw__ffile_unpause(struct gw_paused *p)
 {
 	struct ffile *f = gw_container_of(p, struct ffile, paused);
 	if (!f->stopped)
@@ -451,13 +245,13 @@ static void do_read(struct ffile *f)
 		return;
 	}
 	f->busy = true;
-	if (gw_ingest_congested(&f->d->ingest)) {
-		gw_ingest_pause(&f->d->ingest, &f->paused);
+	if (gw_ingest_congested(f->fw->o.ingest)) {
+		gw_ingest_pause(f->fw->o.ingest, &f->paused);
 		return;
 	}
 	uv_buf_t b = uv_buf_init(f->buf, sizeof(f->buf));
 	f->req.data = f;
-	int rc = uv_fs_read(f->d->loop, &f->req, f->fd, &b, 1, (int64_t)f->off, on_read);
+	int rc = uv_fs_read(f->fw->o.loop, &f->req, f->fd, &b, 1, (int64_t)f->off, on_read);
 	if (rc < 0) {
 		gw_log_warn("follow %s: cannot read: %s", f->path, uv_strerror(rc));
 		idle(f);
@@ -472,7 +266,7 @@ static void on_fstat(uv_fs_t *req)
 	uv_fs_req_cleanup(req);
 	if (rc < 0) {
 		gw_log_warn("follow %s: fstat failed: %s", f->path, uv_strerror(rc));
-		close_fd(f);
+		gw__ffile_close_fd(f);
 		idle(f);
 		return;
 	}
@@ -486,7 +280,7 @@ static void on_fstat(uv_fs_t *req)
 			           : (st.st_mode & S_IFMT) == S_IFIFO ? "a named pipe"
 			           : (st.st_mode & S_IFMT) == S_IFSOCK ? "a socket" : "a device");
 		f->dir_logged = true;
-		close_fd(f);
+		gw__ffile_close_fd(f);
 		idle(f);
 		return;
 	}
@@ -532,21 +326,21 @@ static void on_open(uv_fs_t *req)
 		idle(f);
 		return;
 	}
-	int rc = uv_fs_fstat(f->d->loop, &f->req, f->fd, on_fstat);
+	int rc = uv_fs_fstat(f->fw->o.loop, &f->req, f->fd, on_fstat);
 	if (rc < 0) {
-		close_fd(f);
+		gw__ffile_close_fd(f);
 		idle(f);
 	}
 }
 
-static void do_open(struct ffile *f)
+void gw__ffile_open(struct ffile *f)
 {
 	f->busy = true;
 	f->req.data = f;
 	/* O_NONBLOCK: opening a named pipe would wait for a writer, holding a
 	 * thread-pool thread and the daemon's stop; a regular file reads the
 	 * same either way */
-	int rc = uv_fs_open(f->d->loop, &f->req, f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0,
+	int rc = uv_fs_open(f->fw->o.loop, &f->req, f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0,
 	                    on_open);
 	if (rc < 0) {
 		gw_log_warn("follow %s: cannot open: %s", f->path, uv_strerror(rc));
@@ -581,7 +375,7 @@ static void process(struct ffile *f)
 {
 	if (f->fd < 0) {
 		if (f->st_status == 0)
-			do_open(f);
+			gw__ffile_open(f);
 		return;
 	}
 	if (f->st_status < 0) {
@@ -601,13 +395,14 @@ static void process(struct ffile *f)
 		 * says whether it really is shorter */
 		f->busy = true;
 		f->req.data = f;
-		if (uv_fs_fstat(f->d->loop, &f->req, f->fd, on_size) == 0)
+		if (uv_fs_fstat(f->fw->o.loop, &f->req, f->fd, on_size) == 0)
 			return;
 	}
 	do_read(f);
 }
 
-static void on_poll(uv_fs_poll_t *h, int status, const uv_stat_t *prev, const uv_stat_t *curr)
+void gw__ffile_on_poll(uv_fs_poll_t *h, int status, const uv_stat_t *prev,
+                       const uv_stat_t *curr)
 {
 	struct ffile *f = h->data;
 	if (f->stopped)
@@ -620,102 +415,4 @@ static void on_poll(uv_fs_poll_t *h, int status, const uv_stat_t *prev, const uv
 		return;
 	}
 	process(f);
-}
-
-/* ---- start, stop ------------------------------------------------------------------ */
-
-int gw_follow_start(struct gw_daemon *d, char *err, size_t errlen)
-{
-	json_t *arr = d->cfg->follow;
-	int rc = gw_follow_validate(arr, err, errlen);
-	if (rc < 0 || json_array_size(arr) == 0)
-		return rc;
-	struct gw_follow *fw = calloc(1, sizeof(*fw));
-	if (!fw || !(fw->files = calloc(json_array_size(arr), sizeof(*fw->files)))) {
-		free(fw);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	d->follow = fw;
-	size_t i;
-	json_t *e;
-	json_array_foreach(arr, i, e) {
-		struct ffile *f = calloc(1, sizeof(*f));
-		if (!f) {
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
-		fw->files[fw->n++] = f;
-		f->d = d;
-		f->fd = -1;
-		f->path = absolute(json_string_value(json_object_get(e, "path")));
-		const char *run = json_string_value(json_object_get(e, "run"));
-		char by_name[GW_WIRE_RUN_MAX + 1];
-		if (!run && f->path) {
-			gw_input_run_name(f->path, by_name, sizeof(by_name));
-			run = by_name;
-		}
-		f->run = run ? strdup(run) : NULL;
-		json_t *pm = json_object_get(e, "poll_ms");
-		f->poll_ms = pm ? (unsigned)json_integer_value(pm) : GW_FOLLOW_POLL_MS;
-		f->paused.resume = on_unpause;
-		gw_ingest_src_init(&f->src, &d->ingest, GW_TR_FOLLOW, 0);
-		const char *format = json_string_value(json_object_get(e, "format"));
-		f->format = format ? strdup(format) : NULL;
-		if (!f->path || (run && !f->run) || asprintf(&f->key, "follow:%s", f->path) < 0) {
-			f->key = NULL;
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
-		load_saved(f);
-		uv_fs_poll_init(d->loop, &f->poll);
-		f->poll_inited = true;
-		f->poll.data = f;
-		rc = uv_fs_poll_start(&f->poll, on_poll, f->path, f->poll_ms);
-		if (rc < 0) {
-			snprintf(err, errlen, "follow %s: %s", f->path, uv_strerror(rc));
-			return rc;
-		}
-		gw_log_info("following %s as run %s", f->path, f->run);
-		do_open(f);
-	}
-	return 0;
-}
-
-void gw_follow_stop(struct gw_daemon *d)
-{
-	struct gw_follow *fw = d->follow;
-	for (size_t i = 0; fw && i < fw->n; i++) {
-		struct ffile *f = fw->files[i];
-		if (f->stopped)
-			continue;
-		f->stopped = true;
-		gw_ingest_unpause(&d->ingest, &f->paused);
-		if (!f->poll_inited)
-			continue;
-		if (uv_is_active((uv_handle_t *)&f->poll))
-			uv_fs_poll_stop(&f->poll);
-		if (!uv_is_closing((uv_handle_t *)&f->poll))
-			uv_close((uv_handle_t *)&f->poll, NULL);
-	}
-}
-
-void gw_follow_free(struct gw_daemon *d)
-{
-	struct gw_follow *fw = d->follow;
-	if (!fw)
-		return;
-	for (size_t i = 0; i < fw->n; i++) {
-		struct ffile *f = fw->files[i];
-		close_fd(f);
-		gw_ingest_src_deinit(&f->src);
-		free(f->path);
-		free(f->run);
-		free(f->format);
-		free(f->key);
-		free(f);
-	}
-	free(fw->files);
-	free(fw);
-	d->follow = NULL;
 }

@@ -21,14 +21,17 @@
  * queue mutex (held by the writer only to swap batches, never during a
  * commit), the outbox's queues are walked in memory on the loop, and the
  * free space is one statvfs of the database's directory at most once a
- * second (cached in between).
+ * second (cached in between: one cache, the daemon has one database).
  */
-#include "daemon.h"
+#include "health.h"
+
+#include "config.h"
 #include "http.h"
 #include "ingest.h"
-
 #include "kern.h"
 #include "outbox.h"
+#include "runs.h"
+#include "store.h"
 #include "util.h"
 
 #include "gw_config.h"
@@ -42,6 +45,12 @@
 #include <sys/statvfs.h>
 
 #define DISK_EVERY_MS 1000
+
+/* The last statvfs of the database's directory. */
+static struct {
+	uint64_t checked_ms;       /* when; 0: never */
+	uint64_t free, size;       /* bytes free under the database then, of */
+} disk;
 
 static void reason(json_t *reasons, const char *check, json_t *extra, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -61,31 +70,31 @@ static void reason(json_t *reasons, const char *check, json_t *extra, const char
 	json_array_append_new(reasons, o);
 }
 
-static void check_store(struct gw_daemon *d, const struct gw_store_stats *st, json_t *reasons)
+static void check_store(const struct gw_health_opts *o, const struct gw_store_stats *st, json_t *reasons)
 {
 	if (st->last_error)
 		reason(reasons, "commit_failed", NULL, "%s", st->last_error_msg);
 	uint64_t now = gw_mono_ms();
 	if (st->oldest_pending_ms && now > st->oldest_pending_ms &&
-	    now - st->oldest_pending_ms > (uint64_t)d->cfg->health_commit_stall_s * 1000u) {
+	    now - st->oldest_pending_ms > (uint64_t)o->cfg->health_commit_stall_s * 1000u) {
 		double waited = (double)(now - st->oldest_pending_ms) / 1000.0;
 		reason(reasons, "commit_stalled",
 		       json_pack("{s:o, s:I}", "waited_s", gw_json_num(waited), "pending_bytes",
 		                 (json_int_t)st->pending_bytes),
 		       "nothing committed for %.0f s with %zu bytes waiting (health.commit_stall_s %u)",
-		       waited, st->pending_bytes, d->cfg->health_commit_stall_s);
+		       waited, st->pending_bytes, o->cfg->health_commit_stall_s);
 	}
 }
 
-static void check_outbox(struct gw_daemon *d, json_t *reasons)
+static void check_outbox(const struct gw_health_opts *o, json_t *reasons)
 {
-	const struct gw_outbox *ob = d->ingest.outbox;
+	const struct gw_outbox *ob = o->outbox;
 	double now = gw_wall_now();
 	size_t n;
 	double oldest;
 	const char *last_error;
 	for (size_t i = 0; gw_outbox_sink_failing(ob, i, &n, &oldest, &last_error); i++) {
-		if (!n || !(now - oldest > d->cfg->health_undelivered_s))
+		if (!n || !(now - oldest > o->cfg->health_undelivered_s))
 			continue;
 		struct gw_outbox_counts c;
 		gw_outbox_sink_counts(ob, i, &c);
@@ -94,60 +103,72 @@ static void check_outbox(struct gw_daemon *d, json_t *reasons)
 		                 "oldest_s", gw_json_num(now - oldest)),
 		       "sink %s: %zu alert event(s) not delivered, the oldest raised %.0f s ago "
 		       "(health.undelivered_s %u); last error: %s", c.name, n, now - oldest,
-		       d->cfg->health_undelivered_s, last_error ? last_error : "none");
+		       o->cfg->health_undelivered_s, last_error ? last_error : "none");
 	}
 }
 
 /* Free bytes under the database, from a statvfs at most once a second;
  * low below both the configured floor and 5 % of the filesystem. */
-static void check_disk(struct gw_daemon *d, json_t *reasons)
+static void check_disk(const struct gw_health_opts *o, json_t *reasons)
 {
-	if (!d->cfg->health_min_free_mb)
+	if (!o->cfg->health_min_free_mb)
 		return;
 	uint64_t now = gw_mono_ms();
 	char dir[PATH_MAX];
-	gw_strlcpy(dir, d->cfg->db_path, sizeof(dir));
+	gw_strlcpy(dir, o->cfg->db_path, sizeof(dir));
 	char *slash = strrchr(dir, '/');
 	if (!slash)
 		gw_strlcpy(dir, ".", sizeof(dir));
 	else
 		slash[slash == dir] = '\0';
-	if (!d->disk_checked_ms || now - d->disk_checked_ms >= DISK_EVERY_MS) {
+	if (!disk.checked_ms || now - disk.checked_ms >= DISK_EVERY_MS) {
 		struct statvfs vfs;
-		d->disk_checked_ms = now;
+		disk.checked_ms = now;
 		bool got = statvfs(dir, &vfs) == 0;
-		d->disk_free = got ? (uint64_t)vfs.f_bavail * vfs.f_frsize : UINT64_MAX;
-		d->disk_size = got ? (uint64_t)vfs.f_blocks * vfs.f_frsize : UINT64_MAX;
+		disk.free = got ? (uint64_t)vfs.f_bavail * vfs.f_frsize : UINT64_MAX;
+		disk.size = got ? (uint64_t)vfs.f_blocks * vfs.f_frsize : UINT64_MAX;
 	}
-	uint64_t floor = gw_cfg_disk_floor(d->cfg, d->disk_size);
-	if (d->disk_free < floor)
+	uint64_t floor = gw_cfg_disk_floor(o->cfg, disk.size);
+	if (disk.free < floor)
 		reason(reasons, "disk_low",
-		       json_pack("{s:s, s:I, s:I}", "path", dir, "free_mb", (json_int_t)(d->disk_free >> 20),
-		                 "size_mb", (json_int_t)(d->disk_size >> 20)),
+		       json_pack("{s:s, s:I, s:I}", "path", dir, "free_mb", (json_int_t)(disk.free >> 20),
+		                 "size_mb", (json_int_t)(disk.size >> 20)),
 		       "%s: %llu MB free on its filesystem of %llu MB, below health.min_free_mb %u "
-		       "and 5%% of its size", dir, (unsigned long long)(d->disk_free >> 20),
-		       (unsigned long long)(d->disk_size >> 20), d->cfg->health_min_free_mb);
+		       "and 5%% of its size", dir, (unsigned long long)(disk.free >> 20),
+		       (unsigned long long)(disk.size >> 20), o->cfg->health_min_free_mb);
 }
 
-void gw_health_healthz(struct gw_http_conn *c, const struct gw_http_req *r)
+static void h_healthz(struct gw_http_conn *c, const struct gw_http_req *r)
 {
-	struct gw_daemon *d = r->data;
+	const struct gw_health_opts *o = r->data;
 	struct gw_store_stats st;
-	gw_store_stats(d->store, &st);
+	gw_store_stats(o->store, &st);
 	json_t *reasons = json_array();
-	check_store(d, &st, reasons);
-	check_outbox(d, reasons);
-	check_disk(d, reasons);
+	check_store(o, &st, reasons);
+	check_outbox(o, reasons);
+	check_disk(o, reasons);
 	bool ok = json_array_size(reasons) == 0;
+	struct gw_runs_stats runs;
+	gw_ingest_runs_stats(o->ingest, &runs);
 	json_t *j = json_pack("{s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:s, s:o}",
 	                      "status", ok ? "ok" : "degraded",
 	                      "version", GW_VERSION,
 	                      "kernels", gw_kern_name(),
-	                      "uptime_s", gw_json_num(gw_wall_now() - d->started),
-	                      "runs", (json_int_t)gw_engine_run_count(d->ingest.engine),
-	                      "committed", (json_int_t)gw_store_committed(d->store),
+	                      "uptime_s", gw_json_num(gw_wall_now() - o->started),
+	                      "runs", (json_int_t)runs.active,
+	                      "committed", (json_int_t)gw_store_committed(o->store),
 	                      "pending_bytes", (json_int_t)st.pending_bytes,
 	                      "store", st.last_error ? st.last_error_msg : "ok",
 	                      "reasons", reasons);
 	gw_http_respond_json(c, ok ? 200 : 503, j);
+}
+
+int gw_health_start(struct gw_http *h, const struct gw_health_opts *o, char *err, size_t errlen)
+{
+	const struct gw_http_route r = {.method = "GET", .path = "/healthz", .handler = h_healthz,
+	                                .data = (void *)o, .scope = GW_SCOPE_OPEN};
+	int rc = gw_http_route(h, &r);
+	if (rc < 0)
+		return gw_errf(err, errlen, rc, "cannot register GET /healthz");
+	return 0;
 }

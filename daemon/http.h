@@ -185,16 +185,4 @@ void gw_http_conn_close_after(struct gw_http_conn *c);
  * still reaches the client. */
 json_t *gw_http_error_json(const char *msg);
 
-/* Percent-decode s[0..n) into out (size cap, NUL-terminated).  '+' is a
- * space when plus_is_space (a query string, form encoding) and itself
- * otherwise (a path: /runs/a+b is the run "a+b").  Returns the decoded length, or -1 on a bad or truncated escape,
- * an encoded NUL, or output that does not fit.  (Shared-internal: http.c's
- * paths and queries, and the unit tests.) */
-int gw__http_pct_decode(const char *s, size_t n, char *out, size_t cap, bool plus_is_space);
-
-/* Decoded value of query parameter `name` into out: 1 present, 0 absent,
- * -1 bad escape or too long. */
-int gw_http_query_param(const char *query, size_t qlen, const char *name, char *out,
-                        size_t cap);
-
 #endif

@@ -1,10 +1,10 @@
 /*
- * http_url: the parts of a request URL the HTTP API reads (see http.h):
- * percent-decoding (of a path's {run} part and of query values) and
- * query parameters.  Pure functions over the bytes given, no state, so
- * tests/unit/test_daemon.c checks them directly.
+ * http_url: the parts of a request URL the HTTP API reads (see
+ * http_url.h): percent-decoding (of a path's {run} part and of query
+ * values) and query parameters.  Pure functions over the bytes
+ * given, no state, so tests/unit/test_daemon.c checks them directly.
  */
-#include "http.h"
+#include "http_url.h"
 
 #include <string.h>
 
@@ -19,7 +19,7 @@ static int hexval(char ch)
 	return -1;
 }
 
-int gw__http_pct_decode(const char *s, size_t n, char *out, size_t cap, bool plus_is_space)
+int gw_http_pct_decode(const char *s, size_t n, char *out, size_t cap, bool plus_is_space)
 {
 	size_t o = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -55,7 +55,7 @@ int gw_http_query_param(const char *query, size_t qlen, const char *name, char *
 		const char *e = amp ? amp : end;
 		const char *eq = memchr(p, '=', (size_t)(e - p));
 		if (eq && (size_t)(eq - p) == nl && memcmp(p, name, nl) == 0)
-			return gw__http_pct_decode(eq + 1, (size_t)(e - eq - 1), out, cap, true) < 0 ? -1 : 1;
+			return gw_http_pct_decode(eq + 1, (size_t)(e - eq - 1), out, cap, true) < 0 ? -1 : 1;
 		p = e + 1;
 	}
 	return 0;

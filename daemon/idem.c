@@ -6,6 +6,7 @@
  */
 #include "idem.h"
 
+#include "buf.h"
 #include "hash.h"
 #include "log.h"
 #include "util.h"
@@ -92,30 +93,33 @@ static struct gw_idem_entry *add(struct gw_idem *t, const char *key, size_t len,
 	struct gw_idem_entry *e = calloc(1, sizeof(*e));
 	if (!e)
 		return NULL;
-	if (!t->n_free) {
-		size_t ncap = t->cap_slots ? t->cap_slots * 2 : 64;
-		struct gw_idem_entry **ns = realloc(t->slots, ncap * sizeof(*ns));
-		uint32_t *nf = ns ? realloc(t->free_slots, ncap * sizeof(*nf)) : NULL;
-		if (ns)
-			t->slots = ns;
-		if (!ns || !nf) {
+	uint32_t slot;
+	if (t->n_free) {
+		slot = t->free_slots[t->n_free - 1];
+	} else {
+		/* a new slot; the free list gets room for it as well, so that
+		 * giving it back (unlink_entry) never needs memory */
+		if (t->n_slots >= UINT32_MAX ||
+		    gw_grow((void **)&t->slots, &t->cap_slots, t->n_slots + 1, sizeof(*t->slots)) < 0 ||
+		    gw_grow((void **)&t->free_slots, &t->cap_free, t->n_slots + 1,
+		            sizeof(*t->free_slots)) < 0) {
 			free(e);
 			return NULL;
 		}
-		t->free_slots = nf;
-		for (size_t i = ncap; i > t->cap_slots; i--)
-			t->free_slots[t->n_free++] = (uint32_t)(i - 1);
-		t->cap_slots = ncap;
+		slot = (uint32_t)t->n_slots;
 	}
 	memcpy(e->key, key, len);
 	e->klen = len;
 	e->created = created;
-	e->slot = t->free_slots[t->n_free - 1];
+	e->slot = slot;
 	if (gw_strtab_put(&t->tab, e->key, len, e->slot) < 0) {
 		free(e);
 		return NULL;
 	}
-	t->n_free--;
+	if (t->n_free)
+		t->n_free--;
+	else
+		t->n_slots++;
 	t->slots[e->slot] = e;
 	e->older = t->newest;
 	if (t->newest)

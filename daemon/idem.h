@@ -60,10 +60,10 @@ struct gw_idem_entry {
 
 struct gw_idem {
 	struct gw_strtab tab;      /* key -> slot */
-	struct gw_idem_entry **slots;
+	struct gw_idem_entry **slots;   /* slots[0..n_slots): an entry, or NULL (free) */
 	size_t n_slots, cap_slots;
-	uint32_t *free_slots;
-	size_t n_free;
+	uint32_t *free_slots;           /* the free ones, a stack (room for n_slots) */
+	size_t n_free, cap_free;
 	struct gw_idem_entry *oldest, *newest;
 	size_t count;
 	double window_s;

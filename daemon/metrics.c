@@ -43,11 +43,15 @@
  */
 #include "metrics.h"
 
-#include "daemon.h"
+#include "config.h"
+#include "engine.h"
 #include "http.h"
+#include "ingest.h"
 #include "kern.h"
 #include "outbox.h"
 #include "retention.h"
+#include "runs.h"
+#include "store.h"
 #include "util.h"
 
 #include "gw_config.h"
@@ -257,9 +261,8 @@ static void counter_sample(void *data, const struct gw_counter_sample *s)
 /* Write the whole exposition to f (loop thread; reads only in-memory
  * counters and the engine's per-run state, no I/O but f).  Bounded by the
  * number of runs.  Returns 0 or -EIO if f failed. */
-static int gw_metrics_render(struct gw_daemon *d, FILE *f)
+static int render(const struct gw_metrics_opts *o, FILE *f)
 {
-
 	family(f, "gradwatch_build_info", "gauge", "Version and kernel variant of this gradwatchd.");
 	fprintf(f, "gradwatch_build_info{version=\"");
 	gw_metrics_label(f, GW_VERSION);
@@ -268,12 +271,12 @@ static int gw_metrics_render(struct gw_daemon *d, FILE *f)
 	fputs("\"} 1\n", f);
 	family(f, "gradwatch_start_time_seconds", "gauge", "When this gradwatchd started, Unix time.");
 	fputs("gradwatch_start_time_seconds", f);
-	value(f, d->started);
+	value(f, o->started);
 
-	gw_ingest_counters_foreach(&d->ingest, counter_sample, f);
+	gw_ingest_counters_foreach(o->ingest, counter_sample, f);
 
 	struct gw_store_stats st;
-	gw_store_stats(d->store, &st);
+	gw_store_stats(o->store, &st);
 	family(f, "gradwatch_store_commits_total", "counter", "SQLite transactions committed.");
 	fputs("gradwatch_store_commits_total", f);
 	u64(f, st.commits);
@@ -283,7 +286,7 @@ static int gw_metrics_render(struct gw_daemon *d, FILE *f)
 	family(f, "gradwatch_store_up", "gauge", "1 when the last commit worked, 0 when it failed.");
 	fputs("gradwatch_store_up", f);
 	u64(f, st.last_error == 0);
-	file_sizes(f, d->cfg->db_path);
+	file_sizes(f, o->cfg->db_path);
 	struct gw_retention_stats rs;
 	gw_retention_stats(&rs);
 	family(f, "gradwatch_retention_passes_total", "counter",
@@ -297,7 +300,7 @@ static int gw_metrics_render(struct gw_daemon *d, FILE *f)
 	/* with or without sinks: an operator acknowledges from the CLI or
 	 * the API either way */
 	size_t open = 0, acked = 0;
-	gw_outbox_open_alerts(d->ingest.outbox, &open, &acked);
+	gw_outbox_open_alerts(o->outbox, &open, &acked);
 	family(f, "gradwatch_alerts_open", "gauge",
 	       "Open alerts, acknowledged (acked=\"true\": no reminders until they escalate) "
 	       "or not.");
@@ -305,30 +308,32 @@ static int gw_metrics_render(struct gw_daemon *d, FILE *f)
 	u64(f, open - acked);
 	fputs("gradwatch_alerts_open{acked=\"true\"}", f);
 	u64(f, acked);
-	if (gw_outbox_sinks(d->ingest.outbox))
-		render_sinks(f, d->ingest.outbox);   /* sinks are configured */
+	if (gw_outbox_sinks(o->outbox))
+		render_sinks(f, o->outbox);   /* sinks are configured */
+	struct gw_runs_stats runs;
+	gw_ingest_runs_stats(o->ingest, &runs);
 
 	family(f, "gradwatch_runs", "gauge",
 	       "Active runs: their detector state is in memory (the per-run series below).");
 	fputs("gradwatch_runs", f);
-	u64(f, gw_engine_run_count(d->ingest.engine));
+	u64(f, runs.active);
 	family(f, "gradwatch_runs_dormant", "gauge",
 	       "Known runs whose detector state is not in memory (rebuilt on their next line).");
 	fputs("gradwatch_runs_dormant", f);
-	u64(f, gw_runs_dormant(&d->ingest.runs));
+	u64(f, runs.dormant);
 	family(f, "gradwatch_runs_evicted_total", "counter",
 	       "Runs made dormant (idle, or to make room under limits.max_runs).");
 	fputs("gradwatch_runs_evicted_total", f);
-	u64(f, d->ingest.runs.evicted);
+	u64(f, runs.evicted);
 	family(f, "gradwatch_runs_rebuilt_total", "counter",
 	       "Dormant runs whose detector state was rebuilt from the database.");
 	fputs("gradwatch_runs_rebuilt_total", f);
-	u64(f, d->ingest.runs.rehydrated);
+	u64(f, runs.rebuilt);
 	struct run_ctx rc = {.f = f, .now = gw_wall_now()};
 	for (size_t k = 0; k < GW_ARRAY_SIZE(run_families); k++) {
 		rc.fam = &run_families[k];
 		family(f, rc.fam->name, "gauge", rc.fam->help);
-		gw_engine_foreach_run(d->ingest.engine, run_sample, &rc);
+		gw_ingest_foreach_run(o->ingest, run_sample, &rc);
 	}
 	return ferror(f) ? -EIO : 0;
 }
@@ -338,7 +343,7 @@ static void h_metrics(struct gw_http_conn *c, const struct gw_http_req *r)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
-	int rc = f ? gw_metrics_render(r->data, f) : -ENOMEM;
+	int rc = f ? render(r->data, f) : -ENOMEM;
 	if (f && fclose(f) != 0)
 		rc = -ENOMEM;
 	if (rc < 0) {
@@ -349,10 +354,12 @@ static void h_metrics(struct gw_http_conn *c, const struct gw_http_req *r)
 	free(buf);
 }
 
-int gw_metrics_start(struct gw_daemon *d, char *err, size_t errlen)
+int gw_metrics_start(struct gw_http *h, const struct gw_metrics_opts *o, char *err,
+                     size_t errlen)
 {
-	const struct gw_http_route r = {.method = "GET", .path = "/metrics", .handler = h_metrics, .data = d};
-	int rc = gw_http_route(d->http, &r);
+	const struct gw_http_route r = {.method = "GET", .path = "/metrics", .handler = h_metrics,
+	                                .data = (void *)o};
+	int rc = gw_http_route(h, &r);
 	if (rc < 0)
 		snprintf(err, errlen, "cannot register GET /metrics: %s", strerror(-rc));
 	return rc;

@@ -10,11 +10,26 @@
 #include <stdint.h>
 #include <stdio.h>
 
-struct gw_daemon;
+struct gw_cfg;
+struct gw_http;
+struct gw_ingest;
+struct gw_outbox;
+struct gw_store;
 
-/* Register GET /metrics on the daemon's HTTP server (after gw_http_start).
- * Returns 0 or -ENOSPC (route table full, message in err). */
-int gw_metrics_start(struct gw_daemon *d, char *err, size_t errlen);
+/* What a scrape reads (borrowed; the struct itself too: it must outlive
+ * the HTTP server). */
+struct gw_metrics_opts {
+	const struct gw_cfg *cfg;        /* the database's path (file sizes) */
+	struct gw_ingest *ingest;        /* counters, runs */
+	struct gw_store *store;          /* commits, queue */
+	const struct gw_outbox *outbox;  /* open alerts, sinks */
+	double started;                  /* wall clock of the start */
+};
+
+/* Register GET /metrics on h (after gw_http_start).  Returns 0 or -ENOSPC
+ * (route table full, message in err). */
+int gw_metrics_start(struct gw_http *h, const struct gw_metrics_opts *o, char *err,
+                     size_t errlen);
 
 /* Write s as an escaped label value (backslash, double quote, newline). */
 void gw_metrics_label(FILE *f, const char *s);

@@ -2,9 +2,10 @@
  * sd_notify without libsystemd: one datagram to $NOTIFY_SOCKET (a path or
  * an abstract socket starting with '@'), as systemd's protocol describes.
  */
-#include "daemon.h"
+#include "notify.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>

@@ -1,10 +1,10 @@
 /*
  * retention: old and oversize runs leave the database (see retention.h).
  *
- * Which runs go is chosen by pick() on the thread pool (the runs table,
- * the database's size): for a timed pass in its own uv_work_t, for POST
- * /v1/prune as a read on http.c's deferred path (after the barrier, with
- * only the request).  Back on the loop delete_names() deletes them through
+ * Which runs go is chosen by gw_retention_pick() on the thread pool (the
+ * runs table, the database's size): for a timed pass in its own uv_work_t,
+ * for POST /v1/prune as a read on http.c's deferred path (after the
+ * barrier, with only the request).  Back on the loop delete_names() deletes them through
  * the store's writer, except a run that sent a line while it was being
  * picked (the pick read the database before that line: the run is no
  * longer as old as the rule asks, and deleting it would delete that line
@@ -16,11 +16,12 @@
 #include "retention.h"
 
 #include "auth.h"
-#include "daemon.h"
+#include "config.h"
 #include "http.h"
+#include "http_url.h"
 #include "ingest.h"
-#include "runs.h"
 #include "log.h"
+#include "store.h"
 #include "util.h"
 
 #include <errno.h>
@@ -32,28 +33,19 @@
 
 #define MAX_PER_PASS 1000
 
-/* What to delete: the rules of a pass, and its result. */
-struct pick {
-	double older_than;         /* delete runs last seen before this (NaN: no age rule) */
-	uint64_t max_bytes;        /* 0: no size rule */
-	double active_since;       /* never a run seen after this for the size rule */
-	json_t *names;             /* the runs to delete (strings) */
-	uint64_t used_bytes;
-	char err[256];
-};
-
 /* A timed pass on the thread pool. */
 struct pass {
 	uv_work_t work;
-	struct gw_daemon *d;
 	const char *db_path;
-	struct pick pk;
+	struct gw_retention_pick pk;
 	int rc;
 };
 
 struct state {
+	struct gw_retention_opts o;
 	uv_timer_t timer;
 	bool timer_on;
+	bool stopping;             /* gw_retention_stop: nothing more is deleted */
 	bool busy;                 /* a timed pass is running */
 	bool stuck_said;           /* over max_bytes with nothing to delete: said once */
 	struct gw_retention_stats stats;
@@ -63,7 +55,7 @@ static struct state st;
 
 static void pick_name(void *ctx, sqlite3_stmt *row)
 {
-	struct pick *p = ctx;
+	struct gw_retention_pick *p = ctx;
 	const char *name = (const char *)sqlite3_column_text(row, 0);
 	if (name)
 		json_array_append_new(p->names, json_string(name));
@@ -84,7 +76,8 @@ static void size_one(void *ctx, sqlite3_stmt *row)
 }
 
 /* Append up to `limit` runs last seen before `before`, the oldest first. */
-static int pick_older(const char *db_path, struct pick *p, double before, int64_t limit)
+static int pick_older(const char *db_path, struct gw_retention_pick *p, double before,
+                      int64_t limit)
 {
 	const struct gw_sv b[] = {gw_sv_real(before), gw_sv_int(limit)};
 	return gw_store_read_each(db_path, "SELECT name FROM runs WHERE last_seen < ?1 "
@@ -92,9 +85,7 @@ static int pick_older(const char *db_path, struct pick *p, double before, int64_
 	                          sizeof(p->err));
 }
 
-/* Which runs go (thread pool; reads db_path only): p->names.  Returns 0,
- * or a negative errno with the message in p->err. */
-static int pick(const char *db_path, struct pick *p)
+int gw_retention_pick(const char *db_path, struct gw_retention_pick *p)
 {
 	int rc = 0;
 	if (!(p->names = json_array()))
@@ -120,16 +111,14 @@ static int pick(const char *db_path, struct pick *p)
 }
 
 /* Delete one run: from the record path and from the database. */
-static uint64_t delete_run(struct gw_daemon *d, const char *run)
+static uint64_t delete_run(const char *run)
 {
-	gw_runs_forget(&d->ingest, run);
+	gw_ingest_forget_run(st.o.ingest, run);
 	st.stats.runs_deleted++;
-	return gw_store_delete_run(d->store, run);
+	return gw_store_delete_run(st.o.store, run);
 }
 
-/* A run picked was last seen before this (the latest cutoff of the
- * pass's rules): one seen since has sent a line after the pick. */
-static double pick_cutoff(const struct pick *p)
+double gw_retention_cutoff(const struct gw_retention_pick *p)
 {
 	double t = isnan(p->older_than) ? -INFINITY : p->older_than;
 	return p->max_bytes && p->active_since > t ? p->active_since : t;
@@ -139,19 +128,19 @@ static double pick_cutoff(const struct pick *p)
  * but those seen since `cutoff`.  Returns the store
  * sequence of the last deletion (0: none); *deleted (may be NULL) gets the
  * runs deleted. */
-static uint64_t delete_names(struct gw_daemon *d, const json_t *names, double cutoff,
-                             const char *why, json_t **deleted)
+static uint64_t delete_names(const json_t *names, double cutoff, const char *why,
+                             json_t **deleted)
 {
 	uint64_t seq = 0;
 	json_t *done = json_array();
-	for (size_t i = 0; i < json_array_size(names) && !d->stopping; i++) {
+	for (size_t i = 0; i < json_array_size(names) && !st.stopping; i++) {
 		const char *run = json_string_value(json_array_get(names, i));
-		if (gw_runs_last_seen(&d->ingest, run) >= cutoff) {   /* NAN (not known): it goes */
+		if (gw_ingest_run_last_seen(st.o.ingest, run) >= cutoff) {   /* NAN (not known): it goes */
 			gw_log_info("retention: run %s kept (%s): it sent a line while it was being "
 			            "picked", run, why);
 			continue;
 		}
-		seq = delete_run(d, run);
+		seq = delete_run(run);
 		json_array_append_new(done, json_string(run));
 		gw_log_info("retention: run %s deleted (%s)", run, why);
 	}
@@ -165,20 +154,19 @@ static uint64_t delete_names(struct gw_daemon *d, const json_t *names, double cu
 static void work_pick(uv_work_t *w)
 {
 	struct pass *p = gw_container_of(w, struct pass, work);
-	p->rc = pick(p->db_path, &p->pk);
+	p->rc = gw_retention_pick(p->db_path, &p->pk);
 }
 
 static void work_done(uv_work_t *w, int status)
 {
 	struct pass *p = gw_container_of(w, struct pass, work);
-	struct gw_daemon *d = p->d;
-	const struct pick *pk = &p->pk;
+	const struct gw_retention_pick *pk = &p->pk;
 	st.busy = false;
 	st.stats.passes++;
 	if (p->rc < 0 || status < 0) {
 		gw_log_warn("retention: %s", p->rc < 0 ? pk->err : "cancelled");
 	} else {
-		delete_names(d, pk->names, pick_cutoff(pk),
+		delete_names(pk->names, gw_retention_cutoff(pk),
 		             isnan(pk->older_than) ? "retention.max_bytes" : "retention.max_age", NULL);
 		/* over max_bytes with nothing that may go: said once, again only
 		 * after the database fitted or runs could go in between (it was
@@ -199,20 +187,18 @@ static void work_done(uv_work_t *w, int status)
 
 static void on_timer(uv_timer_t *t)
 {
-	struct gw_daemon *d = t->data;
-	const struct gw_cfg *cfg = d->cfg;
-	if (st.busy || d->stopping)
+	const struct gw_cfg *cfg = st.o.cfg;
+	if (st.busy || st.stopping)
 		return;
 	struct pass *p = calloc(1, sizeof(*p));
 	if (!p)
 		return;
-	p->d = d;
 	p->db_path = cfg->db_path;
 	p->pk.older_than = cfg->retention_max_age_ms
 	                   ? gw_wall_now() - cfg->retention_max_age_ms / 1000.0 : NAN;
 	p->pk.max_bytes = cfg->retention_max_bytes;
 	p->pk.active_since = gw_wall_now() - cfg->run_evict_idle_s;
-	if (uv_queue_work(d->loop, &p->work, work_pick, work_done) < 0) {
+	if (uv_queue_work(st.o.loop, &p->work, work_pick, work_done) < 0) {
 		free(p);
 		return;
 	}
@@ -225,26 +211,25 @@ static void on_timer(uv_timer_t *t)
  * is writing: a token limited to a glob of runs deletes only those. */
 static void h_delete(struct gw_http_conn *c, const struct gw_http_req *r)
 {
-	struct gw_daemon *d = r->data;
 	if (!gw_auth_allows_run(r->token, r->arg)) {
 		gw_http_respond_error(c, 403, "this token may not delete run \"%s\" (it may write "
 		                      "only runs matching %s)", r->arg, gw_auth_runs_glob(r->token));
 		return;
 	}
-	if (!gw_runs_known(&d->ingest, r->arg)) {
+	if (!gw_ingest_run_known(st.o.ingest, r->arg)) {
 		gw_http_respond_error(c, 404, "no run named \"%s\"", r->arg);
 		return;
 	}
 	gw_log_info("run %s deleted (DELETE /v1/runs)", r->arg);
-	gw_http_answer_after_commit(c, delete_run(d, r->arg),
+	gw_http_answer_after_commit(c, delete_run(r->arg),
 	                            200, json_pack("{s:[s]}", "deleted", r->arg), "not deleted yet");
 }
 
 /* POST /v1/prune, on the thread pool: which runs are older than asked. */
 static int read_prune(const struct gw_http_req *r, json_t **out)
 {
-	struct pick *pk = r->state;
-	if (pick(r->db_path, pk) < 0) {
+	struct gw_retention_pick *pk = r->state;
+	if (gw_retention_pick(r->db_path, pk) < 0) {
 		*out = json_pack("{s:s+}", "error", "prune failed: ", pk->err);
 		return 500;
 	}
@@ -257,13 +242,12 @@ static void prune_then(struct gw_http_conn *c, const struct gw_http_req *r, int 
                        json_t *names)
 {
 	if (status != 200) {
-		gw_log_warn("retention: %s", ((struct pick *)r->state)->err);
+		gw_log_warn("retention: %s", ((struct gw_retention_pick *)r->state)->err);
 		gw_http_respond_json(c, status, names);
 		return;
 	}
 	json_t *deleted = NULL;
-	uint64_t seq = delete_names(r->data, names, pick_cutoff(r->state), "POST /v1/prune",
-	                            &deleted);
+	uint64_t seq = delete_names(names, gw_retention_cutoff(r->state), "POST /v1/prune", &deleted);
 	json_decref(names);
 	gw_http_answer_after_commit(c, seq, 200, json_pack("{s:o}", "deleted", deleted),
 	                            "not deleted yet");
@@ -271,7 +255,7 @@ static void prune_then(struct gw_http_conn *c, const struct gw_http_req *r, int 
 
 static void pick_free(void *state)
 {
-	struct pick *pk = state;
+	struct gw_retention_pick *pk = state;
 	json_decref(pk->names);
 	free(pk);
 }
@@ -304,7 +288,7 @@ static void h_prune(struct gw_http_conn *c, const struct gw_http_req *r)
 		return;
 	}
 	json_decref(j);
-	struct pick *pk = calloc(1, sizeof(*pk));
+	struct gw_retention_pick *pk = calloc(1, sizeof(*pk));
 	if (!pk) {
 		gw_http_respond_error(c, 500, "out of memory");
 		return;
@@ -313,26 +297,25 @@ static void h_prune(struct gw_http_conn *c, const struct gw_http_req *r)
 	gw_http_defer(c, read_prune, prune_then, pk, pick_free);
 }
 
-int gw_retention_start(struct gw_daemon *d, char *err, size_t errlen)
+int gw_retention_start(const struct gw_retention_opts *o, char *err, size_t errlen)
 {
 	const struct gw_http_route routes[] = {
 		{.method = "DELETE", .path = "/v1/runs/", .prefix = true, .handler = h_delete,
-		 .data = d, .scope = GW_SCOPE_INGEST},
-		{.method = "POST", .path = "/v1/prune", .handler = h_prune, .data = d,
 		 .scope = GW_SCOPE_INGEST},
+		{.method = "POST", .path = "/v1/prune", .handler = h_prune, .scope = GW_SCOPE_INGEST},
 	};
+	memset(&st, 0, sizeof(st));
+	st.o = *o;
 	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++) {
-		int rc = gw_http_route(d->http, &routes[i]);
+		int rc = gw_http_route(o->http, &routes[i]);
 		if (rc < 0)
 			return gw_errf(err, errlen, rc, "cannot register %s %s", routes[i].method,
 			               routes[i].path);
 	}
-	memset(&st, 0, sizeof(st));
-	uv_timer_init(d->loop, &st.timer);
-	st.timer.data = d;
+	uv_timer_init(o->loop, &st.timer);
 	st.timer_on = true;
-	if (d->cfg->retention_max_age_ms || d->cfg->retention_max_bytes)
-		uv_timer_start(&st.timer, on_timer, 1000, d->cfg->retention_every_ms);
+	if (o->cfg->retention_max_age_ms || o->cfg->retention_max_bytes)
+		uv_timer_start(&st.timer, on_timer, 1000, o->cfg->retention_every_ms);
 	return 0;
 }
 
@@ -341,8 +324,9 @@ void gw_retention_stats(struct gw_retention_stats *out)
 	*out = st.stats;
 }
 
-void gw_retention_stop(struct gw_daemon *d)
+void gw_retention_stop(void)
 {
+	st.stopping = true;
 	if (st.timer_on && !uv_is_closing((uv_handle_t *)&st.timer))
 		uv_close((uv_handle_t *)&st.timer, NULL);
 }

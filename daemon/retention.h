@@ -14,21 +14,54 @@
 #ifndef GW_RETENTION_H
 #define GW_RETENTION_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <uv.h>
 
-struct gw_daemon;
+struct gw_cfg;
+struct gw_http;
+struct gw_ingest;
+struct gw_store;
+
+/* What retention works with (borrowed, outliving it). */
+struct gw_retention_opts {
+	uv_loop_t *loop;
+	const struct gw_cfg *cfg;     /* "retention", limits.run_evict_idle_s, the database */
+	struct gw_ingest *ingest;     /* forgets a deleted run; knows when a run last sent */
+	struct gw_store *store;       /* deletes it */
+	struct gw_http *http;         /* DELETE /v1/runs/{run}, POST /v1/prune */
+};
 
 /* Lifecycle (docs/architecture.md, "Starting and stopping"): start and
  * stop; the state is static, there is nothing to free.  Start the periodic
  * passes (when "retention" is configured) and register DELETE
  * /v1/runs/{run} and POST /v1/prune.  Returns 0 or a negative errno with a
  * message in err. */
-int gw_retention_start(struct gw_daemon *d, char *err, size_t errlen);
-/* Close the timer (idempotent, also without a start).  A pass already on
- * the thread pool finishes (the loop waits for it) and, the daemon
- * stopping, deletes nothing. */
-void gw_retention_stop(struct gw_daemon *d);
+int gw_retention_start(const struct gw_retention_opts *o, char *err, size_t errlen);
+/* Delete nothing more and close the timer (idempotent, also without a
+ * start; the daemon calls it when its shutdown begins).  A pass already on
+ * the thread pool finishes (the loop waits for it) and deletes nothing. */
+void gw_retention_stop(void);
+
+/* Which runs a pass deletes, and by which rules. */
+struct gw_retention_pick {
+	double older_than;         /* in: runs last seen before this go (NaN: no age rule) */
+	uint64_t max_bytes;        /* in: above this the oldest go (0: no size rule) */
+	double active_since;       /* in: never a run seen after this for the size rule */
+	json_t *names;             /* out: the runs to delete, oldest first (the caller's) */
+	uint64_t used_bytes;       /* out: the database's pages in use, in bytes (size rule) */
+	char err[256];
+};
+
+/* Pick the runs that go (a read of db_path, read-only; any thread but the
+ * loop's: retention runs it on the thread pool): at most 1,000 a pass.
+ * Returns 0, or a negative errno with the message in p->err. */
+int gw_retention_pick(const char *db_path, struct gw_retention_pick *p);
+
+/* The pick's cutoff: every run it picked was last seen before this; one
+ * seen since has sent a line after the pick, and is kept. */
+double gw_retention_cutoff(const struct gw_retention_pick *p);
 
 /* Since the start: timed passes finished, runs deleted (by the passes,
  * DELETE and prune).  Loop thread. */

@@ -13,9 +13,11 @@
  * then dropped and counted.  At shutdown a partial last line is parsed as
  * "truncated" if it is a complete object, else rejected.
  */
-#include "daemon.h"
+#include "stream.h"
 
 #include "auth.h"
+#include "config.h"
+#include "ingest.h"
 #include "log.h"
 #include "util.h"
 
@@ -40,7 +42,7 @@ struct conn {
 		uv_pipe_t pipe;
 		uv_tcp_t tcp;
 	} u;
-	struct gw_daemon *d;
+	struct gw_server *sv;
 	enum gw_transport t;
 	struct gw_ingest_src src;
 	struct gw_paused paused;
@@ -57,6 +59,7 @@ struct conn {
 };
 
 struct gw_server {
+	struct gw_server_opts o;
 	uv_pipe_t unix_srv;
 	uv_tcp_t tcp_srv;
 	uv_udp_t udp;
@@ -124,12 +127,12 @@ static void conn_close(struct conn *c)
 	if (c->closing)
 		return;
 	c->closing = true;
-	gw_ingest_unpause(&c->d->ingest, &c->paused);
+	gw_ingest_unpause(c->sv->o.ingest, &c->paused);
 	/* a last line without its newline is still a line */
 	gw_ingest_src_finish(&c->src);
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
-	c->d->server->nconns[c->t == GW_TR_TCP]--;
+	c->sv->nconns[c->t == GW_TR_TCP]--;
 	gw_log_debug("%s connection %" PRIu64 " (%s) closed: %" PRIu64 " lines accepted, %" PRIu64 " rejected",
 	             gw_transport_name(c->t), c->id, c->peer, c->src.accepted, c->src.rejected);
 	uv_close(&c->u.h, on_close_conn);
@@ -146,7 +149,7 @@ static void feed(struct conn *c, const char *p, size_t n)
 		conn_close(c);
 		return;
 	}
-	if (gw_ingest_congested(&c->d->ingest))
+	if (gw_ingest_congested(c->sv->o.ingest))
 		conn_pause(c);
 }
 
@@ -162,11 +165,11 @@ static void link_front(struct conn *head, struct conn *c)
 static void touch(struct conn *c)
 {
 	c->active_ms = gw_mono_ms();
-	if (c->prev == &c->d->server->conns[c->t == GW_TR_TCP])
+	if (c->prev == &c->sv->conns[c->t == GW_TR_TCP])
 		return;
 	c->prev->next = c->next;
 	c->next->prev = c->prev;
-	link_front(&c->d->server->conns[c->t == GW_TR_TCP], c);
+	link_front(&c->sv->conns[c->t == GW_TR_TCP], c);
 }
 
 /* Answer one JSON error line and close (a refused connection hears why). */
@@ -205,9 +208,9 @@ static ssize_t read_auth(struct conn *c, const char *p, size_t n)
 	if (!nl)
 		return (ssize_t)take;
 	char why[128];
-	const struct gw_token *t = gw_auth_line(c->d->auth, c->auth, c->auth_len - 1, why, sizeof(why));
+	const struct gw_token *t = gw_auth_line(c->sv->o.auth, c->auth, c->auth_len - 1, why, sizeof(why));
 	if (!t) {
-		gw_ingest_count_reject(&c->d->ingest, c->t, GW_REJ_UNAUTHORIZED);
+		gw_ingest_count_reject(c->sv->o.ingest, c->t, GW_REJ_UNAUTHORIZED);
 		refuse(c, "unauthorized", why);
 		return -1;
 	}
@@ -257,13 +260,13 @@ static void conn_pause(struct conn *c)
 	uv_read_stop(&c->u.s);
 	c->reading = false;
 	c->paused.resume = conn_resume;
-	gw_ingest_pause(&c->d->ingest, &c->paused);
+	gw_ingest_pause(c->sv->o.ingest, &c->paused);
 }
 
 static void on_connection(uv_stream_t *srv, int status)
 {
-	struct gw_daemon *d = srv->data;
-	struct gw_server *sv = d->server;
+	struct gw_server *sv = srv->data;
+	const struct gw_server_opts *o = &sv->o;
 	if (status < 0) {
 		gw_log_peer(GW_LOG_WARN, "accept: %s", uv_strerror(status));
 		return;
@@ -272,17 +275,17 @@ static void on_connection(uv_stream_t *srv, int status)
 	struct conn *c = calloc(1, sizeof(*c));
 	if (!c)
 		return;
-	c->d = d;
+	c->sv = sv;
 	c->t = is_unix ? GW_TR_UNIX : GW_TR_TCP;
 	c->id = ++sv->next_id;
-	c->need_auth = !is_unix && gw_auth_enabled(d->auth);
-	gw_ingest_src_init(&c->src, &d->ingest, c->t, 0);
+	c->need_auth = !is_unix && gw_auth_enabled(o->auth);
+	gw_ingest_src_init(&c->src, o->ingest, c->t, 0);
 	c->src.on_reject = answer_error;
 	c->src.data = c;
 	if (is_unix)
-		uv_pipe_init(d->loop, &c->u.pipe, 0);
+		uv_pipe_init(o->loop, &c->u.pipe, 0);
 	else
-		uv_tcp_init(d->loop, &c->u.tcp);
+		uv_tcp_init(o->loop, &c->u.tcp);
 	if (uv_accept(srv, &c->u.s) < 0) {
 		uv_close(&c->u.h, on_close_conn);
 		return;
@@ -291,13 +294,13 @@ static void on_connection(uv_stream_t *srv, int status)
 	c->active_ms = gw_mono_ms();
 	link_front(&sv->conns[k], c);
 	sv->nconns[k]++;
-	gw_ingest_count_connection(&d->ingest);
-	if (sv->nconns[k] > d->cfg->max_connections && !make_room(sv, k)) {
+	gw_ingest_count_connection(o->ingest);
+	if (sv->nconns[k] > o->cfg->max_connections && !make_room(sv, k)) {
 		snprintf(c->peer, sizeof(c->peer), "%s", is_unix ? "unix" : "tcp");
 		char msg[160];
 		snprintf(msg, sizeof(msg), "too many %s connections (limits.max_connections = %zu), "
 		         "none idle long enough to close; try again later",
-		         gw_transport_name(c->t), d->cfg->max_connections);
+		         gw_transport_name(c->t), o->cfg->max_connections);
 		refuse(c, "too_many_connections", msg);
 		return;
 	}
@@ -331,8 +334,7 @@ static bool make_room(struct gw_server *sv, int k)
 	struct conn *old = sv->conns[k].prev;
 	if (old == &sv->conns[k] || old->closing)
 		return false;
-	const struct gw_cfg *cfg = old->d->cfg;
-	if (gw_mono_ms() - old->active_ms < cfg->stream_evict_idle_ms)
+	if (gw_mono_ms() - old->active_ms < sv->o.cfg->stream_evict_idle_ms)
 		return false;
 	refuse(old, "idle_evicted", "closed after being idle while the transport was full; "
 	                            "reconnect to send more");
@@ -348,7 +350,7 @@ static void on_sweep(uv_timer_t *t)
 	for (int k = 0; k < 2; k++) {
 		struct conn *c;
 		while ((c = sv->conns[k].prev) != &sv->conns[k] && !c->closing) {
-			if (now - c->active_ms < c->d->cfg->stream_idle_timeout_ms)
+			if (now - c->active_ms < sv->o.cfg->stream_idle_timeout_ms)
 				break;
 			refuse(c, "idle_timeout", "closed after limits.stream_idle_timeout_ms without data; "
 			                          "reconnect to send more");
@@ -366,39 +368,40 @@ static void dgram_reject(struct gw_ingest_src *s, uint64_t lineno, const struct 
 
 static void on_udp_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
-	struct gw_daemon *d = h->data;
-	buf->base = d->server->udp_buf;
+	struct gw_server *sv = h->data;
+	buf->base = sv->udp_buf;
 	buf->len = 65536;
 }
 
 static void on_udp(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf,
                    const struct sockaddr *addr, unsigned flags)
 {
-	struct gw_daemon *d = u->data;
+	struct gw_server *sv = u->data;
+	const struct gw_server_opts *o = &sv->o;
 	if (nread <= 0 || !addr)
 		return;
 	if (flags & UV_UDP_PARTIAL) {
-		gw_ingest_count_reject(&d->ingest, GW_TR_UDP, GW_REJ_TOO_LONG);
+		gw_ingest_count_reject(o->ingest, GW_TR_UDP, GW_REJ_TOO_LONG);
 		return;
 	}
-	if (gw_ingest_congested(&d->ingest)) {
-		gw_ingest_count_udp_dropped(&d->ingest);
+	if (gw_ingest_congested(o->ingest)) {
+		gw_ingest_count_udp_dropped(o->ingest);
 		return;
 	}
 	/* every datagram is a whole number of lines; the last needs no newline */
 	struct gw_ingest_src src;
-	gw_ingest_src_init(&src, &d->ingest, GW_TR_UDP, 0);
+	gw_ingest_src_init(&src, o->ingest, GW_TR_UDP, 0);
 	src.eof_ends_line = true;
 	src.on_reject = dgram_reject;
 	const char *p = buf->base;
 	size_t n = (size_t)nread;
-	if (gw_auth_enabled(d->auth)) {
+	if (gw_auth_enabled(o->auth)) {
 		/* with tokens configured, each datagram starts with its auth line */
 		const char *nl = memchr(p, '\n', n);
 		char why[128];
-		src.token = nl ? gw_auth_line(d->auth, p, (size_t)(nl - p), why, sizeof(why)) : NULL;
+		src.token = nl ? gw_auth_line(o->auth, p, (size_t)(nl - p), why, sizeof(why)) : NULL;
 		if (!src.token) {
-			gw_ingest_count_reject(&d->ingest, GW_TR_UDP, GW_REJ_UNAUTHORIZED);
+			gw_ingest_count_reject(o->ingest, GW_TR_UDP, GW_REJ_UNAUTHORIZED);
 			gw_ingest_src_deinit(&src);
 			return;
 		}
@@ -466,26 +469,28 @@ static int remove_stale_socket(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
-int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
+int gw_server_start(const struct gw_server_opts *o, struct gw_server **out, char *err,
+                    size_t errlen)
 {
-	struct gw_server *sv = calloc(1, sizeof(*sv));
+	struct gw_server *sv = *out = calloc(1, sizeof(*sv));
 	if (!sv)
-		return -ENOMEM;
-	d->server = sv;
+		return gw_errf(err, errlen, -ENOMEM, "out of memory");
+	sv->o = *o;
+	uv_loop_t *loop = o->loop;
 	for (int k = 0; k < 2; k++)
 		sv->conns[k].next = sv->conns[k].prev = &sv->conns[k];
-	uv_timer_init(d->loop, &sv->sweep);
+	uv_timer_init(loop, &sv->sweep);
 	sv->sweep.data = sv;
 	sv->sweep_on = true;
-	if (d->cfg->stream_idle_timeout_ms)
+	if (o->cfg->stream_idle_timeout_ms)
 		uv_timer_start(&sv->sweep, on_sweep, 1000, 1000);
-	struct gw_cfg *c = d->cfg;
+	const struct gw_cfg *c = o->cfg;
 	int rc;
 	int fd = activated_socket();
 	if (fd >= 0) {
 		/* systemd made the socket (gradwatchd@.socket: its group and mode) */
-		uv_pipe_init(d->loop, &sv->unix_srv, 0);
-		sv->unix_srv.data = d;
+		uv_pipe_init(loop, &sv->unix_srv, 0);
+		sv->unix_srv.data = sv;
 		sv->unix_on = true;
 		sv->unix_activated = true;
 		if ((rc = uv_pipe_open(&sv->unix_srv, fd)) < 0 ||
@@ -493,8 +498,8 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 			return gw_errf(err, errlen, rc, "the unix socket systemd passed: %s", uv_strerror(rc));
 		gw_log_info("listening on the unix socket systemd passed (NDJSON)");
 	} else if (c->socket_path && *c->socket_path) {
-		uv_pipe_init(d->loop, &sv->unix_srv, 0);
-		sv->unix_srv.data = d;
+		uv_pipe_init(loop, &sv->unix_srv, 0);
+		sv->unix_srv.data = sv;
 		sv->unix_on = true;
 		if ((rc = remove_stale_socket(c->socket_path, err, errlen)) < 0)
 			return rc;
@@ -509,8 +514,8 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 	}
 	struct sockaddr_storage ss;
 	if (c->tcp.enabled) {
-		uv_tcp_init(d->loop, &sv->tcp_srv);
-		sv->tcp_srv.data = d;
+		uv_tcp_init(loop, &sv->tcp_srv);
+		sv->tcp_srv.data = sv;
 		sv->tcp_on = true;
 		if ((rc = gw_cfg_sockaddr(&c->tcp, &ss)) < 0 ||
 		    (rc = uv_tcp_bind(&sv->tcp_srv, (struct sockaddr *)&ss, 0)) < 0 ||
@@ -525,9 +530,9 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 	if (c->udp.enabled) {
 		sv->udp_buf = malloc(65536);
 		if (!sv->udp_buf)
-			return -ENOMEM;
-		uv_udp_init(d->loop, &sv->udp);
-		sv->udp.data = d;
+			return gw_errf(err, errlen, -ENOMEM, "out of memory");
+		uv_udp_init(loop, &sv->udp);
+		sv->udp.data = sv;
 		sv->udp_on = true;
 		if ((rc = gw_cfg_sockaddr(&c->udp, &ss)) < 0 ||
 		    (rc = uv_udp_bind(&sv->udp, (struct sockaddr *)&ss, 0)) < 0 ||
@@ -546,20 +551,19 @@ int gw_server_start(struct gw_daemon *d, char *err, size_t errlen)
 
 static void on_close_free_buf(uv_handle_t *h)
 {
-	struct gw_daemon *d = h->data;
-	free(d->server->udp_buf);
-	d->server->udp_buf = NULL;
+	struct gw_server *sv = h->data;
+	free(sv->udp_buf);
+	sv->udp_buf = NULL;
 }
 
-void gw_server_stop(struct gw_daemon *d)
+void gw_server_stop(struct gw_server *sv)
 {
-	struct gw_server *sv = d->server;
 	if (!sv)
 		return;
 	if (sv->unix_on && !uv_is_closing((uv_handle_t *)&sv->unix_srv)) {
 		uv_close((uv_handle_t *)&sv->unix_srv, NULL);
 		if (sv->unix_bound)
-			unlink(d->cfg->socket_path);
+			unlink(sv->o.cfg->socket_path);
 	}
 	if (sv->tcp_on && !uv_is_closing((uv_handle_t *)&sv->tcp_srv))
 		uv_close((uv_handle_t *)&sv->tcp_srv, NULL);
@@ -572,8 +576,7 @@ void gw_server_stop(struct gw_daemon *d)
 			conn_close(sv->conns[k].next);
 }
 
-void gw_server_free(struct gw_daemon *d)
+void gw_server_free(struct gw_server *sv)
 {
-	free(d->server);
-	d->server = NULL;
+	free(sv);
 }

@@ -21,8 +21,8 @@
  */
 #include "web.h"
 
-#include "daemon.h"
 #include "http.h"
+#include "http_url.h"
 #include "query.h"
 #include "series.h"
 #include "store.h"
@@ -177,7 +177,7 @@ static int q_alert(const struct gw_http_req *req, json_t **out)
 	return gw_query_alert(req->db_path, req->arg, out);
 }
 
-int gw_web_start(struct gw_daemon *d, char *err, size_t errlen)
+int gw_web_start(struct gw_http *h, char *err, size_t errlen)
 {
 	static const struct gw_http_route routes[] = {
 		/* the shell and its files hold no data: open, like /healthz;
@@ -197,7 +197,7 @@ int gw_web_start(struct gw_daemon *d, char *err, size_t errlen)
 		 .scope = GW_SCOPE_READ, .arg_name = "alert id"},
 	};
 	for (size_t i = 0; i < GW_ARRAY_SIZE(routes); i++)
-		if (gw_http_route(d->http, &routes[i]) < 0)
+		if (gw_http_route(h, &routes[i]) < 0)
 			return gw_errf(err, errlen, -ENOSPC, "web: the HTTP route table is full");
 	return 0;
 }

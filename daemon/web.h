@@ -6,12 +6,12 @@
 
 #include <stddef.h>
 
-struct gw_daemon;
+struct gw_http;
 
 /* Register the page routes (/, /runs/{run}, /alerts/{id}, /static/{file})
- * and GET /v1/runs/{run}/records, GET /v1/alerts/{id} on the daemon's
- * HTTP server (after gw_http_start).  Returns 0 or -ENOSPC (route table
+ * and GET /v1/runs/{run}/records, /ranks, GET /v1/alerts/{id} on h (after
+ * gw_http_start).  Returns 0 or -ENOSPC (route table
  * full; message in err). */
-int gw_web_start(struct gw_daemon *d, char *err, size_t errlen);
+int gw_web_start(struct gw_http *h, char *err, size_t errlen);
 
 #endif

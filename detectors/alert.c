@@ -9,9 +9,12 @@
  *                        (version, state, opened_*, resolved_*), given the
  *                        alert's last firing object: the alert outbox keeps
  *                        those durably, replay and the report in memory
- *                        (gw_alert_track);
- *   gw_alert_row_json    a stored alert (storage/read.c's columns), which is
- *                        the alert as of its latest event, in the same form.
+ *                        (gw_alert_track).
+ *
+ * That is the verdict's side of the alert, built from what the engine
+ * says and nothing stored, which replay needs without a database; the
+ * stored row (building it, reading it back into this form) is alerts/
+ * alert_row.c's.
  *
  * step and line are where the event was raised, except on a resolve, which
  * keeps the step and line where the alert opened; ts is always the
@@ -153,49 +156,5 @@ json_t *gw_alert_track(json_t *seen, const struct gw_alert *a)
 		json_object_del(seen, a->id);
 	else
 		json_object_set(seen, a->id, o);
-	return o;
-}
-
-json_t *gw_alert_row_json(const json_t *row)
-{
-	json_t *o = json_deep_copy(row);
-	if (!o)
-		return NULL;
-	const char *state = json_string_value(json_object_get(o, "state"));
-	json_int_t version = json_integer_value(json_object_get(o, "version"));
-	bool resolved = state && strcmp(state, "resolved") == 0;
-	json_object_set_new(o, "schema", json_string(GW_ALERT_SCHEMA));
-	/* the latest event's kind; rows from before the kind column derive it */
-	if (!json_is_string(json_object_get(o, "kind")))
-		json_object_set_new(o, "kind", json_string(resolved ? "resolve" : version > 1 ? "update" : "open"));
-	json_object_set(o, "opened_step", json_object_get(o, "step"));
-	json_object_set(o, "opened_line", json_object_get(o, "line"));
-	if (resolved) {
-		json_object_set(o, "resolved_step", json_object_get(o, "last_step"));
-		json_object_set(o, "resolved_at", json_object_get(o, "resolved"));
-	} else if (version > 1) {
-		/* an update: where it was raised */
-		if (json_is_integer(json_object_get(o, "last_step")))
-			json_object_set(o, "step", json_object_get(o, "last_step"));
-		if (json_is_integer(json_object_get(o, "last_line")))
-			json_object_set(o, "line", json_object_get(o, "last_line"));
-	}
-	json_object_set(o, "opened_at", json_object_get(o, "created"));
-	json_object_set(o, "raised_at", json_object_get(o, "updated"));
-	if (!json_is_object(json_object_get(o, "evidence")))
-		json_object_set_new(o, "evidence", json_object());
-	static const char *const text[] = {"cause", "action", "summary"};
-	for (size_t i = 0; i < ARRAY_SIZE(text); i++)
-		if (!json_is_string(json_object_get(o, text[i])))
-			json_object_set_new(o, text[i], json_string(""));
-	/* what is not known is left out, as in an event */
-	static const char *const drop[] = {"created", "updated", "resolved", "last_step", "last_line"};
-	for (size_t i = 0; i < ARRAY_SIZE(drop); i++)
-		json_object_del(o, drop[i]);
-	static const char *const optional[] = {"ts", "raised_at", "opened_at", "resolved_at", "line",
-	                                       "opened_line", "acked_at", "acked_by", "ack_note"};
-	for (size_t i = 0; i < ARRAY_SIZE(optional); i++)
-		if (json_is_null(json_object_get(o, optional[i])))
-			json_object_del(o, optional[i]);
 	return o;
 }

@@ -322,12 +322,6 @@ json_t *gw_alert_event_json(const struct gw_alert *a, int64_t version, const jso
  * New reference, or NULL on allocation failure. */
 json_t *gw_alert_track(json_t *seen, const struct gw_alert *a);
 
-/* A stored alert (a row of storage/read.c's alert queries: id, run,
- * segment, step, line, detector, severity, state, summary, cause, action,
- * evidence, ts, created, updated, resolved, last_step, last_line, version)
- * as the alert object of its latest event.  New reference, or NULL. */
-json_t *gw_alert_row_json(const json_t *row);
-
 /* Compute the stable alert id of (run, seg, detector, incident) into id. */
 void gw_alert_make_id(char id[24], const char *run, int64_t seg,
                       const char *detector, uint32_t incident);

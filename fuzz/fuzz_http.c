@@ -48,15 +48,21 @@
 #include <http_parser.h>
 #include <uv.h>
 
+#include "ack.h"
+#include "alerting.h"
 #include "api.h"
 #include "auth.h"
-#include "daemon.h"
+#include "config.h"
 #include "fuzz.h"
+#include "health.h"
 #include "http.h"
 #include "idem.h"
+#include "ingest.h"
 #include "log.h"
 #include "metrics.h"
+#include "outbox.h"
 #include "outbox_db.h"
+#include "store.h"
 #include "util.h"
 #include "web.h"
 
@@ -74,8 +80,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define READ_TOKENS "fuzz-read-token-0123456789\n"
 
 static struct gw_cfg cfg;
-static struct gw_daemon d;
 static uv_loop_t loop;
+/* the parts of the daemon the HTTP path reaches, wired as main.c does */
+static struct {
+	struct gw_auth *auth;
+	struct gw_store *store;
+	struct gw_outbox *outbox;
+	struct gw_ingest *ingest;
+	struct gw_idem idem;
+	struct gw_http *http;
+	struct gw_api_opts api;
+	struct gw_health_opts health;
+	struct gw_metrics_opts metrics;
+	struct gw_ack_opts ack;
+} d;
 
 /* A loopback port nobody uses right now. */
 static int free_port(void)
@@ -127,24 +145,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	    gw_auth_load(cfg.auth, &d.auth, err, sizeof(err)) < 0)
 		return init_failed("configuration", err);
 	uv_loop_init(&loop);
-	d.loop = &loop;
-	d.cfg = &cfg;
-	d.started = gw_wall_now();
 	static const struct gw_store_schema *const schemas[] = {&gw_outbox_schema, &gw_idem_schema};
 	struct gw_store_opts so = {
 		.path = cfg.db_path, .sync_full = false, .commit_interval_ms = 1,
 		.commit_max_records = cfg.commit_max_records, .max_pending_bytes = cfg.max_pending_bytes,
 		.schemas = schemas, .n_schemas = GW_ARRAY_SIZE(schemas),
 	};
-	struct gw_http_opts ho = {
-		.loop = &loop, .cfg = &cfg, .ingest = &d.ingest, .auth = d.auth,
-	};
 	if (gw_store_open(&so, &d.store, err, sizeof(err)) < 0 ||
-	    gw_ingest_start(&d.ingest, &(struct gw_ingest_opts){.loop = &loop, .cfg = &cfg, .store = d.store},
-	                   err, sizeof(err)) < 0 ||
+	    gw_alerting_outbox(&loop, &cfg, d.store, &d.outbox, err, sizeof(err)) < 0 ||
+	    gw_ingest_start(&(struct gw_ingest_opts){.loop = &loop, .cfg = &cfg, .store = d.store,
+	                                            .outbox = d.outbox},
+	                    &d.ingest, err, sizeof(err)) < 0 ||
 	    gw_idem_init(&d.idem, cfg.db_path, cfg.idempotency_window_s, cfg.idempotency_max_keys,
 	                 err, sizeof(err)) < 0)
 		return init_failed("storage", err);
+	struct gw_http_opts ho = {
+		.loop = &loop, .cfg = &cfg, .ingest = d.ingest, .auth = d.auth,
+	};
 	int rc = -1;
 	for (int attempt = 0; attempt < 20 && rc < 0; attempt++) {
 		if (d.http) {
@@ -158,9 +175,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		cfg.http.port = free_port();
 		rc = gw_http_start(&ho, &d.http, err, sizeof(err));
 	}
-	if (rc < 0 || gw_api_start(&d, err, sizeof(err)) < 0 ||
-	    gw_metrics_start(&d, err, sizeof(err)) < 0 || gw_web_start(&d, err, sizeof(err)) < 0 ||
-	    gw_ack_start(&d, err, sizeof(err)) < 0)
+	double started = gw_wall_now();
+	d.api = (struct gw_api_opts){.cfg = &cfg, .ingest = d.ingest, .store = d.store,
+	                             .idem = &d.idem};
+	d.health = (struct gw_health_opts){.cfg = &cfg, .ingest = d.ingest, .store = d.store,
+	                                   .outbox = d.outbox, .started = started};
+	d.metrics = (struct gw_metrics_opts){.cfg = &cfg, .ingest = d.ingest, .store = d.store,
+	                                     .outbox = d.outbox, .started = started};
+	d.ack = (struct gw_ack_opts){.ingest = d.ingest, .outbox = d.outbox};
+	if (rc < 0 || gw_api_start(d.http, &d.api, err, sizeof(err)) < 0 ||
+	    gw_health_start(d.http, &d.health, err, sizeof(err)) < 0 ||
+	    gw_metrics_start(d.http, &d.metrics, err, sizeof(err)) < 0 ||
+	    gw_web_start(d.http, err, sizeof(err)) < 0 ||
+	    gw_ack_start(d.http, &d.ack, err, sizeof(err)) < 0)
 		return init_failed("http", err);
 	return 0;
 }

@@ -42,7 +42,7 @@ libs="-lprotobuf-c -lcsv -ljansson -lz -lzstd -lm"
 mkdir -p "$out/gen" "$out/obj"
 protoc-c --proto_path=readers/proto --c_out="$out/gen" readers/proto/tbevent.proto
 version=$(sed -n "s/^ *version: '\([^']*\)'.*/\1/p" meson.build | head -n 1)
-printf '#define GW_VERSION "%s"\n#define GW_SYSCONFDIR "/usr/local/etc"\n' "$version" \
+printf '#define GW_VERSION "%s"\n#define GW_SYSCONFDIR "/usr/local/etc"\n#define GW_FAULT_HOOKS 0\n' "$version" \
 	>"$out/gen/gw_config.h"
 # the web pages compiled in, as web/meson.build does (needs npm ci --prefix web)
 uplot=web/node_modules/uplot/dist

@@ -8,7 +8,7 @@
  * the held-back count said once the window is over.
  */
 #include "log.h"
-#include "util.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <inttypes.h>

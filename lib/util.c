@@ -15,27 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 void gw__require_failed(const char *expr, const char *file, int line)
 {
 	gw_log(GW_LOG_CRIT, "invariant failed: %s at %s:%d", expr, file, line);
 	abort();
-}
-
-double gw_wall_now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-uint64_t gw_mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 const char *gw_fmt_int(char *buf, size_t size, int64_t v)

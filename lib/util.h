@@ -1,11 +1,12 @@
 /*
  * Small helpers every module uses: container_of, array size, min/max, the
- * always-on invariant check, clocks, string copy, cutting UTF-8 text at a
+ * always-on invariant check, string copy, cutting UTF-8 text at a
  * character boundary, glob match, error
  * messages next to negative errnos, and reading a whole file.  Only
  * gw_read_file allocates and does I/O (and GW_REQUIRE's abort path logs).
- * The growable buffer, the hash and the string table have their own
- * headers: buf.h, hash.h, strtab.h.
+ * The growable buffer, the hash, the string table and the clocks have
+ * their own headers: buf.h, hash.h, strtab.h, clock.h (included here, as
+ * most users of util.h read a clock).
  */
 #ifndef GW_UTIL_H
 #define GW_UTIL_H
@@ -15,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "clock.h"
 
 #define GW_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define GW_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -33,12 +36,6 @@
 
 void gw__require_failed(const char *expr, const char *file, int line)
 	__attribute__((noreturn));
-
-/* Wall clock, Unix seconds with sub-second part. */
-double gw_wall_now(void);
-
-/* Monotonic clock in milliseconds. */
-uint64_t gw_mono_ms(void);
 
 /* v in decimal with thousands separators ("-8,500", "65,000"), cut to fit
  * size (size >= 1); writes buf and returns it.  Every step and count a

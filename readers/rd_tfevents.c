@@ -31,6 +31,9 @@
  */
 #include "reader_impl.h"
 #include "tfrecord.h"
+
+#include "hash.h"
+#include "intset.h"
 #include "util.h"
 
 #include "tbevent.pb-c.h"
@@ -51,34 +54,20 @@ struct tfev {
 	int64_t step;
 	uint64_t line;            /* record of its first value */
 	uint64_t start;           /* byte offset of that record */
-	size_t ntags;
-	uint32_t gen;             /* a slot is taken when its gen is this one */
-	uint32_t tag_gen[TAGSET_CAP];
-	uint64_t tags[TAGSET_CAP]; /* hashes of the point's tags */
+	struct gw_intset tags;    /* 64-bit FNV-1a of the point's tags (at most
+	                             TAGS_PER_POINT: never leaves tag_slots) */
+	struct gw_intset_slot tag_slots[TAGSET_CAP];
 };
 
-/* 64-bit FNV-1a. */
 static uint64_t tag_hash(const char *s, size_t n)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-	return h;
+	return gw_fnv1a64_add(GW_FNV64_INIT, s, n);
 }
 
 /* Add h to the point's tags; false if it was there already. */
 static bool tag_add(struct tfev *st, uint64_t h)
 {
-	size_t i = (size_t)h & (TAGSET_CAP - 1);
-	while (st->tag_gen[i] == st->gen) {
-		if (st->tags[i] == h)
-			return false;
-		i = (i + 1) & (TAGSET_CAP - 1);
-	}
-	st->tag_gen[i] = st->gen;
-	st->tags[i] = h;
-	st->ntags++;
-	return true;
+	return gw_intset_put(&st->tags, h, 0, NULL) != -EEXIST;
 }
 
 /* Hand the point over; its tag set empties by moving to the next gen. */
@@ -87,11 +76,7 @@ static int flush(struct tfev *st)
 	if (!st->open)
 		return 0;
 	st->open = false;
-	st->ntags = 0;
-	if (++st->gen == 0) {
-		memset(st->tag_gen, 0, sizeof(st->tag_gen));
-		st->gen = 1;
-	}
+	gw_intset_clear(&st->tags);   /* O(1): a new generation */
 	return gw__rd_emit(st->r, st->line);
 }
 
@@ -209,7 +194,7 @@ static int on_summary(struct tfev *st, const struct gw__tfr_rec *rec, const GwTb
 			continue;
 		}
 		uint64_t h = tag_hash(tag, tlen);
-		if (st->open && (ev->step != st->step || st->ntags >= TAGS_PER_POINT ||
+		if (st->open && (ev->step != st->step || st->tags.count >= TAGS_PER_POINT ||
 		                 !tag_add(st, h))) {
 			if ((rc = flush(st)) < 0)
 				return rc;
@@ -315,7 +300,7 @@ static int init(struct gw_reader *r, void *state)
 {
 	struct tfev *st = state;
 	st->r = r;
-	st->gen = 1;
+	gw_intset_init(&st->tags, st->tag_slots, TAGSET_CAP);
 	gw__tfr_init(&st->tfr, 0, gw__rd_first_line(r), 0);
 	return 0;
 }

@@ -10,7 +10,7 @@
  * boundary.  Steps only go forward; a released step is never edited.
  */
 #include "schema.h"
-#include "series.h"
+#include "tiles.h"
 
 #include "log.h"
 #include "util.h"

@@ -12,10 +12,13 @@
  * gw_store_committed() >= the item's sequence number.
  *
  * The database is in WAL mode; the schema is versioned with PRAGMA
- * user_version and migrated forward at open (docs/architecture.md lists the
+ * user_version and migrated forward at open (docs/storage.md lists the
  * tables).  Readers (the HTTP API, `gradwatch runs/alerts`) use their own
  * read-only connections through the gw_store_read_* functions, from any
- * thread except the event loop.
+ * thread except the event loop, but for start-up reads before it runs and
+ * one bounded exception: a dormant run's rebuild (gw_store_read_tail_on,
+ * at most GW_RUNS_REFEED records by an index; core/runs.h says why it
+ * cannot wait for a thread).
  *
  * A NaN metric is stored as NULL with its bit set in the record's
  * `nonfinite` column (SQLite cannot store NaN); +-Inf are stored as is.
@@ -159,8 +162,6 @@ uint64_t gw_store_put_record(struct gw_store *s, const struct gw_rec *rec,
                              int64_t seg, uint64_t line, double recv);
 uint64_t gw_store_put_event(struct gw_store *s, const struct gw_rec *rec,
                             int64_t seg, uint64_t line, double recv);
-/* A segment of a run: why it opened, the step of its first line, the
- * checkpoint step it restarts from (-1 unknown), its first line, ts. */
 /* A line the engine kept apart (detectors/engine.h "Ranks", "Interleaved
  * writers": another rank's, or a folded repeat, stored as rank -1), apart
  * from the run's records and events: as wire-format text in rank_lines,
@@ -177,6 +178,9 @@ uint64_t gw_store_put_run_end(struct gw_store *s, const char *run, int64_t seg, 
 /* Note on the run that its lines were recognised as interleaved writers'
  * (a JSON object, read back as /v1/runs/{run}'s "writers"). */
 uint64_t gw_store_put_writers(struct gw_store *s, const char *run, const char *note);
+/* A segment of a run: why it opened, the step of its first line, the
+ * checkpoint step it restarts from (-1 unknown), its first line, ts, and
+ * the wall clock it opened at. */
 uint64_t gw_store_put_segment(struct gw_store *s, const char *run, int64_t seg,
                               const char *reason, int64_t first_step, int64_t restart_step,
                               uint64_t line, double ts, double wall);

@@ -1,23 +1,27 @@
 /*
- * tiles: the store writer's side of storage/series.c.  While a commit's
+ * tiles: the store writer's side of storage/series.c (see tiles.h).  While a commit's
  * records are written, gw__tiles_add keeps, per (run, segment, 256-step
  * tile) the batch touches, the value and step of the minimum and maximum
  * loss and grad norm, the minimum throughput, the first LR and the first
- * non-finite value (a hash table over the batch's tiles, so interleaved
- * runs cost one probe per record); gw__tiles_flush merges them into
- * record_tiles with one upsert per tile just before COMMIT.  So ingest pays
+ * non-finite value (the lib's integer-key table over the batch's tiles,
+ * keyed by a 64-bit FNV-1a of the triple, so interleaved runs cost one
+ * probe per record; two triples that hash alike each get their own entry,
+ * and the upsert merges entries of one tile); gw__tiles_flush merges them
+ * into record_tiles with one upsert per tile just before COMMIT.  So ingest pays
  * per tile and commit, not per record (a per-row trigger measured 4x
  * slower; docs/web.md).
  */
-#include "series.h"
+#include "tiles.h"
 
 #include "buf.h"
+#include "hash.h"
+#include "intset.h"
+
 #include <errno.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* Upsert of one extreme: keep the old value and its step unless the new
  * one is better ("<" for a minimum).  Every right-hand side of an UPDATE
@@ -42,33 +46,13 @@ struct gw__tiles {
 	struct tile_acc *v;
 	size_t n, cap;
 	size_t last;              /* the tile touched last (records come in runs) */
-	size_t *slot;             /* open addressing: index + 1 into v, 0 empty */
-	size_t nslot;             /* a power of two, > 2 n */
+	struct gw_intset by_key;  /* tile_key -> index into v */
 };
 
-static size_t tile_hash(int64_t run_id, int64_t seg, int64_t tile)
+static uint64_t tile_key(int64_t run_id, int64_t seg, int64_t tile)
 {
-	uint64_t h = (uint64_t)run_id * 0x9e3779b97f4a7c15ull;
-	h ^= (uint64_t)seg * 0xc2b2ae3d27d4eb4full + (h >> 29);
-	h ^= (uint64_t)tile * 0x165667b19e3779f9ull + (h >> 31);
-	return (size_t)(h ^ (h >> 33));
-}
-
-static int rehash(struct gw__tiles *t, size_t nslot)
-{
-	size_t *sl = calloc(nslot, sizeof(*sl));
-	if (!sl)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->n; i++) {
-		size_t h = tile_hash(t->v[i].run_id, t->v[i].seg, t->v[i].tile) & (nslot - 1);
-		while (sl[h])
-			h = (h + 1) & (nslot - 1);
-		sl[h] = i + 1;
-	}
-	free(t->slot);
-	t->slot = sl;
-	t->nslot = nslot;
-	return 0;
+	const int64_t k[3] = {run_id, seg, tile};
+	return gw_fnv1a64_add(GW_FNV64_INIT, k, sizeof(k));
 }
 
 struct gw__tiles *gw__tiles_new(void)
@@ -80,7 +64,7 @@ void gw__tiles_free(struct gw__tiles *t)
 {
 	if (t) {
 		sqlite3_finalize(t->st);
-		free(t->slot);
+		gw_intset_free(&t->by_key);
 		free(t->v);
 	}
 	free(t);
@@ -90,14 +74,13 @@ void gw__tiles_clear(struct gw__tiles *t)
 {
 	t->n = 0;
 	t->last = 0;
-	if (t->slot)
-		memset(t->slot, 0, t->nslot * sizeof(*t->slot));
+	gw_intset_clear(&t->by_key);
 }
 
 void gw__tiles_drop_run(struct gw__tiles *t, int64_t run_id)
 {
 	/* run ids are >= 1: an entry of run -1 matches no lookup and is not
-	 * flushed; it stays in the hash table until gw__tiles_clear */
+	 * flushed; its key stays in the table until gw__tiles_clear */
 	for (size_t i = 0; i < t->n; i++)
 		if (t->v[i].run_id == run_id)
 			t->v[i].run_id = -1;
@@ -113,29 +96,22 @@ int gw__tiles_add(struct gw__tiles *t, int64_t run_id, int64_t seg, int64_t step
 		if (l->run_id == run_id && l->seg == seg && l->tile == tile)
 			a = l;
 	}
-	/* interleaved runs: the hash table */
-	size_t h = 0;
-	if (!a && t->nslot) {
-		h = tile_hash(run_id, seg, tile) & (t->nslot - 1);
-		for (; t->slot[h]; h = (h + 1) & (t->nslot - 1)) {
-			struct tile_acc *c = &t->v[t->slot[h] - 1];
-			if (c->run_id == run_id && c->seg == seg && c->tile == tile) {
+	/* interleaved runs: the table */
+	uint64_t key = 0;
+	uint32_t at;
+	if (!a) {
+		key = tile_key(run_id, seg, tile);
+		if (gw_intset_find(&t->by_key, key, &at) == 0) {
+			struct tile_acc *c = &t->v[at];
+			if (c->run_id == run_id && c->seg == seg && c->tile == tile)
 				a = c;
-				break;
-			}
 		}
 	}
 	if (!a) {
-		if (2 * (t->n + 1) >= t->nslot) {
-			if (rehash(t, t->nslot ? 2 * t->nslot : 256) < 0)
-				return -ENOMEM;
-			h = tile_hash(run_id, seg, tile) & (t->nslot - 1);
-			while (t->slot[h])
-				h = (h + 1) & (t->nslot - 1);
-		}
-		if (gw_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)) < 0)
+		/* new, or another triple with its key: the key names the newest */
+		if (t->n >= UINT32_MAX || gw_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)) < 0 ||
+		    gw_intset_set(&t->by_key, key, (uint32_t)t->n) < 0)
 			return -ENOMEM;
-		t->slot[h] = t->n + 1;
 		a = &t->v[t->n++];
 		*a = (struct tile_acc){.run_id = run_id, .seg = seg, .tile = tile, .lr_s = -1, .nf_s = -1,
 		                       .val = {NAN, NAN, NAN, NAN, NAN}};

@@ -26,6 +26,33 @@ CORPUS = os.path.join(SHARED, 'corpus', 'dev')
 REALWORLD = os.path.join(SHARED, 'realworld')
 
 
+_fault_hooks = None
+
+
+def fault_hooks():
+    """Whether this gradwatchd has the test hooks (GRADWATCH_FAULT_*, built
+    with -Dfault_hooks=true: its --version says so)."""
+    global _fault_hooks
+    if _fault_hooks is None:
+        out = subprocess.run([GRADWATCHD, '--version'], capture_output=True, text=True,
+                             timeout=60).stdout
+        _fault_hooks = 'test hooks: compiled in' in out
+    return _fault_hooks
+
+
+def need_fault_hooks(test):
+    """A test that forces a fault through a hook: skipped, saying why, in a
+    build without them; in CI (CI=1), where the test builds have them, a
+    failure instead, so a CI that lost the option does not pass quietly."""
+    if fault_hooks():
+        return
+    why = ('this gradwatchd has no test hooks (GRADWATCH_FAULT_*): configure the build '
+           'with -Dfault_hooks=true (dev.sh test does) to run it')
+    if os.environ.get('CI'):
+        test.fail(why)
+    test.skipTest(why)
+
+
 def wait_for(pred, timeout=10.0, what='condition', interval=0.02):
     """Poll pred() until it returns something true and return that; fail
     after timeout seconds.  How tests wait for something to happen: never a

@@ -3,8 +3,11 @@ restarted daemon makes of it (docs/reliability.md).  Real daemon, real
 sockets, real SQLite file, real HTTP receivers; no mocks.
 
 1. Fault injection at every commit: the storage writer's test hook
-   (GRADWATCH_FAULT_CRASH_COMMIT=N, storage/store.c) kills the daemon right
-   before its Nth COMMIT while alerts are being raised on several runs.
+   (GRADWATCH_FAULT_CRASH_COMMIT=N, storage/store.c; only in a build with
+   -Dfault_hooks=true, else skipped, or failed under CI=1) kills the
+   daemon right before its Nth COMMIT while alerts are being raised on
+   several runs.  A build without the hooks ignores the variable
+   (NoHooks).
    After each crash the restarted daemon's database must hold, for every
    alert row, the outbox row of each of its versions and a deliveries row
    per sink -- and no outbox row without its alert -- and the record the
@@ -118,6 +121,7 @@ class AlertOutboxAtomicity(unittest.TestCase):
     SINKS = ("hook-1", "hook-2")
 
     def test_every_alert_has_its_outbox_rows_after_a_crash_at_any_commit(self):
+        gwtest.need_fault_hooks(self)
         rnd = random.Random(SEED)
         down = gwtest.free_port()   # nobody listens: deliveries stay pending
         cfg = {
@@ -208,6 +212,26 @@ class AlertOutboxAtomicity(unittest.TestCase):
         self.assertFalse(uncited, "%s: alerts committed without the record that raised them: %s"
                          % (when, uncited))
         return len(alerts)
+
+
+class NoHooks(unittest.TestCase):
+    """The installed daemon: a build without -Dfault_hooks ignores the
+    hook's variable (it used to kill itself before its first commit)."""
+
+    def test_a_build_without_hooks_ignores_the_crash_variable(self):
+        if gwtest.fault_hooks():
+            self.skipTest("this gradwatchd has the test hooks (-Dfault_hooks=true); the "
+                          "fault-off unit test covers a build without them")
+        d = Daemon()
+        try:
+            d.start_with({"GRADWATCH_FAULT_CRASH_COMMIT": "1"})
+            self.assertEqual(d.post("/v1/ingest", gwtest.lines("nohooks", range(1, 21)))[0], 200)
+            self.assertNotIn("GRADWATCH_FAULT", d.logtext())
+            self.assertEqual(d.stop(), 0)
+            self.assertEqual(d.sql("SELECT count(*) FROM records"), [(20,)])
+        finally:
+            if d.proc:
+                d.stop()
 
 
 # ---- 2: kill -9 under concurrent load -------------------------------------------------------

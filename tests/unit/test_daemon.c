@@ -18,6 +18,7 @@
 
 #include "config.h"
 #include "http.h"
+#include "http_url.h"
 #include "log.h"
 #include "metrics.h"
 #include "util.h"
@@ -321,26 +322,26 @@ END_TEST
 START_TEST(percent_decoding_hostile)
 {
 	char out[16];
-	ck_assert_int_eq(gw__http_pct_decode("a%2Fb+c", 7, out, sizeof(out), true), 5);
+	ck_assert_int_eq(gw_http_pct_decode("a%2Fb+c", 7, out, sizeof(out), true), 5);
 	ck_assert_str_eq(out, "a/b c");
 	/* in a path '+' is itself: /v1/runs/lr+warmup is the run "lr+warmup" */
-	ck_assert_int_eq(gw__http_pct_decode("lr+warmup%2B1", 13, out, sizeof(out), false), 11);
+	ck_assert_int_eq(gw_http_pct_decode("lr+warmup%2B1", 13, out, sizeof(out), false), 11);
 	ck_assert_str_eq(out, "lr+warmup+1");
-	ck_assert_int_eq(gw__http_pct_decode("%e2%9C%93", 9, out, sizeof(out), true), 3);
+	ck_assert_int_eq(gw_http_pct_decode("%e2%9C%93", 9, out, sizeof(out), true), 3);
 	ck_assert_str_eq(out, "\xe2\x9c\x93");
-	ck_assert_int_eq(gw__http_pct_decode("", 0, out, sizeof(out), true), 0);
+	ck_assert_int_eq(gw_http_pct_decode("", 0, out, sizeof(out), true), 0);
 	ck_assert_str_eq(out, "");
 	static const char *const bad[] = {"%", "%4", "a%", "%zz", "%4g", "%00", "x%00y", "%%41"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ck_assert_msg(gw__http_pct_decode(bad[i], strlen(bad[i]), out, sizeof(out), true) == -1, "%s", bad[i]);
+		ck_assert_msg(gw_http_pct_decode(bad[i], strlen(bad[i]), out, sizeof(out), true) == -1, "%s", bad[i]);
 	/* the length bounds the input: an escape cut by it is truncated */
-	ck_assert_int_eq(gw__http_pct_decode("%41", 2, out, sizeof(out), true), -1);
+	ck_assert_int_eq(gw_http_pct_decode("%41", 2, out, sizeof(out), true), -1);
 	/* exactly fits (15 bytes and the NUL), one more does not */
-	ck_assert_int_eq(gw__http_pct_decode("aaaaaaaaaaaaaaa", 15, out, sizeof(out), true), 15);
-	ck_assert_int_eq(gw__http_pct_decode("aaaaaaaaaaaaaaaa", 16, out, sizeof(out), true), -1);
-	ck_assert_int_eq(gw__http_pct_decode("%41%41%41%41%41%41%41%41%41%41%41%41%41%41%41%41", 48, out,
+	ck_assert_int_eq(gw_http_pct_decode("aaaaaaaaaaaaaaa", 15, out, sizeof(out), true), 15);
+	ck_assert_int_eq(gw_http_pct_decode("aaaaaaaaaaaaaaaa", 16, out, sizeof(out), true), -1);
+	ck_assert_int_eq(gw_http_pct_decode("%41%41%41%41%41%41%41%41%41%41%41%41%41%41%41%41", 48, out,
 	                                     sizeof(out), true), -1);
-	ck_assert_int_eq(gw__http_pct_decode("a", 1, out, 1, true), -1);
+	ck_assert_int_eq(gw_http_pct_decode("a", 1, out, 1, true), -1);
 }
 END_TEST
 

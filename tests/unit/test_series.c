@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "series.h"
+#include "tiles.h"
 #include "store.h"
 #include "util.h"
 
