@@ -4,7 +4,7 @@
  * runs, the state per run, each detector's cost, and the goals of issue 21.
  * Quicker than bench_replay (no parsing, no replay) and the program to run
  * under `valgrind --tool=callgrind` for instruction counts.
- *   bench_engine [--no-breakdown] [--only=one|many] CORPUS_DIR [min_lines [reps]]
+ *   bench_engine [--no-breakdown] [--only=one|many] [--off=MASK] CORPUS_DIR [min_lines [reps]]
  */
 #include "engine_bench.h"
 #include "kern.h"
@@ -22,9 +22,11 @@ int main(int argc, char **argv)
 			breakdown = false;
 		else if (strncmp(argv[1], "--only=", 7) == 0)
 			only = argv[1] + 7;
+		else if (strncmp(argv[1], "--off=", 6) == 0)
+			gw_bench_engine_off(strtoull(argv[1] + 6, NULL, 0));
 	}
 	if (argc < 2) {
-		fprintf(stderr, "usage: bench_engine [--no-breakdown] [--only=one|many] CORPUS_DIR [min_lines [reps]]\n");
+		fprintf(stderr, "usage: bench_engine [--no-breakdown] [--only=one|many] [--off=MASK] CORPUS_DIR [min_lines [reps]]\n");
 		return 2;
 	}
 	size_t min_lines = argc > 2 ? strtoul(argv[2], NULL, 10) : 2000000;

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "wire.h"
 
@@ -38,5 +39,9 @@ struct gw_rec *gw_bench_records(const struct gw_bench_text *t, size_t *n);
  * under callgrind). */
 void gw_bench_engine(const struct gw_rec *recs, size_t n, int reps, bool breakdown,
                      const char *only);
+
+/* Detectors (bit i: registry entry i) kept off in every workload: for
+ * profiling the engine without them (bench_engine --off=MASK). */
+void gw_bench_engine_off(uint64_t disabled);
 
 #endif

@@ -307,7 +307,9 @@ static int segment_break(const struct run *r, const struct gw_rec *rec)
 	              (rec->step == r->last_step && (rec->present & r->last_present));
 	if (rewind)
 		return GW_SEG_REWIND;
-	if (!isnan(rec->ts) && !isnan(r->last_ts) && r->ndts >= GAP_MIN_INTERVALS) {
+	/* the gap needs at least gap_min_seconds: the median only past that */
+	if (!isnan(rec->ts) && !isnan(r->last_ts) && r->ndts >= GAP_MIN_INTERVALS &&
+	    rec->ts - r->last_ts > r->th->gap_min_seconds) {
 		double need = fmax(r->th->gap_min_seconds, r->th->gap_factor * gw__median_dts(r));
 		if (rec->ts - r->last_ts > need)
 			return GW_SEG_GAP;

@@ -6,14 +6,54 @@
  * (ring full), popping at a restart or changing validity when a later line
  * of the same step merges into it updates the valid ring in the same step,
  * so the two always hold the same records.
+ *
+ * Bounds (gw_hist_valid_bound, gw_hist_recent_bound): a small cache, each
+ * entry a window, a side, a value and the change count of its ring when
+ * the value was last checked.  A record added, removed at the new end (a
+ * restart) or changed (a merge) counts one change of that ring; a window
+ * full then and now that saw j changes since holds at most j values that
+ * were not in it and misses at most j that were (a record evicted at the
+ * old end was never in a window that is full after it), so its order
+ * statistic of rank i lies between ranks i - j and i + j of the old one,
+ * and a value J ranks below the lower middle (above the upper middle)
+ * stays a bound for J changes.  Then the next call counts how far from the
+ * middle the value stands now (gw_kern_count), and keeps it for that many
+ * changes if that is n / 16 to n / 4, or selects a new one n / 8 ranks
+ * from the middle: one pass over the window every n / 16 to n / 4
+ * records, a selection when the series moved.  Windows of up to SMALL
+ * values are bounded by their extremes, which is cheaper than any cache.
  */
 #include "hist.h"
+#include "kern.h"
 #include "log.h"
+#include "robust.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
 #define MASK (GW_RING_CAP - 1)
+#define NBOUNDS 12  /* bounds cached (a window and a side each) */
+
+#define SMALL 16     /* windows up to this many values are bounded by their extremes */
+
+enum { B_FREE, B_VALID, B_RECENT };
+
+/* One cached bound: a window, a side, the value and for how many changes
+ * of its ring after `at` it holds. */
+struct bound {
+	double v;
+	uint64_t at;
+	uint32_t lasts;
+	uint16_t count, skip;
+	uint8_t kind, col;
+	int8_t side;
+};
+
+struct gw_hist_bounds {
+	struct bound w[NBOUNDS];
+	unsigned next;             /* the slot a new window takes when all are used */
+};
 
 /* n values of a ring column from slot start, as one or two spans. */
 static struct gw_win span(const double *col, size_t start, size_t n)
@@ -118,6 +158,7 @@ static void valid_pop(struct gw_hist *h)
 {
 	h->vhead = (h->vhead - 1) & MASK;
 	h->vcount--;
+	h->vchanges++;
 }
 
 static void valid_put(struct gw_hist *h, size_t at, size_t s)
@@ -144,8 +185,10 @@ static void set_valid(struct gw_hist *h, size_t s)
 		valid_put(h, h->vhead, s);
 		h->vhead = (h->vhead + 1) & MASK;
 		h->vcount++;
+		h->vchanges++;
 	} else if (now) {
 		valid_put(h, (h->vhead - 1) & MASK, s);
+		h->vchanges++;
 	}
 }
 
@@ -188,16 +231,20 @@ int64_t gw_hist_cut(struct gw_hist *h, int64_t S)
 			valid_pop(h);
 	h->head = (h->head - popped) & MASK;
 	h->count -= popped;
+	h->tchanges += popped;
 	return T;
 }
 
 void gw_hist_push(struct gw_hist *h, const struct gw_rec *rec)
 {
 	size_t s = h->head;
+	if (!h->bounds && !(h->bounds = calloc(1, sizeof(*h->bounds))))
+		gw_log_err("no memory for the window bounds (the statistics are exact without)");
+	h->tchanges++;
 	if (h->count == GW_RING_CAP) {
 		/* the oldest record leaves; if valid, it is the oldest valid one */
 		if (h->valid[s])
-			h->vcount--;
+			h->vcount--;   /* no change to a full window (hist.c "Bounds") */
 		h->count--;
 	}
 	h->valid[s] = 0;
@@ -212,6 +259,7 @@ void gw_hist_push(struct gw_hist *h, const struct gw_rec *rec)
 void gw_hist_merge_last(struct gw_hist *h, const struct gw_rec *rec)
 {
 	size_t s = (h->head - 1) & MASK;
+	h->tchanges++;
 	for (int c = 0; c < GW_NROLES; c++)
 		if (gw_rec_has(rec, c))
 			h->col[c][s] = rec->v[c];
@@ -228,4 +276,132 @@ void gw_hist_free(struct gw_hist *h)
 	free(h->rep);
 	h->rep = NULL;
 	h->nrep = 0;
+	free(h->bounds);
+	h->bounds = NULL;
+}
+
+/* ---- bounds ------------------------------------------------------------------ */
+
+static bool kept(double v, bool positive)
+{
+	return positive ? v > 0 && v <= DBL_MAX : isfinite(v);
+}
+
+static void extreme_span(const double *x, size_t len, bool positive, int side, double *extreme,
+                         size_t *count)
+{
+	double e = *extreme;
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++) {
+		double v = x[i];
+		if (!kept(v, positive))
+			continue;
+		n++;
+		e = side < 0 ? (v < e ? v : e) : (v > e ? v : e);
+	}
+	*extreme = e;
+	*count += n;
+}
+
+/* A small window's bound: its smallest (side < 0) or largest value. */
+static bool extreme(const struct gw_win *w, bool positive, int side, double *out)
+{
+	size_t n = 0;
+	*out = side < 0 ? INFINITY : -INFINITY;
+	extreme_span(w->a, w->na, positive, side, out, &n);
+	extreme_span(w->b, w->nb, positive, side, out, &n);
+	return n >= 3;
+}
+
+/* Select a new bound n / 8 ranks beyond the middle (below the lower
+ * middle, side < 0; above the upper middle, side > 0): a bound for that
+ * many changes.  False with fewer than 3 values. */
+static bool select_bound(const struct gw_win *w, bool positive, uint64_t now, struct bound *b)
+{
+	double x[GW_RING_CAP];
+	size_t n = 0;
+	for (size_t i = 0; i < gw_win_len(w); i++) {
+		double v = gw_win_at(w, i);
+		if (kept(v, positive))
+			x[n++] = v;
+	}
+	if (n < 3)
+		return false;
+	size_t J = n / 8 ? n / 8 : 1;
+	b->v = gw_order_stat(x, n, b->side < 0 ? (n - 1) / 2 - J : n / 2 + J);
+	b->lasts = (uint32_t)J;
+	b->at = now;
+	return true;
+}
+
+/* The bound `b` of window w at change count `now`: still good, or
+ * renewed.  An old value is counted first (one pass, no copy:
+ * gw_kern_count): lo <= s[c] when c values are below it, a bound of the
+ * lower middle s[(n-1)/2] for (n-1)/2 - c changes (hi mirrored); it stays
+ * if that is n / 16 to n / 4, else a new one is selected. */
+static bool renew(const struct gw_win *w, bool positive, uint64_t now, struct bound *b)
+{
+	if (b->lasts && now - b->at <= b->lasts)
+		return true;
+	if (b->lasts) {
+		size_t n, c = gw_kern_count(w->a, w->na, w->b, w->nb, b->v, b->side, positive, &n);
+		size_t mid = b->side < 0 ? (n - 1) / 2 : n - 1 - n / 2;   /* ranks from the end */
+		if (n >= 3 && c < mid && mid - c >= (n / 16 ? n / 16 : 1) && mid - c <= n / 4) {
+			b->lasts = (uint32_t)(mid - c);
+			b->at = now;
+			return true;
+		}
+	}
+	b->lasts = 0;
+	return select_bound(w, positive, now, b);
+}
+
+/* The bound of a window and side: cached and renewed, or for a small
+ * window its extreme; false without. */
+static bool bound(const struct gw_hist *h, int kind, int col, size_t count, size_t skip, int side,
+                  uint64_t changes, const struct gw_win *w, double *out)
+{
+	bool positive = kind == B_RECENT;
+	if (count <= SMALL)
+		return extreme(w, positive, side, out);
+	struct gw_hist_bounds *c = h->bounds;
+	if (!c)
+		return false;
+	struct bound *b = NULL;
+	for (size_t i = 0; i < NBOUNDS && !b; i++)
+		if (c->w[i].count == count && c->w[i].skip == skip && c->w[i].kind == kind &&
+		    c->w[i].col == col && c->w[i].side == side)
+			b = &c->w[i];
+	if (!b) {
+		for (size_t i = 0; i < NBOUNDS && !b; i++)
+			if (c->w[i].kind == B_FREE)
+				b = &c->w[i];
+		if (!b)
+			b = &c->w[c->next++ % NBOUNDS];
+		*b = (struct bound){.kind = (uint8_t)kind, .col = (uint8_t)col, .side = (int8_t)side,
+		                    .count = (uint16_t)count, .skip = (uint16_t)skip};
+	}
+	if (!renew(w, positive, changes, b))
+		return false;
+	*out = b->v;
+	return true;
+}
+
+bool gw_hist_valid_bound(const struct gw_hist *h, enum gw_vcol col, size_t count, size_t skip,
+                         int side, double *v)
+{
+	if (col == GW_V_LR || count > GW_RING_CAP || skip > GW_RING_CAP ||
+	    h->vcount < skip + count)
+		return false;
+	struct gw_win w = gw_hist_valid(h, col, count, skip);
+	return bound(h, B_VALID, col, count, skip, side < 0 ? -1 : 1, h->vchanges, &w, v);
+}
+
+bool gw_hist_recent_bound(const struct gw_hist *h, enum gw_col col, size_t count, size_t skip,
+                          int side, double *v)
+{
+	if (count > GW_RING_CAP || skip > GW_RING_CAP || h->count < skip + count)
+		return false;
+	struct gw_win w = span(h->col[col], (h->head - skip - count) & MASK, count);
+	return bound(h, B_RECENT, col, count, skip, side < 0 ? -1 : 1, h->tchanges, &w, v);
 }

@@ -31,6 +31,8 @@
 
 #include "wire.h"
 
+struct gw_hist_bounds;
+
 /* Records in the timeline (and in the valid-record ring); a power of two. */
 #define GW_RING_CAP 512u
 
@@ -112,6 +114,10 @@ struct gw_hist {
 	size_t vhead, vcount;
 	struct gw_replayed *rep;   /* the replay copy, sorted by step */
 	size_t nrep;
+	/* changes to the timeline and to the valid-record ring: one per record
+	 * added, removed or changed (the window bounds' clock) */
+	uint64_t tchanges, vchanges;
+	struct gw_hist_bounds *bounds;  /* the bounds' cache, from the first push */
 };
 
 /* ---- reading (detectors) */
@@ -133,6 +139,23 @@ int64_t gw_hist_valid_step(const struct gw_hist *h, size_t count, size_t skip, s
 /* The same window copied into arrays (any may be NULL); returns its length. */
 size_t gw_hist_last_valid(const struct gw_hist *h, size_t count, size_t skip, double *loss,
                           double *grad_norm, double *lr, int64_t *step);
+
+/* A cheap bound on the middle of a window (robust.h "bounds"): side < 0
+ * a lower bound of its lower middle value, side > 0 an upper bound of its
+ * upper middle, into *v.  Amortised O(1): for a window of more than 16
+ * values an order statistic 1/16 to 1/4 of the count from the middle, kept
+ * as long as the window's changes (records in, out or changed) cannot have
+ * moved the middle past it (hist.c "Bounds"); for 16 or fewer, the window's
+ * smallest (largest) value.  False (work the statistic out instead) unless
+ * the window is full and holds at least 3 values.
+ * gw_hist_valid_bound: the window gw_hist_valid(h, col, count, skip) of
+ * loss, grad norm or their logs (not LR, which may be absent).
+ * gw_hist_recent_bound: the positive finite values among the `count`
+ * timeline records before the `skip` newest (throughput, say). */
+bool gw_hist_valid_bound(const struct gw_hist *h, enum gw_vcol col, size_t count, size_t skip,
+                         int side, double *v);
+bool gw_hist_recent_bound(const struct gw_hist *h, enum gw_col col, size_t count, size_t skip,
+                          int side, double *v);
 
 /* The pre-crash copy of `step` if the current segment replays it, else NULL. */
 const struct gw_replayed *gw_hist_replayed(const struct gw_hist *h, int64_t step);
@@ -158,7 +181,8 @@ int64_t gw_hist_cut(struct gw_hist *h, int64_t S);
 /* A segment without a restart point: forget the replay copy. */
 void gw_hist_end_replay(struct gw_hist *h);
 
-/* Free the replay copy; the history is then empty of it. */
+/* Free the replay copy and the bounds' cache; the history is then empty
+ * of them. */
 void gw_hist_free(struct gw_hist *h);
 
 #endif

@@ -3,6 +3,23 @@
  * noise that trends and isolated spikes do not inflate, and count-only
  * pre-filters that rule a line out before any median is computed.
  *
+ * Three ways to the same values (docs/kernels.md "Which statistic uses
+ * which"):
+ *  - selection over a copy of the window (gw_median, gw_noise): O(n) a
+ *    call, for statistics asked for now and then;
+ *  - a sorted window (gw_sorted_*): the values of a sliding window kept in
+ *    order, updated in O(log n) comparisons and one memmove of at most n
+ *    values, read in O(1) (median, any order statistic) or O(log n) (the
+ *    median absolute deviation around any centre), for windows judged on
+ *    every line;
+ *  - bounds (hist.h gw_hist_valid_bound): an order statistic a few ranks
+ *    below (above) the middle of a recent selection, which stays a true
+ *    bound of the middle for as many changes of the window as it is ranks
+ *    away from it, amortised O(1): enough to rule a line out.
+ * Every one gives exactly the value (or the boolean) the plain selection
+ * gives (tests/unit/test_robust.c holds them to it), so the way a rule
+ * takes cannot change an alert.
+ *
  * Inputs are windows of the history (hist.h) or small arrays of at most
  * GW_RING_CAP values; nothing allocates (scratch lives on the stack), no
  * I/O, safe from any thread.
@@ -35,5 +52,55 @@ bool gw_median_maybe_ge(const struct gw_win *x, double t);
  * differences d.  Differencing removes slow trends, the MAD ignores
  * isolated spikes.  NaN when n < 3.  Needs n - 1 doubles of scratch. */
 double gw_noise(const double *x, size_t n, double *scratch);
+
+/* The k-th smallest (0-based) of x[0..n), k < n, partially reordering x so
+ * that x[0..k) <= x[k] <= x[k+1..n) (nth_element); NaN-free input. */
+double gw_order_stat(double *x, size_t n, size_t k);
+
+/* ---- sorted windows
+ *
+ * v[0..*n) sorted ascending (callers own the array); NaN is never added.
+ * Values compare with <, so -0 and +0 are one value to the order: the
+ * median of a window holding both may have the other zero's sign than
+ * gw_median's, which depends on the input order (no window of the history
+ * holds a -0: hist.h). */
+
+/* Add x (not NaN); the array has room for it. */
+void gw_sorted_add(double *v, size_t *n, double x);
+
+/* Remove one value with x's bits (it must be there; -0 and +0 differ). */
+void gw_sorted_del(double *v, size_t *n, double x);
+
+/* Median of the sorted window: gw_median's value; NaN when n == 0. */
+double gw_sorted_median(const double *v, size_t n);
+
+/* Median of |v[i] - c| over the window, as gw_median computes it over an
+ * array of those deviations (each one fabs(v[i] - c), in double), in
+ * O(log n): the deviations right of c and left of it are two sorted
+ * sequences.  NaN when n == 0. */
+double gw_sorted_mad(const double *v, size_t n, double c);
+
+/* gw_noise of a series whose first differences d = x[i+1] - x[i] (m of
+ * them, m >= 2) are given sorted: 1.4826 x gw_sorted_mad(d, m, median) /
+ * sqrt(2), the same value gw_noise computes from the series. */
+double gw_sorted_noise(const double *d, size_t m);
+
+/* ---- bounds on the middle of a window
+ *
+ * A lower bound of a window's middle is a value at or below its lower
+ * middle value (of its values sorted; one value with an odd count), an
+ * upper bound one at or above its upper middle: so at or below (above) its
+ * median, and all gw_median_maybe_le / _ge look at.  hist.h gives them for
+ * windows of the history. */
+
+/* Is gw_median_maybe_le(w, t) surely false, lo being a lower bound of w's
+ * middle: is lo above t by more than the pre-filter's slack?  Then any
+ * median of w is above t too.  Monotone in t: if it is surely above a t
+ * that is at least the real one, it is above the real one. */
+bool gw_mid_surely_above(double lo, double t);
+
+/* The mirror image, hi an upper bound: gw_median_maybe_ge(w, t) is surely
+ * false. */
+bool gw_mid_surely_below(double hi, double t);
 
 #endif

@@ -8,7 +8,8 @@
  * it), and the distance between the two medians in baseline noises (z) and
  * as a log ratio.  The first call on a line computes them into the run's
  * cache (engine-owned, reached as ctx->spike); later calls on the same line
- * read the cache.  gw_spike_possible is the cheap test that comes first.
+ * read the cache.  gw_spike_possible is the cheap test that comes first
+ * (once per line too).
  */
 #ifndef GW_SPIKE_H
 #define GW_SPIKE_H
@@ -40,6 +41,8 @@ struct gw_spike_stat {
 struct gw_spike_cache {
 	uint64_t valid_records;        /* ctx->valid_records it was computed at */
 	struct gw_spike_stat st;
+	uint64_t possible_at;          /* the timeline's change count (hist.h) at ... */
+	bool possible;                 /* ... gw_spike_possible's last answer */
 };
 
 /* The statistics of this line (computed on the first call).  Meaningful on
@@ -49,9 +52,9 @@ const struct gw_spike_stat *gw_spike_stat(const struct gw_det_ctx *ctx);
 
 /* Could either ratio condition hold on this line (the loss short median
  * sp_loss_rel or sp_big_loss_rel above its baseline, or the grad norm's
- * sp_gn_rel above)?  A
- * count over the baseline, no selection: when false, a detector with no
- * open episode has nothing to do and gw_spike_stat is never computed. */
+ * sp_gn_rel above)?  The baseline's bounds (hist.h) first, then a count
+ * over it, no selection: when false, a detector with no open episode has
+ * nothing to do and gw_spike_stat is never computed. */
 bool gw_spike_possible(const struct gw_det_ctx *ctx);
 
 #endif
