@@ -141,6 +141,7 @@ static void run_free(struct run *r)
 	for (int k = 0; k < CKPT_KEEP; k++)
 		json_decref(r->ckpts[k].attrs);
 	gw_hist_free(&r->hist);
+	gw_spike_free(&r->spike);
 	free(r->det_state);
 	free(r->name);
 	free(r);

@@ -20,8 +20,7 @@
  * middle the value stands now (gw_kern_count), and keeps it for that many
  * changes if that is n / 16 to n / 4, or selects a new one n / 8 ranks
  * from the middle: one pass over the window every n / 16 to n / 4
- * records, a selection when the series moved.  Windows of up to SMALL
- * values are bounded by their extremes, which is cheaper than any cache.
+ * records, a selection when the series moved.
  */
 #include "hist.h"
 #include "kern.h"
@@ -35,24 +34,22 @@
 #define MASK (GW_RING_CAP - 1)
 #define NBOUNDS 12  /* bounds cached (a window and a side each) */
 
-#define SMALL 16     /* windows up to this many values are bounded by their extremes */
+enum { B_VALID = 1, B_RECENT = 2 };
 
-enum { B_FREE, B_VALID, B_RECENT };
-
-/* One cached bound: a window, a side, the value and for how many changes
- * of its ring after `at` it holds. */
+/* One cached bound: for how many changes of its ring after `at` the value
+ * holds (0: none). */
 struct bound {
 	double v;
 	uint64_t at;
 	uint32_t lasts;
-	uint16_t count, skip;
-	uint8_t kind, col;
-	int8_t side;
 };
 
+/* The windows' keys (kind, column, side, count, skip packed; 0: free)
+ * apart from their bounds, so that a lookup reads one line. */
 struct gw_hist_bounds {
-	struct bound w[NBOUNDS];
+	uint32_t key[NBOUNDS];
 	unsigned next;             /* the slot a new window takes when all are used */
+	struct bound b[NBOUNDS];
 };
 
 /* n values of a ring column from slot start, as one or two spans. */
@@ -287,104 +284,87 @@ static bool kept(double v, bool positive)
 	return positive ? v > 0 && v <= DBL_MAX : isfinite(v);
 }
 
-static void extreme_span(const double *x, size_t len, bool positive, int side, double *extreme,
-                         size_t *count)
-{
-	double e = *extreme;
-	size_t n = 0;
-	for (size_t i = 0; i < len; i++) {
-		double v = x[i];
-		if (!kept(v, positive))
-			continue;
-		n++;
-		e = side < 0 ? (v < e ? v : e) : (v > e ? v : e);
-	}
-	*extreme = e;
-	*count += n;
-}
-
-/* A small window's bound: its smallest (side < 0) or largest value. */
-static bool extreme(const struct gw_win *w, bool positive, int side, double *out)
-{
-	size_t n = 0;
-	*out = side < 0 ? INFINITY : -INFINITY;
-	extreme_span(w->a, w->na, positive, side, out, &n);
-	extreme_span(w->b, w->nb, positive, side, out, &n);
-	return n >= 3;
-}
-
 /* Select a new bound n / 8 ranks beyond the middle (below the lower
  * middle, side < 0; above the upper middle, side > 0): a bound for that
  * many changes.  False with fewer than 3 values. */
-static bool select_bound(const struct gw_win *w, bool positive, uint64_t now, struct bound *b)
+static bool select_bound(const struct gw_win *w, bool positive, int side, uint64_t now,
+                         struct bound *b)
 {
 	double x[GW_RING_CAP];
 	size_t n = 0;
-	for (size_t i = 0; i < gw_win_len(w); i++) {
-		double v = gw_win_at(w, i);
-		if (kept(v, positive))
-			x[n++] = v;
-	}
+	for (size_t i = 0; i < w->na; i++)
+		if (kept(w->a[i], positive))
+			x[n++] = w->a[i];
+	for (size_t i = 0; i < w->nb; i++)
+		if (kept(w->b[i], positive))
+			x[n++] = w->b[i];
+	b->lasts = 0;
 	if (n < 3)
 		return false;
 	size_t J = n / 8 ? n / 8 : 1;
-	b->v = gw_order_stat(x, n, b->side < 0 ? (n - 1) / 2 - J : n / 2 + J);
+	b->v = gw_order_stat(x, n, side < 0 ? (n - 1) / 2 - J : n / 2 + J);
 	b->lasts = (uint32_t)J;
 	b->at = now;
 	return true;
 }
 
-/* The bound `b` of window w at change count `now`: still good, or
- * renewed.  An old value is counted first (one pass, no copy:
- * gw_kern_count): lo <= s[c] when c values are below it, a bound of the
- * lower middle s[(n-1)/2] for (n-1)/2 - c changes (hi mirrored); it stays
- * if that is n / 16 to n / 4, else a new one is selected. */
-static bool renew(const struct gw_win *w, bool positive, uint64_t now, struct bound *b)
+/* Renew a bound that is too old at change count `now`.  Its old value is
+ * counted first (one pass, no copy: gw_kern_count): lo <= s[c] when c
+ * values are below it, a bound of the lower middle s[(n-1)/2] for
+ * (n-1)/2 - c changes (hi mirrored); it stays if that is n / 16 to n / 4
+ * changes (at least 1 to 3), else a new one is selected. */
+static bool renew(const struct gw_win *w, bool positive, int side, uint64_t now, struct bound *b)
 {
-	if (b->lasts && now - b->at <= b->lasts)
-		return true;
 	if (b->lasts) {
-		size_t n, c = gw_kern_count(w->a, w->na, w->b, w->nb, b->v, b->side, positive, &n);
-		size_t mid = b->side < 0 ? (n - 1) / 2 : n - 1 - n / 2;   /* ranks from the end */
-		if (n >= 3 && c < mid && mid - c >= (n / 16 ? n / 16 : 1) && mid - c <= n / 4) {
+		size_t n, c = gw_kern_count(w->a, w->na, w->b, w->nb, b->v, side, positive, &n);
+		size_t mid = side < 0 ? (n - 1) / 2 : n - 1 - n / 2;   /* ranks from the end */
+		size_t least = n / 16 ? n / 16 : 1, most = n / 4 > 3 ? n / 4 : 3;
+		if (n >= 3 && c < mid && mid - c >= least && mid - c <= most) {
 			b->lasts = (uint32_t)(mid - c);
 			b->at = now;
 			return true;
 		}
 	}
-	b->lasts = 0;
-	return select_bound(w, positive, now, b);
+	return select_bound(w, positive, side, now, b);
 }
 
-/* The bound of a window and side: cached and renewed, or for a small
- * window its extreme; false without. */
-static bool bound(const struct gw_hist *h, int kind, int col, size_t count, size_t skip, int side,
-                  uint64_t changes, const struct gw_win *w, double *out)
+/* The bound of window `key` (its values: n of col from ring slot start,
+ * the ring's change count `changes`): cached, or renewed; false without. */
+static bool bound(const struct gw_hist *h, uint32_t key, const double *col, size_t start,
+                  size_t n, uint64_t changes, double *out)
 {
-	bool positive = kind == B_RECENT;
-	if (count <= SMALL)
-		return extreme(w, positive, side, out);
 	struct gw_hist_bounds *c = h->bounds;
 	if (!c)
 		return false;
-	struct bound *b = NULL;
-	for (size_t i = 0; i < NBOUNDS && !b; i++)
-		if (c->w[i].count == count && c->w[i].skip == skip && c->w[i].kind == kind &&
-		    c->w[i].col == col && c->w[i].side == side)
-			b = &c->w[i];
-	if (!b) {
-		for (size_t i = 0; i < NBOUNDS && !b; i++)
-			if (c->w[i].kind == B_FREE)
-				b = &c->w[i];
-		if (!b)
-			b = &c->w[c->next++ % NBOUNDS];
-		*b = (struct bound){.kind = (uint8_t)kind, .col = (uint8_t)col, .side = (int8_t)side,
-		                    .count = (uint16_t)count, .skip = (uint16_t)skip};
+	size_t i = 0;
+	while (i < NBOUNDS && c->key[i] != key)
+		i++;
+	if (i == NBOUNDS) {
+		i = 0;
+		while (i < NBOUNDS && c->key[i])
+			i++;
+		if (i == NBOUNDS)
+			i = c->next++ % NBOUNDS;
+		c->key[i] = key;
+		c->b[i].lasts = 0;
 	}
-	if (!renew(w, positive, changes, b))
-		return false;
+	struct bound *b = &c->b[i];
+	if (!b->lasts || changes - b->at > b->lasts) {
+		struct gw_win w = span(col, start, n);
+		bool positive = (key & 3) == B_RECENT;
+		int side = key & 4 ? 1 : -1;
+		if (!renew(&w, positive, side, changes, b))
+			return false;
+	}
 	*out = b->v;
 	return true;
+}
+
+/* A window and a side as a key (count and skip are at most GW_RING_CAP). */
+static uint32_t bound_key(int kind, int col, int side, size_t count, size_t skip)
+{
+	return (uint32_t)kind | (side > 0 ? 4u : 0u) | (uint32_t)col << 3 | (uint32_t)count << 8 |
+	       (uint32_t)skip << 20;
 }
 
 bool gw_hist_valid_bound(const struct gw_hist *h, enum gw_vcol col, size_t count, size_t skip,
@@ -393,8 +373,8 @@ bool gw_hist_valid_bound(const struct gw_hist *h, enum gw_vcol col, size_t count
 	if (col == GW_V_LR || count > GW_RING_CAP || skip > GW_RING_CAP ||
 	    h->vcount < skip + count)
 		return false;
-	struct gw_win w = gw_hist_valid(h, col, count, skip);
-	return bound(h, B_VALID, col, count, skip, side < 0 ? -1 : 1, h->vchanges, &w, v);
+	return bound(h, bound_key(B_VALID, col, side, count, skip), h->vcol[col],
+	             (h->vhead - skip - count) & MASK, count, h->vchanges, v);
 }
 
 bool gw_hist_recent_bound(const struct gw_hist *h, enum gw_col col, size_t count, size_t skip,
@@ -402,6 +382,6 @@ bool gw_hist_recent_bound(const struct gw_hist *h, enum gw_col col, size_t count
 {
 	if (count > GW_RING_CAP || skip > GW_RING_CAP || h->count < skip + count)
 		return false;
-	struct gw_win w = span(h->col[col], (h->head - skip - count) & MASK, count);
-	return bound(h, B_RECENT, col, count, skip, side < 0 ? -1 : 1, h->tchanges, &w, v);
+	return bound(h, bound_key(B_RECENT, col, side, count, skip), h->col[col],
+	             (h->head - skip - count) & MASK, count, h->tchanges, v);
 }

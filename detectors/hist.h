@@ -142,12 +142,11 @@ size_t gw_hist_last_valid(const struct gw_hist *h, size_t count, size_t skip, do
 
 /* A cheap bound on the middle of a window (robust.h "bounds"): side < 0
  * a lower bound of its lower middle value, side > 0 an upper bound of its
- * upper middle, into *v.  Amortised O(1): for a window of more than 16
- * values an order statistic 1/16 to 1/4 of the count from the middle, kept
- * as long as the window's changes (records in, out or changed) cannot have
- * moved the middle past it (hist.c "Bounds"); for 16 or fewer, the window's
- * smallest (largest) value.  False (work the statistic out instead) unless
- * the window is full and holds at least 3 values.
+ * upper middle, into *v.  Amortised O(1): an order statistic 1/16 to 1/4
+ * of the count from the middle, kept as long as the window's changes
+ * (records in, out or changed) cannot have moved the middle past it
+ * (hist.c "Bounds").  False (work the statistic out instead) unless the
+ * window is full and holds at least 3 values.
  * gw_hist_valid_bound: the window gw_hist_valid(h, col, count, skip) of
  * loss, grad norm or their logs (not LR, which may be absent).
  * gw_hist_recent_bound: the positive finite values among the `count`
