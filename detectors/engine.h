@@ -298,9 +298,14 @@ size_t gw_engine_run_count(const struct gw_engine *e);
 /* A run's history (what detectors see), or NULL; for tests and benchmarks. */
 const struct gw_hist *gw_engine_hist(const struct gw_engine *e, const char *run);
 
-/* Fixed memory per run, in bytes (the history with its replay copy, the
- * restart regime, detector states, incidents and bookkeeping). */
+/* Memory per active run, at most, in bytes, at the default thresholds:
+ * its state (the history, detector states, incidents and bookkeeping) and
+ * what its arena may come to hold (the restart regime, the replay copy, the
+ * ranks' positions, the sorted spike baselines). */
 size_t gw_engine_bytes_per_run(void);
+
+/* The bytes a run's state holds now (0: unknown run); for benchmarks. */
+size_t gw_engine_run_bytes(const struct gw_engine *e, const char *run);
 
 /* The one alert JSON schema (docs/alert-schema.md): its name, the value of
  * every alert object's "schema". */

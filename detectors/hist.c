@@ -23,6 +23,7 @@
  * records, a selection when the series moved.
  */
 #include "hist.h"
+#include "arena.h"
 #include "kern.h"
 #include "log.h"
 #include "robust.h"
@@ -32,25 +33,11 @@
 #include <stdlib.h>
 
 #define MASK (GW_RING_CAP - 1)
-#define NBOUNDS 12  /* bounds cached (a window and a side each) */
+
+_Static_assert(GW_RING_CAP <= GW_WIN_MAX, "robust.h takes windows of the whole ring");
+#define NBOUNDS GW_HIST_BOUNDS
 
 enum { B_VALID = 1, B_RECENT = 2 };
-
-/* One cached bound: for how many changes of its ring after `at` the value
- * holds (0: none). */
-struct bound {
-	double v;
-	uint64_t at;
-	uint32_t lasts;
-};
-
-/* The windows' keys (kind, column, side, count, skip packed; 0: free)
- * apart from their bounds, so that a lookup reads one line. */
-struct gw_hist_bounds {
-	uint32_t key[NBOUNDS];
-	unsigned next;             /* the slot a new window takes when all are used */
-	struct bound b[NBOUNDS];
-};
 
 /* n values of a ring column from slot start, as one or two spans. */
 static struct gw_win span(const double *col, size_t start, size_t n)
@@ -197,7 +184,8 @@ int64_t gw_hist_cut(struct gw_hist *h, int64_t S)
 	h->nrep = 0;
 	if (!popped)
 		return S;
-	if (!h->rep && !(h->rep = malloc(sizeof(*h->rep) * GW_REPLAY_CAP))) {
+	if (!h->rep && !(h->rep = h->arena ? gw_arena_alloc(h->arena, sizeof(*h->rep) * GW_REPLAY_CAP)
+	                                   : malloc(sizeof(*h->rep) * GW_REPLAY_CAP))) {
 		gw_log_err("no memory for a replay copy");
 	} else {
 		/* oldest popped first: those are the steps replayed first */
@@ -235,8 +223,6 @@ int64_t gw_hist_cut(struct gw_hist *h, int64_t S)
 void gw_hist_push(struct gw_hist *h, const struct gw_rec *rec)
 {
 	size_t s = h->head;
-	if (!h->bounds && !(h->bounds = calloc(1, sizeof(*h->bounds))))
-		gw_log_err("no memory for the window bounds (the statistics are exact without)");
 	h->tchanges++;
 	if (h->count == GW_RING_CAP) {
 		/* the oldest record leaves; if valid, it is the oldest valid one */
@@ -270,11 +256,10 @@ void gw_hist_end_replay(struct gw_hist *h)
 
 void gw_hist_free(struct gw_hist *h)
 {
-	free(h->rep);
+	if (!h->arena)
+		free(h->rep);
 	h->rep = NULL;
 	h->nrep = 0;
-	free(h->bounds);
-	h->bounds = NULL;
 }
 
 /* ---- bounds ------------------------------------------------------------------ */
@@ -288,7 +273,7 @@ static bool kept(double v, bool positive)
  * middle, side < 0; above the upper middle, side > 0): a bound for that
  * many changes.  False with fewer than 3 values. */
 static bool select_bound(const struct gw_win *w, bool positive, int side, uint64_t now,
-                         struct bound *b)
+                         struct gw_hist_bound *b)
 {
 	double x[GW_RING_CAP];
 	size_t n = 0;
@@ -313,7 +298,7 @@ static bool select_bound(const struct gw_win *w, bool positive, int side, uint64
  * values are below it, a bound of the lower middle s[(n-1)/2] for
  * (n-1)/2 - c changes (hi mirrored); it stays if that is n / 16 to n / 4
  * changes (at least 1 to 3), else a new one is selected. */
-static bool renew(const struct gw_win *w, bool positive, int side, uint64_t now, struct bound *b)
+static bool renew(const struct gw_win *w, bool positive, int side, uint64_t now, struct gw_hist_bound *b)
 {
 	if (b->lasts) {
 		size_t n, c = gw_kern_count(w->a, w->na, w->b, w->nb, b->v, side, positive, &n);
@@ -333,9 +318,8 @@ static bool renew(const struct gw_win *w, bool positive, int side, uint64_t now,
 static bool bound(const struct gw_hist *h, uint32_t key, const double *col, size_t start,
                   size_t n, uint64_t changes, double *out)
 {
-	struct gw_hist_bounds *c = h->bounds;
-	if (!c)
-		return false;
+	/* the cache is no part of what a reader sees: a const history updates it */
+	struct gw_hist_bounds *c = (struct gw_hist_bounds *)&h->bounds;
 	size_t i = 0;
 	while (i < NBOUNDS && c->key[i] != key)
 		i++;
@@ -348,7 +332,7 @@ static bool bound(const struct gw_hist *h, uint32_t key, const double *col, size
 		c->key[i] = key;
 		c->b[i].lasts = 0;
 	}
-	struct bound *b = &c->b[i];
+	struct gw_hist_bound *b = &c->b[i];
 	if (!b->lasts || changes - b->at > b->lasts) {
 		struct gw_win w = span(col, start, n);
 		bool positive = (key & 3) == B_RECENT;

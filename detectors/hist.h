@@ -3,8 +3,8 @@
  *
  * The *timeline* is the last GW_RING_CAP metric records of the run that
  * still stand, in a ring with one column array per metric, so that a window
- * of one column is at most two contiguous spans (struct gw_win) that the
- * kernels and the robust statistics read in place.  The *valid-record ring*
+ * of one column is at most two contiguous spans (struct gw_win, robust.h)
+ * that the kernels and the robust statistics read in place.  The *valid-record ring*
  * holds again the records whose loss and grad norm are both finite and > 0,
  * with their logs, in timeline order: "the last n valid records" is then
  * also one or two spans, which is what every statistic reads.
@@ -29,9 +29,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "robust.h"
 #include "wire.h"
 
-struct gw_hist_bounds;
+struct gw_arena;
 
 /* Records in the timeline (and in the valid-record ring); a power of two. */
 #define GW_RING_CAP 512u
@@ -58,35 +59,6 @@ enum gw_vcol {
 	GW_NVCOLS,
 };
 
-/* A window of one column as at most two contiguous spans, oldest first
- * (a[0..na) then b[0..nb)).  Absent values are NaN. */
-struct gw_win {
-	const double *a;
-	size_t na;
-	const double *b;
-	size_t nb;
-};
-
-static inline size_t gw_win_len(const struct gw_win *w)
-{
-	return w->na + w->nb;
-}
-
-/* Value i (0 = oldest) of a window. */
-static inline double gw_win_at(const struct gw_win *w, size_t i)
-{
-	return i < w->na ? w->a[i] : w->b[i - w->na];
-}
-
-/* Copy a window into out (gw_win_len(w) doubles). */
-static inline void gw_win_copy(const struct gw_win *w, double *out)
-{
-	for (size_t i = 0; i < w->na; i++)
-		out[i] = w->a[i];
-	for (size_t i = 0; i < w->nb; i++)
-		out[w->na + i] = w->b[i];
-}
-
 /* One record of the timeline. */
 struct gw_hist_rec {
 	int64_t step;
@@ -99,6 +71,20 @@ struct gw_replayed {
 	int64_t step;
 	double loss, grad_norm, lr;
 	bool valid;
+};
+
+/* The window bounds' cache (hist.c "Bounds"): keys (a window and a side;
+ * 0 free) apart from their values, so a lookup reads one line. */
+#define GW_HIST_BOUNDS 12
+struct gw_hist_bound {
+	double v;
+	uint64_t at;              /* the ring's change count when last checked */
+	uint32_t lasts;           /* changes after `at` it holds for; 0: none */
+};
+struct gw_hist_bounds {
+	uint32_t key[GW_HIST_BOUNDS];
+	unsigned next;            /* the slot a new window takes when all are used */
+	struct gw_hist_bound b[GW_HIST_BOUNDS];
 };
 
 /* The engine embeds the history by value, hence the full definition; read
@@ -117,7 +103,8 @@ struct gw_hist {
 	/* changes to the timeline and to the valid-record ring: one per record
 	 * added, removed or changed (the window bounds' clock) */
 	uint64_t tchanges, vchanges;
-	struct gw_hist_bounds *bounds;  /* the bounds' cache, from the first push */
+	struct gw_hist_bounds bounds;   /* the bounds' cache (hist.c) */
+	struct gw_arena *arena;         /* where the replay copy comes from; NULL: malloc */
 };
 
 /* ---- reading (detectors) */
@@ -180,8 +167,8 @@ int64_t gw_hist_cut(struct gw_hist *h, int64_t S);
 /* A segment without a restart point: forget the replay copy. */
 void gw_hist_end_replay(struct gw_hist *h);
 
-/* Free the replay copy and the bounds' cache; the history is then empty
- * of them. */
+/* Free the replay copy (unless it came from the arena, which frees it);
+ * the history is then empty of it. */
 void gw_hist_free(struct gw_hist *h);
 
 #endif

@@ -121,10 +121,10 @@ bool gw_median_maybe_ge(const struct gw_win *x, double t)
 
 double gw_win_median(const struct gw_win *w)
 {
-	double tmp[GW_RING_CAP];
+	double tmp[GW_WIN_MAX];
 	size_t n = gw_win_len(w);
-	if (n > GW_RING_CAP)
-		n = GW_RING_CAP;
+	if (n > GW_WIN_MAX)
+		return NAN;   /* longer than any window of the history */
 	gw_win_copy(w, tmp);
 	return gw_median(tmp, n);
 }
@@ -137,7 +137,7 @@ double gw_noise(const double *x, size_t n, double *d)
 		d[i] = x[i + 1] - x[i];
 	size_t m = n - 1;
 	/* the median of d reorders d; the deviations need every value */
-	double tmp[GW_RING_CAP];
+	double tmp[GW_WIN_MAX];
 	memcpy(tmp, d, m * sizeof(*d));
 	double md = gw_median(tmp, m);
 	for (size_t i = 0; i < m; i++)

@@ -20,9 +20,9 @@
  * gives (tests/unit/test_robust.c holds them to it), so the way a rule
  * takes cannot change an alert.
  *
- * Inputs are windows of the history (hist.h) or small arrays of at most
- * GW_RING_CAP values; nothing allocates (scratch lives on the stack), no
- * I/O, safe from any thread.
+ * Inputs are windows (struct gw_win: the history's columns in place,
+ * hist.h) or small arrays of at most GW_WIN_MAX values; nothing allocates
+ * (scratch lives on the stack), no I/O, safe from any thread.
  */
 #ifndef GW_ROBUST_H
 #define GW_ROBUST_H
@@ -30,13 +30,45 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "hist.h"
+/* The longest window any statistic here takes (the history's ring, hist.h,
+ * holds this many records). */
+#define GW_WIN_MAX 512u
+
+/* A window of one column as at most two contiguous spans, oldest first
+ * (a[0..na) then b[0..nb)).  Absent values are NaN. */
+struct gw_win {
+	const double *a;
+	size_t na;
+	const double *b;
+	size_t nb;
+};
+
+static inline size_t gw_win_len(const struct gw_win *w)
+{
+	return w->na + w->nb;
+}
+
+/* Value i (0 = oldest) of a window. */
+static inline double gw_win_at(const struct gw_win *w, size_t i)
+{
+	return i < w->na ? w->a[i] : w->b[i - w->na];
+}
+
+/* Copy a window into out (gw_win_len(w) doubles). */
+static inline void gw_win_copy(const struct gw_win *w, double *out)
+{
+	for (size_t i = 0; i < w->na; i++)
+		out[i] = w->a[i];
+	for (size_t i = 0; i < w->nb; i++)
+		out[w->na + i] = w->b[i];
+}
+
 
 /* Median of x[0..n) (reorders x); NaN when n == 0.  Even n: the mean of the
  * two middle values. */
 double gw_median(double *x, size_t n);
 
-/* Median of a window, at most GW_RING_CAP values (copied, so the history is
+/* Median of a window, at most GW_WIN_MAX values (copied, so the history is
  * not reordered). */
 double gw_win_median(const struct gw_win *w);
 
@@ -47,7 +79,7 @@ double gw_win_median(const struct gw_win *w);
 bool gw_median_maybe_le(const struct gw_win *x, double t);
 bool gw_median_maybe_ge(const struct gw_win *x, double t);
 
-/* Robust per-step noise of a series in time order, n <= GW_RING_CAP (x is
+/* Robust per-step noise of a series in time order, n <= GW_WIN_MAX (x is
  * not changed): 1.4826 x median(|d - median(d)|) / sqrt(2) over the first
  * differences d.  Differencing removes slow trends, the MAD ignores
  * isolated spikes.  NaN when n < 3.  Needs n - 1 doubles of scratch. */

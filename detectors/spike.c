@@ -7,8 +7,10 @@
  * gives (gw_median, gw_noise): same values, same order statistics.
  */
 #include "spike.h"
+#include "hist.h"
 #include "robust.h"
 
+#include "arena.h"
 #include "log.h"
 
 #include <math.h>
@@ -27,10 +29,24 @@ struct gw_spike_sorted {
 
 void gw_spike_free(struct gw_spike_cache *c)
 {
-	if (c->sorted)
+	if (!c->arena && c->sorted) {
 		free(c->sorted->base[0]);
-	free(c->sorted);
+		free(c->sorted);
+	}
 	c->sorted = NULL;
+}
+
+size_t gw_spike_sorted_bytes(const struct gw_thresholds *th)
+{
+	return sizeof(struct gw_spike_sorted) + 4 * (size_t)th->sp_base_window * sizeof(double);
+}
+
+static void *spike_alloc(struct gw_spike_cache *c, size_t size)
+{
+	void *p = c->arena ? gw_arena_alloc(c->arena, size) : calloc(1, size);
+	if (!p)
+		gw_log_err("no memory for the spike baselines (selected instead)");
+	return p;
 }
 
 /* The window sizes, or false when the thresholds make them unusable. */
@@ -145,17 +161,15 @@ static const struct gw_spike_sorted *sorted_base(struct gw_spike_cache *c, const
                                                  const struct gw_win *bl, const struct gw_win *bg)
 {
 	struct gw_spike_sorted *so = c->sorted;
-	if (!so && !(so = c->sorted = calloc(1, sizeof(*so)))) {
-		gw_log_err("no memory for the spike baselines (selected instead)");
+	if (!so && !(so = c->sorted = spike_alloc(c, sizeof(*so))))
 		return NULL;
-	}
 	if (so->cap < nb) {
-		double *p = malloc(4 * nb * sizeof(double));
-		if (!p) {
-			gw_log_err("no memory for the spike baselines (selected instead)");
+		/* a larger sp_base_window (a reconfiguration): the arena keeps the old */
+		double *p = spike_alloc(c, 4 * nb * sizeof(double));
+		if (!p)
 			return NULL;
-		}
-		free(so->base[0]);
+		if (!c->arena)
+			free(so->base[0]);
 		so->base[0] = p;
 		so->base[1] = p + nb;
 		so->diff[0] = p + 2 * nb;

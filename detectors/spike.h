@@ -41,6 +41,7 @@ struct gw_spike_stat {
 };
 
 struct gw_spike_sorted;
+struct gw_arena;
 
 /* The per-run cache (a member of the engine's run state; a zeroed one is
  * empty; gw_spike_free frees what it holds). */
@@ -48,6 +49,7 @@ struct gw_spike_cache {
 	uint64_t valid_records;        /* ctx->valid_records it was computed at */
 	struct gw_spike_stat st;
 	struct gw_spike_sorted *sorted; /* the baselines sorted (spike.c), from the first stat */
+	struct gw_arena *arena;        /* where that comes from; NULL: malloc */
 	uint64_t possible_at;          /* the timeline's change count (hist.h) at ... */
 	bool possible;                 /* ... gw_spike_possible's last answer */
 };
@@ -64,7 +66,11 @@ const struct gw_spike_stat *gw_spike_stat(const struct gw_det_ctx *ctx);
  * nothing to do and gw_spike_stat is never computed. */
 bool gw_spike_possible(const struct gw_det_ctx *ctx);
 
-/* Free what a cache holds; it is then empty. */
+/* Free what a cache holds (unless it came from the arena, which frees
+ * it); it is then empty. */
 void gw_spike_free(struct gw_spike_cache *c);
+
+/* The bytes a cache holds at most beside itself, at these thresholds. */
+size_t gw_spike_sorted_bytes(const struct gw_thresholds *th);
 
 #endif
