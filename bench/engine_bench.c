@@ -18,6 +18,7 @@
 #include "engine_bench.h"
 
 #include "engine.h"
+#include "engine_opts.h"
 #include "registry.h"
 #include "thresholds.h"
 

@@ -8,6 +8,7 @@
 
 #include "engine.h"
 #include "kern.h"
+#include "registry.h"
 #include "reader.h"
 
 #include "gw_config.h"

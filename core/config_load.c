@@ -7,6 +7,7 @@
  * their table (detectors/thresholds.h), sinks and tokens by their owners.
  */
 #include "config.h"
+#include "registry.h"
 
 #include "auth.h"
 #include "util.h"

@@ -39,6 +39,7 @@
 #include <uv.h>
 
 #include "engine.h"
+#include "registry.h"
 #include "lines.h"
 #include "reader.h"
 #include "runs.h"

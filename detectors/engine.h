@@ -62,6 +62,10 @@
  * closed, an eviction, a length declared long before the lines a rebuilt
  * run re-reads) would be lost with the memory.
  *
+ * This header is the engine's face for what feeds it and reads its alerts
+ * (the daemon, replay); what builds its options includes engine_opts.h, and
+ * the detectors' own interface is detector.h, registry.h and thresholds.h.
+ *
  * Detectors run in registry order (registry.h) on every line; the engine
  * turns their verdicts into alerts and applies the precedence rules between
  * them.  The daemon (live) and `gradwatch replay` both feed lines in order
@@ -74,12 +78,14 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#include "detector.h"
-#include "registry.h"
-#include "thresholds.h"
+#include "severity.h"
 #include "wire.h"
+
+/* What an engine is made with: engine_opts.h (the configuration's side). */
+struct gw_engine_opts;
 
 /* Why a segment started. */
 enum gw_seg_reason {
@@ -156,21 +162,6 @@ struct gw_engine_hooks {
 	 * anew); the daemon keeps it on disk, so a restart knows the run ended
 	 * (core/runs.c) */
 	void (*on_ended)(void *data, const struct gw_end_info *en);
-};
-
-/* Thresholds for runs whose name matches a glob; the first match wins. */
-struct gw_th_override {
-	char *glob;
-	struct gw_thresholds th;
-};
-
-struct gw_engine_opts {
-	struct gw_thresholds th;           /* defaults */
-	const struct gw_th_override *overrides;
-	size_t n_overrides;
-	bool live;                         /* wall-clock detectors on */
-	uint64_t disabled;                 /* bit i: registry entry i is off */
-	size_t max_runs;                   /* 0: unlimited */
 };
 
 struct gw_engine;

@@ -10,6 +10,7 @@
 
 #include "detector.h"
 #include "engine.h"
+#include "engine_opts.h"
 #include "registry.h"
 #include "run.h"
 
