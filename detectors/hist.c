@@ -313,16 +313,13 @@ static bool renew(const struct gw_win *w, bool positive, int side, uint64_t now,
 	return select_bound(w, positive, side, now, b);
 }
 
-/* The bound of window `key` (its values: n of col from ring slot start,
- * the ring's change count `changes`): cached, or renewed; false without. */
-static bool bound(const struct gw_hist *h, uint32_t key, const double *col, size_t start,
-                  size_t n, uint64_t changes, double *out)
+/* A window's bound that is too old or new: the window's slot (a free one,
+ * or the oldest when all are used, for a new key) renewed.  Out of line:
+ * the caller's path is the common one. */
+static __attribute__((noinline)) bool bound_slow(struct gw_hist_bounds *c, size_t i,
+                                                 uint32_t key, const double *col, size_t start,
+                                                 size_t n, uint64_t changes, double *out)
 {
-	/* the cache is no part of what a reader sees: a const history updates it */
-	struct gw_hist_bounds *c = (struct gw_hist_bounds *)&h->bounds;
-	size_t i = 0;
-	while (i < NBOUNDS && c->key[i] != key)
-		i++;
 	if (i == NBOUNDS) {
 		i = 0;
 		while (i < NBOUNDS && c->key[i])
@@ -332,16 +329,36 @@ static bool bound(const struct gw_hist *h, uint32_t key, const double *col, size
 		c->key[i] = key;
 		c->b[i].lasts = 0;
 	}
+	c->hint = (unsigned)(i + 1);
 	struct gw_hist_bound *b = &c->b[i];
-	if (!b->lasts || changes - b->at > b->lasts) {
-		struct gw_win w = span(col, start, n);
-		bool positive = (key & 3) == B_RECENT;
-		int side = key & 4 ? 1 : -1;
-		if (!renew(&w, positive, side, changes, b))
-			return false;
-	}
+	struct gw_win w = span(col, start, n);
+	if (!renew(&w, (key & 3) == B_RECENT, key & 4 ? 1 : -1, changes, b))
+		return false;
 	*out = b->v;
 	return true;
+}
+
+/* The bound of window `key` (its values: n of col from ring slot start,
+ * the ring's change count `changes`): cached, or renewed; false without.
+ * The cache is no part of what a reader sees: a const history updates it. */
+static inline bool bound(const struct gw_hist *h, uint32_t key, const double *col, size_t start,
+                         size_t n, uint64_t changes, double *out)
+{
+	/* rules ask for the same windows in the same order line after line:
+	 * the slot after the last one asked for is the likely one */
+	struct gw_hist_bounds *c = (struct gw_hist_bounds *)&h->bounds;
+	size_t i = c->hint < NBOUNDS && c->key[c->hint] == key ? c->hint : 0;
+	while (i < NBOUNDS && c->key[i] != key)
+		i++;
+	if (i < NBOUNDS) {
+		const struct gw_hist_bound *b = &c->b[i];
+		if (b->lasts && changes - b->at <= b->lasts) {
+			c->hint = (unsigned)(i + 1);
+			*out = b->v;
+			return true;
+		}
+	}
+	return bound_slow(c, i, key, col, start, n, changes, out);
 }
 
 /* A window and a side as a key (count and skip are at most GW_RING_CAP). */

@@ -84,6 +84,7 @@ struct gw_hist_bound {
 struct gw_hist_bounds {
 	uint32_t key[GW_HIST_BOUNDS];
 	unsigned next;            /* the slot a new window takes when all are used */
+	unsigned hint;            /* the slot after the last one asked for */
 	struct gw_hist_bound b[GW_HIST_BOUNDS];
 };
 

@@ -71,7 +71,8 @@ double gw_median(double *x, size_t n)
 }
 
 /* The slack that makes the pre-filters safe against rounding: the exact
- * rules compare differences and logs, the filters compare values. */
+ * rules compare differences and logs, the filters compare values.
+ * robust.h's gw_mid_surely_above / _below add twice this. */
 static double slack(double t)
 {
 	return 1e-9 * fabs(t) + 1e-12;
@@ -232,16 +233,4 @@ double gw_sorted_noise(const double *d, size_t m)
 	if (m < 2)
 		return NAN;
 	return 1.4826 * gw_sorted_mad(d, m, gw_sorted_median(d, m)) / sqrt(2.0);
-}
-
-/* ---- bounds ------------------------------------------------------------------ */
-
-bool gw_mid_surely_above(double lo, double t)
-{
-	return lo > t + 2 * slack(t);
-}
-
-bool gw_mid_surely_below(double hi, double t)
-{
-	return hi < t - 2 * slack(t);
 }
