@@ -109,7 +109,9 @@ double gw_sorted_median(const double *v, size_t n);
 /* Median of |v[i] - c| over the window, as gw_median computes it over an
  * array of those deviations (each one fabs(v[i] - c), in double), in
  * O(log n): the deviations right of c and left of it are two sorted
- * sequences.  NaN when n == 0. */
+ * sequences.  NaN when n == 0.  A deviation that is NaN (an infinite c and
+ * the same infinity in the window) has no order, and the result is then
+ * no more defined than gw_median's over it. */
 double gw_sorted_mad(const double *v, size_t n, double c);
 
 /* gw_noise of a series whose first differences d = x[i+1] - x[i] (m of
