@@ -106,6 +106,12 @@ struct gw_runtab {
 	size_t n, cap;
 	struct gw_strtab by_name; /* run name -> index in runs */
 	struct run *last;         /* the run of the last lookup (most lines are its) */
+	/* where runs live (runtab.c): slabs of runs of slot_size bytes */
+	size_t slot_size;
+	struct slab *slabs;       /* every slab, to free */
+	void *slab;               /* the one being filled ... */
+	size_t slab_used;         /* ... this far */
+	void *free_slots;         /* slots of removed runs, a list */
 };
 
 /* The run named name[0..len), or NULL. */
