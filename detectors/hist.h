@@ -2,12 +2,14 @@
  * hist: a run's history, as the detectors read it.
  *
  * The *timeline* is the last GW_RING_CAP metric records of the run that
- * still stand, in a ring with one column array per metric, so that a window
- * of one column is at most two contiguous spans (struct gw_win, robust.h)
- * that the kernels and the robust statistics read in place.  The *valid-record ring*
- * holds again the records whose loss and grad norm are both finite and > 0,
- * with their logs, in timeline order: "the last n valid records" is then
- * also one or two spans, which is what every statistic reads.
+ * still stand, in a ring with one column array per metric (and the logs of
+ * loss and grad norm, for the records where both are finite and > 0), so
+ * that a window of one column is at most two contiguous spans (struct
+ * gw_win, robust.h) that the kernels and the robust statistics read in
+ * place.  The *valid-record ring* names those records, in timeline order,
+ * by their timeline slot: "the last n valid records" is the timeline's
+ * spans when no other record is between them (nearly always), else the
+ * column gathered through the ring's slots -- no value is stored twice.
  *
  * At a restart from checkpoint step S, the records with step > S (logged by
  * the crashed process, about to be logged again) leave the timeline and
@@ -34,7 +36,8 @@
 
 struct gw_arena;
 
-/* Records in the timeline (and in the valid-record ring); a power of two. */
+/* Records in the timeline (and in the valid-record ring); a power of two,
+ * at most 65,536 (the valid ring's slots are unsigned short). */
 #define GW_RING_CAP 512u
 
 /* Pre-crash records kept at a restart for the replayed-step comparison. */
@@ -92,12 +95,12 @@ struct gw_hist_bounds {
  * it through the functions below. */
 struct gw_hist {
 	double col[GW_NCOLS][GW_RING_CAP];   /* the timeline */
+	double logs[2][GW_RING_CAP];         /* log loss, log grad norm of a valid slot */
 	int64_t step[GW_RING_CAP];
 	uint8_t valid[GW_RING_CAP];
 	size_t head;        /* slot of the next record */
 	size_t count;       /* records in the timeline */
-	double vcol[GW_NVCOLS][GW_RING_CAP]; /* the valid-record ring */
-	int64_t vstep[GW_RING_CAP];
+	unsigned short vslot[GW_RING_CAP];   /* the valid-record ring: timeline slots */
 	size_t vhead, vcount;
 	struct gw_replayed *rep;   /* the replay copy, sorted by step */
 	size_t nrep;
@@ -118,7 +121,8 @@ bool gw_hist_at(const struct gw_hist *h, size_t i, struct gw_hist_rec *out);
 struct gw_win gw_hist_recent(const struct gw_hist *h, enum gw_col col, size_t n);
 
 /* Column col over the `count` newest valid records after skipping the
- * `skip` newest, oldest first, in place; shorter when there are fewer. */
+ * `skip` newest, oldest first, in place (spans, or gathered when invalid
+ * records stand between them); shorter when there are fewer. */
 struct gw_win gw_hist_valid(const struct gw_hist *h, enum gw_vcol col, size_t count, size_t skip);
 
 /* Step of record i (0 = oldest) of that window, -1 if out of range. */

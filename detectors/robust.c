@@ -108,6 +108,11 @@ bool gw_median_maybe_le(const struct gw_win *x, double t)
 	if (!n)
 		return true;
 	double tt = t + slack(t);
+	if (x->col) {
+		double v[GW_WIN_MAX];
+		gw_win_copy(x, v);
+		return enough(count_le(v, n, tt), n);
+	}
 	return enough(count_le(x->a, x->na, tt) + count_le(x->b, x->nb, tt), n);
 }
 
@@ -117,6 +122,11 @@ bool gw_median_maybe_ge(const struct gw_win *x, double t)
 	if (!n)
 		return true;
 	double tt = t - slack(t);
+	if (x->col) {
+		double v[GW_WIN_MAX];
+		gw_win_copy(x, v);
+		return enough(count_ge(v, n, tt), n);
+	}
 	return enough(count_ge(x->a, x->na, tt) + count_ge(x->b, x->nb, tt), n);
 }
 

@@ -34,13 +34,19 @@
  * holds this many records). */
 #define GW_WIN_MAX 512u
 
-/* A window of one column as at most two contiguous spans, oldest first
- * (a[0..na) then b[0..nb)).  Absent values are NaN. */
+/* A window of one column, oldest first, read in place: at most two
+ * contiguous spans, a[0..na) then b[0..nb); or, when col is set, the
+ * values col[ia[0..na)] then col[ib[0..nb)] (a window of the valid records
+ * with others between them: hist.h).  Absent values are NaN.  Read it with
+ * the functions below; code that takes spans (the kernels) copies a
+ * gathered window first. */
 struct gw_win {
 	const double *a;
 	size_t na;
 	const double *b;
 	size_t nb;
+	const double *col;         /* set: gathered through ia, ib */
+	const unsigned short *ia, *ib;
 };
 
 static inline size_t gw_win_len(const struct gw_win *w)
@@ -51,18 +57,26 @@ static inline size_t gw_win_len(const struct gw_win *w)
 /* Value i (0 = oldest) of a window. */
 static inline double gw_win_at(const struct gw_win *w, size_t i)
 {
+	if (w->col)
+		return w->col[i < w->na ? w->ia[i] : w->ib[i - w->na]];
 	return i < w->na ? w->a[i] : w->b[i - w->na];
 }
 
 /* Copy a window into out (gw_win_len(w) doubles). */
 static inline void gw_win_copy(const struct gw_win *w, double *out)
 {
+	if (w->col) {
+		for (size_t i = 0; i < w->na; i++)
+			out[i] = w->col[w->ia[i]];
+		for (size_t i = 0; i < w->nb; i++)
+			out[w->na + i] = w->col[w->ib[i]];
+		return;
+	}
 	for (size_t i = 0; i < w->na; i++)
 		out[i] = w->a[i];
 	for (size_t i = 0; i < w->nb; i++)
 		out[w->na + i] = w->b[i];
 }
-
 
 /* Median of x[0..n) (reorders x); NaN when n == 0.  Even n: the mean of the
  * two middle values. */

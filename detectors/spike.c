@@ -72,10 +72,10 @@ static bool base_maybe_le(const struct gw_hist *h, enum gw_vcol col, size_t nb, 
 static double win_max(const struct gw_win *w)
 {
 	double m = -INFINITY;
-	for (size_t i = 0; i < w->na; i++)
-		m = w->a[i] > m ? w->a[i] : m;
-	for (size_t i = 0; i < w->nb; i++)
-		m = w->b[i] > m ? w->b[i] : m;
+	for (size_t i = 0; i < gw_win_len(w); i++) {
+		double v = gw_win_at(w, i);
+		m = v > m ? v : m;
+	}
 	return m;
 }
 
