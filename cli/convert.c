@@ -13,6 +13,13 @@
  * checkpoint copy repeats from one converted before are left out
  * (input.h, gw_input_seen).
  *
+ * When the input ends, so does every run written from it: a last line
+ * {"run":R,"step":LAST,"event":"run_finished","reason":"end_of_log"} per
+ * run says so (docs/wire-format.md "The end of a run").  A log converted
+ * and sent is history, or a stream that ended: the daemon does not watch
+ * its silence (no `stall` two minutes after `gradwatch convert LOG |
+ * gradwatch send`), and it watches the run again if more of it comes.
+ *
  * A log every rank printed to (rank labels, readers/reader.h) becomes the
  * timeline of one rank: the first labelled point's, as the daemon reads the
  * log; the other ranks' points are left out and counted on stderr.  A label
@@ -26,18 +33,81 @@
 #include "input.h"
 #include "reader.h"
 
+#include "buf.h"
+#include "strtab.h"
+
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A run written, to end it when the input ends. */
+struct ended {
+	char *name;
+	size_t len;
+	int64_t step;         /* the step of its last line written */
+};
 
 struct out {
 	FILE *f;
 	struct gw_buf buf;
 	int64_t label;        /* this file's first labelled point's rank, -1: none */
 	uint64_t apart;       /* points of other labels left out of this file */
+	struct ended *runs;   /* every run written, in order ... */
+	size_t nruns, capruns;
+	struct gw_strtab index;   /* ... and by name */
 };
+
+/* Note that run rec->run has a line at rec->step. */
+static int note_run(struct out *o, const struct gw_rec *rec)
+{
+	uint32_t k;
+	if (gw_strtab_find(&o->index, rec->run, rec->run_len, &k) == 0) {
+		o->runs[k].step = rec->step;
+		return 0;
+	}
+	if (o->nruns >= UINT32_MAX || gw_grow((void **)&o->runs, &o->capruns, o->nruns + 1,
+	                                      sizeof(*o->runs)) < 0)
+		return -ENOMEM;
+	struct ended *e = &o->runs[o->nruns];
+	if (!(e->name = malloc(rec->run_len + 1)))
+		return -ENOMEM;
+	memcpy(e->name, rec->run, rec->run_len);
+	e->name[rec->run_len] = '\0';
+	e->len = rec->run_len;
+	e->step = rec->step;
+	if (gw_strtab_put(&o->index, e->name, e->len, (uint32_t)o->nruns) < 0) {
+		free(e->name);
+		return -ENOMEM;
+	}
+	o->nruns++;
+	return 0;
+}
+
+/* The input ended: each run written ends with it, at its last step
+ * (docs/wire-format.md "The end of a run": the log is history, its
+ * silence no hang). */
+static int end_runs(struct out *o)
+{
+	json_t *attrs = json_pack("{s:s}", "reason", "end_of_log");
+	if (!attrs)
+		return -ENOMEM;
+	int rc = 0;
+	for (size_t i = 0; i < o->nruns && !rc; i++) {
+		struct gw_rec ev = {.run = o->runs[i].name, .run_len = o->runs[i].len,
+		                    .step = o->runs[i].step, .ts = NAN, .event = "run_finished",
+		                    .attrs = attrs};
+		gw_buf_reset(&o->buf);
+		if (gw_wire_append_rec(&o->buf, &ev) < 0)
+			rc = -ENOMEM;
+		else if (fwrite(o->buf.p, 1, o->buf.len, o->f) != o->buf.len)
+			rc = -EIO;
+	}
+	json_decref(attrs);
+	return rc;
+}
 
 static int on_rec(void *data, const struct gw_rec *in_rec, uint64_t line)
 {
@@ -53,7 +123,7 @@ static int on_rec(void *data, const struct gw_rec *in_rec, uint64_t line)
 		rec.has_rank = rec.rank_label = false;
 	}
 	gw_buf_reset(&o->buf);
-	if (gw_wire_append_rec(&o->buf, &rec) < 0)
+	if (gw_wire_append_rec(&o->buf, &rec) < 0 || note_run(o, &rec) < 0)
 		return -ENOMEM;
 	if (fwrite(o->buf.p, 1, o->buf.len, o->f) != o->buf.len)
 		return -EIO;
@@ -136,11 +206,20 @@ int gw_convert_main(struct gw_cfg *cfg, int argc, char **argv)
 		if (rc < 0)
 			status = 2;
 	}
+	int rc = end_runs(&o);
+	if (rc < 0 && status == 0) {
+		fprintf(stderr, "gradwatch convert: cannot write the output: %s\n", strerror(-rc));
+		status = 2;
+	}
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, "gradwatch convert: cannot write the output: %s\n", strerror(errno));
 		status = 2;
 	}
 	gw_buf_free(&o.buf);
+	for (size_t i = 0; i < o.nruns; i++)
+		free(o.runs[i].name);
+	free(o.runs);
+	gw_strtab_free(&o.index);
 	gw_input_seen_free(seen);
 	return status;
 }

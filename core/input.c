@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -196,10 +197,14 @@ static void on_mlflow_error(void *data, const char *file, uint64_t line, const c
 	fputc('\n', stderr);
 }
 
-/* The file names a framework always writes, whatever the run: such a file
- * is named after its folder instead (the run's output folder, above a
- * Hugging Face checkpoint-N folder), so that the trainer_state.json of two
- * runs are two runs and the checkpoint copies of one are one. */
+/* The file names a framework always writes, whatever the run, and the
+ * names people give every job's log: such a file is named after its folder
+ * instead (the run's output folder, above a Hugging Face checkpoint-N
+ * folder), so that the trainer_state.json of two runs are two runs, the
+ * checkpoint copies of one are one, and two jobs' train.log replayed or
+ * reported together stay two runs.  The stems are matched after the
+ * extensions gw_input_run_name takes off (train.log, training.log,
+ * log.txt, stdout.log, nohup.out, metrics.csv ...), in any case. */
 static bool generic_name(const char *name)
 {
 	static const char *const fixed[] = {
@@ -207,11 +212,15 @@ static bool generic_name(const char *name)
 		"metrics",                  /* Lightning CSVLogger metrics.csv */
 		"logging",                  /* ms-swift logging.jsonl */
 		"main",                     /* llm.c main.log */
-		"log",                      /* build-nanoGPT log.txt */
+		"log", "logs",              /* build-nanoGPT log.txt, a job's log.txt */
+		"train", "training",        /* fairseq's train.log, Keras' training.log */
+		"train_log", "training_log",
+		"stdout", "stderr", "output", "console", "nohup",   /* a job's captured output */
+		"run", "job",
 		NULL,
 	};
 	for (size_t i = 0; fixed[i]; i++)
-		if (!strcmp(name, fixed[i]))
+		if (!strcasecmp(name, fixed[i]))
 			return true;
 	return !strncmp(name, "events.out.tfevents.", 20);   /* TensorBoard */
 }
@@ -280,7 +289,7 @@ void gw_input_run_name(const char *path, char *buf, size_t len)
 	gw_strlcpy(buf, base, len);
 	static const char *const ext[] = {
 		".gz", ".zst", ".zstd", ".jsonl", ".ndjson", ".json", ".log", ".out", ".txt",
-		".csv", ".trainer_state", ".logging", ".main", ".metrics", ".train", NULL,
+		".csv", ".trainer_state", ".logging", ".main", ".metrics", ".train", ".md", NULL,
 	};
 	for (bool again = true; again;) {
 		again = false;

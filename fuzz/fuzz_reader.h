@@ -40,7 +40,8 @@ static int fuzz_on_rec(void *data, const struct gw_rec *rec, uint64_t line)
 {
 	struct fuzz_tally *t = data;
 	t->points++;
-	t->hash = t->hash * 1000003u ^ (uint64_t)rec->step ^ line << 40 ^ (uint64_t)rec->present << 56;
+	t->hash = t->hash * 1000003u ^ (uint64_t)rec->step ^ line << 40 ^ (uint64_t)rec->present << 56 ^
+	          (uint64_t)rec->fields << 60 ^ (rec->event ? strlen(rec->event) : 0) << 20;
 	for (size_t i = 0; i < rec->run_len; i++)
 		t->hash = t->hash * 31u + (unsigned char)rec->run[i];
 	return 0;

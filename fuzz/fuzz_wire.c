@@ -82,6 +82,10 @@ static void check_same(const struct gw_rec *a, const struct gw_rec *b)
 	for (int r = 0; r < GW_NROLES; r++)
 		if (gw_rec_has(a, (enum gw_role)r))
 			FUZZ_CHECK(same_double(a->v[r], b->v[r]));
+	FUZZ_CHECK(a->fields == b->fields);
+	for (int f = 0; f < GW_NFIELDS; f++)
+		if (gw_rec_has_field(a, (enum gw_field)f))
+			FUZZ_CHECK(same_double(a->f[f], b->f[f]));
 	FUZZ_CHECK(a->n_extra == b->n_extra);
 	for (size_t i = 0; i < a->n_extra; i++) {
 		FUZZ_CHECK(strcmp(a->extra[i].name, b->extra[i].name) == 0);
@@ -111,7 +115,8 @@ static void one_line(const char *p, size_t n, const char *default_run)
 	FUZZ_CHECK(strlen(rec.run) == rec.run_len);
 	FUZZ_CHECK(rec.step >= 0 && rec.step <= GW_WIRE_STEP_MAX);
 	FUZZ_CHECK(isnan(rec.ts) || (isfinite(rec.ts) && rec.ts >= 0));
-	FUZZ_CHECK(rec.event == NULL || (rec.present == 0 && rec.n_extra == 0 && rec.attrs));
+	FUZZ_CHECK(rec.event == NULL || (rec.present == 0 && rec.fields == 0 && rec.n_extra == 0 &&
+	                                  rec.attrs));
 
 	gw_buf_reset(&out);
 	if (gw_wire_append_rec(&out, &rec) < 0)

@@ -1,6 +1,6 @@
 /*
- * alias: the roles (loss, grad_norm, lr, throughput, and the ts pseudo-role)
- * and the alias table that maps field names to them (see wire.h and
+ * alias: the roles (loss, grad_norm, lr, throughput, the ts pseudo-role and
+ * the fp16 fields loss_scale, skipped, nan_iterations) and the alias table that maps field names to them (see wire.h and
  * docs/wire-format.md).  The table holds the aliases in the order they
  * were added, which is their priority within a role (the built-in ones
  * first, then the configuration's), with a gw_strtab index by name over
@@ -19,12 +19,17 @@
 #include <string.h>
 
 static const char *const role_names[GW_NALIAS_ROLES] = {
-	"loss", "grad_norm", "lr", "throughput", "ts",
+	"loss", "grad_norm", "lr", "throughput", "ts", "loss_scale", "skipped", "nan_iterations",
 };
 
 const char *gw_role_name(enum gw_role r)
 {
 	return (unsigned)r < GW_NALIAS_ROLES ? role_names[r] : "?";
+}
+
+const char *gw_field_name(enum gw_field f)
+{
+	return (unsigned)f < GW_NFIELDS ? role_names[GW_FIELD_ROLE(f)] : "?";
 }
 
 int gw_role_parse(const char *name)
@@ -51,8 +56,22 @@ int gw_role_parse(const char *name)
  * ("tps"), torchtune ("tokens_per_second_per_gpu"), Composer ("loss/train/
  * total", OptimizerMonitor's "l2_norm/grad/global", LRMonitor's
  * "lr-<optimizer class>/group0"), OLMo ("train/CrossEntropyLoss") and
- * OLMo-core ("train/CE loss", "optim/LR (group 0)").  Nothing named val_* / eval_* / test_* is an alias: they are
- * evaluations, not training points. */
+ * OLMo-core ("train/CE loss", "optim/LR (group 0)"), Megatron's TensorBoard
+ * tags ("grad-norm", "learning-rate", "loss-scale": megatron/training.py
+ * training_log) and DeepSpeed's monitor ("Train/Samples/train_loss",
+ * "Train/Samples/lr", "Train/Samples/loss_scale": DeepSpeed's
+ * docs/code-docs/source/monitor.rst), OLMo's speed monitor
+ * ("throughput/device/tokens_per_second", olmo/train.py) and OLMo-core's
+ * ("throughput/device/TPS", its SpeedMonitorCallback).  Nothing named val_* / eval_* /
+ * test_* is an alias: they are evaluations, not training points.
+ *
+ * The fp16 fields: Megatron's stdout prints "loss scale", "number of
+ * skipped iterations" and "number of nan iterations" (older forks
+ * "skipped iterations", "nan iterations"), which its reader snake-cases
+ * (number_of_skipped_iterations); fairseq and DeepSpeed's monitor log
+ * "loss_scale".  Only per-interval skip counts are aliases of "skipped":
+ * DeepSpeed's engine line "skipped=N" and its "skipped_steps" count since
+ * the start of the job, which is another quantity. */
 static const struct {
 	enum gw_role role;
 	const char *name;
@@ -74,6 +93,7 @@ static const struct {
 	{GW_ROLE_LOSS, "loss/train/total"},
 	{GW_ROLE_LOSS, "train/CrossEntropyLoss"},
 	{GW_ROLE_LOSS, "train/CE loss"},
+	{GW_ROLE_LOSS, "Train/Samples/train_loss"},
 	{GW_ROLE_GRAD_NORM, "grad_norm"},
 	{GW_ROLE_GRAD_NORM, "grad norm"},
 	{GW_ROLE_GRAD_NORM, "gradient_norm"},
@@ -86,6 +106,7 @@ static const struct {
 	{GW_ROLE_GRAD_NORM, "norm"},
 	{GW_ROLE_GRAD_NORM, "grad_2.0_norm_total"},
 	{GW_ROLE_GRAD_NORM, "l2_norm/grad/global"},
+	{GW_ROLE_GRAD_NORM, "grad-norm"},
 	{GW_ROLE_LR, "lr"},
 	{GW_ROLE_LR, "learning_rate"},
 	{GW_ROLE_LR, "learning rate"},
@@ -105,6 +126,8 @@ static const struct {
 	{GW_ROLE_LR, "lr-Adam/group0"},
 	{GW_ROLE_LR, "lr-SGD/group0"},
 	{GW_ROLE_LR, "optim/LR (group 0)"},
+	{GW_ROLE_LR, "learning-rate"},
+	{GW_ROLE_LR, "Train/Samples/lr"},
 	{GW_ROLE_THROUGHPUT, "throughput"},
 	{GW_ROLE_THROUGHPUT, "samples_per_second"},
 	{GW_ROLE_THROUGHPUT, "samples_per_sec"},
@@ -120,10 +143,25 @@ static const struct {
 	{GW_ROLE_THROUGHPUT, "tps"},
 	{GW_ROLE_THROUGHPUT, "wps"},
 	{GW_ROLE_THROUGHPUT, "tokens_per_second_per_gpu"},
+	{GW_ROLE_THROUGHPUT, "throughput/device/tokens_per_second"},
+	{GW_ROLE_THROUGHPUT, "throughput/device/TPS"},
 	{GW_ROLE_TS, "ts"},
 	{GW_ROLE_TS, "timestamp"},
 	{GW_ROLE_TS, "_timestamp"},
 	{GW_ROLE_TS, "time"},
+	{GW_ROLE_LOSS_SCALE, "loss_scale"},
+	{GW_ROLE_LOSS_SCALE, "loss scale"},
+	{GW_ROLE_LOSS_SCALE, "loss-scale"},
+	{GW_ROLE_LOSS_SCALE, "Train/Samples/loss_scale"},
+	{GW_ROLE_SKIPPED, "skipped"},
+	{GW_ROLE_SKIPPED, "skipped_iterations"},
+	{GW_ROLE_SKIPPED, "number of skipped iterations"},
+	{GW_ROLE_SKIPPED, "number_of_skipped_iterations"},
+	{GW_ROLE_SKIPPED, "skipped iterations"},
+	{GW_ROLE_NAN_ITERATIONS, "nan_iterations"},
+	{GW_ROLE_NAN_ITERATIONS, "number of nan iterations"},
+	{GW_ROLE_NAN_ITERATIONS, "number_of_nan_iterations"},
+	{GW_ROLE_NAN_ITERATIONS, "nan iterations"},
 };
 
 /* The table: the aliases in the order they were added (which is their

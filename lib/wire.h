@@ -37,11 +37,38 @@ enum gw_role {
 	GW_ROLE_THROUGHPUT,
 	GW_NROLES,
 	GW_ROLE_TS = GW_NROLES, /* pseudo-role: aliases of the "ts" field */
+	/* the fp16 fields (enum gw_field below): the alias table maps their
+	 * names like the roles', a record carries them in f[], not v[] */
+	GW_ROLE_LOSS_SCALE,
+	GW_ROLE_SKIPPED,
+	GW_ROLE_NAN_ITERATIONS,
 	GW_NALIAS_ROLES,
 };
 
-/* Canonical name of a role ("loss", "grad_norm", "lr", "throughput", "ts"). */
+/* The fp16 overflow fields a record may carry besides the four roles
+ * (docs/wire-format.md "fp16 overflow"): the dynamic loss scale after the
+ * record's step, and how many iterations of the record's logging interval
+ * were skipped (an overflow: inf/NaN gradients, the update not applied) or
+ * had a NaN.  Not typed columns in storage: stored in the record's extras
+ * under their canonical names. */
+enum gw_field {
+	GW_FIELD_LOSS_SCALE,      /* "loss_scale" */
+	GW_FIELD_SKIPPED,         /* "skipped" */
+	GW_FIELD_NAN_ITERATIONS,  /* "nan_iterations" */
+	GW_NFIELDS,
+};
+
+/* The alias-table role of a field, and back (-1: not a field). */
+#define GW_FIELD_ROLE(f) ((enum gw_role)(GW_ROLE_LOSS_SCALE + (int)(f)))
+#define GW_ROLE_FIELD(r) ((int)(r) >= GW_ROLE_LOSS_SCALE && (int)(r) < GW_NALIAS_ROLES \
+                          ? (int)(r) - GW_ROLE_LOSS_SCALE : -1)
+
+/* Canonical name of a role ("loss", "grad_norm", "lr", "throughput", "ts",
+ * "loss_scale", "skipped", "nan_iterations"). */
 const char *gw_role_name(enum gw_role r);
+
+/* Canonical name of a field ("loss_scale", "skipped", "nan_iterations"). */
+const char *gw_field_name(enum gw_field f);
 
 /* Why a line was rejected.  Names (gw_wire_reason_name) are the labels of the
  * reject counters and appear in error messages. */
@@ -91,6 +118,8 @@ struct gw_rec {
 	double ts;         /* NaN when the line has none */
 	unsigned present;  /* bit (1u << role) set when that role is present */
 	double v[GW_NROLES];
+	unsigned fields;   /* bit (1u << field) set when that field is present */
+	double f[GW_NFIELDS]; /* the fp16 fields (enum gw_field; may be NaN) */
 	const struct gw_metric *extra; /* other numeric fields, in line order */
 	size_t n_extra;
 	const char *event; /* event name, NULL for a metric record */
@@ -105,6 +134,11 @@ struct gw_rec {
 static inline int gw_rec_has(const struct gw_rec *r, enum gw_role role)
 {
 	return (r->present >> role) & 1u;
+}
+
+static inline int gw_rec_has_field(const struct gw_rec *r, enum gw_field f)
+{
+	return (r->fields >> f) & 1u;
 }
 
 /* Alias table: field name -> role.  Built with the defaults, extended from
@@ -133,8 +167,8 @@ int gw_alias_lookup(const struct gw_alias *a, const char *name, size_t len,
 int gw__alias_lookup_hashed(const struct gw_alias *a, const char *name, size_t len,
                             uint32_t hash, int *prio);
 
-/* Parse a role name ("loss", "grad_norm", "lr", "throughput", "ts");
- * returns the role or -1. */
+/* Parse a role name ("loss", "grad_norm", "lr", "throughput", "ts", or a
+ * field's: "loss_scale", ...); returns the role or -1. */
 int gw_role_parse(const char *name);
 
 /* Is s[0..n) a valid run name: 1 to GW_WIRE_RUN_MAX bytes of UTF-8 without
@@ -166,7 +200,8 @@ int gw_wire_fmt_double(char *buf, double v);
 /* Append `rec` as one line of the wire format, '\n' included: run, step,
  * ts (when not NaN), rank (a "rank" field's; a log's rank label is not
  * one), then an event's "event" and attributes, or a record's
- * roles under their canonical names and its extras under their names;
+ * roles and fields under their canonical names and its extras under their
+ * names;
  * numbers as gw_wire_fmt_double writes them, so gw_wire_parse gives the
  * same record back.  Returns 0 or -ENOMEM (buf keeps what it had, with its
  * err set until gw_buf_reset, lib/buf.h). */

@@ -98,6 +98,9 @@ int gw_wire_append_rec(struct gw_buf *b, const struct gw_rec *rec)
 		for (int r = 0; r < GW_NROLES && !rc; r++)
 			if (gw_rec_has(rec, (enum gw_role)r))
 				rc = put_member(b, gw_role_name((enum gw_role)r), rec->v[r]);
+		for (int f = 0; f < GW_NFIELDS && !rc; f++)
+			if (gw_rec_has_field(rec, (enum gw_field)f))
+				rc = put_member(b, gw_field_name((enum gw_field)f), rec->f[f]);
 		for (size_t i = 0; i < rec->n_extra && !rc; i++)
 			rc = put_member(b, rec->extra[i].name, rec->extra[i].value);
 	}

@@ -29,6 +29,12 @@
  *                  appended row by row (CSVLogger flushes each epoch), so
  *                  this layout is followed while it grows.
  *
+ * csv tables may have text columns (a run's name, a phase, a date): their
+ * cells are no error; a date is the row's ts, a phase that says evaluation
+ * skips the row, text in a role's column is reported (row_plain).  A
+ * table whose columns name no loss alias but several losses ("loss_pr",
+ * "loss_ce") has its loss picked by name (pick_loss).
+ *
  * A row that repeats the header (a job started again appends its header)
  * is skipped.  Cells "NA", "N/A", "None" and "null" (pandas and Keras write them for a
  * missing value) are empty.  The framework hands over lines (line numbers, CRLF, the last line); each
@@ -40,291 +46,19 @@
  * than the header is reported with its line and column and the row (for
  * W&B: that run's point) is skipped.  A header without a `step` column
  * (Lightning) ends the input.  Memory: the header, one row, and libcsv's
- * field buffer (a row over ROW_MAX bytes is dropped and reported).
- * (Some 760 lines: the three layouts in one file, as they share the
- * sniffing, the libcsv plumbing and the row state.)
+ * field buffer (a row over ROW_MAX bytes is dropped and reported).  The
+ * sniffers are rd_csv_sniff.c's, the rows' reading rd_csv_rows.c's; what
+ * the parts share, rd_csv.h.
  */
-#include "reader_impl.h"
+#include "rd_csv.h"
 #include "buf.h"
 #include "util.h"
 
-#include <csv.h>
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-
-#define ROW_MAX (16u * 1024 * 1024)   /* bytes of one row */
-#define COLS_MAX 65536
-
-enum col_kind {
-	COL_SKIP,     /* __MIN/__MAX, a W&B column naming no run */
-	COL_STEP,     /* the step (Lightning `step`, W&B first column) */
-	COL_RUNSTEP,  /* W&B `<run> - _step` */
-	COL_VALUE,
-};
-
-struct col {
-	enum col_kind kind;
-	const char *name;       /* metric name (after "<run> - " for W&B) */
-	size_t len;
-	char *head;             /* the whole header cell, for messages */
-	size_t run;             /* W&B: index into runs */
-};
-
-struct run {
-	char *name;
-	size_t len;
-	size_t stepcol;         /* its _step column, or SIZE_MAX */
-	size_t first, n;        /* its value columns: order[first..first+n) */
-};
-
-/* csv: step column names, best first */
-static const char *const step_names[] = {
-	"step", "global_step", "_step", "iteration", "iter", "num_updates", "update", "batch", "epoch",
-};
-
-struct csvst {
-	struct gw_reader *r;
-	bool wandb;
-	bool plain;             /* the csv layout (else Lightning's, unless wandb) */
-	struct csv_parser p;
-	bool header_done;
-	bool failed;            /* the header was unusable: ignore the rest */
-	int err;                /* -ENOMEM from a callback */
-
-	struct col *cols;
-	size_t ncols;
-	size_t stepcol;
-	struct run *runs;
-	size_t nruns, capruns;
-	size_t *order;          /* value columns grouped by run */
-
-	/* the row being read */
-	char *buf;              /* its cells, each NUL-terminated */
-	size_t len, cap;
-	size_t *cell;           /* offset of each cell in buf */
-	size_t ncell, capcell;
-	bool in_row, row_too_long;
-	uint64_t row_line;      /* line the row started on */
-	uint64_t line;          /* line being fed */
-	uint64_t start_line;    /* where a row starting now would start */
-	bool odd_quotes;        /* inside a quoted field across lines */
-	bool row_ended;         /* a row ended in the line being fed */
-};
-
-/* ---- header sniffing --------------------------------------------------- */
-
-/* The next line of the head at *p (gw__rd_sniff_line): [*from, *to) as
- * offsets into head, without a byte-order mark on the first line.  Returns
- * 1, or when there is none: -1 if the input ended there, 0 while it may
- * still come. */
-static int head_line(const char *head, size_t n, bool all, const char **p, size_t *from,
-                     size_t *to)
-{
-	const char *line;
-	size_t len;
-	if (!n || !gw__rd_sniff_line(p, head + n, all, &line, &len))
-		return all ? -1 : 0;
-	*from = (size_t)(line - head);
-	*to = *from + len;
-	if (*from == 0 && len >= 3 && memcmp(head, "\xef\xbb\xbf", 3) == 0)
-		*from = 3;
-	return 1;
-}
-
-/* The next cell of s[*i..end) into out (quotes removed, "" read as one
- * quote, cut to outlen - 1 bytes); false after the last one. */
-static bool next_cell(const char *s, size_t *i, size_t end, bool *more, char *out, size_t outlen)
-{
-	if (!*more)
-		return false;
-	size_t o = 0, k = *i;
-	bool q = k < end && s[k] == '"';
-	if (q)
-		k++;
-	for (; k < end; k++) {
-		char c = s[k];
-		if (q && c == '"') {
-			if (k + 1 < end && s[k + 1] == '"') {
-				k++;
-			} else {
-				q = false;
-				continue;
-			}
-		} else if (!q && c == ',') {
-			break;
-		}
-		if (o + 1 < outlen)
-			out[o++] = c;
-	}
-	out[o] = '\0';
-	*more = k < end;
-	*i = k + 1;
-	return true;
-}
-
-static bool is_number(const char *s)
-{
-	char *e;
-	if (!*s)
-		return false;
-	strtod(s, &e);
-	return *e == '\0';
-}
-
-/* The first data row, after the header (which ended at p): 1 when it
- * has `ncells` cells and a number in cell `numcol`, 2 when there is none
- * (the input is a header only), 0 while it is not complete, -1 otherwise. */
-static int first_row(const char *head, size_t n, bool all, const char *p, int ncells, int numcol)
-{
-	size_t i, end;
-	bool more = true;
-	char cell[128];
-	int k = head_line(head, n, all, &p, &i, &end);
-	if (k <= 0)
-		return k < 0 ? 2 : 0;
-	int nc = 0;
-	bool num = false;
-	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++)
-		if (nc == numcol)
-			num = is_number(cell);
-	return nc == ncells && num ? 1 : -1;
-}
-
-/* Lightning: a header of names (no numbers, no " - ") with a `step`
- * column, and a first row of as many cells with a number there. */
-static int sniff_lightning(const char *head, size_t n, bool all)
-{
-	size_t i, end;
-	const char *next = head;
-	bool more = true, epoch = false;
-	char cell[128];
-	int nc = 0, step = -1;
-	if (head_line(head, n, all, &next, &i, &end) <= 0)
-		return 0;
-	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++) {
-		if (!cell[0] || is_number(cell) || strstr(cell, " - ") || strchr(cell, '{') ||
-		    strchr(cell, ':'))
-			return 0;
-		if (strcmp(cell, "step") == 0 && step < 0)
-			step = nc;
-		epoch |= strcmp(cell, "epoch") == 0;
-	}
-	if (nc < 2 || step < 0)
-		return 0;
-	switch (first_row(head, n, all, next, nc, step)) {
-	case 1:
-		return epoch ? 90 : 70;
-	case 2:
-		return 40;
-	default:
-		return 0;
-	}
-}
-
-/* W&B: a header whose first cell names the x axis and every other cell is
- * "<run> - <metric>", and a first row of as many cells, a number first. */
-static int sniff_wandb(const char *head, size_t n, bool all)
-{
-	size_t i, end;
-	const char *next = head;
-	bool more = true;
-	char cell[512], first[128];
-	int nc = 1;
-	if (head_line(head, n, all, &next, &i, &end) <= 0 ||
-	    !next_cell(head, &i, end, &more, first, sizeof(first)) || !first[0] || is_number(first))
-		return 0;
-	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++)
-		if (!strstr(cell, " - "))
-			return 0;
-	if (nc < 2)
-		return 0;
-	switch (first_row(head, n, all, next, nc, 0)) {
-	case 1:
-		return strcmp(first, "Step") == 0 ? 95 : 80;
-	case 2:
-		return 40;
-	default:
-		return 0;
-	}
-}
-
-/* The rank of a step column name in step_names, or -1. */
-static int step_rank(const char *name)
-{
-	for (size_t i = 0; i < GW_ARRAY_SIZE(step_names); i++)
-		if (strcasecmp(name, step_names[i]) == 0)
-			return (int)i;
-	return -1;
-}
-
-/* csv: names, a step column (step_names) and a loss or norm column. */
-static int sniff_plain(const char *head, size_t n, bool all)
-{
-	size_t i, end;
-	const char *next = head;
-	bool more = true, role = false;
-	char cell[128];
-	int nc = 0, step = -1, best = -1;
-	if (head_line(head, n, all, &next, &i, &end) <= 0)
-		return 0;
-	for (; next_cell(head, &i, end, &more, cell, sizeof(cell)); nc++) {
-		if (!cell[0] || is_number(cell) || strstr(cell, " - ") || strchr(cell, '{'))
-			return 0;
-		int k = step_rank(cell);
-		if (k >= 0 && (best < 0 || k < best)) {
-			best = k;
-			step = nc;
-		}
-		for (char *c = cell; *c; c++)
-			*c = (char)tolower((unsigned char)*c);
-		role |= strstr(cell, "loss") || strstr(cell, "norm");
-	}
-	if (nc < 2 || step < 0 || !role)
-		return 0;
-	switch (first_row(head, n, all, next, nc, step)) {
-	case 1:
-		return 60;
-	case 2:
-		return 30;
-	default:
-		return 0;
-	}
-}
-
-/* ---- numbers ------------------------------------------------------------ */
-
-/* A cell as a number: 0, 1 when empty, -1 when not a number. */
-static int cell_number(const char *s, double *v)
-{
-	while (*s == ' ' || *s == '\t')
-		s++;
-	if (!*s || !strcmp(s, "NA") || !strcmp(s, "N/A") || !strcmp(s, "None") || !strcmp(s, "null"))
-		return 1;
-	char *e;
-	*v = strtod(s, &e);
-	while (*e == ' ' || *e == '\t')
-		e++;
-	return e == s || *e ? -1 : 0;
-}
-
-/* A cell as a step: 0, 1 when empty, -1 when not a whole number in range. */
-static int cell_step(const char *s, int64_t *step)
-{
-	double v;
-	int rc = cell_number(s, &v);
-	if (rc)
-		return rc;
-	if (!(v >= 0 && v <= (double)GW_WIRE_STEP_MAX) || v != floor(v))
-		return -1;
-	*step = (int64_t)v;
-	return 0;
-}
 
 /* ---- the header ----------------------------------------------------------- */
 
@@ -407,7 +141,7 @@ static int header_lightning(struct csvst *st)
 	st->stepcol = SIZE_MAX;
 	int best = -1;
 	for (size_t i = 0; st->plain && i < st->ncols; i++) {
-		int k = step_rank(st->cols[i].head);
+		int k = gw__csv_step_rank(st->cols[i].head);
 		if (k >= 0 && (best < 0 || k < best)) {
 			best = k;
 			st->stepcol = i;
@@ -437,6 +171,7 @@ static int header_lightning(struct csvst *st)
 	return 0;
 }
 
+
 static int on_header(struct csvst *st)
 {
 	st->header_done = true;
@@ -457,96 +192,10 @@ static int on_header(struct csvst *st)
 			return -ENOMEM;
 	}
 	st->stepcol = 0;
-	return st->wandb ? header_wandb(st) : header_lightning(st);
-}
-
-/* ---- rows ------------------------------------------------------------------- */
-
-static const char *cell_at(const struct csvst *st, size_t i)
-{
-	return i < st->ncell ? st->buf + st->cell[i] : "";
-}
-
-static void bad_cell(struct csvst *st, size_t i, const char *reason, const char *what)
-{
-	gw__rd_error(st->r, st->row_line, "%s: column \"%.80s\": \"%.40s\" is not %s; skipped",
-	             reason, st->cols[i].head, cell_at(st, i), what);
-}
-
-static void no_step(struct csvst *st)
-{
-	gw__rd_error(st->r, st->row_line, "missing_step: column \"%.80s\" is empty; skipped",
-	             st->cols[st->stepcol].head);
-}
-
-static int row_lightning(struct csvst *st)
-{
-	int64_t step;
-	int k = cell_step(cell_at(st, st->stepcol), &step);
-	if (k) {
-		if (k < 0)
-			bad_cell(st, st->stepcol, "bad_step", "a step (a whole number from 0)");
-		else
-			no_step(st);
-		return 0;
-	}
-	gw__rd_begin(st->r, NULL, 0, step);
-	for (size_t i = 0; i < st->ncell; i++) {
-		if (st->cols[i].kind != COL_VALUE)
-			continue;
-		double v;
-		k = cell_number(cell_at(st, i), &v);
-		if (k < 0) {
-			bad_cell(st, i, "bad_value", "a number");
-			return 0;
-		}
-		if (k == 0)
-			gw__rd_metric(st->r, st->cols[i].name, st->cols[i].len, v);
-	}
-	return gw__rd_emit(st->r, st->row_line);
-}
-
-static int row_wandb(struct csvst *st)
-{
-	int64_t xstep = 0;
-	int xk = cell_step(cell_at(st, 0), &xstep);
-	for (size_t ri = 0; ri < st->nruns; ri++) {
-		const struct run *ru = &st->runs[ri];
-		int64_t step = xstep;
-		int sk = xk;
-		size_t scol = 0;
-		if (ru->stepcol != SIZE_MAX && cell_at(st, ru->stepcol)[0]) {
-			scol = ru->stepcol;
-			sk = cell_step(cell_at(st, scol), &step);
-		}
-		bool begun = false, bad = false;
-		for (size_t j = 0; j < ru->n && !bad; j++) {
-			size_t i = st->order[ru->first + j];
-			double v;
-			int k = cell_number(cell_at(st, i), &v);
-			if (k > 0)
-				continue;
-			if (k < 0) {
-				bad_cell(st, i, "bad_value", "a number");
-				bad = true;
-			} else if (sk) {
-				if (sk < 0)
-					bad_cell(st, scol, "bad_step", "a step (a whole number from 0)");
-				else
-					no_step(st);
-				bad = true;
-			} else {
-				if (!begun)
-					gw__rd_begin(st->r, ru->name, ru->len, step);
-				begun = true;
-				gw__rd_metric(st->r, st->cols[i].name, st->cols[i].len, v);
-			}
-		}
-		int rc;
-		if (begun && !bad && (rc = gw__rd_emit(st->r, st->row_line)) < 0)
-			return rc;
-	}
-	return 0;
+	int rc = st->wandb ? header_wandb(st) : header_lightning(st);
+	if (!rc && !st->wandb)
+		gw__csv_pick_loss(st);
+	return rc;
 }
 
 /* The header again (a job started again appends its header to the file):
@@ -554,7 +203,7 @@ static int row_wandb(struct csvst *st)
 static bool repeated_header(const struct csvst *st)
 {
 	for (size_t i = 0; i < st->ncell; i++) {
-		const char *h = st->cols[i].head, *c = cell_at(st, i);
+		const char *h = st->cols[i].head, *c = gw__csv_cell_at(st, i);
 		if (i == 0 && strncmp(c, "\xef\xbb\xbf", 3) == 0)
 			c += 3;
 		if (strcmp(h, c) != 0)
@@ -582,7 +231,7 @@ static int on_row(struct csvst *st)
 		             st->ncols);
 		return 0;
 	}
-	return st->wandb ? row_wandb(st) : row_lightning(st);
+	return st->wandb ? gw__csv_row_wandb(st) : st->plain ? gw__csv_row_plain(st) : gw__csv_row_lightning(st);
 }
 
 /* libcsv: a field ended. */
@@ -682,6 +331,7 @@ static int init_common(struct gw_reader *r, struct csvst *st, bool wandb)
 	st->r = r;
 	st->wandb = wandb;
 	st->plain = false;
+	st->losscol = SIZE_MAX;
 	if (csv_init(&st->p, CSV_APPEND_NULL) != 0)
 		return -ENOMEM;
 	return 0;
@@ -724,7 +374,7 @@ const struct gw_reader_format gw_rd_lightning_csv = {
 	.name = "lightning_csv",
 	.describe = "PyTorch Lightning CSVLogger metrics.csv (sparse rows, step column)",
 	.flags = 0,
-	.sniff = sniff_lightning,
+	.sniff = gw__csv_sniff_lightning,
 	.state_size = sizeof(struct csvst),
 	.init = init_lightning,
 	.line = line,
@@ -736,7 +386,7 @@ const struct gw_reader_format gw_rd_wandb_csv = {
 	.name = "wandb_csv",
 	.describe = "W&B panel CSV export (Step,<run> - <metric>; several runs; __MIN/__MAX dropped)",
 	.flags = 0,
-	.sniff = sniff_wandb,
+	.sniff = gw__csv_sniff_wandb,
 	.state_size = sizeof(struct csvst),
 	.init = init_wandb,
 	.line = line,
@@ -748,7 +398,7 @@ const struct gw_reader_format gw_rd_csv = {
 	.name = "csv",
 	.describe = "any metrics CSV with a step/iteration/epoch column and loss columns (Keras CSVLogger, ...)",
 	.flags = GW_RDF_STREAM,
-	.sniff = sniff_plain,
+	.sniff = gw__csv_sniff_plain,
 	.state_size = sizeof(struct csvst),
 	.init = init_plain,
 	.line = line,

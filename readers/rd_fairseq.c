@@ -22,10 +22,16 @@
  * same postfix repeats its num_updates: a segment whose step is the
  * previous point's (from the same rank label) is not read again.
  *
- * Skipped: the end-of-epoch summary ("| train | epoch 001 | loss 8.77 |
- * ... | num_updates 1563", JSON "train_loss" ...: the epoch's averages,
- * not a point), validation ("valid on 'valid' subset", "valid_loss"),
- * the arguments dump and the rest.  Lines of fairseq before 0.6, which
+ * The end-of-epoch summary ("| epoch 006 | loss 6.628 | ... |
+ * num_updates 3725 | gnorm 0.361 | loss_scale 0.000 |", "| INFO | train |
+ * epoch 001 | ...", JSON "train_loss" ... "train_num_updates") holds the
+ * epoch's averages: a point at its num_updates only in a log that has no
+ * progress points (fairseq <= 0.9 with a log interval over the epoch, or
+ * --log-format none), where it is all there is; beside progress points it
+ * would add a level shift at every epoch's end, so it is skipped there.
+ *
+ * Skipped: validation ("valid on 'valid' subset", "valid_loss"), the
+ * arguments dump and the rest.  Lines of fairseq before 0.6, which
  * printed no num_updates, have no step and are not read.
  */
 #include "reader_impl.h"
@@ -35,6 +41,7 @@
 
 struct fs {
 	struct gw_rd_last last;   /* the last point (step -1: none) */
+	bool inner;               /* a point of the progress (per-update) was read */
 };
 
 static bool sp(char c)
@@ -108,19 +115,28 @@ static int json_obj(struct gw_reader *r, struct fs *st, const char *s, size_t n,
 	struct gw_rd_obj o;
 	struct gw_rd_kv kv;
 	int64_t step = -1;
+	bool summary = false;
 	double v;
 	int rc;
 	gw__rd_obj_init(&o, s, n);
-	while ((rc = gw__rd_obj_next(&o, &kv)) == 1)
-		if (key_is(&kv, "num_updates") && gw__rd_kv_num(&kv, &v) && !gw__rd_whole(v, &step))
-			step = -1;
-	if (rc < 0 || step < 0 || gw__rd_repeats(r, &st->last, step))
+	while ((rc = gw__rd_obj_next(&o, &kv)) == 1) {
+		bool inner = key_is(&kv, "num_updates");
+		if ((inner || key_is(&kv, "train_num_updates")) && gw__rd_kv_num(&kv, &v) &&
+		    gw__rd_whole(v, &step))
+			summary = !inner;
+	}
+	/* an epoch's summary is a point only in a log without progress
+	 * points (fairseq <= 0.9 with a log interval over the epoch) */
+	if (rc < 0 || step < 0 || gw__rd_repeats(r, &st->last, step) || (summary && st->inner))
 		return 0;
+	st->inner |= !summary;
 	gw__rd_begin(r, NULL, 0, step);
 	gw__rd_obj_init(&o, s, n);
 	while (gw__rd_obj_next(&o, &kv) == 1) {
-		if (key_is(&kv, "num_updates"))
+		if (key_is(&kv, "num_updates") || key_is(&kv, "train_num_updates"))
 			continue;
+		if (summary && kv.key_len > 6 && !memcmp(kv.key, "train_", 6))
+			kv.key += 6, kv.key_len -= 6;   /* train_loss, train_gnorm, ... */
 		if (gw__rd_kv_num(&kv, &v))
 			gw__rd_metric(r, kv.key, kv.key_len, v);
 		else if (kv.kind == GW_RD_STR &&
@@ -133,14 +149,60 @@ static int json_obj(struct gw_reader *r, struct fs *st, const char *s, size_t n,
 	return gw__rd_emit(r, lineno);
 }
 
+/* An epoch's summary, "| epoch 006 | loss 6.628 | ... | num_updates 3725 |
+ * gnorm 0.361 | loss_scale 0.000 |" (fairseq <= 0.9; later with the
+ * logger's "| INFO | train |" before it): a point at num_updates only in a
+ * log without progress points, as fairseq <= 0.9 writes with a log
+ * interval longer than an epoch. */
+static int summary(struct gw_reader *r, struct fs *st, const char *s, size_t n, uint64_t lineno)
+{
+	const char *u = gw__rd_find(s, n, "| num_updates ");
+	const char *ep = gw__rd_find(s, n, "epoch ");
+	int64_t step, e;
+	double v;
+	if (st->inner || !u || !ep || gw__rd_find(s, n, "valid on ") ||
+	    !gw__rd_num(u + 14, (size_t)(s + n - u - 14), &v) || !gw__rd_whole(v, &step) ||
+	    gw__rd_repeats(r, &st->last, step))
+		return 0;
+	size_t k = gw__rd_int(ep + 6, (size_t)(s + n - ep - 6), &e);
+	if (!k || (ep + 6 + k < s + n && ep[6 + k] == ':'))
+		return 0;
+	gw__rd_begin(r, NULL, 0, step);
+	gw__rd_metric(r, "epoch", 5, (double)e);
+	for (const char *p = ep + 6 + k; p < s + n;) {
+		const char *bar = memchr(p, '|', (size_t)(s + n - p));
+		const char *end = bar ? bar : s + n;
+		const char *a = p;
+		while (a < end && sp(*a))
+			a++;
+		const char *z = end;
+		while (z > a && sp(z[-1]))
+			z--;
+		const char *w = z;
+		while (w > a && !sp(w[-1]))
+			w--;   /* the value is the last word */
+		const char *ne = w;
+		while (ne > a && sp(ne[-1]))
+			ne--;
+		if (ne > a && w < z && gw__rd_num(w, (size_t)(z - w), &v) == (size_t)(z - w) &&
+		    !(ne - a == 11 && !memcmp(a, "num_updates", 11)))
+			gw__rd_metric(r, a, (size_t)(ne - a), v);
+		p = end + 1;
+	}
+	gw__rd_last_set(r, &st->last, step);
+	return gw__rd_emit(r, lineno);
+}
+
 static int segment(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
 {
 	struct fs *st = state;
 	const char *b = memchr(s, '{', n);
-	if (b && (size_t)(s + n - b) > 2 && b[1] == '"' && gw__rd_find(b, (size_t)(s + n - b), "\"num_updates\""))
+	if (b && (size_t)(s + n - b) > 2 && b[1] == '"' && gw__rd_find(b, (size_t)(s + n - b), "num_updates\""))
 		return json_obj(r, st, b, (size_t)(s + n - b), lineno);
 	int64_t step;
-	if (!find_updates(s, n, &step) || gw__rd_repeats(r, &st->last, step))
+	if (!find_updates(s, n, &step))
+		return summary(r, st, s, n, lineno);
+	if (gw__rd_repeats(r, &st->last, step))
 		return 0;
 	/* "epoch 001:" opens the progress; "| epoch 001 |" is the summary */
 	const char *ep = gw__rd_find(s, n, "epoch ");
@@ -153,6 +215,7 @@ static int segment(struct gw_reader *r, void *state, const char *s, size_t n, ui
 		gw__rd_metric(r, "epoch", 5, (double)e);
 	pairs(r, ep, (size_t)(s + n - ep), (size_t)(ep - s), lineno);
 	gw__rd_last_set(r, &st->last, step);
+	st->inner = true;
 	return gw__rd_emit(r, lineno);
 }
 
@@ -184,9 +247,10 @@ static int fs_sniff(const char *h, size_t n, bool all)
 		if (b && gw__rd_find(b, (size_t)(p + len - b), "\"num_updates\": ") &&
 		    gw__rd_find(b, (size_t)(p + len - b), "\"epoch\": "))
 			return 95;
-		if (gw__rd_find(p, len, "fairseq_cli.train") || gw__rd_find(p, len, "| fairseq.") ||
-		    (ep && gw__rd_find(p, len, "| num_updates ")))
-			best = 60; /* fairseq's own loggers, or an epoch summary */
+		if (ep && gw__rd_find(p, len, "| num_updates ") && gw__rd_find(p, len, "| loss "))
+			return 90; /* an epoch summary (fairseq <= 0.9 prints no other point) */
+		if (gw__rd_find(p, len, "fairseq_cli.train") || gw__rd_find(p, len, "| fairseq."))
+			best = 60; /* fairseq's own loggers */
 	}
 	return best;
 }

@@ -228,7 +228,7 @@ static int llmc_sniff(const char *h, size_t n, bool all)
 	int best = 0;
 	const char *p, *q = h;
 	size_t len;
-	while (gw__rd_sniff_line(&q, h + n, all, &p, &len)) {
+	while (gw__rd_sniff_msg(&q, h + n, all, &p, &len)) {
 		int64_t step, total;
 		size_t k = step_header(p, len, &step, &total);
 		if (k && gw__rd_find(p, len, "loss ")) {
@@ -248,7 +248,7 @@ static int llmc_sniff(const char *h, size_t n, bool all)
 const struct gw_reader_format gw_rd_llmc = {
 	.name = "llmc",
 	.describe = "llm.c stdout (step N/M | loss X | norm X | lr X ...) and main.log (s:N trl:X lr:X norm:X)",
-	.flags = GW_RDF_STREAM | GW_RDF_LABELS,
+	.flags = GW_RDF_STREAM | GW_RDF_LABELS | GW_RDF_PREFIX,
 	.sniff = llmc_sniff,
 	.state_size = sizeof(struct llmc),
 	.init = llmc_init,

@@ -25,10 +25,18 @@
  * "validation loss at iteration N | lm loss value: ..." has no "/ M" and is
  * skipped, as are the arguments dump and everything else.  A file with
  * several runs (the job started again: the iteration goes back to 1)
- * becomes runs NAME, NAME#2, ... (reader.c).  "successfully saved
- * checkpoint at iteration N" is a checkpoint_saved event at N;
- * "successfully loaded checkpoint from DIR at iteration N" a resumed event
- * (checkpoint_step N).
+ * becomes runs NAME, NAME#2, ... (reader.c).
+ *
+ * A record pasted into a chat or an issue may be hard-wrapped over several
+ * lines: when the input is read to its end (replay, convert), a record is
+ * held until the next line, and a next line that goes on with its fields
+ * (a '|' and a "name: value", no header of its own) is joined to it with a
+ * space (the wrap broke at a space); an error's column then counts in the
+ * joined text.  A followed log is not wrapped: its records are read at
+ * once.  Its checkpoint lines
+ * ("successfully saved checkpoint at iteration N", "successfully loaded
+ * checkpoint from DIR at iteration N") and DeepSpeed's OVERFLOW lines are
+ * read as events by rd_events.c, as in every stdout format.
  */
 #include "reader_impl.h"
 
@@ -37,7 +45,7 @@
 #include <time.h>
 
 struct meg {
-	int64_t last_saved, last_loaded;
+	struct gw_rd_hold hold;       /* a record that may go on on the next line */
 };
 
 static bool sp(char c)
@@ -100,8 +108,11 @@ static size_t snake(const char *in, size_t n, char *out, size_t cap)
 		if (c >= 'A' && c <= 'Z')
 			c = (char)(c - 'A' + 'a');
 		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
-			if (us && o)
+			if (us && o) {
+				if (o + 2 >= cap)
+					break;   /* no room for '_' and c: the name is cut */
 				out[o++] = '_';
+			}
 			us = false;
 			out[o++] = c;
 		} else {
@@ -166,49 +177,14 @@ static int fields(struct gw_reader *r, const char *s, size_t n, size_t base, uin
 	return 0;
 }
 
-static int checkpoint_line(struct gw_reader *r, struct meg *st, const char *s, size_t n,
-                           uint64_t lineno)
+/* The point of the record s[0..n), whose header is at `it`. */
+static int point(struct gw_reader *r, const char *s, size_t n, uint64_t lineno)
 {
-	const char *at = gw__rd_find(s, n, " at iteration ");
-	int64_t step;
-	if (!at)
-		return 0;
-	const char *p = at + 14;
-	while (p < s + n && sp(*p))
-		p++;
-	if (!gw__rd_int(p, (size_t)(s + n - p), &step))
-		return 0;
-	if (gw__rd_find(s, (size_t)(at - s), "successfully saved checkpoint")) {
-		if (step == st->last_saved)
-			return 0;
-		st->last_saved = step;
-		return gw__rd_event(r, NULL, "checkpoint_saved", step, NULL, lineno);
-	}
-	if (gw__rd_find(s, (size_t)(at - s), "successfully loaded checkpoint")) {
-		if (step == st->last_loaded)
-			return 0;
-		st->last_loaded = step;
-		json_t *a = json_pack("{s:I}", "checkpoint_step", (json_int_t)step);
-		if (!a)
-			return -ENOMEM;
-		int rc = gw__rd_event(r, NULL, "resumed", step, a, lineno);
-		json_decref(a);
-		return rc;
-	}
-	return 0;
-}
-
-static int meg_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
-{
-	struct meg *st = state;
 	int64_t step, total;
 	size_t f;
 	const char *it = find_header(s, n, &step, &total, &f);
-	if (!it) {
-		if (gw__rd_find(s, n, "checkpoint"))
-			return checkpoint_line(r, st, s, n, lineno);
+	if (!it)
 		return 0;
-	}
 	gw__rd_begin(r, NULL, 0, step);
 	double ts = stamp(s, (size_t)(it - s));
 	if (ts >= 0)
@@ -219,11 +195,48 @@ static int meg_line(struct gw_reader *r, void *state, const char *s, size_t n, u
 	return gw__rd_emit(r, lineno);
 }
 
-static int meg_init(struct gw_reader *r, void *state)
+/* A record hard-wrapped by a chat or an issue box goes on on the next
+ * line: one with '|' and a "name: value", no record header of its own, and
+ * none of Megatron's other '|' lines (the timers' "time (ms) | ...",
+ * "[Rank R] (after N iterations) memory ...", "validation loss at
+ * iteration N | ..."). */
+static bool continues(const char *s, size_t n)
+{
+	while (n && sp(*s))
+		s++, n--;
+	return n && *s != '[' && memchr(s, '|', n) && gw__rd_find(s, n, ": ") &&
+	       !gw__rd_find(s, n, "time (ms)") && !gw__rd_find(s, n, "validation") &&
+	       !gw__rd_find(s, n, " at iteration");
+}
+
+static int meg_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
 {
 	struct meg *st = state;
-	st->last_saved = st->last_loaded = -1;
-	return 0;
+	int64_t step, total;
+	size_t f;
+	if (!find_header(s, n, &step, &total, &f)) {
+		if (st->hold.held && continues(s, n))
+			return gw__rd_hold_join(&st->hold, s, n);
+		return gw__rd_hold_flush(r, &st->hold, point);
+	}
+	int rc = gw__rd_hold_flush(r, &st->hold, point);
+	if (rc)
+		return rc;
+	if (gw__rd_following(r))
+		return point(r, s, n, lineno);   /* a growing log is not wrapped */
+	return gw__rd_hold(r, &st->hold, s, n, lineno);
+}
+
+static int meg_finish(struct gw_reader *r, void *state)
+{
+	struct meg *st = state;
+	return gw__rd_hold_flush(r, &st->hold, point);
+}
+
+static void meg_deinit(void *state)
+{
+	struct meg *st = state;
+	gw__rd_hold_free(&st->hold);
 }
 
 static int meg_sniff(const char *h, size_t n, bool all)
@@ -248,6 +261,7 @@ const struct gw_reader_format gw_rd_megatron = {
 	.flags = GW_RDF_STREAM | GW_RDF_LABELS,
 	.sniff = meg_sniff,
 	.state_size = sizeof(struct meg),
-	.init = meg_init,
 	.line = meg_line,
+	.finish = meg_finish,
+	.deinit = meg_deinit,
 };

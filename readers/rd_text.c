@@ -7,9 +7,13 @@
  */
 #include "reader_impl.h"
 
+#include <errno.h>
+
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- numbers in text ---------------------------------------------------- */
 
@@ -198,26 +202,50 @@ size_t gw__rd_label(const char *s, size_t n, uint32_t *rank)
 		return 0;
 	while (i < n && s[i] == ' ')
 		i++;
+	if (s[0] != '[') {
+		/* "1200: 2.7431" is a step and its loss, not rank 1200's line */
+		double x;
+		size_t k = gw__rd_num(s + i, n - i, &x);
+		while (k && i + k < n && (s[i + k] == ' ' || s[i + k] == '\t'))
+			k++;
+		if (k && i + k == n)
+			return 0;
+	}
 	*rank = (uint32_t)v;
 	return i;
 }
 
 bool gw__rd_sniff_line(const char **p, const char *end, bool all, const char **line, size_t *len)
 {
-	if (*p >= end)
+	for (;;) {
+		if (*p >= end)
+			return false;
+		const char *nl = memchr(*p, '\n', (size_t)(end - *p));
+		if (!nl && !all)
+			return false; /* an incomplete last line says nothing yet */
+		size_t n = nl ? (size_t)(nl - *p) : (size_t)(end - *p);
+		*line = *p;
+		*p += n + 1;
+		if (n && (*line)[n - 1] == '\r')
+			n--;
+		if (gw__rd_unquote(line, &n))
+			continue;   /* a code fence */
+		uint32_t rank;
+		size_t k = gw__rd_label(*line, n, &rank);
+		*line += k;
+		*len = n - k;
+		return true;
+	}
+}
+
+bool gw__rd_sniff_msg(const char **p, const char *end, bool all, const char **line, size_t *len)
+{
+	if (!gw__rd_sniff_line(p, end, all, line, len))
 		return false;
-	const char *nl = memchr(*p, '\n', (size_t)(end - *p));
-	if (!nl && !all)
-		return false; /* an incomplete last line says nothing yet */
-	size_t n = nl ? (size_t)(nl - *p) : (size_t)(end - *p);
-	*line = *p;
-	*p += n + 1;
-	if (n && (*line)[n - 1] == '\r')
-		n--;
-	uint32_t rank;
-	size_t k = gw__rd_label(*line, n, &rank);
+	double ts;
+	size_t k = gw__rd_prefix(*line, *len, &ts);
 	*line += k;
-	*len = n - k;
+	*len -= k;
 	return true;
 }
 
@@ -383,4 +411,64 @@ int gw__rd_obj_next(struct gw_rd_obj *o, struct gw_rd_kv *kv)
 		return -1;
 	o->i = save;
 	return 1;
+}
+
+bool gw__rd_loss_part(const char *name)
+{
+	char n[128];
+	size_t k = 0;
+	for (; name[k] && k + 1 < sizeof(n); k++)
+		n[k] = (char)tolower((unsigned char)name[k]);
+	n[k] = '\0';
+	return strstr(n, "loss") && strncmp(n, "val", 3) && strncmp(n, "eval", 4) &&
+	       strncmp(n, "test", 4) && !strstr(n, "scale") &&
+	       !(k > 6 && !strcmp(n + k - 6, "_epoch"));
+}
+
+bool gw__rd_eval_word(const char *w, size_t n)
+{
+	static const char *const words[] = {"val", "valid", "validation", "validating", "eval",
+	                                    "evaluation", "evaluating", "test", "testing"};
+	for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++)
+		if (strlen(words[k]) == n && !strncasecmp(w, words[k], n))
+			return true;
+	return false;
+}
+
+/* ---- held records (wrapped by a chat or an issue box) ------------------ */
+
+int gw__rd_hold(struct gw_reader *r, struct gw_rd_hold *h, const char *s, size_t n, uint64_t line)
+{
+	gw_buf_reset(&h->text);
+	if (gw_buf_add(&h->text, s, n))
+		return -ENOMEM;
+	h->held = true;
+	h->more = 0;
+	h->line = line;
+	gw__rd_line_save(r, &h->ctx);
+	return 0;
+}
+
+int gw__rd_hold_join(struct gw_rd_hold *h, const char *s, size_t n)
+{
+	h->more++;
+	return gw_buf_add(&h->text, " ", 1) || gw_buf_add(&h->text, s, n) ? -ENOMEM : 0;
+}
+
+int gw__rd_hold_flush(struct gw_reader *r, struct gw_rd_hold *h, gw_rd_hold_fn fn)
+{
+	if (!h->held)
+		return 0;
+	h->held = false;
+	struct gw_rd_linectx now;
+	gw__rd_line_save(r, &now);
+	gw__rd_line_restore(r, &h->ctx);
+	int rc = fn(r, h->text.p, h->text.len, h->line);
+	gw__rd_line_restore(r, &now);
+	return rc;
+}
+
+void gw__rd_hold_free(struct gw_rd_hold *h)
+{
+	gw_buf_free(&h->text);
 }

@@ -16,6 +16,13 @@
  * -> memory_gib, "mfu: 0.17%" -> mfu_pct), a "(64.99%)" after a value is
  * NAME_pct, and thousands separators are read ("7,282").  An error's
  * column counts in the line without its colour codes.
+ *
+ * A metrics line pasted from a terminal or into an issue may be
+ * hard-wrapped ("... step:  1  loss:" / "7.98820  grad_norm:  3.7762 ..." /
+ * "tflops: 0.86  mfu: N/A"): when the input is read to its end, a metrics
+ * line waits for the next ones, and up to three that go on with its values
+ * (no label, no logger prefix, a value or a "name: value" first) are
+ * joined to it.  A followed log is read as it comes.
  */
 #include "reader_impl.h"
 #include "util.h"
@@ -23,6 +30,10 @@
 #include <string.h>
 
 #define LINE_MAX_PLAIN 4096   /* bytes of a metrics line read (they are ~150) */
+
+struct titan {
+	struct gw_rd_hold hold;       /* a metrics line that may go on on the next lines */
+};
 
 static bool sp(char c)
 {
@@ -112,9 +123,9 @@ static void fields(struct gw_reader *r, const char *s, size_t n, size_t base, ui
 	}
 }
 
-static int tt_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
+/* The metrics line s[0..n), whose "step:" opens the message. */
+static int point(struct gw_reader *r, const char *s, size_t n, uint64_t lineno)
 {
-	(void)state;
 	if (!gw__rd_find(s, n, "step:") || !gw__rd_find(s, n, "loss:"))
 		return 0;
 	char buf[LINE_MAX_PLAIN];
@@ -135,6 +146,49 @@ static int tt_line(struct gw_reader *r, void *state, const char *s, size_t n, ui
 	return gw__rd_emit(r, lineno);
 }
 
+/* A metrics line hard-wrapped by a terminal or an issue box goes on on
+ * the next lines: lines of no launcher label and no logger prefix that
+ * start with a value or a "name: value" ("7.98820  grad_norm:  3.7762 ...",
+ * "tflops: 0.86  mfu: N/A"), three at most. */
+static bool continues(struct gw_reader *r, const char *s, size_t n)
+{
+	struct gw_rd_linectx now;
+	gw__rd_line_save(r, &now);
+	if (now.label >= 0 || !n || gw__rd_find(s, n, "step:") || gw__rd_find(s, n, "[titan]") ||
+	    gw__rd_find(s, n, " - root - ") || s[0] == '[' || s[0] == ' ')
+		return false;
+	double v;
+	if (gw__rd_num(s, n, &v))
+		return true;
+	const char *c = memchr(s, ':', n);
+	return c && c + 1 < s + n && c[1] == ' ' && !memchr(s, ' ', (size_t)(c - s));
+}
+
+static int tt_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
+{
+	struct titan *st = state;
+	if (st->hold.held && st->hold.more < 3 && continues(r, s, n))
+		return gw__rd_hold_join(&st->hold, s, n);
+	int rc = gw__rd_hold_flush(r, &st->hold, point);
+	if (rc || !gw__rd_find(s, n, "step:"))
+		return rc;
+	if (gw__rd_following(r))
+		return point(r, s, n, lineno);   /* a growing log is not wrapped */
+	return gw__rd_hold(r, &st->hold, s, n, lineno);
+}
+
+static int tt_finish(struct gw_reader *r, void *state)
+{
+	struct titan *st = state;
+	return gw__rd_hold_flush(r, &st->hold, point);
+}
+
+static void tt_deinit(void *state)
+{
+	struct titan *st = state;
+	gw__rd_hold_free(&st->hold);
+}
+
 static int tt_sniff(const char *h, size_t n, bool all)
 {
 	int best = 0;
@@ -153,6 +207,9 @@ static int tt_sniff(const char *h, size_t n, bool all)
 		    (gw__rd_find(st, (size_t)(buf + bl - st), "  memory: ") ||
 		     gw__rd_find(st, (size_t)(buf + bl - st), "  grad_norm: ")))
 			return 95;
+		/* a metrics line wrapped after its "loss:" */
+		if (st && bl >= 7 && !memcmp(buf + bl - 7, "  loss:", 7) && gw__rd_find(p, len, "[titan]"))
+			return 90;
 	}
 	return best;
 }
@@ -162,5 +219,8 @@ const struct gw_reader_format gw_rd_titan = {
 	.describe = "torchtitan trainer log (step: N  loss: X  grad_norm: X  memory: ...  tps: N), ANSI colours removed",
 	.flags = GW_RDF_STREAM | GW_RDF_LABELS,
 	.sniff = tt_sniff,
+	.state_size = sizeof(struct titan),
 	.line = tt_line,
+	.finish = tt_finish,
+	.deinit = tt_deinit,
 };

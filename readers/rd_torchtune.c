@@ -123,7 +123,7 @@ static int tt_sniff(const char *h, size_t n, bool all)
 {
 	const char *p, *q = h;
 	size_t len;
-	while (gw__rd_sniff_line(&q, h + n, all, &p, &len)) {
+	while (gw__rd_sniff_msg(&q, h + n, all, &p, &len)) {
 		int64_t step, epoch;
 		double loss;
 		size_t at = step_header(p, len, &step);
@@ -144,7 +144,7 @@ static int tt_sniff(const char *h, size_t n, bool all)
 const struct gw_reader_format gw_rd_torchtune = {
 	.name = "torchtune",
 	.describe = "torchtune metric log (Step N | loss:X lr:X grad_norm:X ...) and progress bar (E|N|Loss: X)",
-	.flags = GW_RDF_STREAM | GW_RDF_LABELS,
+	.flags = GW_RDF_STREAM | GW_RDF_LABELS | GW_RDF_PREFIX,
 	.sniff = tt_sniff,
 	.state_size = sizeof(struct tt),
 	.init = tt_init,

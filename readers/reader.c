@@ -1,8 +1,8 @@
 /*
- * The readers framework (see reader.h): sniffing, line splitting, the point
- * builder of reader_impl.h, run splitting, the consumed offset and the
- * registry.  Decompression is decompress.c, the text helpers formats share
- * rd_text.c, the formats themselves rd_*.c.
+ * The readers framework (see reader.h): sniffing, line splitting, the
+ * consumed offset and the registry; the point builder of reader_impl.h and
+ * run splitting are rd_point.c's.  Decompression is decompress.c, the text
+ * helpers formats share rd_text.c, the formats themselves rd_*.c.
  *
  * How bytes flow: gw_reader_feed -> stage 1 (decompress.c: gzip/zstd by
  * magic bytes, or pass-through) -> stage 2 (until a format is chosen, the
@@ -12,19 +12,11 @@
  * how the input was cut into chunks) -> stage 3 (lib/lines.c for line
  * formats, the format's own feed for byte formats).
  *
- * A point is built in the reader itself (one at a time): names are copied
- * into a small arena, roles are found through the alias table, and the
- * finished point is handed to the sink as a struct gw_rec.  Nothing here
- * allocates per point.
- *
- * (Some 700 lines: decompression, sniffing, line splitting, run naming and
- * the point builder are one pipeline over one struct; the formats are in
- * rd_*.c.)
+ * A point is built in the reader itself, one at a time (rd_point.c); the
+ * struct they share is reader_int.h's.
  */
-#include "reader_impl.h"
+#include "reader_int.h"
 
-#include "decompress.h"
-#include "lines.h"
 #include "buf.h"
 #include "util.h"
 
@@ -37,348 +29,14 @@
 
 #define SNIFF_FIRST 256       /* first sniff size; doubles up to GW_READER_SNIFF_MAX */
 #define SNIFF_SURE 50         /* a score at least this high decides at once */
-#define NAMES_MAX 8192        /* bytes of metric names per point */
-
-struct gw_reader {
-	struct gw_reader_opts o;
-	struct gw_reader_sink sink;
-	char err[512];
-	int failed;                    /* sticky -EPROTO once the input is unreadable */
-	bool finished;
-
-	/* stage 1: decompression */
-	struct gw_rd_dc dc;
-
-	/* stage 2: sniffing */
-	const struct gw_reader_format *fmt;
-	void *state;
-	bool state_live;
-	char *head;
-	size_t head_len, head_cap, next_sniff;
-
-	/* stage 3 */
-	struct gw_lines lines;
-	uint64_t in_bytes;             /* decompressed bytes given to stage 3 */
-	uint64_t consumed;
-	const char *chunk;             /* the chunk gw_lines_feed is working on */
-	uint64_t chunk_base;           /* its offset in the decompressed input */
-	size_t chunk_held;             /* bytes of a partial line held before it */
-	bool truncated;                /* the line being handed over had no '\n' */
-
-	/* the point being built */
-	struct gw_rec rec;
-	int prio[GW_NROLES];
-	const char *role_name[GW_NROLES];
-	int ts_prio;
-	struct gw_metric extra[GW_RD_MAX_EXTRA];
-	char names[NAMES_MAX];
-	size_t names_len;
-	char run[GW_WIRE_RUN_MAX + 1];
-	bool run_set;
-	int64_t line_label;            /* the rank label of the line being read, -1: none */
-	int64_t label;                 /* the label whose points move the run splitting */
-
-	/* the default run and its from-scratch restarts */
-	char cur_run[GW_WIRE_RUN_MAX + 16];
-	unsigned run_no;
-	bool run_any;
-	int64_t run_first, run_last;
-
-	uint64_t records;              /* byte formats: records completed */
-	uint64_t handed;               /* records and events given to the sink */
-	bool fed;                      /* gw_reader_feed was given bytes */
-	uint64_t errors;
-};
 
 static int dc_out(void *data, const char *p, size_t n);
-
-/* ---- helpers for format modules --------------------------------------- */
-
-const struct gw_alias *gw__rd_aliases(const struct gw_reader *r)
-{
-	return r->o.aliases;
-}
-
-void gw__rd_last_set(const struct gw_reader *r, struct gw_rd_last *l, int64_t step)
-{
-	l->step = step;
-	l->label = r->line_label;
-}
-
-bool gw__rd_repeats(const struct gw_reader *r, const struct gw_rd_last *l, int64_t step)
-{
-	return step == l->step && r->line_label == l->label;
-}
-
-const char *gw__rd_default_run(const struct gw_reader *r)
-{
-	return r->o.run;
-}
-
-void gw__rd_consumed(struct gw_reader *r, uint64_t bytes)
-{
-	r->consumed = bytes;
-	r->records++;
-}
-
-int gw__rd_fail(struct gw_reader *r, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(r->err, sizeof(r->err), fmt, ap);
-	va_end(ap);
-	r->failed = -EPROTO;
-	return -EPROTO;
-}
-
-uint64_t gw__rd_first_line(const struct gw_reader *r)
-{
-	return r->o.first_line;
-}
-
-void gw__rd_error(struct gw_reader *r, uint64_t line, const char *fmt, ...)
-{
-	struct gw_wire_err e = {.reason = r->truncated ? GW_REJ_TRUNCATED : GW_REJ_BAD_VALUE};
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
-	va_end(ap);
-	r->errors++;
-	if (r->sink.on_error)
-		r->sink.on_error(r->sink.data, line, &e);
-}
-
-void gw__rd_wire_error(struct gw_reader *r, uint64_t line, const struct gw_wire_err *e)
-{
-	struct gw_wire_err x = *e;
-	if (r->truncated) {
-		/* the input ended inside this line: say so */
-		snprintf(x.msg, sizeof(x.msg), "(last line, no newline) %.*s",
-		         (int)sizeof(x.msg) - 32, e->msg);
-	}
-	r->errors++;
-	if (r->sink.on_error)
-		r->sink.on_error(r->sink.data, line, &x);
-}
-
-void gw__rd_begin(struct gw_reader *r, const char *run, size_t run_len, int64_t step)
-{
-	memset(&r->rec, 0, sizeof(r->rec));
-	r->rec.ts = NAN;
-	r->rec.step = step;
-	r->rec.extra = r->extra;
-	for (int i = 0; i < GW_NROLES; i++) {
-		r->prio[i] = 1 << 30;
-		r->role_name[i] = NULL;
-	}
-	r->ts_prio = 1 << 30;
-	r->names_len = 0;
-	r->run_set = run != NULL;
-	if (r->line_label >= 0) {
-		r->rec.has_rank = r->rec.rank_label = true;
-		r->rec.rank = (uint32_t)r->line_label;
-	}
-	if (run) {
-		if (run_len > GW_WIRE_RUN_MAX)
-			run_len = GW_WIRE_RUN_MAX;
-		memcpy(r->run, run, run_len);
-		r->run[run_len] = '\0';
-	}
-}
-
-void gw__rd_ts(struct gw_reader *r, double ts)
-{
-	if (isfinite(ts) && ts >= 0) {
-		r->rec.ts = ts;
-		r->ts_prio = -1;
-	}
-}
-
-static const char *copy_name(struct gw_reader *r, const char *name, size_t len)
-{
-	if (r->names_len + len + 1 > sizeof(r->names))
-		return NULL;
-	char *p = r->names + r->names_len;
-	memcpy(p, name, len);
-	p[len] = '\0';
-	r->names_len += len + 1;
-	return p;
-}
-
-static int add_extra(struct gw_reader *r, const char *name, double v)
-{
-	if (r->rec.n_extra >= GW_RD_MAX_EXTRA)
-		return -ENOSPC;
-	r->extra[r->rec.n_extra].name = name;
-	r->extra[r->rec.n_extra].value = v;
-	r->rec.n_extra++;
-	return 0;
-}
-
-static bool reserved(const char *name, size_t len)
-{
-	return (len == 3 && !memcmp(name, "run", 3)) || (len == 4 && !memcmp(name, "step", 4)) ||
-	       (len == 5 && !memcmp(name, "event", 5));
-}
-
-int gw__rd_metric(struct gw_reader *r, const char *name, size_t len, double v)
-{
-	if (!len || reserved(name, len))
-		return 0;
-	int prio;
-	int role = gw_alias_lookup(r->o.aliases, name, len, &prio);
-	if (role == GW_ROLE_TS) {
-		if (prio < r->ts_prio && isfinite(v) && v >= 0) {
-			r->rec.ts = v;
-			r->ts_prio = prio;
-		}
-		return 0;
-	}
-	if (role >= 0 && role < GW_NROLES) {
-		if (r->role_name[role] && len == strlen(r->role_name[role]) &&
-		    !memcmp(r->role_name[role], name, len))
-			return 0; /* the same name twice: the first stays */
-		if (prio < r->prio[role]) {
-			const char *n = copy_name(r, name, len);
-			if (!n)
-				return -ENOSPC;
-			int rc = 0;
-			if (gw_rec_has(&r->rec, role)) /* a lesser alias becomes an extra */
-				rc = add_extra(r, r->role_name[role], r->rec.v[role]);
-			r->rec.v[role] = v;
-			r->rec.present |= 1u << role;
-			r->prio[role] = prio;
-			r->role_name[role] = n;
-			return rc;
-		}
-	}
-	for (size_t i = 0; i < r->rec.n_extra; i++)
-		if (!strncmp(r->extra[i].name, name, len) && r->extra[i].name[len] == '\0')
-			return 0;
-	if (r->rec.n_extra >= GW_RD_MAX_EXTRA)
-		return -ENOSPC;
-	const char *n = copy_name(r, name, len);
-	if (!n)
-		return -ENOSPC;
-	return add_extra(r, n, v);
-}
-
-/* cur_run for run_no: NAME, or NAME#k with NAME cut (at a character) to
- * keep it in the limit. */
-static void name_run(struct gw_reader *r)
-{
-	if (r->run_no <= 1) {
-		gw_strlcpy(r->cur_run, r->o.run, sizeof(r->cur_run));
-		return;
-	}
-	char suffix[16];
-	size_t sl = (size_t)snprintf(suffix, sizeof(suffix), "#%u", r->run_no);
-	size_t n = strlen(r->o.run);
-	if (n + sl > GW_WIRE_RUN_MAX) {
-		n = GW_WIRE_RUN_MAX - sl;
-		while (n && ((unsigned char)r->o.run[n] & 0xC0) == 0x80)
-			n--;
-	}
-	memcpy(r->cur_run, r->o.run, n);
-	memcpy(r->cur_run + n, suffix, sl + 1);
-}
-
-/* The run of a point or event of the default run: a point whose step goes
- * back below the previous one, to or below the run's first step, starts
- * the next run (NAME#2, NAME#3, ...). */
-static const char *default_run(struct gw_reader *r, int64_t step, bool point)
-{
-	if (point && r->line_label >= 0) {
-		if (r->label < 0)
-			r->label = r->line_label;
-		point = r->line_label == r->label;   /* another rank's: no new run */
-	}
-	if (point) {
-		if (r->run_any && step < r->run_last && step <= r->run_first) {
-			r->run_no++;
-			r->run_any = false;
-			name_run(r);
-		}
-		if (!r->run_any) {
-			r->run_any = true;
-			r->run_first = step;
-		}
-		r->run_last = step;
-	}
-	return r->cur_run;
-}
-
-static int check_step(struct gw_reader *r, int64_t step, uint64_t line)
-{
-	if (step < 0 || step > GW_WIRE_STEP_MAX) {
-		gw__rd_error(r, line, "bad_step: step %lld is outside 0..%lld", (long long)step,
-		             (long long)GW_WIRE_STEP_MAX);
-		return -1;
-	}
-	return 0;
-}
-
-/* A run a format names: the rule of every entry point (gw_wire_check_run). */
-static int check_run(struct gw_reader *r, const char *run, uint64_t line)
-{
-	char why[128];
-	if (gw_wire_check_run(run, strlen(run), why, sizeof(why)) < 0) {
-		gw__rd_error(r, line, "bad_run: %s", why);
-		return -1;
-	}
-	return 0;
-}
-
-int gw__rd_emit(struct gw_reader *r, uint64_t line)
-{
-	if (!r->rec.present)
-		return 0;
-	if (check_step(r, r->rec.step, line) < 0 || (r->run_set && check_run(r, r->run, line) < 0))
-		return 0;
-	r->rec.run = r->run_set ? r->run : default_run(r, r->rec.step, true);
-	r->rec.run_len = strlen(r->rec.run);
-	r->rec.extra = r->extra;
-	r->handed++;
-	return r->sink.on_rec(r->sink.data, &r->rec, line);
-}
-
-int gw__rd_emit_rec(struct gw_reader *r, const struct gw_rec *rec, uint64_t line)
-{
-	r->handed++;
-	return r->sink.on_rec(r->sink.data, rec, line);
-}
-
-int gw__rd_event(struct gw_reader *r, const char *run, const char *name, int64_t step,
-                 json_t *attrs, uint64_t line)
-{
-	if (check_step(r, step, line) < 0 || (run && check_run(r, run, line) < 0))
-		return 0;
-	struct gw_rec ev;
-	memset(&ev, 0, sizeof(ev));
-	ev.run = run ? run : default_run(r, step, false);
-	ev.run_len = strlen(ev.run);
-	ev.step = step;
-	ev.ts = NAN;
-	ev.event = name;
-	if (r->line_label >= 0) {
-		ev.has_rank = ev.rank_label = true;
-		ev.rank = (uint32_t)r->line_label;
-	}
-	json_t *empty = NULL;
-	if (!attrs && !(attrs = empty = json_object()))
-		return -ENOMEM;
-	ev.attrs = attrs;
-	r->handed++;
-	int rc = r->sink.on_rec(r->sink.data, &ev, line);
-	json_decref(empty);
-	return rc;
-}
 
 /* ---- registry ------------------------------------------------------------- */
 
 extern const struct gw_reader_format gw_rd_ndjson, gw_rd_hf_state, gw_rd_swift, gw_rd_megatron,
 	gw_rd_llmc, gw_rd_nanogpt, gw_rd_tfevents, gw_rd_wandb_csv, gw_rd_lightning_csv,
-	gw_rd_fairseq, gw_rd_titan, gw_rd_composer, gw_rd_torchtune, gw_rd_csv;
+	gw_rd_fairseq, gw_rd_titan, gw_rd_composer, gw_rd_torchtune, gw_rd_csv, gw_rd_plain;
 
 /* Best first when two are equally sure. */
 const struct gw_reader_format *const gw_reader_formats[] = {
@@ -396,6 +54,7 @@ const struct gw_reader_format *const gw_reader_formats[] = {
 	&gw_rd_composer,
 	&gw_rd_torchtune,
 	&gw_rd_csv,
+	&gw_rd_plain,
 	NULL,
 };
 
@@ -476,7 +135,9 @@ int gw_reader_new(const struct gw_reader_opts *opts, const struct gw_reader_sink
 	r->next_sniff = SNIFF_FIRST;
 	r->run_no = 1;
 	r->line_label = r->label = -1;
-	name_run(r);
+	r->line_ts = r->wrapped_ts = NAN;
+	gw__rd_events_init(r);
+	gw__rd_name_run(r);
 	gw_lines_init(&r->lines, r->o.max_line);
 	if (forced) {
 		int rc = start_format(r, forced);
@@ -539,11 +200,38 @@ static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
 		return 0;
 	}
 	r->truncated = st == GW_LINE_TRUNCATED;
-	uint32_t rank;
-	size_t k = r->fmt->flags & GW_RDF_LABELS ? gw__rd_label(line, len, &rank) : 0;
-	r->line_label = k ? (int64_t)rank : -1;
-	int rc = r->fmt->line(r, r->state, line + k, len - k, lineno);
+	/* a paste's quote markers and fences, the launcher's rank label, the
+	 * logger's prefix (rd_line.c); a stdout's overflow and checkpoint
+	 * lines (rd_events.c) */
+	const char *s = line;
+	size_t n = len;
+	int rc = 0;
+	if (!gw__rd_unquote(&s, &n)) {
+		unsigned fl = r->fmt->flags;
+		uint32_t rank;
+		size_t k = fl & GW_RDF_LABELS ? gw__rd_label(s, n, &rank) : 0;
+		r->line_label = k ? (int64_t)rank : -1;
+		s += k;
+		n -= k;
+		size_t p = fl & (GW_RDF_LABELS | GW_RDF_PREFIX) ? gw__rd_prefix(s, n, &r->line_ts) : 0;
+		/* a logger's prefix alone on its line, the message wrapped onto
+		 * the next ("[...] [INFO] [fused_optimizer.py:314:_update_scale] "
+		 * then "Grad overflow on iteration 8"): the next line's time */
+		if (isnan(r->line_ts))
+			r->line_ts = r->wrapped_ts;
+		r->wrapped_ts = p && p == n ? r->line_ts : NAN;
+		/* the format first: a line may end what it was gathering
+		 * (Composer's block) before an event on it counts; a line that
+		 * was a point is no event line */
+		rc = fl & GW_RDF_PREFIX ? r->fmt->line(r, r->state, s + p, n - p, lineno)
+		                        : r->fmt->line(r, r->state, s, n, lineno);
+		int c = rc >= 0 && (fl & GW_RDF_LABELS) && r->point_line != lineno
+		                ? gw__rd_common_line(r, s, n, lineno) : 0;
+		if (c < 0)
+			rc = c;
+	}
 	r->line_label = -1;
+	r->line_ts = NAN;
 	r->truncated = false;
 	if (st == GW_LINE_OK) {
 		/* where this line ended in the input: in place, or the first line
@@ -720,6 +408,8 @@ int gw_reader_finish(struct gw_reader *r)
 	}
 	if (r->fmt->finish && (rc = r->fmt->finish(r, r->state)) != 0)
 		return rc;
+	if ((rc = gw__rd_events_finish(r)) != 0)
+		return rc;
 	if (cut)
 		return r->failed = gw__rd_dc_cut_msg(&r->dc, cut);
 	if (!r->handed) {
@@ -730,26 +420,5 @@ int gw_reader_finish(struct gw_reader *r)
 		                   (unsigned long long)gw_reader_lines(r),
 		                   r->errors ? ", every candidate line was rejected" : "", list);
 	}
-	return 0;
-}
-
-void gw_reader_get_runs(const struct gw_reader *r, struct gw_reader_runs *out)
-{
-	*out = (struct gw_reader_runs){
-		.no = r->run_no, .any = r->run_any, .first = r->run_first, .last = r->run_last,
-		.label = r->label,
-	};
-}
-
-int gw_reader_set_runs(struct gw_reader *r, const struct gw_reader_runs *st)
-{
-	if (st->no < 1 || r->fed)
-		return -EINVAL;
-	r->run_no = st->no;
-	r->run_any = st->any;
-	r->run_first = st->first;
-	r->run_last = st->last;
-	r->label = st->label;
-	name_run(r);
 	return 0;
 }

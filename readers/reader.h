@@ -22,8 +22,9 @@
  *
  * Field and tag names map to roles (loss, grad_norm, lr, throughput)
  * through the same alias table as the wire format; other numbers are kept
- * as extra metrics.  A point is handed over only when it carries at least
- * one role: evaluation lines, summaries and configuration dumps are skipped
+ * as extra metrics; the fp16 fields (loss_scale, skipped, nan_iterations:
+ * wire.h) are found the same way.  A point is handed over only when it
+ * carries at least one role or fp16 field: evaluation lines, summaries and configuration dumps are skipped
  * silently (they are not errors); a line that looks like a training point
  * but cannot be read is reported through sink->on_error with its line and
  * the field, and skipped.
@@ -81,7 +82,13 @@ struct gw_reader_opts {
 
 /* Format flags. */
 #define GW_RDF_STREAM 1u  /* can be read while it grows (appended, never rewritten) */
-#define GW_RDF_LABELS 2u  /* a process's stdout: lines may carry rank labels (below) */
+#define GW_RDF_LABELS 2u  /* a process's stdout: lines may carry rank labels (below),
+                             a logger's prefix with the line's time, and the
+                             overflow and checkpoint lines every framework
+                             prints (readers/rd_events.c) */
+#define GW_RDF_PREFIX 4u  /* the format reads the message: a logger's prefix
+                             (a timestamp, a level, its name) is taken off
+                             each line first (readers/rd_line.c) */
 
 /* One format (readers/rd_*.c).  Format modules use the helpers of
  * reader_impl.h to build and emit records. */

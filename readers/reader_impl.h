@@ -7,14 +7,17 @@
  * goes through gw__rd_metric, which maps the name to a role through the
  * alias table (the alias added first wins when a point has several names
  * of one role; the others stay extra metrics) and keeps every other number
- * as an extra metric (names are copied).  gw__rd_emit hands the point to
- * the sink only when it carries at least one role, and applies the run
- * splitting described in reader.h to points of the default run.
+ * as an extra metric (names are copied); the aliases of the fp16 fields
+ * (loss_scale, skipped, nan_iterations) fill the point's f[].  gw__rd_emit
+ * hands the point to the sink only when it carries at least one role or
+ * fp16 field, and applies the run splitting described in reader.h to
+ * points of the default run.
  */
 #ifndef GW_READER_IMPL_H
 #define GW_READER_IMPL_H
 
 #include "reader.h"
+#include "buf.h"
 
 #define GW_RD_MAX_EXTRA 64   /* extra metrics kept per point; more are dropped */
 
@@ -30,7 +33,8 @@ void gw__rd_ts(struct gw_reader *r, double ts);
 int gw__rd_metric(struct gw_reader *r, const char *name, size_t len, double v);
 
 /* Hand the point over, from source line `line`.  Returns 0 (also when it
- * was skipped for carrying no role) or the sink's negative errno. */
+ * was skipped for carrying no role and no fp16 field) or the sink's
+ * negative errno. */
 int gw__rd_emit(struct gw_reader *r, uint64_t line);
 
 /* An event (a checkpoint saved, a resume) of run `run` (NULL: default) at
@@ -60,6 +64,45 @@ struct gw_rd_last {
 };
 void gw__rd_last_set(const struct gw_reader *r, struct gw_rd_last *l, int64_t step);
 bool gw__rd_repeats(const struct gw_reader *r, const struct gw_rd_last *l, int64_t step);
+
+/* The line being read: its rank label and its time (a logger prefix's).
+ * A format that holds what a line said until a later one (Megatron's
+ * wrapped records) saves them with the line and restores them while it
+ * builds the point, then restores the current line's. */
+struct gw_rd_linectx {
+	int64_t label;
+	double ts;
+};
+void gw__rd_line_save(const struct gw_reader *r, struct gw_rd_linectx *c);
+void gw__rd_line_restore(struct gw_reader *r, const struct gw_rd_linectx *c);
+
+/* Whether the input grows while it is read (gw_reader_opts.follow). */
+bool gw__rd_following(const struct gw_reader *r);
+
+/* A record held until the next line says whether it goes on (a chat or an
+ * issue box hard-wrapped it: Megatron's, torchtitan's): its text, the
+ * lines joined to it with a space, and its first line's number, rank
+ * label and time (rd_text.c).  Zeroed is empty; free with
+ * gw__rd_hold_free.  Only when the input is read to its end: a followed
+ * log is not wrapped, and its records are read as they come. */
+struct gw_rd_hold {
+	struct gw_buf text;
+	bool held;
+	unsigned more;                /* lines joined to it */
+	uint64_t line;
+	struct gw_rd_linectx ctx;
+};
+typedef int (*gw_rd_hold_fn)(struct gw_reader *r, const char *s, size_t n, uint64_t line);
+/* Hold s[0..n), the line being read (the one held before must have been
+ * flushed).  0 or -ENOMEM. */
+int gw__rd_hold(struct gw_reader *r, struct gw_rd_hold *h, const char *s, size_t n,
+                uint64_t line);
+/* Join s[0..n) to the record held.  0 or -ENOMEM. */
+int gw__rd_hold_join(struct gw_rd_hold *h, const char *s, size_t n);
+/* The record held, if any, to fn as its first line (with that line's
+ * label and time); returns fn's result (0 without one). */
+int gw__rd_hold_flush(struct gw_reader *r, struct gw_rd_hold *h, gw_rd_hold_fn fn);
+void gw__rd_hold_free(struct gw_rd_hold *h);
 
 /* The alias table and the default run name. */
 const struct gw_alias *gw__rd_aliases(const struct gw_reader *r);
@@ -111,6 +154,17 @@ size_t gw__rd_int(const char *s, size_t n, int64_t *v);
  * would be undefined. */
 bool gw__rd_whole(double v, int64_t *step);
 
+/* A name a loss may be in, when no alias names the loss ("loss_pr",
+ * "loss_ce", "kl_loss"): it holds "loss" (any case) and is not an
+ * evaluation's (val, valid, eval, test first), an epoch's aggregate
+ * (Lightning's *_epoch) or the fp16 loss scale.  The csv and text formats
+ * judge the one whose name says total ("total_loss"), else the first. */
+bool gw__rd_loss_part(const char *name);
+
+/* Is the word s[0..n) one that says evaluation (val, valid, validation,
+ * eval, evaluation, test, ...), any case? */
+bool gw__rd_eval_word(const char *s, size_t n);
+
 /* The first occurrence of `needle` in s[0..n), or NULL. */
 const char *gw__rd_find(const char *s, size_t n, const char *needle);
 
@@ -119,9 +173,38 @@ const char *gw__rd_find(const char *s, size_t n, const char *needle);
 size_t gw__rd_label(const char *s, size_t n, uint32_t *rank);
 
 /* For sniffers: the next line of the head at *p (up to end) into *line,
- * *len (without its '\n' or a final '\r'), and *p past it.  False when
- * none is left; an incomplete last line counts only when `all`. */
+ * *len (without its '\n' or a final '\r', a paste's quote markers and a
+ * rank label; code fences are skipped), and *p past it.  False when none
+ * is left; an incomplete last line counts only when `all`. */
 bool gw__rd_sniff_line(const char **p, const char *end, bool all, const char **line, size_t *len);
+
+/* The same without the logger's prefix (gw__rd_prefix): what a
+ * GW_RDF_PREFIX format's line() gets. */
+bool gw__rd_sniff_msg(const char **p, const char *end, bool all, const char **line, size_t *len);
+
+/* A paste's Markdown quote markers ("> ", nested, after up to 3 spaces)
+ * taken off s[0..*n) (*s and *n move past them); true when what is left is
+ * a code fence (``` or ~~~, with a language or not), a line to skip. */
+bool gw__rd_unquote(const char **s, size_t *n);
+
+/* The logger's prefix at the start of s[0..n) (rd_line.c: timestamps,
+ * levels, logger names, bracketed tags): its length (0: none) and *ts the
+ * Unix time it names (NaN: none). */
+size_t gw__rd_prefix(const char *s, size_t n, double *ts);
+
+/* Whether s[0..n) holds the words of an overflow or checkpoint line
+ * (rd_events.c; for a sniffer: such lines alone are a log to read). */
+bool gw__rd_event_words(const char *s, size_t n);
+
+/* A date and a time at the start of s[0..n) in one of the spellings of
+ * gw__rd_prefix (2023-03-22 09:30:39,305, ...T...Z, +02:00, 03/22/2023
+ * 09:30:39): its bytes (0: none) and *t, Unix seconds (UTC unless an
+ * offset is written). */
+size_t gw__rd_datetime(const char *s, size_t n, double *t);
+
+/* The time of the last "[date time" in s[0..n) (a logger's line glued to
+ * a progress bar), or NaN. */
+double gw__rd_stamp_in(const char *s, size_t n);
 
 /* For line formats whose lines hold several records between bare '\r's
  * (tqdm bars and other progress redraws): fn on each '\r'-separated

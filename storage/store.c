@@ -341,41 +341,53 @@ uint64_t gw_store_put(struct gw_store *s, const struct gw_store_schema *schema, 
 
 /* ---- the store's own rows --------------------------------------------------------- */
 
-/* Extras as a JSON object text. */
+/* One member "name":value of the extras' JSON object at buf + n; returns
+ * the new length.  buf has room for strlen(name) * 6 + 44 bytes more. */
+static size_t extra_member(char *buf, size_t n, const char *name, double v)
+{
+	if (n > 1)
+		buf[n++] = ',';
+	buf[n++] = '"';
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+		if (*c == '"' || *c == '\\') {
+			buf[n++] = '\\';
+			buf[n++] = (char)*c;
+		} else if (*c < 0x20) {
+			n += (size_t)snprintf(buf + n, 7, "\\u%04x", *c);
+		} else {
+			buf[n++] = (char)*c;
+		}
+	}
+	buf[n++] = '"';
+	buf[n++] = ':';
+	/* valid JSON, so SQLite's json functions can read it: non-finite
+	 * values become strings, as in event attributes */
+	bool fin = isfinite(v);
+	if (!fin)
+		buf[n++] = '"';
+	n += (size_t)gw_wire_fmt_double(buf + n, v);
+	if (!fin)
+		buf[n++] = '"';
+	return n;
+}
+
+/* Extras as a JSON object text: the fp16 fields (wire.h enum gw_field,
+ * under their canonical names; the four roles are the only typed
+ * columns), then the other extras. */
 static char *extras_json(const struct gw_rec *rec, size_t *len)
 {
-	size_t cap = 64, n = 0;
+	size_t cap = 64 + GW_NFIELDS * 64, n = 0;
 	for (size_t k = 0; k < rec->n_extra; k++)
 		cap += strlen(rec->extra[k].name) * 6 + 44;
 	char *buf = malloc(cap);
 	if (!buf)
 		return NULL;
 	buf[n++] = '{';
-	for (size_t k = 0; k < rec->n_extra; k++) {
-		if (k)
-			buf[n++] = ',';
-		buf[n++] = '"';
-		for (const unsigned char *c = (const unsigned char *)rec->extra[k].name; *c; c++) {
-			if (*c == '"' || *c == '\\') {
-				buf[n++] = '\\';
-				buf[n++] = (char)*c;
-			} else if (*c < 0x20) {
-				n += (size_t)snprintf(buf + n, 7, "\\u%04x", *c);
-			} else {
-				buf[n++] = (char)*c;
-			}
-		}
-		buf[n++] = '"';
-		buf[n++] = ':';
-		/* valid JSON, so SQLite's json functions can read it: non-finite
-		 * values become strings, as in event attributes */
-		bool fin = isfinite(rec->extra[k].value);
-		if (!fin)
-			buf[n++] = '"';
-		n += (size_t)gw_wire_fmt_double(buf + n, rec->extra[k].value);
-		if (!fin)
-			buf[n++] = '"';
-	}
+	for (int f = 0; f < GW_NFIELDS; f++)
+		if (gw_rec_has_field(rec, (enum gw_field)f))
+			n = extra_member(buf, n, gw_field_name((enum gw_field)f), rec->f[f]);
+	for (size_t k = 0; k < rec->n_extra; k++)
+		n = extra_member(buf, n, rec->extra[k].name, rec->extra[k].value);
 	buf[n++] = '}';
 	buf[n] = '\0';
 	*len = n;
@@ -398,8 +410,9 @@ uint64_t gw_store_put_record(struct gw_store *s, const struct gw_rec *rec,
 	}
 	v[10] = gw_sv_int(nonfinite);
 	size_t elen = 0;
-	char *ex = rec->n_extra ? extras_json(rec, &elen) : NULL;
-	if (rec->n_extra && !ex)
+	bool any = rec->n_extra || rec->fields;
+	char *ex = any ? extras_json(rec, &elen) : NULL;
+	if (any && !ex)
 		return 0;
 	v[11] = gw_sv_textn(ex, elen);
 	v[12] = rec->has_rank ? gw_sv_int(rec->rank) : (struct gw_sv){.t = GW_SV_NULL};

@@ -22,8 +22,8 @@
 struct tail_row {
 	int64_t seg, step, rank;  /* rank -1: none */
 	uint64_t line;
-	double ts, recv, v[GW_NROLES];
-	unsigned present;
+	double ts, recv, v[GW_NROLES], f[GW_NFIELDS];
+	unsigned present, fields;
 	struct gw_metric len[2];  /* the lengths the record declared (run_end.c) */
 	size_t nlen;
 	char *event;              /* NULL: a record */
@@ -54,7 +54,9 @@ int gw_store_reader_open(const char *path, struct gw_store_reader **out, char *e
 	 * first; the events from the oldest of them on */
 	if (sqlite3_prepare_v2(rd->db, "SELECT seg, step, line, ts, loss, grad_norm, lr, throughput, "
 	                               "nonfinite, recv, json_extract(extra, '$.max_steps'), "
-	                               "json_extract(extra, '$.total_steps'), rank FROM records "
+	                               "json_extract(extra, '$.total_steps'), rank, "
+	                               "json_extract(extra, '$.loss_scale'), json_extract(extra, "
+	                               "'$.skipped'), json_extract(extra, '$.nan_iterations') FROM records "
 	                               "WHERE run_id = (SELECT id FROM runs WHERE name = ?1) "
 	                               "ORDER BY seg DESC, step DESC LIMIT ?2", -1, &rd->records,
 	                       NULL) != SQLITE_OK ||
@@ -126,6 +128,17 @@ int gw_store_read_tail_on(struct gw_store_reader *rd, const char *run, size_t n,
 				t->len[t->nlen++] = (struct gw_metric){lens[k], sqlite3_column_double(st, 10 + k)};
 		unsigned nonfinite = (unsigned)sqlite3_column_int(st, 8);
 		t->rank = sqlite3_column_type(st, 12) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 12);
+		/* the fp16 fields, stored among the extras (store.c extras_json);
+		 * a non-finite one as the string "NaN", "Infinity", ... */
+		for (int f = 0; f < GW_NFIELDS; f++) {
+			int type = sqlite3_column_type(st, 13 + f);
+			if (type == SQLITE_NULL)
+				continue;
+			t->f[f] = type == SQLITE_TEXT
+			                  ? strtod((const char *)sqlite3_column_text(st, 13 + f), NULL)
+			                  : sqlite3_column_double(st, 13 + f);
+			t->fields |= 1u << f;
+		}
 		for (int k = 0; k < GW_NROLES; k++) {
 			t->v[k] = gw__store_col_real(st, 4 + k);
 			/* a NaN is stored as NULL with its bit set */
@@ -182,6 +195,8 @@ int gw_store_read_tail_on(struct gw_store_reader *rd, const char *run, size_t n,
 		                     .present = t->present, .extra = t->len, .n_extra = t->nlen,
 		                     .event = t->event, .attrs = t->attrs};
 		memcpy(rec.v, t->v, sizeof(rec.v));
+		rec.fields = t->fields;
+		memcpy(rec.f, t->f, sizeof(rec.f));
 		/* a stored record's rank is its run's primary writer's: fed as a
 		 * label, it makes that rank the primary again (engine.h "Ranks") */
 		if (t->rank >= 0 && t->rank <= GW_WIRE_RANK_MAX) {

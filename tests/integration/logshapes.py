@@ -4,7 +4,8 @@ frameworks print their logs: fairseq (simple, tqdm, json), torchtitan (with
 its ANSI colours), Composer and OLMo (multi-line blocks), torchtune (its
 metric log and its progress bar) and a plain CSV.  The shapes follow those
 frameworks' output; the numbers are the trace's.  Used by
-test_readers_more.py and test_follow_formats.py."""
+test_readers_more.py and test_follow_formats.py; out_lines and without_end
+take convert's closing lines off for the readers' tests."""
 import json
 import os
 
@@ -145,3 +146,22 @@ SHAPES = {
     'torchtune_bar': ('torchtune', torchtune_bar),
     'csv': ('csv', plain_csv),
 }
+
+
+def out_lines(r):
+    """The lines a command wrote, without convert's closing run_finished
+    (end_of_log) lines (a log's runs end with it: docs/wire-format.md)."""
+    return [l for l in r.stdout.decode().splitlines() if '"reason":"end_of_log"' not in l]
+
+
+def without_end(lines):
+    """convert's lines without the run_finished (end_of_log) it writes last,
+    one per run, after checking they are there."""
+    runs = []
+    for d in lines:
+        if d.get('run') not in runs and not ('event' in d and d.get('reason') == 'end_of_log'):
+            runs.append(d.get('run'))
+    ends = [d for d in lines if d.get('event') == 'run_finished' and d.get('reason') == 'end_of_log']
+    assert [d['run'] for d in ends] == runs, (runs, ends)
+    assert lines[len(lines) - len(ends):] == ends, 'the end-of-log lines come last'
+    return lines[:len(lines) - len(ends)]

@@ -257,6 +257,9 @@ class RankLabels(unittest.TestCase):
                            stderr=subprocess.PIPE, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         out = [json.loads(x.replace('NaN', 'null')) for x in r.stdout.decode().splitlines()]
+        self.assertEqual(out[-1], {'run': 'job', 'step': LOG_STEPS, 'event': 'run_finished',
+                                   'reason': 'end_of_log'})   # the log ends: so does the run
+        out = out[:-1]
         self.assertEqual([x['step'] for x in out], list(range(1, LOG_STEPS + 1)))
         self.assertFalse(any('rank' in x for x in out))
         self.assertIn('%d point(s) of other ranks left out' % (3 * LOG_STEPS), r.stderr.decode())

@@ -27,9 +27,11 @@ import tempfile
 import unittest
 
 from gwtest import GRADWATCH, REALWORLD
+from logshapes import out_lines, without_end
 
 RAW = os.path.join(REALWORLD, 'raw')
 MORE = os.path.join(REALWORLD, 'raw-more')
+
 
 
 def run(*args, timeout=300):
@@ -42,7 +44,8 @@ def convert(path, *args):
     r = run('convert', *args, path)
     if r.returncode != 0:
         raise AssertionError('convert %s: exit %d: %s' % (path, r.returncode, r.stderr.decode()))
-    return [json.loads(l) for l in r.stdout.decode().splitlines()], r.stderr.decode()
+    return without_end([json.loads(l) for l in r.stdout.decode().splitlines()]), r.stderr.decode()
+
 
 
 def series(points, role, run_name=None):
@@ -198,7 +201,7 @@ class RawFiles(unittest.TestCase):
         if r.returncode == 2 and b'nothing readable' in r.stderr:
             self.skipTest('no trainer_state.json reader in this build')
         self.assertEqual(r.returncode, 0, r.stderr)
-        other = [json.loads(l) for l in r.stdout.decode().splitlines()]
+        other = [json.loads(l) for l in out_lines(r)]
         other = [p for p in other if 'loss' in p]
         self.assertEqual([p['step'] for p in other], [p['step'] for p in points])
         for p, q in zip(points, other):
@@ -256,7 +259,7 @@ class Replay(unittest.TestCase):
             with self.subTest(file=os.path.basename(path)):
                 r = run('replay', '--format', 'jsonl', path)
                 self.assertEqual(r.returncode, 0, r.stdout.decode() + r.stderr.decode())
-                alerts = [json.loads(l) for l in r.stdout.decode().splitlines()]
+                alerts = [json.loads(l) for l in out_lines(r)]
                 self.assertEqual([a for a in alerts if a.get('severity') in
                                   ('warning', 'critical')], [])
                 self.assertEqual(r.stderr.decode(), '')   # nothing rejected
@@ -332,7 +335,7 @@ class Damage(unittest.TestCase):
         r = subprocess.run([GRADWATCH, 'convert', '-'], input=self.data,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertEqual(len(r.stdout.decode().splitlines()), 109)
+        self.assertEqual(len(out_lines(r)), 109)
 
     def test_csv_bad_cell(self):
         with open(os.path.join(RAW, 'lightning-probe-oldorder-v0.metrics.csv'), 'rb') as f:

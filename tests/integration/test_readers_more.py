@@ -19,6 +19,7 @@ import tempfile
 import unittest
 
 import logshapes
+from logshapes import out_lines
 from gwtest import CORPUS, GRADWATCH
 
 GENESIS = logshapes.points(os.path.join(CORPUS, 'genesis.jsonl'))
@@ -31,6 +32,7 @@ PRECISION = {'fairseq_simple': (1e-5, 0), 'fairseq_json': (1e-5, 0), 'torchtitan
              'torchtune_bar': (0, 0), 'csv': (0, 0)}
 # the roles each shape carries
 ROLES = {'torchtune_bar': ('loss',), 'torchtitan': ('loss', 'grad_norm')}
+
 
 
 def run(*args, stdin=None):
@@ -54,7 +56,7 @@ class MLflow(unittest.TestCase):
         d = self.run_dir(GENESIS)
         r = run('convert', d + '/')
         self.assertEqual(r.returncode, 0, r.stderr.decode())
-        got = [json.loads(l) for l in r.stdout.decode().splitlines()]
+        got = [json.loads(l) for l in out_lines(r)]
         self.assertEqual(len(got), len(GENESIS))
         self.assertEqual({g['run'] for g in got}, {'brave-owl-42'})   # meta.yaml's run_name
         for k in (0, 1561, 1562, len(GENESIS) - 1):
@@ -64,7 +66,7 @@ class MLflow(unittest.TestCase):
             self.assertAlmostEqual(got[k]['ts'], GENESIS[k]['ts'], places=3)
         r = run('replay', '--format', 'jsonl', d)
         self.assertEqual(r.returncode, 1, r.stderr.decode())
-        alerts = [json.loads(l) for l in r.stdout.decode().splitlines()]
+        alerts = [json.loads(l) for l in out_lines(r)]
         self.assertIn('optimizer_reset', {a['detector'] for a in alerts if a['kind'] == 'open'})
         n = run('replay', '--format', 'jsonl', '--min-severity', 'warning', self.run_dir(NORMAL, 'b1'))
         self.assertEqual((n.returncode, n.stdout, n.stderr), (0, b'', b''))
@@ -77,7 +79,7 @@ class MLflow(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         self.assertIn(d + '/metrics/train/loss:11: bad_value: expected "<timestamp ms> <value> <step>"',
                       r.stderr.decode())
-        self.assertEqual(len(r.stdout.decode().splitlines()), 10)
+        self.assertEqual(len(out_lines(r)), 10)
         r = run('replay', os.path.dirname(d))
         self.assertEqual(r.returncode, 2)
         self.assertIn('not an MLflow run (no metrics/ folder in it)', r.stderr.decode())
@@ -99,11 +101,14 @@ class Shapes(unittest.TestCase):
     def convert(self, path, *opts):
         r = run('convert', '--run', 'x', *opts, path)
         self.assertEqual(r.returncode, 0, r.stderr.decode())
-        return [json.loads(l) for l in r.stdout.decode().splitlines()], r.stderr.decode()
+        lines = [json.loads(l) for l in out_lines(r)]
+        ends = [d for d in lines if d.get('reason') == 'end_of_log']
+        self.assertEqual(lines[len(lines) - len(ends):], ends)   # convert ends each run last
+        return lines[:len(lines) - len(ends)], r.stderr.decode()
 
     def replay(self, path):
         r = run('replay', '--format', 'jsonl', '--min-severity', 'warning', '--run', 'x', path)
-        alerts = [json.loads(l) for l in r.stdout.decode().splitlines()]
+        alerts = [json.loads(l) for l in out_lines(r)]
         return r, [a for a in alerts if a['kind'] == 'open']
 
     def test_points_match_the_trace(self):
@@ -214,7 +219,7 @@ class Shapes(unittest.TestCase):
                 data = data[:data.rstrip(b'\n').rfind(b'\n') + 1] + data.rstrip(b'\n').rsplit(b'\n', 1)[1][:25]
                 r = run('convert', '--run', 'x', self.write('cut.log', data))
                 self.assertIn(r.returncode, (0,), r.stderr.decode())
-                got = [json.loads(l) for l in r.stdout.decode().splitlines()]
+                got = [json.loads(l) for l in out_lines(r)]
                 self.assertGreaterEqual(len(got), 9)
                 self.assertEqual([d['step'] for d in got[:9]], list(range(1, 10)))
 
@@ -249,7 +254,7 @@ class Shapes(unittest.TestCase):
                 r = run('convert', '--run', 'x', p)
                 self.assertEqual(r.returncode, 0, r.stderr.decode())
                 self.assertIn(p + msg, r.stderr.decode())
-                got = [json.loads(l) for l in r.stdout.decode().splitlines()]
+                got = [json.loads(l) for l in out_lines(r)]
                 self.assertEqual(got[-1]['step'], 2)
                 self.assertEqual(got[-1]['loss'], 2.0)
 

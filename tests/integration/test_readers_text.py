@@ -21,6 +21,7 @@ import tempfile
 import unittest
 
 from gwtest import GRADWATCH, REALWORLD
+from logshapes import out_lines, without_end
 
 RAW = os.path.join(REALWORLD, 'raw')
 MORE = os.path.join(REALWORLD, 'raw-more')
@@ -77,6 +78,7 @@ MORE_FORMATS = {'hf_trainer_state', 'megatron_stdout', 'buildnanogpt_stdout',
 ROLES = ('loss', 'grad_norm', 'lr')
 
 
+
 def run(*args, stdin=None, cwd=None):
     return subprocess.run([os.path.abspath(GRADWATCH)] + list(args), stdin=stdin,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, cwd=cwd)
@@ -86,7 +88,8 @@ def convert(path, *opts):
     r = run('convert', *opts, path)
     if r.returncode != 0:
         raise AssertionError('convert %s: exit %d: %s' % (path, r.returncode, r.stderr.decode()))
-    return [json.loads(l) for l in r.stdout.decode().splitlines()]
+    return without_end([json.loads(l) for l in r.stdout.decode().splitlines()])
+
 
 
 def series(lines):
@@ -111,8 +114,65 @@ def same(a, b):
 
 def replay(path, *opts):
     r = run('replay', '--format', 'jsonl', '--min-severity', 'warning', *opts, path)
-    alerts = [json.loads(l) for l in r.stdout.decode().splitlines()]
+    alerts = [json.loads(l) for l in out_lines(r)]
     return r, [a for a in alerts if a['kind'] != 'resolve']
+
+
+INCIDENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'data', 'incidents')
+# the excerpts no reader takes, and why (each a form of one source only)
+UNREAD = {
+    'sa3cpp-28-plateau-table.md': 'two runs side by side in one table, each cell "loss / gnorm"',
+    'cpm-live-0708-daily-log-loss-up-reasonable.md': "a logbook's bullets ('- Begin: 2.37'), no step",
+    'yolact-382-resume-no-use-loss-rising.md': "YOLACT's one-letter losses ('T: 0.477'), no name says loss",
+}
+
+
+class Paste(unittest.TestCase):
+    """`gradwatch replay -` is the paste path: the clipboard piped in, a
+    GitHub quote of a fenced log, sniffed from standard input."""
+
+    def test_a_quoted_fenced_paste_on_stdin(self):
+        src = os.path.join(INCIDENTS, 'nanogpt-215-fp16-nan-quoted.md')
+        with open(src, 'rb') as f:
+            self.assertIn(b'> ', f.read())
+        with open(src, 'rb') as f:
+            r = run('convert', '-', stdin=f)
+        self.assertEqual(r.returncode, 0, r.stderr.decode())
+        got = [json.loads(l) for l in out_lines(r)]
+        points = [d for d in got if 'event' not in d]
+        self.assertGreaterEqual(len(points), 10)
+        self.assertTrue(all(d['run'] == 'stdin' for d in got))
+        self.assertTrue(any(math.isnan(d['loss']) for d in points if 'loss' in d))
+        # replay reads the same from stdin and judges it (exit 1: an alert)
+        with open(src, 'rb') as f:
+            r = run('replay', '--format', 'jsonl', '-', stdin=f)
+        self.assertIn(r.returncode, (0, 1), r.stderr.decode())
+        for a in r.stdout.decode().splitlines():
+            self.assertEqual(json.loads(a)['run'], 'stdin')
+
+
+class Incidents(unittest.TestCase):
+    """The real excerpts of tests/data/incidents/ as their sources printed
+    them: every one is read (a point or an event at least), but the few
+    forms UNREAD names."""
+
+    def test_every_excerpt_is_read(self):
+        with open(os.path.join(INCIDENTS, 'incidents.json')) as f:
+            entries = json.load(f)
+        for e in entries:
+            with self.subTest(file=e['file']):
+                r = run('convert', os.path.join(INCIDENTS, e['file']))
+                lines = [json.loads(l) for l in out_lines(r)]
+                records = sum(1 for d in lines if 'event' not in d)
+                events = sum(1 for d in lines if 'event' in d)
+                if e['file'] in UNREAD:
+                    self.assertEqual(r.returncode, 2, 'now read: take it out of UNREAD')
+                    continue
+                self.assertEqual(r.returncode, 0, r.stderr.decode())
+                self.assertTrue(records >= 3 or events >= 1, (records, events))
+                # a loss-scale collapse reads as overflow events
+                if e['kind'] == 'fp16_overflow':
+                    self.assertGreaterEqual(events, 1)
 
 
 class RawFiles(unittest.TestCase):
@@ -135,13 +195,14 @@ class RawFiles(unittest.TestCase):
                     self.assertTrue(same(got[0], value), (role, step, got[0], value))
 
     def test_extras_and_events(self):
-        # Megatron keeps loss scale and the skipped/nan counts as fields
+        # Megatron's loss scale and skipped/nan counts are the fp16 fields
         meg = convert(os.path.join(RAW, 'bs-gpt2-meg-n8-tp4-pp8.out'))
         first = meg[0]
         self.assertEqual(first['step'], 10)
         self.assertEqual(first['loss_scale'], 8388608)
-        self.assertEqual(first['number_of_skipped_iterations'], 10)
-        self.assertEqual(first['number_of_nan_iterations'], 0)
+        self.assertEqual(first['skipped'], 10)
+        self.assertEqual(first['nan_iterations'], 0)
+        self.assertNotIn('number_of_skipped_iterations', first)
         self.assertNotIn('loss', first)
         # llm.c: z-scores (NaN at step 1), step time, MFU, throughput; checkpoints
         full = convert(os.path.join(RAW, 'llmc-gpt2-124m-hector-full.log'))
@@ -306,7 +367,7 @@ class Replay(unittest.TestCase):
                 self.assertEqual([(a['id'], a['line']) for a in got], [(a['id'], a['line']) for a in want])
             with open(gz, 'rb') as f:
                 r = run('replay', '--format', 'jsonl', '--run', 'x', '-', stdin=f)
-            got = [json.loads(l) for l in r.stdout.decode().splitlines()]
+            got = [json.loads(l) for l in out_lines(r)]
             self.assertEqual([(a['id'], a['line']) for a in got if a['kind'] != 'resolve'],
                              [(a['id'], a['line']) for a in want])
 
@@ -329,13 +390,46 @@ class Replay(unittest.TestCase):
                 self.assertIn('of 2 run(s)', r.stderr.decode())
             r = run('convert', *paths)
             runs = {}
-            for line in r.stdout.decode().splitlines():
+            for line in out_lines(r):
                 o = json.loads(line)
                 runs[o['run']] = runs.get(o['run'], 0) + 1
             self.assertEqual(runs, {'out-a': 866, 'out-b': 435})
             # and from inside the checkpoint folder, the same name
             r = run('convert', 'trainer_state.json', cwd=os.path.dirname(paths[0]))
-            self.assertEqual(json.loads(r.stdout.decode().splitlines()[0])['run'], 'out-a')
+            self.assertEqual(json.loads(out_lines(r)[0])['run'], 'out-a')
+
+    def test_two_jobs_train_log_are_two_runs(self):
+        # jobs/a/train.log and jobs/b/train.log (a name every job's log
+        # gets): named after their folders, so replayed or reported together
+        # they stay two runs; a specific name is kept as it is
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for job, stem, loss in (('sweep-lr3e-4', 'train.log', 2.0),
+                                    ('sweep-lr1e-3', 'train.log', 5.0),
+                                    ('sweep-lr3e-3', 'stdout.log', 7.0),
+                                    ('sweep-lr1e-2', 'slurm-4242.out', 9.0)):
+                os.makedirs(os.path.join(d, job))
+                p = os.path.join(d, job, stem)
+                with open(p, 'w') as f:
+                    for step in range(1, 31):
+                        f.write('step %d | loss: %.3f | norm: 1.0\n' % (step, loss - 0.01 * step))
+                paths.append(p)
+            runs = {}
+            for line in out_lines(run('convert', *paths)):
+                o = json.loads(line)
+                runs[o['run']] = runs.get(o['run'], 0) + 1
+            self.assertEqual(runs, {'sweep-lr3e-4': 30, 'sweep-lr1e-3': 30, 'sweep-lr3e-3': 30,
+                                    'slurm-4242': 30})
+            r = run('replay', *paths)
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            self.assertIn('of 4 run(s)', r.stderr.decode())
+            out = os.path.join(d, 'report.html')
+            r = run('report', '-o', out, *paths)
+            self.assertEqual(r.returncode, 0, r.stderr.decode())
+            with open(out) as f:
+                page = f.read()
+            for name in ('sweep-lr3e-4', 'sweep-lr1e-3', 'sweep-lr3e-3', 'slurm-4242'):
+                self.assertIn(name, page)
 
     def test_checkpoint_copies_are_one_run(self):
         # out/checkpoint-500/trainer_state.json and checkpoint-1000/: the
@@ -356,7 +450,7 @@ class Replay(unittest.TestCase):
                 paths.append(p)
             for order in (paths, paths[::-1]):
                 r = run('convert', *order)
-                lines = [json.loads(l) for l in r.stdout.decode().splitlines()]
+                lines = [json.loads(l) for l in out_lines(r)]
                 self.assertEqual(sorted(d['step'] for d in lines), list(range(10, 1001, 10)))
                 # named after the output folder the checkpoints are in
                 self.assertEqual({d['run'] for d in lines}, {os.path.basename(d)})
@@ -370,7 +464,7 @@ class Replay(unittest.TestCase):
                 json.dump(dict(doc, log_history=[dict(e, loss=e.get('loss', 0) + 1) for e in hist
                                                  if e['step'] <= 500]), f)
             r = run('convert', paths[0], other)
-            self.assertEqual(len(r.stdout.decode().splitlines()), 100)
+            self.assertEqual(len(out_lines(r)), 100)
 
     def test_default_run_is_the_file_name(self):
         lines = convert(os.path.join(RAW, 'hf-nsllm-2178.trainer_state.json'))

@@ -70,8 +70,8 @@ class Send(unittest.TestCase):
         src = os.path.join(REALWORLD, 'raw-more', 'megatron-ds-qwen7b-500.log')
         with open(src, 'rb') as f:
             data = f.read()
-        plain = self.file('train.log', data)
-        packed = self.file('train.log.gz', gzip.compress(data))
+        plain = self.file('qwen7b.log', data)   # (train.log would be named after its folder)
+        packed = self.file('qwen7b.log.gz', gzip.compress(data))
         with Daemon() as d:
             url = 'http://127.0.0.1:%d' % d.http_port
             for path, what in ((plain, 'a megatron'), (packed, 'a compressed megatron')):
@@ -79,7 +79,7 @@ class Send(unittest.TestCase):
                 self.assertEqual(rc, 1, err)
                 self.assertIn('gradwatch send: %s is %s log, not gradwatch NDJSON: '
                               'gradwatch convert %s | gradwatch send' % (path, what, path), err)
-                self.assertEqual(count(d, 'train'), 0)
+                self.assertEqual(count(d, 'qwen7b'), 0)
             # gradwatch's own NDJSON, gzip'ed: the same advice
             nd = self.file('run.jsonl.gz', gzip.compress(lines('z', range(1, 11))))
             rc, out, err = gw('send', '--url', url, nd)
@@ -90,7 +90,7 @@ class Send(unittest.TestCase):
             conv = subprocess.run([GRADWATCH, 'convert', plain], stdout=subprocess.PIPE, timeout=120)
             rc, out, err = gw('send', '--url', url, stdin=conv.stdout)
             self.assertEqual(rc, 0, err)
-            self.assertEqual(count(d, 'train'), 500)
+            self.assertEqual(count(d, 'qwen7b'), 500)
             # NDJSON with a bad line gets no such advice
             rc, out, err = gw('send', '--url', url, self.file('x.jsonl', b'not json\n'))
             self.assertEqual(rc, 1, err)

@@ -847,7 +847,10 @@ END_TEST
 
 START_TEST(csv_lightning_errors)
 {
+	/* (the first row is sound: Lightning writes numbers only, and a text
+	 * cell in the first row makes the table a plain csv, test_rd_paste) */
 	const char *in = "epoch,step,train/loss,lr-AdamW\n"
+	                 "0,19,1.75,0.001\n"
 	                 "0,49,abc,0.001\n"      /* not a number */
 	                 "0,,1.5,0.001\n"        /* no step */
 	                 "0,4.5,1.5,0.001\n"     /* not a whole step */
@@ -855,11 +858,11 @@ START_TEST(csv_lightning_errors)
 	                 "0,149,1.25,0.001\n";
 	struct got g;
 	ck_assert_int_eq(read_both(in, strlen(in), NULL, &g, NULL), 0);
-	ck_assert_str_eq(g.text, "6 r 149 loss=1.25 lr=0.001 | epoch=0\n");
+	ck_assert_str_eq(g.text, "2 r 19 loss=1.75 lr=0.001 | epoch=0\n7 r 149 loss=1.25 lr=0.001 | epoch=0\n");
 	ck_assert_int_eq(g.errors, 4);
-	ck_assert_uint_eq(g.errline[0], 2);
+	ck_assert_uint_eq(g.errline[0], 3);
 	ck_assert_str_eq(g.errmsg[0], "bad_value: column \"train/loss\": \"abc\" is not a number; skipped");
-	ck_assert_uint_eq(g.errline[1], 3);
+	ck_assert_uint_eq(g.errline[1], 4);
 	ck_assert_str_eq(g.errmsg[1], "missing_step: column \"step\" is empty; skipped");
 	ck_assert_msg(strstr(g.errmsg[2], "bad_step: column \"step\": \"4.5\""), "%s", g.errmsg[2]);
 	ck_assert_str_eq(g.errmsg[3], "bad_row: 5 cells, but the header has 4 columns; skipped");

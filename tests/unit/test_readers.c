@@ -16,147 +16,9 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "rdtest.h"
 #include "reader.h"
 #include "wire.h"
-
-#define GW_MIN_(a, b) ((a) < (b) ? (a) : (b))
-
-/* ---- a sink that writes every point as one line of text ----------------- */
-
-struct got {
-	char *text;         /* "line run step role=value ... | extra=value ...\n" per point */
-	size_t len, cap;
-	int points, events, errors;
-	char errmsg[8][256];
-	uint64_t errline[8];
-};
-
-static void app(struct got *g, const char *s)
-{
-	size_t n = strlen(s);
-	if (g->len + n + 1 > g->cap) {
-		g->cap = (g->len + n + 1) * 2;
-		g->text = realloc(g->text, g->cap);
-	}
-	memcpy(g->text + g->len, s, n + 1);
-	g->len += n;
-}
-
-static int on_rec(void *data, const struct gw_rec *rec, uint64_t line)
-{
-	struct got *g = data;
-	char b[512];
-	snprintf(b, sizeof(b), "%llu %s %lld", (unsigned long long)line, rec->run, (long long)rec->step);
-	app(g, b);
-	if (rec->has_rank) {
-		snprintf(b, sizeof(b), " [rank%u]", rec->rank);
-		app(g, b);
-	}
-	if (rec->event) {
-		g->events++;
-		snprintf(b, sizeof(b), " event=%s", rec->event);
-		app(g, b);
-		json_t *v = json_object_get(rec->attrs, "checkpoint_step");
-		if (v) {
-			snprintf(b, sizeof(b), " checkpoint_step=%lld", (long long)json_integer_value(v));
-			app(g, b);
-		}
-	} else {
-		g->points++;
-	}
-	char num[32];
-	if (rec->ts == rec->ts) {
-		gw_wire_fmt_double(num, rec->ts);
-		snprintf(b, sizeof(b), " ts=%s", num);
-		app(g, b);
-	}
-	for (int r = 0; r < GW_NROLES; r++) {
-		if (!gw_rec_has(rec, (enum gw_role)r))
-			continue;
-		gw_wire_fmt_double(num, rec->v[r]);
-		snprintf(b, sizeof(b), " %s=%s", gw_role_name((enum gw_role)r), num);
-		app(g, b);
-	}
-	if (rec->n_extra)
-		app(g, " |");
-	for (size_t i = 0; i < rec->n_extra; i++) {
-		gw_wire_fmt_double(num, rec->extra[i].value);
-		snprintf(b, sizeof(b), " %s=%s", rec->extra[i].name, num);
-		app(g, b);
-	}
-	app(g, "\n");
-	return 0;
-}
-
-static void on_error(void *data, uint64_t line, const struct gw_wire_err *e)
-{
-	const char *msg = e->msg;
-	struct got *g = data;
-	if (g->errors < 8) {
-		snprintf(g->errmsg[g->errors], sizeof(g->errmsg[0]), "%s", msg);
-		g->errline[g->errors] = line;
-	}
-	g->errors++;
-}
-
-static struct gw_alias *aliases;
-
-struct res {
-	struct got g;
-	int rc;
-	char err[512];
-	char format[32];
-	uint64_t consumed, lines;
-};
-
-/* Read `in` with the given chunk size (0: one piece). */
-static void read_with(const void *in, size_t n, size_t chunk, const char *format, struct res *out)
-{
-	memset(out, 0, sizeof(*out));
-	struct gw_reader_opts o = {.aliases = aliases, .run = "r", .format = format};
-	struct gw_reader_sink s = {.data = &out->g, .on_rec = on_rec, .on_error = on_error};
-	struct gw_reader *r;
-	char err[256];
-	ck_assert_int_eq(gw_reader_new(&o, &s, &r, err, sizeof(err)), 0);
-	const char *p = in;
-	size_t off = 0;
-	int rc = 0;
-	while (off < n && !rc) {
-		size_t k = chunk ? GW_MIN_(chunk, n - off) : n;
-		rc = gw_reader_feed(r, p + off, k);
-		off += k;
-	}
-	if (!rc)
-		rc = gw_reader_finish(r);
-	out->rc = rc;
-	snprintf(out->err, sizeof(out->err), "%s", gw_reader_error(r));
-	if (gw_reader_format(r))
-		snprintf(out->format, sizeof(out->format), "%s", gw_reader_format(r)->name);
-	out->consumed = gw_reader_consumed(r);
-	out->lines = gw_reader_lines(r);
-	if (!out->g.text)
-		app(&out->g, "");
-	gw_reader_free(r);
-}
-
-/* Read s in one piece and byte by byte; both must agree.  Returns the
- * one-piece result (the caller frees res->g.text). */
-static void read_both(const void *in, size_t n, const char *format, struct res *one)
-{
-	struct res bytes;
-	read_with(in, n, 0, format, one);
-	read_with(in, n, 1, format, &bytes);
-	ck_assert_int_eq(one->rc, bytes.rc);
-	ck_assert_str_eq(one->g.text, bytes.g.text);
-	ck_assert_int_eq(one->g.errors, bytes.g.errors);
-	ck_assert_str_eq(one->format, bytes.format);
-	free(bytes.g.text);
-}
-
-static void read_str(const char *s, const char *format, struct res *one)
-{
-	read_both(s, strlen(s), format, one);
-}
 
 /* ---- framework ------------------------------------------------------------ */
 
@@ -482,8 +344,8 @@ START_TEST(megatron_lines)
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(r.format, "megatron");
 	ck_assert_str_eq(r.g.text,
-	                 "4 r 10 lr=0 | consumed_samples=40 loss_scale=8388608 number_of_skipped_iterations=10 "
-	                 "number_of_nan_iterations=0 max_steps=1000\n"
+	                 "4 r 10 lr=0 loss_scale=8388608 skipped=10 nan_iterations=0 | consumed_samples=40 "
+	                 "max_steps=1000\n"
 	                 "5 r 20 loss=12.10588 grad_norm=NaN lr=3.75e-05 | max_steps=1000\n"
 	                 "7 r#2 1 [rank31] ts=1787022789.974126 loss=12.17164 grad_norm=5.507 | "
 	                 "throughput_per_gpu_tflop_s_gpu=229.4 max_steps=2\n"
@@ -809,8 +671,8 @@ START_TEST(other_frameworks)
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(r.format, "fairseq");
 	ck_assert_str_eq(r.g.text,
-	                 "2 r 100 loss=9.786 grad_norm=2.105 lr=1.25e-05 throughput=41234.5 | "
-	                 "epoch=1 nll_loss=9.576 clip_pct=0\n"
+	                 "2 r 100 ts=1772359204 loss=9.786 grad_norm=2.105 lr=1.25e-05 "
+	                 "throughput=41234.5 | epoch=1 nll_loss=9.576 clip_pct=0\n"
 	                 "3 r 200 loss=8.5 grad_norm=1.9 | epoch=1\n"
 	                 "6 r 300 loss=7.786 grad_norm=1.7 | epoch=2 update=1.06\n"
 	                 "8 r 301 grad_norm=1 | epoch=2\n");
@@ -829,8 +691,8 @@ START_TEST(other_frameworks)
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(r.format, "torchtitan");
 	ck_assert_str_eq(r.g.text,
-	                 "2 r 14 [rank0] loss=3.24405 grad_norm=0.8319 throughput=7282 | memory_gib=9.46 "
-	                 "memory_pct=64.99 mfu_pct=0.17\n"
+	                 "2 r 14 [rank0] ts=1779120286.338 loss=3.24405 grad_norm=0.8319 throughput=7282 | "
+	                 "memory_gib=9.46 memory_pct=64.99 mfu_pct=0.17\n"
 	                 "4 r 15 loss=NaN\n");
 	ck_assert_int_eq(r.g.errors, 1);
 	ck_assert_str_eq(r.g.errmsg[0], "bad_value: field \"grad_norm\" at column 59: expected a number");
@@ -859,7 +721,8 @@ START_TEST(other_frameworks)
 	         NULL, &r);
 	ck_assert_int_eq(r.rc, 0);
 	ck_assert_str_eq(r.format, "composer");
-	ck_assert_str_eq(r.g.text, "1 r 10 loss=10.21 grad_norm=1.5 | max_steps=739328 train/Perplexity=27465\n"
+	ck_assert_str_eq(r.g.text, "1 r 10 ts=1704067200 loss=10.21 grad_norm=1.5 | max_steps=739328 "
+	                           "train/Perplexity=27465\n"
 	                           "5 r 11 loss=10.1 grad_norm=1.4 | max_steps=739328\n"
 	                           "6 r 12 [rank0] loss=10 lr=0.0004 | max_steps=739328\n");
 	free(r.g.text);
@@ -914,7 +777,8 @@ START_TEST(labelled_ranks_interleaved)
 		{"fairseq",
 		 "[rank0]:2026-03-01 10:00:04 | INFO | train_inner | epoch 001:    100 / 1563 loss=9.786, num_updates=100\n",
 		 "[rank3]:2026-03-01 10:00:04 | INFO | train_inner | epoch 001:    100 / 1563 loss=9.9, num_updates=100\n",
-		 "1 r 100 [rank0] loss=9.786 | epoch=1\n2 r 100 [rank3] loss=9.9 | epoch=1\n"},
+		 "1 r 100 [rank0] ts=1772359204 loss=9.786 | epoch=1\n"
+		 "2 r 100 [rank3] ts=1772359204 loss=9.9 | epoch=1\n"},
 		{"fairseq",
 		 " 0: {\"epoch\": 1, \"loss\": \"7.786\", \"num_updates\": \"300\"}\n",
 		 " 3: {\"epoch\": 1, \"loss\": \"7.9\", \"num_updates\": \"300\"}\n",
@@ -922,7 +786,8 @@ START_TEST(labelled_ranks_interleaved)
 		{"torchtitan",
 		 "[rank0]:[titan] 2026-05-18 16:04:46,338 - root - INFO - step: 14  loss:  3.24405\n",
 		 "[rank3]:[titan] 2026-05-18 16:04:46,338 - root - INFO - step: 14  loss:  3.3\n",
-		 "1 r 14 [rank0] loss=3.24405\n2 r 14 [rank3] loss=3.3\n"},
+		 "1 r 14 [rank0] ts=1779120286.338 loss=3.24405\n"
+		 "2 r 14 [rank3] ts=1779120286.338 loss=3.3\n"},
 		{"torchtune",
 		 " 0: 1|2|Loss: 2.25:   0%|  | 2/1000 [00:12<19:49,  1.20s/it]\n",
 		 " 3: 1|2|Loss: 2.3:   0%|  | 2/1000 [00:12<19:49,  1.20s/it]\n",

@@ -541,6 +541,57 @@ START_TEST(tail_on_one_reader)
 }
 END_TEST
 
+/* The fp16 fields (wire.h enum gw_field) are kept in the record's extra
+ * JSON under their canonical names, before the other extras, a NaN as the
+ * string "NaN", and a run's tail gives them back to the detectors. */
+static int on_fields(void *data, const struct gw_rec *rec, int64_t seg, uint64_t line, double recv)
+{
+	struct gw_rec *got = data;
+	(void)seg, (void)line, (void)recv;
+	got[rec->step - 1].fields = rec->fields;
+	memcpy(got[rec->step - 1].f, rec->f, sizeof(rec->f));
+	return 0;
+}
+
+START_TEST(fp16_fields_kept)
+{
+	struct gw_store *s = open_store();
+	struct gw_metric x = {"consumed_samples", 40};
+	struct gw_rec a = record("fp", 1, 2.0, 1.0), b = record("fp", 2, 2.0, 1.0);
+	a.fields = 1u << GW_FIELD_LOSS_SCALE | 1u << GW_FIELD_SKIPPED;
+	a.f[GW_FIELD_LOSS_SCALE] = 32768;
+	a.f[GW_FIELD_SKIPPED] = 3;
+	a.extra = &x;
+	a.n_extra = 1;
+	b.fields = 1u << GW_FIELD_NAN_ITERATIONS;
+	b.f[GW_FIELD_NAN_ITERATIONS] = NAN;
+	gw_store_put_record(s, &a, 1, 1, 0);
+	wait_committed(s, gw_store_put_record(s, &b, 1, 2, 0));
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT extra FROM records ORDER BY step", -1, &st,
+	                                    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	ck_assert_str_eq((const char *)sqlite3_column_text(st, 0),
+	                 "{\"loss_scale\":32768,\"skipped\":3,\"consumed_samples\":40}");
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	ck_assert_str_eq((const char *)sqlite3_column_text(st, 0), "{\"nan_iterations\":\"NaN\"}");
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	struct gw_rec got[2];
+	memset(got, 0, sizeof(got));
+	char err[256];
+	ck_assert_int_eq(gw_store_read_tail(path, "fp", 10, on_fields, got, err, sizeof(err)), 0);
+	ck_assert_uint_eq(got[0].fields, a.fields);
+	ck_assert_double_eq(got[0].f[GW_FIELD_LOSS_SCALE], 32768);
+	ck_assert_double_eq(got[0].f[GW_FIELD_SKIPPED], 3);
+	ck_assert_uint_eq(got[1].fields, b.fields);
+	ck_assert(isnan(got[1].f[GW_FIELD_NAN_ITERATIONS]));
+	gw_store_close(s);
+}
+END_TEST
+
 /* The writer waits for a batch to fill (commit_interval_ms) on the monotonic
  * clock: when the wall clock was an hour ahead of where the wait ends
  * (stepped back meanwhile, as NTP does at boot), a line that nobody flushed
@@ -712,6 +763,7 @@ int main(void)
 	tcase_add_test(tc, run_end_kept_until_the_run_goes_on);
 	tcase_add_test(tc, module_rows_go_with_the_run);
 	tcase_add_test(tc, tail_on_one_reader);
+	tcase_add_test(tc, fp16_fields_kept);
 	tcase_add_test(tc, many_runs_and_deletes);
 	tcase_add_test(tc, commit_wait_ignores_wall_clock_steps);
 	tcase_add_test(tc, meta_read_error);

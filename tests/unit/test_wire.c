@@ -113,6 +113,51 @@ START_TEST(aliases)
 }
 END_TEST
 
+/* The fp16 fields: aliases, the canonical name first, booleans as counts,
+ * other non-numbers no value and no error, written back under their
+ * canonical names, and an event's attribute stays an attribute. */
+START_TEST(fp16_fields)
+{
+	struct gw_rec r;
+	ck_assert_int_eq(parse("{\"run\":\"m\",\"step\":7,\"lm loss\":2.5,\"loss scale\":16384.0,"
+	                       "\"number of skipped iterations\":1,\"number of nan iterations\":0}",
+	                       &r, NULL), 0);
+	ck_assert_uint_eq(r.present, 1u << GW_ROLE_LOSS);
+	ck_assert_uint_eq(r.fields, 7u);
+	ck_assert_double_eq(r.f[GW_FIELD_LOSS_SCALE], 16384);
+	ck_assert_double_eq(r.f[GW_FIELD_SKIPPED], 1);
+	ck_assert_double_eq(r.f[GW_FIELD_NAN_ITERATIONS], 0);
+	ck_assert_uint_eq(r.n_extra, 0);
+	/* the realworld normaliser's names; the canonical one wins */
+	ck_assert_int_eq(parse("{\"run\":\"m\",\"step\":8,\"skipped_iterations\":3,\"skipped\":2,"
+	                       "\"loss_scale\":NaN}", &r, NULL), 0);
+	ck_assert_uint_eq(r.present, 0);
+	ck_assert_double_eq(r.f[GW_FIELD_SKIPPED], 2);
+	ck_assert(isnan(r.f[GW_FIELD_LOSS_SCALE]));
+	/* booleans count for the two counts; a string is no value, no error */
+	ck_assert_int_eq(parse("{\"run\":\"m\",\"step\":9,\"loss\":1,\"skipped\":true,"
+	                       "\"nan_iterations\":false,\"loss_scale\":\"dynamic\"}", &r, NULL), 0);
+	ck_assert_uint_eq(r.fields, 1u << GW_FIELD_SKIPPED | 1u << GW_FIELD_NAN_ITERATIONS);
+	ck_assert_double_eq(r.f[GW_FIELD_SKIPPED], 1);
+	ck_assert_double_eq(r.f[GW_FIELD_NAN_ITERATIONS], 0);
+	ck_assert_int_eq(gw_role_parse("loss_scale"), GW_FIELD_ROLE(GW_FIELD_LOSS_SCALE));
+	ck_assert_str_eq(gw_field_name(GW_FIELD_NAN_ITERATIONS), "nan_iterations");
+	/* written back under the canonical names, and read back the same */
+	ck_assert_int_eq(parse("{\"run\":\"m\",\"step\":10,\"loss\":1.5,\"loss-scale\":65536,"
+	                       "\"number_of_skipped_iterations\":4,\"x\":1}", &r, NULL), 0);
+	struct gw_buf b = {0};
+	ck_assert_int_eq(gw_wire_append_rec(&b, &r), 0);
+	ck_assert_str_eq(b.p, "{\"run\":\"m\",\"step\":10,\"loss\":1.5,\"loss_scale\":65536,"
+	                      "\"skipped\":4,\"x\":1}\n");
+	gw_buf_free(&b);
+	/* in an event, an attribute like any other */
+	ck_assert_int_eq(parse("{\"run\":\"m\",\"step\":11,\"event\":\"overflow\",\"loss_scale\":512}",
+	                       &r, NULL), 0);
+	ck_assert_uint_eq(r.fields, 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(r.attrs, "loss_scale")), 512);
+}
+END_TEST
+
 START_TEST(event_attrs)
 {
 	struct gw_rec r;
@@ -476,6 +521,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, numbers_exact);
 	tcase_add_test(tc, python_nonfinite);
 	tcase_add_test(tc, aliases);
+	tcase_add_test(tc, fp16_fields);
 	tcase_add_test(tc, aliases_documented);
 	tcase_add_test(tc, event_attrs);
 	tcase_add_test(tc, strings_utf8);

@@ -258,7 +258,8 @@ START_TEST(rank_label_patterns)
 		{"[INFO]: step 1", 0, 0},
 		{"iter 425: loss nan", 0, 0},
 		{"5317 train 3.41", 0, 0},
-		{"5317: 3.41", 6, 5317},
+		{"5317: 3.41", 0, 0},     /* a bare "STEP: LOSS" line, not rank 5317's */
+		{"31: 3.41 x", 4, 31},
 		{"12:30:01 step 1", 0, 0},
 		{"[rank3] step 1", 0, 0},
 		{"99999999: x", 0, 0},

@@ -1,0 +1,535 @@
+/*
+ * text: training logs in no framework's own shape -- a script's prints, a
+ * Keras progress bar, speechbrain's epoch lines, an excerpt pasted into an
+ * issue -- read by what the words say.
+ *
+ *   Epoch [1/10], Step [100/600], Loss: 2.3456          (a script's print)
+ *   [train] step: 100, loss: 2.345, grad_norm: 0.61, lr: 3e-4
+ *   Epoch 3/200                                         (Keras, then its bar)
+ *   123/500 [====>.........] - ETA: 1:23 - loss: 0.6931 - accuracy: 0.5012
+ *   epoch: 1, lr: 1.00e+00 - train loss: 2.71 - valid loss: 2.50, valid error: 0.81
+ *   1200: 2.7431                                        (bare STEP: LOSS, or STEP LOSS)
+ *
+ * A line (after its logger prefix, rd_line.c) is read as name/value pairs:
+ * the words before a number (at most three) are its name ("train loss:
+ * 2.71" -> train_loss, in lower case with '_' for spaces, so the alias
+ * table finds the roles), a name ends at a separator ('|', ',', ';', ' - ',
+ * brackets, parentheses) or a number; "N/M" is a number with a total; "45%" gives
+ * NAME_pct, "401ms" NAME_ms; a clock time ("1:23") is no number.  The step
+ * is the value named step, global_step, iteration, iter, it, update(s),
+ * num_updates or batch (or ending in _step); otherwise a bar's leading
+ * "B/T"; otherwise the epoch.  A step counter that starts over at every
+ * epoch (it goes back when the epoch goes up: PyTorch's "Epoch [2/10],
+ * Step [1/600]", a Keras bar) is made global: (epoch - 1) x steps per
+ * epoch (the total after '/', else the largest step of the epochs before)
+ * + step.  A line with an epoch and nothing else ("Epoch 3/200") sets the
+ * epoch of the lines after it.
+ *
+ * A point needs a loss or a grad norm; when no alias names the loss and
+ * several names hold one at an end ("loss_pr: 0.5, loss_ce: 1.2", not a
+ * sentence's "the loss jumped"), the one whose name says total is the
+ * loss, else the first (gw__rd_loss_part).  A line whose
+ * first word says it is
+ * an evaluation (val, valid, validation, eval, evaluation, test) is
+ * skipped, and so is a line without a step.  A line of exactly two numbers
+ * (a whole step, then a number: "1200: 2.7431", "1200 2.7431", "1200,2.74")
+ * is the step and the loss.  Keras redraws its bar with '\r' and '\b': each
+ * segment between them is read, and a redraw of the previous step is not
+ * read again.
+ *
+ * It is the format of last resort: its sniffer never decides at once (its
+ * best score is below the sure 50) except for Keras' bar and speechbrain's
+ * epoch line, so a framework's own format wins when its lines are there.
+ */
+#include "rd_plain.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#define CANDS 4
+#define TABLE_COLS 32
+
+struct plain {
+	int64_t epoch;            /* from an "Epoch E/N" line, -1: none */
+	int64_t last_epoch, last_batch;
+	bool per_epoch;           /* the step counter starts over each epoch */
+	int64_t epoch_len;        /* the largest batch of the epochs before */
+	struct gw_rd_last last;
+	/* the step counters of the last line that had any, and which one is
+	 * the step (pick_step) */
+	char cand[CANDS][24];
+	double cand_v[CANDS];
+	size_t ncand;
+	char chosen[24];
+	/* a table being read: its header's names */
+	bool table, md;
+	size_t ncols;
+	char cols[TABLE_COLS][48];
+};
+
+/* ---- steps ------------------------------------------------------------- */
+
+/* The step counter of the line: the one chosen before while it moves, or
+ * one that moves while it stands still (lit-gpt's "iter 77 step 39", "iter
+ * 78 step 39": iter moves, step stands; a script's "iter[ 14/ 15] ...
+ * [step] 104": step moves), else the first by gw__pl_step_rank.  Its index
+ * in p, or -1. */
+static int pick_step(struct plain *st, const struct gw_pl_parse *p)
+{
+	int pick = -1, best = 1 << 30, chosen = -1;
+	for (size_t k = 0; k < p->n; k++) {
+		int64_t w;
+		int rank = gw__pl_step_rank(p->p[k].name);
+		if (rank < 0 || !gw__rd_whole(p->p[k].v, &w))
+			continue;   /* "Update: 2.8e-04" is no step */
+		if (rank < best)
+			best = rank, pick = (int)k;
+		if (!strcmp(p->p[k].name, st->chosen))
+			chosen = (int)k;
+	}
+	if (chosen >= 0) {
+		pick = chosen;
+		for (size_t c = 0; c < st->ncand; c++) {
+			if (strcmp(st->cand[c], p->p[chosen].name) || st->cand_v[c] != p->p[chosen].v)
+				continue;
+			/* it stood still: another that moved is the step */
+			for (size_t k = 0; k < p->n; k++)
+				for (size_t d = 0; d < st->ncand; d++)
+					if ((int)k != chosen && gw__pl_step_rank(p->p[k].name) >= 0 &&
+					    !strcmp(st->cand[d], p->p[k].name) && p->p[k].v > st->cand_v[d])
+						pick = (int)k;
+		}
+	}
+	if (pick < 0)
+		return -1;
+	snprintf(st->chosen, sizeof(st->chosen), "%s", p->p[pick].name);
+	st->ncand = 0;
+	for (size_t k = 0; k < p->n && st->ncand < CANDS; k++)
+		if (gw__pl_step_rank(p->p[k].name) >= 0) {
+			snprintf(st->cand[st->ncand], sizeof(st->cand[0]), "%s", p->p[k].name);
+			st->cand_v[st->ncand++] = p->p[k].v;
+		}
+	return pick;
+}
+
+/* A counter b within epoch e (total: the epoch's length when the line
+ * says it): the global step.  A counter that goes back, or stays, when the
+ * epoch goes up starts over each epoch. */
+static int64_t global_step(struct plain *st, int64_t e, int64_t b, double total)
+{
+	/* the epoch goes up (or first shows: Keras' bar before its first
+	 * "Epoch N/M" line) while the counter goes back or stays */
+	if (e >= 0 && st->last_batch >= 0 && e > st->last_epoch && b <= st->last_batch) {
+		st->per_epoch = true;
+		if (st->last_batch > st->epoch_len)
+			st->epoch_len = st->last_batch;
+	}
+	if (e >= 0)
+		st->last_epoch = e;
+	st->last_batch = b;
+	if (!st->per_epoch || e < 1)
+		return b;
+	int64_t len = total >= 1 && total < 1e15 ? (int64_t)total : st->epoch_len;
+	return (e - 1) * len + b;
+}
+
+/* ---- names ------------------------------------------------------------- */
+
+/* The name a pair is kept under: its own when the alias table knows it;
+ * else, for a name of several words, its last word or two when those are
+ * a role's ("Current learning rate" -> learning_rate, "avg loss" ->
+ * loss), unless the first word says evaluation or an extreme (val, best,
+ * min, max); else its own.  *role gets the role (-1: none). */
+static const char *kept_name(const struct gw_alias *al, const struct gw_pl_pair *pr, int *role)
+{
+	const char *n = pr->name;
+	*role = gw_alias_lookup(al, n, strlen(n), NULL);
+	if (*role >= 0 || !pr->words)
+		return n;
+	const char *u = strchr(n, '_');
+	size_t first = u ? (size_t)(u - n) : strlen(n);
+	if (gw__rd_eval_word(n, first) || (first == 4 && !strncmp(n, "best", 4)) ||
+	    (first == 3 && (!strncmp(n, "min", 3) || !strncmp(n, "max", 3))))
+		return n;
+	for (const char *q = u; q; q = strchr(q + 1, '_')) {
+		int r = gw_alias_lookup(al, q + 1, strlen(q + 1), NULL);
+		if (r >= 0 && r != GW_ROLE_TS) {
+			*role = r;
+			return q + 1;
+		}
+	}
+	return n;
+}
+
+/* Has the line a loss or a grad norm (the roles a point needs here)?
+ * *part gets the pair that is the loss when no name is one and several
+ * names hold one at an end ("loss_pr: 0.5, loss_ce: 1.2", not a sentence's
+ * "the loss jumped"): the one whose name says total, else the first
+ * (gw__rd_loss_part); -1 otherwise. */
+static bool has_signal(const struct gw_alias *al, const struct gw_pl_parse *p, int *part)
+{
+	bool loss = false, gn = false;
+	*part = -1;
+	for (size_t k = 0; k < p->n; k++) {
+		int role;
+		kept_name(al, &p->p[k], &role);
+		loss |= role == GW_ROLE_LOSS;
+		gn |= role == GW_ROLE_GRAD_NORM;
+	}
+	for (size_t k = 0; k < p->n && !loss; k++) {
+		const char *nm = p->p[k].name;
+		size_t l = strlen(nm);
+		if (!gw__rd_loss_part(nm) ||
+		    !(!strncmp(nm, "loss", 4) || (l >= 4 && !strcmp(nm + l - 4, "loss"))))
+			continue;
+		bool total = strstr(nm, "total") != NULL;
+		if (*part < 0 || total)
+			*part = (int)k;
+		if (total)
+			break;
+	}
+	return loss || gn || *part >= 0;
+}
+
+/* ---- points ------------------------------------------------------------- */
+
+/* The point of a parsed line (or a table row), if it is one. */
+static int point(struct gw_reader *r, struct plain *st, const struct gw_pl_parse *p,
+                 uint64_t lineno)
+{
+	if (p->eval || !p->n)
+		return 0;
+	int sk = pick_step(st, p), ek = -1;
+	for (size_t k = 0; k < p->n && ek < 0; k++)
+		if (gw__pl_epoch_name(p->p[k].name))
+			ek = (int)k;
+	int64_t e = -1, b = -1;
+	if (ek >= 0 && !gw__rd_whole(p->p[ek].v, &e))
+		return 0;
+	double total = NAN;
+	if (sk >= 0) {
+		gw__rd_whole(p->p[sk].v, &b);
+		total = p->p[sk].total;
+	} else if (!isnan(p->lead_total) && gw__rd_whole(p->lead, &b)) {
+		total = p->lead_total;   /* a bar's "B/T" */
+	} else if (p->nhead == 2 && ek < 0) {
+		e = p->head[0], b = p->head[1];   /* "333 154 Loss=nan" */
+	} else if (p->nhead == 1) {
+		b = p->head[0];
+	}
+	int part;
+	if (!has_signal(gw__rd_aliases(r), p, &part)) {
+		if (e >= 0 && b < 0 && p->n == 1)
+			st->epoch = e;   /* "Epoch 3/200": the epoch of the lines after it */
+		return 0;
+	}
+	if (e < 0)
+		e = st->epoch;
+	int64_t step;
+	if (b >= 0)
+		step = global_step(st, e, b, total);
+	else if (e >= 0)
+		step = e;
+	else
+		return 0;
+	if (gw__rd_repeats(r, &st->last, step))
+		return 0;   /* the bar redrawn at the same step */
+	gw__rd_last_set(r, &st->last, step);
+	gw__rd_begin(r, NULL, 0, step);
+	for (size_t k = 0; k < p->n; k++) {
+		if ((int)k == sk)
+			continue;
+		int role;
+		const char *n = kept_name(gw__rd_aliases(r), &p->p[k], &role);
+		if (role == GW_ROLE_TS && !(p->p[k].v >= 1e9)) {
+			/* "Time 1.803", "Time=0.040": how long a step took, not
+			 * when (a Unix time is past 1e9 s, 2001) */
+			char d[64];
+			int dl = snprintf(d, sizeof(d), "%s_elapsed", n);
+			gw__rd_metric(r, d, (size_t)dl, p->p[k].v);
+			continue;
+		}
+		gw__rd_metric(r, n, strlen(n), p->p[k].v);
+	}
+	if (part >= 0)
+		gw__rd_metric(r, "loss", 4, p->p[part].v);
+	return gw__rd_emit(r, lineno);
+}
+
+/* ---- tables -------------------------------------------------------------- */
+
+/* The cells of a table line: a Markdown row ("| step | loss |", its
+ * outer pipes optional) when md, else words split on spaces (a report
+ * printed in columns: Chainer's PrintReport), a "#" comment left out.
+ * Returns the count (at most TABLE_COLS + 1). */
+static size_t cells(const char *s, size_t n, bool md, const char **c, size_t *cl)
+{
+	size_t k = 0, i = 0;
+	while (i < n && s[i] == ' ')
+		i++;
+	if (md && i < n && s[i] == '|')
+		i++;
+	while (i < n && k <= TABLE_COLS) {
+		if (!md && s[i] == '#')
+			break;
+		size_t a = i;
+		while (i < n && (md ? s[i] != '|' : s[i] != ' ' && s[i] != '\t'))
+			i++;
+		size_t z = i;
+		while (md && z > a && s[z - 1] == ' ')
+			z--;
+		while (md && a < z && s[a] == ' ')
+			a++;
+		if (z > a || md) {
+			c[k] = s + a;
+			cl[k++] = z - a;
+		}
+		while (i < n && (s[i] == ' ' || s[i] == '\t' || (md && s[i] == '|')))
+			if (s[i++] == '|' && md)
+				break;
+	}
+	if (md && k && cl[k - 1] == 0)
+		k--;   /* the closing pipe */
+	return k;
+}
+
+static bool is_num(const char *s, size_t n)
+{
+	double v;
+	return n && gw__rd_num_grouped(s, n, &v) == n;
+}
+
+/* A table's header: two or more names (no number among them) with a step
+ * or epoch column and a loss or norm column. */
+static bool header(struct plain *st, const char *s, size_t n, bool md)
+{
+	const char *c[TABLE_COLS + 1];
+	size_t cl[TABLE_COLS + 1];
+	/* most lines are no header: long, or a name: value / name=value line */
+	if (n > 512 || memchr(s, ':', n) || memchr(s, '=', n))
+		return false;
+	size_t k = cells(s, n, md, c, cl);
+	if (k < 2 || k > TABLE_COLS)
+		return false;
+	bool step = false, signal = false;
+	for (size_t i = 0; i < k; i++) {
+		if (!cl[i] || cl[i] >= sizeof(st->cols[0]) || is_num(c[i], cl[i]) ||
+		    !isalpha((unsigned char)c[i][0]))
+			return false;
+		char *o = st->cols[i];
+		for (size_t j = 0; j < cl[i]; j++)
+			o[j] = c[i][j] == ' ' ? '_' : (char)tolower((unsigned char)c[i][j]);
+		o[cl[i]] = '\0';
+		step |= gw__pl_step_rank(o) >= 0 || gw__pl_epoch_name(o);
+		signal |= gw__rd_loss_part(o) || strstr(o, "norm");
+	}
+	if (!step || !signal)
+		return false;
+	st->table = true;
+	st->md = md;
+	st->ncols = k;
+	return true;
+}
+
+/* A row of the table being read: 1 (a point was tried), 0 (not a row: the
+ * table ended), or a negative errno. */
+static int row(struct gw_reader *r, struct plain *st, const char *s, size_t n, uint64_t lineno)
+{
+	const char *c[TABLE_COLS + 1];
+	size_t cl[TABLE_COLS + 1];
+	size_t k = cells(s, n, st->md, c, cl);
+	if (st->md && k && cl[0] && strspn(c[0], "-: ") >= cl[0])
+		return 1;   /* the alignment row |---:|---| */
+	if (k != st->ncols)
+		return 0;
+	struct gw_pl_parse p;
+	memset(&p, 0, sizeof(p));
+	p.lead = p.lead_total = NAN;
+	for (size_t i = 0; i < k; i++) {
+		double v;
+		if (!cl[i])
+			continue;
+		if (gw__rd_num_grouped(c[i], cl[i], &v) != cl[i])
+			return 0;
+		p.p[p.n++] = (struct gw_pl_pair){st->cols[i], v, NAN, false};
+	}
+	int rc = point(r, st, &p, lineno);
+	return rc < 0 ? rc : 1;
+}
+
+/* ---- lines -------------------------------------------------------------- */
+
+static int segment(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
+{
+	struct plain *st = state;
+	int64_t step;
+	double loss;
+	if (st->table) {
+		int rc = row(r, st, s, n, lineno);
+		if (rc)
+			return rc < 0 ? rc : 0;
+		st->table = false;
+	}
+	size_t t = 0;
+	while (t < n && s[t] == ' ')
+		t++;
+	if (header(st, s, n, t < n && s[t] == '|'))
+		return 0;
+	if (gw__pl_two_numbers(s, n, &step, &loss)) {
+		gw__rd_begin(r, NULL, 0, step);
+		gw__rd_metric(r, "loss", 4, loss);
+		return gw__rd_emit(r, lineno);
+	}
+	struct gw_pl_parse p;
+	gw__pl_parse(s, n, &p);
+	return point(r, st, &p, lineno);
+}
+
+/* Keras erases its bar with '\b's before it redraws it: read each part. */
+static int pl_segments(struct gw_reader *r, void *state, const char *s, size_t n,
+                       uint64_t lineno)
+{
+	for (;;) {
+		const char *b = memchr(s, '\b', n);
+		size_t len = b ? (size_t)(b - s) : n;
+		int rc = len ? segment(r, state, s, len, lineno) : 0;
+		if (rc || !b)
+			return rc;
+		while (len < n && s[len] == '\b')
+			len++;
+		s += len;
+		n -= len;
+	}
+}
+
+static int pl_line(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
+{
+	return gw__rd_cr_segments(r, state, s, n, lineno, pl_segments);
+}
+
+static int pl_init(struct gw_reader *r, void *state)
+{
+	struct plain *st = state;
+	(void)r;
+	st->epoch = st->last_epoch = st->last_batch = -1;
+	st->last.step = -1;
+	st->last.label = -1;
+	return 0;
+}
+
+/* ---- sniffing ---------------------------------------------------------------- */
+
+/* For the sniffer, which has no alias table: a name that holds a loss
+ * (gw__rd_loss_part) or a norm and is not an evaluation's. */
+static bool signal_name(const char *n)
+{
+	if (!strncmp(n, "val", 3) || !strncmp(n, "eval", 4) || !strncmp(n, "test", 4))
+		return false;
+	return gw__rd_loss_part(n) || strstr(n, "norm");
+}
+
+/* Does s[0..n) hold "oss" or "orm" in any case (loss, Loss, norm, ...)?
+ * One pass, as the sniffer looks at every line of the head again and
+ * again. */
+static bool loss_or_norm(const char *s, size_t n)
+{
+	for (size_t i = 0; i + 2 < n; i++) {
+		if ((s[i] | 0x20) != 'o')
+			continue;
+		char a = (char)(s[i + 1] | 0x20), b = (char)(s[i + 2] | 0x20);
+		if ((a == 's' && b == 's') || (a == 'r' && b == 'm'))
+			return true;
+	}
+	return false;
+}
+
+/* The sniffer reads lines as pl_line does. */
+static int pl_sniff(const char *h, size_t n, bool all)
+{
+	const char *p, *q = h;
+	size_t len;
+	int pairs = 0, two = 0, other = 0, events = 0, best = 0;
+	struct plain tab = {0};
+	while (gw__rd_sniff_msg(&q, h + n, all, &p, &len)) {
+		const char *cr = memchr(p, '\r', len);
+		if (cr)
+			len = (size_t)(cr - p);   /* a redrawn bar: its first segment */
+		int64_t step;
+		double v;
+		if (!len)
+			continue;
+		if (gw__pl_two_numbers(p, len, &step, &v)) {
+			two++;
+			continue;
+		}
+		if (gw__rd_event_words(p, len)) {
+			events++;
+			continue;
+		}
+		size_t t = 0;
+		while (t < len && p[t] == ' ')
+			t++;
+		if (tab.table) {
+			const char *c[TABLE_COLS + 1];
+			size_t cl[TABLE_COLS + 1], k = cells(p, len, tab.md, c, cl), num = 0;
+			if (tab.md && k && cl[0] && strspn(c[0], "-: ") >= cl[0])
+				continue;   /* the alignment row */
+			for (size_t i = 0; i < k; i++)
+				num += is_num(c[i], cl[i]);
+			if (k == tab.ncols && num >= 2) {
+				pairs++;   /* a header and a row of numbers */
+				continue;
+			}
+			tab.table = false;
+		}
+		if (header(&tab, p, len, t < len && p[t] == '|'))
+			continue;
+		if (!loss_or_norm(p, len)) {
+			other++;   /* no loss or norm: nothing to parse for */
+			continue;
+		}
+		struct gw_pl_parse ps;
+		gw__pl_parse(p, len, &ps);
+		bool signal = false;
+		for (size_t k = 0; k < ps.n && !ps.eval; k++)
+			signal |= signal_name(ps.p[k].name);
+		if (signal && !isnan(ps.lead_total) && gw__rd_find(p, len, " - loss: "))
+			best = 85;   /* a Keras bar */
+		else if (signal && len > 7 && !strncmp(p, "epoch: ", 7) &&
+		         gw__rd_find(p, len, " - train loss: "))
+			best = 85;   /* speechbrain */
+		if (signal) {
+			bool stepped = !isnan(ps.lead_total) || ps.nhead;
+			for (size_t k = 0; k < ps.n; k++)
+				stepped |= gw__pl_step_rank(ps.p[k].name) >= 0 ||
+				           gw__pl_epoch_name(ps.p[k].name);
+			pairs += stepped;
+		} else {
+			other++;
+		}
+	}
+	if (best)
+		return best;
+	if (pairs)
+		return 45;
+	if (two >= 3 && two >= 2 * other)
+		return 40;
+	if (two && all && !other)
+		return 40;
+	return events ? 20 : 0;
+}
+
+const struct gw_reader_format gw_rd_plain = {
+	.name = "text",
+	.describe = "training lines in no framework's shape: step/loss name-value pairs, tables, Keras "
+	            "bars, speechbrain epochs, bare STEP LOSS columns; quoted or fenced pastes",
+	.flags = GW_RDF_STREAM | GW_RDF_LABELS | GW_RDF_PREFIX,
+	.sniff = pl_sniff,
+	.state_size = sizeof(struct plain),
+	.init = pl_init,
+	.line = pl_line,
+};
