@@ -71,6 +71,12 @@ def main():
     ap.add_argument('--gradwatch', default=os.environ.get('GRADWATCH', 'build/cli/gradwatch'))
     args = ap.parse_args()
     base = args.dir or tempfile.mkdtemp(prefix='gw-holdout-')
+    if args.what == 'check' and not all(
+            os.path.exists(os.path.join(golden.GOLDEN_DIR, 'holdout-%d.jsonl' % s)) for s in SEEDS):
+        print('no golden holdout alerts committed yet: make them once with '
+              '`python3 bench/golden_holdout.py update --dir DIR` (before a change to detection '
+              'or speed) and commit tests/data/golden/holdout-*')
+        return 1
     engine_diffs = 0
     for seed in SEEDS:
         d = os.path.join(base, str(seed))
