@@ -28,6 +28,7 @@
 #include "kern.h"
 #include "log.h"
 #include "reader.h"
+#include "thresholds.h"
 #include "prune.h"
 #include "replay.h"
 #include "report.h"

@@ -10,6 +10,7 @@
 
 #include "engine.h"
 #include "kern.h"
+#include "registry.h"
 #include "reader.h"
 #include "registry.h"
 

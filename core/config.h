@@ -19,6 +19,7 @@
 #include <stddef.h>
 
 #include "engine.h"
+#include "engine_opts.h"
 #include "log.h"
 #include "wire.h"
 

@@ -10,6 +10,7 @@
  * included when the file held them inline.
  */
 #include "config.h"
+#include "registry.h"
 
 #include "detector.h"
 #include "registry.h"

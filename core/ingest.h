@@ -43,6 +43,7 @@
 #include <uv.h>
 
 #include "engine.h"
+#include "registry.h"
 #include "lines.h"
 #include "reader.h"
 #include "wire.h"

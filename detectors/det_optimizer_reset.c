@@ -258,6 +258,17 @@ static void midrun(struct or_state *s, const struct gw_det_ctx *ctx, const struc
 	struct gw_win wL = gw_hist_valid(h, GW_V_LOSS, npre, skip);
 	if (gw_win_len(&wpl) < npost || gw_win_len(&wL) < npre)
 		return;
+	/* cheap bounds on the four medians first (robust.h): they rule out
+	 * nearly every line the count below would */
+	double bp, bm;
+	if (gw_hist_valid_bound(h, GW_V_LOSS, npost, 0, 1, &bp) &&
+	    gw_hist_valid_bound(h, GW_V_LOSS, npre, skip, -1, &bm) &&
+	    gw_mid_surely_above(bm, bp / th->mr_rel_loss))
+		return;
+	if (gw_hist_valid_bound(h, GW_V_LOG_GRAD_NORM, npost, 0, -1, &bp) &&
+	    gw_hist_valid_bound(h, GW_V_LOG_GRAD_NORM, npre, skip, 1, &bm) &&
+	    gw_mid_surely_below(bm, bp - log(th->mr_rel_gn)))
+		return;
 	struct gw_win wpg = gw_hist_valid(h, GW_V_LOG_GRAD_NORM, npost, 0);
 	struct gw_win wG = gw_hist_valid(h, GW_V_LOG_GRAD_NORM, npre, skip);
 	/* the relative conditions first: post medians, then a count over the

@@ -86,6 +86,14 @@ static void throughput(struct stall_state *s, const struct gw_det_ctx *ctx)
 	const struct gw_restart *rs = ctx->restart;
 	if (rs->active && rs->k <= THR_RESTART_SKIP)
 		return;
+	/* cheap bounds first (robust.h): a collapse needs the base median
+	 * above mc / thr_collapse; they rule out nearly every line */
+	double bc, bb;
+	if (!s->thr_active &&
+	    gw_hist_recent_bound(ctx->hist, GW_COL_THROUGHPUT, THR_CUR, 0, -1, &bc) &&
+	    gw_hist_recent_bound(ctx->hist, GW_COL_THROUGHPUT, THR_BASE, THR_CUR, 1, &bb) &&
+	    gw_mid_surely_below(bb, bc / th->thr_collapse))
+		return;
 	struct gw_win w = gw_hist_recent(ctx->hist, GW_COL_THROUGHPUT, THR_CUR + THR_BASE);
 	if (gw_win_len(&w) < THR_CUR + THR_BASE)
 		return;

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "severity.h"
 #include "thresholds.h"
 #include "wire.h"
 
@@ -33,14 +34,6 @@ struct gw_hist;
 struct gw_restart;
 struct gw_spike_cache;
 
-enum gw_severity {
-	GW_SEV_INFO,
-	GW_SEV_WARNING,
-	GW_SEV_CRITICAL,
-};
-
-const char *gw_severity_name(enum gw_severity s);
-int gw_severity_parse(const char *s); /* -1 if unknown */
 
 /* What a hook sees.  Everything is the engine's; valid during the call. */
 struct gw_det_ctx {

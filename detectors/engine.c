@@ -1,43 +1,29 @@
 /*
- * The detector engine (see engine.h): the runs, their segments, and the
- * dispatch of every line to the detectors in registry order.  Verdicts,
- * precedence and incidents are in verdict.c; the history in hist.c; the
- * restart regime in regime.c.
+ * The detector engine (see engine.h): a line's way from gw_engine_feed to
+ * the detectors, in registry order.  The run table is engine_runs.c's,
+ * segments segment.c's, which lines are the run's (ranks, interleaved
+ * writers) writers.c's, verdicts and incidents verdict.c's, run endings
+ * run_end.c's; the history is hist.c's, the restart regime regime.c's.
  *
  * A metric record takes the next slot of the run's history; a line that
  * only adds fields to the step of the previous line (some loggers split one
- * step over several lines) merges into that slot instead.  When a segment
- * restarts from checkpoint step S, the history gives up its records after S
- * as the replay copy (gw_hist_cut), the regime before S is snapshotted
- * (gw_regime_open), and the new records continue the timeline.
- *
- * A line that arrived late (lines swapped on the way; arrived_late()) is
- * not a rewind and never reaches the history: the timeline has moved past
- * its step.
- *
- * Which lines are the run's (ranks, interleaved writers) is writers.c's.
- *
- * Lines that carry neither a loss nor a grad norm (an lr-only line, an eval
- * summary) are stored by the daemon and count for segmentation, but do not
- * enter the history or reach the detectors: they would only dilute the
- * windows.
- * (Some 660 lines: a run's life -- creation, segments, late lines,
- * eviction and rebuilding -- shares the run table; split further, each
- * part would reach into the others' state.)
+ * step over several lines) merges into that slot instead.  A line that
+ * arrived late (lines swapped on the way) is not a rewind and never reaches
+ * the history: the timeline has moved past its step.  Lines that carry
+ * neither a loss nor a grad norm (an lr-only line, an eval summary) are
+ * stored by the daemon and count for segmentation, but do not enter the
+ * history or reach the detectors: they would only dilute the windows.
+ * Each line calls only the detectors with a hook for it (a mask made when
+ * the engine is made or reconfigured).
  */
 #include "engine_impl.h"
 
-#include "buf.h"
-#include "log.h"
-#include "robust.h"
 #include "util.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define GAP_MIN_INTERVALS 4   /* intervals known before a gap can split */
 
 const char *gw_seg_reason_name(enum gw_seg_reason r)
 {
@@ -50,7 +36,7 @@ const char *gw_seg_reason_name(enum gw_seg_reason r)
 	return "?";
 }
 
-/* ---- runs ----------------------------------------------------------------- */
+/* ---- runs -------------------------------------------------------------------- */
 
 static const struct gw_thresholds *resolve_th(const struct gw_engine *e, const char *run)
 {
@@ -60,8 +46,7 @@ static const struct gw_thresholds *resolve_th(const struct gw_engine *e, const c
 	return &e->opts.th;
 }
 
-/* Bring r->th up to date after gw_engine_reconfigure. */
-static void refresh_th(const struct gw_engine *e, struct run *r)
+void gw__run_refresh_th(const struct gw_engine *e, struct run *r)
 {
 	if (r->th_gen != e->th_gen) {
 		r->th = resolve_th(e, r->name);
@@ -69,22 +54,16 @@ static void refresh_th(const struct gw_engine *e, struct run *r)
 	}
 }
 
-static bool det_on(const struct gw_engine *e, size_t d)
+bool gw__det_on(const struct gw_engine *e, size_t d)
 {
 	return !((e->opts.disabled >> d) & 1u) && (!gw_det_registry[d]->live_only || e->opts.live);
 }
 
-/* Does detector d get this line?  Off, or done for the segment. */
-static bool det_called(const struct gw_engine *e, const struct run *r, size_t d)
-{
-	return det_on(e, d) &&
-	       !(gw_det_registry[d]->once_per_segment && ((r->seg_fired >> d) & 1u));
-}
-
+/* The context a hook sees (det_index left 0). */
 static void ctx_init(struct gw_engine *e, struct run *r, struct gw_det_ctx *ctx,
                      const struct gw_rec *rec, uint64_t line, double now)
 {
-	refresh_th(e, r);
+	gw__run_refresh_th(e, r);
 	*ctx = (struct gw_det_ctx){
 		.rec = rec,
 		.line = line,
@@ -92,7 +71,7 @@ static void ctx_init(struct gw_engine *e, struct run *r, struct gw_det_ctx *ctx,
 		.live = e->opts.live,
 		.th = r->th,
 		.hist = &r->hist,
-		.restart = &r->restart,
+		.restart = gw__run_restart(r),
 		.valid_records = r->valid_records,
 		.run_ended = r->ended,
 		.max_steps = r->max_steps,
@@ -102,29 +81,19 @@ static void ctx_init(struct gw_engine *e, struct run *r, struct gw_det_ctx *ctx,
 	};
 }
 
-static struct run *run_new(struct gw_engine *e, const char *name, size_t len)
+struct run *gw__run_get(struct gw_engine *e, const char *name, size_t len, int *err)
 {
-	struct run *r = calloc(1, sizeof(*r));
-	if (!r)
-		return NULL;
-	r->name = malloc(len + 1);
-	r->det_state = calloc(1, e->det_total ? e->det_total : 1);
-	if (!r->name || !r->det_state) {
-		free(r->name);
-		free(r->det_state);
-		free(r);
+	struct run *r = gw__runtab_find(&e->runs, name, len);
+	if (r)
+		return r;
+	if (e->opts.max_runs && e->runs.n >= e->opts.max_runs) {
+		*err = -ENOSPC;
 		return NULL;
 	}
-	memcpy(r->name, name, len);
-	r->name[len] = '\0';
-	r->last_step = -1;
-	r->last_ts = NAN;
-	r->last_wall = NAN;
-	r->ended_step = -1;
-	r->max_steps = -1;
-	gw__writers_init(r);
-	for (int c = 0; c < GW_NROLES; c++)
-		r->last[c] = NAN;
+	if (!(r = gw__runtab_add(&e->runs, name, len, e->det_total, e->det_off[e->ndet]))) {
+		*err = -ENOMEM;
+		return NULL;
+	}
 	r->th_gen = e->th_gen - 1;
 	struct gw_det_ctx ctx;
 	ctx_init(e, r, &ctx, NULL, 0, NAN);
@@ -136,47 +105,14 @@ static struct run *run_new(struct gw_engine *e, const char *name, size_t len)
 	return r;
 }
 
-static void run_free(struct run *r)
+/* Does detector d get this line?  On, and not done for the segment. */
+static bool det_called(const struct gw_engine *e, const struct run *r, size_t d)
 {
-	for (int k = 0; k < CKPT_KEEP; k++)
-		json_decref(r->ckpts[k].attrs);
-	gw_hist_free(&r->hist);
-	free(r->det_state);
-	free(r->name);
-	free(r);
+	return gw__det_on(e, d) &&
+	       !(gw_det_registry[d]->once_per_segment && ((r->seg_fired >> d) & 1u));
 }
 
-static struct run *run_find(const struct gw_engine *e, const char *name, size_t len)
-{
-	uint32_t i;
-	return gw_strtab_find(&e->by_name, name, len, &i) == 0 ? e->runs[i] : NULL;
-}
-
-static struct run *run_get(struct gw_engine *e, const char *name, size_t len, int *err)
-{
-	struct run *r = run_find(e, name, len);
-	if (r)
-		return r;
-	if (e->opts.max_runs && e->nruns >= e->opts.max_runs) {
-		*err = -ENOSPC;
-		return NULL;
-	}
-	if (e->nruns >= UINT32_MAX ||
-	    gw_grow((void **)&e->runs, &e->runs_cap, e->nruns + 1, sizeof(*e->runs)) < 0 ||
-	    !(r = run_new(e, name, len))) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	if (gw_strtab_put(&e->by_name, r->name, len, (uint32_t)e->nruns) < 0) {
-		run_free(r);
-		*err = -ENOMEM;
-		return NULL;
-	}
-	e->runs[e->nruns++] = r;
-	return r;
-}
-
-/* ---- engine --------------------------------------------------------------- */
+/* ---- the engine ------------------------------------------------------------ */
 
 /* Detectors see only thresholds within their ranges: the configuration
  * loader refuses others with a message (thresholds.h), so a set that
@@ -186,6 +122,20 @@ static void require_thresholds(const struct gw_engine_opts *o)
 	GW_REQUIRE(gw_thresholds_check(&o->th, NULL, 0) == 0);
 	for (size_t i = 0; i < o->n_overrides; i++)
 		GW_REQUIRE(gw_thresholds_check(&o->overrides[i].th, NULL, 0) == 0);
+}
+
+/* Which detectors have which hooks, on in this engine. */
+static void hooks_on(struct gw_engine *e)
+{
+	e->on_record = e->on_event = 0;
+	for (size_t d = 0; d < e->ndet; d++) {
+		if (!gw__det_on(e, d))
+			continue;
+		if (gw_det_registry[d]->on_record)
+			e->on_record |= 1u << d;
+		if (gw_det_registry[d]->on_event)
+			e->on_event |= 1u << d;
+	}
 }
 
 struct gw_engine *gw_engine_new(const struct gw_engine_opts *opts,
@@ -201,16 +151,19 @@ struct gw_engine *gw_engine_new(const struct gw_engine_opts *opts,
 	e->th_gen = 1;
 	size_t off = 0;
 	for (e->ndet = 0; gw_det_registry[e->ndet]; e->ndet++) {
-		GW_REQUIRE(e->ndet < GW_ARRAY_SIZE(e->det_off));
+		GW_REQUIRE(e->ndet < GW_ARRAY_SIZE(e->det_off) - 1);
 		e->det_off[e->ndet] = off;
 		off += (gw_det_registry[e->ndet]->state_size + 15) & ~(size_t)15;
 	}
-	e->det_total = off;
+	/* the incidents follow the states */
+	e->det_off[e->ndet] = off;
+	e->det_total = off + e->ndet * MAX_INCIDENTS * sizeof(struct incident);
 	for (const struct gw_det_precedence *p = gw_det_precedence; p->winner; p++) {
 		int w = gw_det_index(p->winner), l = gw_det_index(p->loser);
 		GW_REQUIRE(w >= 0 && l >= 0 && e->nprec < MAX_PREC);   /* a bug in registry.c */
 		e->prec[e->nprec++] = (struct prec){(unsigned)w, (unsigned)l, p->loser_rule, p->scope};
 	}
+	hooks_on(e);
 	return e;
 }
 
@@ -218,10 +171,7 @@ void gw_engine_free(struct gw_engine *e)
 {
 	if (!e)
 		return;
-	for (size_t i = 0; i < e->nruns; i++)
-		run_free(e->runs[i]);
-	free(e->runs);
-	gw_strtab_free(&e->by_name);
+	gw__runtab_free(&e->runs);
 	free(e);
 }
 
@@ -230,44 +180,51 @@ void gw_engine_reconfigure(struct gw_engine *e, const struct gw_engine_opts *opt
 	require_thresholds(opts);
 	e->opts = *opts;
 	e->th_gen++;
+	hooks_on(e);
 }
 
-size_t gw_engine_run_count(const struct gw_engine *e)
+bool gw_engine_quiet(struct gw_engine *e, bool quiet)
 {
-	return e->nruns;
+	bool was = e->quiet;
+	e->quiet = quiet;
+	return was;
 }
 
-size_t gw_engine_bytes_per_run(void)
+bool gw_engine_kept_apart(const struct gw_engine *e)
 {
-	size_t det = 0;
-	for (size_t d = 0; gw_det_registry[d]; d++)
-		det += (gw_det_registry[d]->state_size + 15) & ~(size_t)15;
-	/* the replay copy exists once the run restarted with an overlap; the
-	 * name, its slot in the run list and in the index */
-	return sizeof(struct run) + det + sizeof(struct gw_replayed) * GW_REPLAY_CAP +
-	       GW_WIRE_RUN_MAX + 2 * sizeof(struct run *) + 4 * sizeof(struct gw_strtab_slot);
+	return e->apart;
 }
 
-/* ---- segments -------------------------------------------------------------- */
+/* ---- lines ------------------------------------------------------------------ */
 
-static void open_segment(struct gw_engine *e, struct run *r, enum gw_seg_reason why,
-                         int64_t first_step, int64_t restart_step, uint64_t line,
-                         double ts, double now)
+/* Call the detectors of `mask` (each on, and not done for the segment)
+ * with this line. */
+static void dispatch(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
+                     uint64_t line, double now, bool is_event)
 {
-	r->seg++;
-	if (why != GW_SEG_START)
-		r->ended = false;   /* a restart: the job goes on */
-	r->seg_records = 0;
-	r->seg_fired = 0;
-	r->seg_from_event = why == GW_SEG_RESUMED;
-	memset(&r->restart, 0, sizeof(r->restart));
-	if (why != GW_SEG_START && restart_step >= 0) {
-		int64_t T = gw_hist_cut(&r->hist, restart_step);
-		refresh_th(e, r);
-		gw_regime_open(&r->restart, restart_step, T, &r->hist, r->th);
-	} else {
-		gw_hist_end_replay(&r->hist);
+	uint32_t mask = is_event ? e->on_event : e->on_record;
+	struct gw_det_ctx ctx;
+	ctx_init(e, r, &ctx, rec, line, now);
+	for (size_t d = 0; d < e->ndet; d++) {
+		if (!((mask >> d) & 1u))
+			continue;
+		const struct gw_detector *det = gw_det_registry[d];
+		if (det->once_per_segment && ((r->seg_fired >> d) & 1u))
+			continue;
+		ctx.det_index = (unsigned)d;
+		(is_event ? det->on_event : det->on_record)(r->det_state + e->det_off[d], &ctx);
 	}
+}
+
+/* Open the run's next segment (segment.c), then tell on_segment and the
+ * detectors' on_segment hooks (not for the first). */
+static void open_segment(struct gw_engine *e, struct run *r, enum gw_seg_reason why,
+                         int64_t first_step, int64_t restart_step, uint64_t line, double ts,
+                         double now)
+{
+	gw__run_refresh_th(e, r);
+	gw__segment_start(r, why != GW_SEG_START && restart_step >= 0, why != GW_SEG_START,
+	                  restart_step, why == GW_SEG_RESUMED);
 	if (e->hooks.on_segment && !e->quiet) {
 		struct gw_segment_info si = {
 			.run = r->name, .seg = r->seg, .reason = why,
@@ -282,83 +239,34 @@ static void open_segment(struct gw_engine *e, struct run *r, enum gw_seg_reason 
 	ctx_init(e, r, &ctx, NULL, line, now);
 	for (size_t d = 0; d < e->ndet; d++) {
 		const struct gw_detector *det = gw_det_registry[d];
-		if (!det_on(e, d) || !det->on_segment)
+		if (!gw__det_on(e, d) || !det->on_segment)
 			continue;
 		ctx.det_index = (unsigned)d;
 		det->on_segment(r->det_state + e->det_off[d], &ctx);
 	}
 }
 
-double gw__median_dts(const struct run *r)
+/* Another writer's line: counted and kept apart (stored apart by the
+ * daemon); a record counts among the run's records. */
+static void fold(struct gw_engine *e, struct run *r, const struct gw_rec *rec)
 {
-	double tmp[GAP_HIST];
-	memcpy(tmp, r->dts, r->ndts * sizeof(double));
-	return gw_median(tmp, r->ndts);
-}
-
-/* Does this metric record start a new segment?  -1: no. */
-static int segment_break(const struct run *r, const struct gw_rec *rec)
-{
-	if (r->seg == 0)
-		return GW_SEG_START;
-	if (r->seg_from_event)
-		return -1;   /* the resumed event opened it; this line is its first */
-	bool rewind = rec->step < r->last_step ||
-	              (rec->step == r->last_step && (rec->present & r->last_present));
-	if (rewind)
-		return GW_SEG_REWIND;
-	if (!isnan(rec->ts) && !isnan(r->last_ts) && r->ndts >= GAP_MIN_INTERVALS) {
-		double need = fmax(r->th->gap_min_seconds, r->th->gap_factor * gw__median_dts(r));
-		if (rec->ts - r->last_ts > need)
-			return GW_SEG_GAP;
+	if (!rec->event) {
+		r->records++;
+		r->present_ever |= rec->present;
 	}
-	return -1;
-}
-
-/* Did this metric record arrive late, behind a later step (lines swapped
- * on the way: UDP, two writers)?  Its step lies strictly between the
- * newest step of the history below the last step and the last step, and
- * its ts (if both are known) is not after the last line's.  A restart
- * replays steps that were logged (S+1..T), or, when its first step was
- * lost, comes a restart gap later: neither passes. */
-static bool arrived_late(const struct run *r, const struct gw_rec *rec)
-{
-	if (r->seg_from_event || !(rec->step < r->last_step) || r->seg_records < 2)
-		return false;
-	if (!isnan(rec->ts) && !isnan(r->last_ts) && rec->ts > r->last_ts)
-		return false;
-	struct gw_hist_rec h;
-	for (size_t i = 0; i < 2 && gw_hist_at(&r->hist, i, &h); i++)
-		if (h.step < r->last_step)
-			return rec->step > h.step;
-	return false;
-}
-
-/* ---- lines ------------------------------------------------------------------ */
-
-static void dispatch(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
-                     uint64_t line, double now, bool is_event)
-{
-	struct gw_det_ctx ctx;
-	ctx_init(e, r, &ctx, rec, line, now);
-	for (size_t d = 0; d < e->ndet; d++) {
-		const struct gw_detector *det = gw_det_registry[d];
-		if (!det_called(e, r, d))
-			continue;
-		ctx.det_index = (unsigned)d;
-		void (*fn)(void *, const struct gw_det_ctx *) =
-			is_event ? det->on_event : det->on_record;
-		if (fn)
-			fn(r->det_state + e->det_off[d], &ctx);
-	}
+	e->apart = true;
 }
 
 static void feed_event(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
                        uint64_t line, double now)
 {
 	r->events++;
-	if (gw__writers_fold_event(e, r, rec))
+	struct gw_writers_pos pos;
+	gw__writers_pos(r, &pos);
+	if (gw__writers_fold_event(&r->w, &pos, rec)) {
+		fold(e, r, rec);
 		return;
+	}
 	if (strcmp(rec->event, "resumed") == 0) {
 		int64_t s = gw__checkpoint_step(rec);
 		open_segment(e, r, GW_SEG_RESUMED, rec->step, s, line, rec->ts, now);
@@ -381,19 +289,49 @@ static void feed_event(struct gw_engine *e, struct run *r, const struct gw_rec *
 		r->last_ts = rec->ts;
 }
 
+/* A rewind the segment rules found: is it a writer's repeat that
+ * recognises interleaved writers (folded, and said once)? */
+static bool writers_recognised(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
+                               uint64_t line)
+{
+	struct gw_writers_pos pos;
+	gw__writers_pos(r, &pos);
+	if (!gw__writers_rewind(&r->w, &pos, rec, line))
+		return false;
+	if (e->hooks.on_writers && !e->quiet) {
+		struct gw_writers_info wi = {.run = r->name, .step = rec->step, .line = line,
+		                             .seg = r->seg};
+		e->hooks.on_writers(e->hooks.data, &wi);
+	}
+	fold(e, r, rec);
+	return true;
+}
+
 static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
                         uint64_t line, double now)
 {
 	bool metric = gw_rec_has(rec, GW_ROLE_LOSS) || gw_rec_has(rec, GW_ROLE_GRAD_NORM);
-	if (gw__writers_fold_record(e, r, rec))
-		return;
-	if (arrived_late(r, rec)) {
+	if (r->w.interleaved) {
+		struct gw_writers_pos pos;
+		gw__writers_pos(r, &pos);
+		if (gw__writers_fold_record(&r->w, &pos, rec)) {
+			fold(e, r, rec);
+			return;
+		}
+	}
+	if (gw__arrived_late(r, rec)) {
 		r->records++;   /* stored by the daemon; the timeline has moved past it */
 		r->present_ever |= rec->present;
 		return;
 	}
-	int why = segment_break(r, rec);
-	if (why == GW_SEG_REWIND && !r->interleaved && gw__writers_rewind(e, r, rec, line))
+	static const int reason[] = {
+		[GW__BREAK_START] = GW_SEG_START,
+		[GW__BREAK_REWIND] = GW_SEG_REWIND,
+		[GW__BREAK_GAP] = GW_SEG_GAP,
+	};
+	enum gw__break brk = gw__segment_break(r, rec);
+	int why = brk == GW__NO_BREAK ? -1 : reason[brk];
+	if (why == GW_SEG_REWIND && !r->w.interleaved && writers_recognised(e, r, rec, line))
 		return;
 	if (why >= 0) {
 		int64_t s = why == GW_SEG_REWIND || why == GW_SEG_GAP ? rec->step - 1 : -1;
@@ -401,15 +339,8 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
 	}
 	bool merge = r->seg_records > 0 && rec->step == r->last_step &&
 	             !(rec->present & r->last_present);
-	if (!isnan(rec->ts) && !isnan(r->last_ts) && why < 0 && !merge &&
-	    rec->ts >= r->last_ts) {
-		/* step intervals inside a segment, never the restart gap itself */
-		if (r->ndts == GAP_HIST)
-			memmove(r->dts, r->dts + 1, sizeof(double) * (GAP_HIST - 1));
-		else
-			r->ndts++;
-		r->dts[r->ndts - 1] = rec->ts - r->last_ts;
-	}
+	if (!isnan(rec->ts) && !isnan(r->last_ts) && why < 0 && !merge && rec->ts >= r->last_ts)
+		gw__note_interval(r, rec->ts - r->last_ts);
 	for (int c = 0; c < GW_NROLES; c++)
 		if (gw_rec_has(rec, c))
 			r->last[c] = rec->v[c];
@@ -425,8 +356,7 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
 	}
 	if (!isnan(rec->ts))
 		r->last_ts = rec->ts;
-	if (rec->step > r->hi_step || why >= 0)
-		r->hi_step = rec->step;
+	gw__writers_step(&r->w, rec->step, why >= 0);
 	gw__run_end_record(r, rec);
 	if (merge || !metric)
 		return;   /* stored, but nothing new for the detectors */
@@ -436,9 +366,9 @@ static void feed_record(struct gw_engine *e, struct run *r, const struct gw_rec 
 	gw_hist_at(&r->hist, 0, &cur);
 	if (cur.valid)
 		r->valid_records++;
-	if (r->restart.active) {
-		r->restart.k = r->seg_records;
-		gw_regime_update(&r->restart, &cur, r->th);
+	if (r->restart && r->restart->active) {
+		r->restart->k = r->seg_records;
+		gw_regime_update(r->restart, &cur, r->th);
 	}
 	dispatch(e, r, rec, line, now, false);
 }
@@ -461,14 +391,15 @@ int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
 {
 	int err = 0;
 	e->apart = false;
-	struct run *r = run_get(e, rec->run, rec->run_len, &err);
+	struct run *r = gw__run_get(e, rec->run, rec->run_len, &err);
 	if (!r)
 		return err;
-	refresh_th(e, r);
-	if (rec->has_rank && !gw__writers_primary(e, r, rec, now)) {
+	gw__run_refresh_th(e, r);
+	if (rec->has_rank && !gw__writers_primary(&r->w, &r->arena, rec, now)) {
+		e->apart = true;   /* another rank's: its position only, stored apart */
 		if (seg_out)
 			*seg_out = r->seg;
-		return 0;   /* another rank's: its position only */
+		return 0;
 	}
 	r->last_wall = now;
 	bool was = r->ended;
@@ -485,19 +416,10 @@ int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
 	return 0;
 }
 
-int gw_engine_set_interleaved(struct gw_engine *e, const char *run)
-{
-	struct run *r = run_find(e, run, strlen(run));
-	if (!r)
-		return -ENOENT;
-	r->interleaved = true;   /* writers.c: repeats are folded */
-	return 0;
-}
-
 void gw_engine_tick(struct gw_engine *e, double now)
 {
-	for (size_t i = 0; i < e->nruns; i++) {
-		struct run *r = e->runs[i];
+	for (size_t i = 0; i < e->runs.n; i++) {
+		struct run *r = e->runs.runs[i];
 		if (r->seg == 0)
 			continue;
 		struct gw_det_ctx ctx;
@@ -514,14 +436,14 @@ void gw_engine_tick(struct gw_engine *e, double now)
 
 int gw_engine_run_ended(struct gw_engine *e, const char *run, const char *reason, double now)
 {
-	struct run *r = run_find(e, run, strlen(run));
+	struct run *r = gw__runtab_find(&e->runs, run, strlen(run));
 	if (!r || r->seg == 0)
 		return -ENOENT;
 	json_t *attrs = json_pack("{s:s}", "reason", reason ? reason : "");
 	if (!attrs)
 		return -ENOMEM;
 	struct gw_rec rec = {
-		.run = r->name, .run_len = strlen(r->name), .step = GW_MAX(r->last_step, 0),
+		.run = r->name, .run_len = r->name_len, .step = GW_MAX(r->last_step, 0),
 		.ts = NAN, .event = GW_RUN_FINISHED, .attrs = attrs,
 	};
 	bool was = r->ended;
@@ -535,7 +457,7 @@ int gw_engine_run_ended(struct gw_engine *e, const char *run, const char *reason
 
 int gw_engine_restarted(struct gw_engine *e, const char *run, double down_from, double now)
 {
-	struct run *r = run_find(e, run, strlen(run));
+	struct run *r = gw__runtab_find(&e->runs, run, strlen(run));
 	if (!r || r->seg == 0)
 		return -ENOENT;
 	struct gw_det_ctx ctx;
@@ -549,114 +471,4 @@ int gw_engine_restarted(struct gw_engine *e, const char *run, double down_from, 
 		watched |= det->on_restart(r->det_state + e->det_off[d], &ctx, down_from);
 	}
 	return watched;
-}
-
-int gw_engine_seed_run(struct gw_engine *e, const char *run, int64_t seg,
-                       int64_t last_step, double last_ts)
-{
-	int err = 0;
-	struct run *r = run_get(e, run, strlen(run), &err);
-	if (!r)
-		return err;
-	if (r->seg != 0)
-		return -EALREADY;
-	r->seg = seg;
-	r->last_step = last_step;
-	r->last_present = (1u << GW_NROLES) - 1; /* a repeat of last_step is a rewind */
-	r->last_ts = last_ts;
-	return 0;
-}
-
-/* ---- what the engine tells about runs --------------------------------------- */
-
-static void fill_info(const struct gw_engine *e, const struct run *r, struct gw_run_info *ri)
-{
-	memset(ri, 0, sizeof(*ri));
-	ri->watch_until = -INFINITY;
-	ri->run = r->name;
-	ri->seg = r->seg;
-	ri->last_step = r->last_step;
-	ri->last_ts = r->last_ts;
-	ri->last_wall = r->last_wall;
-	ri->present = r->present_ever;
-	memcpy(ri->last, r->last, sizeof(ri->last));
-	ri->records = r->records;
-	ri->events = r->events;
-	ri->ended = r->ended;
-	ri->max_steps = r->max_steps;
-	gw__writers_info(r, ri);
-	for (size_t d = 0; d < GW_DET_MAX && gw_det_registry[d]; d++)
-		for (int k = 0; k < MAX_INCIDENTS; k++) {
-			bool open = r->inc[d][k].used && r->inc[d][k].open;
-			ri->open_alerts += open;
-			ri->open_live += open && gw_det_registry[d]->on_tick;
-		}
-	for (size_t d = 0; d < e->ndet; d++) {
-		const struct gw_detector *det = gw_det_registry[d];
-		if (det->watch_until && det_called(e, r, d))
-			ri->watch_until = fmax(ri->watch_until,
-			                       det->watch_until(r->det_state + e->det_off[d]));
-	}
-}
-
-int gw_engine_run_info(const struct gw_engine *e, const char *run,
-                       struct gw_run_info *out)
-{
-	const struct run *r = run_find(e, run, strlen(run));
-	if (!r)
-		return -ENOENT;
-	fill_info(e, r, out);
-	return 0;
-}
-
-const struct gw_hist *gw_engine_hist(const struct gw_engine *e, const char *run)
-{
-	const struct run *r = run_find(e, run, strlen(run));
-	return r ? &r->hist : NULL;
-}
-
-/* ---- active runs: eviction and quiet re-feeding ----------------------------------- */
-
-bool gw_engine_has_run(const struct gw_engine *e, const char *run, size_t len)
-{
-	return run_find(e, run, len) != NULL;
-}
-
-int gw_engine_evict(struct gw_engine *e, const char *run, struct gw_run_info *last)
-{
-	uint32_t i;
-	size_t len = strlen(run);
-	if (gw_strtab_del(&e->by_name, run, len, &i) < 0)
-		return -ENOENT;
-	struct run *r = e->runs[i];
-	if (last) {
-		fill_info(e, r, last);
-		last->run = NULL;   /* its name goes with it */
-	}
-	/* the last run takes its place in the list (and in the index) */
-	struct run *moved = e->runs[--e->nruns];
-	if (moved != r) {
-		e->runs[i] = moved;
-		gw_strtab_set(&e->by_name, moved->name, strlen(moved->name), i);
-	}
-	run_free(r);
-	return 0;
-}
-
-bool gw_engine_quiet(struct gw_engine *e, bool quiet)
-{
-	bool was = e->quiet;
-	e->quiet = quiet;
-	return was;
-}
-
-void gw_engine_foreach_run(const struct gw_engine *e,
-                           void (*fn)(void *data, const struct gw_run_info *ri),
-                           void *data)
-{
-	for (size_t i = 0; i < e->nruns; i++) {
-		struct gw_run_info ri;
-		fill_info(e, e->runs[i], &ri);
-		fn(data, &ri);
-	}
 }

@@ -62,6 +62,10 @@
  * closed, an eviction, a length declared long before the lines a rebuilt
  * run re-reads) would be lost with the memory.
  *
+ * This header is the engine's face for what feeds it and reads its alerts
+ * (the daemon, replay); what builds its options includes engine_opts.h, and
+ * the detectors' own interface is detector.h, registry.h and thresholds.h.
+ *
  * Detectors run in registry order (registry.h) on every line; the engine
  * turns their verdicts into alerts and applies the precedence rules between
  * them.  The daemon (live) and `gradwatch replay` both feed lines in order
@@ -74,12 +78,14 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#include "detector.h"
-#include "registry.h"
-#include "thresholds.h"
+#include "severity.h"
 #include "wire.h"
+
+/* What an engine is made with: engine_opts.h (the configuration's side). */
+struct gw_engine_opts;
 
 /* Why a segment started. */
 enum gw_seg_reason {
@@ -156,21 +162,6 @@ struct gw_engine_hooks {
 	 * anew); the daemon keeps it on disk, so a restart knows the run ended
 	 * (core/runs.c) */
 	void (*on_ended)(void *data, const struct gw_end_info *en);
-};
-
-/* Thresholds for runs whose name matches a glob; the first match wins. */
-struct gw_th_override {
-	char *glob;
-	struct gw_thresholds th;
-};
-
-struct gw_engine_opts {
-	struct gw_thresholds th;           /* defaults */
-	const struct gw_th_override *overrides;
-	size_t n_overrides;
-	bool live;                         /* wall-clock detectors on */
-	uint64_t disabled;                 /* bit i: registry entry i is off */
-	size_t max_runs;                   /* 0: unlimited */
 };
 
 struct gw_engine;
@@ -298,9 +289,14 @@ size_t gw_engine_run_count(const struct gw_engine *e);
 /* A run's history (what detectors see), or NULL; for tests and benchmarks. */
 const struct gw_hist *gw_engine_hist(const struct gw_engine *e, const char *run);
 
-/* Fixed memory per run, in bytes (the history with its replay copy, the
- * restart regime, detector states, incidents and bookkeeping). */
+/* Memory per active run, at most, in bytes, at the default thresholds:
+ * its state (the history, detector states, incidents and bookkeeping) and
+ * what its arena may come to hold (the restart regime, the replay copy, the
+ * ranks' positions, the sorted spike baselines). */
 size_t gw_engine_bytes_per_run(void);
+
+/* The bytes a run's state holds now (0: unknown run); for benchmarks. */
+size_t gw_engine_run_bytes(const struct gw_engine *e, const char *run);
 
 /* The one alert JSON schema (docs/alert-schema.md): its name, the value of
  * every alert object's "schema". */

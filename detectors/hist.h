@@ -2,12 +2,14 @@
  * hist: a run's history, as the detectors read it.
  *
  * The *timeline* is the last GW_RING_CAP metric records of the run that
- * still stand, in a ring with one column array per metric, so that a window
- * of one column is at most two contiguous spans (struct gw_win) that the
- * kernels and the robust statistics read in place.  The *valid-record ring*
- * holds again the records whose loss and grad norm are both finite and > 0,
- * with their logs, in timeline order: "the last n valid records" is then
- * also one or two spans, which is what every statistic reads.
+ * still stand, in a ring with one column array per metric (and the logs of
+ * loss and grad norm, for the records where both are finite and > 0), so
+ * that a window of one column is at most two contiguous spans (struct
+ * gw_win, robust.h) that the kernels and the robust statistics read in
+ * place.  The *valid-record ring* names those records, in timeline order,
+ * by their timeline slot: "the last n valid records" is the timeline's
+ * spans when no other record is between them (nearly always), else the
+ * column gathered through the ring's slots -- no value is stored twice.
  *
  * At a restart from checkpoint step S, the records with step > S (logged by
  * the crashed process, about to be logged again) leave the timeline and
@@ -29,9 +31,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "robust.h"
 #include "wire.h"
 
-/* Records in the timeline (and in the valid-record ring); a power of two. */
+struct gw_arena;
+
+/* Records in the timeline (and in the valid-record ring); a power of two,
+ * at most 65,536 (the valid ring's slots are unsigned short). */
 #define GW_RING_CAP 512u
 
 /* Pre-crash records kept at a restart for the replayed-step comparison. */
@@ -56,35 +62,6 @@ enum gw_vcol {
 	GW_NVCOLS,
 };
 
-/* A window of one column as at most two contiguous spans, oldest first
- * (a[0..na) then b[0..nb)).  Absent values are NaN. */
-struct gw_win {
-	const double *a;
-	size_t na;
-	const double *b;
-	size_t nb;
-};
-
-static inline size_t gw_win_len(const struct gw_win *w)
-{
-	return w->na + w->nb;
-}
-
-/* Value i (0 = oldest) of a window. */
-static inline double gw_win_at(const struct gw_win *w, size_t i)
-{
-	return i < w->na ? w->a[i] : w->b[i - w->na];
-}
-
-/* Copy a window into out (gw_win_len(w) doubles). */
-static inline void gw_win_copy(const struct gw_win *w, double *out)
-{
-	for (size_t i = 0; i < w->na; i++)
-		out[i] = w->a[i];
-	for (size_t i = 0; i < w->nb; i++)
-		out[w->na + i] = w->b[i];
-}
-
 /* One record of the timeline. */
 struct gw_hist_rec {
 	int64_t step;
@@ -99,19 +76,39 @@ struct gw_replayed {
 	bool valid;
 };
 
+/* The window bounds' cache (hist.c "Bounds"): keys (a window and a side;
+ * 0 free) apart from their values, so a lookup reads one line. */
+#define GW_HIST_BOUNDS 12
+struct gw_hist_bound {
+	double v;
+	uint64_t at;              /* the ring's change count when last checked */
+	uint32_t lasts;           /* changes after `at` it holds for; 0: none */
+};
+struct gw_hist_bounds {
+	uint32_t key[GW_HIST_BOUNDS];
+	unsigned next;            /* the slot a new window takes when all are used */
+	unsigned hint;            /* the slot after the last one asked for */
+	struct gw_hist_bound b[GW_HIST_BOUNDS];
+};
+
 /* The engine embeds the history by value, hence the full definition; read
  * it through the functions below. */
 struct gw_hist {
 	double col[GW_NCOLS][GW_RING_CAP];   /* the timeline */
+	double logs[2][GW_RING_CAP];         /* log loss, log grad norm of a valid slot */
 	int64_t step[GW_RING_CAP];
 	uint8_t valid[GW_RING_CAP];
 	size_t head;        /* slot of the next record */
 	size_t count;       /* records in the timeline */
-	double vcol[GW_NVCOLS][GW_RING_CAP]; /* the valid-record ring */
-	int64_t vstep[GW_RING_CAP];
+	unsigned short vslot[GW_RING_CAP];   /* the valid-record ring: timeline slots */
 	size_t vhead, vcount;
 	struct gw_replayed *rep;   /* the replay copy, sorted by step */
 	size_t nrep;
+	/* changes to the timeline and to the valid-record ring: one per record
+	 * added, removed or changed (the window bounds' clock) */
+	uint64_t tchanges, vchanges;
+	struct gw_hist_bounds bounds;   /* the bounds' cache (hist.c) */
+	struct gw_arena *arena;         /* where the replay copy comes from; NULL: malloc */
 };
 
 /* ---- reading (detectors) */
@@ -124,7 +121,8 @@ bool gw_hist_at(const struct gw_hist *h, size_t i, struct gw_hist_rec *out);
 struct gw_win gw_hist_recent(const struct gw_hist *h, enum gw_col col, size_t n);
 
 /* Column col over the `count` newest valid records after skipping the
- * `skip` newest, oldest first, in place; shorter when there are fewer. */
+ * `skip` newest, oldest first, in place (spans, or gathered when invalid
+ * records stand between them); shorter when there are fewer. */
 struct gw_win gw_hist_valid(const struct gw_hist *h, enum gw_vcol col, size_t count, size_t skip);
 
 /* Step of record i (0 = oldest) of that window, -1 if out of range. */
@@ -133,6 +131,22 @@ int64_t gw_hist_valid_step(const struct gw_hist *h, size_t count, size_t skip, s
 /* The same window copied into arrays (any may be NULL); returns its length. */
 size_t gw_hist_last_valid(const struct gw_hist *h, size_t count, size_t skip, double *loss,
                           double *grad_norm, double *lr, int64_t *step);
+
+/* A cheap bound on the middle of a window (robust.h "bounds"): side < 0
+ * a lower bound of its lower middle value, side > 0 an upper bound of its
+ * upper middle, into *v.  Amortised O(1): an order statistic 1/16 to 1/4
+ * of the count from the middle, kept as long as the window's changes
+ * (records in, out or changed) cannot have moved the middle past it
+ * (hist.c "Bounds").  False (work the statistic out instead) unless the
+ * window is full and holds at least 3 values.
+ * gw_hist_valid_bound: the window gw_hist_valid(h, col, count, skip) of
+ * loss, grad norm or their logs (not LR, which may be absent).
+ * gw_hist_recent_bound: the positive finite values among the `count`
+ * timeline records before the `skip` newest (throughput, say). */
+bool gw_hist_valid_bound(const struct gw_hist *h, enum gw_vcol col, size_t count, size_t skip,
+                         int side, double *v);
+bool gw_hist_recent_bound(const struct gw_hist *h, enum gw_col col, size_t count, size_t skip,
+                          int side, double *v);
 
 /* The pre-crash copy of `step` if the current segment replays it, else NULL. */
 const struct gw_replayed *gw_hist_replayed(const struct gw_hist *h, int64_t step);
@@ -158,7 +172,8 @@ int64_t gw_hist_cut(struct gw_hist *h, int64_t S);
 /* A segment without a restart point: forget the replay copy. */
 void gw_hist_end_replay(struct gw_hist *h);
 
-/* Free the replay copy; the history is then empty of it. */
+/* Free the replay copy (unless it came from the arena, which frees it);
+ * the history is then empty of it. */
 void gw_hist_free(struct gw_hist *h);
 
 #endif

@@ -1,7 +1,12 @@
 /*
- * The restart regime and the post-resume windows (see regime.h).  Medians
- * and noise come from robust.c (small copies, at most pre_window values);
- * the moments that only go into evidence come from the kernels.
+ * The restart regime and the post-resume windows (see regime.h).  The
+ * regime's medians and noise come from robust.c (small copies, at most
+ * pre_window values, once a restart); the moments that only go into
+ * evidence come from the kernels.  The windows' medians, asked for on
+ * every line after a restart, come from their fields kept sorted as
+ * samples come and go: one sample in, at most one out of each window, so
+ * a binary search and a short memmove per field instead of eight
+ * selections a line.
  */
 #include "regime.h"
 #include "robust.h"
@@ -92,10 +97,10 @@ void gw_regime_open(struct gw_restart *rs, int64_t S, int64_t T, const struct gw
 	}
 }
 
-/* Judge the last min(npost, W) samples as a window, if there are at least
- * wmin of them; short_w / W gives the sigma scale. */
-static void judge(struct gw_restart *rs, size_t W, size_t wmin, double short_w,
-                  struct gw_post_window *out)
+/* Judge the last min(npost, W) samples as a window by selection (the way
+ * when a sample cannot be sorted); the same values judge() reads. */
+static void judge_selected(struct gw_restart *rs, size_t W, size_t wmin, double short_w,
+                           struct gw_post_window *out)
 {
 	memset(out, 0, sizeof(*out));
 	size_t n = rs->npost < W ? rs->npost : W;
@@ -122,6 +127,85 @@ static void judge(struct gw_restart *rs, size_t W, size_t wmin, double short_w,
 	out->sigma_scale = sqrt(short_w / (double)W);
 }
 
+/* A sample's four fields, in the order of rs->sorted[w][f]. */
+static void fields(const struct gw_post_sample *p, double f[4])
+{
+	f[0] = p->loss_sigmas;
+	f[1] = p->loss_log_ratio;
+	f[2] = p->gn_sigmas;
+	f[3] = p->gn_log_ratio;
+}
+
+static void window_add(struct gw_restart *rs, int w, const struct gw_post_sample *p)
+{
+	double f[4];
+	fields(p, f);
+	for (int k = 0; k < 4; k++) {
+		size_t n = rs->nsorted[w];
+		gw_sorted_add(rs->sorted[w][k], &n, f[k]);
+	}
+	rs->nsorted[w]++;
+	rs->unsteady[w] += !p->lr_steady;
+}
+
+static void window_del(struct gw_restart *rs, int w, const struct gw_post_sample *p)
+{
+	double f[4];
+	fields(p, f);
+	for (int k = 0; k < 4; k++) {
+		size_t n = rs->nsorted[w];
+		gw_sorted_del(rs->sorted[w][k], &n, f[k]);
+	}
+	rs->nsorted[w]--;
+	rs->unsteady[w] -= !p->lr_steady;
+}
+
+/* Sort both windows anew from the samples (the last ws, the last cap). */
+static void windows_build(struct gw_restart *rs, size_t ws, size_t cap)
+{
+	rs->nsorted[GW_WIN_SHORT] = rs->nsorted[GW_WIN_LONG] = 0;
+	rs->unsteady[GW_WIN_SHORT] = rs->unsteady[GW_WIN_LONG] = 0;
+	for (size_t i = 0; i < rs->npost; i++) {
+		if (rs->npost - i <= ws)
+			window_add(rs, GW_WIN_SHORT, &rs->post[i]);
+		if (rs->npost - i <= cap)
+			window_add(rs, GW_WIN_LONG, &rs->post[i]);
+	}
+	rs->built_ws = ws;
+	rs->built_cap = cap;
+}
+
+/* Judge window w, the last min(npost, W) samples, if there are at least
+ * wmin of them, from its sorted fields; short_w / W gives the sigma
+ * scale. */
+static void judge(struct gw_restart *rs, int w, size_t W, size_t wmin, double short_w,
+                  struct gw_post_window *out)
+{
+	memset(out, 0, sizeof(*out));
+	size_t n = rs->npost < W ? rs->npost : W;
+	if (n < wmin || !n)
+		return;
+	const struct gw_post_sample *p = rs->post + rs->npost - n;
+	out->ready = true;
+	out->n = n;
+	out->k_first = p[0].k;
+	out->k_last = p[n - 1].k;
+	out->lr_steady = rs->unsteady[w] == 0;
+	out->loss_sigmas = gw_sorted_median(rs->sorted[w][0], n);
+	out->loss_log_ratio = gw_sorted_median(rs->sorted[w][1], n);
+	out->gn_sigmas = gw_sorted_median(rs->sorted[w][2], n);
+	out->gn_log_ratio = gw_sorted_median(rs->sorted[w][3], n);
+	out->sigma_scale = sqrt(short_w / (double)W);
+}
+
+/* A sample's fields are numbers (a NaN would have no place in a sorted
+ * window; none arises from a valid line, but a sample is checked). */
+static bool sortable(const struct gw_post_sample *p)
+{
+	return !isnan(p->loss_sigmas) && !isnan(p->loss_log_ratio) && !isnan(p->gn_sigmas) &&
+	       !isnan(p->gn_log_ratio);
+}
+
 void gw_regime_update(struct gw_restart *rs, const struct gw_hist_rec *r,
                       const struct gw_thresholds *th)
 {
@@ -143,17 +227,48 @@ void gw_regime_update(struct gw_restart *rs, const struct gw_hist_rec *r,
 	s.lr_steady = true;
 	if (!isnan(r->lr) && !isnan(rs->lr_at_ckpt) && rs->lr_at_ckpt > 0 && r->lr > 0)
 		s.lr_steady = fabs(log(r->lr / rs->lr_at_ckpt)) <= log(th->or_lr_drift);
-	size_t cap = (size_t)th->post_window_long;
+	size_t cap = (size_t)th->post_window_long, ws = (size_t)th->post_window;
+	/* the sorted windows follow the samples when they were built for
+	 * these window sizes; else (the first sample, a reconfiguration, a
+	 * sample that cannot be sorted) they are built anew below */
+	bool follow = rs->built_ws == ws && rs->built_cap == cap && sortable(&s);
 	if (rs->k >= 2) {
-		if (rs->npost == cap) {
-			memmove(rs->post, rs->post + 1, (cap - 1) * sizeof(*rs->post));
+		/* the oldest samples leave (more than one only after cap shrank:
+		 * no window reads them) */
+		while (rs->npost >= cap) {
+			if (follow) {
+				window_del(rs, GW_WIN_LONG, &rs->post[0]);
+				if (rs->npost <= ws)
+					window_del(rs, GW_WIN_SHORT, &rs->post[0]);
+			}
+			memmove(rs->post, rs->post + 1, (rs->npost - 1) * sizeof(*rs->post));
 			rs->npost--;
 		}
+		if (follow && rs->npost >= ws)
+			window_del(rs, GW_WIN_SHORT, &rs->post[rs->npost - ws]);
 		rs->post[rs->npost++] = s;
+		if (follow) {
+			window_add(rs, GW_WIN_SHORT, &s);
+			window_add(rs, GW_WIN_LONG, &s);
+		}
 	}
-	size_t ws = (size_t)th->post_window;
-	judge(rs, ws, (size_t)th->post_window_min, th->post_window, &rs->win[GW_WIN_SHORT]);
-	judge(rs, cap, cap, th->post_window, &rs->win[GW_WIN_LONG]);
+	if (!follow) {
+		bool ok = true;
+		for (size_t i = 0; i < rs->npost && ok; i++)
+			ok = sortable(&rs->post[i]);
+		if (ok) {
+			windows_build(rs, ws, cap);
+		} else {
+			rs->built_ws = rs->built_cap = 0;
+			judge_selected(rs, ws, (size_t)th->post_window_min, th->post_window,
+			               &rs->win[GW_WIN_SHORT]);
+			judge_selected(rs, cap, cap, th->post_window, &rs->win[GW_WIN_LONG]);
+			return;
+		}
+	}
+	judge(rs, GW_WIN_SHORT, ws, (size_t)th->post_window_min, th->post_window,
+	      &rs->win[GW_WIN_SHORT]);
+	judge(rs, GW_WIN_LONG, cap, cap, th->post_window, &rs->win[GW_WIN_LONG]);
 }
 
 bool gw_regime_level_jump(const struct gw_restart *rs, int w, const struct gw_thresholds *th)

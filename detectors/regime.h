@@ -8,7 +8,9 @@
  * gw_regime_open().  Then, for each metric line after the restart,
  * gw_regime_update() turns a valid line into a *sample* (how far it is from
  * the regime, in noises and as a log ratio) and judges two windows of
- * samples, the short one and the long one, by their medians.
+ * samples, the short one and the long one, by their medians, read from the
+ * windows' fields kept sorted as samples come and go (the same values a
+ * selection gives).
  * optimizer_reset and resume_regression read the windows; the other
  * detectors read where the restart stands (S, k).  Pure and bounded.
  */
@@ -77,6 +79,13 @@ struct gw_restart {
 	struct gw_post_sample post[GW_POST_CAP]; /* samples of lines k >= 2, oldest first */
 	size_t npost;
 	struct gw_post_window win[2];            /* [GW_WIN_SHORT], [GW_WIN_LONG] */
+	/* each window's four fields sorted (robust.h sorted windows), kept as
+	 * samples come and go, for windows of (built_ws, built_cap) samples
+	 * (0: not built; sorted anew from post) */
+	double sorted[2][4][GW_POST_CAP];
+	size_t nsorted[2];
+	unsigned unsteady[2];                    /* samples with lr_steady false */
+	size_t built_ws, built_cap;
 };
 
 /* A segment restarted from S (T as gw_hist_cut returned it): snapshot the

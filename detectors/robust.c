@@ -2,6 +2,11 @@
  * The robust statistics (see robust.h).  Medians use selection (Hoare's
  * partition with a median-of-three pivot), not sorting; the noise is the
  * MAD of first differences; the pre-filters count instead of selecting.
+ * Sorted windows find a value's place by binary search and move the values
+ * between with one memmove; their MAD selects the k-th smallest deviation
+ * from two sorted runs by bisection.  The bounds' tests add twice the
+ * pre-filter's slack, so that rounding in how a caller bounds t cannot make
+ * them claim more than the pre-filter would.
  */
 #include "robust.h"
 
@@ -44,6 +49,11 @@ static double select_kth(double *x, size_t n, size_t k)
 	return x[k];
 }
 
+double gw_order_stat(double *x, size_t n, size_t k)
+{
+	return select_kth(x, n, k);
+}
+
 double gw_median(double *x, size_t n)
 {
 	if (!n)
@@ -61,7 +71,8 @@ double gw_median(double *x, size_t n)
 }
 
 /* The slack that makes the pre-filters safe against rounding: the exact
- * rules compare differences and logs, the filters compare values. */
+ * rules compare differences and logs, the filters compare values.
+ * robust.h's gw_mid_surely_above / _below add twice this. */
 static double slack(double t)
 {
 	return 1e-9 * fabs(t) + 1e-12;
@@ -97,6 +108,11 @@ bool gw_median_maybe_le(const struct gw_win *x, double t)
 	if (!n)
 		return true;
 	double tt = t + slack(t);
+	if (x->col) {
+		double v[GW_WIN_MAX];
+		gw_win_copy(x, v);
+		return enough(count_le(v, n, tt), n);
+	}
 	return enough(count_le(x->a, x->na, tt) + count_le(x->b, x->nb, tt), n);
 }
 
@@ -106,15 +122,20 @@ bool gw_median_maybe_ge(const struct gw_win *x, double t)
 	if (!n)
 		return true;
 	double tt = t - slack(t);
+	if (x->col) {
+		double v[GW_WIN_MAX];
+		gw_win_copy(x, v);
+		return enough(count_ge(v, n, tt), n);
+	}
 	return enough(count_ge(x->a, x->na, tt) + count_ge(x->b, x->nb, tt), n);
 }
 
 double gw_win_median(const struct gw_win *w)
 {
-	double tmp[GW_RING_CAP];
+	double tmp[GW_WIN_MAX];
 	size_t n = gw_win_len(w);
-	if (n > GW_RING_CAP)
-		n = GW_RING_CAP;
+	if (n > GW_WIN_MAX)
+		return NAN;   /* longer than any window of the history */
 	gw_win_copy(w, tmp);
 	return gw_median(tmp, n);
 }
@@ -127,10 +148,99 @@ double gw_noise(const double *x, size_t n, double *d)
 		d[i] = x[i + 1] - x[i];
 	size_t m = n - 1;
 	/* the median of d reorders d; the deviations need every value */
-	double tmp[GW_RING_CAP];
+	double tmp[GW_WIN_MAX];
 	memcpy(tmp, d, m * sizeof(*d));
 	double md = gw_median(tmp, m);
 	for (size_t i = 0; i < m; i++)
 		d[i] = fabs(d[i] - md);
 	return 1.4826 * gw_median(d, m) / sqrt(2.0);
+}
+
+/* ---- sorted windows ---------------------------------------------------------- */
+
+/* The first index whose value is not below x. */
+static size_t lower_bound(const double *v, size_t n, double x)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid] < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void gw_sorted_add(double *v, size_t *n, double x)
+{
+	size_t i = lower_bound(v, *n, x);
+	memmove(v + i + 1, v + i, (*n - i) * sizeof(*v));
+	v[i] = x;
+	(*n)++;
+}
+
+void gw_sorted_del(double *v, size_t *n, double x)
+{
+	size_t i = lower_bound(v, *n, x);
+	/* among the values equal to x, the one with its bits (+0 / -0) */
+	while (i < *n && !(x < v[i]) && memcmp(&v[i], &x, sizeof(x)) != 0)
+		i++;
+	if (i >= *n || x < v[i])
+		return;   /* not there: a caller's bug, but nothing to corrupt */
+	memmove(v + i, v + i + 1, (*n - i - 1) * sizeof(*v));
+	(*n)--;
+}
+
+double gw_sorted_median(const double *v, size_t n)
+{
+	if (!n)
+		return NAN;
+	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The k-th smallest (0-based) of the deviations fabs(v[i] - c): those of
+ * v[r..n) rise with i, those of v[0..r) rise as i falls (r: the first
+ * value not below c).  Bisection on how many are taken from the right run
+ * (the classic k-th of two sorted arrays). */
+static double kth_deviation(const double *v, size_t n, size_t r, double c, size_t k)
+{
+	size_t nl = r, nr = n - r;
+#define L(i) fabs(v[r - 1 - (i)] - c)
+#define R(i) fabs(v[r + (i)] - c)
+	/* take j from the right run and k + 1 - j from the left: find the j
+	 * where the two runs' taken parts interleave */
+	size_t lo = k + 1 > nl ? k + 1 - nl : 0, hi = k + 1 < nr ? k + 1 : nr;
+	while (lo < hi) {
+		size_t j = lo + (hi - lo) / 2;    /* j < hi <= k + 1, so i >= 1 */
+		size_t i = k + 1 - j;
+		/* too few from the right if its next one is below the left's last taken */
+		if (j < nr && i > 0 && R(j) < L(i - 1))
+			lo = j + 1;
+		else
+			hi = j;
+	}
+	size_t j = lo, i = k + 1 - j;
+	double a = i > 0 ? L(i - 1) : -INFINITY, b = j > 0 ? R(j - 1) : -INFINITY;
+#undef L
+#undef R
+	return a > b ? a : b;
+}
+
+double gw_sorted_mad(const double *v, size_t n, double c)
+{
+	if (!n)
+		return NAN;
+	size_t r = lower_bound(v, n, c), h = n / 2;
+	double upper = kth_deviation(v, n, r, c, h);
+	if (n % 2)
+		return upper;
+	return 0.5 * (kth_deviation(v, n, r, c, h - 1) + upper);
+}
+
+double gw_sorted_noise(const double *d, size_t m)
+{
+	if (m < 2)
+		return NAN;
+	return 1.4826 * gw_sorted_mad(d, m, gw_sorted_median(d, m)) / sqrt(2.0);
 }

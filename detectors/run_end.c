@@ -9,7 +9,7 @@
  * so does a new segment (engine.c open_segment clears it); gw_engine_run_ended
  * marks the end from outside (engine.c).  No allocation, no I/O.
  */
-#include "engine_impl.h"
+#include "run.h"
 
 #include "util.h"
 

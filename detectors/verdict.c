@@ -57,8 +57,8 @@ static bool dropped(const struct gw_engine *e, const struct run *r, unsigned d,
 			continue;
 		switch (p->scope) {
 		case GW_PREC_SAME_RESTART:
-			if (((r->seg_fired >> p->winner) & 1u) && r->restart.active &&
-			    (double)r->restart.k <= th->post_max)
+			if (((r->seg_fired >> p->winner) & 1u) && gw__run_restart(r)->active &&
+			    (double)gw__run_restart(r)->k <= th->post_max)
 				return true;
 			break;
 		case GW_PREC_MIDRUN_WINDOWS:
@@ -119,7 +119,7 @@ bool gw_det_raise(const struct gw_det_ctx *ctx, struct gw_verdict *v)
 	}
 	if (v->severity >= GW_SEV_WARNING)
 		r->seg_fired |= 1u << d;
-	struct incident *slots = r->inc[d];
+	struct incident *slots = r->inc + d * MAX_INCIDENTS;
 	struct incident *in = NULL, *free_slot = NULL;
 	for (int k = 0; k < MAX_INCIDENTS; k++) {
 		if (slots[k].used && slots[k].key == v->incident && slots[k].seg == r->seg)
@@ -152,7 +152,7 @@ static void resolve(const struct gw_det_ctx *ctx, uint32_t incident, const struc
 {
 	struct gw_engine *e = ctx->engine;
 	struct run *r = ctx->run_state;
-	struct incident *slots = r->inc[ctx->det_index];
+	struct incident *slots = r->inc + ctx->det_index * MAX_INCIDENTS;
 	for (int k = 0; k < MAX_INCIDENTS; k++) {
 		struct incident *in = &slots[k];
 		if (in->used && in->open && in->key == incident) {

@@ -1,17 +1,22 @@
 /*
- * writers: which lines of a run are its primary writer's (engine.h
- * "Ranks" and "Interleaved writers"), for the engine (engine.c).
+ * writers: which lines of a run are its primary writer's (see writers.h;
+ * engine.h "Ranks" and "Interleaved writers").
  *
  * A ranked line of another rank only moves that rank's position.  Lines
  * without a rank are watched for the interleaved-writers pattern: each
- * rewind segment_break reports is counted as shallow or not, and after
+ * rewind the segment rules report is counted as shallow or not, and after
  * IW_STREAK shallow ones in a row (to two different steps, or all in time
  * by ts) the run is interleaved and from then on another writer's repeat of
- * a step is folded: counted, kept apart (e->apart), never a segment nor a
- * detector's input.  Nothing here allocates or does I/O.
+ * a step is folded: never a segment nor a detector's input.  The rules
+ * read where the run stands from the engine (struct gw_writers_pos) and
+ * keep their own state; nothing here knows the engine.
  */
-#include "engine_impl.h"
+#include "writers.h"
 
+#include "arena.h"
+#include "robust.h"
+
+#include <jansson.h>
 #include <math.h>
 #include <string.h>
 
@@ -20,134 +25,131 @@
 #define IW_STREAK 3           /* shallow rewinds in a row that recognise them */
 #define IW_LATE_INTERVALS 4   /* a repeat comes within this many step intervals */
 
-void gw__writers_init(struct run *r)
+void gw__writers_init(struct gw_writers *w)
 {
-	r->hi_step = -1;
-	r->label_rank = -1;
-	r->iw_last_target = -1;
-	r->iw_step = -1;
-	for (int k = 0; k < RANK_TRACK; k++) {
-		r->rank_step[k] = -1;
-		r->rank_wall[k] = NAN;
-	}
-}
-
-void gw__writers_info(const struct run *r, struct gw_run_info *ri)
-{
-	ri->interleaved = r->interleaved;
-	ri->iw_step = r->iw_step;
-	ri->iw_line = r->iw_line;
-	ri->folded = r->folded;
-	ri->rank_lines = r->rank_lines;
-	ri->ranks_seen = r->ranks_seen;
-	ri->rank_max = r->rank_max;
-	ri->label_rank = r->label_rank;
-	ri->behind_rank = -1;
-	ri->behind_wall = NAN;
-	if (r->ranks_seen < 2)
-		return;
-	for (int k = 0; k < RANK_TRACK; k++)
-		if (r->rank_step[k] >= 0 && (ri->behind_rank < 0 || r->rank_step[k] < ri->behind_step)) {
-			ri->behind_rank = k;
-			ri->behind_step = r->rank_step[k];
-			ri->behind_wall = r->rank_wall[k];
-		}
-}
-
-bool gw_engine_kept_apart(const struct gw_engine *e)
-{
-	return e->apart;
+	*w = (struct gw_writers){.hi_step = -1, .label_rank = -1, .iw_last_target = -1,
+	                         .iw_step = -1};
 }
 
 /* A line with a rank: its rank's position (rank 0's too). */
-static void note_rank(struct run *r, const struct gw_rec *rec, double now)
+static void note_rank(struct gw_writers *w, struct gw_arena *arena, const struct gw_rec *rec,
+                      double now)
 {
-	if (rec->rank < RANK_TRACK) {
-		if (r->rank_step[rec->rank] < 0) {
-			r->ranks_seen++;
-			r->rank_step[rec->rank] = rec->step;
+	if (rec->rank < GW_RANK_TRACK && !w->ranks &&
+	    (w->ranks = gw_arena_alloc(arena, GW_RANK_TRACK * sizeof(*w->ranks))))
+		for (int k = 0; k < GW_RANK_TRACK; k++)
+			w->ranks[k] = (struct gw_rank_pos){-1, NAN};
+	if (rec->rank < GW_RANK_TRACK && w->ranks) {
+		struct gw_rank_pos *p = &w->ranks[rec->rank];
+		if (p->step < 0) {
+			w->ranks_seen++;
+			p->step = rec->step;
 		} else if (!rec->event) {
-			r->rank_step[rec->rank] = rec->step;
+			p->step = rec->step;
 		}
-		r->rank_wall[rec->rank] = now;
+		p->wall = now;
 	}
-	if (rec->rank > r->rank_max)
-		r->rank_max = rec->rank;
+	if (rec->rank > w->rank_max)
+		w->rank_max = rec->rank;
 }
 
 /* Is this ranked line the run's primary writer's (engine.h "Ranks")? */
-static bool rank_primary(struct run *r, const struct gw_rec *rec)
+static bool rank_primary(struct gw_writers *w, const struct gw_rec *rec)
 {
 	if (!rec->rank_label)
 		return rec->rank == 0;
 	if (rec->event)
 		return true;
-	if (r->label_rank < 0)
-		r->label_rank = rec->rank;
-	return rec->rank == r->label_rank;
+	if (w->label_rank < 0)
+		w->label_rank = rec->rank;
+	return rec->rank == w->label_rank;
+}
+
+bool gw__writers_primary(struct gw_writers *w, struct gw_arena *arena, const struct gw_rec *rec,
+                         double now)
+{
+	note_rank(w, arena, rec, now);
+	if (rank_primary(w, rec))
+		return true;
+	w->rank_lines++;
+	return false;
+}
+
+bool gw__writers_behind(const struct gw_writers *w, int64_t *rank, int64_t *step, double *wall)
+{
+	*rank = -1;
+	if (w->ranks_seen < 2 || !w->ranks)
+		return false;
+	for (int k = 0; k < GW_RANK_TRACK; k++)
+		if (w->ranks[k].step >= 0 && (*rank < 0 || w->ranks[k].step < *step)) {
+			*rank = k;
+			*step = w->ranks[k].step;
+			*wall = w->ranks[k].wall;
+		}
+	return *rank >= 0;
+}
+
+/* The median of the run's recent step intervals (0 without any). */
+static double step_interval(const struct gw_writers_pos *pos)
+{
+	double tmp[64];
+	unsigned n = pos->ndts < 64 ? pos->ndts : 64;
+	if (!n)
+		return 0;
+	memcpy(tmp, pos->dts, n * sizeof(double));
+	return gw_median(tmp, n);
 }
 
 /* Does a repeat come soon enough after the last line to be another
  * writer's (ts unknown: yes)?  A restart takes longer than a few steps. */
-static bool repeat_in_time(const struct run *r, const struct gw_rec *rec)
+static bool repeat_in_time(const struct gw_writers_pos *pos, const struct gw_rec *rec)
 {
-	if (isnan(rec->ts) || isnan(r->last_ts))
+	if (isnan(rec->ts) || isnan(pos->last_ts))
 		return true;
-	double dt = r->ndts ? gw__median_dts(r) : 0;
-	return rec->ts - r->last_ts <= fmax(1.0, IW_LATE_INTERVALS * dt);
+	return rec->ts - pos->last_ts <= fmax(1.0, IW_LATE_INTERVALS * step_interval(pos));
 }
 
-/* Is this rewind (segment_break said so) a shallow one (engine.h)? */
-static bool shallow_rewind(const struct run *r, const struct gw_rec *rec)
+/* Is this rewind (the segment rules said so) a shallow one (engine.h)? */
+static bool shallow_rewind(const struct gw_writers *w, const struct gw_writers_pos *pos,
+                           const struct gw_rec *rec)
 {
-	return !rec->has_rank && r->hi_step - rec->step <= IW_DEPTH &&
-	       r->seg_records <= IW_SHORT && repeat_in_time(r, rec);
+	return !rec->has_rank && w->hi_step - rec->step <= IW_DEPTH &&
+	       pos->seg_records <= IW_SHORT && repeat_in_time(pos, rec);
 }
 
-static void fold(struct gw_engine *e, struct run *r, const struct gw_rec *rec)
+bool gw__writers_rewind(struct gw_writers *w, const struct gw_writers_pos *pos,
+                        const struct gw_rec *rec, uint64_t line)
 {
-	r->records++;   /* stored apart by the daemon; another writer's copy of a step */
-	r->folded++;
-	r->present_ever |= rec->present;
-	e->apart = true;
-}
-
-bool gw__writers_rewind(struct gw_engine *e, struct run *r, const struct gw_rec *rec,
-                        uint64_t line)
-{
-	if (!shallow_rewind(r, rec)) {
-		r->iw_streak = r->iw_targets = r->iw_timed = 0;
-		r->iw_last_target = -1;
+	if (!shallow_rewind(w, pos, rec)) {
+		w->iw_streak = w->iw_targets = w->iw_timed = 0;
+		w->iw_last_target = -1;
 		return false;
 	}
-	r->iw_streak++;
-	r->iw_timed += !isnan(rec->ts) && !isnan(r->last_ts);
-	if (rec->step != r->iw_last_target)
-		r->iw_targets++;
-	r->iw_last_target = rec->step;
-	if (r->iw_streak < IW_STREAK || (r->iw_targets < 2 && r->iw_timed < r->iw_streak))
+	w->iw_streak++;
+	w->iw_timed += !isnan(rec->ts) && !isnan(pos->last_ts);
+	if (rec->step != w->iw_last_target)
+		w->iw_targets++;
+	w->iw_last_target = rec->step;
+	if (w->iw_streak < IW_STREAK || (w->iw_targets < 2 && w->iw_timed < w->iw_streak))
 		return false;
-	r->interleaved = true;
-	r->iw_step = rec->step;
-	r->iw_line = line;
-	if (e->hooks.on_writers && !e->quiet) {
-		struct gw_writers_info wi = {.run = r->name, .step = rec->step, .line = line,
-		                             .seg = r->seg};
-		e->hooks.on_writers(e->hooks.data, &wi);
-	}
-	fold(e, r, rec);
+	w->interleaved = true;
+	w->iw_step = rec->step;
+	w->iw_line = line;
+	w->folded++;
 	return true;
 }
 
-/* Once interleaved: is this line another writer's repeat of a step the run
- * has logged (at or below its last step, within IW_DEPTH, in time)? */
-static bool repeat_of_another(const struct run *r, const struct gw_rec *rec)
+bool gw__writers_fold_record(struct gw_writers *w, const struct gw_writers_pos *pos,
+                             const struct gw_rec *rec)
 {
-	if (!r->interleaved || rec->has_rank || r->seg_from_event || r->last_step < 0)
+	if (!w->interleaved || rec->has_rank || pos->seg_from_event || pos->last_step < 0)
 		return false;
-	bool repeat = rec->step < r->last_step ||
-	              (rec->step == r->last_step && (rec->present & r->last_present));
-	return repeat && r->last_step - rec->step <= IW_DEPTH && repeat_in_time(r, rec);
+	bool repeat = rec->step < pos->last_step ||
+	              (rec->step == pos->last_step && (rec->present & pos->last_present));
+	if (!repeat || pos->last_step - rec->step > IW_DEPTH || !repeat_in_time(pos, rec))
+		return false;
+	w->folded++;
+	return true;
 }
 
 int64_t gw__checkpoint_step(const struct gw_rec *rec)
@@ -166,41 +168,30 @@ int64_t gw__checkpoint_step(const struct gw_rec *rec)
  * segment, no metric line since, in time (known ts on both, or the run is
  * interleaved); once interleaved, a "checkpoint_saved" at the newest
  * one's step too. */
-static bool copy_of_event(const struct run *r, const struct gw_rec *rec)
+static bool copy_of_event(const struct gw_writers *w, const struct gw_writers_pos *pos,
+                          const struct gw_rec *rec)
 {
 	if (rec->has_rank)
 		return false;
 	if (strcmp(rec->event, "resumed") == 0)
-		return r->seg_from_event && rec->step == r->resumed_step &&
-		       gw__checkpoint_step(rec) == r->resumed_ckpt && repeat_in_time(r, rec) &&
-		       (r->interleaved || (!isnan(rec->ts) && !isnan(r->last_ts)));
-	return r->interleaved && strcmp(rec->event, "checkpoint_saved") == 0 &&
-	       r->ckpts[CKPT_KEEP - 1].attrs && r->ckpts[CKPT_KEEP - 1].step == rec->step;
+		return pos->seg_from_event && rec->step == pos->resumed_step &&
+		       gw__checkpoint_step(rec) == pos->resumed_ckpt && repeat_in_time(pos, rec) &&
+		       (w->interleaved || (!isnan(rec->ts) && !isnan(pos->last_ts)));
+	return w->interleaved && strcmp(rec->event, "checkpoint_saved") == 0 &&
+	       pos->has_ckpt && pos->ckpt_step == rec->step;
 }
 
-bool gw__writers_primary(struct gw_engine *e, struct run *r, const struct gw_rec *rec, double now)
+bool gw__writers_fold_event(struct gw_writers *w, const struct gw_writers_pos *pos,
+                            const struct gw_rec *rec)
 {
-	note_rank(r, rec, now);
-	if (rank_primary(r, rec))
-		return true;
-	r->rank_lines++;   /* stored apart by the daemon */
-	e->apart = true;
-	return false;
-}
-
-bool gw__writers_fold_record(struct gw_engine *e, struct run *r, const struct gw_rec *rec)
-{
-	if (!repeat_of_another(r, rec))
+	if (!copy_of_event(w, pos, rec))
 		return false;
-	fold(e, r, rec);
+	w->folded++;
 	return true;
 }
 
-bool gw__writers_fold_event(struct gw_engine *e, struct run *r, const struct gw_rec *rec)
+void gw__writers_step(struct gw_writers *w, int64_t step, bool new_segment)
 {
-	if (!copy_of_event(r, rec))
-		return false;
-	r->folded++;
-	e->apart = true;
-	return true;
+	if (step > w->hi_step || new_segment)
+		w->hi_step = step;
 }

@@ -55,6 +55,8 @@ struct gw_kern_ops {
 	double (*slope)(const double *a, size_t na, const double *b, size_t nb);
 	double (*corr)(const double *xa, const double *ya, size_t na,
 	               const double *xb, const double *yb, size_t nb);
+	size_t (*count)(const double *a, size_t na, const double *b, size_t nb, double t,
+	                int side, int positive, size_t *n);
 };
 
 /* Choose the variant.  `force` is NULL (use $GRADWATCH_KERNELS if set, else
@@ -127,6 +129,17 @@ static inline double gw_kern_corr(const double *xa, const double *ya, size_t na,
                                   const double *xb, const double *yb, size_t nb)
 {
 	return gw__kern->corr(xa, ya, na, xb, yb, nb);
+}
+
+/* Where t stands in the window a||b: of its finite values (only those > 0
+ * if `positive`), how many are below t (side < 0) or above t (side > 0);
+ * *n gets how many finite (positive) values there are.  One pass, no copy,
+ * for the detectors' bounds on a window's median (detectors/hist.c).
+ * Counts only: identical in every variant. */
+static inline size_t gw_kern_count(const double *a, size_t na, const double *b, size_t nb,
+                                   double t, int side, int positive, size_t *n)
+{
+	return gw__kern->count(a, na, b, nb, t, side, positive, n);
 }
 
 #endif

@@ -150,10 +150,33 @@ static double corr(const double *xa, const double *ya, size_t na,
 	return gw__corr_spans(corr_block, xa, ya, na, xb, yb, nb);
 }
 
+/* ---- count ---------------------------------------------------------------- */
+
+static size_t count_span(const double *x, size_t len, double t, int side, int positive,
+                         size_t *n)
+{
+	size_t c = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (!isfinite(x[i]) || (positive && !(x[i] > 0)))
+			continue;
+		(*n)++;
+		c += side < 0 ? x[i] < t : x[i] > t;
+	}
+	return c;
+}
+
+static size_t count(const double *a, size_t na, const double *b, size_t nb, double t, int side,
+                    int positive, size_t *n)
+{
+	*n = 0;
+	return count_span(a, na, t, side, positive, n) + count_span(b, nb, t, side, positive, n);
+}
+
 const struct gw_kern_ops gw_kern_scalar_ops = {
 	.name = "scalar",
 	.moments = moments,
 	.log_moments = log_moments,
 	.slope = slope,
 	.corr = corr,
+	.count = count,
 };

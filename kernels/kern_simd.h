@@ -419,6 +419,44 @@ static double corr(const double *xa, const double *ya, size_t na,
 	return gw__corr_spans(corr_block, xa, ya, na, xb, yb, nb);
 }
 
+/* ---- count ------------------------------------------------------------------- */
+
+/* Counts as sums of 1.0 per lane (exact up to 2^53), masked: a value
+ * counts when finite (and > 0 with `positive`); the NaN padding of the
+ * tail never does.  Two accumulators per count are enough here: a window
+ * is at most a few hundred values. */
+static void count_span(const double *x, size_t len, double t, int side, int positive,
+                       double acc[2])
+{
+	const vd one = vd_set1(1.0), zero = vd_set1(0.0), tv = vd_set1(t);
+	vd n[U], c[U];
+	for (size_t u = 0; u < U; u++)
+		n[u] = c[u] = zero;
+#define COUNT_STEP                                                  \
+	{                                                               \
+		vm m = vm_finite(v);                                        \
+		if (positive)                                               \
+			m = vm_and(m, vm_gt(v, zero));                          \
+		n[u] = vd_add(n[u], vd_and(one, m));                        \
+		vm s = side < 0 ? vm_lt(v, tv) : vm_gt(v, tv);              \
+		c[u] = vd_add(c[u], vd_and(one, vm_and(m, s)));             \
+	}
+	FOR_VECTORS(x, len, (void)0, COUNT_STEP, COUNT_STEP);
+#undef COUNT_STEP
+	acc[0] += vd_hsum(sum_u(n));
+	acc[1] += vd_hsum(sum_u(c));
+}
+
+static size_t count(const double *a, size_t na, const double *b, size_t nb, double t, int side,
+                    int positive, size_t *n)
+{
+	double acc[2] = {0, 0};
+	count_span(a, na, t, side, positive, acc);
+	count_span(b, nb, t, side, positive, acc);
+	*n = (size_t)acc[0];
+	return (size_t)acc[1];
+}
+
 #define GW_SIMD_OPS(ident, label)            \
 	const struct gw_kern_ops ident = {       \
 		.name = label,                       \
@@ -426,4 +464,5 @@ static double corr(const double *xa, const double *ya, size_t na,
 		.log_moments = log_moments,          \
 		.slope = slope,                      \
 		.corr = corr,                        \
+		.count = count,                      \
 	}

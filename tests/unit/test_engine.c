@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "engine.h"
+#include "engine_opts.h"
+#include "registry.h"
 #include "hist.h"
 #include "util.h"
 

@@ -326,6 +326,41 @@ static void prop_corr(const struct gw_kern_ops *v, const double *x,
 	win_free(&wy);
 }
 
+/* Counts are exact: every variant gives what a plain loop over the whole
+ * sequence gives, for thresholds in the data, between, and +-Inf, both
+ * sides, all finite values or the positive ones only. */
+static void prop_count(const struct gw_kern_ops *v, const double *x,
+                       const double *y, size_t n, size_t na, size_t off,
+                       const char *what)
+{
+	struct win w;
+	(void)y;
+	win_make(&w, x, n, na, off);
+	double ts[] = {n ? x[n / 2] : 0.0, n ? x[n / 3] * 1.5 : 1.0, 0.0, -0.0, 1.0, INFINITY,
+	               -INFINITY};
+	for (size_t ti = 0; ti < sizeof(ts) / sizeof(ts[0]); ti++) {
+		for (int side = -1; side <= 1; side += 2) {
+			for (int pos = 0; pos <= 1; pos++) {
+				size_t want = 0, want_n = 0, got_n = 0, ref_n = 0;
+				for (size_t i = 0; i < n; i++) {
+					if (!isfinite(x[i]) || (pos && !(x[i] > 0)))
+						continue;
+					want_n++;
+					want += side < 0 ? x[i] < ts[ti] : x[i] > ts[ti];
+				}
+				size_t got = v->count(w.a, w.na, w.b, w.nb, ts[ti], side, pos, &got_n);
+				size_t ref = gw_kern_scalar_ops.count(w.a, w.na, w.b, w.nb, ts[ti], side, pos,
+				                                      &ref_n);
+				ck_assert_msg(got == want && got_n == want_n && ref == want && ref_n == want_n,
+				              "%s: count t=%g side %d positive %d: %zu of %zu (scalar %zu of "
+				              "%zu), want %zu of %zu", what, ts[ti], side, pos, got, got_n, ref,
+				              ref_n, want, want_n);
+			}
+		}
+	}
+	win_free(&w);
+}
+
 START_TEST(test_prop_moments) { sweep(prop_moments, 1); }
 END_TEST
 
@@ -336,6 +371,9 @@ START_TEST(test_prop_slope) { sweep(prop_slope, 3); }
 END_TEST
 
 START_TEST(test_prop_corr) { sweep(prop_corr, 4); }
+END_TEST
+
+START_TEST(test_prop_count) { sweep(prop_count, 5); }
 END_TEST
 
 
@@ -613,6 +651,7 @@ static Suite *kern_suite(void)
 	tcase_add_test(prop, test_prop_log_moments);
 	tcase_add_test(prop, test_prop_slope);
 	tcase_add_test(prop, test_prop_corr);
+	tcase_add_test(prop, test_prop_count);
 	tcase_set_timeout(prop, 300);
 	suite_add_tcase(s, prop);
 	return s;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "engine_opts.h"
 
 #define T0 1.8e9   /* the wall clock at the start of each test */
 

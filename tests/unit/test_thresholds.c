@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "engine_opts.h"
 #include "hist.h"
 #include "regime.h"
 #include "thresholds.h"

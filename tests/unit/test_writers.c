@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "engine_opts.h"
 #include "reader_impl.h"
 
 struct seen {
