@@ -28,9 +28,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* a secret read from a file (a webhook URL, a signing key) is at most this long */
-#define SECRET_FILE_MAX (64 * 1024)
-
 static const struct gw_sink_type *const types[] = {
 	&gw_sink_slack, &gw_sink_webhook, &gw_sink_alertmanager,
 };
@@ -54,73 +51,6 @@ static int parse_rate(const char *s, unsigned *count, uint64_t *per_ms)
 	if (rc < 0 || *per_ms == 0)
 		return -EINVAL;
 	*count = (unsigned)n;
-	return 0;
-}
-
-static void trim_end(char *s, size_t *len)
-{
-	while (*len && isspace((unsigned char)s[*len - 1]))
-		s[--*len] = '\0';
-}
-
-/* Read a secret from exactly one of key, key_env, key_file.  *out is a heap
- * string or NULL when none is given. */
-static int load_secret(const json_t *o, const char *key, const char *where, char **out,
-                       size_t *out_len, char *err, size_t errlen)
-{
-	char k_env[32], k_file[32];
-	snprintf(k_env, sizeof(k_env), "%s_env", key);
-	snprintf(k_file, sizeof(k_file), "%s_file", key);
-	const json_t *v = json_object_get(o, key), *ve = json_object_get(o, k_env),
-	             *vf = json_object_get(o, k_file);
-	int given = !!v + !!ve + !!vf;
-	*out = NULL;
-	if (!given)
-		return 0;
-	if (given > 1)
-		return gw_errf(err, errlen, -EINVAL, "%s: give only one of \"%s\", \"%s\" and \"%s\"", where, key,
-		            k_env, k_file);
-	const json_t *which = v ? v : ve ? ve : vf;
-	const char *wkey = v ? key : ve ? k_env : k_file;
-	if (!json_is_string(which) || !json_string_length(which))
-		return gw_errf(err, errlen, -EINVAL, "%s: \"%s\" must be a non-empty string", where, wkey);
-	const char *s = json_string_value(which);
-	char *val = NULL;
-	size_t len = 0;
-	if (v) {
-		val = strdup(s);
-		len = strlen(s);
-	} else if (ve) {
-		const char *e = getenv(s);
-		if (!e || !*e)
-			return gw_errf(err, errlen, -EINVAL, "%s: \"%s\": the environment variable %s is not set",
-			            where, wkey, s);
-		val = strdup(e);
-		len = strlen(e);
-	} else {
-		char *path = NULL;
-		if (gw_credential_path(s, &path) < 0)
-			return -ENOMEM;
-		int rc = gw_read_file(path, SECRET_FILE_MAX, &val, &len);
-		if (rc < 0) {
-			gw_errf(err, errlen, -EINVAL, "%s: \"%s\": cannot read %s: %s", where, wkey, path,
-			     rc == -EINVAL ? "not a regular file" : rc == -EFBIG ? "longer than 64 KiB"
-			     : strerror(-rc));
-			free(path);
-			return rc;
-		}
-		free(path);
-	}
-	if (!val)
-		return -ENOMEM;
-	trim_end(val, &len);
-	if (!len) {
-		free(val);
-		return gw_errf(err, errlen, -EINVAL, "%s: \"%s\" gives an empty value", where, wkey);
-	}
-	*out = val;
-	if (out_len)
-		*out_len = len;
 	return 0;
 }
 
@@ -275,7 +205,7 @@ static int parse_one(const json_t *o, size_t idx, int peer, const char *peer_url
 	char *url = NULL;
 	if (peer_url && !(url = strdup(peer_url)))
 		return -ENOMEM;
-	if (!peer_url && (rc = load_secret(o, "url", where, &url, NULL, err, errlen)) < 0)
+	if (!peer_url && (rc = gw_secret_load(o, "url", where, &url, NULL, err, errlen)) < 0)
 		return rc;
 	if (!url)
 		return gw_errf(err, errlen, -EINVAL, "%s: one of \"url\", \"url_env\" or \"url_file\" is required",
@@ -302,7 +232,7 @@ static int parse_one(const json_t *o, size_t idx, int peer, const char *peer_url
 		return gw_errf(err, errlen, -EINVAL, "%s: \"url_path_public\" must be true or false", where);
 	gw_log_redact_url(s->url, json_is_true(v), s->url_log, sizeof(s->url_log));
 
-	if ((rc = load_secret(o, "secret", where, &s->secret, &s->secret_len, err, errlen)) < 0)
+	if ((rc = gw_secret_load(o, "secret", where, &s->secret, &s->secret_len, err, errlen)) < 0)
 		return rc;
 	if (s->secret && !s->type->may_sign)
 		return gw_errf(err, errlen, -EINVAL, "%s: only webhook sinks take a signing secret", where);
