@@ -1,0 +1,632 @@
+/*
+ * ship: the shipper thread (fleet.h).  One cycle:
+ *
+ *   1. in one SQLite read transaction (a snapshot of what is committed),
+ *      the records and events after their cursors (at most batch_rows of
+ *      each), and the runs, segments and alerts changed since the last
+ *      good cycle began, less CHANGE_MARGIN_S (a row's change time is set
+ *      a commit interval before it is visible; re-sending a row costs an
+ *      upsert, missing one would cost its change), each row turned into
+ *      a line of COPY's text format with this node's name in front;
+ *   2. in one PostgreSQL transaction, per table COPY into a temporary
+ *      table and INSERT ... SELECT ... ON CONFLICT: records and events DO
+ *      NOTHING on (node, id), runs, segments and alerts DO UPDATE on
+ *      (node, name), (node, run, seg), (node, id); and the node's row in
+ *      gw_nodes (its cursors, backlog, lag);
+ *   3. after PostgreSQL committed, the cursors in SQLite (fleet_cursor).
+ *
+ * A crash anywhere leaves PostgreSQL with the batch or without it, and
+ * SQLite's cursors at or behind it: the rows after SQLite's cursor are sent
+ * again and the conflicts drop them.  PostgreSQL unreachable: the cycle
+ * fails, the cursors stay, the next try waits (back-off from 0.5 s to
+ * 30 s) and the backlog waits in SQLite, where it is anyway.
+ */
+#include "fleet.h"
+#include "pgio.h"
+
+#include "clock.h"
+#include "fault.h"
+#include "log.h"
+#include "util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHANGE_MARGIN_S 30.0
+#define BACKOFF_MIN_MS 500
+#define BACKOFF_MAX_MS 30000
+#define PG_TIMEOUT_S 60.0
+
+/* PostgreSQL's tables: what a node ships, keyed on the node and what
+ * identifies the row there.  Created if missing, under an advisory lock
+ * so that nodes starting together do not race. */
+static const char pg_schema[] =
+	"BEGIN;"
+	"SELECT pg_advisory_xact_lock(4711023);"
+	"CREATE TABLE IF NOT EXISTS gw_nodes(node text PRIMARY KEY, last_ok float8,"
+	"  records_cursor bigint, events_cursor bigint, backlog bigint, lag_s float8);"
+	"CREATE TABLE IF NOT EXISTS gw_runs(node text NOT NULL, name text NOT NULL,"
+	"  first_seen float8, last_seen float8, last_seg int, last_step bigint, last_ts float8,"
+	"  writers text, ended_seg int, ended_step bigint, ended_reason text, ended_at float8,"
+	"  PRIMARY KEY(node, name));"
+	"CREATE TABLE IF NOT EXISTS gw_segments(node text NOT NULL, run text NOT NULL,"
+	"  seg int NOT NULL, reason text, first_step bigint, restart_step bigint,"
+	"  first_line bigint, ts float8, opened float8, PRIMARY KEY(node, run, seg));"
+	"CREATE TABLE IF NOT EXISTS gw_records(node text NOT NULL, id bigint NOT NULL,"
+	"  run text NOT NULL, seg int NOT NULL, step bigint NOT NULL, line bigint, ts float8,"
+	"  recv float8, loss float8, grad_norm float8, lr float8, throughput float8,"
+	"  nonfinite int, extra text, rank int, PRIMARY KEY(node, id));"
+	"CREATE INDEX IF NOT EXISTS gw_records_by_run ON gw_records(node, run, seg, step);"
+	"CREATE TABLE IF NOT EXISTS gw_events(node text NOT NULL, id bigint NOT NULL,"
+	"  run text NOT NULL, seg int NOT NULL, step bigint NOT NULL, line bigint, ts float8,"
+	"  recv float8, name text NOT NULL, attrs text, PRIMARY KEY(node, id));"
+	"CREATE INDEX IF NOT EXISTS gw_events_by_run ON gw_events(node, run, seg, step);"
+	"CREATE TABLE IF NOT EXISTS gw_alerts(node text NOT NULL, id text NOT NULL,"
+	"  run text NOT NULL, seg int, step bigint, line bigint, detector text, severity text,"
+	"  state text, summary text, cause text, action text, evidence text, ts float8,"
+	"  created float8, updated float8, resolved float8, last_step bigint, last_line bigint,"
+	"  version int, resolution text, kind text, acked_at float8, acked_by text, ack_note text,"
+	"  PRIMARY KEY(node, id));"
+	"CREATE INDEX IF NOT EXISTS gw_alerts_by_run ON gw_alerts(node, run);"
+	"COMMIT";
+
+/* The temporary tables COPY fills; emptied at every commit. */
+static const char pg_temp[] =
+	"CREATE TEMP TABLE IF NOT EXISTS t_runs (LIKE gw_runs) ON COMMIT DELETE ROWS;"
+	"CREATE TEMP TABLE IF NOT EXISTS t_segments (LIKE gw_segments) ON COMMIT DELETE ROWS;"
+	"CREATE TEMP TABLE IF NOT EXISTS t_records (LIKE gw_records) ON COMMIT DELETE ROWS;"
+	"CREATE TEMP TABLE IF NOT EXISTS t_events (LIKE gw_events) ON COMMIT DELETE ROWS;"
+	"CREATE TEMP TABLE IF NOT EXISTS t_alerts (LIKE gw_alerts) ON COMMIT DELETE ROWS";
+
+struct table {
+	const char *select;        /* SQLite: ?1 the cursor or change time, ?2 the limit */
+	const char *copy;          /* COPY into the temporary table */
+	const char *merge;         /* from it into the shared one */
+	bool by_id;                /* records, events: column 0 is the local id (the cursor) */
+};
+
+static const struct table tables[GW_FLEET_N_TABLES] = {
+	[GW_FLEET_RUNS] = {
+		"SELECT name, first_seen, last_seen, last_seg, last_step, last_ts, writers, ended_seg,"
+		" ended_step, ended_reason, ended_at FROM runs"
+		" WHERE max(coalesce(last_seen, 0), coalesce(ended_at, 0)) >= ?1 LIMIT ?2",
+		"COPY t_runs FROM STDIN",
+		"INSERT INTO gw_runs SELECT * FROM t_runs ON CONFLICT (node, name) DO UPDATE SET"
+		" first_seen = excluded.first_seen, last_seen = excluded.last_seen,"
+		" last_seg = excluded.last_seg, last_step = excluded.last_step,"
+		" last_ts = excluded.last_ts, writers = excluded.writers,"
+		" ended_seg = excluded.ended_seg, ended_step = excluded.ended_step,"
+		" ended_reason = excluded.ended_reason, ended_at = excluded.ended_at",
+		false,
+	},
+	[GW_FLEET_SEGMENTS] = {
+		"SELECT n.name, s.seg, s.reason, s.first_step, s.restart_step, s.first_line, s.ts,"
+		" s.opened FROM segments s JOIN runs n ON n.id = s.run_id"
+		" WHERE max(coalesce(n.last_seen, 0), coalesce(n.ended_at, 0)) >= ?1 LIMIT ?2",
+		"COPY t_segments FROM STDIN",
+		"INSERT INTO gw_segments SELECT * FROM t_segments ON CONFLICT (node, run, seg) DO UPDATE"
+		" SET reason = excluded.reason, first_step = excluded.first_step,"
+		" restart_step = excluded.restart_step, first_line = excluded.first_line,"
+		" ts = excluded.ts, opened = excluded.opened",
+		false,
+	},
+	[GW_FLEET_RECORDS] = {
+		"SELECT r.id, n.name, r.seg, r.step, r.line, r.ts, r.recv, r.loss, r.grad_norm, r.lr,"
+		" r.throughput, r.nonfinite, r.extra, r.rank FROM records r JOIN runs n ON n.id = r.run_id"
+		" WHERE r.id > ?1 ORDER BY r.id LIMIT ?2",
+		"COPY t_records FROM STDIN",
+		"INSERT INTO gw_records SELECT * FROM t_records ON CONFLICT (node, id) DO NOTHING",
+		true,
+	},
+	[GW_FLEET_EVENTS] = {
+		"SELECT e.id, n.name, e.seg, e.step, e.line, e.ts, e.recv, e.name, e.attrs"
+		" FROM events e JOIN runs n ON n.id = e.run_id WHERE e.id > ?1 ORDER BY e.id LIMIT ?2",
+		"COPY t_events FROM STDIN",
+		"INSERT INTO gw_events SELECT * FROM t_events ON CONFLICT (node, id) DO NOTHING",
+		true,
+	},
+	[GW_FLEET_ALERTS] = {
+		"SELECT a.id, n.name, a.seg, a.step, a.line, a.detector, a.severity, a.state, a.summary,"
+		" a.cause, a.action, a.evidence, a.ts, a.created, a.updated, a.resolved, a.last_step,"
+		" a.last_line, a.version, a.resolution, a.kind, a.acked_at, a.acked_by, a.ack_note"
+		" FROM alerts a JOIN runs n ON n.id = a.run_id"
+		" WHERE coalesce(a.updated, a.created, 0) >= ?1 LIMIT ?2",
+		"COPY t_alerts FROM STDIN",
+		"INSERT INTO gw_alerts SELECT * FROM t_alerts ON CONFLICT (node, id) DO UPDATE SET"
+		" seg = excluded.seg, step = excluded.step, line = excluded.line,"
+		" detector = excluded.detector, severity = excluded.severity, state = excluded.state,"
+		" summary = excluded.summary, cause = excluded.cause, action = excluded.action,"
+		" evidence = excluded.evidence, ts = excluded.ts, created = excluded.created,"
+		" updated = excluded.updated, resolved = excluded.resolved,"
+		" last_step = excluded.last_step, last_line = excluded.last_line,"
+		" version = excluded.version, resolution = excluded.resolution, kind = excluded.kind,"
+		" acked_at = excluded.acked_at, acked_by = excluded.acked_by, ack_note = excluded.ack_note"
+		" WHERE gw_alerts.updated IS NULL OR excluded.updated >= gw_alerts.updated",
+		false,
+	},
+};
+
+/* a growing byte buffer for one table's COPY text */
+struct text {
+	char *p;
+	size_t len, cap;
+};
+
+struct gw_fleet {
+	struct gw_fleet_cfg cfg;   /* dsn owned (a copy) */
+	char *db_path;
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t mu;        /* guards st and the wake-up */
+	pthread_cond_t cv;
+	atomic_bool stop;
+	struct gw_fleet_stats st;
+
+	/* the thread's own */
+	sqlite3 *db;
+	sqlite3_stmt *sel[GW_FLEET_N_TABLES];
+	struct gw_pgio pg;
+	bool pg_ready;             /* schema and temporary tables there */
+	int64_t cursor[GW_FLEET_N_TABLES]; /* by_id tables: the last id in PostgreSQL */
+	double changed_since;      /* the others: changes at or after this wall time */
+	struct text buf[GW_FLEET_N_TABLES];
+	size_t rows[GW_FLEET_N_TABLES];
+	uint64_t crash_after, commits;
+};
+
+/* ---- COPY text -------------------------------------------------------------------- */
+
+static int put(struct text *t, const char *s, size_t n)
+{
+	if (t->len + n + 1 > t->cap) {
+		size_t cap = t->cap ? t->cap : 65536;
+		while (cap < t->len + n + 1)
+			cap *= 2;
+		char *p = realloc(t->p, cap);
+		if (!p)
+			return -ENOMEM;
+		t->p = p;
+		t->cap = cap;
+	}
+	memcpy(t->p + t->len, s, n);
+	t->len += n;
+	return 0;
+}
+
+/* A text value as COPY reads it: backslash, tab, newline, CR escaped. */
+static int put_text(struct text *t, const unsigned char *s, size_t n)
+{
+	size_t from = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *esc = s[i] == '\\' ? "\\\\" : s[i] == '\t' ? "\\t" : s[i] == '\n' ? "\\n"
+		                : s[i] == '\r' ? "\\r" : NULL;
+		if (!esc)
+			continue;
+		if (put(t, (const char *)s + from, i - from) < 0 || put(t, esc, 2) < 0)
+			return -ENOMEM;
+		from = i + 1;
+	}
+	return put(t, (const char *)s + from, n - from);
+}
+
+/* One row of st as a COPY line: node, then its columns. */
+static int put_row(struct text *t, const char *node, sqlite3_stmt *st)
+{
+	int rc = put_text(t, (const unsigned char *)node, strlen(node));
+	int n = sqlite3_column_count(st);
+	for (int c = 0; rc == 0 && c < n; c++) {
+		char num[40];
+		int len;
+		rc = put(t, "\t", 1);
+		switch (sqlite3_column_type(st, c)) {
+		case SQLITE_NULL:
+			rc = rc ?: put(t, "\\N", 2);
+			break;
+		case SQLITE_INTEGER:
+			len = snprintf(num, sizeof(num), "%lld", (long long)sqlite3_column_int64(st, c));
+			rc = rc ?: put(t, num, (size_t)len);
+			break;
+		case SQLITE_FLOAT: {
+			double v = sqlite3_column_double(st, c);
+			len = isnan(v) ? snprintf(num, sizeof(num), "NaN")
+			    : isinf(v) ? snprintf(num, sizeof(num), v > 0 ? "Infinity" : "-Infinity")
+			    : snprintf(num, sizeof(num), "%.17g", v);
+			rc = rc ?: put(t, num, (size_t)len);
+			break;
+		}
+		default:
+			rc = rc ?: put_text(t, sqlite3_column_text(st, c), (size_t)sqlite3_column_bytes(st, c));
+		}
+	}
+	return rc ?: put(t, "\n", 1);
+}
+
+/* ---- SQLite side ------------------------------------------------------------------- */
+
+static int sq_fail(struct gw_fleet *f, int rc, const char *what)
+{
+	snprintf(f->pg.err, sizeof(f->pg.err), "%s: %s", what, sqlite3_errmsg(f->db));
+	return rc == SQLITE_BUSY ? -EBUSY : -EIO;
+}
+
+static int sq_open(struct gw_fleet *f, char *err, size_t errlen)
+{
+	int rc = sqlite3_open_v2(f->db_path, &f->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK)
+		return gw_errf(err, errlen, -EIO, "fleet: cannot open %s: %s", f->db_path,
+		               f->db ? sqlite3_errmsg(f->db) : sqlite3_errstr(rc));
+	sqlite3_busy_timeout(f->db, 5000);
+	for (int t = 0; t < GW_FLEET_N_TABLES; t++)
+		if (sqlite3_prepare_v3(f->db, tables[t].select, -1, SQLITE_PREPARE_PERSISTENT,
+		                       &f->sel[t], NULL) != SQLITE_OK)
+			return gw_errf(err, errlen, -EIO, "fleet: %s: %s", f->db_path, sqlite3_errmsg(f->db));
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(f->db, "SELECT tbl, last_id FROM fleet_cursor", -1, &st, NULL) != SQLITE_OK)
+		return gw_errf(err, errlen, -EIO, "fleet: %s: %s", f->db_path, sqlite3_errmsg(f->db));
+	while (sqlite3_step(st) == SQLITE_ROW)
+		for (int t = 0; t < GW_FLEET_N_TABLES; t++)
+			if (!strcmp((const char *)sqlite3_column_text(st, 0), gw_fleet_table_names[t]))
+				f->cursor[t] = sqlite3_column_int64(st, 1);
+	sqlite3_finalize(st);
+	return 0;
+}
+
+/* Read the rows to ship into f->buf (one snapshot). */
+static int sq_read(struct gw_fleet *f)
+{
+	int rc = sqlite3_exec(f->db, "BEGIN", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return sq_fail(f, rc, "SQLite BEGIN");
+	for (int t = 0; t < GW_FLEET_N_TABLES && rc == SQLITE_OK; t++) {
+		sqlite3_stmt *st = f->sel[t];
+		f->buf[t].len = 0;
+		f->rows[t] = 0;
+		if (tables[t].by_id) {
+			sqlite3_bind_int64(st, 1, f->cursor[t]);
+			sqlite3_bind_int64(st, 2, f->cfg.batch_rows);
+		} else {
+			sqlite3_bind_double(st, 1, f->changed_since);
+			sqlite3_bind_int64(st, 2, -1);
+		}
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			if (put_row(&f->buf[t], f->cfg.node, st) < 0) {
+				rc = SQLITE_NOMEM;
+				break;
+			}
+			f->rows[t]++;
+		}
+		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+		sqlite3_reset(st);
+	}
+	if (rc != SQLITE_OK) {
+		int r = sq_fail(f, rc, "reading the rows to ship");
+		sqlite3_exec(f->db, "ROLLBACK", NULL, NULL, NULL);
+		return r;
+	}
+	sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL);
+	return 0;
+}
+
+/* The id in a COPY line's second field (the local id of by_id tables). */
+static int64_t last_id(const struct text *t)
+{
+	if (!t->len)
+		return -1;
+	const char *end = t->p + t->len - 1, *line = end;
+	while (line > t->p && line[-1] != '\n')
+		line--;
+	const char *tab = memchr(line, '\t', (size_t)(end - line));
+	return tab ? strtoll(tab + 1, NULL, 10) : -1;
+}
+
+/* The committed records and events not shipped yet, and the age of the
+ * oldest of them. */
+static void sq_backlog(struct gw_fleet *f, uint64_t *backlog, double *lag)
+{
+	static const char *const q[] = {
+		"SELECT (SELECT coalesce(max(id), 0) FROM records) - ?1,"
+		" (SELECT recv FROM records WHERE id > ?1 ORDER BY id LIMIT 1)",
+		"SELECT (SELECT coalesce(max(id), 0) FROM events) - ?1,"
+		" (SELECT recv FROM events WHERE id > ?1 ORDER BY id LIMIT 1)",
+	};
+	const int tb[] = {GW_FLEET_RECORDS, GW_FLEET_EVENTS};
+	double now = gw_wall_now(), oldest = now;
+	*backlog = 0;
+	for (int i = 0; i < 2; i++) {
+		sqlite3_stmt *st;
+		if (sqlite3_prepare_v2(f->db, q[i], -1, &st, NULL) != SQLITE_OK)
+			continue;
+		sqlite3_bind_int64(st, 1, f->cursor[tb[i]]);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			int64_t n = sqlite3_column_int64(st, 0);
+			*backlog += n > 0 ? (uint64_t)n : 0;
+			if (sqlite3_column_type(st, 1) != SQLITE_NULL && sqlite3_column_double(st, 1) < oldest)
+				oldest = sqlite3_column_double(st, 1);
+		}
+		sqlite3_finalize(st);
+	}
+	*lag = *backlog ? now - oldest : 0;
+	if (*lag < 0)
+		*lag = 0;
+}
+
+/* The cursors after PostgreSQL committed; a failure here is logged and
+ * only means those rows are sent again (and dropped there) after a restart. */
+static void sq_save_cursors(struct gw_fleet *f)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_exec(f->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(f->db, "INSERT INTO fleet_cursor(tbl, last_id, shipped_at)"
+	                       " VALUES(?1, ?2, ?3) ON CONFLICT(tbl) DO UPDATE SET"
+	                       " last_id = excluded.last_id, shipped_at = excluded.shipped_at",
+	                       -1, &st, NULL) != SQLITE_OK) {
+		gw_log_warn("fleet: cannot save the cursors (sent again after a restart): %s",
+		            sqlite3_errmsg(f->db));
+		sqlite3_exec(f->db, "ROLLBACK", NULL, NULL, NULL);
+		return;
+	}
+	int rc = SQLITE_DONE;
+	for (int t = 0; t < GW_FLEET_N_TABLES && rc == SQLITE_DONE; t++) {
+		if (!tables[t].by_id)
+			continue;
+		sqlite3_bind_text(st, 1, gw_fleet_table_names[t], -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, f->cursor[t]);
+		sqlite3_bind_double(st, 3, gw_wall_now());
+		rc = sqlite3_step(st);
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE || sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		gw_log_warn("fleet: cannot save the cursors (sent again after a restart): %s",
+		            sqlite3_errmsg(f->db));
+		sqlite3_exec(f->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+}
+
+/* ---- PostgreSQL side --------------------------------------------------------------- */
+
+static int pg_prepare(struct gw_fleet *f)
+{
+	int rc;
+	if (!f->pg.conn) {
+		f->pg_ready = false;
+		if ((rc = gw_pgio_connect(&f->pg, f->cfg.dsn)) < 0)
+			return rc;
+		gw_log_info("fleet: connected to PostgreSQL %s as node %s", f->cfg.dsn_log, f->cfg.node);
+	}
+	if (!f->pg_ready) {
+		if ((rc = gw_pgio_exec(&f->pg, pg_schema)) < 0 || (rc = gw_pgio_exec(&f->pg, pg_temp)) < 0) {
+			gw_pgio_exec(&f->pg, "ROLLBACK");
+			return rc;
+		}
+		f->pg_ready = true;
+	}
+	return 0;
+}
+
+/* One transaction: every table's rows, the node's row. */
+static int pg_ship(struct gw_fleet *f, const int64_t *next, uint64_t backlog, double lag)
+{
+	int rc = gw_pgio_exec(&f->pg, "BEGIN");
+	for (int t = 0; rc == 0 && t < GW_FLEET_N_TABLES; t++) {
+		if (!f->rows[t])
+			continue;
+		if ((rc = gw_pgio_copy(&f->pg, tables[t].copy, f->buf[t].p, f->buf[t].len)) == 0)
+			rc = gw_pgio_exec(&f->pg, tables[t].merge);
+	}
+	if (rc == 0) {
+		char sql[512];
+		snprintf(sql, sizeof(sql),
+		         "INSERT INTO gw_nodes VALUES('%s', %.6f, %" PRId64 ", %" PRId64 ", %" PRIu64
+		         ", %.3f) ON CONFLICT (node) DO UPDATE SET last_ok = excluded.last_ok,"
+		         " records_cursor = excluded.records_cursor,"
+		         " events_cursor = excluded.events_cursor, backlog = excluded.backlog,"
+		         " lag_s = excluded.lag_s", f->cfg.node, gw_wall_now(), next[GW_FLEET_RECORDS],
+		         next[GW_FLEET_EVENTS], backlog, lag);
+		rc = gw_pgio_exec(&f->pg, sql);
+	}
+	if (rc == 0)
+		rc = gw_pgio_exec(&f->pg, "COMMIT");
+	if (rc < 0 && !gw_pgio_broken(&f->pg)) {
+		char keep[sizeof(f->pg.err)];
+		memcpy(keep, f->pg.err, sizeof(keep));
+		gw_pgio_exec(&f->pg, "ROLLBACK");
+		memcpy(f->pg.err, keep, sizeof(keep));
+	}
+	return rc;
+}
+
+/* ---- the thread --------------------------------------------------------------------- */
+
+/* One cycle; *more when a table filled its batch (go again at once). */
+static int cycle(struct gw_fleet *f, bool *more)
+{
+	*more = false;
+	int rc = pg_prepare(f);
+	if (rc < 0)
+		return rc;
+	double began = gw_wall_now();
+	if ((rc = sq_read(f)) < 0)
+		return rc;
+	size_t total = 0;
+	int64_t next[GW_FLEET_N_TABLES];
+	for (int t = 0; t < GW_FLEET_N_TABLES; t++) {
+		total += f->rows[t];
+		next[t] = f->cursor[t];
+		if (tables[t].by_id && f->rows[t]) {
+			next[t] = last_id(&f->buf[t]);
+			*more |= f->rows[t] >= f->cfg.batch_rows;
+		}
+	}
+	if (total) {
+		uint64_t backlog;
+		double lag;
+		sq_backlog(f, &backlog, &lag);
+		uint64_t shipped = (uint64_t)(next[GW_FLEET_RECORDS] - f->cursor[GW_FLEET_RECORDS]) +
+		                   (uint64_t)(next[GW_FLEET_EVENTS] - f->cursor[GW_FLEET_EVENTS]);
+		backlog = backlog > shipped ? backlog - shipped : 0;
+		if ((rc = pg_ship(f, next, backlog, *more ? lag : 0)) < 0)
+			return rc;
+		f->commits++;
+		if (f->crash_after && f->commits == f->crash_after) {
+			gw_log_warn("fleet: test hook: killed after PostgreSQL commit %" PRIu64
+			            ", before the cursors", f->commits);
+			gw_fault_crash();
+		}
+		memcpy(f->cursor, next, sizeof(next));
+		sq_save_cursors(f);
+	}
+	f->changed_since = began - CHANGE_MARGIN_S;
+	pthread_mutex_lock(&f->mu);
+	for (int t = 0; t < GW_FLEET_N_TABLES; t++)
+		f->st.shipped[t] += f->rows[t];
+	f->st.batches += total > 0;
+	f->st.up = true;
+	f->st.last_ok = gw_wall_now();
+	pthread_mutex_unlock(&f->mu);
+	return 0;
+}
+
+static void wait_ms(struct gw_fleet *f, uint64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&f->mu);
+	while (!atomic_load(&f->stop) && pthread_cond_timedwait(&f->cv, &f->mu, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void *ship_main(void *arg)
+{
+	struct gw_fleet *f = arg;
+	uint64_t backoff = 0;
+	bool was_up = true;
+	while (!atomic_load(&f->stop)) {
+		bool more = false;
+		int rc = cycle(f, &more);
+		uint64_t backlog;
+		double lag;
+		sq_backlog(f, &backlog, &lag);
+		pthread_mutex_lock(&f->mu);
+		f->st.backlog = backlog;
+		f->st.lag_s = lag;
+		if (rc < 0 && rc != -ECANCELED) {
+			f->st.up = false;
+			f->st.errors++;
+			gw_strlcpy(f->st.last_error, f->pg.err, sizeof(f->st.last_error));
+		}
+		pthread_mutex_unlock(&f->mu);
+		if (rc == -ECANCELED)
+			break;
+		if (rc < 0) {
+			/* once per outage at warning level, then quietly */
+			if (was_up)
+				gw_log_warn("fleet: shipping to %s failed (retrying; %" PRIu64 " rows wait): %s",
+				            f->cfg.dsn_log, backlog, f->pg.err);
+			else
+				gw_log_debug("fleet: still failing: %s", f->pg.err);
+			was_up = false;
+			if (gw_pgio_broken(&f->pg))
+				gw_pgio_close(&f->pg);
+			backoff = backoff ? backoff * 2 : BACKOFF_MIN_MS;
+			if (backoff > BACKOFF_MAX_MS)
+				backoff = BACKOFF_MAX_MS;
+			wait_ms(f, backoff);
+			continue;
+		}
+		if (!was_up)
+			gw_log_info("fleet: shipping to %s again", f->cfg.dsn_log);
+		was_up = true;
+		backoff = 0;
+		if (!more)
+			wait_ms(f, f->cfg.interval_ms);
+	}
+	gw_pgio_close(&f->pg);
+	return NULL;
+}
+
+/* ---- start, stop, stats ----------------------------------------------------------- */
+
+static void fleet_free(struct gw_fleet *f)
+{
+	for (int t = 0; t < GW_FLEET_N_TABLES; t++) {
+		sqlite3_finalize(f->sel[t]);
+		free(f->buf[t].p);
+	}
+	sqlite3_close(f->db);
+	gw_fleet_cfg_free(&f->cfg);
+	free(f->db_path);
+	pthread_cond_destroy(&f->cv);
+	pthread_mutex_destroy(&f->mu);
+	free(f);
+}
+
+int gw_fleet_start(const struct gw_fleet_cfg *cfg, const char *db_path, struct gw_fleet **out,
+                   char *err, size_t errlen)
+{
+	*out = NULL;
+	struct gw_fleet *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->cfg = *cfg;
+	f->cfg.dsn = strdup(cfg->dsn);
+	f->db_path = strdup(db_path);
+	pthread_mutex_init(&f->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&f->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	atomic_init(&f->stop, false);
+	f->pg.stop = &f->stop;
+	f->pg.timeout_s = PG_TIMEOUT_S;
+	f->st.node = f->cfg.node;
+	f->crash_after = gw_fault_crash_ship();
+	int rc = !f->cfg.dsn || !f->db_path ? -ENOMEM : sq_open(f, err, errlen);
+	if (rc == 0 && (rc = -pthread_create(&f->thread, NULL, ship_main, f)) < 0)
+		gw_errf(err, errlen, rc, "fleet: cannot start the shipper thread: %s", strerror(-rc));
+	if (rc < 0) {
+		fleet_free(f);
+		return rc;
+	}
+	f->started = true;
+	gw_log_info("fleet: shipping to PostgreSQL %s as node %s (records after %" PRId64
+	            ", events after %" PRId64 ")", f->cfg.dsn_log, f->cfg.node,
+	            f->cursor[GW_FLEET_RECORDS], f->cursor[GW_FLEET_EVENTS]);
+	*out = f;
+	return 0;
+}
+
+void gw_fleet_stop(struct gw_fleet *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&f->mu);
+	atomic_store(&f->stop, true);
+	pthread_cond_broadcast(&f->cv);
+	pthread_mutex_unlock(&f->mu);
+	if (f->started)
+		pthread_join(f->thread, NULL);
+	fleet_free(f);
+}
+
+void gw_fleet_stats(struct gw_fleet *f, struct gw_fleet_stats *out)
+{
+	pthread_mutex_lock(&f->mu);
+	*out = f->st;
+	pthread_mutex_unlock(&f->mu);
+}

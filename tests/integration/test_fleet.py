@@ -1,0 +1,245 @@
+"""Fleet shipping against a real PostgreSQL (pgserver.py: initdb in a
+temporary directory, pg_ctl on a loopback port).
+
+Three gradwatchd ship to one database; every record row in PostgreSQL is
+compared with the row in its node's SQLite, column by column, and so are
+the events, runs and alerts.  Then the faults: PostgreSQL stopped under
+load and started again, a daemon killed with SIGKILL between a batch's
+commit in PostgreSQL and its cursor in SQLite (the test hook
+GRADWATCH_FAULT_CRASH_SHIP) and at a random moment, and the network to
+PostgreSQL held by a proxy: after each, every committed record is in
+PostgreSQL exactly once, and the node kept committing what it was sent
+while PostgreSQL was away (the time each batch took to commit is printed,
+beside the time without faults: measured, not asserted).
+"""
+import os
+import signal
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gwtest  # noqa: E402
+from gwtest import Daemon, lines, need_fault_hooks, wait_for  # noqa: E402
+from pgserver import SKIP, PgServer, StallProxy, wait_pg  # noqa: E402
+
+REC_COLS = ('id, run, seg, step, line, ts, recv, loss, grad_norm, lr, throughput, nonfinite, '
+            'extra, rank')
+SQLITE_RECORDS = ('SELECT r.id, n.name, r.seg, r.step, r.line, r.ts, r.recv, r.loss, r.grad_norm, '
+                  'r.lr, r.throughput, r.nonfinite, r.extra, r.rank FROM records r '
+                  'JOIN runs n ON n.id = r.run_id ORDER BY r.id')
+
+
+def norm(v):
+    """A value as text both sides agree on: numbers by their float value."""
+    if v is None:
+        return None
+    try:
+        f = float(v)
+        return repr(f)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def nan_run(run, n):
+    """n lines of run with a NaN loss in the middle (an alert, events)."""
+    out = []
+    for s in range(1, n + 1):
+        loss = 'NaN' if s == n // 2 else '%.4f' % (2.0 - s * 1e-4)
+        out.append('{"run":"%s","step":%d,"loss":%s,"grad_norm":0.5,"lr":0.001}' % (run, s, loss))
+    out.append('{"run":"%s","step":%d,"event":"checkpoint_saved","path":"/ck/%d"}' % (run, n, n))
+    return ('\n'.join(out) + '\n').encode()
+
+
+@unittest.skipIf(SKIP, 'PostgreSQL is not installed (GW_ALLOW_NO_POSTGRESQL=1)')
+class FleetTest(unittest.TestCase):
+    def setUp(self):
+        self.pg = PgServer()
+        self.daemons = []
+        self.proxy = None
+
+    def tearDown(self):
+        for d in self.daemons:
+            d.close(quiet=True)
+        if self.proxy:
+            self.proxy.close()
+        self.pg.close()
+
+    def node(self, name, dsn=None, env=None, workdir=None, **fleet):
+        fl = dict({'postgresql': dsn or self.pg.dsn, 'node': name, 'interval': '100ms'}, **fleet)
+        cfg = {'fleet': {k: v for k, v in fl.items() if v is not None}}
+        d = Daemon(workdir=workdir, config=cfg, env=env)
+        self.daemons.append(d)
+        return d.start()
+
+    # ---- comparisons ------------------------------------------------------------------
+
+    def assert_records_equal(self, d, name):
+        mine = [tuple(norm(v) for v in row) for row in d.sql(SQLITE_RECORDS)]
+        theirs = [tuple(norm(v) for v in row) for row in self.pg.psql(
+            "SELECT %s FROM gw_records WHERE node = '%s' ORDER BY id" % (REC_COLS, name))]
+        self.assertEqual(len(theirs), len(mine), '%s: records in PostgreSQL' % name)
+        for a, b in zip(mine, theirs):
+            self.assertEqual(a, b, '%s: record %s differs' % (name, a[0]))
+        dup = self.pg.scalar("SELECT count(*) - count(DISTINCT (run, seg, step, line)) "
+                             "FROM gw_records WHERE node = '%s'" % name)
+        self.assertEqual(dup, '0', '%s: a record is in PostgreSQL twice' % name)
+
+    def assert_rest_equal(self, d, name):
+        ev = d.sql('SELECT e.id, n.name, e.step, e.name, e.attrs FROM events e '
+                   'JOIN runs n ON n.id = e.run_id ORDER BY e.id')
+        pev = self.pg.psql("SELECT id, run, step, name, attrs FROM gw_events WHERE node = '%s' "
+                           "ORDER BY id" % name)
+        self.assertEqual([tuple(norm(v) for v in r) for r in ev],
+                         [tuple(norm(v) for v in r) for r in pev], '%s: events' % name)
+        runs = d.sql('SELECT name, last_seg, last_step FROM runs ORDER BY name')
+        pruns = self.pg.psql("SELECT name, last_seg, last_step FROM gw_runs WHERE node = '%s' "
+                             "ORDER BY name" % name)
+        self.assertEqual([tuple(norm(v) for v in r) for r in runs],
+                         [tuple(norm(v) for v in r) for r in pruns], '%s: runs' % name)
+        al = d.sql('SELECT a.id, n.name, a.detector, a.severity, a.state, a.version FROM alerts a '
+                   'JOIN runs n ON n.id = a.run_id ORDER BY a.id')
+        pal = self.pg.psql("SELECT id, run, detector, severity, state, version FROM gw_alerts "
+                           "WHERE node = '%s' ORDER BY id" % name)
+        self.assertEqual([tuple(norm(v) for v in r) for r in al],
+                         [tuple(norm(v) for v in r) for r in pal], '%s: alerts' % name)
+
+    def wait_shipped(self, d, name, timeout=120):
+        n = d.sql('SELECT count(*) FROM records')[0][0]
+        wait_pg(self.pg, "SELECT count(*) FROM gw_records WHERE node = '%s'" % name, n, timeout,
+                '%d records of %s in PostgreSQL' % (n, name))
+
+    def metric(self, d, name):
+        for line in d.get('/metrics')[1].splitlines():
+            if line.startswith(name + ' '):
+                return float(line.split()[1])
+        return None
+
+    def timed_batch(self, d, run, first, n):
+        """Send n lines and wait until SQLite committed them: seconds taken."""
+        want = d.sql('SELECT count(*) FROM records')[0][0] + n
+        t0 = time.monotonic()
+        d.send_tcp(lines(run, range(first, first + n)))
+        d.wait_committed('SELECT count(*) FROM records', want, timeout=120)
+        return time.monotonic() - t0
+
+    # ---- the tests ----------------------------------------------------------------------
+
+    def test_three_nodes_every_row(self):
+        # one node reads its DSN from a file, with a password that must
+        # never reach a log
+        secret_dir = os.path.join(self.pg.tmp, 'secret')
+        os.makedirs(secret_dir)
+        dsn_file = os.path.join(secret_dir, 'dsn')
+        with open(dsn_file, 'w') as f:
+            f.write(self.pg.dsn.replace('postgres@', 'postgres:Sekr1tPw@') + '\n')
+        ds = [self.node('node-a'), self.node('node-b'),
+              self.node('node-c', postgresql_file=dsn_file, postgresql=None)]
+        for i, d in enumerate(ds):
+            d.send_tcp(nan_run('train-%d' % i, 400) + lines('eval-%d' % i, range(1, 301)))
+        for i, d in enumerate(ds):
+            d.wait_committed('SELECT count(*) FROM records', 700)
+            wait_for(lambda d=d: d.sql('SELECT count(*) FROM alerts')[0][0] >= 1, 30, 'an alert')
+        for i, d in enumerate(ds):
+            name = 'node-%s' % 'abc'[i]
+            self.wait_shipped(d, name)
+            wait_pg(self.pg, "SELECT count(*) FROM gw_alerts WHERE node = '%s'" % name,
+                    d.sql('SELECT count(*) FROM alerts')[0][0])
+            wait_pg(self.pg, "SELECT count(*) FROM gw_events WHERE node = '%s'" % name,
+                    d.sql('SELECT count(*) FROM events')[0][0])
+            wait_for(lambda d=d: self.metric(d, 'gradwatch_fleet_backlog_rows') == 0, 30,
+                     'backlog 0 in /metrics')
+            self.assert_records_equal(d, name)
+            self.assert_rest_equal(d, name)
+            self.assertEqual(self.metric(d, 'gradwatch_fleet_up'), 1)
+            self.assertGreaterEqual(self.metric(d, 'gradwatch_fleet_batches_total'), 1)
+        self.assertEqual(self.pg.scalar('SELECT count(DISTINCT node) FROM gw_runs'), '3')
+        self.assertNotIn('Sekr1tPw', ds[2].logtext())
+        self.assertIn('credentials redacted', ds[2].logtext())
+
+    def test_postgresql_stopped_under_load(self):
+        d = self.node('node-a')
+        base = [self.timed_batch(d, 'load', 1 + 500 * i, 500) for i in range(3)]
+        self.wait_shipped(d, 'node-a')
+        self.pg.stop()
+        down = [self.timed_batch(d, 'load', 1501 + 500 * i, 500) for i in range(6)]
+        wait_for(lambda: self.metric(d, 'gradwatch_fleet_up') == 0, 60, 'fleet_up 0')
+        wait_for(lambda: (self.metric(d, 'gradwatch_fleet_backlog_rows') or 0) >= 3000, 30,
+                 'the backlog in /metrics')
+        self.assertGreater(self.metric(d, 'gradwatch_fleet_lag_seconds'), 0)
+        self.pg.start()
+        self.wait_shipped(d, 'node-a')
+        wait_for(lambda: self.metric(d, 'gradwatch_fleet_backlog_rows') == 0, 60, 'backlog 0')
+        self.assert_records_equal(d, 'node-a')
+        print('\ncommit time per 500-line batch: PostgreSQL up %.3f s (median), down %.3f s'
+              % (sorted(base)[1], sorted(down)[3]), file=sys.stderr)
+
+    def test_sigkill_between_batch_and_cursor(self):
+        need_fault_hooks(self)
+        d = self.node('node-k', env={'GRADWATCH_FAULT_CRASH_SHIP': '2'}, batch_rows=300)
+        d.send_tcp(lines('crash', range(1, 2001)))
+        d.proc.wait(120)
+        self.assertEqual(d.proc.returncode, -signal.SIGKILL, d.logtext())
+        self.assertIn('GRADWATCH_FAULT_CRASH_SHIP', d.logtext())
+        d.log.close()
+        d.proc = None
+        in_pg = int(self.pg.scalar("SELECT count(*) FROM gw_records WHERE node = 'node-k'"))
+        self.assertGreater(in_pg, 0)
+        # the same database again, without the hook: the rows of the batch
+        # whose cursor was lost go again, and PostgreSQL drops them
+        d2 = self.node('node-k', workdir=d.dir, batch_rows=300)
+        d2.send_tcp(lines('crash', range(2001, 2501)))
+        d2.wait_committed('SELECT count(*) FROM records', 2500)
+        self.wait_shipped(d2, 'node-k')
+        self.assert_records_equal(d2, 'node-k')
+
+    def test_sigkill_at_random_under_load(self):
+        d = self.node('node-r', batch_rows=200)
+        stop = threading.Event()
+        sent = [0]
+
+        def feed():
+            step = 1
+            while not stop.is_set() and step < 20000:
+                try:
+                    d.send_tcp(lines('busy', range(step, step + 200)))
+                except OSError:
+                    return
+                sent[0] = step + 199
+                step += 200
+        t = threading.Thread(target=feed)
+        t.start()
+        wait_for(lambda: int(self.pg.scalar("SELECT count(*) FROM gw_records", '0')) > 1000, 60,
+                 'shipping under way', interval=0.2)
+        d.proc.send_signal(signal.SIGKILL)
+        d.proc.wait()
+        stop.set()
+        t.join()
+        d.log.close()
+        d.proc = None
+        d2 = self.node('node-r', workdir=d.dir, batch_rows=200)
+        self.wait_shipped(d2, 'node-r')
+        self.assert_records_equal(d2, 'node-r')
+
+    def test_network_held(self):
+        self.proxy = StallProxy(self.pg.port)
+        dsn = 'postgresql://postgres@127.0.0.1:%d/gradwatch' % self.proxy.port
+        d = self.node('node-h', dsn=dsn)
+        self.timed_batch(d, 'held', 1, 500)
+        self.wait_shipped(d, 'node-h')
+        self.proxy.hold()
+        # the node commits what it is sent while PostgreSQL is silent
+        held = [self.timed_batch(d, 'held', 501 + 500 * i, 500) for i in range(4)]
+        wait_for(lambda: (self.metric(d, 'gradwatch_fleet_backlog_rows') or 0) >= 2000, 30,
+                 'the backlog while held')
+        self.assertEqual(self.pg.scalar("SELECT count(*) FROM gw_records"), '500')
+        self.proxy.release()
+        self.wait_shipped(d, 'node-h')
+        self.assert_records_equal(d, 'node-h')
+        print('\ncommit time per 500-line batch while held: %.3f s (median)' % sorted(held)[2],
+              file=sys.stderr)
+
+
+if __name__ == '__main__':
+    unittest.main(verbosity=2)
