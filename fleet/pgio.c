@@ -47,6 +47,8 @@ static int wait_sock(struct gw_pgio *p, bool read, bool write, double deadline)
 		int n = poll(&pfd, 1, ms);
 		if (n > 0)
 			return 0;
+		if (p->idle)
+			p->idle(p->idle_data);
 		if (n < 0 && errno != EINTR)
 			return fail(p, -errno, "poll");
 	}

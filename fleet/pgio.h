@@ -21,6 +21,11 @@ struct gw_pgio {
 	PGconn *conn;              /* NULL: not connected */
 	const atomic_bool *stop;   /* give up when set (may be NULL) */
 	double timeout_s;          /* per call */
+	/* called between waits (at least every 200 ms) while a call waits on
+	 * PostgreSQL: the shipper keeps its backlog figures current (may be
+	 * NULL) */
+	void (*idle)(void *data);
+	void *idle_data;
 	char err[256];
 };
 

@@ -179,6 +179,7 @@ struct gw_fleet {
 	struct text buf[GW_FLEET_N_TABLES];
 	size_t rows[GW_FLEET_N_TABLES];
 	uint64_t crash_after, commits;
+	double backlog_at;         /* wall time of the last backlog refresh */
 };
 
 /* ---- COPY text -------------------------------------------------------------------- */
@@ -357,6 +358,28 @@ static void sq_backlog(struct gw_fleet *f, uint64_t *backlog, double *lag)
 		*lag = 0;
 }
 
+/* Refresh the backlog and lag others read (at most once a second). */
+static void refresh_backlog(struct gw_fleet *f, bool now)
+{
+	static const double every_s = 1.0;
+	double t = gw_wall_now();
+	if (!now && t - f->backlog_at < every_s)
+		return;
+	f->backlog_at = t;
+	uint64_t backlog;
+	double lag;
+	sq_backlog(f, &backlog, &lag);
+	pthread_mutex_lock(&f->mu);
+	f->st.backlog = backlog;
+	f->st.lag_s = lag;
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void on_pg_wait(void *data)
+{
+	refresh_backlog(data, false);
+}
+
 /* The cursors after PostgreSQL committed; a failure here is logged and
  * only means those rows are sent again (and dropped there) after a restart. */
 static void sq_save_cursors(struct gw_fleet *f)
@@ -494,7 +517,7 @@ static int cycle(struct gw_fleet *f, bool *more)
 	return 0;
 }
 
-static void wait_ms(struct gw_fleet *f, uint64_t ms)
+static void wait_slice(struct gw_fleet *f, uint64_t ms)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -510,6 +533,17 @@ static void wait_ms(struct gw_fleet *f, uint64_t ms)
 	pthread_mutex_unlock(&f->mu);
 }
 
+/* Wait ms or until stopped, the backlog figures kept current meanwhile. */
+static void wait_ms(struct gw_fleet *f, uint64_t ms)
+{
+	while (ms && !atomic_load(&f->stop)) {
+		uint64_t n = ms < 1000 ? ms : 1000;
+		wait_slice(f, n);
+		ms -= n;
+		refresh_backlog(f, false);
+	}
+}
+
 static void *ship_main(void *arg)
 {
 	struct gw_fleet *f = arg;
@@ -518,12 +552,9 @@ static void *ship_main(void *arg)
 	while (!atomic_load(&f->stop)) {
 		bool more = false;
 		int rc = cycle(f, &more);
-		uint64_t backlog;
-		double lag;
-		sq_backlog(f, &backlog, &lag);
+		refresh_backlog(f, rc == 0 || f->st.up);
 		pthread_mutex_lock(&f->mu);
-		f->st.backlog = backlog;
-		f->st.lag_s = lag;
+		uint64_t backlog = f->st.backlog;
 		if (rc < 0 && rc != -ECANCELED) {
 			f->st.up = false;
 			f->st.errors++;
@@ -594,6 +625,8 @@ int gw_fleet_start(const struct gw_fleet_cfg *cfg, const char *db_path, struct g
 	atomic_init(&f->stop, false);
 	f->pg.stop = &f->stop;
 	f->pg.timeout_s = PG_TIMEOUT_S;
+	f->pg.idle = on_pg_wait;
+	f->pg.idle_data = f;
 	f->st.node = f->cfg.node;
 	f->crash_after = gw_fault_crash_ship();
 	int rc = !f->cfg.dsn || !f->db_path ? -ENOMEM : sq_open(f, err, errlen);
