@@ -112,6 +112,27 @@ static void print_text(json_t *out, bool alerts, const char *run)
 	}
 }
 
+/* A node that ships to the fleet's PostgreSQL says how far behind it is
+ * (GET /v1/stats "fleet"; docs/fleet.md).  Quiet when it does not ship or
+ * the stats cannot be read: the runs are what was asked for. */
+static void print_fleet(const char *prog, const struct gw__http_opts *http, const char *base)
+{
+	char url[1024];
+	json_t *st = NULL;
+	snprintf(url, sizeof(url), "%s/v1/stats", base);
+	if (gw__http_json(prog, http, url, NULL, "", "", &st))
+		return;
+	json_t *f = json_object_get(st, "fleet");
+	if (f)
+		printf("\nshipping to PostgreSQL as node %s: %s, %lld rows behind, lag %.1f s%s%s\n",
+		       str_of(f, "node"), json_is_true(json_object_get(f, "up")) ? "up" : "DOWN",
+		       (long long)json_integer_value(json_object_get(f, "backlog")),
+		       json_number_value(json_object_get(f, "lag_s")),
+		       *str_of(f, "last_error") && !json_is_true(json_object_get(f, "up")) ? "; last error: " : "",
+		       json_is_true(json_object_get(f, "up")) ? "" : str_of(f, "last_error"));
+	json_decref(st);
+}
+
 static const char query_usage[] =
 	"usage: gradwatch %s [--url URL | --db PATH] [--json] [--timeout SECONDS]\n"
 	"       %*s [RUN | --run NAME]\n"
@@ -215,6 +236,8 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 	else
 		print_text(out, alerts, run);
 	json_decref(out);
+	if (!as_json && !alerts && !run && !db)
+		print_fleet(prog, &http, base);
 	return rc;
 }
 

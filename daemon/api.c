@@ -14,6 +14,7 @@
 #include "api.h"
 
 #include "config.h"
+#include "fleet.h"
 #include "http.h"
 #include "http_url.h"
 #include "ingest.h"
@@ -443,6 +444,20 @@ static json_t *stats_json(const struct gw_api_opts *o)
 	                              "commits", (json_int_t)st.commits, "records", (json_int_t)st.records,
 	                              "events", (json_int_t)st.events, "alerts", (json_int_t)st.alerts,
 	                              "pending_bytes", (json_int_t)st.pending_bytes));
+	if (o->fleet) {
+		/* shipping to PostgreSQL (docs/fleet.md) */
+		struct gw_fleet_stats fs;
+		gw_fleet_stats(o->fleet, &fs);
+		json_t *shipped = json_object();
+		for (int t = 0; shipped && t < GW_FLEET_N_TABLES; t++)
+			json_object_set_new(shipped, gw_fleet_table_names[t], json_integer((json_int_t)fs.shipped[t]));
+		json_object_set_new(root, "fleet",
+		                    json_pack("{s:s, s:b, s:I, s:o, s:o, s:I, s:I, s:o, s:s}",
+		                              "node", fs.node, "up", fs.up, "backlog", (json_int_t)fs.backlog,
+		                              "lag_s", gw_json_num(fs.lag_s), "shipped", shipped,
+		                              "batches", (json_int_t)fs.batches, "errors", (json_int_t)fs.errors,
+		                              "last_ok", gw_json_num(fs.last_ok), "last_error", fs.last_error));
+	}
 	return root;
 }
 

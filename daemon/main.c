@@ -202,7 +202,7 @@ static void free_http(struct gw_daemon *d)
 static int start_routes(struct gw_daemon *d, char *err, size_t errlen)
 {
 	d->api = (struct gw_api_opts){.cfg = d->cfg, .ingest = d->ingest, .store = d->store,
-	                              .idem = &d->idem};
+	                              .idem = &d->idem, .fleet = d->fleet};
 	d->health = (struct gw_health_opts){.cfg = d->cfg, .ingest = d->ingest, .store = d->store,
 	                                    .outbox = d->outbox, .started = d->started};
 	d->metrics = (struct gw_metrics_opts){.cfg = d->cfg, .ingest = d->ingest, .store = d->store,

@@ -14,6 +14,7 @@ beside the time without faults: measured, not asserted).
 """
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -116,6 +117,12 @@ class FleetTest(unittest.TestCase):
                 return float(line.split()[1])
         return None
 
+    def runs_text(self, d):
+        r = subprocess.run([gwtest.GRADWATCH, 'runs', '--url', 'http://127.0.0.1:%d' % d.http_port],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        return r.stdout.decode()
+
     def timed_batch(self, d, run, first, n):
         """Send n lines and wait until SQLite committed them: seconds taken."""
         want = d.sql('SELECT count(*) FROM records')[0][0] + n
@@ -168,10 +175,15 @@ class FleetTest(unittest.TestCase):
         wait_for(lambda: (self.metric(d, 'gradwatch_fleet_backlog_rows') or 0) >= 3000, 30,
                  'the backlog in /metrics')
         self.assertGreater(self.metric(d, 'gradwatch_fleet_lag_seconds'), 0)
+        out = self.runs_text(d)
+        self.assertRegex(out, r'shipping to PostgreSQL as node node-a: DOWN, \d+ rows behind, '
+                              r'lag [0-9.]+ s; last error: ')
         self.pg.start()
         self.wait_shipped(d, 'node-a')
         wait_for(lambda: self.metric(d, 'gradwatch_fleet_backlog_rows') == 0, 60, 'backlog 0')
         self.assert_records_equal(d, 'node-a')
+        self.assertIn('shipping to PostgreSQL as node node-a: up, 0 rows behind, lag 0.0 s\n',
+                      self.runs_text(d))
         print('\ncommit time per 500-line batch: PostgreSQL up %.3f s (median), down %.3f s'
               % (sorted(base)[1], sorted(down)[3]), file=sys.stderr)
 
