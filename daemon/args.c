@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "engine.h"
 #include "fault.h"
+#include "fleet.h"
 #include "follow.h"
 #include "log.h"
 #include "reader.h"
@@ -115,6 +116,14 @@ static int check_config(struct gw_cfg *cfg)
 	struct gw_auth *auth = NULL;
 	int arc = gw_auth_load(cfg->auth, &auth, err, sizeof(err));
 	gw_auth_free(auth);
+	if (arc < 0) {
+		fprintf(stderr, "gradwatchd: %s\n", err);
+		return 1;
+	}
+	/* the fleet's DSN as the start reads it (a file, the environment) */
+	struct gw_fleet_cfg fc;
+	arc = gw_fleet_cfg_parse(cfg->fleet, &fc, err, sizeof(err));
+	gw_fleet_cfg_free(&fc);
 	if (arc < 0) {
 		fprintf(stderr, "gradwatchd: %s\n", err);
 		return 1;
