@@ -27,6 +27,7 @@
 #include "args.h"
 #include "auth.h"
 #include "fleet.h"
+#include "fleet_view.h"
 #include "follow.h"
 #include "health.h"
 #include "http.h"
@@ -554,7 +555,7 @@ int main(int argc, char **argv)
 	int rc = gw_args_parse(argc, argv, &a);
 	if (rc >= 0)
 		return rc;
-	rc = run(&a);
+	rc = a.fleet_view ? gw_fleet_view_main(&a) : run(&a);
 	gw_args_free(&a);
 	return rc;
 }

@@ -79,4 +79,31 @@ struct gw_fleet_stats {
 };
 void gw_fleet_stats(struct gw_fleet *f, struct gw_fleet_stats *out);
 
+/* ---- the fleet view (gradwatchd --fleet-view) ---------------------------------------
+
+ * Reads of the shared database in the shapes of the node's own API
+ * (core/query.h, storage/series.h); a run is named "NODE/RUN".  Each
+ * blocks on PostgreSQL (a thread-pool worker's call, its own connection)
+ * and returns the HTTP status, *out the body (the answer or {"error"}). */
+
+/* At start: connect, create the tables when missing.  0 or a negative
+ * errno (err says why). */
+int gw_fleet_view_check(const char *dsn, char *err, size_t errlen);
+/* {"runs": [...]}: every run of every node with node, name, state (live,
+ * stalled, ended), open_alerts, open_critical, trouble_at; newest trouble
+ * first, then most recently seen.  node, state: filters (NULL: all). */
+int gw_fleet_view_runs(const char *dsn, const char *node, const char *state, json_t **out);
+/* One run, as GET /v1/runs/{run}; its alerts ({run, alerts}); every
+ * alert (name NULL); one alert by id. */
+int gw_fleet_view_run(const char *dsn, const char *name, json_t **out);
+int gw_fleet_view_alerts(const char *dsn, const char *name, json_t **out);
+int gw_fleet_view_alert(const char *dsn, const char *id, json_t **out);
+/* Chart data as GET /v1/runs/{run}/records (from, to: NULL for open). */
+int gw_fleet_view_records(const char *dsn, const char *name, const int64_t *from,
+                          const int64_t *to, size_t max_points, json_t **out);
+/* {"nodes": [...]}: each node's last shipment, backlog and lag. */
+int gw_fleet_view_nodes(const char *dsn, json_t **out);
+/* /healthz: {"status": "ok", "nodes": N} when PostgreSQL answers. */
+int gw_fleet_view_ping(const char *dsn, json_t **out);
+
 #endif

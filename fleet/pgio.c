@@ -168,11 +168,11 @@ int gw_pgio_exec(struct gw_pgio *p, const char *sql)
 	return rc < 0 ? rc : drain(p, deadline, NULL);
 }
 
-PGresult *gw_pgio_query(struct gw_pgio *p, const char *sql)
+PGresult *gw_pgio_query(struct gw_pgio *p, const char *sql, int n, const char *const *params)
 {
 	double deadline = mono_s() + p->timeout_s;
 	PGresult *res = NULL;
-	if (!p->conn || !PQsendQuery(p->conn, sql)) {
+	if (!p->conn || !PQsendQueryParams(p->conn, sql, n, NULL, params, NULL, NULL, 0)) {
 		fail(p, -EIO, "cannot send a query");
 		return NULL;
 	}

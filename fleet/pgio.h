@@ -38,13 +38,18 @@ void gw_pgio_close(struct gw_pgio *p);
  * checked.  0 or a negative errno. */
 int gw_pgio_exec(struct gw_pgio *p, const char *sql);
 
-/* Run sql, one statement, and hand back its one result (PGRES_TUPLES_OK;
- * caller PQclear()s).  NULL on failure (err says why). */
-PGresult *gw_pgio_query(struct gw_pgio *p, const char *sql);
+/* Run sql, one statement with parameters $1..$n (text; NULL is SQL NULL),
+ * and hand back its one result (PGRES_TUPLES_OK; caller PQclear()s).  NULL
+ * on failure (err says why). */
+PGresult *gw_pgio_query(struct gw_pgio *p, const char *sql, int n, const char *const *params);
 
 /* COPY ... FROM STDIN (sql) with data[0..len) in COPY's text format.
  * 0 or a negative errno. */
 int gw_pgio_copy(struct gw_pgio *p, const char *sql, const char *data, size_t len);
+
+/* The shared tables (fleet/ship.c), created when missing: one script
+ * for gw_pgio_exec. */
+extern const char gw__fleet_pg_schema[];
 
 /* Whether a failure left the connection unusable (drop and reconnect). */
 bool gw_pgio_broken(const struct gw_pgio *p);

@@ -47,7 +47,7 @@
 /* PostgreSQL's tables: what a node ships, keyed on the node and what
  * identifies the row there.  Created if missing, under an advisory lock
  * so that nodes starting together do not race. */
-static const char pg_schema[] =
+const char gw__fleet_pg_schema[] =
 	"BEGIN;"
 	"SELECT pg_advisory_xact_lock(4711023);"
 	"CREATE TABLE IF NOT EXISTS gw_nodes(node text PRIMARY KEY, last_ok float8,"
@@ -425,7 +425,7 @@ static int pg_prepare(struct gw_fleet *f)
 		gw_log_info("fleet: connected to PostgreSQL %s as node %s", f->cfg.dsn_log, f->cfg.node);
 	}
 	if (!f->pg_ready) {
-		if ((rc = gw_pgio_exec(&f->pg, pg_schema)) < 0 || (rc = gw_pgio_exec(&f->pg, pg_temp)) < 0) {
+		if ((rc = gw_pgio_exec(&f->pg, gw__fleet_pg_schema)) < 0 || (rc = gw_pgio_exec(&f->pg, pg_temp)) < 0) {
 			gw_pgio_exec(&f->pg, "ROLLBACK");
 			return rc;
 		}

@@ -43,11 +43,14 @@ def norm(v):
         return str(v)
 
 
-def nan_run(run, n):
-    """n lines of run with a NaN loss in the middle (an alert, events)."""
+def nan_run(run, n, at=None):
+    """n lines of run with a NaN loss at step `at` (default: in the middle;
+    an alert, resolved by the finite steps after it unless it is near the
+    end), and a checkpoint event."""
+    at = at or n // 2
     out = []
     for s in range(1, n + 1):
-        loss = 'NaN' if s == n // 2 else '%.4f' % (2.0 - s * 1e-4)
+        loss = 'NaN' if s == at else '%.4f' % (2.0 - s * 1e-4)
         out.append('{"run":"%s","step":%d,"loss":%s,"grad_norm":0.5,"lr":0.001}' % (run, s, loss))
     out.append('{"run":"%s","step":%d,"event":"checkpoint_saved","path":"/ck/%d"}' % (run, n, n))
     return ('\n'.join(out) + '\n').encode()
@@ -164,6 +167,56 @@ class FleetTest(unittest.TestCase):
         self.assertEqual(self.pg.scalar('SELECT count(DISTINCT node) FROM gw_runs'), '3')
         self.assertNotIn('Sekr1tPw', ds[2].logtext())
         self.assertIn('credentials redacted', ds[2].logtext())
+
+    def test_fleet_view_reads_every_node(self):
+        ds = [self.node('node-%d' % i) for i in range(3)]
+        for i, d in enumerate(ds):
+            d.send_tcp(lines('steady-%d' % i, range(1, 301)))
+        ds[1].send_tcp(nan_run('broken', 200, at=195))
+        for i, d in enumerate(ds):
+            d.wait_committed('SELECT count(*) FROM records', 300 + (200 if i == 1 else 0))
+            self.wait_shipped(d, 'node-%d' % i)
+        wait_pg(self.pg, "SELECT count(*) FROM gw_alerts WHERE state = 'open'", 1)
+        v = Daemon(args=['--fleet-view', self.pg.dsn])
+        self.daemons.append(v)
+        v.start()
+        st, body = v.get('/v1/runs')
+        self.assertEqual(st, 200, body)
+        runs = body['runs']
+        self.assertEqual(sorted(r['run'] for r in runs),
+                         ['node-0/steady-0', 'node-1/broken', 'node-1/steady-1', 'node-2/steady-2'])
+        # newest trouble first: the run with the open alert leads
+        self.assertEqual(runs[0]['run'], 'node-1/broken')
+        self.assertEqual(runs[0]['open_alerts'], 1)
+        self.assertEqual(runs[0]['open_critical'], 1)
+        self.assertEqual({r['state'] for r in runs}, {'live'})
+        st, body = v.get('/v1/runs?node=node-1')
+        self.assertEqual(sorted(r['name'] for r in body['runs']), ['broken', 'steady-1'])
+        self.assertEqual(v.get('/v1/runs?state=ended')[1]['runs'], [])
+        self.assertEqual(v.get('/v1/runs?state=asleep')[0], 400)
+        # one run: as a node's API answers it
+        st, run = v.get('/v1/runs/node-1%2Fbroken')
+        self.assertEqual(st, 200, run)
+        self.assertEqual(run['last_step'], 200)
+        self.assertEqual(run['segments'][0]['records'], 200)
+        st, al = v.get('/v1/runs/node-1%2Fbroken/alerts')
+        self.assertEqual(st, 200, al)
+        [a] = al['alerts']
+        self.assertEqual((a['detector'], a['state'], a['run']), ('nonfinite', 'open', 'node-1/broken'))
+        self.assertEqual(v.get('/v1/alerts/' + a['id'])[1]['id'], a['id'])
+        mine = ds[1].get('/v1/runs/broken/records?max_points=0')[1]
+        st, rec = v.get('/v1/runs/node-1%2Fbroken/records?max_points=100000')
+        self.assertEqual(st, 200, rec)
+        self.assertEqual(rec['step'], mine['step'])
+        self.assertEqual(rec['loss'], mine['loss'])
+        self.assertEqual(rec['nonfinite'], mine['nonfinite'])
+        self.assertEqual(v.get('/v1/runs/node-9%2Fnothing')[0], 404)
+        st, nodes = v.get('/v1/nodes')
+        self.assertEqual([n['node'] for n in nodes['nodes']], ['node-0', 'node-1', 'node-2'])
+        # the pages are served as a node serves them
+        st, page = v.get('/runs/node-1%2Fbroken')
+        self.assertEqual(st, 200)
+        self.assertIn('<script', page)
 
     def test_postgresql_stopped_under_load(self):
         d = self.node('node-a')
