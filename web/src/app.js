@@ -284,6 +284,17 @@
     }).map(function (p) { return p[0]; });
   }
 
+  /* A run's state as the server tells it (storage/store.h): live lines
+   * arriving, stalled (a stall alert open), ended (it said so, or its log
+   * did), idle (quiet, not judged stalled). */
+  function stateCell(r) {
+    if (r.state === 'live') return badge('streaming', 'state-live');
+    if (r.state === 'stalled') return badge('stalled', 'sev-warning');
+    if (r.state === 'ended') return el('span', {class: 'gw-muted', text: 'ended',
+      title: r.ended_reason ? 'ended: ' + r.ended_reason : 'ended'});
+    return el('span', {class: 'gw-muted', text: 'idle'});
+  }
+
   /* Every word of the filter is a case-insensitive part of the name. */
   function matcher(text) {
     var words = String(text || '').toLowerCase().split(/\s+/).filter(Boolean);
@@ -321,7 +332,6 @@
        * order changed: a refresh every 5 s must not take the keyboard
        * focus (or a text selection) from the row it is on. */
       var want = shown.slice(0, LIST_MAX).map(function (r) {
-        var live = src.live && r.last_seen && Date.now() / 1000 - r.last_seen < 120;
         var tr = rows.get(r.run);
         if (!tr) {
           tr = el('tr', {'data-run': r.run}, el('td', {class: 'gw-name'}, el('a', {href: src.runHref(r.run), text: r.run})));
@@ -329,7 +339,7 @@
         }
         while (tr.cells.length > 1) tr.removeChild(tr.lastChild);
         add(tr, [
-          src.live ? el('td', {class: 'gw-wide-only'}, live ? badge('streaming', 'state-live') : el('span', {class: 'gw-muted', text: 'idle'})) : null,
+          src.live ? el('td', {class: 'gw-wide-only'}, stateCell(r)) : null,
           el('td', {class: 'gw-wide-only', text: fmtNum(r.segment)}),
           el('td', {text: fmtNum(r.last_step)}),
           el('td', {text: src.live ? fmtAgo(r.last_seen) : fmtNum(r.records)}),
