@@ -72,7 +72,7 @@ static int q_runs(const struct gw_http_req *r, json_t **out)
 	if (hn < 0)
 		return bad_param(out, "node");
 	if (hs < 0)
-		return bad_param(out, "state (live, stalled or ended)");
+		return bad_param(out, "state (live, stalled, ended or idle)");
 	return gw_fleet_view_runs(r->data, hn ? node : NULL, hs ? state : NULL, out);
 }
 

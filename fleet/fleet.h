@@ -90,8 +90,9 @@ void gw_fleet_stats(struct gw_fleet *f, struct gw_fleet_stats *out);
  * errno (err says why). */
 int gw_fleet_view_check(const char *dsn, char *err, size_t errlen);
 /* {"runs": [...]}: every run of every node with node, name, state (live,
- * stalled, ended), open_alerts, open_critical, trouble_at; newest trouble
- * first, then most recently seen.  node, state: filters (NULL: all). */
+ * stalled, ended, idle: as a node's gw_store_read_runs), open_alerts,
+ * open_critical, trouble_at; newest trouble first, then most recently
+ * seen.  node, state: filters (NULL: all). */
 int gw_fleet_view_runs(const char *dsn, const char *node, const char *state, json_t **out);
 /* One run, as GET /v1/runs/{run}; its alerts ({run, alerts}); every
  * alert (name NULL); one alert by id. */

@@ -17,6 +17,7 @@
 
 #include "alert_row.h"
 #include "series.h"
+#include "store.h"
 #include "util.h"
 
 #include <errno.h>
@@ -36,15 +37,20 @@
 #define VIEW_TIMEOUT_S 30.0
 #define MAX_ALERTS 1000
 
-/* A run's state as the list shows it: ended (its end was recorded in its
- * latest segment at or after its last step), live (a line in the last
- * LIVE_S seconds, the web view's "streaming"), else stalled. */
-#define LIVE_S "120"
+/* A run's state as a node's list says it (storage/store.h
+ * gw_store_read_runs): ended (its end recorded in its latest segment, no
+ * line after it), stalled (a stall alert open), live (a line within
+ * GW_RUN_LIVE_S seconds), else idle; and why it ended. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 #define STATE_SQL                                                                      \
-	"CASE WHEN r.ended_at IS NOT NULL AND r.ended_seg = r.last_seg"                  \
-	" AND r.ended_step >= r.last_step THEN 'ended'"                                   \
-	" WHEN extract(epoch FROM now()) - r.last_seen < " LIVE_S " THEN 'live'"          \
-	" ELSE 'stalled' END"
+	"CASE WHEN r.ended_seg IS NOT NULL AND r.ended_seg = r.last_seg"                 \
+	"  AND coalesce(r.last_step, -1) <= r.ended_step THEN 'ended'"                    \
+	" WHEN EXISTS (SELECT 1 FROM gw_alerts a WHERE a.node = r.node AND a.run = r.name" \
+	"  AND a.state = 'open' AND a.detector = 'stall') THEN 'stalled'"                  \
+	" WHEN extract(epoch FROM now()) - r.last_seen < " STR(GW_RUN_LIVE_S)              \
+	"  THEN 'live' ELSE 'idle' END AS state,"                                          \
+	" CASE WHEN r.ended_seg = r.last_seg THEN r.ended_reason END AS ended_reason"
 
 struct view {
 	struct gw_pgio pg;
@@ -148,7 +154,7 @@ int gw_fleet_view_runs(const char *dsn, const char *node, const char *state, jso
 	static const char sql[] =
 		"SELECT * FROM (SELECT r.node || '/' || r.name AS run, r.node, r.name,"
 		" r.last_seg AS segment, r.last_step, r.last_ts, r.first_seen, r.last_seen,"
-		" " STATE_SQL " AS state, coalesce(a.open, 0) AS open_alerts,"
+		" " STATE_SQL ", coalesce(a.open, 0) AS open_alerts,"
 		" a.critical AS open_critical, a.trouble AS trouble_at"
 		" FROM gw_runs r LEFT JOIN (SELECT node, run, count(*) AS open,"
 		"   count(*) FILTER (WHERE severity = 'critical') AS critical,"
@@ -158,9 +164,10 @@ int gw_fleet_view_runs(const char *dsn, const char *node, const char *state, jso
 		" WHERE $1::text IS NULL OR r.node = $1) x"
 		" WHERE $2::text IS NULL OR x.state = $2"
 		" ORDER BY x.trouble_at DESC NULLS LAST, x.last_seen DESC NULLS LAST";
-	if (state && strcmp(state, "live") && strcmp(state, "stalled") && strcmp(state, "ended"))
-		return err_out(out, 400, "bad query parameter state=%s: expected live, stalled or ended",
-		               state);
+	if (state && strcmp(state, "live") && strcmp(state, "stalled") && strcmp(state, "ended") &&
+	    strcmp(state, "idle"))
+		return err_out(out, 400, "bad query parameter state=%s: expected live, stalled, ended "
+		               "or idle", state);
 	struct view v;
 	int st = view_open(&v, dsn, out);
 	if (st)
@@ -208,7 +215,7 @@ int gw_fleet_view_run(const char *dsn, const char *name, json_t **out)
 	json_t *runs = NULL, *segs = NULL, *last = NULL;
 	int rc = q(&v, "SELECT r.node || '/' || r.name AS run, r.node, r.name, r.last_seg AS segment,"
 	               " r.last_step, r.last_ts, r.first_seen, r.last_seen, r.writers AS writers_json, "
-	               STATE_SQL " AS state FROM gw_runs r WHERE r.node = $1 AND r.name = $2",
+	               STATE_SQL " FROM gw_runs r WHERE r.node = $1 AND r.name = $2",
 	           2, p, &runs);
 	if (rc == 0 && !json_array_size(runs))
 		rc = -ENOENT;
