@@ -90,6 +90,7 @@ struct table {
 	const char *copy;          /* COPY into the temporary table */
 	const char *merge;         /* from it into the shared one */
 	bool by_id;                /* records, events: column 0 is the local id (the cursor) */
+	const char *direct;        /* by_id: COPY straight into the shared table */
 };
 
 static const struct table tables[GW_FLEET_N_TABLES] = {
@@ -123,14 +124,14 @@ static const struct table tables[GW_FLEET_N_TABLES] = {
 		" WHERE r.id > ?1 ORDER BY r.id LIMIT ?2",
 		"COPY t_records FROM STDIN",
 		"INSERT INTO gw_records SELECT * FROM t_records ON CONFLICT (node, id) DO NOTHING",
-		true,
+		true, "COPY gw_records FROM STDIN",
 	},
 	[GW_FLEET_EVENTS] = {
 		"SELECT e.id, n.name, e.seg, e.step, e.line, e.ts, e.recv, e.name, e.attrs"
 		" FROM events e JOIN runs n ON n.id = e.run_id WHERE e.id > ?1 ORDER BY e.id LIMIT ?2",
 		"COPY t_events FROM STDIN",
 		"INSERT INTO gw_events SELECT * FROM t_events ON CONFLICT (node, id) DO NOTHING",
-		true,
+		true, "COPY gw_events FROM STDIN",
 	},
 	[GW_FLEET_ALERTS] = {
 		"SELECT a.id, n.name, a.seg, a.step, a.line, a.detector, a.severity, a.state, a.summary,"
@@ -173,7 +174,10 @@ struct gw_fleet {
 	sqlite3 *db;
 	sqlite3_stmt *sel[GW_FLEET_N_TABLES];
 	struct gw_pgio pg;
-	bool pg_ready;             /* schema and temporary tables there */
+	bool pg_ready;             /* schema and temporary tables there, cursors in step */
+	bool upsert_only;          /* a direct COPY met a row already there: the
+	                              temporary tables and ON CONFLICT for every
+	                              table, until the next connection */
 	int64_t cursor[GW_FLEET_N_TABLES]; /* by_id tables: the last id in PostgreSQL */
 	double changed_since;      /* the others: changes at or after this wall time */
 	struct text buf[GW_FLEET_N_TABLES];
@@ -415,6 +419,41 @@ static void sq_save_cursors(struct gw_fleet *f)
 
 /* ---- PostgreSQL side --------------------------------------------------------------- */
 
+/* PostgreSQL's cursors of this node (its gw_nodes row, written in the
+ * same transaction as the rows: what the database holds, exactly).  They
+ * win over SQLite's: ahead when the process died between a commit there
+ * and saving the cursors here (those rows are not sent again), behind or
+ * absent when the database is another or was restored from a backup
+ * (the rows it lacks are sent again).  lock: in a transaction, FOR UPDATE
+ * (a second process with this node name waits). 1 when they moved. */
+static int pg_sync_cursors(struct gw_fleet *f, bool lock)
+{
+	const char *p[] = {f->cfg.node};
+	PGresult *r;
+	if (!lock && (r = gw_pgio_query(&f->pg, "INSERT INTO gw_nodes(node, records_cursor,"
+	                                " events_cursor) VALUES($1, 0, 0) ON CONFLICT (node) DO NOTHING"
+	                                " RETURNING node", 1, p)))
+		PQclear(r);
+	r = gw_pgio_query(&f->pg, lock ? "SELECT records_cursor, events_cursor FROM gw_nodes"
+	                                 " WHERE node = $1 FOR UPDATE"
+	                               : "SELECT records_cursor, events_cursor FROM gw_nodes"
+	                                 " WHERE node = $1", 1, p);
+	if (!r)
+		return -EIO;
+	int64_t rec = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+	int64_t ev = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 1), NULL, 10) : 0;
+	PQclear(r);
+	if (rec == f->cursor[GW_FLEET_RECORDS] && ev == f->cursor[GW_FLEET_EVENTS])
+		return 0;
+	gw_log_info("fleet: PostgreSQL holds records to %" PRId64 " and events to %" PRId64
+	            " of node %s (SQLite said %" PRId64 ", %" PRId64 "): going on from there", rec, ev,
+	            f->cfg.node, f->cursor[GW_FLEET_RECORDS], f->cursor[GW_FLEET_EVENTS]);
+	f->cursor[GW_FLEET_RECORDS] = rec;
+	f->cursor[GW_FLEET_EVENTS] = ev;
+	sq_save_cursors(f);
+	return 1;
+}
+
 static int pg_prepare(struct gw_fleet *f)
 {
 	int rc;
@@ -425,22 +464,42 @@ static int pg_prepare(struct gw_fleet *f)
 		gw_log_info("fleet: connected to PostgreSQL %s as node %s", f->cfg.dsn_log, f->cfg.node);
 	}
 	if (!f->pg_ready) {
-		if ((rc = gw_pgio_exec(&f->pg, gw__fleet_pg_schema)) < 0 || (rc = gw_pgio_exec(&f->pg, pg_temp)) < 0) {
+		if ((rc = gw_pgio_exec(&f->pg, gw__fleet_pg_schema)) < 0 || (rc = gw_pgio_exec(&f->pg, pg_temp)) < 0 ||
+		    (rc = pg_sync_cursors(f, false)) < 0) {
 			gw_pgio_exec(&f->pg, "ROLLBACK");
 			return rc;
 		}
+		f->upsert_only = false;
 		f->pg_ready = true;
 	}
 	return 0;
 }
 
-/* One transaction: every table's rows, the node's row. */
+/* One transaction: every table's rows, the node's row.  Records and
+ * events go by a plain COPY into the shared tables when PostgreSQL's
+ * cursors (locked) are where ours are: the rows after them cannot be
+ * there.  -EAGAIN: they were not (re-read from the new cursors); a COPY
+ * that still met a row (someone else wrote this node's rows) makes this
+ * connection use ON CONFLICT for everything, then -EAGAIN. */
 static int pg_ship(struct gw_fleet *f, const int64_t *next, uint64_t backlog, double lag)
 {
 	int rc = gw_pgio_exec(&f->pg, "BEGIN");
+	if (rc == 0 && (rc = pg_sync_cursors(f, true)) > 0)
+		rc = -EAGAIN;
 	for (int t = 0; rc == 0 && t < GW_FLEET_N_TABLES; t++) {
 		if (!f->rows[t])
 			continue;
+		if (tables[t].direct && !f->upsert_only) {
+			rc = gw_pgio_copy(&f->pg, tables[t].direct, f->buf[t].p, f->buf[t].len);
+			if (rc < 0 && strstr(f->pg.err, "duplicate key")) {
+				gw_log_warn("fleet: %s of node %s already in PostgreSQL past its cursor (%s); "
+				            "merging with ON CONFLICT from now on", gw_fleet_table_names[t],
+				            f->cfg.node, f->pg.err);
+				f->upsert_only = true;
+				rc = -EAGAIN;
+			}
+			continue;
+		}
 		if ((rc = gw_pgio_copy(&f->pg, tables[t].copy, f->buf[t].p, f->buf[t].len)) == 0)
 			rc = gw_pgio_exec(&f->pg, tables[t].merge);
 	}
@@ -495,7 +554,11 @@ static int cycle(struct gw_fleet *f, bool *more)
 		uint64_t shipped = (uint64_t)(next[GW_FLEET_RECORDS] - f->cursor[GW_FLEET_RECORDS]) +
 		                   (uint64_t)(next[GW_FLEET_EVENTS] - f->cursor[GW_FLEET_EVENTS]);
 		backlog = backlog > shipped ? backlog - shipped : 0;
-		if ((rc = pg_ship(f, next, backlog, *more ? lag : 0)) < 0)
+		if ((rc = pg_ship(f, next, backlog, *more ? lag : 0)) == -EAGAIN) {
+			*more = true;   /* read again from the cursors PostgreSQL gave */
+			return 0;
+		}
+		if (rc < 0)
 			return rc;
 		f->commits++;
 		if (f->crash_after && f->commits == f->crash_after) {
