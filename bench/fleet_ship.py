@@ -3,7 +3,8 @@
 1. Throughput.  One node's database with ROWS records (ingested once by a
    daemon without shipping).  Each round, on a fresh PostgreSQL database:
    a gradwatchd started on a copy of that file ships everything (time from
-   its start until /v1/stats says nothing is behind), then a plain COPY of
+   the moment its path to PostgreSQL opens, a proxy held until the daemon
+   is up, until /v1/stats says nothing is behind), then a plain COPY of
    the same rows, in the same text format, into an empty table like
    gw_records (its primary key and index included), through psql.  The
    ratio COPY time / shipping time per round, and its median (goal: at
@@ -33,7 +34,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
                                 "integration"))
 from gwtest import Daemon, wait_for  # noqa: E402
-from pgserver import PgServer  # noqa: E402
+from pgserver import PgServer, StallProxy  # noqa: E402
 
 ROWS = int(os.environ.get("GW_FLEET_ROWS", "300000"))
 LINES = int(os.environ.get("GW_FLEET_LINES", "100000"))
@@ -91,19 +92,23 @@ def ship_round(pg, pristine, tmp):
     fresh_db(pg)
     work = tempfile.mkdtemp(dir=tmp)
     shutil.copy(pristine, os.path.join(work, "gradwatch.db"))
-    d = Daemon(workdir=work, config={"fleet": {"postgresql": pg.dsn, "node": "bench",
-                                               "interval": "50ms", "batch_rows": 20000}},
+    proxy = StallProxy(pg.port)
+    proxy.hold()
+    dsn = "postgresql://postgres@127.0.0.1:%d/gradwatch" % proxy.port
+    d = Daemon(workdir=work, config={"fleet": {"postgresql": dsn, "node": "bench",
+                                               "interval": "50ms"}},
                args=["--log-level", "info"])
+    d.start()
     t0 = time.monotonic()
-    d.start(wait=False)
-    d.wait_ready()
+    proxy.release()
 
     def drained():
         f = d.stats().get("fleet", {})
         return f.get("up") and f.get("backlog") == 0 and f.get("shipped", {}).get("records", 0) >= ROWS
-    wait_for(drained, 600, "shipping to drain", interval=0.01)
+    wait_for(drained, 600, "shipping to drain", interval=0.02)
     ship_s = time.monotonic() - t0
     d.stop()
+    proxy.close()
     n = int(pg.scalar("SELECT count(*) FROM gw_records"))
     assert n == ROWS, (n, ROWS)
     # the plain COPY of the same rows into an empty table like gw_records

@@ -43,7 +43,7 @@ int gw_pgio_exec(struct gw_pgio *p, const char *sql);
  * on failure (err says why). */
 PGresult *gw_pgio_query(struct gw_pgio *p, const char *sql, int n, const char *const *params);
 
-/* COPY ... FROM STDIN (sql) with data[0..len) in COPY's text format.
+/* COPY ... FROM STDIN (sql) with data[0..len) in the format sql names.
  * 0 or a negative errno. */
 int gw_pgio_copy(struct gw_pgio *p, const char *sql, const char *data, size_t len);
 

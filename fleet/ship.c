@@ -7,7 +7,7 @@
  *      good cycle began, less CHANGE_MARGIN_S (a row's change time is set
  *      a commit interval before it is visible; re-sending a row costs an
  *      upsert, missing one would cost its change), each row turned into
- *      a line of COPY's text format with this node's name in front;
+ *      a row of COPY's binary format with this node's name in front;
  *   2. in one PostgreSQL transaction, per table COPY into a temporary
  *      table and INSERT ... SELECT ... ON CONFLICT: records and events DO
  *      NOTHING on (node, id), runs, segments and alerts DO UPDATE on
@@ -91,6 +91,8 @@ struct table {
 	const char *merge;         /* from it into the shared one */
 	bool by_id;                /* records, events: column 0 is the local id (the cursor) */
 	const char *direct;        /* by_id: COPY straight into the shared table */
+	const char *types;         /* the shared table's columns: t text, B bigint, i int,
+	                              f float8 (node first) */
 };
 
 static const struct table tables[GW_FLEET_N_TABLES] = {
@@ -98,40 +100,40 @@ static const struct table tables[GW_FLEET_N_TABLES] = {
 		"SELECT name, first_seen, last_seen, last_seg, last_step, last_ts, writers, ended_seg,"
 		" ended_step, ended_reason, ended_at FROM runs"
 		" WHERE max(coalesce(last_seen, 0), coalesce(ended_at, 0)) >= ?1 LIMIT ?2",
-		"COPY t_runs FROM STDIN",
+		"COPY t_runs FROM STDIN (FORMAT binary)",
 		"INSERT INTO gw_runs SELECT * FROM t_runs ON CONFLICT (node, name) DO UPDATE SET"
 		" first_seen = excluded.first_seen, last_seen = excluded.last_seen,"
 		" last_seg = excluded.last_seg, last_step = excluded.last_step,"
 		" last_ts = excluded.last_ts, writers = excluded.writers,"
 		" ended_seg = excluded.ended_seg, ended_step = excluded.ended_step,"
 		" ended_reason = excluded.ended_reason, ended_at = excluded.ended_at",
-		false,
+		false, NULL, "ttffiBftiBtf",
 	},
 	[GW_FLEET_SEGMENTS] = {
 		"SELECT n.name, s.seg, s.reason, s.first_step, s.restart_step, s.first_line, s.ts,"
 		" s.opened FROM segments s JOIN runs n ON n.id = s.run_id"
 		" WHERE max(coalesce(n.last_seen, 0), coalesce(n.ended_at, 0)) >= ?1 LIMIT ?2",
-		"COPY t_segments FROM STDIN",
+		"COPY t_segments FROM STDIN (FORMAT binary)",
 		"INSERT INTO gw_segments SELECT * FROM t_segments ON CONFLICT (node, run, seg) DO UPDATE"
 		" SET reason = excluded.reason, first_step = excluded.first_step,"
 		" restart_step = excluded.restart_step, first_line = excluded.first_line,"
 		" ts = excluded.ts, opened = excluded.opened",
-		false,
+		false, NULL, "ttitBBBff",
 	},
 	[GW_FLEET_RECORDS] = {
 		"SELECT r.id, n.name, r.seg, r.step, r.line, r.ts, r.recv, r.loss, r.grad_norm, r.lr,"
 		" r.throughput, r.nonfinite, r.extra, r.rank FROM records r JOIN runs n ON n.id = r.run_id"
 		" WHERE r.id > ?1 ORDER BY r.id LIMIT ?2",
-		"COPY t_records FROM STDIN",
+		"COPY t_records FROM STDIN (FORMAT binary)",
 		"INSERT INTO gw_records SELECT * FROM t_records ON CONFLICT (node, id) DO NOTHING",
-		true, "COPY gw_records FROM STDIN",
+		true, "COPY gw_records FROM STDIN (FORMAT binary)", "tBtiBBffffffiti",
 	},
 	[GW_FLEET_EVENTS] = {
 		"SELECT e.id, n.name, e.seg, e.step, e.line, e.ts, e.recv, e.name, e.attrs"
 		" FROM events e JOIN runs n ON n.id = e.run_id WHERE e.id > ?1 ORDER BY e.id LIMIT ?2",
-		"COPY t_events FROM STDIN",
+		"COPY t_events FROM STDIN (FORMAT binary)",
 		"INSERT INTO gw_events SELECT * FROM t_events ON CONFLICT (node, id) DO NOTHING",
-		true, "COPY gw_events FROM STDIN",
+		true, "COPY gw_events FROM STDIN (FORMAT binary)", "tBtiBBfftt",
 	},
 	[GW_FLEET_ALERTS] = {
 		"SELECT a.id, n.name, a.seg, a.step, a.line, a.detector, a.severity, a.state, a.summary,"
@@ -139,7 +141,7 @@ static const struct table tables[GW_FLEET_N_TABLES] = {
 		" a.last_line, a.version, a.resolution, a.kind, a.acked_at, a.acked_by, a.ack_note"
 		" FROM alerts a JOIN runs n ON n.id = a.run_id"
 		" WHERE coalesce(a.updated, a.created, 0) >= ?1 LIMIT ?2",
-		"COPY t_alerts FROM STDIN",
+		"COPY t_alerts FROM STDIN (FORMAT binary)",
 		"INSERT INTO gw_alerts SELECT * FROM t_alerts ON CONFLICT (node, id) DO UPDATE SET"
 		" seg = excluded.seg, step = excluded.step, line = excluded.line,"
 		" detector = excluded.detector, severity = excluded.severity, state = excluded.state,"
@@ -150,7 +152,7 @@ static const struct table tables[GW_FLEET_N_TABLES] = {
 		" version = excluded.version, resolution = excluded.resolution, kind = excluded.kind,"
 		" acked_at = excluded.acked_at, acked_by = excluded.acked_by, ack_note = excluded.ack_note"
 		" WHERE gw_alerts.updated IS NULL OR excluded.updated >= gw_alerts.updated",
-		false,
+		false, NULL, "tttiBBtttttttffffBBittftt",
 	},
 };
 
@@ -182,6 +184,7 @@ struct gw_fleet {
 	double changed_since;      /* the others: changes at or after this wall time */
 	struct text buf[GW_FLEET_N_TABLES];
 	size_t rows[GW_FLEET_N_TABLES];
+	int64_t last[GW_FLEET_N_TABLES];   /* by_id: the last id read */
 	uint64_t crash_after, commits;
 	double backlog_at;         /* wall time of the last backlog refresh */
 };
@@ -205,52 +208,60 @@ static int put(struct text *t, const char *s, size_t n)
 	return 0;
 }
 
-/* A text value as COPY reads it: backslash, tab, newline, CR escaped. */
-static int put_text(struct text *t, const unsigned char *s, size_t n)
+/* COPY's binary format (PostgreSQL's docs, "Binary Format"): a header,
+ * per row a field count and per field its length (-1: NULL) and value in
+ * network byte order, a trailer.  No number is printed or parsed on either
+ * side: the doubles cross as their eight bytes, exactly. */
+static const char copy_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
+
+static int put_be(struct text *t, uint64_t v, int bytes)
 {
-	size_t from = 0;
-	for (size_t i = 0; i < n; i++) {
-		const char *esc = s[i] == '\\' ? "\\\\" : s[i] == '\t' ? "\\t" : s[i] == '\n' ? "\\n"
-		                : s[i] == '\r' ? "\\r" : NULL;
-		if (!esc)
-			continue;
-		if (put(t, (const char *)s + from, i - from) < 0 || put(t, esc, 2) < 0)
-			return -ENOMEM;
-		from = i + 1;
-	}
-	return put(t, (const char *)s + from, n - from);
+	unsigned char b[8];
+	for (int i = 0; i < bytes; i++)
+		b[i] = (unsigned char)(v >> (8 * (bytes - 1 - i)));
+	return put(t, (const char *)b, (size_t)bytes);
 }
 
-/* One row of st as a COPY line: node, then its columns. */
-static int put_row(struct text *t, const char *node, sqlite3_stmt *st)
+static int put_field(struct text *t, const void *p, int32_t len)
 {
-	int rc = put_text(t, (const unsigned char *)node, strlen(node));
-	int n = sqlite3_column_count(st);
-	for (int c = 0; rc == 0 && c < n; c++) {
-		char num[40];
-		int len;
-		rc = put(t, "\t", 1);
-		switch (sqlite3_column_type(st, c)) {
-		case SQLITE_NULL:
-			rc = rc ?: put(t, "\\N", 2);
+	int rc = put_be(t, (uint32_t)len, 4);
+	return rc || len <= 0 ? rc : put(t, p, (size_t)len);
+}
+
+/* One row of st: node, then its columns as types says (t text, B bigint,
+ * i int, f float8: the shared table's column types). */
+static int put_row(struct text *t, const char *node, sqlite3_stmt *st, const char *types)
+{
+	int n = (int)strlen(types);
+	int rc = t->len ? 0 : put(t, copy_header, sizeof(copy_header));
+	rc = rc ?: put_be(t, (uint16_t)n, 2);
+	rc = rc ?: put_field(t, node, (int32_t)strlen(node));
+	for (int c = 0; rc == 0 && c + 1 < n; c++) {
+		if (sqlite3_column_type(st, c) == SQLITE_NULL) {
+			rc = put_be(t, 0xffffffffu, 4);
+			continue;
+		}
+		switch (types[c + 1]) {
+		case 'B':
+			rc = put_be(t, 8, 4) ?: put_be(t, (uint64_t)sqlite3_column_int64(st, c), 8);
 			break;
-		case SQLITE_INTEGER:
-			len = snprintf(num, sizeof(num), "%lld", (long long)sqlite3_column_int64(st, c));
-			rc = rc ?: put(t, num, (size_t)len);
+		case 'i':
+			rc = put_be(t, 4, 4) ?: put_be(t, (uint32_t)(int32_t)sqlite3_column_int64(st, c), 4);
 			break;
-		case SQLITE_FLOAT: {
+		case 'f': {
 			double v = sqlite3_column_double(st, c);
-			len = isnan(v) ? snprintf(num, sizeof(num), "NaN")
-			    : isinf(v) ? snprintf(num, sizeof(num), v > 0 ? "Infinity" : "-Infinity")
-			    : snprintf(num, sizeof(num), "%.17g", v);
-			rc = rc ?: put(t, num, (size_t)len);
+			uint64_t u;
+			memcpy(&u, &v, sizeof(u));
+			rc = put_be(t, 8, 4) ?: put_be(t, u, 8);
 			break;
 		}
-		default:
-			rc = rc ?: put_text(t, sqlite3_column_text(st, c), (size_t)sqlite3_column_bytes(st, c));
+		default: {
+			const unsigned char *s = sqlite3_column_text(st, c);
+			rc = s ? put_field(t, s, sqlite3_column_bytes(st, c)) : -ENOMEM;
+		}
 		}
 	}
-	return rc ?: put(t, "\n", 1);
+	return rc;
 }
 
 /* ---- SQLite side ------------------------------------------------------------------- */
@@ -301,12 +312,16 @@ static int sq_read(struct gw_fleet *f)
 			sqlite3_bind_int64(st, 2, -1);
 		}
 		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			if (put_row(&f->buf[t], f->cfg.node, st) < 0) {
+			if (put_row(&f->buf[t], f->cfg.node, st, tables[t].types) < 0) {
 				rc = SQLITE_NOMEM;
 				break;
 			}
+			if (tables[t].by_id)
+				f->last[t] = sqlite3_column_int64(st, 0);
 			f->rows[t]++;
 		}
+		if (f->rows[t] && put_be(&f->buf[t], 0xffff, 2) < 0)   /* the trailer */
+			rc = SQLITE_NOMEM;
 		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
 		sqlite3_reset(st);
 	}
@@ -317,18 +332,6 @@ static int sq_read(struct gw_fleet *f)
 	}
 	sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL);
 	return 0;
-}
-
-/* The id in a COPY line's second field (the local id of by_id tables). */
-static int64_t last_id(const struct text *t)
-{
-	if (!t->len)
-		return -1;
-	const char *end = t->p + t->len - 1, *line = end;
-	while (line > t->p && line[-1] != '\n')
-		line--;
-	const char *tab = memchr(line, '\t', (size_t)(end - line));
-	return tab ? strtoll(tab + 1, NULL, 10) : -1;
 }
 
 /* The committed records and events not shipped yet, and the age of the
@@ -543,7 +546,7 @@ static int cycle(struct gw_fleet *f, bool *more)
 		total += f->rows[t];
 		next[t] = f->cursor[t];
 		if (tables[t].by_id && f->rows[t]) {
-			next[t] = last_id(&f->buf[t]);
+			next[t] = f->last[t];
 			*more |= f->rows[t] >= f->cfg.batch_rows;
 		}
 	}
