@@ -21,8 +21,7 @@
  * fails, the cursors stay, the next try waits (back-off from 0.5 s to
  * 30 s) and the backlog waits in SQLite, where it is anyway.
  */
-#include "fleet.h"
-#include "pgio.h"
+#include "ship_impl.h"
 
 #include "clock.h"
 #include "fault.h"
@@ -85,17 +84,7 @@ static const char pg_temp[] =
 	"CREATE TEMP TABLE IF NOT EXISTS t_events (LIKE gw_events) ON COMMIT DELETE ROWS;"
 	"CREATE TEMP TABLE IF NOT EXISTS t_alerts (LIKE gw_alerts) ON COMMIT DELETE ROWS";
 
-struct table {
-	const char *select;        /* SQLite: ?1 the cursor or change time, ?2 the limit */
-	const char *copy;          /* COPY into the temporary table */
-	const char *merge;         /* from it into the shared one */
-	bool by_id;                /* records, events: column 0 is the local id (the cursor) */
-	const char *direct;        /* by_id: COPY straight into the shared table */
-	const char *types;         /* the shared table's columns: t text, B bigint, i int,
-	                              f float8 (node first) */
-};
-
-static const struct table tables[GW_FLEET_N_TABLES] = {
+const struct gw__fleet_table gw__fleet_tables[GW_FLEET_N_TABLES] = {
 	[GW_FLEET_RUNS] = {
 		"SELECT name, first_seen, last_seen, last_seg, last_step, last_ts, writers, ended_seg,"
 		" ended_step, ended_reason, ended_at FROM runs"
@@ -157,213 +146,6 @@ static const struct table tables[GW_FLEET_N_TABLES] = {
 };
 
 /* a growing byte buffer for one table's COPY text */
-struct text {
-	char *p;
-	size_t len, cap;
-};
-
-struct gw_fleet {
-	struct gw_fleet_cfg cfg;   /* dsn owned (a copy) */
-	char *db_path;
-	pthread_t thread;
-	bool started;
-	pthread_mutex_t mu;        /* guards st and the wake-up */
-	pthread_cond_t cv;
-	atomic_bool stop;
-	struct gw_fleet_stats st;
-
-	/* the thread's own */
-	sqlite3 *db;
-	sqlite3_stmt *sel[GW_FLEET_N_TABLES];
-	struct gw_pgio pg;
-	bool pg_ready;             /* schema and temporary tables there, cursors in step */
-	bool upsert_only;          /* a direct COPY met a row already there: the
-	                              temporary tables and ON CONFLICT for every
-	                              table, until the next connection */
-	int64_t cursor[GW_FLEET_N_TABLES]; /* by_id tables: the last id in PostgreSQL */
-	double changed_since;      /* the others: changes at or after this wall time */
-	struct text buf[GW_FLEET_N_TABLES];
-	size_t rows[GW_FLEET_N_TABLES];
-	int64_t last[GW_FLEET_N_TABLES];   /* by_id: the last id read */
-	uint64_t crash_after, commits;
-	double backlog_at;         /* wall time of the last backlog refresh */
-};
-
-/* ---- COPY text -------------------------------------------------------------------- */
-
-static int put(struct text *t, const char *s, size_t n)
-{
-	if (t->len + n + 1 > t->cap) {
-		size_t cap = t->cap ? t->cap : 65536;
-		while (cap < t->len + n + 1)
-			cap *= 2;
-		char *p = realloc(t->p, cap);
-		if (!p)
-			return -ENOMEM;
-		t->p = p;
-		t->cap = cap;
-	}
-	memcpy(t->p + t->len, s, n);
-	t->len += n;
-	return 0;
-}
-
-/* COPY's binary format (PostgreSQL's docs, "Binary Format"): a header,
- * per row a field count and per field its length (-1: NULL) and value in
- * network byte order, a trailer.  No number is printed or parsed on either
- * side: the doubles cross as their eight bytes, exactly. */
-static const char copy_header[19] = "PGCOPY\n\377\r\n\0\0\0\0\0\0\0\0\0";
-
-static int put_be(struct text *t, uint64_t v, int bytes)
-{
-	unsigned char b[8];
-	for (int i = 0; i < bytes; i++)
-		b[i] = (unsigned char)(v >> (8 * (bytes - 1 - i)));
-	return put(t, (const char *)b, (size_t)bytes);
-}
-
-static int put_field(struct text *t, const void *p, int32_t len)
-{
-	int rc = put_be(t, (uint32_t)len, 4);
-	return rc || len <= 0 ? rc : put(t, p, (size_t)len);
-}
-
-/* One row of st: node, then its columns as types says (t text, B bigint,
- * i int, f float8: the shared table's column types). */
-static int put_row(struct text *t, const char *node, sqlite3_stmt *st, const char *types)
-{
-	int n = (int)strlen(types);
-	int rc = t->len ? 0 : put(t, copy_header, sizeof(copy_header));
-	rc = rc ?: put_be(t, (uint16_t)n, 2);
-	rc = rc ?: put_field(t, node, (int32_t)strlen(node));
-	for (int c = 0; rc == 0 && c + 1 < n; c++) {
-		if (sqlite3_column_type(st, c) == SQLITE_NULL) {
-			rc = put_be(t, 0xffffffffu, 4);
-			continue;
-		}
-		switch (types[c + 1]) {
-		case 'B':
-			rc = put_be(t, 8, 4) ?: put_be(t, (uint64_t)sqlite3_column_int64(st, c), 8);
-			break;
-		case 'i':
-			rc = put_be(t, 4, 4) ?: put_be(t, (uint32_t)(int32_t)sqlite3_column_int64(st, c), 4);
-			break;
-		case 'f': {
-			double v = sqlite3_column_double(st, c);
-			uint64_t u;
-			memcpy(&u, &v, sizeof(u));
-			rc = put_be(t, 8, 4) ?: put_be(t, u, 8);
-			break;
-		}
-		default: {
-			const unsigned char *s = sqlite3_column_text(st, c);
-			rc = s ? put_field(t, s, sqlite3_column_bytes(st, c)) : -ENOMEM;
-		}
-		}
-	}
-	return rc;
-}
-
-/* ---- SQLite side ------------------------------------------------------------------- */
-
-static int sq_fail(struct gw_fleet *f, int rc, const char *what)
-{
-	snprintf(f->pg.err, sizeof(f->pg.err), "%s: %s", what, sqlite3_errmsg(f->db));
-	return rc == SQLITE_BUSY ? -EBUSY : -EIO;
-}
-
-static int sq_open(struct gw_fleet *f, char *err, size_t errlen)
-{
-	int rc = sqlite3_open_v2(f->db_path, &f->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
-	if (rc != SQLITE_OK)
-		return gw_errf(err, errlen, -EIO, "fleet: cannot open %s: %s", f->db_path,
-		               f->db ? sqlite3_errmsg(f->db) : sqlite3_errstr(rc));
-	sqlite3_busy_timeout(f->db, 5000);
-	for (int t = 0; t < GW_FLEET_N_TABLES; t++)
-		if (sqlite3_prepare_v3(f->db, tables[t].select, -1, SQLITE_PREPARE_PERSISTENT,
-		                       &f->sel[t], NULL) != SQLITE_OK)
-			return gw_errf(err, errlen, -EIO, "fleet: %s: %s", f->db_path, sqlite3_errmsg(f->db));
-	sqlite3_stmt *st;
-	if (sqlite3_prepare_v2(f->db, "SELECT tbl, last_id FROM fleet_cursor", -1, &st, NULL) != SQLITE_OK)
-		return gw_errf(err, errlen, -EIO, "fleet: %s: %s", f->db_path, sqlite3_errmsg(f->db));
-	while (sqlite3_step(st) == SQLITE_ROW)
-		for (int t = 0; t < GW_FLEET_N_TABLES; t++)
-			if (!strcmp((const char *)sqlite3_column_text(st, 0), gw_fleet_table_names[t]))
-				f->cursor[t] = sqlite3_column_int64(st, 1);
-	sqlite3_finalize(st);
-	return 0;
-}
-
-/* Read the rows to ship into f->buf (one snapshot). */
-static int sq_read(struct gw_fleet *f)
-{
-	int rc = sqlite3_exec(f->db, "BEGIN", NULL, NULL, NULL);
-	if (rc != SQLITE_OK)
-		return sq_fail(f, rc, "SQLite BEGIN");
-	for (int t = 0; t < GW_FLEET_N_TABLES && rc == SQLITE_OK; t++) {
-		sqlite3_stmt *st = f->sel[t];
-		f->buf[t].len = 0;
-		f->rows[t] = 0;
-		if (tables[t].by_id) {
-			sqlite3_bind_int64(st, 1, f->cursor[t]);
-			sqlite3_bind_int64(st, 2, f->cfg.batch_rows);
-		} else {
-			sqlite3_bind_double(st, 1, f->changed_since);
-			sqlite3_bind_int64(st, 2, -1);
-		}
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			if (put_row(&f->buf[t], f->cfg.node, st, tables[t].types) < 0) {
-				rc = SQLITE_NOMEM;
-				break;
-			}
-			if (tables[t].by_id)
-				f->last[t] = sqlite3_column_int64(st, 0);
-			f->rows[t]++;
-		}
-		if (f->rows[t] && put_be(&f->buf[t], 0xffff, 2) < 0)   /* the trailer */
-			rc = SQLITE_NOMEM;
-		rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
-		sqlite3_reset(st);
-	}
-	if (rc != SQLITE_OK) {
-		int r = sq_fail(f, rc, "reading the rows to ship");
-		sqlite3_exec(f->db, "ROLLBACK", NULL, NULL, NULL);
-		return r;
-	}
-	sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL);
-	return 0;
-}
-
-/* The committed records and events not shipped yet, and the age of the
- * oldest of them. */
-static void sq_backlog(struct gw_fleet *f, uint64_t *backlog, double *lag)
-{
-	static const char *const q[] = {
-		"SELECT (SELECT coalesce(max(id), 0) FROM records) - ?1,"
-		" (SELECT recv FROM records WHERE id > ?1 ORDER BY id LIMIT 1)",
-		"SELECT (SELECT coalesce(max(id), 0) FROM events) - ?1,"
-		" (SELECT recv FROM events WHERE id > ?1 ORDER BY id LIMIT 1)",
-	};
-	const int tb[] = {GW_FLEET_RECORDS, GW_FLEET_EVENTS};
-	double now = gw_wall_now(), oldest = now;
-	*backlog = 0;
-	for (int i = 0; i < 2; i++) {
-		sqlite3_stmt *st;
-		if (sqlite3_prepare_v2(f->db, q[i], -1, &st, NULL) != SQLITE_OK)
-			continue;
-		sqlite3_bind_int64(st, 1, f->cursor[tb[i]]);
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			int64_t n = sqlite3_column_int64(st, 0);
-			*backlog += n > 0 ? (uint64_t)n : 0;
-			if (sqlite3_column_type(st, 1) != SQLITE_NULL && sqlite3_column_double(st, 1) < oldest)
-				oldest = sqlite3_column_double(st, 1);
-		}
-		sqlite3_finalize(st);
-	}
-	*lag = *backlog ? now - oldest : 0;
-	if (*lag < 0)
-		*lag = 0;
-}
 
 /* Refresh the backlog and lag others read (at most once a second). */
 static void refresh_backlog(struct gw_fleet *f, bool now)
@@ -375,7 +157,7 @@ static void refresh_backlog(struct gw_fleet *f, bool now)
 	f->backlog_at = t;
 	uint64_t backlog;
 	double lag;
-	sq_backlog(f, &backlog, &lag);
+	gw__fleet_sq_backlog(f, &backlog, &lag);
 	pthread_mutex_lock(&f->mu);
 	f->st.backlog = backlog;
 	f->st.lag_s = lag;
@@ -385,39 +167,6 @@ static void refresh_backlog(struct gw_fleet *f, bool now)
 static void on_pg_wait(void *data)
 {
 	refresh_backlog(data, false);
-}
-
-/* The cursors after PostgreSQL committed; a failure here is logged and
- * only means those rows are sent again (and dropped there) after a restart. */
-static void sq_save_cursors(struct gw_fleet *f)
-{
-	sqlite3_stmt *st;
-	if (sqlite3_exec(f->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(f->db, "INSERT INTO fleet_cursor(tbl, last_id, shipped_at)"
-	                       " VALUES(?1, ?2, ?3) ON CONFLICT(tbl) DO UPDATE SET"
-	                       " last_id = excluded.last_id, shipped_at = excluded.shipped_at",
-	                       -1, &st, NULL) != SQLITE_OK) {
-		gw_log_warn("fleet: cannot save the cursors (sent again after a restart): %s",
-		            sqlite3_errmsg(f->db));
-		sqlite3_exec(f->db, "ROLLBACK", NULL, NULL, NULL);
-		return;
-	}
-	int rc = SQLITE_DONE;
-	for (int t = 0; t < GW_FLEET_N_TABLES && rc == SQLITE_DONE; t++) {
-		if (!tables[t].by_id)
-			continue;
-		sqlite3_bind_text(st, 1, gw_fleet_table_names[t], -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 2, f->cursor[t]);
-		sqlite3_bind_double(st, 3, gw_wall_now());
-		rc = sqlite3_step(st);
-		sqlite3_reset(st);
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE || sqlite3_exec(f->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		gw_log_warn("fleet: cannot save the cursors (sent again after a restart): %s",
-		            sqlite3_errmsg(f->db));
-		sqlite3_exec(f->db, "ROLLBACK", NULL, NULL, NULL);
-	}
 }
 
 /* ---- PostgreSQL side --------------------------------------------------------------- */
@@ -453,7 +202,7 @@ static int pg_sync_cursors(struct gw_fleet *f, bool lock)
 	            f->cfg.node, f->cursor[GW_FLEET_RECORDS], f->cursor[GW_FLEET_EVENTS]);
 	f->cursor[GW_FLEET_RECORDS] = rec;
 	f->cursor[GW_FLEET_EVENTS] = ev;
-	sq_save_cursors(f);
+	gw__fleet_sq_save_cursors(f);
 	return 1;
 }
 
@@ -492,8 +241,8 @@ static int pg_ship(struct gw_fleet *f, const int64_t *next, uint64_t backlog, do
 	for (int t = 0; rc == 0 && t < GW_FLEET_N_TABLES; t++) {
 		if (!f->rows[t])
 			continue;
-		if (tables[t].direct && !f->upsert_only) {
-			rc = gw_pgio_copy(&f->pg, tables[t].direct, f->buf[t].p, f->buf[t].len);
+		if (gw__fleet_tables[t].direct && !f->upsert_only) {
+			rc = gw_pgio_copy(&f->pg, gw__fleet_tables[t].direct, f->buf[t].p, f->buf[t].len);
 			if (rc < 0 && strstr(f->pg.err, "duplicate key")) {
 				gw_log_warn("fleet: %s of node %s already in PostgreSQL past its cursor (%s); "
 				            "merging with ON CONFLICT from now on", gw_fleet_table_names[t],
@@ -503,8 +252,8 @@ static int pg_ship(struct gw_fleet *f, const int64_t *next, uint64_t backlog, do
 			}
 			continue;
 		}
-		if ((rc = gw_pgio_copy(&f->pg, tables[t].copy, f->buf[t].p, f->buf[t].len)) == 0)
-			rc = gw_pgio_exec(&f->pg, tables[t].merge);
+		if ((rc = gw_pgio_copy(&f->pg, gw__fleet_tables[t].copy, f->buf[t].p, f->buf[t].len)) == 0)
+			rc = gw_pgio_exec(&f->pg, gw__fleet_tables[t].merge);
 	}
 	if (rc == 0) {
 		char sql[512];
@@ -538,14 +287,14 @@ static int cycle(struct gw_fleet *f, bool *more)
 	if (rc < 0)
 		return rc;
 	double began = gw_wall_now();
-	if ((rc = sq_read(f)) < 0)
+	if ((rc = gw__fleet_sq_read(f)) < 0)
 		return rc;
 	size_t total = 0;
 	int64_t next[GW_FLEET_N_TABLES];
 	for (int t = 0; t < GW_FLEET_N_TABLES; t++) {
 		total += f->rows[t];
 		next[t] = f->cursor[t];
-		if (tables[t].by_id && f->rows[t]) {
+		if (gw__fleet_tables[t].by_id && f->rows[t]) {
 			next[t] = f->last[t];
 			*more |= f->rows[t] >= f->cfg.batch_rows;
 		}
@@ -553,7 +302,7 @@ static int cycle(struct gw_fleet *f, bool *more)
 	if (total) {
 		uint64_t backlog;
 		double lag;
-		sq_backlog(f, &backlog, &lag);
+		gw__fleet_sq_backlog(f, &backlog, &lag);
 		uint64_t shipped = (uint64_t)(next[GW_FLEET_RECORDS] - f->cursor[GW_FLEET_RECORDS]) +
 		                   (uint64_t)(next[GW_FLEET_EVENTS] - f->cursor[GW_FLEET_EVENTS]);
 		backlog = backlog > shipped ? backlog - shipped : 0;
@@ -570,7 +319,7 @@ static int cycle(struct gw_fleet *f, bool *more)
 			gw_fault_crash();
 		}
 		memcpy(f->cursor, next, sizeof(next));
-		sq_save_cursors(f);
+		gw__fleet_sq_save_cursors(f);
 	}
 	f->changed_since = began - CHANGE_MARGIN_S;
 	pthread_mutex_lock(&f->mu);
@@ -695,7 +444,7 @@ int gw_fleet_start(const struct gw_fleet_cfg *cfg, const char *db_path, struct g
 	f->pg.idle_data = f;
 	f->st.node = f->cfg.node;
 	f->crash_after = gw_fault_crash_ship();
-	int rc = !f->cfg.dsn || !f->db_path ? -ENOMEM : sq_open(f, err, errlen);
+	int rc = !f->cfg.dsn || !f->db_path ? -ENOMEM : gw__fleet_sq_open(f, err, errlen);
 	if (rc == 0 && (rc = -pthread_create(&f->thread, NULL, ship_main, f)) < 0)
 		gw_errf(err, errlen, rc, "fleet: cannot start the shipper thread: %s", strerror(-rc));
 	if (rc < 0) {
