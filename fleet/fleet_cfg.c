@@ -97,6 +97,12 @@ int gw_fleet_cfg_parse(const json_t *fleet, struct gw_fleet_cfg *cfg, char *err,
 	if (gethostname(cfg->node, sizeof(cfg->node)) < 0 || !cfg->node[0])
 		gw_strlcpy(cfg->node, "localhost", sizeof(cfg->node));
 	cfg->node[sizeof(cfg->node) - 1] = '\0';
+	/* a node name is letters, digits and -_. (it is pasted into the
+	 * shipper's SQL and is the NODE of NODE/RUN): anything else of a host
+	 * name becomes '_' */
+	for (char *p = cfg->node; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("-_.", *p))
+			*p = '_';
 	if (!fleet || json_is_null(fleet))
 		return 0;
 	if (!json_is_object(fleet))

@@ -12,6 +12,8 @@ PostgreSQL exactly once, and the node kept committing what it was sent
 while PostgreSQL was away (the time each batch took to commit is printed,
 beside the time without faults: measured, not asserted).
 """
+import http.client
+import json
 import os
 import signal
 import subprocess
@@ -217,6 +219,23 @@ class FleetTest(unittest.TestCase):
         st, page = v.get('/runs/node-1%2Fbroken')
         self.assertEqual(st, 200)
         self.assertIn('<script', page)
+        # auth as the daemon's: a read token, or 401
+        va = Daemon(args=['--fleet-view', 'env:GW_TEST_FLEET_DSN'],
+                    config={'auth': {'read_tokens_file': 'read.tokens'}},
+                    env={'GW_TEST_FLEET_DSN': self.pg.dsn})
+        self.daemons.append(va)
+        with open(os.path.join(va.dir, 'read.tokens'), 'w') as f:
+            f.write('fleet-read-token-0123456789\n')
+        va.start()
+        c = http.client.HTTPConnection('127.0.0.1', va.http_port, timeout=30)
+        c.request('GET', '/v1/runs')
+        self.assertEqual(c.getresponse().status, 401)
+        c.close()
+        c = http.client.HTTPConnection('127.0.0.1', va.http_port, timeout=30)
+        c.request('GET', '/v1/runs', headers={'Authorization': 'Bearer fleet-read-token-0123456789'})
+        r = c.getresponse()
+        self.assertEqual((r.status, len(json.loads(r.read())['runs'])), (200, 4))
+        c.close()
 
     def test_postgresql_stopped_under_load(self):
         d = self.node('node-a')
