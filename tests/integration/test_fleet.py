@@ -237,12 +237,22 @@ class FleetTest(unittest.TestCase):
         self.assertEqual((r.status, len(json.loads(r.read())['runs'])), (200, 4))
         c.close()
 
+    def alert_latency(self, d, run):
+        """Seconds from sending a NaN to its alert committed in the node's SQLite."""
+        want = d.sql('SELECT count(*) FROM alerts')[0][0] + 1
+        t0 = time.monotonic()
+        d.send_tcp(nan_run(run, 40, at=40))
+        d.wait_committed('SELECT count(*) FROM alerts', want, timeout=60)
+        return time.monotonic() - t0
+
     def test_postgresql_stopped_under_load(self):
         d = self.node('node-a')
         base = [self.timed_batch(d, 'load', 1 + 500 * i, 500) for i in range(3)]
+        alert_up = self.alert_latency(d, 'nan-up')
         self.wait_shipped(d, 'node-a')
         self.pg.stop()
         down = [self.timed_batch(d, 'load', 1501 + 500 * i, 500) for i in range(6)]
+        alert_down = self.alert_latency(d, 'nan-down')
         wait_for(lambda: self.metric(d, 'gradwatch_fleet_up') == 0, 60, 'fleet_up 0')
         wait_for(lambda: (self.metric(d, 'gradwatch_fleet_backlog_rows') or 0) >= 3000, 30,
                  'the backlog in /metrics')
@@ -254,10 +264,12 @@ class FleetTest(unittest.TestCase):
         self.wait_shipped(d, 'node-a')
         wait_for(lambda: self.metric(d, 'gradwatch_fleet_backlog_rows') == 0, 60, 'backlog 0')
         self.assert_records_equal(d, 'node-a')
+        self.assert_rest_equal(d, 'node-a')
         self.assertIn('shipping to PostgreSQL as node node-a: up, 0 rows behind, lag 0.0 s\n',
                       self.runs_text(d))
-        print('\ncommit time per 500-line batch: PostgreSQL up %.3f s (median), down %.3f s'
-              % (sorted(base)[1], sorted(down)[3]), file=sys.stderr)
+        print('\ncommit time per 500-line batch: PostgreSQL up %.3f s (median), down %.3f s; '
+              'NaN to alert committed: up %.3f s, down %.3f s'
+              % (sorted(base)[1], sorted(down)[3], alert_up, alert_down), file=sys.stderr)
 
     def test_sigkill_between_batch_and_cursor(self):
         need_fault_hooks(self)
