@@ -26,6 +26,7 @@ struct seen {
 	int kind[16];
 	int64_t step[16];
 	char id[16][24];
+	char summary[16][160];
 };
 
 static inline void on_seg(void *d, const struct gw_segment_info *si)
@@ -46,6 +47,7 @@ static inline void on_alert(void *d, const struct gw_alert *a)
 		s->kind[s->alerts] = a->kind;
 		s->step[s->alerts] = a->step;
 		memcpy(s->id[s->alerts], a->id, 24);
+		snprintf(s->summary[s->alerts], sizeof(s->summary[0]), "%s", a->summary ? a->summary : "");
 	}
 	s->alerts++;
 }
