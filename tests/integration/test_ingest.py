@@ -108,7 +108,7 @@ class Transports(unittest.TestCase):
         with socket.create_connection(('127.0.0.1', self.d.http_port)) as s:
             s.sendall(b'POST /v1/ingest HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n'
                       b'Expect: 100-continue\r\n\r\n')
-            s.settimeout(5)
+            s.settimeout(30)
             self.assertTrue(s.recv(100).startswith(b'HTTP/1.1 100'))
             for i in range(0, len(body), 4096):
                 part = body[i:i + 4096]
