@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import {fileURLToPath} from 'node:url';
-import {ARTIFACT_DIR, Daemon, SKIP, browserOrSkip, freePort, launch, lockedPage, ready} from './harness.mjs';
+import {ARTIFACT_DIR, Daemon, SKIP, WAIT_MS, browserOrSkip, freePort, launch, lockedPage, ready} from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const EXAMPLE = path.join(here, '..', '..', 'examples', 'resume-without-optimizer.jsonl');
@@ -70,7 +70,7 @@ class Postgres {
 
 let pg, nodes = [], view, browser;
 
-async function until(what, fn, ms = 60000) {
+async function until(what, fn, ms = WAIT_MS) {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn().catch(() => null);
