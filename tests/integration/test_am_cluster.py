@@ -29,9 +29,10 @@ AM_BIN = shutil.which("prometheus-alertmanager") or shutil.which("alertmanager")
 
 # How long a peer waits for the one ahead of it before notifying itself
 # (Alertmanager's --cluster.peer-timeout); the quiet window that shows no
-# second notification comes is several of these.
-PEER_TIMEOUT_S = 1
-QUIET_S = 6 * PEER_TIMEOUT_S
+# second notification comes is several of these (3 s: gossip on a busy
+# machine still arrives before the second peer would notify).
+PEER_TIMEOUT_S = 3
+QUIET_S = 4 * PEER_TIMEOUT_S
 
 
 def am_get(port, path):
