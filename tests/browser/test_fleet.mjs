@@ -5,8 +5,8 @@
 // the optimizer state: an open optimizer_reset), two fed clean runs; then
 // a fleet view over the same database in Debian's Chromium.
 // What a user would check: the list has every node's runs, the one in
-// trouble first, and one click on it opens its run page with the restart
-// panel's charts drawn.
+// trouble first, filters by node and by state, and one click on it opens
+// its run page with the restart panel's charts drawn.
 import {test, before, after} from 'node:test';
 import assert from 'node:assert/strict';
 import {spawnSync} from 'node:child_process';
@@ -114,6 +114,15 @@ test('every node\'s runs, the one in trouble first, opened in one click', async 
   const rows = await page.$$eval('table.gw-runs tbody tr', (trs) => trs.map((tr) => tr.dataset.run));
   assert.deepEqual(rows.slice().sort(), ['node-a/example-gpt-1b', 'node-b/clean-1', 'node-c/clean-2']);
   assert.equal(rows[0], `node-a/${RUN}`, 'the run with the open optimizer_reset leads the list');
+  // filter by node (the name filter: runs are NODE/RUN) and by state
+  const listed = () => page.$$eval('table.gw-runs tbody tr[data-run]', (trs) => trs.map((tr) => tr.dataset.run));
+  await page.type('#gw-filter', 'node-b');
+  assert.deepEqual(await listed(), ['node-b/clean-1']);
+  await page.$eval('#gw-filter', (e) => { e.value = ''; e.dispatchEvent(new Event('input')); });
+  await page.select('#gw-state-filter', 'ended');
+  assert.deepEqual(await listed(), []);
+  await page.select('#gw-state-filter', 'live');
+  assert.equal((await listed()).length, 3);
   // one click on its name
   await Promise.all([page.waitForNavigation(), page.click(`tr[data-run="node-a/${RUN}"] a`)]);
   await ready(page);
