@@ -195,6 +195,20 @@ static int pg_sync_cursors(struct gw_fleet *f, bool lock)
 	int64_t rec = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
 	int64_t ev = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 1), NULL, 10) : 0;
 	PQclear(r);
+	if (!lock) {
+		/* PostgreSQL ahead of this very file: another database under this
+		 * node's name (a node set up again).  Its rows up to there would
+		 * collide with the old ones; only those after are shipped. */
+		int64_t mrec, mev;
+		gw__fleet_sq_max_ids(f, &mrec, &mev);
+		if ((mrec >= 0 && rec > mrec) || (mev >= 0 && ev > mev))
+			gw_log_warn("fleet: PostgreSQL holds records to %" PRId64 " and events to %" PRId64
+			            " for node %s, beyond this database's last (%" PRId64 ", %" PRId64
+			            "): another database under the same node name? Rows up to there are "
+			            "not shipped; give this node another \"node\" name, or delete node "
+			            "%s's rows in PostgreSQL (docs/fleet.md)", rec, ev, f->cfg.node, mrec,
+			            mev, f->cfg.node);
+	}
 	if (rec == f->cursor[GW_FLEET_RECORDS] && ev == f->cursor[GW_FLEET_EVENTS])
 		return 0;
 	gw_log_info("fleet: PostgreSQL holds records to %" PRId64 " and events to %" PRId64

@@ -71,6 +71,8 @@ int gw__fleet_sq_open(struct gw_fleet *f, char *err, size_t errlen);
 int gw__fleet_sq_read(struct gw_fleet *f);
 /* The committed records and events not shipped, the oldest one's age. */
 void gw__fleet_sq_backlog(struct gw_fleet *f, uint64_t *backlog, double *lag);
+/* The highest record and event ids in the file (0: none; -1: unreadable). */
+void gw__fleet_sq_max_ids(struct gw_fleet *f, int64_t *records, int64_t *events);
 /* Save f->cursor in SQLite (logged, not fatal, when it cannot). */
 void gw__fleet_sq_save_cursors(struct gw_fleet *f);
 

@@ -223,3 +223,17 @@ void gw__fleet_sq_save_cursors(struct gw_fleet *f)
 		sqlite3_exec(f->db, "ROLLBACK", NULL, NULL, NULL);
 	}
 }
+
+void gw__fleet_sq_max_ids(struct gw_fleet *f, int64_t *records, int64_t *events)
+{
+	sqlite3_stmt *st;
+	*records = *events = -1;
+	if (sqlite3_prepare_v2(f->db, "SELECT (SELECT coalesce(max(id), 0) FROM records),"
+	                       " (SELECT coalesce(max(id), 0) FROM events)", -1, &st, NULL) != SQLITE_OK)
+		return;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		*records = sqlite3_column_int64(st, 0);
+		*events = sqlite3_column_int64(st, 1);
+	}
+	sqlite3_finalize(st);
+}

@@ -318,6 +318,19 @@ class FleetTest(unittest.TestCase):
         self.wait_shipped(d2, 'node-r')
         self.assert_records_equal(d2, 'node-r')
 
+    def test_a_new_database_under_an_old_node_name_is_told(self):
+        d = self.node('node-x')
+        d.send_tcp(lines('first', range(1, 301)))
+        d.wait_committed('SELECT count(*) FROM records', 300)
+        self.wait_shipped(d, 'node-x')
+        d.stop()
+        # the node set up again: a new database, the same name
+        d2 = self.node('node-x')
+        wait_for(lambda: 'another database under the same node name' in d2.logtext(), 60,
+                 'the warning')
+        self.assertEqual(self.pg.scalar("SELECT count(*) FROM gw_records WHERE node = 'node-x'"),
+                         '300')
+
     def test_network_held(self):
         self.proxy = StallProxy(self.pg.port)
         dsn = 'postgresql://postgres@127.0.0.1:%d/gradwatch' % self.proxy.port
