@@ -115,24 +115,18 @@ static void print_text(json_t *out, bool alerts, const char *run)
 }
 
 /* A node that ships to the fleet's PostgreSQL says how far behind it is
- * (GET /v1/stats "fleet"; docs/fleet.md).  Quiet when it does not ship or
- * the stats cannot be read: the runs are what was asked for. */
-static void print_fleet(const char *prog, const struct gw__http_opts *http, const char *base)
+ * (GET /v1/runs "fleet"; docs/fleet.md). */
+static void print_fleet(json_t *runs)
 {
-	char url[1024];
-	json_t *st = NULL;
-	snprintf(url, sizeof(url), "%s/v1/stats", base);
-	if (gw__http_json(prog, http, url, NULL, "", "", &st))
+	json_t *f = json_object_get(runs, "fleet");
+	if (!f)
 		return;
-	json_t *f = json_object_get(st, "fleet");
-	if (f)
-		printf("\nshipping to PostgreSQL as node %s: %s, %lld rows behind, lag %.1f s%s%s\n",
-		       str_of(f, "node"), json_is_true(json_object_get(f, "up")) ? "up" : "DOWN",
-		       (long long)json_integer_value(json_object_get(f, "backlog")),
-		       json_number_value(json_object_get(f, "lag_s")),
-		       *str_of(f, "last_error") && !json_is_true(json_object_get(f, "up")) ? "; last error: " : "",
-		       json_is_true(json_object_get(f, "up")) ? "" : str_of(f, "last_error"));
-	json_decref(st);
+	bool up = json_is_true(json_object_get(f, "up"));
+	printf("\nshipping to PostgreSQL as node %s: %s, %lld rows behind, lag %.1f s%s%s\n",
+	       str_of(f, "node"), up ? "up" : "DOWN",
+	       (long long)json_integer_value(json_object_get(f, "backlog")),
+	       json_number_value(json_object_get(f, "lag_s")),
+	       !up && *str_of(f, "last_error") ? "; last error: " : "", up ? "" : str_of(f, "last_error"));
 }
 
 static const char query_usage[] =
@@ -237,9 +231,9 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		rc = print_json(out);
 	else
 		print_text(out, alerts, run);
+	if (!as_json && !alerts && !run)
+		print_fleet(out);
 	json_decref(out);
-	if (!as_json && !alerts && !run && !db)
-		print_fleet(prog, &http, base);
 	return rc;
 }
 
