@@ -183,6 +183,12 @@ int gw_fleet_view_runs(const char *dsn, const char *node, const char *state, jso
 	return st;
 }
 
+/* One run's row as GET /v1/runs/{run} starts it (r: gw_runs). */
+#define RUN_SELECT                                                                      \
+	"SELECT r.node || '/' || r.name AS run, r.node, r.name, r.last_seg AS segment,"   \
+	" r.last_step, r.last_ts, r.first_seen, r.last_seen, r.writers AS writers_json, "  \
+	STATE_SQL
+
 int gw_fleet_view_nodes(const char *dsn, json_t **out)
 {
 	struct view v;
@@ -213,10 +219,7 @@ int gw_fleet_view_run(const char *dsn, const char *name, json_t **out)
 		return st;
 	const char *p[] = {node, run};
 	json_t *runs = NULL, *segs = NULL, *last = NULL;
-	int rc = q(&v, "SELECT r.node || '/' || r.name AS run, r.node, r.name, r.last_seg AS segment,"
-	               " r.last_step, r.last_ts, r.first_seen, r.last_seen, r.writers AS writers_json, "
-	               STATE_SQL " FROM gw_runs r WHERE r.node = $1 AND r.name = $2",
-	           2, p, &runs);
+	int rc = q(&v, RUN_SELECT " FROM gw_runs r WHERE r.node = $1 AND r.name = $2", 2, p, &runs);
 	if (rc == 0 && !json_array_size(runs))
 		rc = -ENOENT;
 	if (rc == 0)
@@ -340,7 +343,7 @@ int gw_fleet_view_records(const char *dsn, const char *name, const int64_t *from
 	                                  " FROM gw_records WHERE node = $1 AND run = $2"
 	                                  " AND ($3::bigint IS NULL OR step >= $3)"
 	                                  " AND ($4::bigint IS NULL OR step <= $4)"
-	                                  " ORDER BY seg, step, id", 4, p) : NULL;
+	                                  " ORDER BY seg, step", 4, p) : NULL;
 	json_t *info = NULL;
 	if (!sr || !rr) {
 		st = err_out(out, 503, "reading the run's records: %s", v.pg.err);
@@ -379,16 +382,12 @@ int gw_fleet_view_records(const char *dsn, const char *name, const int64_t *from
 		st = err_out(out, 500, "%s", "out of memory");
 		goto done;
 	}
-	view_close(&v);
-	st = gw_fleet_view_run(dsn, name, &info);
-	if (st == 200) {
-		json_object_del(info, "segments");
-		json_object_del(info, "ranks");
-		json_object_del(info, "last_values");
-		json_object_set_new(*out, "info", info);
-	} else {
-		json_decref(info);
-	}
+	/* the run's own row, as a node's answer carries it (no per-segment
+	 * counts: those scan the records again) */
+	if (q(&v, RUN_SELECT " FROM gw_runs r WHERE r.node = $1 AND r.name = $2", 2, p, &info) == 0 &&
+	    json_array_size(info))
+		json_object_set(*out, "info", json_array_get(info, 0));
+	json_decref(info);
 	st = 200;
 done:
 	if (sr)
