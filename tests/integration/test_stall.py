@@ -155,10 +155,10 @@ class States(unittest.TestCase):
             feed(s, 'stall-done', range(1, 31))
             s.sendall(b'{"run":"stall-done","step":30,"event":"run_finished","reason":"completed"}\n')
             feed(s, 'stall-quiet', range(1, 31))
-            wait_for(lambda: stalls(d, 'stall-quiet'), 20, 'the stall alert', interval=0.1)
+            wait_for(lambda: stalls(d, 'stall-quiet'), 60, 'the stall alert', interval=0.1)
             feed(s, 'other-live', range(1, 4))
             got = wait_for(lambda: states(d).get('stall-done', (None,))[0] == 'ended' and states(d),
-                           10, 'the finished run to be ended', interval=0.1)
+                           60, 'the finished run to be ended', interval=0.1)
             self.assertEqual(got['stall-done'], ('ended', 'run_finished'))
             self.assertEqual(got['stall-quiet'], ('stalled', None))
             self.assertEqual(got['other-live'], ('live', None))
