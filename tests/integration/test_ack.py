@@ -60,7 +60,7 @@ class AckTest(SinkTestCase):
     def open_alert(self, d, run):
         d.send(*nan_incident(run))
         return wait_for(lambda: (d.get("/v1/runs/%s/alerts" % run)[1].get("alerts") or [None])[0],
-                        10, "the alert of " + run)
+                        60, "the alert of " + run)
 
     # ---- the API ---------------------------------------------------------------------
 
@@ -141,7 +141,7 @@ class AckTest(SinkTestCase):
 
         # a resolved alert: 409, for both
         d.send(*finite_lines("r1", 10, 60))
-        wait_for(lambda: d.get("/v1/alerts/" + aid)[1]["state"] == "resolved", 10, "the resolve")
+        wait_for(lambda: d.get("/v1/alerts/" + aid)[1]["state"] == "resolved", 60, "the resolve")
         for method in ("POST", "DELETE"):
             st, j = request(d.http, method, path)
             self.assertEqual(st, 409)
@@ -206,7 +206,7 @@ class AckTest(SinkTestCase):
         aid = self.open_alert(d, "gw-1")["id"]
         st, _ = request(d.http, "POST", "/v1/alerts/%s/ack" % aid, {"by": "hal"})
         self.assertEqual(st, 200)
-        reqs = self.rcv.wait(2, timeout=20)
+        reqs = self.rcv.wait(2, timeout=60)
         self.assertEqual([r["headers"]["x-gradwatch-event"] for r in reqs], ["open", "ack"])
         self.assertEqual(d.query("SELECT count(*) FROM deliveries WHERE state = 'superseded'"),
                          [(0,)])

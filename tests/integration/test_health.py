@@ -166,7 +166,7 @@ class Healthz(unittest.TestCase):
     def test_an_idle_daemon_is_ok_past_every_bound(self):
         with Daemon(config=HEALTH) as d:
             send(d, ['{"run":"idle","step":%d,"loss":1.5,"grad_norm":1}' % i for i in range(1, 11)])
-            wait_for(lambda: d.sql('SELECT count(*) FROM records')[0][0] == 10, 10, 'the commit')
+            wait_for(lambda: d.sql('SELECT count(*) FROM records')[0][0] == 10, 60, 'the commit')
             time.sleep(2.5)   # idle for longer than commit_stall_s and undelivered_s
             status, body = health(d)
             self.assertEqual((status, body['status'], body['reasons']), (200, 'ok', []), body)
@@ -174,7 +174,7 @@ class Healthz(unittest.TestCase):
     def test_a_writer_stuck_behind_a_lock(self):
         with Daemon(config=HEALTH) as d:
             send(d, ['{"run":"w","step":1,"loss":1.5,"grad_norm":1}'])
-            wait_for(lambda: d.sql('SELECT count(*) FROM records')[0][0] == 1, 10, 'the commit')
+            wait_for(lambda: d.sql('SELECT count(*) FROM records')[0][0] == 1, 60, 'the commit')
             con = sqlite3.connect(d.db, isolation_level=None, timeout=30)
             con.execute('BEGIN IMMEDIATE')   # another process holds the write lock
             try:
@@ -235,7 +235,7 @@ class Healthz(unittest.TestCase):
                 return checks(d)
             except OSError:
                 return None
-        status, got, body = wait_for(answered, 20, '/healthz to answer', interval=0.05)
+        status, got, body = wait_for(answered, 60, '/healthz to answer', interval=0.05)
         self.assertEqual((status, got), (503, ['disk_low']), body)
         r = body['reasons'][0]
         self.assertEqual((r['path'], r['size_mb']), (mnt, 40))

@@ -153,12 +153,12 @@ class OutboxPruned(SinkTestCase):
         for run in ('gone', 'kept'):
             d.send(*nan_incident(run))
         for run in ('gone', 'kept'):
-            wait_for(lambda: outbox_rows(d, run) == (1, {'delivered': 1}), 20,
+            wait_for(lambda: outbox_rows(d, run) == (1, {'delivered': 1}), 60,
                      'the alert of %s delivered' % run)
         # the receiver down: the next alert's delivery stays pending
         self.rcv.stop()
         d.send(*nan_incident('pend'))
-        wait_for(lambda: d.sink_stats()['hook']['retries'] >= 1, 20, 'a failed attempt')
+        wait_for(lambda: d.sink_stats()['hook']['retries'] >= 1, 60, 'a failed attempt')
         self.assertEqual(metric(d, 'gradwatch_alerts_open{acked="false"}'), 3)
         for run in ('gone', 'pend'):
             self.assertEqual(request(d, 'DELETE', '/v1/runs/' + run), (200, {'deleted': [run]}))
@@ -173,7 +173,7 @@ class OutboxPruned(SinkTestCase):
         self.rcv.port = port
         self.rcv.start()
         d.start()
-        wait_for(lambda: outbox_rows(d, 'pend') == (0, {}), 20, "the pending event's rows to go")
+        wait_for(lambda: outbox_rows(d, 'pend') == (0, {}), 60, "the pending event's rows to go")
         got = [r['json']['alert']['run'] for r in self.rcv.ok_requests()]
         self.assertEqual(got.count('pend'), 1, got)
         self.assertEqual(outbox_rows(d, 'kept'), (1, {'delivered': 1}))
@@ -182,7 +182,7 @@ class OutboxPruned(SinkTestCase):
     def test_rows_left_by_runs_deleted_before_the_upgrade_go_at_the_migration(self):
         d = self.daemon(self.sinks(self.rcv.port))
         d.send(*nan_incident('old'))
-        wait_for(lambda: outbox_rows(d, 'old') == (1, {'delivered': 1}), 20, 'the alert delivered')
+        wait_for(lambda: outbox_rows(d, 'old') == (1, {'delivered': 1}), 60, 'the alert delivered')
         d.stop()
         # as a gradwatchd before outbox schema 2 deleted a run: its alerts
         # went, its outbox rows stayed
