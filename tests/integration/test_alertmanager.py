@@ -61,7 +61,7 @@ receivers:
             [AM_BIN, "--config.file=" + cfg, "--storage.path=" + os.path.join(self.tmp, "data"),
              "--web.listen-address=127.0.0.1:%d" % self.port, "--cluster.listen-address="],
             stdout=self.am_log, stderr=self.am_log)
-        wait_for(self._am_ready, 30, "alertmanager /-/ready")
+        wait_for(self._am_ready, 60, "alertmanager /-/ready")
         self.d = None
 
     def _am_ready(self):

@@ -234,10 +234,10 @@ class Follow(unittest.TestCase):
         d.kill()
         got = len(self.rows())
         d.start()
-        self.wait_rows(20000, timeout=30)
+        self.wait_rows(20000, timeout=60)
         # a line appended now arrives after every line read twice would have
         append(self.log, metric(20001))
-        rows = self.wait_rows(20001, timeout=30)
+        rows = self.wait_rows(20001, timeout=60)
         self.assertEqual(len(rows), 20001, 'killed after %d rows' % got)
         self.assertEqual(rows, [(s, s) for s in range(1, 20002)])
 

@@ -180,7 +180,7 @@ class Healthz(unittest.TestCase):
             try:
                 send(d, ['{"run":"w","step":2,"loss":1.5,"grad_norm":1}'])
                 status, got, body = wait_for(
-                    lambda: (lambda c: 'commit_stalled' in c[1] and c)(checks(d)), 30,
+                    lambda: (lambda c: 'commit_stalled' in c[1] and c)(checks(d)), 60,
                     'degraded: commit_stalled', interval=0.1)
                 self.assertEqual((status, body['status']), (503, 'degraded'))
                 r = [r for r in body['reasons'] if r['check'] == 'commit_stalled'][0]
@@ -190,7 +190,7 @@ class Healthz(unittest.TestCase):
             finally:
                 con.rollback()
                 con.close()
-            wait_for(lambda: health(d)[0] == 200, 30, 'ok again once the lock is gone',
+            wait_for(lambda: health(d)[0] == 200, 60, 'ok again once the lock is gone',
                      interval=0.1)
             self.assertEqual(d.sql('SELECT count(*) FROM records')[0][0], 2)
 
@@ -203,7 +203,7 @@ class Healthz(unittest.TestCase):
             with Daemon(config=cfg) as d:
                 send(d, nan_incident('sick'))
                 status, got, body = wait_for(
-                    lambda: (lambda c: 'undelivered_alerts' in c[1] and c)(checks(d)), 30,
+                    lambda: (lambda c: 'undelivered_alerts' in c[1] and c)(checks(d)), 60,
                     'degraded: undelivered_alerts', interval=0.1)
                 self.assertEqual(status, 503)
                 r = [r for r in body['reasons'] if r['check'] == 'undelivered_alerts'][0]
@@ -212,7 +212,7 @@ class Healthz(unittest.TestCase):
                                                r'the oldest raised \d+ s ago \(health.undelivered_s '
                                                r'1\); last error: .*500')
                 rcv.mode = 'ok'   # the receiver is back: delivered, ok again
-                wait_for(lambda: health(d)[0] == 200, 30, 'ok once delivered', interval=0.1)
+                wait_for(lambda: health(d)[0] == 200, 60, 'ok once delivered', interval=0.1)
         finally:
             rcv.close()
 

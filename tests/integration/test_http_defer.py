@@ -113,8 +113,8 @@ class CommitWaits(unittest.TestCase):
             finally:
                 lock.close()
             gwtest.wait_for(lambda: d.get("/v1/alerts/" + aid)[1].get("acked_by") == "alice",
-                            30, "the ack committed once the lock is gone")
-            gwtest.wait_for(lambda: d.get("/v1/runs/old")[0] == 404, 30, "the run deleted")
+                            60, "the ack committed once the lock is gone")
+            gwtest.wait_for(lambda: d.get("/v1/runs/old")[0] == 404, 60, "the run deleted")
             self.assertEqual(d.stop(), 0)
 
     def test_stop_while_an_answer_waits_for_its_commit(self):
@@ -382,7 +382,7 @@ class GoneAway(unittest.TestCase):
                 self.assertEqual(st, 200, a)
                 return a.get("acked_by") == "bob" and \
                     d.get("/v1/alerts/" + alert["id"])[1].get("acked_by") == "bob"
-            gwtest.wait_for(ack_by_bob, 30, "an acknowledgement by bob that stays")
+            gwtest.wait_for(ack_by_bob, 60, "an acknowledgement by bob that stays")
             self.assertEqual(request(port, "POST", "/v1/prune?older_than=30d"),
                              (200, {"deleted": []}))
             # every old run went (by a request whose client left) or goes now

@@ -130,7 +130,7 @@ class Silence(unittest.TestCase):
                    runs=[{'match': 'stall-*', 'thresholds': dict(STALL, stall_min_seconds=3.0)}])
         with Daemon(config=cfg) as d, connect(d) as s:
             feed(s, 'stall-slow', range(1, 31))
-            [(step, state, _)] = wait_for(lambda: stalls(d, 'stall-slow'), 30,
+            [(step, state, _)] = wait_for(lambda: stalls(d, 'stall-slow'), 60,
                                           'the stall alert of a run idle past run_evict_idle_s',
                                           interval=0.1)
             self.assertEqual((step, state), (30, 'open'))
@@ -141,7 +141,7 @@ class Silence(unittest.TestCase):
             def dormant():
                 m = d.get('/metrics')[1]
                 return 'gradwatch_runs_dormant 1' in m.splitlines() and m
-            wait_for(dormant, 30, 'the finished run made dormant', interval=0.1)
+            wait_for(dormant, 60, 'the finished run made dormant', interval=0.1)
             self.assertEqual(stalls(d, 'stall-ended'), [])
 
 def states(d):
@@ -252,7 +252,7 @@ class Restart(unittest.TestCase):
     def restarted_alert(self, d, run):
         def got():
             return [a for a in alerts_json(d, run) if 'since gradwatchd restarted' in a[1]]
-        return wait_for(got, 30, 'the stall of %s after the restart' % run, interval=0.1)[0]
+        return wait_for(got, 60, 'the stall of %s after the restart' % run, interval=0.1)[0]
 
     def test_a_live_run_stalls_after_a_clean_restart_a_finished_one_or_a_backlog_does_not(self):
         with Daemon(config=RESTART) as d:
@@ -300,7 +300,7 @@ class Restart(unittest.TestCase):
             self.assertEqual(state, 'open')
             # (stored evidence keeps 12 significant digits: hundredths of a second)
             self.assertLessEqual(ev['daemon_down_from'], last_commit + 1)
-            [(step, state, summary)] = wait_for(lambda: stalls(d, 'restart-few'), 30,
+            [(step, state, summary)] = wait_for(lambda: stalls(d, 'restart-few'), 60,
                                                 'the stall of the job that died after the restart',
                                                 interval=0.1)
             self.assertEqual((step, state), (33, 'open'))
@@ -320,7 +320,7 @@ class RestartAfterAnEnding(unittest.TestCase):
         and a control's: the runs under test had as long to stall."""
         d.stop()
         d.start()
-        wait_for(lambda: self.restarted(d, live), 30, 'the live run %s to stall after the restart'
+        wait_for(lambda: self.restarted(d, live), 60, 'the live run %s to stall after the restart'
                  % live, interval=0.1)
         with connect(d) as c:
             after_control(self, d, c, 'stall-control', [])
@@ -418,7 +418,7 @@ class RestartAfterAnEnding(unittest.TestCase):
             with connect(d) as s:
                 feed(s, 'restart-evicted', range(1, 31))
                 feed(s, 'restart-kept', range(1, 31))
-            wait_for(lambda: stalls(d, 'restart-evicted') and stalls(d, 'restart-kept'), 30,
+            wait_for(lambda: stalls(d, 'restart-evicted') and stalls(d, 'restart-kept'), 60,
                      'both runs to stall', interval=0.1)
             # a third run: the least recently active of the two makes room
             # for it, its open stall resolved
