@@ -369,12 +369,19 @@ class Lifecycle(unittest.TestCase):
             proc = subprocess.Popen([GRADWATCHD, '--tcp', '127.0.0.1:%d' % p, '--udp', '127.0.0.1:%d' % p,
                                      '--http', '127.0.0.1:%d' % h], cwd=tmp, env=env,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            def connects():
+                # the socket's file is there from its bind, before its
+                # listen: a connect refused then is no failure, only early
+                try:
+                    with socket.socket(socket.AF_UNIX) as s:
+                        s.connect(os.path.join(state, 'gradwatch.sock'))
+                    return True
+                except OSError:
+                    return False
             try:
-                wait_for(lambda: os.path.exists(os.path.join(state, 'gradwatch.sock')), 60,
-                         'the socket in the state directory', interval=0.05)
+                wait_for(connects, 60, 'the socket in the state directory to take a connection',
+                         interval=0.05)
                 self.assertTrue(os.path.exists(os.path.join(state, 'gradwatch.db')))
-                with socket.socket(socket.AF_UNIX) as s:
-                    s.connect(os.path.join(state, 'gradwatch.sock'))
             finally:
                 proc.send_signal(signal.SIGTERM)
                 out = proc.communicate(timeout=20)[0].decode()
