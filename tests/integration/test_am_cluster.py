@@ -79,11 +79,11 @@ receivers:
                  "--cluster.gossip-interval=100ms", "--cluster.pushpull-interval=1s"],
                 stdout=log, stderr=log))
         for i in range(2):
-            wait_for(lambda i=i: self._ready(i), 30, "alertmanager peer %d ready" % i)
+            wait_for(lambda i=i: self._ready(i), 60, "alertmanager peer %d ready" % i)
         # both see a cluster of two before gradwatchd talks to them
         for i in range(2):
             wait_for(lambda i=i: len(am_get(self.web[i], "/api/v2/status")["cluster"]["peers"]) == 2,
-                     30, "peer %d to see both peers" % i)
+                     60, "peer %d to see both peers" % i)
         self.d = None
 
     def _ready(self, i):
@@ -120,7 +120,7 @@ receivers:
 
     def once(self, alert_id, status, what):
         """Wait for the notification, then a quiet window: it came exactly once."""
-        wait_for(lambda: self.notes(alert_id, status), 30, what)
+        wait_for(lambda: self.notes(alert_id, status), 60, what)
         time.sleep(QUIET_S)
         self.assertEqual(len(self.notes(alert_id, status)), 1, "%s: %d notifications" % (
             what, len(self.notes(alert_id, status))))
@@ -141,10 +141,10 @@ receivers:
         self.assertEqual(sorted(st), ["am.1", "am.2"])
         # an incident: both peers hold the alert, the receiver hears it once
         self.d.send(*nan_incident("train-a"))
-        first = wait_for(lambda: self.alert_id("train-a"), 15, "the first alert in Alertmanager")
+        first = wait_for(lambda: self.alert_id("train-a"), 60, "the first alert in Alertmanager")
         for i in range(2):
             wait_for(lambda i=i: [a for a in am_get(self.web[i], "/api/v2/alerts")
-                                  if a["labels"].get("alert_id") == first], 15,
+                                  if a["labels"].get("alert_id") == first], 60,
                      "the alert on peer %d" % i)
         self.once(first, "firing", "the first alert's notification")
 
@@ -152,7 +152,7 @@ receivers:
         self.d.send(*nan_incident("train-b"))
         self.peers[0].send_signal(signal.SIGKILL)
         self.peers[0].wait()
-        second = wait_for(lambda: self.alert_id("train-b"), 15, "the second alert on the survivor")
+        second = wait_for(lambda: self.alert_id("train-b"), 60, "the second alert on the survivor")
         self.once(second, "firing", "the second alert's notification")
         # the first incident resolves: the survivor says so, once
         self.d.send(*finite_lines("train-a", 10, 60))

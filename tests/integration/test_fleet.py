@@ -152,7 +152,7 @@ class FleetTest(unittest.TestCase):
             d.send_tcp(nan_run('train-%d' % i, 400) + lines('eval-%d' % i, range(1, 301)))
         for i, d in enumerate(ds):
             d.wait_committed('SELECT count(*) FROM records', 700)
-            wait_for(lambda d=d: d.sql('SELECT count(*) FROM alerts')[0][0] >= 1, 30, 'an alert')
+            wait_for(lambda d=d: d.sql('SELECT count(*) FROM alerts')[0][0] >= 1, 60, 'an alert')
         for i, d in enumerate(ds):
             name = 'node-%s' % 'abc'[i]
             self.wait_shipped(d, name)
@@ -160,7 +160,7 @@ class FleetTest(unittest.TestCase):
                     d.sql('SELECT count(*) FROM alerts')[0][0])
             wait_pg(self.pg, "SELECT count(*) FROM gw_events WHERE node = '%s'" % name,
                     d.sql('SELECT count(*) FROM events')[0][0])
-            wait_for(lambda d=d: self.metric(d, 'gradwatch_fleet_backlog_rows') == 0, 30,
+            wait_for(lambda d=d: self.metric(d, 'gradwatch_fleet_backlog_rows') == 0, 60,
                      'backlog 0 in /metrics')
             self.assert_records_equal(d, name)
             self.assert_rest_equal(d, name)
@@ -254,7 +254,7 @@ class FleetTest(unittest.TestCase):
         down = [self.timed_batch(d, 'load', 1501 + 500 * i, 500) for i in range(6)]
         alert_down = self.alert_latency(d, 'nan-down')
         wait_for(lambda: self.metric(d, 'gradwatch_fleet_up') == 0, 60, 'fleet_up 0')
-        wait_for(lambda: (self.metric(d, 'gradwatch_fleet_backlog_rows') or 0) >= 3000, 30,
+        wait_for(lambda: (self.metric(d, 'gradwatch_fleet_backlog_rows') or 0) >= 3000, 60,
                  'the backlog in /metrics')
         self.assertGreater(self.metric(d, 'gradwatch_fleet_lag_seconds'), 0)
         out = self.runs_text(d)
@@ -340,7 +340,7 @@ class FleetTest(unittest.TestCase):
         self.proxy.hold()
         # the node commits what it is sent while PostgreSQL is silent
         held = [self.timed_batch(d, 'held', 501 + 500 * i, 500) for i in range(4)]
-        wait_for(lambda: (self.metric(d, 'gradwatch_fleet_backlog_rows') or 0) >= 2000, 30,
+        wait_for(lambda: (self.metric(d, 'gradwatch_fleet_backlog_rows') or 0) >= 2000, 60,
                  'the backlog while held')
         self.assertEqual(self.pg.scalar("SELECT count(*) FROM gw_records"), '500')
         self.proxy.release()
