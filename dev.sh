@@ -21,14 +21,15 @@ cd "$(dirname "$0")"
 # (readers) protobuf-c for TensorBoard event files, libcsv, zlib and zstd
 BUILD_DEPS="gcc pkg-config meson ninja-build libuv1-dev libsqlite3-dev libcurl4-openssl-dev \
 libjansson-dev check libhttp-parser-dev libssl-dev python3 sqlite3 curl ca-certificates \
-libprotobuf-c-dev protobuf-c-compiler libcsv-dev zlib1g-dev libzstd-dev"
+libprotobuf-c-dev protobuf-c-compiler libcsv-dev zlib1g-dev libzstd-dev libpq-dev"
 # what the test suites use beyond the build: the AArch64 cross toolchain and
 # qemu for the kernel tests, real Alertmanager and Prometheus servers,
 # PyTorch for the end-to-end training test, systemd-analyze for the units;
 # (sidecar) a venv with pip and setuptools to pip-install contrib/python
 # offline, man-db for systemd-analyze verify's man-page check; (probes)
-# clang and its libFuzzer runtime for fuzz/run.sh
-TEST_DEPS="gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
+# clang and its libFuzzer runtime for fuzz/run.sh; (fleet) a real PostgreSQL
+# the fleet tests initdb in a temporary directory, and its psql
+TEST_DEPS="postgresql postgresql-client gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user \
 prometheus-alertmanager prometheus python3-torch systemd chromium \
 python3-venv python3-pip python3-setuptools man-db clang libclang-rt-14-dev"
 

@@ -28,9 +28,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/* a secret read from a file (a webhook URL, a signing key) is at most this long */
-#define SECRET_FILE_MAX (64 * 1024)
-
 static const struct gw_sink_type *const types[] = {
 	&gw_sink_slack, &gw_sink_webhook, &gw_sink_alertmanager,
 };
@@ -54,73 +51,6 @@ static int parse_rate(const char *s, unsigned *count, uint64_t *per_ms)
 	if (rc < 0 || *per_ms == 0)
 		return -EINVAL;
 	*count = (unsigned)n;
-	return 0;
-}
-
-static void trim_end(char *s, size_t *len)
-{
-	while (*len && isspace((unsigned char)s[*len - 1]))
-		s[--*len] = '\0';
-}
-
-/* Read a secret from exactly one of key, key_env, key_file.  *out is a heap
- * string or NULL when none is given. */
-static int load_secret(const json_t *o, const char *key, const char *where, char **out,
-                       size_t *out_len, char *err, size_t errlen)
-{
-	char k_env[32], k_file[32];
-	snprintf(k_env, sizeof(k_env), "%s_env", key);
-	snprintf(k_file, sizeof(k_file), "%s_file", key);
-	const json_t *v = json_object_get(o, key), *ve = json_object_get(o, k_env),
-	             *vf = json_object_get(o, k_file);
-	int given = !!v + !!ve + !!vf;
-	*out = NULL;
-	if (!given)
-		return 0;
-	if (given > 1)
-		return gw_errf(err, errlen, -EINVAL, "%s: give only one of \"%s\", \"%s\" and \"%s\"", where, key,
-		            k_env, k_file);
-	const json_t *which = v ? v : ve ? ve : vf;
-	const char *wkey = v ? key : ve ? k_env : k_file;
-	if (!json_is_string(which) || !json_string_length(which))
-		return gw_errf(err, errlen, -EINVAL, "%s: \"%s\" must be a non-empty string", where, wkey);
-	const char *s = json_string_value(which);
-	char *val = NULL;
-	size_t len = 0;
-	if (v) {
-		val = strdup(s);
-		len = strlen(s);
-	} else if (ve) {
-		const char *e = getenv(s);
-		if (!e || !*e)
-			return gw_errf(err, errlen, -EINVAL, "%s: \"%s\": the environment variable %s is not set",
-			            where, wkey, s);
-		val = strdup(e);
-		len = strlen(e);
-	} else {
-		char *path = NULL;
-		if (gw_credential_path(s, &path) < 0)
-			return -ENOMEM;
-		int rc = gw_read_file(path, SECRET_FILE_MAX, &val, &len);
-		if (rc < 0) {
-			gw_errf(err, errlen, -EINVAL, "%s: \"%s\": cannot read %s: %s", where, wkey, path,
-			     rc == -EINVAL ? "not a regular file" : rc == -EFBIG ? "longer than 64 KiB"
-			     : strerror(-rc));
-			free(path);
-			return rc;
-		}
-		free(path);
-	}
-	if (!val)
-		return -ENOMEM;
-	trim_end(val, &len);
-	if (!len) {
-		free(val);
-		return gw_errf(err, errlen, -EINVAL, "%s: \"%s\" gives an empty value", where, wkey);
-	}
-	*out = val;
-	if (out_len)
-		*out_len = len;
 	return 0;
 }
 
@@ -201,15 +131,18 @@ void gw_sink_free_all(struct gw_sink_cfg *s, size_t n)
 	free(s);
 }
 
-static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *err,
-                     size_t errlen)
+/* One sink from one "sinks" entry.  peer is -1, or which of an
+ * Alertmanager cluster's "urls" this sink posts to (its URL is then
+ * peer_url, and its name gets ".<peer + 1>" appended). */
+static int parse_one(const json_t *o, size_t idx, int peer, const char *peer_url,
+                     struct gw_sink_cfg *s, char *err, size_t errlen)
 {
 	static const char *const known[] = {
 		"type", "name", "url", "url_env", "url_file", "secret", "secret_env",
 		"secret_file", "min_severity", "detectors", "runs", "connect_timeout_ms",
 		"timeout_ms", "group_wait", "repeat_interval", "rate_limit", "max_in_flight",
 		"retry_initial", "retry_max", "give_up_after", "tls_verify", "ca_file", "url_path_public",
-		NULL,
+		"urls", NULL,
 	};
 	char where[96];
 	snprintf(where, sizeof(where), "sinks[%zu]", idx);
@@ -245,6 +178,13 @@ static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *e
 	} else {
 		snprintf(s->name, sizeof(s->name), "%s-%zu", s->type->name, idx);
 	}
+	if (peer >= 0) {
+		char base[GW_SINK_NAME_MAX];
+		gw_strlcpy(base, s->name, sizeof(base));
+		if (snprintf(s->name, sizeof(s->name), "%s.%d", base, peer + 1) >= (int)sizeof(s->name))
+			return gw_errf(err, errlen, -EINVAL, "%s: \"name\" is too long for a peer suffix (at "
+			            "most %d characters with \"urls\")", where, GW_SINK_NAME_MAX - 5);
+	}
 	snprintf(where, sizeof(where), "sinks[%zu] (\"%s\")", idx, s->name);
 
 	/* defaults, then the keys */
@@ -263,7 +203,9 @@ static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *e
 
 	int rc;
 	char *url = NULL;
-	if ((rc = load_secret(o, "url", where, &url, NULL, err, errlen)) < 0)
+	if (peer_url && !(url = strdup(peer_url)))
+		return -ENOMEM;
+	if (!peer_url && (rc = gw_secret_load(o, "url", where, &url, NULL, err, errlen)) < 0)
 		return rc;
 	if (!url)
 		return gw_errf(err, errlen, -EINVAL, "%s: one of \"url\", \"url_env\" or \"url_file\" is required",
@@ -290,7 +232,7 @@ static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *e
 		return gw_errf(err, errlen, -EINVAL, "%s: \"url_path_public\" must be true or false", where);
 	gw_log_redact_url(s->url, json_is_true(v), s->url_log, sizeof(s->url_log));
 
-	if ((rc = load_secret(o, "secret", where, &s->secret, &s->secret_len, err, errlen)) < 0)
+	if ((rc = gw_secret_load(o, "secret", where, &s->secret, &s->secret_len, err, errlen)) < 0)
 		return rc;
 	if (s->secret && !s->type->may_sign)
 		return gw_errf(err, errlen, -EINVAL, "%s: only webhook sinks take a signing secret", where);
@@ -347,6 +289,36 @@ static int parse_one(const json_t *o, size_t idx, struct gw_sink_cfg *s, char *e
 	return 0;
 }
 
+/* How many sinks entry o makes: the length of its "urls" (an Alertmanager
+ * cluster: one sink per peer, each sent every alert, as Prometheus does),
+ * else 1.  A bad "urls" is an error naming the entry and the element. */
+static int count_peers(const json_t *o, size_t idx, char *err, size_t errlen)
+{
+	const json_t *u = json_object_get(o, "urls");
+	if (!u)
+		return 1;
+	const char *type = json_string_value(json_object_get(o, "type"));
+	if (!type || strcmp(type, "alertmanager"))
+		return gw_errf(err, errlen, -EINVAL, "sinks[%zu]: only alertmanager sinks take \"urls\" "
+		            "(the peers of an Alertmanager cluster)", idx);
+	if (json_object_get(o, "url") || json_object_get(o, "url_env") || json_object_get(o, "url_file"))
+		return gw_errf(err, errlen, -EINVAL, "sinks[%zu]: give \"urls\" or \"url\", not both", idx);
+	if (!json_is_array(u) || !json_array_size(u) || json_array_size(u) > 16)
+		return gw_errf(err, errlen, -EINVAL, "sinks[%zu]: \"urls\" must be an array of 1 to 16 URLs",
+		            idx);
+	for (size_t k = 0; k < json_array_size(u); k++) {
+		const char *a = json_string_value(json_array_get(u, k));
+		if (!a || !*a)
+			return gw_errf(err, errlen, -EINVAL, "sinks[%zu]: \"urls\"[%zu] must be a non-empty string",
+			            idx, k);
+		for (size_t j = 0; j < k; j++)
+			if (!strcmp(a, json_string_value(json_array_get(u, j))))
+				return gw_errf(err, errlen, -EINVAL, "sinks[%zu]: \"urls\"[%zu] repeats \"urls\"[%zu]",
+				            idx, k, j);
+	}
+	return (int)json_array_size(u);
+}
+
 int gw_sink_parse(const json_t *sinks, struct gw_sink_cfg **out, size_t *n, char *err,
                   size_t errlen)
 {
@@ -356,17 +328,30 @@ int gw_sink_parse(const json_t *sinks, struct gw_sink_cfg **out, size_t *n, char
 		return 0;
 	if (!json_is_array(sinks))
 		return gw_errf(err, errlen, -EINVAL, "sinks must be an array");
-	size_t cnt = json_array_size(sinks);
+	size_t cnt = 0;
+	for (size_t i = 0; i < json_array_size(sinks); i++) {
+		int np = count_peers(json_array_get(sinks, i), i, err, errlen);
+		if (np < 0)
+			return np;
+		cnt += (size_t)np;
+	}
 	struct gw_sink_cfg *s = calloc(cnt, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	int rc = 0;
-	for (size_t i = 0; i < cnt && rc == 0; i++) {
-		rc = parse_one(json_array_get(sinks, i), i, &s[i], err, errlen);
-		for (size_t k = 0; rc == 0 && k < i; k++)
-			if (strcmp(s[k].name, s[i].name) == 0)
-				rc = gw_errf(err, errlen, -EINVAL, "sinks[%zu]: the name \"%s\" is already used by "
-				          "sinks[%zu]", i, s[i].name, k);
+	size_t at = 0;
+	for (size_t i = 0; i < json_array_size(sinks) && rc == 0; i++) {
+		const json_t *o = json_array_get(sinks, i), *u = json_object_get(o, "urls");
+		size_t np = u ? json_array_size(u) : 1;
+		for (size_t p = 0; p < np && rc == 0; p++, at++) {
+			rc = parse_one(o, i, u ? (int)p : -1,
+			               u ? json_string_value(json_array_get(u, p)) : NULL, &s[at], err,
+			               errlen);
+			for (size_t k = 0; rc == 0 && k < at; k++)
+				if (strcmp(s[k].name, s[at].name) == 0)
+					rc = gw_errf(err, errlen, -EINVAL, "sinks[%zu]: the name \"%s\" is already "
+					          "used", i, s[at].name);
+		}
 	}
 	if (rc < 0) {
 		if (rc == -ENOMEM)

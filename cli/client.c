@@ -114,6 +114,21 @@ static void print_text(json_t *out, bool alerts, const char *run)
 	}
 }
 
+/* A node that ships to the fleet's PostgreSQL says how far behind it is
+ * (GET /v1/runs "fleet"; docs/fleet.md). */
+static void print_fleet(json_t *runs)
+{
+	json_t *f = json_object_get(runs, "fleet");
+	if (!f)
+		return;
+	bool up = json_is_true(json_object_get(f, "up"));
+	printf("\nshipping to PostgreSQL as node %s: %s, %lld rows behind, lag %.1f s%s%s\n",
+	       str_of(f, "node"), up ? "up" : "DOWN",
+	       (long long)json_integer_value(json_object_get(f, "backlog")),
+	       json_number_value(json_object_get(f, "lag_s")),
+	       !up && *str_of(f, "last_error") ? "; last error: " : "", up ? "" : str_of(f, "last_error"));
+}
+
 static const char query_usage[] =
 	"usage: gradwatch %s [--url URL | --db PATH] [--json] [--timeout SECONDS]\n"
 	"       %*s [RUN | --run NAME]\n"
@@ -216,6 +231,8 @@ static int query(struct gw_cfg *cfg, int argc, char **argv, bool alerts)
 		rc = print_json(out);
 	else
 		print_text(out, alerts, run);
+	if (!as_json && !alerts && !run)
+		print_fleet(out);
 	json_decref(out);
 	return rc;
 }

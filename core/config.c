@@ -115,6 +115,7 @@ void gw_cfg_free(struct gw_cfg *c)
 	free(c->overrides);
 	json_decref(c->sinks);
 	json_decref(c->follow);
+	json_decref(c->fleet);
 	json_decref(c->auth);
 	memset(c, 0, sizeof(*c));
 }

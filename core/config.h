@@ -81,6 +81,8 @@ struct gw_cfg {
 	uint64_t retention_every_ms;    /* how often retention looks (60 s) */
 	json_t *sinks;              /* alert sinks (array), owned */
 	json_t *follow;             /* files to follow (array), owned */
+	json_t *fleet;              /* shipping to PostgreSQL (object, fleet/fleet.h), owned,
+	                               or NULL */
 };
 
 /* Fill defaults (environment: STATE_DIRECTORY, RUNTIME_DIRECTORY,

@@ -6,7 +6,7 @@
  * with --config gives the same configuration.  Paths are written as they
  * resolve: the database relative to state_dir when it lies in it, else
  * absolute.  Aliases are the file's own (the built-in ones always apply and
- * are not repeated); sinks, follow and auth are written as given, secrets
+ * are not repeated); sinks, follow, auth and fleet are written as given, secrets
  * included when the file held them inline.
  */
 #include "config.h"
@@ -172,6 +172,8 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c)
 		json_object_set_new(o, "kernels", json_string(c->kernels));
 	if (c->auth)
 		json_object_set(o, "auth", c->auth);
+	if (c->fleet)
+		json_object_set(o, "fleet", c->fleet);
 	return o;
 }
 

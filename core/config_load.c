@@ -295,7 +295,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		"state_dir", "database", "socket", "socket_mode", "tcp", "udp", "http",
 		"allow_remote", "log_level", "kernels", "limits", "storage", "aliases",
 		"thresholds", "runs", "detectors", "tick_ms", "sinks", "follow", "auth", "public_url", "retention",
-		"health", NULL,
+		"health", "fleet", NULL,
 	};
 	static const char *const known_limits[] = {
 		"max_line_bytes", "max_body_bytes", "max_connections", "max_runs",
@@ -511,6 +511,16 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		}
 		json_decref(c->follow);
 		c->follow = json_incref(v);
+	}
+	if ((v = json_object_get(root, "fleet"))) {
+		/* its keys are checked by its owner (fleet/fleet.h) at start and
+		 * by --check-config */
+		if (!json_is_object(v)) {
+			rc = gw_errf(err, errlen, -EINVAL, "%s: fleet must be an object", path);
+			goto out;
+		}
+		json_decref(c->fleet);
+		c->fleet = json_incref(v);
 	}
 	gw_cfg_set_str(&c->file, path);
 	rc = 0;

@@ -218,7 +218,8 @@ void gw_ingest_alloc_slab(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 /* ---- acknowledgement and back-pressure ---------------------------------------- */
 
 /* Call w->fn once the store has committed w->seq (maybe right away; the
- * writer is asked to commit now rather than at its interval). */
+ * writer is asked to commit now rather than at its interval).  in NULL (a
+ * server without a record path: the fleet view): w->fn at once. */
 void gw_ingest_wait_commit(struct gw_ingest *in, struct gw_commit_waiter *w);
 void gw_ingest_cancel_wait(struct gw_ingest *in, struct gw_commit_waiter *w);
 /* Wait for everything queued so far (a read that must see its own writes). */

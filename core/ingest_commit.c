@@ -61,7 +61,8 @@ void gw_ingest_wait_commit(struct gw_ingest *in, struct gw_commit_waiter *w)
 {
 	w->error = 0;
 	w->why = NULL;
-	if (gw_store_committed(in->store) >= w->seq) {
+	/* no record path (the fleet view): nothing to wait for */
+	if (!in || gw_store_committed(in->store) >= w->seq) {
 		w->fn(w);
 		return;
 	}
@@ -72,7 +73,7 @@ void gw_ingest_wait_commit(struct gw_ingest *in, struct gw_commit_waiter *w)
 
 void gw_ingest_cancel_wait(struct gw_ingest *in, struct gw_commit_waiter *w)
 {
-	for (struct gw_commit_waiter **p = &in->waiters; *p; p = &(*p)->next) {
+	for (struct gw_commit_waiter **p = in ? &in->waiters : NULL; p && *p; p = &(*p)->next) {
 		if (*p == w) {
 			*p = w->next;
 			return;
@@ -84,7 +85,7 @@ void gw_ingest_barrier(struct gw_ingest *in, struct gw_commit_waiter *w)
 {
 	/* every write queued, not only lines: a route's own (an ack, a
 	 * deletion) is what a read again after it must see */
-	w->seq = gw_store_queued(in->store);
+	w->seq = in ? gw_store_queued(in->store) : 0;
 	gw_ingest_wait_commit(in, w);
 }
 

@@ -14,6 +14,7 @@
 #include "api.h"
 
 #include "config.h"
+#include "fleet.h"
 #include "http.h"
 #include "http_url.h"
 #include "ingest.h"
@@ -299,9 +300,30 @@ static const struct gw_http_body_ops ingest_ops = {
 
 /* ---- reads (thread pool) --------------------------------------------------------------- */
 
+/* Shipping to PostgreSQL (docs/fleet.md): how far behind this node is.
+ * Any thread (the shipper's counters are copied under their lock). */
+static json_t *fleet_json(struct gw_fleet *fl)
+{
+	struct gw_fleet_stats fs;
+	gw_fleet_stats(fl, &fs);
+	json_t *shipped = json_object();
+	for (int t = 0; shipped && t < GW_FLEET_N_TABLES; t++)
+		json_object_set_new(shipped, gw_fleet_table_names[t], json_integer((json_int_t)fs.shipped[t]));
+	return json_pack("{s:s, s:b, s:I, s:o, s:o, s:I, s:I, s:o, s:s}",
+	                 "node", fs.node, "up", fs.up, "backlog", (json_int_t)fs.backlog,
+	                 "lag_s", gw_json_num(fs.lag_s), "shipped", shipped,
+	                 "batches", (json_int_t)fs.batches, "errors", (json_int_t)fs.errors,
+	                 "last_ok", gw_json_num(fs.last_ok), "last_error", fs.last_error);
+}
+
 static int q_runs(const struct gw_http_req *r, json_t **out)
 {
-	return gw_query_runs(r->db_path, NULL, out);
+	const struct gw_api_opts *o = r->data;
+	int st = gw_query_runs(r->db_path, NULL, out);
+	/* a node that ships says how far behind it is, beside its runs */
+	if (st == 200 && o->fleet)
+		json_object_set_new(*out, "fleet", fleet_json(o->fleet));
+	return st;
 }
 
 static int q_run(const struct gw_http_req *r, json_t **out)
@@ -443,6 +465,8 @@ static json_t *stats_json(const struct gw_api_opts *o)
 	                              "commits", (json_int_t)st.commits, "records", (json_int_t)st.records,
 	                              "events", (json_int_t)st.events, "alerts", (json_int_t)st.alerts,
 	                              "pending_bytes", (json_int_t)st.pending_bytes));
+	if (o->fleet)
+		json_object_set_new(root, "fleet", fleet_json(o->fleet));
 	return root;
 }
 

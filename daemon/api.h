@@ -20,6 +20,7 @@ struct gw_api_opts {
 	struct gw_ingest *ingest;     /* the record path every ingest body goes through */
 	struct gw_store *store;       /* its commits and counters */
 	struct gw_idem *idem;         /* idempotency keys of POST /v1/ingest */
+	struct gw_fleet *fleet;       /* shipping to PostgreSQL (GET /v1/stats), or NULL */
 };
 
 /* Register the routes on h (after gw_http_start).  Returns 0 or a negative

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "engine.h"
 #include "fault.h"
+#include "fleet.h"
 #include "follow.h"
 #include "log.h"
 #include "reader.h"
@@ -53,6 +54,9 @@ static void usage(FILE *f)
 	        "                           before it (default: from the file name, as replay)\n"
 	        "      --input-format NAME  the format of the --follow FILE before it (default:\n"
 	        "                           sniffed)\n"
+	        "      --fleet-view DSN     no ingest, no detection: serve the web view and read API\n"
+	        "                           over the fleet's PostgreSQL (docs/fleet.md); DSN is a\n"
+	        "                           libpq URI or string, env:NAME or file:PATH to read it\n"
 	        "      --check-config       check the configuration; print the effective one as\n"
 	        "                           JSON in the file's schema on stdout; exit\n"
 	        "  -V, --version            print version, kernel variant, detectors, formats\n"
@@ -65,7 +69,7 @@ static void usage(FILE *f)
 
 enum {
 	OPT_STATE_DIR = 1000, OPT_DB, OPT_SOCKET, OPT_TCP, OPT_UDP, OPT_HTTP, OPT_LOG,
-	OPT_KERNELS, OPT_CHECK, OPT_FOLLOW, OPT_RUN, OPT_FORMAT,
+	OPT_KERNELS, OPT_CHECK, OPT_FOLLOW, OPT_RUN, OPT_FORMAT, OPT_FLEET_VIEW,
 };
 
 /* --follow FILE [--run NAME] [--input-format NAME]: one more entry of the
@@ -86,6 +90,27 @@ static int add_follow(struct gw_cfg *cfg, int opt, const char *v)
 	if (opt == OPT_FORMAT && !gw_reader_format_find(v))
 		return gw_cli_bad_format("gradwatchd", v), -EINVAL;
 	return json_object_set_new(json_array_get(cfg->follow, n - 1), key, json_string(v));
+}
+
+/* --fleet-view DSN | env:NAME | file:PATH: the DSN, read as the fleet's
+ * "postgresql" keys are (gw_secret_load). */
+static int fleet_view_dsn(struct gw_args *a, const char *v)
+{
+	char err[300];
+	const char *key = !strncmp(v, "env:", 4) ? "postgresql_env"
+	                : !strncmp(v, "file:", 5) ? "postgresql_file" : "postgresql";
+	const char *val = key[10] == '_' ? strchr(v, ':') + 1 : v;
+	json_t *o = json_pack("{s:s}", key, val);
+	free(a->fleet_view);
+	a->fleet_view = NULL;
+	int rc = o ? gw_secret_load(o, "postgresql", "--fleet-view", &a->fleet_view, NULL, err,
+	                            sizeof(err)) : -ENOMEM;
+	json_decref(o);
+	if (rc == 0 && !a->fleet_view)
+		rc = gw_errf(err, sizeof(err), -EINVAL, "--fleet-view: no DSN");
+	if (rc < 0)
+		gw_cli_usage_error("gradwatchd", err, NULL);
+	return rc;
 }
 
 static int apply_listen(const char *flag, const char *v, struct gw_listen *l)
@@ -115,6 +140,14 @@ static int check_config(struct gw_cfg *cfg)
 	struct gw_auth *auth = NULL;
 	int arc = gw_auth_load(cfg->auth, &auth, err, sizeof(err));
 	gw_auth_free(auth);
+	if (arc < 0) {
+		fprintf(stderr, "gradwatchd: %s\n", err);
+		return 1;
+	}
+	/* the fleet's DSN as the start reads it (a file, the environment) */
+	struct gw_fleet_cfg fc;
+	arc = gw_fleet_cfg_parse(cfg->fleet, &fc, err, sizeof(err));
+	gw_fleet_cfg_free(&fc);
 	if (arc < 0) {
 		fprintf(stderr, "gradwatchd: %s\n", err);
 		return 1;
@@ -152,6 +185,7 @@ int gw_args_parse(int argc, char **argv, struct gw_args *a)
 		{"follow", required_argument, NULL, OPT_FOLLOW},
 		{"run", required_argument, NULL, OPT_RUN},
 		{"input-format", required_argument, NULL, OPT_FORMAT},
+		{"fleet-view", required_argument, NULL, OPT_FLEET_VIEW},
 		{"version", no_argument, NULL, 'V'},
 		GW_CLI_OPT_HELP,
 	};
@@ -240,6 +274,10 @@ int gw_args_parse(int argc, char **argv, struct gw_args *a)
 			if (add_follow(cfg, ch, optarg) < 0)
 				goto out_cfg;
 			break;
+		case OPT_FLEET_VIEW:
+			if (fleet_view_dsn(a, optarg) < 0)
+				goto out_cfg;
+			break;
 		case 'V':
 			version = true;
 			break;
@@ -292,5 +330,9 @@ void gw_args_free(struct gw_args *a)
 {
 	json_decref(a->file_cfg);
 	a->file_cfg = NULL;
+	if (a->fleet_view)
+		memset(a->fleet_view, 0, strlen(a->fleet_view));
+	free(a->fleet_view);
+	a->fleet_view = NULL;
 	gw_cfg_free(&a->cfg);
 }

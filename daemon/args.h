@@ -16,6 +16,7 @@ struct gw_args {
 	json_t *file_cfg;           /* the file alone, before the flags (gw_cfg_to_json):
 	                               what a SIGHUP compares the file with; NULL without */
 	bool log_level_flag;        /* --log-level given: a reload keeps it */
+	char *fleet_view;           /* --fleet-view: the DSN (a secret), or NULL */
 };
 
 /* Parse argv into *a.  Returns -1 when the daemon is to start (then

@@ -26,6 +26,8 @@
 #include "api.h"
 #include "args.h"
 #include "auth.h"
+#include "fleet.h"
+#include "fleet_view.h"
 #include "follow.h"
 #include "health.h"
 #include "http.h"
@@ -77,6 +79,7 @@ struct gw_daemon {
 	struct gw_http *http;
 	struct gw_server *server;
 	struct gw_follow *follow;
+	struct gw_fleet *fleet;           /* NULL: not shipping to PostgreSQL */
 	/* what the routes read: they keep a pointer, so it lives here */
 	struct gw_api_opts api;
 	struct gw_health_opts health;
@@ -108,7 +111,8 @@ static void free_auth(struct gw_daemon *d)
 
 static int start_store(struct gw_daemon *d, char *err, size_t errlen)
 {
-	static const struct gw_store_schema *const schemas[] = {&gw_outbox_schema, &gw_idem_schema};
+	static const struct gw_store_schema *const schemas[] = {&gw_outbox_schema, &gw_idem_schema,
+	                                                        &gw_fleet_schema};
 	const struct gw_cfg *cfg = d->cfg;
 	const struct gw_store_opts so = {
 		.path = cfg->db_path,
@@ -199,11 +203,12 @@ static void free_http(struct gw_daemon *d)
 static int start_routes(struct gw_daemon *d, char *err, size_t errlen)
 {
 	d->api = (struct gw_api_opts){.cfg = d->cfg, .ingest = d->ingest, .store = d->store,
-	                              .idem = &d->idem};
+	                              .idem = &d->idem, .fleet = d->fleet};
 	d->health = (struct gw_health_opts){.cfg = d->cfg, .ingest = d->ingest, .store = d->store,
 	                                    .outbox = d->outbox, .started = d->started};
 	d->metrics = (struct gw_metrics_opts){.cfg = d->cfg, .ingest = d->ingest, .store = d->store,
-	                                      .outbox = d->outbox, .started = d->started};
+	                                      .outbox = d->outbox, .started = d->started,
+	                                      .fleet = d->fleet};
 	d->ack = (struct gw_ack_opts){.ingest = d->ingest, .outbox = d->outbox};
 	int rc;
 	if ((rc = gw_api_start(d->http, &d->api, err, errlen)) < 0 ||
@@ -245,6 +250,24 @@ static void free_server(struct gw_daemon *d)
 	gw_server_free(d->server);
 }
 
+/* Shipping to the fleet's PostgreSQL, when configured: a thread that
+ * reads what the store committed (fleet/fleet.h). */
+static int start_fleet(struct gw_daemon *d, char *err, size_t errlen)
+{
+	struct gw_fleet_cfg fc;
+	int rc = gw_fleet_cfg_parse(d->cfg->fleet, &fc, err, errlen);
+	if (rc == 0 && fc.dsn)
+		rc = gw_fleet_start(&fc, d->cfg->db_path, &d->fleet, err, errlen);
+	gw_fleet_cfg_free(&fc);
+	return rc;
+}
+
+static void free_fleet(struct gw_daemon *d)
+{
+	gw_fleet_stop(d->fleet);
+	d->fleet = NULL;
+}
+
 static int start_follow(struct gw_daemon *d, char *err, size_t errlen)
 {
 	const struct gw_follow_opts o = {.loop = d->loop, .cfg = d->cfg, .ingest = d->ingest,
@@ -275,6 +298,7 @@ struct part {
 static const struct part parts[] = {
 	{start_auth, NULL, free_auth},
 	{start_store, NULL, free_store},
+	{start_fleet, NULL, free_fleet},
 	{start_outbox, stop_outbox, free_outbox},
 	{start_ingest, stop_ingest, free_ingest},
 	{start_idem, NULL, free_idem},
@@ -531,7 +555,7 @@ int main(int argc, char **argv)
 	int rc = gw_args_parse(argc, argv, &a);
 	if (rc >= 0)
 		return rc;
-	rc = run(&a);
+	rc = a.fleet_view ? gw_fleet_view_main(&a) : run(&a);
 	gw_args_free(&a);
 	return rc;
 }

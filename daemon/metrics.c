@@ -40,11 +40,17 @@
  *   gradwatch_run_loss{run}, gradwatch_run_grad_norm{run}, gradwatch_run_lr{run},
  *   gradwatch_run_throughput{run}, gradwatch_run_seconds_since_last_record{run},
  *   gradwatch_run_open_alerts{run}
+ *   gradwatch_fleet_up, gradwatch_fleet_backlog_rows,   (these when shipping
+ *   gradwatch_fleet_lag_seconds,                         to PostgreSQL,
+ *   gradwatch_fleet_shipped_rows_total{table},           fleet/fleet.h)
+ *   gradwatch_fleet_batches_total, gradwatch_fleet_errors_total,
+ *   gradwatch_fleet_last_success_seconds
  */
 #include "metrics.h"
 
 #include "config.h"
 #include "engine.h"
+#include "fleet.h"
 #include "http.h"
 #include "ingest.h"
 #include "kern.h"
@@ -171,6 +177,42 @@ static void render_sinks(FILE *f, const struct gw_outbox *ob)
 	       "Alert events queued or in flight to a sink (sent after a restart too).");
 	for (size_t i = 0; gw_outbox_sink_counts(ob, i, &s); i++)
 		sink_sample(f, "gradwatch_alert_deliveries_pending", &s, NULL, s.pending);
+}
+
+/* Shipping to the fleet's PostgreSQL (a copy of the shipper's counters). */
+static void render_fleet(FILE *f, struct gw_fleet *fl)
+{
+	struct gw_fleet_stats s;
+	gw_fleet_stats(fl, &s);
+	family(f, "gradwatch_fleet_up", "gauge",
+	       "1 when the last shipping attempt reached PostgreSQL and committed.");
+	fputs("gradwatch_fleet_up", f);
+	u64(f, s.up);
+	family(f, "gradwatch_fleet_backlog_rows", "gauge",
+	       "Committed records and events not yet in PostgreSQL.");
+	fputs("gradwatch_fleet_backlog_rows", f);
+	u64(f, s.backlog);
+	family(f, "gradwatch_fleet_lag_seconds", "gauge",
+	       "Age of the oldest committed record or event not yet in PostgreSQL (0: none).");
+	fputs("gradwatch_fleet_lag_seconds", f);
+	value(f, s.lag_s);
+	family(f, "gradwatch_fleet_shipped_rows_total", "counter",
+	       "Rows written to PostgreSQL (runs, segments and alerts again when they change).");
+	for (int t = 0; t < GW_FLEET_N_TABLES; t++) {
+		fprintf(f, "gradwatch_fleet_shipped_rows_total{table=\"%s\"}", gw_fleet_table_names[t]);
+		u64(f, s.shipped[t]);
+	}
+	family(f, "gradwatch_fleet_batches_total", "counter", "PostgreSQL transactions committed.");
+	fputs("gradwatch_fleet_batches_total", f);
+	u64(f, s.batches);
+	family(f, "gradwatch_fleet_errors_total", "counter",
+	       "Shipping attempts that failed (PostgreSQL unreachable, an error, a timeout).");
+	fputs("gradwatch_fleet_errors_total", f);
+	u64(f, s.errors);
+	family(f, "gradwatch_fleet_last_success_seconds", "gauge",
+	       "When a shipping cycle last succeeded, Unix time (0: never).");
+	fputs("gradwatch_fleet_last_success_seconds", f);
+	value(f, s.last_ok);
 }
 
 /* ---- per-run gauges ---------------------------------------------------------- */
@@ -310,6 +352,8 @@ static int render(const struct gw_metrics_opts *o, FILE *f)
 	u64(f, acked);
 	if (gw_outbox_sinks(o->outbox))
 		render_sinks(f, o->outbox);   /* sinks are configured */
+	if (o->fleet)
+		render_fleet(f, o->fleet);
 	struct gw_runs_stats runs;
 	gw_ingest_runs_stats(o->ingest, &runs);
 

@@ -24,6 +24,7 @@ struct gw_metrics_opts {
 	struct gw_store *store;          /* commits, queue */
 	const struct gw_outbox *outbox;  /* open alerts, sinks */
 	double started;                  /* wall clock of the start */
+	struct gw_fleet *fleet;          /* shipping to PostgreSQL, or NULL */
 };
 
 /* Register GET /metrics on h (after gw_http_start).  Returns 0 or -ENOSPC

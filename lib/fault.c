@@ -28,8 +28,8 @@ bool gw_fault_hooks(void)
 
 const char *gw_fault_describe(void)
 {
-	return "test hooks: compiled in (-Dfault_hooks=true): GRADWATCH_FAULT_CRASH_COMMIT and "
-	       "GRADWATCH_FAULT_HOLD_READS act; a test build, not for production";
+	return "test hooks: compiled in (-Dfault_hooks=true): GRADWATCH_FAULT_CRASH_COMMIT, "
+	       "GRADWATCH_FAULT_CRASH_SHIP and GRADWATCH_FAULT_HOLD_READS act; a test build, not for production";
 }
 
 uint64_t gw_fault_crash_commit(void)
@@ -41,6 +41,18 @@ uint64_t gw_fault_crash_commit(void)
 	if (n)
 		gw_log_warn("store: test hook GRADWATCH_FAULT_CRASH_COMMIT=%s: the process kills "
 		            "itself before commit %" PRIu64, v, n);
+	return n;
+}
+
+uint64_t gw_fault_crash_ship(void)
+{
+	const char *v = getenv("GRADWATCH_FAULT_CRASH_SHIP");
+	if (!v || !*v)
+		return 0;
+	uint64_t n = strtoull(v, NULL, 10);
+	if (n)
+		gw_log_warn("fleet: test hook GRADWATCH_FAULT_CRASH_SHIP=%s: the process kills itself "
+		            "after PostgreSQL commit %" PRIu64 ", before the cursors", v, n);
 	return n;
 }
 
@@ -93,6 +105,11 @@ const char *gw_fault_describe(void)
 }
 
 uint64_t gw_fault_crash_commit(void)
+{
+	return 0;
+}
+
+uint64_t gw_fault_crash_ship(void)
 {
 	return 0;
 }

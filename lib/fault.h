@@ -13,6 +13,10 @@
  *   GRADWATCH_FAULT_CRASH_COMMIT=N   the store's writer kills the process
  *                                    with SIGKILL right before its Nth
  *                                    COMMIT (storage/store.c)
+ *   GRADWATCH_FAULT_CRASH_SHIP=N     the fleet shipper kills the process
+ *                                    with SIGKILL right after its Nth
+ *                                    PostgreSQL commit, before it saves
+ *                                    its cursors (fleet/ship.c)
  *   GRADWATCH_FAULT_HOLD_READS=PATH  every deferred HTTP read is held, once
  *                                    done, until the test lets it go
  *                                    (daemon/http.c; gw_fault_hold_read)
@@ -33,6 +37,9 @@ const char *gw_fault_describe(void);
  * the process dies, 0 for none (always 0 without hooks).  Says so in the
  * log when set.  Read it once, at start. */
 uint64_t gw_fault_crash_commit(void);
+/* GRADWATCH_FAULT_CRASH_SHIP: the shipper's PostgreSQL commit (counted
+ * from 1) after which the process dies, 0 for none.  Read it once. */
+uint64_t gw_fault_crash_ship(void);
 /* Die as kill -9 would (SIGKILL to this process); returns without hooks. */
 void gw_fault_crash(void);
 

@@ -5,6 +5,7 @@
 #include "buf.h"
 #include "log.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -278,3 +279,67 @@ int gw_parse_duration(const json_t *v, uint64_t *ms)
 	return 0;
 }
 
+static void secret_trim_end(char *s, size_t *len)
+{
+	while (*len && isspace((unsigned char)s[*len - 1]))
+		s[--*len] = '\0';
+}
+
+int gw_secret_load(const json_t *o, const char *key, const char *where, char **out,
+                   size_t *out_len, char *err, size_t errlen)
+{
+	char k_env[32], k_file[32];
+	snprintf(k_env, sizeof(k_env), "%s_env", key);
+	snprintf(k_file, sizeof(k_file), "%s_file", key);
+	const json_t *v = json_object_get(o, key), *ve = json_object_get(o, k_env),
+	             *vf = json_object_get(o, k_file);
+	int given = !!v + !!ve + !!vf;
+	*out = NULL;
+	if (!given)
+		return 0;
+	if (given > 1)
+		return gw_errf(err, errlen, -EINVAL, "%s: give only one of \"%s\", \"%s\" and \"%s\"", where, key,
+		            k_env, k_file);
+	const json_t *which = v ? v : ve ? ve : vf;
+	const char *wkey = v ? key : ve ? k_env : k_file;
+	if (!json_is_string(which) || !json_string_length(which))
+		return gw_errf(err, errlen, -EINVAL, "%s: \"%s\" must be a non-empty string", where, wkey);
+	const char *s = json_string_value(which);
+	char *val = NULL;
+	size_t len = 0;
+	if (v) {
+		val = strdup(s);
+		len = strlen(s);
+	} else if (ve) {
+		const char *e = getenv(s);
+		if (!e || !*e)
+			return gw_errf(err, errlen, -EINVAL, "%s: \"%s\": the environment variable %s is not set",
+			            where, wkey, s);
+		val = strdup(e);
+		len = strlen(e);
+	} else {
+		char *path = NULL;
+		if (gw_credential_path(s, &path) < 0)
+			return -ENOMEM;
+		int rc = gw_read_file(path, GW_SECRET_FILE_MAX, &val, &len);
+		if (rc < 0) {
+			gw_errf(err, errlen, -EINVAL, "%s: \"%s\": cannot read %s: %s", where, wkey, path,
+			     rc == -EINVAL ? "not a regular file" : rc == -EFBIG ? "longer than 64 KiB"
+			     : strerror(-rc));
+			free(path);
+			return rc;
+		}
+		free(path);
+	}
+	if (!val)
+		return -ENOMEM;
+	secret_trim_end(val, &len);
+	if (!len) {
+		free(val);
+		return gw_errf(err, errlen, -EINVAL, "%s: \"%s\" gives an empty value", where, wkey);
+	}
+	*out = val;
+	if (out_len)
+		*out_len = len;
+	return 0;
+}

@@ -114,4 +114,15 @@ int gw_credential_path(const char *name, char **out);
  * most 10^15 ms (about 31,700 years).  -EINVAL if malformed or larger. */
 int gw_parse_duration(const json_t *v, uint64_t *ms);
 
+/* a secret read from a file (a webhook URL, a signing key, a DSN) is at most this long */
+#define GW_SECRET_FILE_MAX (64 * 1024)
+
+/* Read a secret of object o from exactly one of key, key_env (an
+ * environment variable's name) and key_file (a file, systemd credentials
+ * style: gw_credential_path), trailing white space dropped.  *out is a heap
+ * string (caller frees) or NULL when none is given; *out_len (may be NULL)
+ * its length.  Errors name where and the key in err: 0 or a negative errno. */
+int gw_secret_load(const json_t *o, const char *key, const char *where, char **out,
+                   size_t *out_len, char *err, size_t errlen);
+
 #endif

@@ -43,7 +43,7 @@ CONFIG_MD = os.path.join(SRC, 'docs', 'configuration.md')
 
 # keys whose value is a free-form object or a list of entries: the table
 # documents them as one row (their insides are documented elsewhere)
-OPAQUE = {'aliases', 'thresholds', 'runs', 'sinks', 'follow'}
+OPAQUE = {'aliases', 'thresholds', 'runs', 'sinks', 'follow', 'fleet'}
 
 
 def run(args, cwd=None, env=None):
@@ -120,7 +120,9 @@ class ConfigurationTable(unittest.TestCase):
                                 'read_tokens_file': 'read.tokens'},
                        'retention': {'max_age': '90d', 'max_bytes': 1 << 30},
                        'follow': [{'path': 'train.log', 'run': 'r', 'poll_ms': 500,
-                                   'format': 'ndjson'}]}, f)
+                                   'format': 'ndjson'}],
+                       'fleet': {'postgresql': 'postgresql://127.0.0.1:9/gradwatch',
+                                 'node': 'node17', 'interval': '1s', 'batch_rows': 20000}}, f)
         return path
 
     def test_every_key_documented_and_accepted(self):
@@ -139,6 +141,9 @@ class ConfigurationTable(unittest.TestCase):
         follow_row = [m for names, _, m in table_rows() if names == ['follow']][0]
         for key in cfg['follow'][0]:
             self.assertIn('"%s"' % key, follow_row, 'follow entry key %s not in the table' % key)
+        fleet_row = [m for names, _, m in table_rows() if names == ['fleet']][0]
+        for key in cfg['fleet']:
+            self.assertIn('"%s"' % key, fleet_row, 'fleet key %s not in the table' % key)
 
     def test_stated_defaults_are_the_defaults(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -313,7 +318,9 @@ class MetricNames(unittest.TestCase):
             text = f.read()
         table = text[text.index('## Prometheus'):text.index('## systemd')]
         documented = set(re.findall(r'`(gradwatch_[a-z_]+)', table))
-        d = Daemon(config={'sinks': [{'type': 'webhook', 'url': 'http://127.0.0.1:9/x'}]})
+        # and shipping to a PostgreSQL that is not there (the fleet families)
+        d = Daemon(config={'sinks': [{'type': 'webhook', 'url': 'http://127.0.0.1:9/x'}],
+                           'fleet': {'postgresql': 'postgresql://127.0.0.1:9/gradwatch'}})
         with d:
             d.post('/v1/ingest', b'{"run":"r","step":1,"loss":1.0,"grad_norm":0.5,"lr":0.001,'
                    b'"throughput":100}\n')
@@ -323,6 +330,14 @@ class MetricNames(unittest.TestCase):
                     if line and not line.startswith('#')}
         self.assertEqual(sorted(exported - documented), [], 'exported but not in docs/integrations.md')
         self.assertEqual(sorted(documented - exported), [], 'in docs/integrations.md but not exported')
+        # the Prometheus rules use only metrics that exist (recording
+        # rules' own names, level:metric:operation, are not metrics)
+        rules_dir = os.path.join(SRC, 'contrib', 'prometheus', 'rules')
+        for name in os.listdir(rules_dir):
+            with open(os.path.join(rules_dir, name), encoding='utf-8') as f:
+                used = set(re.findall(r'(?<![:\w])(gradwatch_[a-z_]+)(?![:\w*])', f.read()))
+            self.assertTrue(used)
+            self.assertEqual(sorted(used - exported), [], 'contrib/prometheus/rules/%s' % name)
 
 
 class DetectorThresholds(unittest.TestCase):

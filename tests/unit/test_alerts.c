@@ -177,6 +177,12 @@ START_TEST(config_errors)
 		{"[{\"type\":\"webhook\",\"name\":\"a\",\"url\":\"http://x\"},"
 		 " {\"type\":\"slack\",\"name\":\"a\",\"url\":\"http://y\"}]", "already used"},
 		{"[{\"type\":\"alertmanager\",\"url\":\"http://x\",\"repeat_interval\":0}]", "at least 1s"},
+		{"[{\"type\":\"webhook\",\"urls\":[\"http://x\"]}]", "only alertmanager sinks take"},
+		{"[{\"type\":\"alertmanager\",\"url\":\"http://x\",\"urls\":[\"http://y\"]}]", "not both"},
+		{"[{\"type\":\"alertmanager\",\"urls\":[]}]", "array of 1 to 16"},
+		{"[{\"type\":\"alertmanager\",\"urls\":[\"http://x\",7]}]", "\"urls\"[1] must be"},
+		{"[{\"type\":\"alertmanager\",\"urls\":[\"http://x\",\"http://x\"]}]", "repeats"},
+		{"[{\"type\":\"alertmanager\",\"urls\":[\"http://x\",\"ftp://y\"]}]", "must start with http"},
 	};
 	unsetenv("GW_TEST_UNSET_VAR");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -188,6 +194,26 @@ START_TEST(config_errors)
 		              cases[i].msg);
 		ck_assert_ptr_null(s);
 	}
+}
+END_TEST
+
+/* An Alertmanager cluster: one sink per peer, named <name>.1, .2, ... */
+START_TEST(alertmanager_peers)
+{
+	struct gw_sink_cfg *s = NULL;
+	size_t n = 0;
+	char err[256];
+	ck_assert_int_eq(parse_sinks("[{\"type\":\"webhook\",\"url\":\"http://w\"},"
+	                             " {\"type\":\"alertmanager\",\"name\":\"am\",\"repeat_interval\":\"5s\","
+	                             "  \"urls\":[\"http://a:9093\",\"http://b:9093/\"]}]",
+	                             &s, &n, err, sizeof(err)), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(s[1].name, "am.1");
+	ck_assert_str_eq(s[2].name, "am.2");
+	ck_assert_str_eq(s[1].url, "http://a:9093/api/v2/alerts");
+	ck_assert_str_eq(s[2].url, "http://b:9093/api/v2/alerts");
+	ck_assert_uint_eq(s[2].repeat_ms, 5000);
+	gw_sink_free_all(s, n);
 }
 END_TEST
 
@@ -424,6 +450,7 @@ static Suite *alerts_suite(void)
 	tcase_add_test(tc, config_sources_and_defaults);
 	tcase_add_test(tc, urls_are_redacted);
 	tcase_add_test(tc, config_errors);
+	tcase_add_test(tc, alertmanager_peers);
 	tcase_add_test(tc, slack_shape);
 	tcase_add_test(tc, slack_long_text_is_cut_on_utf8);
 	tcase_add_test(tc, webhook_shape);

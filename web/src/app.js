@@ -315,14 +315,22 @@
     var status = el('p', {class: 'gw-muted', id: 'gw-status', role: 'status'});
     var filter = el('input', {type: 'search', id: 'gw-filter', placeholder: 'part of a name', autocomplete: 'off', size: 30});
     var count = el('span', {class: 'gw-muted', id: 'gw-count', 'aria-live': 'polite'});
+    /* the state a run is in (live pages only; a fleet view's runs are
+     * NODE/RUN, so the name filter takes a node too) */
+    var stateSel = src.live ? el('select', {id: 'gw-state-filter'}, ['', 'live', 'stalled', 'ended', 'idle'].map(function (s) {
+      return el('option', {value: s, text: s || 'any state'});
+    })) : null;
     var last = [], rows = new Map();
     frame('runs', [el('h1', {text: 'Runs'}),
-      el('div', {class: 'gw-controls'}, el('label', null, 'Filter runs ', filter), count),
+      el('div', {class: 'gw-controls'}, el('label', null, 'Filter runs ', filter),
+        stateSel ? el('label', null, ' in ', stateSel) : null, count),
       status, el('div', {class: 'gw-table-wrap'}, table)]);
     filter.addEventListener('input', function () { fill(last); });
+    if (stateSel) stateSel.addEventListener('change', function () { fill(last); });
     function fill(runs) {
       last = runs;
-      var ok = matcher(filter.value), shown = byAttention(runs.filter(function (r) { return ok(r.run); }));
+      var ok = matcher(filter.value), st = stateSel ? stateSel.value : '';
+      var shown = byAttention(runs.filter(function (r) { return ok(r.run) && (!st || r.state === st); }));
       var note = !runs.length ? 'No runs yet.' : !shown.length ? 'No run matches the filter.' : null;
       count.textContent = (shown.length === runs.length ? fmtNum(runs.length) + (runs.length === 1 ? ' run' : ' runs') :
         fmtNum(shown.length) + ' of ' + fmtNum(runs.length) + ' runs match') +
