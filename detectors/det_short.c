@@ -9,21 +9,24 @@
  * and judges each new one against those before it:
  *   absurd    a finite loss or grad norm >= sc_absurd (critical);
  *   collapse  a positive loss falls below sc_collapse_rel x the median before;
- *   jump      the loss >= sc_jump_rel x the highest of >= 2 points before, or
+ *   jump      the loss >= sc_jump_rel x the highest of >= 3 points before (2:
+ *             sc_jump_rel2), or
  *             loss >= sc_both_loss_rel x and grad norm >= sc_both_gn_rel x their
- *             highest at the same line; each far outside the spread of those
- *             points (sc_z spreads of 4 or more, sc_z3 of 3, sc_z2 of 2);
+ *             highest at the same line; the loss far outside the spread of
+ *             those points (sc_z spreads of 4 or more, sc_z3 of 3, sc_z2 of 2)
+ *             and by sc_abs_rise in the loss's own units (so the level too);
  *   level     the loss >= sc_level_rel x the highest before (>= 2 points, far
  *             outside their spread as above; with 1 point before, sc_gross_rel
- *             x) for sc_level_n points in a row, which lie closer to each
+ *             x and sc_level_n1 points) for sc_level_n points in a row, which
+ *             lie closer to each
  *             other than to the points before by sc_z: a level that stays;
  *   climb     the loss rose on sc_climb_n lines in a row, x sc_climb_rel in all,
- *             and the grad norm reached sc_both_gn_rel x its highest before;
- *   grad_spike  the grad norm >= sc_gn_rel x the highest of >= 3 points before,
- *             far outside their spread;
+ *             and >= sc_abs_rise, and the grad norm reached sc_both_gn_rel x its
+ *             highest before;
  *   frozen    the same loss value on sc_frozen_n lines over >= sc_frozen_steps
  *             steps (stagnation: nothing is learnt).
- * "spreads": the robust step noise of the log values before (robust.h
+ * Jump, level and climb judge no point at a step below sc_arm_steps (a
+ * run's first steps are transients).  "spreads": the robust step noise of the log values before (robust.h
  * gw_noise; with fewer than 4 points the largest step between them),
  * floored at sigma_floor_log.  Every alert says the context was short and
  * how many points it had; a jump that came with a falling fp16 loss scale
@@ -261,9 +264,13 @@ static bool sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L,
 	scale_note(s, scale, note, sizeof(note));
 	/* jump: loss alone, or loss and grad norm together */
 	bool zl = hl && rl.k >= 2 && rl.z >= need_z(th, rl.k);
-	bool jump_l = zl && rl.ratio >= th->sc_jump_rel;
+	bool armed = (double)step >= th->sc_arm_steps;
+	zl = zl && armed;
+	/* and a whole unit of loss */
+	zl = zl && L - rl.max >= th->sc_abs_rise;
+	bool jump_l = zl && rl.ratio >= (rl.k == 2 ? th->sc_jump_rel2 : th->sc_jump_rel);
 	bool jump_b = zl && hg && rg.k >= 2 && rl.ratio >= th->sc_both_loss_rel &&
-	              rg.ratio >= th->sc_both_gn_rel && rg.z >= need_z(th, rg.k);
+	              rg.ratio >= th->sc_both_gn_rel;
 	if (jump_l || jump_b) {
 		int n = snprintf(what, sizeof(what),
 		                 "loss jumped to %s at step %s, x%.2g the highest of the %zu points before "
@@ -293,7 +300,9 @@ static bool sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L,
 			/* a level: its points closer to each other than to the points
 			 * before, by sc_z */
 			double own = fmax(log(s->pend_hi / s->pend_lo), th->sigma_floor_log);
-			if (++s->pend_n >= th->sc_level_n &&
+			/* with one point before, twice the points */
+			double need_n = s->pend_k == 1 ? th->sc_level_n1 : th->sc_level_n;
+			if (++s->pend_n >= need_n &&
 			    log(s->pend_lo / s->pend_base) >= th->sc_z * own) {
 				snprintf(what, sizeof(what),
 				         "loss rose to %s at step %s, x%.2g the highest of the %u points before "
@@ -320,7 +329,8 @@ static bool sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L,
 	}
 	if (!s->pend && hl &&
 	    ((zl && rl.ratio >= th->sc_level_rel) ||
-	     (rl.k == 1 && rl.ratio >= th->sc_gross_rel))) {
+	     (armed && rl.k == 1 && rl.ratio >= th->sc_gross_rel &&
+	      L - rl.max >= th->sc_abs_rise))) {
 		s->pend = true;
 		s->pend_n = 1;
 		s->pend_k = (unsigned)rl.k;
@@ -343,8 +353,8 @@ static bool sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L,
 		}
 		/* the grad norm up too, over the highest point before this one */
 		bool gn_up = hg && rg.k >= 2 && rg.ratio >= th->sc_both_gn_rel;
-		if (s->climb >= th->sc_climb_n && s->climb_from > 0 && gn_up &&
-		    L >= th->sc_climb_rel * s->climb_from) {
+		if (armed && s->climb >= th->sc_climb_n && s->climb_from > 0 && gn_up &&
+		    L >= th->sc_climb_rel * s->climb_from && L - s->climb_from >= th->sc_abs_rise) {
 			char fb[32];
 			snprintf(what, sizeof(what),
 			         "loss climbed on %u lines in a row, from %s at step %s to %s at step %s "
@@ -359,24 +369,6 @@ static bool sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L,
 			                   "rises", (json_int_t)s->climb, "grad_norm", gw_json_num(G)));
 			return true;
 		}
-	}
-
-	/* grad-norm spike */
-	if (hg && rg.k >= 3 && rg.ratio >= th->sc_gn_rel && rg.z >= need_z(th, rg.k)) {
-		snprintf(what, sizeof(what),
-		         "grad norm jumped to %s at step %s, x%.2g the highest of the %zu points before it "
-		         "(%s; %.0f spreads of them); loss %s%s",
-		         gw_det_fmt_num(a, sizeof(a), G), sb, rg.ratio, rg.k,
-		         gw_det_fmt_num(b, sizeof(b), rg.max), rg.z,
-		         isfinite(L) ? gw_det_fmt_num(c, sizeof(c), L) : "not logged", note);
-		json_t *ev = rise_ev("grad_norm", G, &rg, step);
-		json_object_set_new(ev, "loss", gw_json_num(L));
-		sc_raise(s, ctx, "grad_spike", rg.ratio >= th->sp_crit_rel * th->sc_gn_rel, what,
-		         "an unstable update: a bad batch, an LR too high for this layer, attention "
-		         "logits or a MoE router blowing up; clipping hides it from the loss at first",
-		         "look at the batch and the LR of this step and at whether the grad norm comes "
-		         "back; clip harder or skip the batch if it repeats", ev);
-		return true;
 	}
 
 	/* frozen */

@@ -240,9 +240,24 @@ enum gw_th_kind {
 	X(sc_z3, 8.0, GW_TH_ABOVE, 0, 1000, \
 	  "... >= 8 spreads of 3 points (the larger of their 2 steps: a spread of 2 steps is often " \
 	  "small by chance on a noisy run) ...", GW_THR_SIGMAS) \
-	X(sc_z2, 32.0, GW_TH_ABOVE, 0, 1000, \
-	  "... >= 32 spreads of 2 points (one step: a noisy diffusion loss reaches 17 with two close " \
+	X(sc_z2, 48.0, GW_TH_ABOVE, 0, 1000, \
+	  "... >= 48 spreads of 2 points (one step: a noisy diffusion loss reaches 41 with two close " \
 	  "points; a 104B spike after two points 55)", GW_THR_SIGMAS) \
+	X(sc_jump_rel2, 2.3, GW_TH_REAL, 1, 1000, \
+	  "short jump after only 2 points: x2.3 (a noisy toy run reaches x2.02 at 70 spreads; " \
+	  "a 104B spike x2.5)", GW_THR_RISE) \
+	X(sc_abs_rise, 1.0, GW_TH_ABOVE, 0, 1e300, \
+	  "jump, level and climb also rise by this much in the loss's own units: " \
+	  "a whole nat is more than the batch noise of a cross-entropy (0.1-0.3), and small-valued " \
+	  "losses (MSE, diffusion: 0.004-0.42 with x8 jumps between samples) never reach it on " \
+	  "noise", "a loss difference: above 0") \
+	X(sc_level_n1, 8.0, GW_TH_COUNT, 2, 16, \
+	  "short level with one point before it: this many points at the level (a noisy loss " \
+	  "stays x3 above one low point for 6)", "points: at least 2, at most 16") \
+	X(sc_arm_steps, 20.0, GW_TH_COUNT, 0, 1e9, \
+	  "jump, level and climb judge no point at a step below this: a run's first steps are " \
+	  "transients (a toy transformer's loss x2.6 at step 12, a 13B start x1.5 at step 3); " \
+	  "those points are still the context of later ones", "steps: 0 (judge every point) or more") \
 	X(sc_level_rel, 1.5, GW_TH_REAL, 1, 1000, \
 	  "short level: the loss >= x1.5 the highest point before it and staying there ...", \
 	  GW_THR_RISE) \
@@ -259,10 +274,6 @@ enum gw_th_kind {
 	X(sc_both_gn_rel, 2.0, GW_TH_REAL, 1, 1000, \
 	  "... and the grad norm >= x2 its highest at the same line (a divergence moves both)", \
 	  GW_THR_RISE) \
-	X(sc_gn_rel, 5.6, GW_TH_REAL, 1, 1000, \
-	  "short grad-norm spike: >= x5.6 the highest of the >= 3 points before it, whatever the " \
-	  "loss does (a healthy blip of a GPT-2 run reaches x5.1 over its neighbours, a harmful " \
-	  "spike of a gemma fine-tune x6.1)", GW_THR_RISE) \
 	X(sc_climb_n, 3.0, GW_TH_COUNT, 2, 15, \
 	  "short climb: the loss rose on this many lines in a row ...", \
 	  "lines: at least 2, at most 15 (16 points kept)") \
