@@ -24,7 +24,8 @@
  *             and >= sc_abs_rise, and the grad norm reached sc_both_gn_rel x its
  *             highest before;
  *   frozen    the same loss value on sc_frozen_n lines over >= sc_frozen_steps
- *             steps (stagnation: nothing is learnt).
+ *             steps, the grad norm (if logged) not moving either (stagnation:
+ *             nothing is learnt).
  * Jump, level and climb judge no point at a step below sc_arm_steps (a
  * run's first steps are transients).  "spreads": the robust step noise of the log values before (robust.h
  * gw_noise; with fewer than 4 points the largest step between them),
@@ -54,7 +55,7 @@ struct sc_state {
 	double pend_base, pend_rel, pend_first, pend_z, pend_lo, pend_hi;
 	int64_t pend_step;
 	/* frozen */
-	double frz_v;
+	double frz_v, frz_gn_lo, frz_gn_hi;
 	unsigned frz_n;
 	int64_t frz_from;
 	/* climb */
@@ -379,8 +380,18 @@ static bool sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L,
 			s->frz_v = L;
 			s->frz_n = 1;
 			s->frz_from = step;
+			s->frz_gn_lo = s->frz_gn_hi = NAN;
 		}
-		if (s->frz_n >= th->sc_frozen_n && (double)(step - s->frz_from) >= th->sc_frozen_steps) {
+		if (isfinite(G)) {
+			s->frz_gn_lo = isnan(s->frz_gn_lo) ? G : fmin(s->frz_gn_lo, G);
+			s->frz_gn_hi = isnan(s->frz_gn_hi) ? G : fmax(s->frz_gn_hi, G);
+		}
+		/* a loss that stays put while the grad norm moves is a loss defined
+		 * to be constant (a policy-gradient surrogate is 0 at the sampling
+		 * policy), not a model that stopped */
+		bool gn_moves = isfinite(s->frz_gn_lo) && s->frz_gn_hi > s->frz_gn_lo;
+		if (!gn_moves && s->frz_n >= th->sc_frozen_n &&
+		    (double)(step - s->frz_from) >= th->sc_frozen_steps) {
 			char fb[32];
 			snprintf(what, sizeof(what),
 			         "loss has stayed at exactly %s on %u lines, from step %s to %s: the "
