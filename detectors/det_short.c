@@ -12,8 +12,9 @@
  *   jump      the loss >= sc_jump_rel x the highest of >= 3 points before (2:
  *             sc_jump_rel2), or
  *             loss >= sc_both_loss_rel x and grad norm >= sc_both_gn_rel x their
- *             highest at the same line; the loss far outside the spread of
- *             those points (sc_z spreads of 4 or more, sc_z3 of 3, sc_z2 of 2)
+ *             highest at the same line (>= 1 point before: two series agree);
+ *             the loss far outside the spread of those points (sc_z spreads
+ *             of 4 or more, sc_z3 of 3, sc_z2 of 2; none with 1 point)
  *             and by sc_abs_rise in the loss's own units (so the level too);
  *   level     the loss >= sc_level_rel x the highest before (>= 2 points, far
  *             outside their spread as above; with 1 point before, sc_gross_rel
@@ -270,7 +271,9 @@ static bool sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L,
 	/* and a whole unit of loss */
 	zl = zl && L - rl.max >= th->sc_abs_rise;
 	bool jump_l = zl && rl.ratio >= (rl.k == 2 ? th->sc_jump_rel2 : th->sc_jump_rel);
-	bool jump_b = zl && hg && rg.k >= 2 && rl.ratio >= th->sc_both_loss_rel &&
+	/* both at once: with one point before too (two series agree) */
+	bool one = hl && hg && rl.k == 1 && rg.k == 1 && armed && L - rl.max >= th->sc_abs_rise;
+	bool jump_b = (zl || one) && hg && rg.k >= 1 && rl.ratio >= th->sc_both_loss_rel &&
 	              rg.ratio >= th->sc_both_gn_rel;
 	if (jump_l || jump_b) {
 		int n = snprintf(what, sizeof(what),

@@ -268,7 +268,8 @@ enum gw_th_kind {
 	  "short level with one point before it (no spread known): only a loss x3 counts (the " \
 	  "early rises judged fine reach x2.9)", GW_THR_RISE) \
 	X(sc_both_loss_rel, 1.75, GW_TH_REAL, 1, 1000, \
-	  "short jump of both: the loss >= x1.75 its highest point before (a healthy 13B start " \
+	  "short jump of both: the loss >= x1.75 its highest point before (even one point: two " \
+	  "series agree; a healthy 13B start " \
 	  "with the fp16 scale calibrating reaches x1.53, divergences of 104B-176B runs " \
 	  "x1.77-x1.97) ...", GW_THR_RISE) \
 	X(sc_both_gn_rel, 2.0, GW_TH_REAL, 1, 1000, \
