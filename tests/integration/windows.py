@@ -106,7 +106,7 @@ def starts(n, size):
     return sorted({round(i * last / (k - 1)) for i in range(k)})
 
 
-def run_windows(gradwatch, shared, sizes=SIZES, tmp=None):
+def run_windows(gradwatch, shared, sizes=SIZES, tmp=None, config=None):
     """Replay every window; returns (alerts, nwindows) where alerts is a list
     of (source label, size, start, alert object, allowed: bool)."""
     sources = healthy_sources(shared)
@@ -140,8 +140,9 @@ def run_windows(gradwatch, shared, sizes=SIZES, tmp=None):
         flush()
         alerts = []
         for i in range(0, len(files), FILES_PER_CALL):
-            r = subprocess.run([gradwatch, 'replay', '--format', 'jsonl', '--min-severity',
-                                'warning'] + files[i:i + FILES_PER_CALL],
+            cfg = ['--config', config] if config else []
+            r = subprocess.run([gradwatch] + cfg + ['replay', '--format', 'jsonl',
+                                '--min-severity', 'warning'] + files[i:i + FILES_PER_CALL],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900)
             if r.returncode not in (0, 1):
                 raise RuntimeError('replay failed: ' + r.stderr.decode()[:2000])
