@@ -135,7 +135,7 @@ static bool rise_of(const double *p, size_t k, double x, const struct gw_thresho
 	o->max = mx;
 	o->median = exp(med);
 	o->ratio = x / mx;
-	o->z = (log(x) - med) / spread;
+	o->z = k >= 2 ? (log(x) - med) / spread : NAN;   /* one point: no spread */
 	return true;
 }
 
@@ -144,11 +144,6 @@ static bool rise_of(const double *p, size_t k, double x, const struct gw_thresho
 static double need_z(const struct gw_thresholds *th, size_t k)
 {
 	return k <= 2 ? th->sc_z2 : k == 3 ? th->sc_z3 : th->sc_z;
-}
-
-static const char *sev_word(bool crit)
-{
-	return crit ? "critical" : "warning";
 }
 
 /* Raise one verdict; `what` is the sentence before the context note. */
@@ -168,7 +163,6 @@ static void sc_raise(struct sc_state *s, const struct gw_det_ctx *ctx, const cha
 	json_object_set_new(ev, "rule", json_string(rule));
 	json_object_set_new(ev, "short_context", json_true());
 	json_object_set_new(ev, "points", json_integer((json_int_t)pts));
-	json_object_set_new(ev, "severity_reason", json_string(sev_word(critical)));
 	v.evidence = ev;
 	if (gw_det_raise(ctx, &v))
 		s->incident = v.incident;
@@ -197,6 +191,21 @@ static void scale_note(const struct sc_state *s, double scale, char *buf, size_t
 			return;
 		}
 	}
+}
+
+/* "the point before it (6.44)" or "the highest of the 3 points before it
+ * (3.68; 10 spreads of them)" */
+static void points_before(char *buf, size_t size, size_t k, double max, double z)
+{
+	char m[24];
+	gw_det_fmt_num(m, sizeof(m), max);
+	if (k == 1)
+		snprintf(buf, size, "the point before it (%s)", m);
+	else if (isfinite(z))
+		snprintf(buf, size, "the highest of the %zu points before it (%s; %.0f spreads of them)",
+		         k, m, z);
+	else
+		snprintf(buf, size, "the highest of the %zu points before it (%s)", k, m);
 }
 
 static json_t *rise_ev(const char *metric, double x, const struct rise *r, int64_t step)
@@ -276,11 +285,10 @@ static bool sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L,
 	bool jump_b = (zl || one) && hg && rg.k >= 1 && rl.ratio >= th->sc_both_loss_rel &&
 	              rg.ratio >= th->sc_both_gn_rel;
 	if (jump_l || jump_b) {
-		int n = snprintf(what, sizeof(what),
-		                 "loss jumped to %s at step %s, x%.2g the highest of the %zu points before "
-		                 "it (%s; %.0f spreads of them)",
-		                 gw_det_fmt_num(a, sizeof(a), L), sb, rl.ratio, rl.k,
-		                 gw_det_fmt_num(b, sizeof(b), rl.max), rl.z);
+		char before[96];
+		points_before(before, sizeof(before), rl.k, rl.max, rl.z);
+		int n = snprintf(what, sizeof(what), "loss jumped to %s at step %s, x%.2g %s",
+		                 gw_det_fmt_num(a, sizeof(a), L), sb, rl.ratio, before);
 		if (hg && n > 0 && (size_t)n < sizeof(what))
 			n += snprintf(what + n, sizeof(what) - (size_t)n, "; grad norm x%.2g to %s",
 			              rg.ratio, gw_det_fmt_num(c, sizeof(c), G));
@@ -308,13 +316,13 @@ static bool sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L,
 			double need_n = s->pend_k == 1 ? th->sc_level_n1 : th->sc_level_n;
 			if (++s->pend_n >= need_n &&
 			    log(s->pend_lo / s->pend_base) >= th->sc_z * own) {
+				char before[96];
+				points_before(before, sizeof(before), s->pend_k, s->pend_base, s->pend_z);
 				snprintf(what, sizeof(what),
-				         "loss rose to %s at step %s, x%.2g the highest of the %u points before "
-				         "it (%s), and stayed there for %u points (now %s)%s",
-				         gw_det_fmt_num(a, sizeof(a), s->pend_first),
+				         "loss rose to %s at step %s, x%.2g %s, and stayed there for %u points "
+				         "(now %s)%s", gw_det_fmt_num(a, sizeof(a), s->pend_first),
 				         gw_fmt_int(sb, sizeof(sb), s->pend_step), s->pend_first / s->pend_base,
-				         s->pend_k, gw_det_fmt_num(b, sizeof(b), s->pend_base), s->pend_n,
-				         gw_det_fmt_num(c, sizeof(c), L), note);
+				         before, s->pend_n, gw_det_fmt_num(c, sizeof(c), L), note);
 				sc_raise(s, ctx, "level", s->pend_first / s->pend_base >= th->sp_crit_rel, what,
 				         CAUSE_DIVERGE, ACTION_DIVERGE,
 				         json_pack("{s:s, s:I, s:o, s:I, s:o, s:o, s:I, s:o, s:o}",
