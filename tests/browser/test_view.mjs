@@ -245,13 +245,42 @@ test('a warm-up\'s grad norms do not flatten the run: the axis fits what follows
   assert.match(await page.$eval('#chart-grad_norm .gw-clip', (e) => e.textContent), /reach 15 at step 1, above the top/);
   // zoomed on the warm-up, or on a log axis, it is all there
   await page.evaluate(() => window.gwView.charts[0].setScale('x', {min: 1, max: 40}));
-  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 15, {timeout: 5000});
+  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 15);
   await page.click('#gw-reset');
   await page.click('#gw-log');
   await page.waitForFunction(() => window.gwView.charts[0].scales.y.distr === 3);
-  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 15, {timeout: 5000});
+  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 15);
   assert.equal(await page.$eval('#chart-grad_norm .gw-clip', (e) => e.textContent), '');
   await page.evaluate(() => localStorage.clear());
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test('a grad-norm spike of 20,000 over a level of 8: the axis fits the level, the heading names the spike, the legend shows values unhovered', async () => {
+  let body = '';
+  for (let s = 1; s <= 600; s++) {
+    const g = s === 400 ? 20000 : 8 + 0.5 * Math.sin(s);
+    body += JSON.stringify({run: 'spike-axis', step: s, loss: 2 + 0.1 * Math.cos(s), grad_norm: g}) + '\n';
+  }
+  assert.equal((await daemon.ingest(body)).rejected, 0);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/spike-axis`);
+  await ready(page);
+  const [top, span] = await page.evaluate(() => {
+    const u = window.gwView.charts.find((c) => c.gwMetric === 'grad_norm');
+    return [u.scales.y.max, u.valToPos(7.5, 'y') - u.valToPos(8.5, 'y')];
+  });
+  assert.ok(top < 100, `the axis reaches ${top}`);
+  assert.ok(span >= 20, `the level's swing 7.5..8.5 is ${span.toFixed(1)} px`);
+  assert.match(await page.$eval('#chart-grad_norm .gw-clip', (e) => e.textContent),
+    /^1 value above the top, up to 20,000 at step 400/);
+  // no hover: the legend holds the last step's values, not dashes
+  const legend = await page.$eval('#chart-grad_norm .u-legend', (e) => e.textContent);
+  assert.match(legend, /\d/, legend);
+  assert.doesNotMatch(legend, /—/, legend);
+  // zoomed on the spike it is all there
+  await page.evaluate(() => window.gwView.charts[0].setScale('x', {min: 390, max: 410}));
+  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 20000, {timeout: 15000});
   assert.deepEqual(page.errors, []);
   await page.close();
 });
@@ -283,7 +312,7 @@ test('a streaming run with an open optimizer_reset: the restart panel keeps its 
     return window.gwView.restart.hi;
   });
   assert.equal((await daemon.ingest(grow(1100, 1400))).rejected, 0);
-  await page.waitForFunction((h) => window.gwView.restart && window.gwView.restart.hi > h, {timeout: 15000}, before);
+  await page.waitForFunction((h) => window.gwView.restart && window.gwView.restart.hi > h, {}, before);
   const after = await page.evaluate(() => window.gwView.restart.list.map((u) => [u.gwProbe, u.scales.x.max]));
   for (const [probe, max] of after) {
     assert.equal(probe, 'same chart');
@@ -306,7 +335,7 @@ test('a long streaming run (downsampled): the restart panel keeps its detail bet
   await page.goto(`${daemon.base}/runs/long-reset`);
   await ready(page);
   assert.equal(await page.evaluate(() => window.gwView.data.downsampled), true);
-  await page.waitForFunction(() => window.gwView.restartData && window.gwView.restart, {timeout: 15000});
+  await page.waitForFunction(() => window.gwView.restartData && window.gwView.restart);
   // every picture the panel draws from now on, in points
   const detail = await page.evaluate(() => {
     window.gwSets = [];
@@ -319,13 +348,13 @@ test('a long streaming run (downsampled): the restart panel keeps its detail bet
   assert.equal((await daemon.ingest(long.slice(11000, 11400).join('\n') + '\n')).rejected, 0);
   const lastStep = JSON.parse(long[11399]).step;
   await page.waitForFunction((s) => window.gwView.info.last_step >= s && window.gwSets.length >= 2 &&
-    window.gwView.restartData && window.gwView.restartData.to >= window.gwView.restart.hi, {timeout: 15000}, lastStep);
+    window.gwView.restartData && window.gwView.restartData.to >= window.gwView.restart.hi, {}, lastStep);
   const sets = await page.evaluate(() => window.gwSets);
   assert.ok(sets.every((n) => n >= detail * 0.8), `the panel drew ${sets.join(', ')} points; its detail had ${detail}`);
   // a zoom of the charts below to the start of the run leaves the panel as it was
   const range = await page.evaluate(() => [window.gwView.restart.lo, window.gwView.restart.hi]);
   await page.evaluate(() => window.gwView.charts[0].setScale('x', {min: 100, max: 3000}));
-  await page.waitForFunction(() => window.gwView.ranged === true && !window.gwView.loading && !window.gwView.restartPending, {timeout: 15000});
+  await page.waitForFunction(() => window.gwView.ranged === true && !window.gwView.loading && !window.gwView.restartPending);
   const [lo, hi, n, xmin, xmax] = await page.evaluate(() => {
     const r = window.gwView.restart, u = r.list[0];
     return [r.lo, r.hi, u.data[0].length, u.scales.x.min, u.scales.x.max];
