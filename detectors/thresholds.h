@@ -42,6 +42,11 @@
  *    (loss x4.4 at 5.5 sigma, grad norm x2.6 at 4.8 sigma).  Benign bursts
  *    of noisy runs reach x1.7 (realworld) at 4 sigma or more.
  *
+ * Issue 19 (real incidents, docs/detectors.md "short_context", "loss_scale"):
+ * the sc_* and ls_* thresholds, tuned on tests/data/incidents and held to
+ * zero false alerts on every window of 5-40 points of the healthy real logs
+ * (bench/det_windows.py); dev and realworld scores unchanged.
+ *
  * Changes to detection that are not a threshold's value, recorded here:
  *  - segmentation: a line that arrived late (its step between the last two
  *    logged, its ts not after the last one's) is no rewind and the
