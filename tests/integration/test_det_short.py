@@ -7,6 +7,8 @@ loss scaling (detectors/det_loss_scale.c).
 - every excerpt of tests/data/incidents is read (but the three the readers
   do not take yet, UNREAD), at least MIN_FAULT_RECALL of its faults alert
   and none of its healthy ones (the test prints which);
+- a running daemon that meets those excerpts' lines raises the alerts
+  replay prints (one engine: live == replay);
 - every window of 5, 10, 20 and 40 points of every healthy real log
   (tests/integration/windows.py) replays with no warning or critical alert
   outside the spans its labels allow.
@@ -17,7 +19,8 @@ import subprocess
 import unittest
 
 import windows
-from gwtest import GRADWATCH, REALWORLD, SHARED
+from gwtest import Daemon, GRADWATCH, REALWORLD, SHARED
+from test_replay import replay_alerts
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INCIDENTS = os.path.join(HERE, '..', 'data', 'incidents')
@@ -64,6 +67,26 @@ class Bloom(unittest.TestCase):
     def test_scale_collapse_with_the_spike_is_said(self):
         _, al, _ = alerts(os.path.join(REALWORLD, 'bs-tr8b-104B-restart-spike-excerpt.jsonl'))
         self.assertIn('fp16 loss scale fell', al[0]['summary'])
+
+
+class LiveEqualsReplay(unittest.TestCase):
+    def test_daemon_judges_short_runs_as_replay_does(self):
+        names = sorted(Bloom.WHAT)
+        with Daemon() as d:
+            expected = {}
+            total = 0
+            for name in names:
+                path = os.path.join(REALWORLD, name)
+                expected.update(replay_alerts(path))
+                with open(path, 'rb') as f:
+                    data = f.read()
+                total += data.count(b'\n')
+                d.send_unix(data)
+            got = d.wait_committed('SELECT count(*) FROM records', total, timeout=30)
+            self.assertEqual(got, total)
+            rows = d.sql('SELECT id, detector, step, line, severity, seg FROM alerts')
+            self.assertEqual({r[0]: list(r[1:]) for r in rows}, expected)
+            self.assertEqual(len(expected), len(names))
 
 
 class Incidents(unittest.TestCase):
