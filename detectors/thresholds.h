@@ -299,9 +299,10 @@ enum gw_th_kind {
 	  "... over at least this many optimizer steps (a progress bar repeats its last loss at " \
 	  "every step for a while: 13 steps in a healthy Lightning paste)", \
 	  "steps: at least 1") \
-	X(sc_absurd, 1e9, GW_TH_ABOVE, 0, 1e300, \
+	X(sc_absurd, 1e12, GW_TH_ABOVE, 0, 1e300, \
 	  "a finite loss or grad norm this large is numerics gone, not training (healthy real logs " \
-	  "stay below 1e7, fp16 overflows at 65504 before scaling)", \
+	  "stay below 1e7; a grad norm logged still multiplied by an fp16 loss scale of 2^16-2^24 " \
+	  "stays below 1e12; broken runs log 4e12 and 5e26)", \
 	  "a magnitude: above 0") \
 	/* ---- loss_scale: fp16 dynamic loss scaling */ \
 	X(ls_storm_n, 4.0, GW_TH_COUNT, 2, 1e9, \
