@@ -24,7 +24,8 @@ import windows  # noqa: E402
 
 RULES = ['short_context/' + r for r in ('absurd', 'collapse', 'jump', 'level', 'climb',
                                         'frozen')] + \
-        ['loss_scale/' + r for r in ('storm', 'floor', 'pinned', 'minimum')]
+        ['loss_scale/' + r for r in ('storm', 'floor', 'pinned', 'minimum',
+                                                     'skipped')]
 
 
 def main():

@@ -13,7 +13,10 @@
  *   pinned    ls_pinned_n overflows within ls_pinned_steps that could not
  *             lower the scale: it is at its minimum and steps are skipped
  *             (critical);
- *   minimum   the scaler said it reached its minimum (critical).
+ *   minimum   the scaler said it reached its minimum (critical);
+ *   skipped   ls_skip_n records in a row report skipped iterations or
+ *             iterations with a NaN loss (Megatron's counts; critical with
+ *             a NaN).
  * The evidence carries the loss and grad norm at that time; when the loss
  * rose by x1.5 or more over the storm, the summary says the spike came with
  * the overflows.  One alert per segment.
@@ -38,6 +41,9 @@ struct ls_state {
 	unsigned npins;
 	double loss, gn;           /* the last record's */
 	int64_t rec_step;
+	unsigned skip_recs;        /* records in a row that skipped iterations */
+	double skipped, nans;      /* ... how many, and how many had a NaN */
+	int64_t skip_from;
 };
 
 static void ls_reset(struct ls_state *s)
@@ -187,6 +193,30 @@ static void ls_record(void *st, const struct gw_det_ctx *ctx)
 	if (gw_rec_has(r, GW_ROLE_GRAD_NORM))
 		s->gn = r->v[GW_ROLE_GRAD_NORM];
 	s->rec_step = r->step;
+	double sk = gw_rec_has_field(r, GW_FIELD_SKIPPED) ? r->f[GW_FIELD_SKIPPED] : 0;
+	double nn = gw_rec_has_field(r, GW_FIELD_NAN_ITERATIONS) ? r->f[GW_FIELD_NAN_ITERATIONS] : 0;
+	if ((isfinite(sk) && sk > 0) || (isfinite(nn) && nn > 0)) {
+		if (s->skip_recs++ == 0) {
+			s->skipped = s->nans = 0;
+			s->skip_from = r->step;
+		}
+		s->skipped += isfinite(sk) && sk > 0 ? sk : 0;
+		s->nans += isfinite(nn) && nn > 0 ? nn : 0;
+		if (s->skip_recs >= ctx->th->ls_skip_n) {
+			char what[320], fb[32], sb[32];
+			snprintf(what, sizeof(what),
+			         "%u records in a row, steps %s to %s, report skipped iterations (%.0f "
+			         "skipped, %.0f with a NaN loss): updates are being thrown away",
+			         s->skip_recs, gw_fmt_int(fb, sizeof(fb), s->skip_from),
+			         gw_fmt_int(sb, sizeof(sb), r->step), s->skipped, s->nans);
+			s->storm = s->skip_recs;
+			s->storm_from_step = s->skip_from;
+			ls_raise(s, ctx, "skipped", s->nans > 0, what, r->step);
+			return;
+		}
+	} else {
+		s->skip_recs = 0;
+	}
 	if (!gw_rec_has_field(r, GW_FIELD_LOSS_SCALE))
 		return;
 	double sc = r->f[GW_FIELD_LOSS_SCALE];

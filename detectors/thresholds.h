@@ -321,6 +321,10 @@ enum gw_th_kind {
 	X(ls_pinned_n, 2.0, GW_TH_COUNT, 1, 1e9, \
 	  "pinned scale: this many overflows that could not lower the scale (at its minimum) ...", \
 	  "overflows: at least 1") \
+	X(ls_skip_n, 3.0, GW_TH_COUNT, 1, 1e9, \
+	  "skipped: this many records in a row that report skipped or NaN iterations (a healthy " \
+	  "Megatron fp16 run skips in one record while its scale calibrates)", \
+	  "records: at least 1") \
 	X(ls_pinned_steps, 50.0, GW_TH_COUNT, 1, 1e9, \
 	  "... within this many steps (a healthy run at its floor overflows once in ~100 updates)", \
 	  "steps: at least 1") \

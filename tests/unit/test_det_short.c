@@ -212,6 +212,38 @@ START_TEST(loss_scale_floor_and_pinned)
 }
 END_TEST
 
+/* Megatron's skipped / nan iteration counts: one record is calibration,
+ * three in a row throw updates away. */
+static void rec_skipped(struct gw_engine *e, int64_t step, double skipped, double nans)
+{
+	struct gw_rec r = {.run = "r", .run_len = 1, .step = step, .ts = NAN,
+	                   .present = 1u << GW_ROLE_LOSS, .fields = 1u << GW_FIELD_SKIPPED |
+	                                                            1u << GW_FIELD_NAN_ITERATIONS};
+	r.v[GW_ROLE_LOSS] = 2.5 + 0.01 * (double)(step / 10 % 2);
+	r.f[GW_FIELD_SKIPPED] = skipped;
+	r.f[GW_FIELD_NAN_ITERATIONS] = nans;
+	ck_assert_int_eq(gw_engine_feed(e, &r, (uint64_t)step, NAN, NULL), 0);
+}
+
+START_TEST(loss_scale_skipped_streak)
+{
+	struct got g = {0};
+	struct gw_engine *e = mk(&g, false);
+	rec_skipped(e, 10, 0, 0);
+	rec_skipped(e, 20, 1, 0);
+	rec_skipped(e, 30, 0, 0);
+	rec_skipped(e, 40, 2, 0);
+	rec_skipped(e, 50, 3, 1);
+	ck_assert_int_eq(g.n, 0);
+	rec_skipped(e, 60, 10, 0);
+	ck_assert_int_eq(g.n, 1);
+	ck_assert_str_eq(g.rule[0], "skipped");
+	ck_assert_int_eq(g.sev[0], GW_SEV_CRITICAL);
+	ck_assert_ptr_nonnull(strstr(g.summary[0], "15 skipped, 1 with a NaN loss"));
+	gw_engine_free(e);
+}
+END_TEST
+
 /* The same lines live and in replay give the same alerts. */
 START_TEST(live_equals_replay)
 {
@@ -257,6 +289,7 @@ int main(void)
 	tcase_add_test(tc, collapse_and_absurd);
 	tcase_add_test(tc, loss_scale_storm_and_calibration);
 	tcase_add_test(tc, loss_scale_floor_and_pinned);
+	tcase_add_test(tc, loss_scale_skipped_streak);
 	tcase_add_test(tc, live_equals_replay);
 	tcase_add_test(tc, long_history_is_not_short);
 	suite_add_tcase(s, tc);
