@@ -26,9 +26,12 @@ extern const struct gw_detector gw_det_resume_regression;
 extern const struct gw_detector gw_det_loss_spike;
 extern const struct gw_detector gw_det_grad_explosion;
 extern const struct gw_detector gw_det_stall;
+extern const struct gw_detector gw_det_loss_scale;
+extern const struct gw_detector gw_det_short_context;
 
 /* Resume evidence first (events, LR, optimizer state, level), then the
- * generic spike rules, then stall. */
+ * generic spike rules, fp16 loss scaling, the rules for short context,
+ * then stall. */
 const struct gw_detector *const gw_det_registry[] = {
 	&gw_det_nonfinite,
 	&gw_det_resume_mismatch,
@@ -37,6 +40,8 @@ const struct gw_detector *const gw_det_registry[] = {
 	&gw_det_resume_regression,
 	&gw_det_loss_spike,
 	&gw_det_grad_explosion,
+	&gw_det_loss_scale,
+	&gw_det_short_context,
 	&gw_det_stall,
 	NULL,
 };

@@ -231,9 +231,16 @@ void gw__rd_name_run(struct gw_reader *r)
 	memcpy(r->cur_run + n, suffix, sl + 1);
 }
 
+/* A run whose first step is above this did not start from scratch in
+ * what was read: it is an excerpt of a longer run (a paste of lines
+ * 94768-94770), and a step back to its first step is a resume of it,
+ * not a new run. */
+#define SCRATCH_STEP_MAX 1000
+
 /* The run of a point or event of the default run: a point whose step goes
  * back below the previous one, to or below the run's first step, starts
- * the next run (NAME#2, NAME#3, ...). */
+ * the next run (NAME#2, NAME#3, ...) when that first step was a start
+ * from scratch (at most SCRATCH_STEP_MAX); else the engine sees a resume. */
 static const char *default_run(struct gw_reader *r, int64_t step, bool point)
 {
 	if (point && r->line_label >= 0) {
@@ -242,7 +249,8 @@ static const char *default_run(struct gw_reader *r, int64_t step, bool point)
 		point = r->line_label == r->label;   /* another rank's: no new run */
 	}
 	if (point) {
-		if (r->run_any && step < r->run_last && step <= r->run_first) {
+		if (r->run_any && step < r->run_last && step <= r->run_first &&
+		    r->run_first <= SCRATCH_STEP_MAX) {
 			r->run_no++;
 			r->run_any = false;
 			gw__rd_name_run(r);

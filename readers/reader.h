@@ -33,7 +33,9 @@
  * "run") uses them; otherwise opts.run (the caller derives it, e.g. from the
  * file name) is used.  Several from-scratch runs in one file (a step that
  * goes back to the run's first step, as when a Megatron job is started
- * again) become runs "NAME", "NAME#2", ...; a step that goes back to a later
+ * again, from a first step of at most 1,000) become runs "NAME", "NAME#2",
+ * ...; an excerpt of a longer run that goes back to its own first step, or
+ * a step that goes back to a later
  * point (a resume from a checkpoint) stays in the run, where the engine
  * sees the rewind and opens a segment.
  *

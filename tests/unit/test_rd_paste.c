@@ -277,6 +277,13 @@ START_TEST(tables_and_several_losses)
 		 "3 PC 0 loss=0.6734 grad_norm=0.0481\n"
 		 "4 M4 2 loss=0.742 grad_norm=0.6488\n"
 		 "4 PC 2 loss=0.6629 grad_norm=0.0637\n"},
+		/* an excerpt of a long run resumed at its first step: a resume
+		 * (one run, the engine opens a segment), not a new run; a log
+		 * that starts from scratch again is a new run (readers' tests) */
+		{"an excerpt resumed at its own first step stays one run",
+		 "step 94768 | loss 1.9439\nstep 94769 | loss 1.9344\nstep 94768 | loss 2.0429\n",
+		 "text",
+		 "1 r 94768 loss=1.9439\n2 r 94769 loss=1.9344\n3 r 94768 loss=2.0429\n"},
 		/* dbolya/yolact issue 382, the first line pasted without "[1" */
 		{"YOLACT: one-letter losses, T their total",
 		 "1073]    3220 || B: 0.117 | C: 0.043 | M: 0.244 | S: 0.060 | I: 0.014 | T: 0.478 || ETA: 1:42:02 || timer: 0.826\n"
