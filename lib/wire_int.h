@@ -56,6 +56,8 @@ struct gw_wire {
 	int shape_cur;
 	size_t shape_aliases; /* the alias table's size when the shape was kept */
 	bool shape_same;      /* every key so far matched its place */
+	char last_run[GW_WIRE_RUN_MAX]; /* the last run name found valid */
+	size_t last_run_len;
 };
 
 struct shape_key {
@@ -77,8 +79,9 @@ struct cur {
 static inline void skip_ws(struct cur *c)
 {
 	while (c->i < c->n) {
-		char ch = c->s[c->i];
-		if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r')
+		unsigned char ch = (unsigned char)c->s[c->i];
+		/* one compare for the usual case: no white space at all */
+		if (ch > ' ' || (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r'))
 			break;
 		c->i++;
 	}
@@ -101,12 +104,27 @@ void gw__wire_shape_begin(struct gw_wire *w);
  * it compares are short, and a call to memcmp costs more than they do. */
 static inline bool same_bytes(const char *a, const char *b, size_t n)
 {
-	for (; n >= 8; a += 8, b += 8, n -= 8) {
-		uint64_t x, y;
-		memcpy(&x, a, 8);
-		memcpy(&y, b, 8);
-		if (x != y)
+	uint64_t x, y;
+	uint32_t u, v;
+	if (n >= 8) {
+		for (size_t i = 0; i + 8 <= n; i += 8) {
+			memcpy(&x, a + i, 8);
+			memcpy(&y, b + i, 8);
+			if (x != y)
+				return false;
+		}
+		memcpy(&x, a + n - 8, 8);   /* the last 8, overlapping */
+		memcpy(&y, b + n - 8, 8);
+		return x == y;
+	}
+	if (n >= 4) {
+		memcpy(&u, a, 4);
+		memcpy(&v, b, 4);
+		if (u != v)
 			return false;
+		memcpy(&u, a + n - 4, 4);
+		memcpy(&v, b + n - 4, 4);
+		return u == v;
 	}
 	for (; n; a++, b++, n--)
 		if (*a != *b)

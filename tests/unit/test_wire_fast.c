@@ -78,11 +78,16 @@ START_TEST(shape_cache_reads_as_fresh)
 		"{\"step\":15,\"run\":\"a\",\"event\":\"ckpt\",\"lr\":0.3,\"path\":\"/y\"}",
 		"{\"step\":16,\"run\":\"a\",\"ev",
 		"{ \"step\" : 17 , \"run\" : \"a\" , \"event\" : \"ckpt\" }",
+		/* runs: a bad one after good ones, an empty one first thing */
+		"{\"step\":18,\"run\":\"a\\u0001\"}",
+		"{\"step\":18,\"run\":\"\"}",
+		"{\"step\":18,\"run\":\"b\"}",
 		"{\"step\":18,\"run\":\"a\",\"my_loss\":2.5}",
 		"{\"step\":19,\"run\":\"a\",\"my_loss\":2.5}",
 	};
 	struct gw_alias *al = gw_alias_new();
 	struct gw_wire *w = gw_wire_new(al);
+	same_as_fresh(w, al, "{\"step\":1,\"run\":\"\"}");
 	for (int round = 0; round < 2; round++)
 		for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
 			same_as_fresh(w, al, lines[i]);
