@@ -2,8 +2,8 @@
  * store_impl: what the store's parts share (internal; users see store.h):
  * the queued items and their arena, the writer's cache of runs, the
  * statements' numbering, and struct gw_store.  store.c is the queue (the
- * callers' side), store_writer.c the writer and checkpointer threads and
- * the statements they run, store_open.c opening and closing.
+ * callers' side), store_writer.c the writer thread and the statements it
+ * runs, store_ckpt.c the checkpointer, store_open.c opening and closing.
  */
 #ifndef GW_STORE_IMPL_H
 #define GW_STORE_IMPL_H
@@ -134,5 +134,8 @@ int gw__store_prepare(struct gw_store *s, char *err, size_t errlen);
 void *gw__store_writer_main(void *arg);
 void *gw__store_checkpointer_main(void *arg);
 int gw__store_on_wal(void *arg, sqlite3 *db, const char *name, int frames);
+
+/* Wait on cv (mu held) for at most ms milliseconds (store_writer.c). */
+void gw__store_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms);
 
 #endif
