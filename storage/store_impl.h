@@ -88,6 +88,7 @@ struct gw_store {
 	struct arena pending;
 	uint64_t seq;            /* last sequence handed out */
 	bool urgent, stop;
+	bool writer_idle;        /* the writer waits for a first row (put wakes it) */
 	unsigned held;           /* gw_store_hold() depth: do not take the queue */
 	_Atomic uint64_t committed;
 	_Atomic size_t pending_bytes;
