@@ -90,6 +90,7 @@ struct gw_store {
 	bool urgent, stop;
 	bool writer_idle;        /* the writer waits for a first row (put wakes it) */
 	unsigned held;           /* gw_store_hold() depth: do not take the queue */
+	bool held_waiter;        /* the writer waits for held to reach 0 */
 	_Atomic uint64_t committed;
 	_Atomic size_t pending_bytes;
 

@@ -437,9 +437,12 @@ static int write_incrementally(struct gw_store *s, uint64_t counts[C_N], char *w
 	for (;;) {
 		bool last = s->stop || s->urgent || gw_mono_ms() >= due ||
 		            s->work.n + s->pending.n >= s->o.commit_max_records;
-		if (last)
+		if (last) {
+			s->held_waiter = true;
 			while (s->held)
 				pthread_cond_wait(&s->cv, &s->mu);
+			s->held_waiter = false;
+		}
 		take_pending(s);
 		if (last)
 			s->urgent = false;
