@@ -1,11 +1,32 @@
 /*
  * store_ckpt: the store's checkpointer thread (see store_writer.c for the
  * writer): it folds the WAL back into the database with PASSIVE
- * checkpoints on its own connection, off the writer's path.
+ * checkpoints on its own connection, off the writer's path.  Also the
+ * timed wait both threads use.
  */
 #include "store_impl.h"
 
 #include "log.h"
+
+#include <time.h>
+
+/* Wait on cv (mu held) for at most ms milliseconds.  The store's
+ * condition variables run on CLOCK_MONOTONIC (cond_init): on the default
+ * wall clock a step backwards (NTP at boot, a VM resumed) stretched the
+ * wait by the step, and a stream's lines or the WAL checkpoints waited
+ * with it. */
+void gw__store_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(cv, mu, &ts);
+}
 
 /* SQLite's automatic checkpoint runs inside the COMMIT that crosses its
  * threshold, so one commit in a few hundred would wait for the whole WAL to

@@ -104,6 +104,7 @@ struct gw_store {
 
 	/* writer-thread only */
 	struct arena work;
+	struct arena spare;            /* an empty arena the queue gets when taken onto an open batch */
 	struct run_slot *runs;         /* in the order first met */
 	size_t runs_cap, runs_n;
 	struct gw_strtab runs_by_name; /* name -> index into runs */
@@ -137,7 +138,7 @@ void *gw__store_writer_main(void *arg);
 void *gw__store_checkpointer_main(void *arg);
 int gw__store_on_wal(void *arg, sqlite3 *db, const char *name, int frames);
 
-/* Wait on cv (mu held) for at most ms milliseconds (store_writer.c). */
+/* Wait on cv (mu held) for at most ms milliseconds (store_ckpt.c). */
 void gw__store_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms);
 
 #endif

@@ -331,11 +331,11 @@ static int batch_begin(struct gw_store *s)
 	return step_done(s->tx[T_BEGIN]);
 }
 
-static int batch_items(struct gw_store *s, size_t *done, uint64_t counts[C_N])
+static int batch_items(struct gw_store *s, size_t *done, size_t end, uint64_t counts[C_N])
 {
 	double now = wall_now();
 	int rc = SQLITE_OK;
-	while (*done < s->work.len) {
+	while (*done < end) {
 		const struct item *it = (const struct item *)(s->work.buf + *done);
 		if ((rc = write_item(s, it, now, counts)) != SQLITE_OK)
 			break;
@@ -390,14 +390,19 @@ static int write_batch(struct gw_store *s, uint64_t counts[C_N], char *why, size
 	int rc = batch_begin(s);
 	if (rc != SQLITE_OK)
 		return batch_fail(s, rc, false, why, whylen);
-	if ((rc = batch_items(s, &done, counts)) != SQLITE_OK || (rc = batch_commit(s)) != SQLITE_OK)
+	if ((rc = batch_items(s, &done, s->work.len, counts)) != SQLITE_OK ||
+	    (rc = batch_commit(s)) != SQLITE_OK)
 		return batch_fail(s, rc, true, why, whylen);
 	return SQLITE_OK;
 }
 
-/* Move the queue's items to the end of the batch (mu held).  On a failed
- * allocation they stay queued, for the next batch. */
-static void take_pending(struct gw_store *s)
+/* Take the queue (mu held), in O(1) so producers never wait for a copy:
+ * into an empty batch by swapping the arenas; onto an open one by handing
+ * the queue's arena over in *got (the queue gets the spare arena) after
+ * making room for it at the end of the batch, where the caller copies it
+ * outside the mutex.  On a failed allocation the items stay queued, for
+ * the next batch. */
+static void take_pending(struct gw_store *s, struct arena *got)
 {
 	struct arena *p = &s->pending, *w = &s->work;
 	if (!p->n)
@@ -406,16 +411,17 @@ static void take_pending(struct gw_store *s)
 		struct arena tmp = *w;
 		*w = *p;
 		*p = tmp;
-	} else {
-		if (gw_grow((void **)&w->buf, &w->cap, w->len + p->len, 1) < 0)
-			return;
-		memcpy(w->buf + w->len, p->buf, p->len);
-		w->len += p->len;
-		w->n += p->n;
-		w->last_seq = p->last_seq;
+		p->len = p->n = 0;
+		atomic_store(&s->pending_bytes, w->len);
+		return;
 	}
+	if (gw_grow((void **)&w->buf, &w->cap, w->len + p->len, 1) < 0)
+		return;
+	*got = *p;
+	*p = s->spare;
 	p->len = p->n = 0;
-	atomic_store(&s->pending_bytes, w->len);
+	s->spare = (struct arena){0};
+	atomic_store(&s->pending_bytes, w->len + got->len);
 }
 
 /* Write one batch, its rows as they come (mu held on entry and return):
@@ -433,7 +439,6 @@ static int write_incrementally(struct gw_store *s, uint64_t counts[C_N], char *w
 	uint64_t due = s->pending.first_ms + s->o.commit_interval_ms;
 	size_t done = 0;
 	bool open = false;
-	int rc = SQLITE_OK;
 	for (;;) {
 		bool last = s->stop || s->urgent || gw_mono_ms() >= due ||
 		            s->work.n + s->pending.n >= s->o.commit_max_records;
@@ -443,22 +448,36 @@ static int write_incrementally(struct gw_store *s, uint64_t counts[C_N], char *w
 				pthread_cond_wait(&s->cv, &s->mu);
 			s->held_waiter = false;
 		}
-		take_pending(s);
+		struct arena got = {0};
+		take_pending(s, &got);
 		if (last)
 			s->urgent = false;
+		size_t end = s->work.len;
 		pthread_mutex_unlock(&s->mu);
-		if (!open && (rc = batch_begin(s)) != SQLITE_OK) {
-			pthread_mutex_lock(&s->mu);
-			return batch_fail(s, rc, false, why, whylen);
+		if (got.n) {
+			memcpy(s->work.buf + end, got.buf, got.len);
+			end += got.len;
 		}
-		open = true;
-		if ((rc = batch_items(s, &done, counts)) == SQLITE_OK && last)
+		int rc = open ? SQLITE_OK : batch_begin(s);
+		open = open || rc == SQLITE_OK;
+		if (rc == SQLITE_OK)
+			rc = batch_items(s, &done, end, counts);
+		if (rc == SQLITE_OK && last)
 			rc = batch_commit(s);
-		pthread_mutex_lock(&s->mu);
 		if (rc != SQLITE_OK)
-			return batch_fail(s, rc, true, why, whylen);
-		if (last)
-			return SQLITE_OK;
+			batch_fail(s, rc, open, why, whylen);
+		pthread_mutex_lock(&s->mu);
+		if (got.n) {
+			/* the copied rows are the batch's now (a retry writes them
+			 * too); the queue's old arena is the next spare */
+			s->work.len = end;
+			s->work.n += got.n;
+			s->work.last_seq = got.last_seq;
+			got.len = got.n = 0;
+			s->spare = got;
+		}
+		if (rc != SQLITE_OK || last)
+			return rc;
 		uint64_t now = gw_mono_ms();
 		if (now < due && !s->urgent && !s->stop &&
 		    s->work.n + s->pending.n < s->o.commit_max_records)
@@ -474,24 +493,6 @@ static void notify(struct gw_store *s)
 	if (s->o.notify)
 		s->o.notify(s->o.notify_data);
 	pthread_mutex_unlock(&s->notify_mu);
-}
-
-/* Wait on cv (mu held) for at most ms milliseconds.  The store's
- * condition variables run on CLOCK_MONOTONIC (cond_init): on the default
- * wall clock a step backwards (NTP at boot, a VM resumed) stretched the
- * wait by the step, and a stream's lines or the WAL checkpoints waited
- * with it. */
-void gw__store_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(cv, mu, &ts);
 }
 
 void *gw__store_writer_main(void *arg)
