@@ -1,7 +1,9 @@
 /*
- * What the two parts of the wire parser share (wire.c: the object and the
- * record layer; wire_value.c: the JSON values, strings and numbers): the
- * parser's state, the cursor over a line, and the few calls between them.
+ * What the parts of the wire parser share (wire.c: the object and the
+ * record layer; wire_value.c: the JSON values, strings and numbers;
+ * wire_err.c: the reasons' names and a failure's message; wire_shape.c:
+ * the last line's keys, reused): the parser's state, the cursor over a
+ * line, and the few calls between them.
  * Internal to lib/ (gw__wire_ prefix); callers see wire.h.
  */
 #ifndef GW_WIRE_INT_H
@@ -12,6 +14,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+
+/* How deep objects and arrays may nest in a line. */
+#define GW_WIRE_MAX_DEPTH 32
 
 enum vkind { V_NUM, V_STR, V_NULL, V_BOOL, V_NESTED };
 
