@@ -8,7 +8,9 @@
  * How it works: one pass over the line reads the top-level object into an
  * array of entries (key, kind, number or decoded string, raw span of nested
  * values), decoding strings into a scratch buffer sized from the line so no
- * pointer moves during the pass.  A second pass gives the entries meaning:
+ * pointer moves during the pass; a key that repeats the last line's key at
+ * its place is taken from the shape cache instead (wire_shape.c), meaning
+ * and all.  A second pass gives the entries meaning:
  * run, step, ts, event, role metrics, fp16 fields, extras.  Nested values
  * are validated during the first pass and only turned into jansson values
  * when the line is an event.
@@ -45,6 +47,9 @@ void gw_wire_free(struct gw_wire *w)
 	free(w->scratch);
 	free(w->ent);
 	free(w->metrics);
+	free(w->shape);
+	free(w->shape_text[0]);
+	free(w->shape_text[1]);
 	free(w);
 }
 
@@ -110,24 +115,38 @@ static int read_object(struct cur *c)
 		c->i++;
 		goto tail;
 	}
+	/* one bit per key hash's low 6 bits: a key whose bit is clear is no
+	 * duplicate, and the keys are compared only when it is set */
+	uint64_t seen = 0;
 	for (;;) {
 		if (c->i >= c->n || c->s[c->i] != '"')
 			return gw__wire_fail(c, GW_REJ_SYNTAX, c->i + 1, NULL, "field name expected");
-		if ((rc = gw_grow((void **)&w->ent, &w->ent_cap, w->n_ent + 1, sizeof(*w->ent))) < 0)
+		if (w->n_ent == w->ent_cap &&
+		    (rc = gw_grow((void **)&w->ent, &w->ent_cap, w->n_ent + 1, sizeof(*w->ent))) < 0)
 			return rc;
 		struct entry *e = &w->ent[w->n_ent];
-		memset(e, 0, sizeof(*e));
 		e->key_col = c->i + 1;
+		e->num_int = e->bval = false;
+		e->str = NULL;
+		e->str_len = 0;
+		e->num = 0;
 		c->field = NULL;
-		if ((rc = gw__wire_string(c, &e->key, &e->key_len)) < 0)
-			return rc;
-		e->key_hash = gw_fnv1a32(e->key, e->key_len);
-		for (size_t k = 0; k < w->n_ent; k++) {
-			if (w->ent[k].key_hash == e->key_hash && w->ent[k].key_len == e->key_len &&
-			    memcmp(w->ent[k].key, e->key, e->key_len) == 0)
-				return gw__wire_fail(c, GW_REJ_DUP_KEY, e->key_col, e->key,
-				                     "the field appears twice");
+		e->known = false;
+		if (!gw__wire_shape_key(c, e)) {
+			if ((rc = gw__wire_string(c, &e->key, &e->key_len)) < 0)
+				return rc;
+			e->key_raw = c->i - e->key_col - 1;
+			e->key_hash = gw_fnv1a32(e->key, e->key_len);
+			uint64_t bit = UINT64_C(1) << (e->key_hash & 63);
+			for (size_t k = 0; (seen & bit) && k < w->n_ent; k++) {
+				if (w->ent[k].key_hash == e->key_hash &&
+				    w->ent[k].key_len == e->key_len &&
+				    memcmp(w->ent[k].key, e->key, e->key_len) == 0)
+					return gw__wire_fail(c, GW_REJ_DUP_KEY, e->key_col, e->key,
+					                     "the field appears twice");
+			}
 		}
+		seen |= UINT64_C(1) << (e->key_hash & 63);
 		c->field = e->key;
 		skip_ws(c);
 		if (c->i >= c->n || c->s[c->i] != ':')
@@ -259,8 +278,11 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 	w->scratch_len = 0;
 	w->n_ent = 0;
 	struct cur c = {.s = line, .n = len, .i = 0, .w = w, .err = err};
+	gw__wire_shape_begin(w);
 	int rc = read_object(&c);
 	if (rc < 0)
+		return rc;
+	if ((rc = gw__wire_shape_end(w)) < 0)
 		return rc;
 
 	memset(rec, 0, sizeof(*rec));
@@ -278,24 +300,15 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 
 	for (size_t k = 0; k < w->n_ent; k++) {
 		const struct entry *e = &w->ent[k];
-		if (e->key_len == 3 && memcmp(e->key, "run", 3) == 0) {
-			run = e;
-			continue;
+		switch (e->name) {
+		case K_RUN: run = e; continue;
+		case K_STEP: step = e; continue;
+		case K_EVENT: event = e; continue;
+		case K_RANK: rank = e; continue;
+		case K_OTHER: break;
 		}
-		if (e->key_len == 4 && memcmp(e->key, "step", 4) == 0) {
-			step = e;
-			continue;
-		}
-		if (e->key_len == 5 && memcmp(e->key, "event", 5) == 0) {
-			event = e;
-			continue;
-		}
-		if (e->key_len == 4 && memcmp(e->key, "rank", 4) == 0) {
-			rank = e;
-			continue;
-		}
-		int p;
-		int role = gw__alias_lookup_hashed(w->aliases, e->key, e->key_len, e->key_hash, &p);
+		int p = e->prio;
+		int role = e->role;
 		if (role == GW_ROLE_TS) {
 			/* null counts as absent, as for the roles; so does it
 			 * among an event's attributes (build_attrs) */
@@ -355,8 +368,15 @@ int gw_wire_parse(struct gw_wire *w, const char *line, size_t len,
 			return gw__wire_fail(&c, GW_REJ_BAD_RUN, run->raw_start + 1, "run",
 			                     "expected a string, got %s", vkind_name(run->kind));
 		char why[128];
-		if (gw_wire_check_run(run->str, run->str_len, why, sizeof(why)) < 0)
-			return gw__wire_fail(&c, GW_REJ_BAD_RUN, run->raw_start + 1, "run", "%s", why);
+		/* lines of a stream repeat their run: checked once while it does */
+		if (!w->last_run_len || run->str_len != w->last_run_len ||
+		    !same_bytes(run->str, w->last_run, run->str_len)) {
+			if (gw_wire_check_run(run->str, run->str_len, why, sizeof(why)) < 0)
+				return gw__wire_fail(&c, GW_REJ_BAD_RUN, run->raw_start + 1, "run",
+				                     "%s", why);
+			memcpy(w->last_run, run->str, run->str_len);
+			w->last_run_len = run->str_len;
+		}
 		rec->run = run->str;
 		rec->run_len = run->str_len;
 	} else if (default_run && *default_run) {

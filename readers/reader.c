@@ -6,8 +6,10 @@
  *
  * How bytes flow: gw_reader_feed -> stage 1 (decompress.c: gzip/zstd by
  * magic bytes, or pass-through) -> stage 2 (until a format is chosen, the
- * decompressed bytes are kept in `head`; sniffing happens at fixed sizes,
- * 256 bytes doubling to GW_READER_SNIFF_MAX, and at the end of the input,
+ * decompressed bytes are kept in `head`, up to the size sniffed at next,
+ * and once one is the rest of the chunk is read in place; sniffing happens
+ * at fixed sizes, 256 bytes doubling to GW_READER_SNIFF_MAX, and at the
+ * end of the input,
  * each time over exactly that many bytes, so the choice never depends on
  * how the input was cut into chunks) -> stage 3 (lib/lines.c for line
  * formats, the format's own feed for byte formats).
@@ -355,13 +357,25 @@ static int stage2(struct gw_reader *r, const char *p, size_t n)
 {
 	if (r->fmt)
 		return stage3(r, p, n);
-	if (!n)
-		return 0;
-	if (gw_grow((void **)&r->head, &r->head_cap, r->head_len + n, 1) < 0)
-		return -ENOMEM;
-	memcpy(r->head + r->head_len, p, n);
-	r->head_len += n;
-	return decide(r, false);
+	/* the head takes the chunk up to the next size sniffed at, then the
+	 * next: once a format is chosen the rest of the chunk is read where it
+	 * is, not copied (a whole file's first chunk was) */
+	while (n) {
+		size_t k = r->next_sniff > r->head_len ? r->next_sniff - r->head_len : n;
+		k = GW_MIN(k, n);
+		if (gw_grow((void **)&r->head, &r->head_cap, r->head_len + k, 1) < 0)
+			return -ENOMEM;
+		memcpy(r->head + r->head_len, p, k);
+		r->head_len += k;
+		p += k;
+		n -= k;
+		int rc = decide(r, false);
+		if (rc)
+			return rc;
+		if (r->fmt)
+			return stage3(r, p, n);
+	}
+	return 0;
 }
 
 /* ---- feeding ------------------------------------------------------------- */

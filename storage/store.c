@@ -6,9 +6,9 @@
  *
  * The queue is an arena of variable-size items: a row's statement, its
  * typed values, then the bytes of its text values.  Producers append under
- * the mutex; the writer swaps the whole arena for an empty one under the
- * mutex and writes it outside it, so producers wait at most for a pointer
- * swap, never for the disk.
+ * the mutex; the writer takes the arena under the mutex (a pointer swap,
+ * or a copy onto the batch it has open, store_writer.c) and writes it
+ * outside it, so producers never wait for the disk.
  */
 #include "store_impl.h"
 
@@ -90,7 +90,10 @@ static uint64_t put(struct gw_store *s, unsigned st, const struct gw_sv *v, size
 	}
 	struct arena *a = &s->pending;
 	a->last_seq = it->seq;
-	bool wake = a->n == 1 || a->n == s->o.commit_max_records;
+	/* a writer with a batch open takes new rows every few milliseconds by
+	 * itself: waking it for each first row after a take would turn the
+	 * batch into a ping-pong of one-row takes */
+	bool wake = (a->n == 1 && s->writer_idle) || a->n == s->o.commit_max_records;
 	if (a->n == 1)
 		a->first_ms = gw_mono_ms();
 	atomic_store(&s->pending_bytes, a->len);
@@ -293,9 +296,14 @@ void gw_store_release(struct gw_store *s)
 {
 	pthread_mutex_lock(&s->mu);
 	GW_REQUIRE(s->held > 0);
-	s->held--;
+	/* the loop holds and releases around every record: wake the writer
+	 * only when it waits for this (a futex wake per record, and the
+	 * writer taking the core from the loop, cost ingest half its rate
+	 * with the other core busy) */
+	bool wake = --s->held == 0 && s->held_waiter;
 	pthread_mutex_unlock(&s->mu);
-	pthread_cond_broadcast(&s->cv);
+	if (wake)
+		pthread_cond_broadcast(&s->cv);
 }
 
 void gw_store_flush(struct gw_store *s)

@@ -3,10 +3,10 @@
  *
  * Writes never happen on the caller's thread.  gw_store_put_* append an item
  * to an in-memory queue (a mutex-protected arena) and return its sequence
- * number at once; one writer thread takes the whole queue and writes it in
- * a single transaction when it holds commit_max_records items, when the
- * oldest item is commit_interval_ms old, when gw_store_flush() asks, or at
- * close.  After each commit the writer publishes the last committed sequence
+ * number at once; one writer thread writes the queue in a transaction it
+ * opens with the first item, taking what was queued every few milliseconds,
+ * and commits it when it holds commit_max_records items, when the oldest
+ * item is commit_interval_ms old, when gw_store_flush() asks, or at close.  After each commit the writer publishes the last committed sequence
  * number (gw_store_committed) and calls opts.notify from the writer thread
  * (the daemon passes uv_async_send there).  So "acknowledged" means
  * gw_store_committed() >= the item's sequence number.
@@ -197,9 +197,9 @@ uint64_t gw_store_delete_run(struct gw_store *s, const char *run);
 uint64_t gw_store_put_meta(struct gw_store *s, const char *key, const char *value);
 
 /* Group the items queued between gw_store_hold() and gw_store_release()
- * into one transaction: the writer does not take the queue while it is
- * held (it waits; hold only around a bounded amount of work on the caller's
- * thread).  A followed file's records and the position that covers them,
+ * into one transaction: the writer does not commit while the queue is
+ * held (it may have written part of the group; it waits for the rest: hold
+ * only around a bounded amount of work on the caller's thread).  A followed file's records and the position that covers them,
  * an alert and its outbox rows, are queued this way, so a crash can never
  * commit one without the other.  Holds nest. */
 void gw_store_hold(struct gw_store *s);

@@ -2,8 +2,8 @@
  * store_impl: what the store's parts share (internal; users see store.h):
  * the queued items and their arena, the writer's cache of runs, the
  * statements' numbering, and struct gw_store.  store.c is the queue (the
- * callers' side), store_writer.c the writer and checkpointer threads and
- * the statements they run, store_open.c opening and closing.
+ * callers' side), store_writer.c the writer thread and the statements it
+ * runs, store_ckpt.c the checkpointer, store_open.c opening and closing.
  */
 #ifndef GW_STORE_IMPL_H
 #define GW_STORE_IMPL_H
@@ -88,7 +88,9 @@ struct gw_store {
 	struct arena pending;
 	uint64_t seq;            /* last sequence handed out */
 	bool urgent, stop;
+	bool writer_idle;        /* the writer waits for a first row (put wakes it) */
 	unsigned held;           /* gw_store_hold() depth: do not take the queue */
+	bool held_waiter;        /* the writer waits for held to reach 0 */
 	_Atomic uint64_t committed;
 	_Atomic size_t pending_bytes;
 
@@ -102,6 +104,7 @@ struct gw_store {
 
 	/* writer-thread only */
 	struct arena work;
+	struct arena spare;            /* an empty arena the queue gets when taken onto an open batch */
 	struct run_slot *runs;         /* in the order first met */
 	size_t runs_cap, runs_n;
 	struct gw_strtab runs_by_name; /* name -> index into runs */
@@ -134,5 +137,8 @@ int gw__store_prepare(struct gw_store *s, char *err, size_t errlen);
 void *gw__store_writer_main(void *arg);
 void *gw__store_checkpointer_main(void *arg);
 int gw__store_on_wal(void *arg, sqlite3 *db, const char *name, int frames);
+
+/* Wait on cv (mu held) for at most ms milliseconds (store_ckpt.c). */
+void gw__store_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms);
 
 #endif

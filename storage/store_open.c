@@ -142,6 +142,7 @@ int gw_store_close(struct gw_store *s)
 	gw__store_runs_clear(s);
 	free(s->pending.buf);
 	free(s->work.buf);
+	free(s->spare.buf);
 	free(s->path);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->notify_mu);

@@ -1,10 +1,13 @@
 /*
- * store_writer: the store's writer thread and its checkpointer (see
+ * store_writer: the store's writer thread (see
  * store.h for the contract, store.c for the queue).
  *
- * The writer takes the whole queue at once and writes it in one
- * transaction, with the statements of the store's own rows (core[] below)
- * and of each schema, prepared once on its connection.  It keeps a cache
+ * The writer opens a batch's transaction with its first rows and takes
+ * the queue every few milliseconds while it is open, writing the rows as
+ * they come, so a commit asked for (an alert) waits only for the last few
+ * rows, never a whole batch (write_incrementally).  It writes with the
+ * statements of the store's own rows (core[] below) and of each schema,
+ * prepared once on its connection.  It keeps a cache
  * of run name -> runs.id (an array of runs in the order first met, indexed
  * by a gw_strtab on their names) and updates each touched run's last
  * position once per transaction; the chart tiles of the batch are merged
@@ -17,7 +20,7 @@
  * writer kills the whole process with SIGKILL right before its Nth COMMIT
  * (counting the writer's transactions since open, failed ones included),
  * so a test can crash the daemon between any two transactions and check
- * what a restart finds.
+ * what a restart finds.  The checkpointer thread is store_ckpt.c's.
  */
 #include "store_impl.h"
 #include "schema.h"
@@ -319,20 +322,31 @@ static void failure(struct gw_store *s, int rc, char *why, size_t whylen)
 	snprintf(why, whylen, "%s (%s, code %d)", sqlite3_errmsg(s->db), name, ext);
 }
 
-static int write_batch(struct gw_store *s, uint64_t counts[C_N], char *why, size_t whylen)
+/* A batch's transaction in three steps, so its rows can be written as they
+ * come: open it; write the items of s->work from *done on (*done moves
+ * past each one written); update the touched runs, merge the tiles and
+ * COMMIT.  batch_fail() rolls back whatever failed. */
+static int batch_begin(struct gw_store *s)
+{
+	return step_done(s->tx[T_BEGIN]);
+}
+
+static int batch_items(struct gw_store *s, size_t *done, size_t end, uint64_t counts[C_N])
 {
 	double now = wall_now();
-	int rc = step_done(s->tx[T_BEGIN]);
-	if (rc != SQLITE_OK) {
-		failure(s, rc, why, whylen);
-		return rc;
-	}
-	for (size_t off = 0; off < s->work.len;) {
-		const struct item *it = (const struct item *)(s->work.buf + off);
+	int rc = SQLITE_OK;
+	while (*done < end) {
+		const struct item *it = (const struct item *)(s->work.buf + *done);
 		if ((rc = write_item(s, it, now, counts)) != SQLITE_OK)
-			goto fail;
-		off += it->size;
+			break;
+		*done += it->size;
 	}
+	return rc;
+}
+
+static int batch_commit(struct gw_store *s)
+{
+	int rc;
 	for (size_t i = 0; i < s->runs_n; i++) {
 		struct run_slot *r = &s->runs[i];
 		if (!r->dirty)
@@ -347,24 +361,128 @@ static int write_batch(struct gw_store *s, uint64_t counts[C_N], char *why, size
 			sqlite3_bind_null(st, 4);
 		bind_real(st, 5, r->last_ts);
 		if ((rc = step_done(st)) != SQLITE_OK)
-			goto fail;
+			return rc;
 		r->dirty = false;
 	}
 	if ((rc = gw__tiles_flush(s->tiles, s->db)) != SQLITE_OK)
-		goto fail;
+		return rc;
 	/* the test hook: die as kill -9 would, with this transaction open */
 	if (++s->commit_attempts == s->crash_at_commit)
 		gw_fault_crash();
-	if ((rc = step_done(s->tx[T_COMMIT])) != SQLITE_OK)
-		goto fail;
-	return SQLITE_OK;
-fail:
+	return step_done(s->tx[T_COMMIT]);
+}
+
+static int batch_fail(struct gw_store *s, int rc, bool open, char *why, size_t whylen)
+{
 	failure(s, rc, why, whylen);
-	step_done(s->tx[T_ROLLBACK]);
+	if (open)
+		step_done(s->tx[T_ROLLBACK]);
 	gw__tiles_clear(s->tiles);
 	/* the cache may hold ids of rows the rollback removed */
 	gw__store_runs_clear(s);
 	return rc;
+}
+
+/* The whole of s->work in one transaction (a retry after a failure). */
+static int write_batch(struct gw_store *s, uint64_t counts[C_N], char *why, size_t whylen)
+{
+	size_t done = 0;
+	int rc = batch_begin(s);
+	if (rc != SQLITE_OK)
+		return batch_fail(s, rc, false, why, whylen);
+	if ((rc = batch_items(s, &done, s->work.len, counts)) != SQLITE_OK ||
+	    (rc = batch_commit(s)) != SQLITE_OK)
+		return batch_fail(s, rc, true, why, whylen);
+	return SQLITE_OK;
+}
+
+/* Take the queue (mu held), in O(1) so producers never wait for a copy:
+ * into an empty batch by swapping the arenas; onto an open one by handing
+ * the queue's arena over in *got (the queue gets the spare arena) after
+ * making room for it at the end of the batch, where the caller copies it
+ * outside the mutex.  On a failed allocation the items stay queued, for
+ * the next batch. */
+static void take_pending(struct gw_store *s, struct arena *got)
+{
+	struct arena *p = &s->pending, *w = &s->work;
+	if (!p->n)
+		return;
+	if (!w->n) {
+		struct arena tmp = *w;
+		*w = *p;
+		*p = tmp;
+		p->len = p->n = 0;
+		atomic_store(&s->pending_bytes, w->len);
+		return;
+	}
+	if (gw_grow((void **)&w->buf, &w->cap, w->len + p->len, 1) < 0)
+		return;
+	*got = *p;
+	*p = s->spare;
+	p->len = p->n = 0;
+	s->spare = (struct arena){0};
+	atomic_store(&s->pending_bytes, w->len + got->len);
+}
+
+/* Write one batch, its rows as they come (mu held on entry and return):
+ * the transaction is opened with the first rows, and every SLICE_MS (or
+ * when woken) the writer takes what was queued since and writes it.  The
+ * batch ends when it is commit_interval_ms old, holds commit_max_records,
+ * or a commit is asked for (gw_store_flush: an alert, a client waiting for
+ * its acknowledgement): then only the rows of the last slice stand between
+ * the request and the COMMIT, never a whole batch.  A group queued under
+ * gw_store_hold() may be taken in parts, but is committed whole. */
+#define SLICE_MS 2
+
+static int write_incrementally(struct gw_store *s, uint64_t counts[C_N], char *why, size_t whylen)
+{
+	uint64_t due = s->pending.first_ms + s->o.commit_interval_ms;
+	size_t done = 0;
+	bool open = false;
+	for (;;) {
+		bool last = s->stop || s->urgent || gw_mono_ms() >= due ||
+		            s->work.n + s->pending.n >= s->o.commit_max_records;
+		if (last) {
+			s->held_waiter = true;
+			while (s->held)
+				pthread_cond_wait(&s->cv, &s->mu);
+			s->held_waiter = false;
+		}
+		struct arena got = {0};
+		take_pending(s, &got);
+		if (last)
+			s->urgent = false;
+		size_t end = s->work.len;
+		pthread_mutex_unlock(&s->mu);
+		if (got.n) {
+			memcpy(s->work.buf + end, got.buf, got.len);
+			end += got.len;
+		}
+		int rc = open ? SQLITE_OK : batch_begin(s);
+		open = open || rc == SQLITE_OK;
+		if (rc == SQLITE_OK)
+			rc = batch_items(s, &done, end, counts);
+		if (rc == SQLITE_OK && last)
+			rc = batch_commit(s);
+		if (rc != SQLITE_OK)
+			batch_fail(s, rc, open, why, whylen);
+		pthread_mutex_lock(&s->mu);
+		if (got.n) {
+			/* the copied rows are the batch's now (a retry writes them
+			 * too); the queue's old arena is the next spare */
+			s->work.len = end;
+			s->work.n += got.n;
+			s->work.last_seq = got.last_seq;
+			got.len = got.n = 0;
+			s->spare = got;
+		}
+		if (rc != SQLITE_OK || last)
+			return rc;
+		uint64_t now = gw_mono_ms();
+		if (now < due && !s->urgent && !s->stop &&
+		    s->work.n + s->pending.n < s->o.commit_max_records)
+			gw__store_timed_wait(&s->cv, &s->mu, GW_MIN(due - now, (uint64_t)SLICE_MS));
+	}
 }
 
 /* Tell the owner a commit ended (or failed): under notify_mu, see
@@ -377,58 +495,23 @@ static void notify(struct gw_store *s)
 	pthread_mutex_unlock(&s->notify_mu);
 }
 
-/* Wait on cv (mu held) for at most ms milliseconds.  The store's
- * condition variables run on CLOCK_MONOTONIC (cond_init): on the default
- * wall clock a step backwards (NTP at boot, a VM resumed) stretched the
- * wait by the step, and a stream's lines or the WAL checkpoints waited
- * with it. */
-static void timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	pthread_cond_timedwait(cv, mu, &ts);
-}
-
 void *gw__store_writer_main(void *arg)
 {
 	struct gw_store *s = arg;
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
+		s->writer_idle = true;
 		while (!s->pending.n && !s->stop)
 			pthread_cond_wait(&s->cv, &s->mu);
+		s->writer_idle = false;
 		if (!s->pending.n && s->stop)
 			break;
-		/* let the batch fill up to its size or age */
-		while (!s->stop && !s->urgent && s->pending.n < s->o.commit_max_records) {
-			uint64_t due = s->pending.first_ms + s->o.commit_interval_ms;
-			uint64_t now = gw_mono_ms();
-			if (now >= due)
-				break;
-			timed_wait(&s->cv, &s->mu, due - now);
-		}
-		/* a group of items queued under gw_store_hold() goes into one
-		 * transaction: never split it */
-		while (s->held)
-			pthread_cond_wait(&s->cv, &s->mu);
-		struct arena tmp = s->work;
-		s->work = s->pending;
-		s->pending = tmp;
-		s->pending.len = s->pending.n = 0;
-		s->urgent = false;
-		atomic_store(&s->pending_bytes, s->work.len);
-		pthread_mutex_unlock(&s->mu);
-
 		uint64_t counts[C_N] = {0};
-		int rc;
 		unsigned attempt = 0;
 		char why[200];
-		while ((rc = write_batch(s, counts, why, sizeof(why))) != SQLITE_OK) {
+		int rc = write_incrementally(s, counts, why, sizeof(why));
+		pthread_mutex_unlock(&s->mu);
+		while (rc != SQLITE_OK) {
 			pthread_mutex_lock(&s->mu);
 			s->last_error = gw__store_errno(rc);
 			snprintf(s->last_error_msg, sizeof(s->last_error_msg), "%s", why);
@@ -453,6 +536,7 @@ void *gw__store_writer_main(void *arg)
 			}
 			struct timespec d = {0, 200 * 1000000L};
 			nanosleep(&d, NULL);
+			rc = write_batch(s, counts, why, sizeof(why));
 		}
 		if (rc == SQLITE_OK && attempt)
 			gw_log_warn("store: the commit works again after %u failed attempts", attempt);
@@ -472,65 +556,6 @@ void *gw__store_writer_main(void *arg)
 		pthread_mutex_lock(&s->mu);
 	}
 	pthread_mutex_unlock(&s->mu);
-	return NULL;
-}
-
-/* ---- checkpoints ------------------------------------------------------------------ */
-
-/* SQLite's automatic checkpoint runs inside the COMMIT that crosses its
- * threshold, so one commit in a few hundred would wait for the whole WAL to
- * be copied (and, with synchronous=full, synced) into the database: tens of
- * milliseconds in the path of an HTTP acknowledgement or an alert.  Instead
- * this thread runs PASSIVE checkpoints on its own connection; they never
- * block the writer, and the writer starts the WAL over once one has caught
- * up.  It looks every CKPT_EVERY_MS and checkpoints when the WAL holds at
- * least CKPT_MIN_FRAMES (SQLite's own autocheckpoint threshold, 4 MB of
- * 4 KB pages): each checkpoint syncs the database file, and syncing after
- * every few commits cost the writer's fsyncs their latency under load. */
-#define CKPT_EVERY_MS 250
-#define CKPT_MIN_FRAMES 1000
-
-/* The writer's WAL hook: how many frames the WAL holds after a commit. */
-int gw__store_on_wal(void *arg, sqlite3 *db, const char *name, int frames)
-{
-	atomic_store(&((struct gw_store *)arg)->wal_frames, frames);
-	return SQLITE_OK;
-}
-
-void *gw__store_checkpointer_main(void *arg)
-{
-	struct gw_store *s = arg;
-	sqlite3 *db = NULL;
-	if (sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-		gw_log_warn("store: checkpointer cannot open %s: %s", s->path, sqlite3_errmsg(db));
-		sqlite3_close(db);
-		return NULL;
-	}
-	/* a connection learns the database is in WAL mode when it first reads
-	 * it; until then sqlite3_wal_checkpoint_v2 does nothing at all (this
-	 * thread's checkpoints were all no-ops, and the WAL grew until close) */
-	char *msg = NULL;
-	if (sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, &msg) != SQLITE_OK) {
-		gw_log_warn("store: checkpointer cannot read %s: %s; the WAL is folded back at close "
-		            "only", s->path, msg ? msg : sqlite3_errmsg(db));
-		sqlite3_free(msg);
-		sqlite3_close(db);
-		return NULL;
-	}
-	pthread_mutex_lock(&s->mu);
-	while (!s->stop) {
-		timed_wait(&s->ckpt_cv, &s->mu, CKPT_EVERY_MS);
-		if (s->stop)
-			break;
-		if (atomic_load(&s->wal_frames) < CKPT_MIN_FRAMES)
-			continue;
-		pthread_mutex_unlock(&s->mu);
-		int frames = 0, done = 0;
-		sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done);
-		pthread_mutex_lock(&s->mu);
-	}
-	pthread_mutex_unlock(&s->mu);
-	sqlite3_close(db);
 	return NULL;
 }
 

@@ -295,6 +295,43 @@ START_TEST(close_commits_everything)
 }
 END_TEST
 
+/* The writer writes a batch's rows as they come and commits when asked
+ * (gw_store_flush: an alert, a waiting acknowledgement), not at the end of
+ * commit_interval_ms; a group queued under gw_store_hold() while the batch
+ * is open is committed whole, and rows queued after a commit go into the
+ * next batch (wait_committed flushes, storefix.h). */
+START_TEST(flush_commits_the_open_batch)
+{
+	struct gw_store_opts o = {.path = path, .commit_interval_ms = 60000, .commit_max_records = 1000000};
+	struct gw_store *s = NULL;
+	char err[256];
+	ck_assert_int_eq(gw_store_open(&o, &s, err, sizeof(err)), 0);
+	uint64_t seq = 0;
+	for (int i = 0; i < 3000; i++) {
+		struct gw_rec r = record("open", i, 1.0, 1.0);
+		seq = gw_store_put_record(s, &r, 1, (uint64_t)i + 1, 0);
+	}
+	gw_store_hold(s);
+	struct gw_rec g1 = record("held", 1, 1.0, 1.0), g2 = record("held", 2, 1.0, 1.0);
+	gw_store_put_record(s, &g1, 1, 1, 0);
+	gw_store_flush(s);
+	seq = gw_store_put_record(s, &g2, 1, 2, 0);
+	gw_store_release(s);
+	/* the interval is a minute: only a flush makes it go */
+	wait_committed(s, seq);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM records"), 3002);
+	struct gw_store_stats st;
+	gw_store_stats(s, &st);
+	ck_assert_uint_eq(st.records, 3002);
+	/* after the commit: a new batch, committed by the next flush */
+	struct gw_rec r = record("open", 3000, 1.0, 1.0);
+	seq = gw_store_put_record(s, &r, 1, 3001, 0);
+	wait_committed(s, seq);
+	ck_assert_int_eq(scalar("SELECT count(*) FROM records"), 3003);
+	ck_assert_int_eq(gw_store_close(s), 0);
+}
+END_TEST
+
 START_TEST(newer_schema_refused)
 {
 	gw_store_close(open_store());
@@ -485,6 +522,7 @@ int main(void)
 	tcase_add_test(tc, alert_ack_escalation_clears_it);
 	tcase_add_test(tc, module_schema);
 	tcase_add_test(tc, close_commits_everything);
+	tcase_add_test(tc, flush_commits_the_open_batch);
 	tcase_add_test(tc, newer_schema_refused);
 	tcase_add_test(tc, bad_path);
 	tcase_add_test(tc, module_rows_go_with_the_run);

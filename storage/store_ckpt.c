@@ -1,0 +1,86 @@
+/*
+ * store_ckpt: the store's checkpointer thread (see store_writer.c for the
+ * writer): it folds the WAL back into the database with PASSIVE
+ * checkpoints on its own connection, off the writer's path.  Also the
+ * timed wait both threads use.
+ */
+#include "store_impl.h"
+
+#include "log.h"
+
+#include <time.h>
+
+/* Wait on cv (mu held) for at most ms milliseconds.  The store's
+ * condition variables run on CLOCK_MONOTONIC (cond_init): on the default
+ * wall clock a step backwards (NTP at boot, a VM resumed) stretched the
+ * wait by the step, and a stream's lines or the WAL checkpoints waited
+ * with it. */
+void gw__store_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* SQLite's automatic checkpoint runs inside the COMMIT that crosses its
+ * threshold, so one commit in a few hundred would wait for the whole WAL to
+ * be copied (and, with synchronous=full, synced) into the database: tens of
+ * milliseconds in the path of an HTTP acknowledgement or an alert.  Instead
+ * this thread runs PASSIVE checkpoints on its own connection; they never
+ * block the writer, and the writer starts the WAL over once one has caught
+ * up.  It looks every CKPT_EVERY_MS and checkpoints when the WAL holds at
+ * least CKPT_MIN_FRAMES (SQLite's own autocheckpoint threshold, 4 MB of
+ * 4 KB pages): each checkpoint syncs the database file, and syncing after
+ * every few commits cost the writer's fsyncs their latency under load. */
+#define CKPT_EVERY_MS 250
+#define CKPT_MIN_FRAMES 1000
+
+/* The writer's WAL hook: how many frames the WAL holds after a commit. */
+int gw__store_on_wal(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	atomic_store(&((struct gw_store *)arg)->wal_frames, frames);
+	return SQLITE_OK;
+}
+
+void *gw__store_checkpointer_main(void *arg)
+{
+	struct gw_store *s = arg;
+	sqlite3 *db = NULL;
+	if (sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		gw_log_warn("store: checkpointer cannot open %s: %s", s->path, sqlite3_errmsg(db));
+		sqlite3_close(db);
+		return NULL;
+	}
+	/* a connection learns the database is in WAL mode when it first reads
+	 * it; until then sqlite3_wal_checkpoint_v2 does nothing at all (this
+	 * thread's checkpoints were all no-ops, and the WAL grew until close) */
+	char *msg = NULL;
+	if (sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, &msg) != SQLITE_OK) {
+		gw_log_warn("store: checkpointer cannot read %s: %s; the WAL is folded back at close "
+		            "only", s->path, msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		sqlite3_close(db);
+		return NULL;
+	}
+	pthread_mutex_lock(&s->mu);
+	while (!s->stop) {
+		gw__store_timed_wait(&s->ckpt_cv, &s->mu, CKPT_EVERY_MS);
+		if (s->stop)
+			break;
+		if (atomic_load(&s->wal_frames) < CKPT_MIN_FRAMES)
+			continue;
+		pthread_mutex_unlock(&s->mu);
+		int frames = 0, done = 0;
+		sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done);
+		pthread_mutex_lock(&s->mu);
+	}
+	pthread_mutex_unlock(&s->mu);
+	sqlite3_close(db);
+	return NULL;
+}
