@@ -148,7 +148,8 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c);
 
 /* gw_cfg_to_json() as indented text, every real with the fewest digits
  * that read back as the same double (0.005, not 0.0050000000000000001):
- * what --check-config prints.  Returns a malloc'd string (free() it), or
+ * what --check-config prints, with the sinks' inline URLs redacted and
+ * inline secrets "REDACTED" (so that text is safe to paste).  Returns a malloc'd string (free() it), or
  * NULL when out of memory. */
 char *gw_cfg_dumps(const struct gw_cfg *c);
 

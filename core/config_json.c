@@ -6,8 +6,10 @@
  * with --config gives the same configuration.  Paths are written as they
  * resolve: the database relative to state_dir when it lies in it, else
  * absolute.  Aliases are the file's own (the built-in ones always apply and
- * are not repeated); sinks, follow and auth are written as given, secrets
- * included when the file held them inline.
+ * are not repeated); sinks, follow and auth are written as given, but the
+ * printed text (gw_cfg_dumps) never holds a secret: an inline sink URL is
+ * redacted as in the log, an inline signing secret is "REDACTED" (the
+ * _env and _file forms name where the secret is, not the secret).
  */
 #include "config.h"
 #include "registry.h"
@@ -16,6 +18,7 @@
 #include "registry.h"
 
 #include "thresholds.h"
+#include "log.h"
 #include "util.h"
 
 #include <inttypes.h>
@@ -207,9 +210,37 @@ static int real_digits(const json_t *j)
 	return best;
 }
 
+/* The sinks of j with their inline secrets replaced: a url as the log
+ * shows it (gw_log_redact_url, url_path_public honoured), a secret as
+ * "REDACTED".  Output on a terminal or in a ticket must not carry a
+ * webhook token. */
+static void redact_sinks(json_t *j)
+{
+	json_t *sinks = json_object_get(j, "sinks");
+	if (!json_is_array(sinks))
+		return;
+	json_t *copy = json_deep_copy(sinks);
+	size_t i;
+	json_t *s;
+	json_array_foreach(copy, i, s) {
+		const char *url = json_string_value(json_object_get(s, "url"));
+		if (url) {
+			char red[512];
+			gw_log_redact_url(url, json_is_true(json_object_get(s, "url_path_public")), red,
+			                  sizeof(red));
+			json_object_set_new(s, "url", json_string(red));
+		}
+		if (json_object_get(s, "secret"))
+			json_object_set_new(s, "secret", json_string("REDACTED"));
+	}
+	json_object_set_new(j, "sinks", copy);
+}
+
 char *gw_cfg_dumps(const struct gw_cfg *c)
 {
 	json_t *j = gw_cfg_to_json(c);
+	if (j)
+		redact_sinks(j);
 	char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(real_digits(j))) : NULL;
 	json_decref(j);
 	return s;
