@@ -3,12 +3,18 @@
  * one write per line so lines from threads do not interleave.  Control
  * characters in a message (a run name, a field name, anything a client
  * sent) are written as \xNN, so no input can forge or split a log line or
- * send escape sequences to a terminal.  Warnings about peers share a
+ * send escape sequences to a terminal; so is every byte that is not part
+ * of valid UTF-8.  Characters that print nothing or reorder what a
+ * terminal shows (C1 controls, bidi overrides and isolates such as U+202E,
+ * the line and paragraph separators U+2028/9, zero-width characters such
+ * as U+200B, tags; see invisible()) are written as \u202e, so a run name
+ * cannot make a line read as something else.  Warnings about peers share a
  * budget a minute (gw_log_peer): a fixed window on the monotonic clock,
  * the held-back count said once the window is over.
  */
 #include "log.h"
 #include "clock.h"
+#include "util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -142,6 +148,62 @@ void gw_log_peer_flush(bool now)
 	pthread_mutex_unlock(&peer.mu);
 }
 
+/* Whether code point c prints nothing visible or changes how the text
+ * around it is shown: the C1 controls, format characters (Unicode's Cf:
+ * soft hyphen, zero-width space and joiners, the bidi marks, embeddings,
+ * overrides and isolates, the word joiner and invisible operators, the
+ * byte-order mark, the interlinear annotation marks, the tags), the line
+ * and paragraph separators, the blank Hangul fillers, and the
+ * noncharacters U+FFFE/U+FFFF. */
+static bool invisible(uint32_t c)
+{
+	static const uint32_t ranges[][2] = {
+		{0x80, 0x9f}, {0xad, 0xad}, {0x34f, 0x34f}, {0x61c, 0x61c}, {0x115f, 0x1160},
+		{0x17b4, 0x17b5}, {0x180b, 0x180f}, {0x200b, 0x200f}, {0x2028, 0x202e},
+		{0x2060, 0x206f}, {0x3164, 0x3164}, {0xfeff, 0xfeff}, {0xffa0, 0xffa0},
+		{0xfff9, 0xfffb}, {0xfffe, 0xffff}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
+	};
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if (c >= ranges[i][0] && c <= ranges[i][1])
+			return true;
+	return false;
+}
+
+/* The code point of the valid k-byte UTF-8 sequence at p. */
+static uint32_t utf8_decode(const unsigned char *p, size_t k)
+{
+	uint32_t c = p[0] & (k == 2 ? 0x1f : k == 3 ? 0x0f : 0x07);
+	for (size_t i = 1; i < k; i++)
+		c = c << 6 | (p[i] & 0x3f);
+	return c;
+}
+
+/* Append msg[0..mlen) to buf (at len, cap bytes, room kept for the
+ * newline) escaped as the file's comment says; returns the new length. */
+static size_t escape_into(char *buf, size_t len, size_t cap, const char *msg, size_t mlen)
+{
+	const unsigned char *m = (const unsigned char *)msg;
+	for (size_t i = 0; i < mlen;) {
+		unsigned char ch = m[i];
+		size_t k = ch < 0x80 ? 1 : gw_utf8_seq(m + i, mlen - i);
+		char esc[16];
+		int en = 0;
+		if (k == 0 || ch < 0x20 || ch == 0x7f) {
+			en = snprintf(esc, sizeof(esc), "\\x%02x", ch);
+			k = 1;
+		} else if (k > 1 && invisible(utf8_decode(m + i, k))) {
+			en = snprintf(esc, sizeof(esc), "\\u%04" PRIx32, utf8_decode(m + i, k));
+		}
+		size_t need = en ? (size_t)en : k;
+		if (len + need + 1 >= cap)
+			break;
+		memcpy(buf + len, en ? esc : msg + i, need);
+		len += need;
+		i += k;
+	}
+	return len;
+}
+
 static void vlog(enum gw_log_level level, const char *fmt, va_list ap)
 {
 	if (level > threshold)
@@ -164,14 +226,7 @@ static void vlog(enum gw_log_level level, const char *fmt, va_list ap)
 	char msg[2048];
 	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
 	size_t mlen = n < 0 ? 0 : (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1;
-	size_t len = (size_t)off;
-	for (size_t i = 0; i < mlen && len < sizeof(buf) - 6; i++) {
-		unsigned char ch = (unsigned char)msg[i];
-		if (ch < 0x20 || ch == 0x7f)
-			len += (size_t)snprintf(buf + len, 5, "\\x%02x", ch);
-		else
-			buf[len++] = (char)ch;
-	}
+	size_t len = escape_into(buf, (size_t)off, sizeof(buf), msg, mlen);
 	buf[len++] = '\n';
 	ssize_t w = write(STDERR_FILENO, buf, len);
 	(void)w;
