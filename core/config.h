@@ -25,6 +25,7 @@
 
 #define GW_DEFAULT_PORT 7470       /* TCP and UDP NDJSON */
 #define GW_DEFAULT_HTTP_PORT 7471
+#define GW_CFG_FILE_MAX (4 << 20)  /* a configuration file is at most 4 MiB */
 
 struct gw_listen {
 	bool enabled;

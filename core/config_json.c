@@ -102,7 +102,11 @@ static json_t *retention_json(const struct gw_cfg *c)
 /* The file's own aliases, or an empty object. */
 static json_t *file_aliases(const struct gw_cfg *c)
 {
-	json_t *root = c->file ? json_load_file(c->file, 0, NULL) : NULL;
+	char *text = NULL;
+	size_t len = 0;
+	json_t *root = c->file && gw_read_file(c->file, GW_CFG_FILE_MAX, &text, &len) == 0
+	               ? json_loadb(text, len, 0, NULL) : NULL;
+	free(text);
 	json_t *a = json_object_get(root, "aliases");
 	json_t *out = json_is_object(a) ? json_incref(a) : json_object();
 	json_decref(root);

@@ -281,12 +281,27 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	struct stat st;
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		return gw_errf(err, errlen, -EISDIR, "%s is a directory, not a configuration file", path);
-	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+	/* only a regular file: a named pipe would wait for a writer, a device
+	 * such as /dev/zero never ends (gw_read_file opens without blocking) */
+	char *text = NULL;
+	size_t tlen = 0;
+	int frc = gw_read_file(path, GW_CFG_FILE_MAX, &text, &tlen);
+	if (frc == -EINVAL)
+		return gw_errf(err, errlen, -EINVAL, "%s is not a regular file (a named pipe, a device, "
+		               "a socket?): a configuration is a JSON file", path);
+	if (frc == -EFBIG)
+		return gw_errf(err, errlen, -EFBIG, "%s is larger than %d MiB: not a configuration file",
+		               path, GW_CFG_FILE_MAX >> 20);
+	if (frc < 0)
+		return gw_errf(err, errlen, frc, "cannot read the configuration: unable to open %s: %s", path,
+		               strerror(-frc));
+	if (tlen == 0) {
+		free(text);
 		return gw_errf(err, errlen, -EINVAL, "%s is empty: a configuration is a JSON object "
 		               "(\"{}\" for the defaults; docs/configuration.md)", path);
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!root && je.line < 1)   /* not read at all: jansson's text names the file */
-		return gw_errf(err, errlen, -EINVAL, "cannot read the configuration: %s", je.text);
+	}
+	json_t *root = json_loadb(text, tlen, JSON_REJECT_DUPLICATES, &je);
+	free(text);
 	if (!root)
 		return gw_errf(err, errlen, -EINVAL, "%s:%d:%d: %s", path, je.line, je.column, je.text);
 	struct loader L = {.c = c, .err = err, .errlen = errlen, .file = path};
