@@ -10,7 +10,9 @@
 """
 import json
 import os
+import shutil
 import signal
+import sqlite3
 import subprocess
 import tempfile
 import unittest
@@ -56,6 +58,62 @@ class FifoConfig(unittest.TestCase):
                 json.dump({'thresholds': {'gap_min_seconds': 60}}, f)
             d.proc.send_signal(signal.SIGHUP)
             wait_for(lambda: 'SIGHUP: reloaded' in d.logtext(), 20, 'the reload in the log')
+
+
+NOBODY = 65534
+
+
+@unittest.skipUnless(os.geteuid() == 0 and shutil.which('setpriv'),
+                     'needs root and setpriv to run the daemon as another user')
+class ReadOnlyDatabase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix='gw-ro-')
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        os.chown(self.tmp, NOBODY, NOBODY)
+        self.db = os.path.join(self.tmp, 'gradwatch.db')
+        # a database the daemon made (migrated, as after a first run)
+        p = subprocess.Popen(self.cmd(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for line in p.stderr:
+            if b' ready' in line:
+                break
+        p.send_signal(signal.SIGTERM)
+        p.stderr.read()
+        self.assertEqual(p.wait(30), 0)
+        self.assertEqual(sqlite3.connect(self.db).execute('PRAGMA user_version').fetchone()[0] > 0,
+                         True)
+
+    def cmd(self, *extra):
+        return ['setpriv', '--reuid=%d' % NOBODY, '--regid=%d' % NOBODY, '--clear-groups',
+                GRADWATCHD, '--db', self.db, '--socket', 'off', '--tcp', 'off', '--udp', 'off',
+                '--http', '127.0.0.1:0'] + list(extra)
+
+    def start(self, *extra):
+        cmd = self.cmd(*extra)
+        # before the fix the daemon said "ready" and ran: the timeout ends it
+        try:
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=15)
+        except subprocess.TimeoutExpired as e:
+            self.fail('gradwatchd started on a database it cannot write: %r' % e.stderr)
+        return r.returncode, r.stderr.decode()
+
+    def test_a_database_of_mode_444_is_refused_with_the_reason(self):
+        os.chmod(self.db, 0o444)
+        for extra in ([], ['--check-config']):
+            rc, err = self.start(*extra)
+            self.assertNotEqual(rc, 0, err)
+            self.assertIn('the database file %s (mode 0444, owner uid %d) is not writable by this '
+                          'user (uid %d)' % (self.db, NOBODY, NOBODY), err)
+            self.assertNotIn('ready', err)
+
+    def test_a_wal_file_of_another_user_is_refused(self):
+        with open(self.db + '-wal', 'wb'):
+            pass
+        os.chown(self.db + '-wal', 0, 0)       # root's, left by a run as root
+        os.chmod(self.db + '-wal', 0o644)
+        rc, err = self.start()
+        self.assertNotEqual(rc, 0, err)
+        self.assertIn('the database file %s-wal (mode 0644, owner uid 0) is not writable'
+                      % self.db, err)
 
 
 if __name__ == '__main__':
