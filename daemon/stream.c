@@ -65,6 +65,8 @@ struct gw_server {
 	uv_udp_t udp;
 	bool unix_on, tcp_on, udp_on;
 	bool unix_bound;        /* we made the socket file: remove it at stop */
+	dev_t unix_dev;         /* ... that file, and only while it is still ours */
+	ino_t unix_ino;
 	bool unix_activated;    /* systemd made it: leave it */
 	struct conn conns[2];   /* per stream transport (unix, tcp): list heads */
 	size_t nconns[2];
@@ -441,7 +443,9 @@ static int activated_socket(void)
 
 /* A socket file left by a daemon that was killed is removed; one that a
  * live daemon listens on is not (-EADDRINUSE): a second instance must never
- * take the first one's socket away. */
+ * take the first one's socket away.  The probe does not block: a live
+ * daemon whose backlog is full answers EAGAIN, which is "in use" too (a
+ * blocking connect waited there for as long as the backlog stayed full). */
 static int remove_stale_socket(const char *path, char *err, size_t errlen)
 {
 	struct stat st;
@@ -453,7 +457,7 @@ static int remove_stale_socket(const char *path, char *err, size_t errlen)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return 0;   /* uv_pipe_bind reports it */
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return gw_errf(err, errlen, -errno, "unix socket %s: %s", path, strerror(errno));
 	int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
@@ -467,6 +471,27 @@ static int remove_stale_socket(const char *path, char *err, size_t errlen)
 		unlink(path);
 	}
 	return 0;
+}
+
+/* A Unix socket bound at path: the fd, or a negative errno (as libuv's).
+ * Bound here rather than with uv_pipe_bind, which unlinks the path when
+ * the handle closes, whoever's file it is by then: gw_server_stop removes
+ * the file only while it is the one bound here. */
+static int bind_unix(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	return fd;
 }
 
 int gw_server_start(const struct gw_server_opts *o, struct gw_server **out, char *err,
@@ -503,12 +528,20 @@ int gw_server_start(const struct gw_server_opts *o, struct gw_server **out, char
 		sv->unix_on = true;
 		if ((rc = remove_stale_socket(c->socket_path, err, errlen)) < 0)
 			return rc;
-		if ((rc = uv_pipe_bind(&sv->unix_srv, c->socket_path)) < 0 ||
+		int ufd = bind_unix(c->socket_path);
+		if ((rc = ufd) < 0 || (rc = uv_pipe_open(&sv->unix_srv, ufd)) < 0 ||
 		    (rc = uv_listen((uv_stream_t *)&sv->unix_srv, 256, on_connection)) < 0) {
+			if (ufd >= 0 && uv_fileno((uv_handle_t *)&sv->unix_srv, &(uv_os_fd_t){0}) < 0)
+				close(ufd);   /* not the handle's yet */
 			snprintf(err, errlen, "unix socket %s: %s", c->socket_path, uv_strerror(rc));
 			return rc;
 		}
-		sv->unix_bound = true;
+		struct stat st;
+		if (lstat(c->socket_path, &st) == 0) {
+			sv->unix_bound = true;
+			sv->unix_dev = st.st_dev;
+			sv->unix_ino = st.st_ino;
+		}
 		chmod(c->socket_path, c->socket_mode);
 		gw_log_info("listening on unix:%s (NDJSON)", c->socket_path);
 	}
@@ -562,8 +595,15 @@ void gw_server_stop(struct gw_server *sv)
 		return;
 	if (sv->unix_on && !uv_is_closing((uv_handle_t *)&sv->unix_srv)) {
 		uv_close((uv_handle_t *)&sv->unix_srv, NULL);
-		if (sv->unix_bound)
+		/* only the file we made: if it was removed and another daemon
+		 * bound the path since, the path is that one's now */
+		struct stat st;
+		if (sv->unix_bound && lstat(sv->o.cfg->socket_path, &st) == 0 &&
+		    st.st_dev == sv->unix_dev && st.st_ino == sv->unix_ino)
 			unlink(sv->o.cfg->socket_path);
+		else if (sv->unix_bound)
+			gw_log_info("unix:%s is no longer the socket this daemon made; leaving it",
+			            sv->o.cfg->socket_path);
 	}
 	if (sv->tcp_on && !uv_is_closing((uv_handle_t *)&sv->tcp_srv))
 		uv_close((uv_handle_t *)&sv->tcp_srv, NULL);
