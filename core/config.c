@@ -78,6 +78,7 @@ int gw_cfg_defaults(struct gw_cfg *c)
 	c->http_reserved_connections = 16;
 	c->stream_idle_timeout_ms = 900000;
 	c->stream_evict_idle_ms = 30000;
+	c->stream_line_timeout_ms = 60000;
 	c->idempotency_window_s = 86400;
 	c->run_evict_idle_s = 600;
 	c->retention_every_ms = 60000;

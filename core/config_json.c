@@ -168,6 +168,8 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c)
 		"follow", c->follow);
 	if (!o)
 		return NULL;
+	json_object_set_new(json_object_get(o, "limits"), "stream_line_timeout_ms",
+	                    json_integer((json_int_t)c->stream_line_timeout_ms));
 	json_object_set_new(o, "retention", retention_json(c));
 	json_object_set_new(o, "health", json_pack("{s:I, s:I, s:I}",
 	                    "commit_stall_s", (json_int_t)c->health_commit_stall_s,

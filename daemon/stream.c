@@ -54,7 +54,9 @@ struct conn {
 	size_t auth_len;
 	bool reading;
 	bool closing;
-	uint64_t active_ms;     /* monotonic ms of the last bytes read */
+	uint64_t active_ms;     /* monotonic ms of the last completed line (or the accept) */
+	bool partial;           /* an unfinished line is pending ... */
+	uint64_t line_ms;       /* ... begun at this monotonic ms */
 	struct conn *next, *prev;   /* its transport's list, most recently active first */
 };
 
@@ -163,10 +165,13 @@ static void link_front(struct conn *head, struct conn *c)
 	head->next = c;
 }
 
-/* Bytes arrived: the connection moves to the front of its list. */
-static void touch(struct conn *c)
+/* A line completed: the connection moves to the front of its list.  Bytes
+ * alone are not activity: a peer trickling a byte every few seconds
+ * without ever ending a line (slowloris) must look as idle as a silent
+ * one, or 1,024 of them hold a transport full for good. */
+static void touch(struct conn *c, uint64_t now)
 {
-	c->active_ms = gw_mono_ms();
+	c->active_ms = now;
 	if (c->prev == &c->sv->conns[c->t == GW_TR_TCP])
 		return;
 	c->prev->next = c->next;
@@ -232,9 +237,15 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
-	touch(c);
 	const char *p = buf->base;
 	size_t n = (size_t)nread;
+	uint64_t now = gw_mono_ms();
+	if (n && memchr(p, '\n', n))
+		touch(c, now);
+	bool open_line = n ? p[n - 1] != '\n' : c->partial;
+	if (open_line && (!c->partial || memchr(p, '\n', n)))
+		c->line_ms = now;   /* a new unfinished line begins in this chunk */
+	c->partial = open_line;
 	if (c->need_auth) {
 		ssize_t k = read_auth(c, p, n);
 		if (k < 0)
@@ -344,12 +355,22 @@ static bool make_room(struct gw_server *sv, int k)
 }
 
 /* Every second: close connections idle longer than limits.stream_idle_timeout_ms
- * (oldest first; the lists are ordered by activity). */
+ * (oldest first; the lists are ordered by activity), and those whose
+ * unfinished line began more than limits.stream_line_timeout_ms ago (but
+ * for a connection paused by back-pressure: it is not read, so its line
+ * cannot end). */
 static void on_sweep(uv_timer_t *t)
 {
 	struct gw_server *sv = t->data;
 	uint64_t now = gw_mono_ms();
 	for (int k = 0; k < 2; k++) {
+		for (struct conn *c = sv->conns[k].next, *nx; c != &sv->conns[k]; c = nx) {
+			nx = c->next;
+			if (c->partial && c->reading && !c->closing &&
+			    now - c->line_ms >= sv->o.cfg->stream_line_timeout_ms)
+				refuse(c, "line_timeout", "closed: a line was begun more than "
+				       "limits.stream_line_timeout_ms ago and not finished");
+		}
 		struct conn *c;
 		while ((c = sv->conns[k].prev) != &sv->conns[k] && !c->closing) {
 			if (now - c->active_ms < sv->o.cfg->stream_idle_timeout_ms)
