@@ -290,10 +290,10 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		return gw_errf(err, errlen, -EINVAL, "%s is not a regular file (a named pipe, a device, "
 		               "a socket?): a configuration is a JSON file", path);
 	if (frc == -EFBIG)
-		return gw_errf(err, errlen, -EFBIG, "%s is larger than %d MiB: not a configuration file",
+		return gw_errf(err, errlen, -EINVAL, "%s is larger than %d MiB: not a configuration file",
 		               path, GW_CFG_FILE_MAX >> 20);
 	if (frc < 0)
-		return gw_errf(err, errlen, frc, "cannot read the configuration: unable to open %s: %s", path,
+		return gw_errf(err, errlen, -EINVAL, "cannot read the configuration: unable to open %s: %s", path,
 		               strerror(-frc));
 	if (tlen == 0) {
 		free(text);
