@@ -100,8 +100,12 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 		e = gw_idem_get(o->idem, r->idempotency_key, kl, gw_wall_now(),
 		                gw_store_committed(o->store));
 		if (e && e->state == GW_IDEM_RUNNING) {
-			gw_http_respond_error(c, 409, "a request with this Idempotency-Key is still being "
-			                      "sent; retry once it is answered");
+			/* docs/api.md: with Retry-After, so a client retries rather
+			 * than dropping the batch */
+			static const char busy[] = "{\"error\":\"a request with this Idempotency-Key is "
+			                           "still being sent; retry once it is answered\"}\n";
+			gw_http_respond_page(c, 409, "application/json", "Retry-After: 1\r\n", busy,
+			                     sizeof(busy) - 1);
 			return -EBUSY;
 		}
 	}
