@@ -53,6 +53,7 @@ struct gw_cfg {
 	unsigned stream_idle_timeout_ms;  /* close a stream connection silent this long */
 	unsigned stream_evict_idle_ms;    /* a full transport closes one idle this long */
 	unsigned stream_line_timeout_ms;  /* close one whose unfinished line is this old */
+	unsigned max_segments_per_minute; /* per run (core/seg_cap.h); 0: no cap */
 	unsigned idempotency_window_s;    /* how long an Idempotency-Key is remembered */
 	size_t idempotency_max_keys;
 	size_t max_runs;            /* runs whose detector state is in memory (runs.h) */

@@ -316,7 +316,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		"max_line_bytes", "max_body_bytes", "max_connections", "max_runs",
 		"http_header_timeout_ms", "http_idle_timeout_ms", "http_body_timeout_ms",
 		"http_reserved_connections", "stream_idle_timeout_ms", "stream_evict_idle_ms",
-		"stream_line_timeout_ms",
+		"stream_line_timeout_ms", "max_segments_per_minute",
 		"idempotency_window_s", "idempotency_max_keys", "run_evict_idle_s", NULL,
 	};
 	static const char *const known_health[] = {
@@ -417,6 +417,7 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		    (rc = get_uint(&L, v, "stream_idle_timeout_ms", "limits.", 1000, 86400000, &c->stream_idle_timeout_ms, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "stream_evict_idle_ms", "limits.", 1000, 86400000, &c->stream_evict_idle_ms, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "stream_line_timeout_ms", "limits.", 1000, 86400000, &c->stream_line_timeout_ms, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "max_segments_per_minute", "limits.", 0, 1000000, &c->max_segments_per_minute, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "idempotency_window_s", "limits.", 60, 30 * 86400, &c->idempotency_window_s, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "idempotency_max_keys", "limits.", 100, 10000000, &c->idempotency_max_keys, sizeof(size_t))) < 0 ||
 		    (rc = get_uint(&L, v, "run_evict_idle_s", "limits.", 1, 30 * 86400, &c->run_evict_idle_s, sizeof(unsigned))) < 0)

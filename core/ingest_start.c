@@ -31,6 +31,7 @@ int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out, char
 	in->store = o->store;
 	in->outbox = o->outbox;
 	in->paused.next = in->paused.prev = &in->paused;
+	in->seg_cap.per_min = o->replay ? 0 : cfg->max_segments_per_minute;
 	gw__ingest_commit_init(in);
 
 	struct gw_engine_opts eo = cfg->engine;

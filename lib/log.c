@@ -93,59 +93,87 @@ void gw_log(enum gw_log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
-#define PEER_WINDOW_MS 60000
+#define BUDGET_WINDOW_MS 60000
 
-static struct {
-	pthread_mutex_t mu;
-	uint64_t start;         /* gw_mono_ms(); 0: no window yet */
-	unsigned used;
-	uint64_t held;
-} peer = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static struct gw_log_budget peer = GW_LOG_BUDGET(
+	"warning(s) about what clients sent or did", "the rejections are counted in /metrics",
+	GW_LOG_PEER_BUDGET);
 
-/* With peer.mu held: say what was held back if the window is over (or
+/* The budgets used so far, for gw_log_peer_flush. */
+static pthread_mutex_t budgets_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct gw_log_budget *budgets;
+
+/* With b->mu held: say what was held back if the window is over (or
  * now), and open a new window when it is over. */
-static void peer_flush_locked(uint64_t t, bool now)
+static void budget_flush_locked(struct gw_log_budget *b, uint64_t t, bool now)
 {
-	bool over = peer.start == 0 || t - peer.start >= PEER_WINDOW_MS;
-	if (peer.held && (over || now)) {
-		gw_log(GW_LOG_WARN, "%" PRIu64 " more warning(s) about what clients sent or did were "
-		       "not logged in the last %.0f s (at most %d a minute are; the rejections are "
-		       "counted in /metrics)", peer.held, (double)(t - peer.start) / 1000.0,
-		       GW_LOG_PEER_BUDGET);
-		peer.held = 0;
+	bool over = b->start == 0 || t - b->start >= BUDGET_WINDOW_MS;
+	if (b->held && (over || now)) {
+		gw_log(GW_LOG_WARN, "%" PRIu64 " more %s were not logged in the last %.0f s (at most "
+		       "%u a minute are; %s)", b->held, b->what, (double)(t - b->start) / 1000.0,
+		       b->per_min, b->counted);
+		b->held = 0;
 	}
 	if (over) {
-		peer.start = t;
-		peer.used = 0;
+		b->start = t;
+		b->used = 0;
 	}
+}
+
+static void vbudgeted(struct gw_log_budget *b, enum gw_log_level level, const char *fmt,
+                      va_list ap) __attribute__((format(printf, 3, 0)));
+
+static void vbudgeted(struct gw_log_budget *b, enum gw_log_level level, const char *fmt,
+                      va_list ap)
+{
+	if (level > threshold)
+		return;
+	pthread_mutex_lock(&b->mu);
+	bool list = !b->listed;
+	b->listed = true;
+	budget_flush_locked(b, gw_mono_ms(), false);
+	bool say = b->used < b->per_min;
+	if (say)
+		b->used++;
+	else
+		b->held++;
+	pthread_mutex_unlock(&b->mu);
+	if (list) {
+		pthread_mutex_lock(&budgets_mu);
+		b->next = budgets;
+		budgets = b;
+		pthread_mutex_unlock(&budgets_mu);
+	}
+	if (say)
+		vlog(level, fmt, ap);
+}
+
+void gw_log_budgeted(struct gw_log_budget *b, enum gw_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vbudgeted(b, level, fmt, ap);
+	va_end(ap);
 }
 
 void gw_log_peer(enum gw_log_level level, const char *fmt, ...)
 {
-	if (level > threshold)
-		return;
-	pthread_mutex_lock(&peer.mu);
-	peer_flush_locked(gw_mono_ms(), false);
-	bool say = peer.used < GW_LOG_PEER_BUDGET;
-	if (say)
-		peer.used++;
-	else
-		peer.held++;
-	pthread_mutex_unlock(&peer.mu);
-	if (!say)
-		return;
 	va_list ap;
 	va_start(ap, fmt);
-	vlog(level, fmt, ap);
+	vbudgeted(&peer, level, fmt, ap);
 	va_end(ap);
 }
 
 void gw_log_peer_flush(bool now)
 {
-	pthread_mutex_lock(&peer.mu);
-	if (peer.held)
-		peer_flush_locked(gw_mono_ms(), now);
-	pthread_mutex_unlock(&peer.mu);
+	pthread_mutex_lock(&budgets_mu);
+	for (struct gw_log_budget *b = budgets; b; b = b->next) {
+		pthread_mutex_lock(&b->mu);
+		if (b->held)
+			budget_flush_locked(b, gw_mono_ms(), now);
+		pthread_mutex_unlock(&b->mu);
+	}
+	pthread_mutex_unlock(&budgets_mu);
 }
 
 /* Whether code point c prints nothing visible or changes how the text
