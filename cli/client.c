@@ -98,17 +98,19 @@ static void print_text(json_t *out, bool alerts, const char *run)
 		return;
 	}
 	json_t *arr = json_is_array(out) ? out : json_object_get(out, "runs");
-	printf("%-40s %8s %12s %12s\n", "run", "segment", "last step", "open alerts");
+	printf("%-40s %8s %12s %12s  %s\n", "run", "segment", "last step", "open alerts", "state");
 	json_array_foreach(arr, i, x) {
 		/* pad by characters, not bytes: UTF-8 continuation bytes add width */
 		const char *name = str_of(x, "run");
 		int pad = 40;
 		for (const char *c = name; *c; c++)
 			pad += ((unsigned char)*c & 0xC0) == 0x80;
-		printf("%-*s %8lld %12lld %12lld\n", pad, name,
+		const char *state = str_of(x, "state");
+		printf("%-*s %8lld %12lld %12lld  %s\n", pad, name,
 		       (long long)json_integer_value(json_object_get(x, "segment")),
 		       (long long)json_integer_value(json_object_get(x, "last_step")),
-		       (long long)json_integer_value(json_object_get(x, "open_alerts")));
+		       (long long)json_integer_value(json_object_get(x, "open_alerts")),
+		       *state ? state : "-");
 	}
 }
 

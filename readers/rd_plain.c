@@ -9,6 +9,8 @@
  *   123/500 [====>.........] - ETA: 1:23 - loss: 0.6931 - accuracy: 0.5012
  *   epoch: 1, lr: 1.00e+00 - train loss: 2.71 - valid loss: 2.50, valid error: 0.81
  *   1200: 2.7431                                        (bare STEP: LOSS, or STEP LOSS)
+ *   [1076]    3230 || B: 0.116 | C: 0.042 | ... | T: 0.477 || ETA: 1:41:48
+ *                                                       (YOLACT: one-letter losses, T the total)
  *
  * A line (after its logger prefix, rd_line.c) is read as name/value pairs:
  * the words before a number (at most three) are its name ("train loss:
@@ -51,7 +53,6 @@
 #include <strings.h>
 
 #define CANDS 4
-#define TABLE_COLS 32
 
 struct plain {
 	int64_t epoch;            /* from an "Epoch E/N" line, -1: none */
@@ -65,10 +66,8 @@ struct plain {
 	double cand_v[CANDS];
 	size_t ncand;
 	char chosen[24];
-	/* a table being read: its header's names */
-	bool table, md;
-	size_t ncols;
-	char cols[TABLE_COLS][48];
+	struct gw_pl_table tab;   /* a table being read */
+	const char *run;          /* the run of a table's point (NULL: default) */
 };
 
 /* ---- steps ------------------------------------------------------------- */
@@ -165,6 +164,24 @@ static const char *kept_name(const struct gw_alias *al, const struct gw_pl_pair 
 	return n;
 }
 
+/* YOLACT's line ("[1076]  3230 || B: 0.116 | C: 0.042 | M: 0.244 | S:
+ * 0.060 | I: 0.014 | T: 0.477 || ETA: ..."): its losses are named by one
+ * letter each and T is their total.  The pair that is T when the line has
+ * it and at least three other one-letter names, else -1. */
+static int letter_total(const struct gw_pl_parse *p)
+{
+	int t = -1, letters = 0;
+	for (size_t k = 0; k < p->n; k++) {
+		const char *nm = p->p[k].name;
+		if (nm[0] && !nm[1]) {
+			letters++;
+			if (nm[0] == 't')
+				t = (int)k;
+		}
+	}
+	return letters >= 4 ? t : -1;
+}
+
 /* Has the line a loss or a grad norm (the roles a point needs here)?
  * *part gets the pair that is the loss when no name is one and several
  * names hold one at an end ("loss_pr: 0.5, loss_ce: 1.2", not a sentence's
@@ -192,6 +209,8 @@ static bool has_signal(const struct gw_alias *al, const struct gw_pl_parse *p, i
 		if (total)
 			break;
 	}
+	if (!loss && *part < 0)
+		*part = letter_total(p);
 	return loss || gn || *part >= 0;
 }
 
@@ -236,10 +255,10 @@ static int point(struct gw_reader *r, struct plain *st, const struct gw_pl_parse
 		step = e;
 	else
 		return 0;
-	if (gw__rd_repeats(r, &st->last, step))
+	if (!st->run && gw__rd_repeats(r, &st->last, step))
 		return 0;   /* the bar redrawn at the same step */
 	gw__rd_last_set(r, &st->last, step);
-	gw__rd_begin(r, NULL, 0, step);
+	gw__rd_begin(r, st->run, st->run ? strlen(st->run) : 0, step);
 	for (size_t k = 0; k < p->n; k++) {
 		if ((int)k == sk)
 			continue;
@@ -262,103 +281,21 @@ static int point(struct gw_reader *r, struct plain *st, const struct gw_pl_parse
 
 /* ---- tables -------------------------------------------------------------- */
 
-/* The cells of a table line: a Markdown row ("| step | loss |", its
- * outer pipes optional) when md, else words split on spaces (a report
- * printed in columns: Chainer's PrintReport), a "#" comment left out.
- * Returns the count (at most TABLE_COLS + 1). */
-static size_t cells(const char *s, size_t n, bool md, const char **c, size_t *cl)
-{
-	size_t k = 0, i = 0;
-	while (i < n && s[i] == ' ')
-		i++;
-	if (md && i < n && s[i] == '|')
-		i++;
-	while (i < n && k <= TABLE_COLS) {
-		if (!md && s[i] == '#')
-			break;
-		size_t a = i;
-		while (i < n && (md ? s[i] != '|' : s[i] != ' ' && s[i] != '\t'))
-			i++;
-		size_t z = i;
-		while (md && z > a && s[z - 1] == ' ')
-			z--;
-		while (md && a < z && s[a] == ' ')
-			a++;
-		if (z > a || md) {
-			c[k] = s + a;
-			cl[k++] = z - a;
-		}
-		while (i < n && (s[i] == ' ' || s[i] == '\t' || (md && s[i] == '|')))
-			if (s[i++] == '|' && md)
-				break;
-	}
-	if (md && k && cl[k - 1] == 0)
-		k--;   /* the closing pipe */
-	return k;
-}
-
-static bool is_num(const char *s, size_t n)
-{
-	double v;
-	return n && gw__rd_num_grouped(s, n, &v) == n;
-}
-
-/* A table's header: two or more names (no number among them) with a step
- * or epoch column and a loss or norm column. */
-static bool header(struct plain *st, const char *s, size_t n, bool md)
-{
-	const char *c[TABLE_COLS + 1];
-	size_t cl[TABLE_COLS + 1];
-	/* most lines are no header: long, or a name: value / name=value line */
-	if (n > 512 || memchr(s, ':', n) || memchr(s, '=', n))
-		return false;
-	size_t k = cells(s, n, md, c, cl);
-	if (k < 2 || k > TABLE_COLS)
-		return false;
-	bool step = false, signal = false;
-	for (size_t i = 0; i < k; i++) {
-		if (!cl[i] || cl[i] >= sizeof(st->cols[0]) || is_num(c[i], cl[i]) ||
-		    !isalpha((unsigned char)c[i][0]))
-			return false;
-		char *o = st->cols[i];
-		for (size_t j = 0; j < cl[i]; j++)
-			o[j] = c[i][j] == ' ' ? '_' : (char)tolower((unsigned char)c[i][j]);
-		o[cl[i]] = '\0';
-		step |= gw__pl_step_rank(o) >= 0 || gw__pl_epoch_name(o);
-		signal |= gw__rd_loss_part(o) || strstr(o, "norm");
-	}
-	if (!step || !signal)
-		return false;
-	st->table = true;
-	st->md = md;
-	st->ncols = k;
-	return true;
-}
-
-/* A row of the table being read: 1 (a point was tried), 0 (not a row: the
- * table ended), or a negative errno. */
+/* A row of the table being read: 1 (points were tried, or the alignment
+ * row), 0 (not a row: the table ended), or a negative errno. */
 static int row(struct gw_reader *r, struct plain *st, const char *s, size_t n, uint64_t lineno)
 {
-	const char *c[TABLE_COLS + 1];
-	size_t cl[TABLE_COLS + 1];
-	size_t k = cells(s, n, st->md, c, cl);
-	if (st->md && k && cl[0] && strspn(c[0], "-: ") >= cl[0])
-		return 1;   /* the alignment row |---:|---| */
-	if (k != st->ncols)
-		return 0;
-	struct gw_pl_parse p;
-	memset(&p, 0, sizeof(p));
-	p.lead = p.lead_total = NAN;
-	for (size_t i = 0; i < k; i++) {
-		double v;
-		if (!cl[i])
-			continue;
-		if (gw__rd_num_grouped(c[i], cl[i], &v) != cl[i])
-			return 0;
-		p.p[p.n++] = (struct gw_pl_pair){st->cols[i], v, NAN, false};
+	struct gw_pl_parse p[GW_PL_TABLE_RUNS];
+	const char *runs[GW_PL_TABLE_RUNS];
+	int k = gw__pl_table_row(&st->tab, s, n, p, runs);
+	for (int i = 0; i < k; i++) {
+		st->run = runs[i][0] ? runs[i] : NULL;
+		int rc = point(r, st, &p[i], lineno);
+		st->run = NULL;
+		if (rc < 0)
+			return rc;
 	}
-	int rc = point(r, st, &p, lineno);
-	return rc < 0 ? rc : 1;
+	return k != 0;
 }
 
 /* ---- lines -------------------------------------------------------------- */
@@ -368,16 +305,16 @@ static int segment(struct gw_reader *r, void *state, const char *s, size_t n, ui
 	struct plain *st = state;
 	int64_t step;
 	double loss;
-	if (st->table) {
+	if (st->tab.on) {
 		int rc = row(r, st, s, n, lineno);
 		if (rc)
 			return rc < 0 ? rc : 0;
-		st->table = false;
+		st->tab.on = false;
 	}
 	size_t t = 0;
 	while (t < n && s[t] == ' ')
 		t++;
-	if (header(st, s, n, t < n && s[t] == '|'))
+	if (gw__pl_table_header(&st->tab, s, n, t < n && s[t] == '|'))
 		return 0;
 	if (gw__pl_two_numbers(s, n, &step, &loss)) {
 		gw__rd_begin(r, NULL, 0, step);
@@ -453,7 +390,7 @@ static int pl_sniff(const char *h, size_t n, bool all)
 	const char *p, *q = h;
 	size_t len;
 	int pairs = 0, two = 0, other = 0, events = 0, best = 0;
-	struct plain tab = {0};
+	struct gw_pl_table tab = {0};
 	while (gw__rd_sniff_msg(&q, h + n, all, &p, &len)) {
 		const char *cr = memchr(p, '\r', len);
 		if (cr)
@@ -473,22 +410,22 @@ static int pl_sniff(const char *h, size_t n, bool all)
 		size_t t = 0;
 		while (t < len && p[t] == ' ')
 			t++;
-		if (tab.table) {
-			const char *c[TABLE_COLS + 1];
-			size_t cl[TABLE_COLS + 1], k = cells(p, len, tab.md, c, cl), num = 0;
+		if (tab.on) {
+			const char *c[GW_PL_TABLE_COLS + 1];
+			size_t cl[GW_PL_TABLE_COLS + 1], k = gw__pl_cells(p, len, tab.md, c, cl), num = 0;
 			if (tab.md && k && cl[0] && strspn(c[0], "-: ") >= cl[0])
 				continue;   /* the alignment row */
 			for (size_t i = 0; i < k; i++)
-				num += is_num(c[i], cl[i]);
+				num += gw__pl_is_num(c[i], cl[i]) || (tab.pair[i] && memchr(c[i], '/', cl[i]));
 			if (k == tab.ncols && num >= 2) {
 				pairs++;   /* a header and a row of numbers */
 				continue;
 			}
-			tab.table = false;
+			tab.on = false;
 		}
-		if (header(&tab, p, len, t < len && p[t] == '|'))
+		if (gw__pl_table_header(&tab, p, len, t < len && p[t] == '|'))
 			continue;
-		if (!loss_or_norm(p, len)) {
+		if (!loss_or_norm(p, len) && !gw__rd_find(p, len, "| T: ")) {
 			other++;   /* no loss or norm: nothing to parse for */
 			continue;
 		}
@@ -497,6 +434,7 @@ static int pl_sniff(const char *h, size_t n, bool all)
 		bool signal = false;
 		for (size_t k = 0; k < ps.n && !ps.eval; k++)
 			signal |= signal_name(ps.p[k].name);
+		signal |= !ps.eval && letter_total(&ps) >= 0;
 		if (signal && !isnan(ps.lead_total) && gw__rd_find(p, len, " - loss: "))
 			best = 85;   /* a Keras bar */
 		else if (signal && len > 7 && !strncmp(p, "epoch: ", 7) &&

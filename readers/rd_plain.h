@@ -48,4 +48,36 @@ bool gw__pl_epoch_name(const char *name);
  * 2.7431", "1200,2.7431"). */
 bool gw__pl_two_numbers(const char *s, size_t n, int64_t *step, double *v);
 
+/* ---- tables (rd_plain_table.c) ------------------------------------------ */
+
+#define GW_PL_TABLE_COLS 32
+#define GW_PL_TABLE_RUNS 8
+
+/* A table being read: its header's names.  A column of runs set side by
+ * side ("M4 loss / gnorm") is a pair: run[i], cols[i] and cols2[i]. */
+struct gw_pl_table {
+	bool on, md, first_step;  /* first_step: column 0 is the step by place */
+	size_t ncols;
+	char cols[GW_PL_TABLE_COLS][48];
+	char cols2[GW_PL_TABLE_COLS][24];
+	char run[GW_PL_TABLE_COLS][24];
+	bool pair[GW_PL_TABLE_COLS];
+};
+
+/* The cells of a table line: a Markdown row when md, else words split on
+ * spaces, a "#" comment left out.  At most GW_PL_TABLE_COLS + 1. */
+size_t gw__pl_cells(const char *s, size_t n, bool md, const char **c, size_t *cl);
+bool gw__pl_is_num(const char *s, size_t n);
+
+/* Is s[0..n) a table's header (see rd_plain_table.c)?  If so, *t is set
+ * up to read its rows. */
+bool gw__pl_table_header(struct gw_pl_table *t, const char *s, size_t n, bool md);
+
+/* A row of the table: the count of points it holds, each as a parse in
+ * out[] of the run runs[] names ("": the reader's default run); 0 when it
+ * is no row (the table ended); -1 for Markdown's alignment row.  The
+ * parses' names point into *t. */
+int gw__pl_table_row(const struct gw_pl_table *t, const char *s, size_t n,
+                     struct gw_pl_parse out[GW_PL_TABLE_RUNS], const char *runs[GW_PL_TABLE_RUNS]);
+
 #endif

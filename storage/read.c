@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "util.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <math.h>
@@ -144,13 +145,27 @@ int gw_store_read_runs(const char *path, json_t **out, char *err, size_t errlen)
 	int rc = gw__store_open_ro(path, &db, NULL, err, errlen);
 	if (rc < 0)
 		return rc;
+	/* state (store.h): ended as gw_store_read_run_states says, stalled
+	 * while a stall alert is open, else live or idle by the last line's
+	 * arrival */
+	char now[32], live[16];
+	snprintf(now, sizeof(now), "%.3f", gw_wall_now());
+	snprintf(live, sizeof(live), "%d", GW_RUN_LIVE_S);
+	const char *binds[] = {now, live};
 	rc = query(db,
 	           "SELECT r.name AS run, r.last_seg AS segment, r.last_step AS last_step,"
 	           " r.last_ts AS last_ts, r.first_seen AS first_seen, r.last_seen AS last_seen,"
 	           " (SELECT count(*) FROM alerts a WHERE a.run_id = r.id AND a.state = 'open')"
-	           "  AS open_alerts"
+	           "  AS open_alerts,"
+	           " CASE WHEN r.ended_seg IS NOT NULL AND r.ended_seg = r.last_seg"
+	           "   AND coalesce(r.last_step, -1) <= r.ended_step THEN 'ended'"
+	           "  WHEN EXISTS (SELECT 1 FROM alerts a WHERE a.run_id = r.id AND a.state = 'open'"
+	           "   AND a.detector = 'stall') THEN 'stalled'"
+	           "  WHEN CAST(?1 AS REAL) - r.last_seen < CAST(?2 AS REAL) THEN 'live'"
+	           "  ELSE 'idle' END AS state,"
+	           " CASE WHEN r.ended_seg = r.last_seg THEN r.ended_reason END AS ended_reason"
 	           " FROM runs r ORDER BY r.last_seen DESC",
-	           NULL, 0, out, err, errlen);
+	           binds, 2, out, err, errlen);
 	sqlite3_close(db);
 	return rc;
 }

@@ -241,7 +241,17 @@ int gw_store_read_rank_lines(const char *path, const char *run, const char *rank
                              const char *after, size_t limit, json_t **out, char *err,
                              size_t errlen);
 
-/* Runs as [{run, segment, last_step, last_ts, records, first_seen, last_seen}]. */
+/* A run whose last line arrived within this many seconds is live (the
+ * web view's and `gradwatch runs`' state; the stall detector decides on
+ * its own, by the run's own interval). */
+#define GW_RUN_LIVE_S 120
+
+/* Runs as [{run, segment, last_step, last_ts, first_seen, last_seen,
+ * open_alerts, state, ended_reason}], the most recent first.  state:
+ * "ended" (a run_finished event, its declared length or the end of a
+ * replayed log, and no line after it), "stalled" (a stall alert open),
+ * "live" (a line within GW_RUN_LIVE_S), else "idle"; ended_reason: why it
+ * ended, or null. */
 int gw_store_read_runs(const char *path, json_t **out, char *err, size_t errlen);
 
 /* One run: {run, segments:[...], last_step, last_values, records, events,

@@ -62,6 +62,22 @@ test('the warm-up clip: only the first 5% of the run, only when it is over twice
   assert.equal(F.warmupClip(x, [mild], 1, 100), null, 'under twice: left alone');
 });
 
+test('the spike clip: a value far above the run\'s level, not a run that falls or a few bumps', () => {
+  const x = Array.from({length: 200}, (_, i) => i + 1);
+  // a grad norm of 20,000 over a level of 8 (issue 19's ms-swift run)
+  const g = x.map((s) => (s === 150 ? 20000 : 8 + (s % 5) * 0.2));
+  const c = F.spikeClip(x, [g], 1, 200);
+  assert.deepEqual([c.lo, c.hi, c.peak, c.step, c.over], [8, 8.8, 20000, 150, 1]);
+  const falling = x.map((s) => 10 / Math.sqrt(s));
+  assert.equal(F.spikeClip(x, [falling], 1, 200), null, 'a loss that falls from 10 to 0.7 keeps its axis');
+  const bumps = x.map((s) => (s % 50 === 0 ? 2.5 : 1));
+  assert.equal(F.spikeClip(x, [bumps], 1, 200), null, 'bumps under 4x the 98th percentile stay in view');
+  assert.equal(F.spikeClip(x.slice(0, 10), [g.slice(0, 9).concat([20000])], 1, 10), null, 'under 20 values: left alone');
+  // applies while the view spans half the run; zoomed in, all is shown
+  assert.equal(F.clipOn(c, 1, 200), true);
+  assert.equal(F.clipOn(c, 140, 160), false);
+});
+
 test('numbers and ticks as people read them', () => {
   assert.equal(F.fmtNum(3e-4), '3e-4');
   assert.equal(F.fmtNum(1177537), '1,177,537');

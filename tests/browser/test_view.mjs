@@ -256,6 +256,35 @@ test('a warm-up\'s grad norms do not flatten the run: the axis fits what follows
   await page.close();
 });
 
+test('a grad-norm spike of 20,000 over a level of 8: the axis fits the level, the heading names the spike, the legend shows values unhovered', async () => {
+  let body = '';
+  for (let s = 1; s <= 600; s++) {
+    const g = s === 400 ? 20000 : 8 + 0.5 * Math.sin(s);
+    body += JSON.stringify({run: 'spike-axis', step: s, loss: 2 + 0.1 * Math.cos(s), grad_norm: g}) + '\n';
+  }
+  assert.equal((await daemon.ingest(body)).rejected, 0);
+  const page = await lockedPage(browser);
+  await page.goto(`${daemon.base}/runs/spike-axis`);
+  await ready(page);
+  const [top, span] = await page.evaluate(() => {
+    const u = window.gwView.charts.find((c) => c.gwMetric === 'grad_norm');
+    return [u.scales.y.max, u.valToPos(7.5, 'y') - u.valToPos(8.5, 'y')];
+  });
+  assert.ok(top < 100, `the axis reaches ${top}`);
+  assert.ok(span >= 20, `the level's swing 7.5..8.5 is ${span.toFixed(1)} px`);
+  assert.match(await page.$eval('#chart-grad_norm .gw-clip', (e) => e.textContent),
+    /^1 value above the top, up to 20,000 at step 400/);
+  // no hover: the legend holds the last step's values, not dashes
+  const legend = await page.$eval('#chart-grad_norm .u-legend', (e) => e.textContent);
+  assert.match(legend, /\d/, legend);
+  assert.doesNotMatch(legend, /—/, legend);
+  // zoomed on the spike it is all there
+  await page.evaluate(() => window.gwView.charts[0].setScale('x', {min: 390, max: 410}));
+  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 20000, {timeout: 15000});
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test('a metric that is NaN at every step says so in its heading, not an empty axis', async () => {
   // llm.c's log of a run that was NaN from step 1 (loss and norm `nan`)
   let body = '';

@@ -119,12 +119,9 @@ def replay(path, *opts):
 
 
 INCIDENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'data', 'incidents')
-# the excerpts no reader takes, and why (each a form of one source only)
-UNREAD = {
-    'sa3cpp-28-plateau-table.md': 'two runs side by side in one table, each cell "loss / gnorm"',
-    'cpm-live-0708-daily-log-loss-up-reasonable.md': "a logbook's bullets ('- Begin: 2.37'), no step",
-    'yolact-382-resume-no-use-loss-rising.md': "YOLACT's one-letter losses ('T: 0.477'), no name says loss",
-}
+# the excerpts no reader takes, and why (each a form of one source only);
+# none left
+UNREAD = {}
 
 
 class Paste(unittest.TestCase):

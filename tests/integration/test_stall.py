@@ -18,6 +18,7 @@ generous deadlines.
 import json
 import os
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -142,6 +143,38 @@ class Silence(unittest.TestCase):
                 return 'gradwatch_runs_dormant 1' in m.splitlines() and m
             wait_for(dormant, 30, 'the finished run made dormant', interval=0.1)
             self.assertEqual(stalls(d, 'stall-ended'), [])
+
+def states(d):
+    return {r['run']: (r['state'], r['ended_reason'])
+            for r in d.get('/v1/runs')[1]['runs']}
+
+
+class States(unittest.TestCase):
+    def test_the_runs_list_tells_live_stalled_ended_and_idle_apart(self):
+        with Daemon(config=CONFIG) as d, connect(d) as s:
+            feed(s, 'stall-done', range(1, 31))
+            s.sendall(b'{"run":"stall-done","step":30,"event":"run_finished","reason":"completed"}\n')
+            feed(s, 'stall-quiet', range(1, 31))
+            wait_for(lambda: stalls(d, 'stall-quiet'), 20, 'the stall alert', interval=0.1)
+            feed(s, 'other-live', range(1, 4))
+            got = wait_for(lambda: states(d).get('stall-done', (None,))[0] == 'ended' and states(d),
+                           10, 'the finished run to be ended', interval=0.1)
+            self.assertEqual(got['stall-done'], ('ended', 'run_finished'))
+            self.assertEqual(got['stall-quiet'], ('stalled', None))
+            self.assertEqual(got['other-live'], ('live', None))
+            d.stop()
+            # a run whose last line is older than 2 minutes, no stall open: idle
+            con = sqlite3.connect(d.db)
+            con.execute("UPDATE runs SET last_seen = last_seen - 600 WHERE name = 'other-live'")
+            con.commit()
+            con.close()
+            r = subprocess.run([GRADWATCH, 'runs', '--db', d.db], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rows = {l.split()[0]: l.split()[-1] for l in r.stdout.decode().splitlines()[1:]}
+            self.assertEqual(rows, {'stall-done': 'ended', 'stall-quiet': 'stalled',
+                                    'other-live': 'idle'})
+
 
 class Endings(unittest.TestCase):
     def test_run_finished_line(self):

@@ -266,6 +266,24 @@ START_TEST(tables_and_several_losses)
 		 "text",
 		 "1 r 10 loss=0.52 lr=0.0001 | loss_pr=0.52 loss_ce=1.21\n"
 		 "2 r 20 loss=0.5 lr=0.0001 | loss_pr=0.5 loss_ce=1.2\n"},
+		/* sa3cpp.cpp PR 28: a Mac and a CUDA run side by side */
+		{"two runs side by side, cells 'loss / gnorm', the step a block index",
+		 "| block | M4 loss / gnorm | PC loss / gnorm |\n"
+		 "|---|---|---|\n"
+		 "| 0 | 1.9516 / 3.8455 | 0.6734 / 0.0481 |\n"
+		 "| 2 | 0.7420 / 0.6488 | 0.6629 / 0.0637 |\n",
+		 "text",
+		 "3 M4 0 loss=1.9516 grad_norm=3.8455\n"
+		 "3 PC 0 loss=0.6734 grad_norm=0.0481\n"
+		 "4 M4 2 loss=0.742 grad_norm=0.6488\n"
+		 "4 PC 2 loss=0.6629 grad_norm=0.0637\n"},
+		/* dbolya/yolact issue 382, the first line pasted without "[1" */
+		{"YOLACT: one-letter losses, T their total",
+		 "1073]    3220 || B: 0.117 | C: 0.043 | M: 0.244 | S: 0.060 | I: 0.014 | T: 0.478 || ETA: 1:42:02 || timer: 0.826\n"
+		 "[1076]    3230 || B: 0.116 | C: 0.042 | M: 0.244 | S: 0.060 | I: 0.014 | T: 0.477 || ETA: 1:41:48 || timer: 0.851\n",
+		 "text",
+		 "1 r 3220 loss=0.478 | b=0.117 c=0.043 m=0.244 s=0.06 i=0.014 t=0.478 timer=0.826\n"
+		 "2 r 3230 loss=0.477 | b=0.116 c=0.042 m=0.244 s=0.06 i=0.014 t=0.477 timer=0.851\n"},
 	};
 	forms(c, sizeof(c) / sizeof(c[0]));
 	/* text in a role's column is reported; the row's other numbers count */

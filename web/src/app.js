@@ -52,7 +52,7 @@
   var G = window.gwFigures;
   var fmtNum = G.fmtNum, fmtAgo = G.fmtAgo, fmtTime = G.fmtTime, fmtTicks = G.fmtTicks, plural = G.plural;
   var smoothed = G.smoothed, alertWindows = G.alertWindows, focusWindow = G.focusWindow, change = G.change;
-  var replayGap = G.replayGap, warmupClip = G.warmupClip;
+  var replayGap = G.replayGap, warmupClip = G.warmupClip, spikeClip = G.spikeClip, clipOn = G.clipOn;
 
   /* ---- DOM helpers: text only, never HTML ---------------------------------------- */
 
@@ -284,6 +284,17 @@
     }).map(function (p) { return p[0]; });
   }
 
+  /* A run's state as the server tells it (storage/store.h): live lines
+   * arriving, stalled (a stall alert open), ended (it said so, or its log
+   * did), idle (quiet, not judged stalled). */
+  function stateCell(r) {
+    if (r.state === 'live') return badge('streaming', 'state-live');
+    if (r.state === 'stalled') return badge('stalled', 'sev-warning');
+    if (r.state === 'ended') return el('span', {class: 'gw-muted', text: 'ended',
+      title: r.ended_reason ? 'ended: ' + r.ended_reason : 'ended'});
+    return el('span', {class: 'gw-muted', text: 'idle'});
+  }
+
   /* Every word of the filter is a case-insensitive part of the name. */
   function matcher(text) {
     var words = String(text || '').toLowerCase().split(/\s+/).filter(Boolean);
@@ -321,7 +332,6 @@
        * order changed: a refresh every 5 s must not take the keyboard
        * focus (or a text selection) from the row it is on. */
       var want = shown.slice(0, LIST_MAX).map(function (r) {
-        var live = src.live && r.last_seen && Date.now() / 1000 - r.last_seen < 120;
         var tr = rows.get(r.run);
         if (!tr) {
           tr = el('tr', {'data-run': r.run}, el('td', {class: 'gw-name'}, el('a', {href: src.runHref(r.run), text: r.run})));
@@ -329,7 +339,7 @@
         }
         while (tr.cells.length > 1) tr.removeChild(tr.lastChild);
         add(tr, [
-          src.live ? el('td', {class: 'gw-wide-only'}, live ? badge('streaming', 'state-live') : el('span', {class: 'gw-muted', text: 'idle'})) : null,
+          src.live ? el('td', {class: 'gw-wide-only'}, stateCell(r)) : null,
           el('td', {class: 'gw-wide-only', text: fmtNum(r.segment)}),
           el('td', {text: fmtNum(r.last_step)}),
           el('td', {text: src.live ? fmtAgo(r.last_seen) : fmtNum(r.records)}),
@@ -750,7 +760,7 @@
     function clipFollowsZoom(u) {
       var c = u.gwClip, sx = u.scales.x;
       if (!c) return;
-      var on = sx.min <= c.cut && sx.max >= c.runFrom + 0.5 * (c.runTo - c.runFrom);
+      var on = clipOn(c, sx.min, sx.max);
       if (on === (u.gwClipOn !== false)) return;
       u.gwClipOn = on;
       var lo = Infinity, hi = -Infinity, x = u.data[0];
@@ -775,7 +785,18 @@
       return clipNote(sp.clip);
     }
 
+    /* Without a cursor on the chart, the legend shows the last step's
+     * values (uPlot's own shows dashes until a hover). */
+    function legendAtRest(u) {
+      if (u.cursor.idx !== null && u.cursor.idx !== undefined) return;
+      var x = u.data[0];
+      if (x && x.length) u.setLegend({idx: x.length - 1}, false);
+    }
+
     function clipNote(c) {
+      if (c && c.spike)
+        return plural(c.over, 'value') + ' above the top, up to ' + fmtNum(+c.peak.toPrecision(3)) +
+          ' at step ' + fmtNum(c.step) + '; log scale or a zoom shows ' + (c.over > 1 ? 'them' : 'it');
       return c ? 'steps up to ' + fmtNum(Math.floor(c.cut)) + ' (the warm-up) reach ' + fmtNum(+c.peak.toPrecision(3)) +
         ' at step ' + fmtNum(c.step) + ', above the top; log scale shows them' : '';
     }
@@ -785,7 +806,10 @@
       return METRICS.filter(function (m) { return b.metrics[m.key].has; }).map(function (m) {
         var md = b.metrics[m.key], sd = seriesFor(m, md, b.x, view.overlays);
         var run = runSpan();
-        var clip = m.key === 'grad_norm' && !view.logScale && run ? warmupClip(b.x, sd.data.slice(1), run[0], run[1]) : null;
+        /* what was logged decides the axis, not the smoothed line */
+        var ys = sd.data.slice(1).filter(function (_, i) { return sd.series[i + 1].label !== 'smoothed'; });
+        var clip = m.key === 'grad_norm' && !view.logScale && run ? warmupClip(b.x, ys, run[0], run[1]) : null;
+        if (!clip && !view.logScale && run) clip = spikeClip(b.x, ys, run[0], run[1]);
         return {m: m, md: md, series: sd.series, data: sd.data, clip: clip,
                 points: md.cur.filter(function (y) { return y !== null; }).length};
       });
@@ -1007,10 +1031,12 @@
           hooks: {
             drawClear: [drawSegments],
             draw: [function (u) { drawMarks(u, false); }, function (u) { if (u === view.charts[0]) placeMarkers(u); }],
-            setScale: [function (u, key) { if (key === 'x') { clipFollowsZoom(u); onZoom(u); } }]
+            setScale: [function (u, key) { if (key === 'x') { clipFollowsZoom(u); onZoom(u); } }],
+            setLegend: [legendAtRest]
           }
         };
         var u = new uPlot(opts, sp.data, box);
+        legendAtRest(u);
         u.gwClip = sp.clip;
         u.gwMetric = m.key;
         u.gwPoints = sp.points;

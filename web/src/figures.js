@@ -189,9 +189,47 @@
     return {lo: lo, hi: hi, peak: peak, step: step, cut: cut, runFrom: runFrom, runTo: runTo};
   }
 
+  /* A spike far above the run's level (a grad norm of 20,000 over a
+   * level of 8) flattened the rest to a line at 0.  When the highest value
+   * is over SPIKE times the run's 98th percentile, the axis fits the bulk
+   * (everything up to SPIKE times that percentile) and the heading says
+   * what runs off the top: {lo, hi, peak, step, over, spike: true,
+   * runFrom, runTo}, or null.  At least 20 finite values, or no clip. */
+  var SPIKE = 4;
+  function spikeClip(x, series, runFrom, runTo) {
+    var vals = [];
+    series.forEach(function (ys) {
+      for (var i = 0; i < ys.length; i++)
+        if (ys[i] !== null && ys[i] !== undefined && isFinite(ys[i])) vals.push(ys[i]);
+    });
+    if (vals.length < 20) return null;
+    vals.sort(function (a, b) { return a - b; });
+    var q = vals[Math.floor(0.98 * (vals.length - 1))], top = vals[vals.length - 1];
+    if (!(q > 0) || !(top > SPIKE * q)) return null;
+    var lo = vals[0], hi = lo, over = 0, peak = -Infinity, step = null;
+    series.forEach(function (ys) {
+      for (var i = 0; i < ys.length; i++) {
+        var y = ys[i];
+        if (y === null || y === undefined || !isFinite(y)) continue;
+        if (y <= SPIKE * q) { if (y > hi) hi = y; continue; }
+        over++;
+        if (y > peak) { peak = y; step = x[i]; }
+      }
+    });
+    return {lo: lo, hi: hi, peak: peak, step: step, over: over, spike: true, runFrom: runFrom, runTo: runTo};
+  }
+
+  /* Whether a clip applies to the steps min..max in view: a warm-up's
+   * while the view holds the warm-up and at least half the run, a
+   * spike's while the view spans half the run (zoomed in, all is shown). */
+  function clipOn(c, min, max) {
+    var half = 0.5 * (c.runTo - c.runFrom);
+    return c.spike ? max - min >= half : min <= c.cut && max >= c.runFrom + half;
+  }
+
   globalThis.gwFigures = {   /* window in a page; also node, for a unit test */
     fmtNum: fmtNum, fmtAgo: fmtAgo, fmtTime: fmtTime, fmtTicks: fmtTicks, plural: plural,
     smoothed: smoothed, alertWindows: alertWindows, focusWindow: focusWindow, median: median,
-    change: change, replayGap: replayGap, warmupClip: warmupClip
+    change: change, replayGap: replayGap, warmupClip: warmupClip, spikeClip: spikeClip, clipOn: clipOn
   };
 })();
