@@ -54,6 +54,8 @@ struct gw_cfg {
 	unsigned stream_evict_idle_ms;    /* a full transport closes one idle this long */
 	unsigned stream_line_timeout_ms;  /* close one whose unfinished line is this old */
 	unsigned max_segments_per_minute; /* per run (core/seg_cap.h); 0: no cap */
+	size_t max_reads_in_flight;       /* HTTP reads waiting or running; more: 503 */
+	size_t max_response_bytes;        /* one HTTP answer; more: 413, ask for less */
 	unsigned idempotency_window_s;    /* how long an Idempotency-Key is remembered */
 	size_t idempotency_max_keys;
 	size_t max_runs;            /* runs whose detector state is in memory (runs.h) */

@@ -172,6 +172,10 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c)
 	                    json_integer((json_int_t)c->stream_line_timeout_ms));
 	json_object_set_new(json_object_get(o, "limits"), "max_segments_per_minute",
 	                    json_integer((json_int_t)c->max_segments_per_minute));
+	json_object_set_new(json_object_get(o, "limits"), "max_reads_in_flight",
+	                    json_integer((json_int_t)c->max_reads_in_flight));
+	json_object_set_new(json_object_get(o, "limits"), "max_response_bytes",
+	                    json_integer((json_int_t)c->max_response_bytes));
 	json_object_set_new(o, "retention", retention_json(c));
 	json_object_set_new(o, "health", json_pack("{s:I, s:I, s:I}",
 	                    "commit_stall_s", (json_int_t)c->health_commit_stall_s,

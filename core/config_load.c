@@ -316,7 +316,8 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		"max_line_bytes", "max_body_bytes", "max_connections", "max_runs",
 		"http_header_timeout_ms", "http_idle_timeout_ms", "http_body_timeout_ms",
 		"http_reserved_connections", "stream_idle_timeout_ms", "stream_evict_idle_ms",
-		"stream_line_timeout_ms", "max_segments_per_minute",
+		"stream_line_timeout_ms", "max_segments_per_minute", "max_reads_in_flight",
+		"max_response_bytes",
 		"idempotency_window_s", "idempotency_max_keys", "run_evict_idle_s", NULL,
 	};
 	static const char *const known_health[] = {
@@ -418,6 +419,8 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		    (rc = get_uint(&L, v, "stream_evict_idle_ms", "limits.", 1000, 86400000, &c->stream_evict_idle_ms, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "stream_line_timeout_ms", "limits.", 1000, 86400000, &c->stream_line_timeout_ms, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "max_segments_per_minute", "limits.", 0, 1000000, &c->max_segments_per_minute, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "max_reads_in_flight", "limits.", 1, 100000, &c->max_reads_in_flight, sizeof(size_t))) < 0 ||
+		    (rc = get_uint(&L, v, "max_response_bytes", "limits.", 65536, (uint64_t)1 << 34, &c->max_response_bytes, sizeof(size_t))) < 0 ||
 		    (rc = get_uint(&L, v, "idempotency_window_s", "limits.", 60, 30 * 86400, &c->idempotency_window_s, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "idempotency_max_keys", "limits.", 100, 10000000, &c->idempotency_max_keys, sizeof(size_t))) < 0 ||
 		    (rc = get_uint(&L, v, "run_evict_idle_s", "limits.", 1, 30 * 86400, &c->run_evict_idle_s, sizeof(unsigned))) < 0)

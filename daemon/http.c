@@ -49,8 +49,12 @@ struct wreq {
 	struct gw_http_conn *c;
 	bool close_after;
 	bool then_continue;
+	char *owned;               /* a body sent in place (freed once written), or NULL */
 	char buf[];
 };
+
+/* How a JSON answer is written, on the loop or on the pool. */
+#define ANSWER_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(12))
 
 static void conn_continue(struct gw_http_conn *c);
 static void on_drain_timer(uv_timer_t *t);
@@ -93,6 +97,7 @@ static void on_written(uv_write_t *req, int status)
 	struct gw_http_conn *c = w->c;
 	bool close_after = w->close_after || status < 0;
 	bool cont = w->then_continue;
+	free(w->owned);
 	free(w);
 	if (close_after && c->draining && status >= 0 && !c->closing) {
 		/* the client may still be sending the body we refused: let it
@@ -113,31 +118,45 @@ static void on_written(uv_write_t *req, int status)
 		conn_continue(c);
 }
 
-void gw__http_send_raw(struct gw_http_conn *c, const char *head, size_t hlen, const char *body,
-                     size_t blen, bool close_after, bool then_continue)
+/* Send head and body; a body in `owned` (heap, taken over) is written in
+ * place, not copied: an answer of tens of MB costs the loop no memcpy. */
+static void send_parts(struct gw_http_conn *c, const char *head, size_t hlen, const char *body,
+                       size_t blen, char *owned, bool close_after, bool then_continue)
 {
-	struct wreq *w = malloc(sizeof(*w) + hlen + blen);
+	size_t copy = owned ? 0 : blen;
+	struct wreq *w = malloc(sizeof(*w) + hlen + copy);
 	if (!w) {
+		free(owned);
 		gw__http_conn_close(c);
 		return;
 	}
 	w->c = c;
 	w->close_after = close_after;
 	w->then_continue = then_continue;
+	w->owned = owned;
 	memcpy(w->buf, head, hlen);
-	if (blen)
-		memcpy(w->buf + hlen, body, blen);
-	uv_buf_t b = uv_buf_init(w->buf, (unsigned)(hlen + blen));
-	if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_written) < 0) {
+	if (copy)
+		memcpy(w->buf + hlen, body, copy);
+	uv_buf_t b[2] = {uv_buf_init(w->buf, (unsigned)(hlen + copy)),
+	                 uv_buf_init(owned, (unsigned)(owned ? blen : 0))};
+	if (uv_write(&w->req, (uv_stream_t *)&c->tcp, b, owned && blen ? 2 : 1, on_written) < 0) {
+		free(w->owned);
 		free(w);
 		gw__http_conn_close(c);
 	}
 }
 
+void gw__http_send_raw(struct gw_http_conn *c, const char *head, size_t hlen, const char *body,
+                     size_t blen, bool close_after, bool then_continue)
+{
+	send_parts(c, head, hlen, body, blen, NULL, close_after, then_continue);
+}
+
 /* Send a complete response. */
 /* `headers`: extra header lines, each ending in CRLF ("" for none). */
-static void respond_h(struct gw_http_conn *c, int status, const char *ctype, const char *headers,
-                      const char *body, size_t blen, bool force_close)
+static void respond_hx(struct gw_http_conn *c, int status, const char *ctype,
+                       const char *headers, const char *body, size_t blen, char *owned,
+                       bool force_close)
 {
 	bool close_after = force_close || !c->keep_alive || !c->srv->on;
 	char head[1536];
@@ -164,7 +183,18 @@ static void respond_h(struct gw_http_conn *c, int status, const char *ctype, con
 	uv_timer_start(&c->timer, on_send_timer, c->srv->o.cfg->http_body_timeout_ms, 0);
 	/* HEAD: the headers GET would have, Content-Length included, and no
 	 * body (RFC 9110 9.3.2) */
-	gw__http_send_raw(c, head, (size_t)hlen, body, c->head ? 0 : blen, close_after, !close_after);
+	if (c->head) {
+		free(owned);
+		owned = NULL;
+		blen = 0;
+	}
+	send_parts(c, head, (size_t)hlen, body, blen, owned, close_after, !close_after);
+}
+
+static void respond_h(struct gw_http_conn *c, int status, const char *ctype, const char *headers,
+                      const char *body, size_t blen, bool force_close)
+{
+	respond_hx(c, status, ctype, headers, body, blen, NULL, force_close);
 }
 
 static void respond(struct gw_http_conn *c, int status, const char *ctype, const char *body,
@@ -198,7 +228,7 @@ static void respond_json_str(struct gw_http_conn *c, int status, char *s, bool f
 
 void gw_http_respond_json(struct gw_http_conn *c, int status, json_t *j)
 {
-	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
+	char *s = j ? json_dumps(j, ANSWER_JSON_FLAGS) : NULL;
 	json_decref(j);
 	respond_json_str(c, status, s, false);
 }
@@ -264,8 +294,20 @@ void gw_http_conn_close_after(struct gw_http_conn *c)
 
 /* The request is done (answered, or its connection closing with no read
  * running): release what the deferred path held for it. */
+/* A deferred read is over (answered, refused, or its connection gone). */
+static void read_release(struct gw_http_conn *c)
+{
+	if (c->read_counted) {
+		c->read_counted = false;
+		c->srv->reads--;
+	}
+}
+
 static void end_request(struct gw_http_conn *c)
 {
+	read_release(c);
+	free(c->qtext);
+	c->qtext = NULL;
 	if (c->state_free && c->req.state)
 		c->state_free(c->req.state);
 	c->req.state = NULL;
@@ -278,22 +320,60 @@ static void work_run(uv_work_t *req)
 {
 	struct gw_http_conn *c = gw_container_of(req, struct gw_http_conn, work);
 	c->qresult = NULL;
+	c->qtext = NULL;
 	c->qstatus = c->read(&c->req, &c->qresult);
 	if (c->srv->hold_reads)
 		gw_fault_hold_read(c->srv->hold_reads, c->req.query, c->req.query_len);
+	if (c->then || !c->qresult)
+		return;
+	/* written here, on the pool: a 100,000-record answer took the loop
+	 * (and systemd's watchdog) for hundreds of ms each */
+	char *s = json_dumps(c->qresult, ANSWER_JSON_FLAGS);
+	json_decref(c->qresult);
+	c->qresult = NULL;
+	if (!s)
+		return;
+	size_t n = strlen(s), max = c->srv->o.cfg->max_response_bytes;
+	if (n > max) {
+		free(s);
+		s = NULL;
+		c->qstatus = 413;
+		if (asprintf(&s, "{\"error\":\"the answer would be %zu bytes, more than "
+		             "limits.max_response_bytes (%zu): ask for less (limit=, max_points=, "
+		             "a step range)\"}", n, max) < 0)
+			s = NULL;
+		n = s ? strlen(s) : 0;
+	}
+	char *t = s ? realloc(s, n + 2) : NULL;
+	if (t) {
+		s = t;
+		s[n++] = '\n';
+		s[n] = '\0';
+	}
+	c->qtext = s;
+	c->qlen = n;
 }
 
 static void work_done(uv_work_t *req, int status)
 {
 	struct gw_http_conn *c = gw_container_of(req, struct gw_http_conn, work);
 	c->work_busy = false;
+	read_release(c);
 	json_t *r = c->qresult;
 	c->qresult = NULL;
+	char *text = c->qtext;
+	c->qtext = NULL;
 	if (c->closing) {
 		json_decref(r);
+		free(text);
 		gw__http_conn_close(c); /* finish the close that waited for us */
 		return;
 	}
+	if (status == 0 && text) {
+		respond_hx(c, c->qstatus, "application/json", "", text, c->qlen, text, false);
+		return;
+	}
+	free(text);
 	if (status < 0 || !r) {
 		json_decref(r);
 		gw_http_respond_error(c, 500, "query failed");
@@ -327,6 +407,16 @@ void gw_http_defer(struct gw_http_conn *c, gw_http_read_fn read, gw_http_then_fn
 	c->state_free = state_free;
 	c->read = read;
 	c->then = then;
+	if (c->srv->reads >= c->srv->o.cfg->max_reads_in_flight) {
+		/* queued behind that many, it would wait long; memory for the
+		 * answers is bounded by it too */
+		gw_http_respond_error(c, 503, "busy: %zu reads are being answered "
+		                      "(limits.max_reads_in_flight); retry after the Retry-After delay",
+		                      c->srv->reads);
+		return;
+	}
+	c->read_counted = true;
+	c->srv->reads++;
 	c->waiter.fn = read_after_barrier;
 	gw_ingest_barrier(c->srv->o.ingest, &c->waiter);
 }

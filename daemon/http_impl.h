@@ -103,7 +103,10 @@ struct gw_http_conn {
 	gw_http_then_fn then;
 	void (*state_free)(void *state);   /* of req.state */
 	int qstatus;
-	json_t *qresult;
+	json_t *qresult;                   /* a read's result for `then` ... */
+	char *qtext;                       /* ... or, without `then`, as written on the pool */
+	size_t qlen;
+	bool read_counted;                 /* counted in gw_http.reads */
 	json_t *answer;                    /* to send once committed */
 	int answer_status;
 	const char *not_yet;
@@ -121,6 +124,7 @@ struct gw_http {
 	struct gw_http_route routes[MAX_ROUTES];
 	size_t nroutes;
 	const char *hold_reads;      /* the test hook (gw_fault_hold_reads), or NULL */
+	size_t reads;                /* deferred reads waiting or running (max_reads_in_flight) */
 };
 
 /* ---- http.c: the connection ------------------------------------------------------- */
