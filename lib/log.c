@@ -10,7 +10,9 @@
  * as U+200B, tags; see invisible()) are written as \u202e, so a run name
  * cannot make a line read as something else.  Warnings about peers share a
  * budget a minute (gw_log_peer): a fixed window on the monotonic clock,
- * the held-back count said once the window is over.
+ * the held-back count said once the window is over.  The threshold and the
+ * journal switch are atomics: a reload (SIGHUP, on the loop) changes them
+ * while the writer and checkpoint threads log.
  */
 #include "log.h"
 #include "clock.h"
@@ -20,6 +22,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +31,20 @@
 #include <time.h>
 #include <unistd.h>
 
-static enum gw_log_level threshold = GW_LOG_INFO;
-static int to_journal;
+/* Relaxed is enough: each is one value on its own, and a line logged
+ * beside a reload may use the old level or the new one. */
+static _Atomic int threshold = GW_LOG_INFO;
+static _Atomic int to_journal;
 
 void gw_log_init(enum gw_log_level level, int journal)
 {
-	threshold = level;
-	to_journal = journal;
+	atomic_store_explicit(&threshold, (int)level, memory_order_relaxed);
+	atomic_store_explicit(&to_journal, journal, memory_order_relaxed);
+}
+
+static bool shown(enum gw_log_level level)
+{
+	return (int)level <= atomic_load_explicit(&threshold, memory_order_relaxed);
 }
 
 bool gw_log_stderr_is_journal(void)
@@ -49,7 +59,7 @@ bool gw_log_stderr_is_journal(void)
 
 enum gw_log_level gw_log_level(void)
 {
-	return threshold;
+	return (enum gw_log_level)atomic_load_explicit(&threshold, memory_order_relaxed);
 }
 
 int gw_log_parse_level(const char *s, enum gw_log_level *out)
@@ -126,7 +136,7 @@ static void vbudgeted(struct gw_log_budget *b, enum gw_log_level level, const ch
 static void vbudgeted(struct gw_log_budget *b, enum gw_log_level level, const char *fmt,
                       va_list ap)
 {
-	if (level > threshold)
+	if (!shown(level))
 		return;
 	pthread_mutex_lock(&b->mu);
 	bool list = !b->listed;
@@ -234,11 +244,11 @@ static size_t escape_into(char *buf, size_t len, size_t cap, const char *msg, si
 
 static void vlog(enum gw_log_level level, const char *fmt, va_list ap)
 {
-	if (level > threshold)
+	if (!shown(level))
 		return;
 	char buf[2048];
 	int off;
-	if (to_journal) {
+	if (atomic_load_explicit(&to_journal, memory_order_relaxed)) {
 		off = snprintf(buf, sizeof(buf), "<%d>", (int)level);
 	} else {
 		struct timespec ts;

@@ -19,10 +19,6 @@ MAX_LINES = 600
 
 # path (from the source root) -> why it may be longer, for now
 ALLOW = {
-    'tests/unit/test_readers.c': 'the readers\' tests, changed on branch readers (issue 19): split after it',
-    'tests/unit/test_rd_binary.c': 'the readers\' tests, changed on branch readers (issue 19): split after it',
-    'tests/unit/test_engine.c': 'the engine\'s tests, changed on branch perf (issue 21): split after it',
-    'tests/unit/test_kern.c': 'the kernels\' tests, changed on branch perf (issue 21): split after it',
 }
 
 SKIP_DIRS = {'.git', 'node_modules', 'demo'}

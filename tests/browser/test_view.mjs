@@ -245,11 +245,11 @@ test('a warm-up\'s grad norms do not flatten the run: the axis fits what follows
   assert.match(await page.$eval('#chart-grad_norm .gw-clip', (e) => e.textContent), /reach 15 at step 1, above the top/);
   // zoomed on the warm-up, or on a log axis, it is all there
   await page.evaluate(() => window.gwView.charts[0].setScale('x', {min: 1, max: 40}));
-  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 15, {timeout: 5000});
+  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 15);
   await page.click('#gw-reset');
   await page.click('#gw-log');
   await page.waitForFunction(() => window.gwView.charts[0].scales.y.distr === 3);
-  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 15, {timeout: 5000});
+  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 15);
   assert.equal(await page.$eval('#chart-grad_norm .gw-clip', (e) => e.textContent), '');
   await page.evaluate(() => localStorage.clear());
   assert.deepEqual(page.errors, []);
@@ -312,7 +312,7 @@ test('a streaming run with an open optimizer_reset: the restart panel keeps its 
     return window.gwView.restart.hi;
   });
   assert.equal((await daemon.ingest(grow(1100, 1400))).rejected, 0);
-  await page.waitForFunction((h) => window.gwView.restart && window.gwView.restart.hi > h, {timeout: 15000}, before);
+  await page.waitForFunction((h) => window.gwView.restart && window.gwView.restart.hi > h, {}, before);
   const after = await page.evaluate(() => window.gwView.restart.list.map((u) => [u.gwProbe, u.scales.x.max]));
   for (const [probe, max] of after) {
     assert.equal(probe, 'same chart');
@@ -335,7 +335,7 @@ test('a long streaming run (downsampled): the restart panel keeps its detail bet
   await page.goto(`${daemon.base}/runs/long-reset`);
   await ready(page);
   assert.equal(await page.evaluate(() => window.gwView.data.downsampled), true);
-  await page.waitForFunction(() => window.gwView.restartData && window.gwView.restart, {timeout: 15000});
+  await page.waitForFunction(() => window.gwView.restartData && window.gwView.restart);
   // every picture the panel draws from now on, in points
   const detail = await page.evaluate(() => {
     window.gwSets = [];
@@ -348,13 +348,13 @@ test('a long streaming run (downsampled): the restart panel keeps its detail bet
   assert.equal((await daemon.ingest(long.slice(11000, 11400).join('\n') + '\n')).rejected, 0);
   const lastStep = JSON.parse(long[11399]).step;
   await page.waitForFunction((s) => window.gwView.info.last_step >= s && window.gwSets.length >= 2 &&
-    window.gwView.restartData && window.gwView.restartData.to >= window.gwView.restart.hi, {timeout: 15000}, lastStep);
+    window.gwView.restartData && window.gwView.restartData.to >= window.gwView.restart.hi, {}, lastStep);
   const sets = await page.evaluate(() => window.gwSets);
   assert.ok(sets.every((n) => n >= detail * 0.8), `the panel drew ${sets.join(', ')} points; its detail had ${detail}`);
   // a zoom of the charts below to the start of the run leaves the panel as it was
   const range = await page.evaluate(() => [window.gwView.restart.lo, window.gwView.restart.hi]);
   await page.evaluate(() => window.gwView.charts[0].setScale('x', {min: 100, max: 3000}));
-  await page.waitForFunction(() => window.gwView.ranged === true && !window.gwView.loading && !window.gwView.restartPending, {timeout: 15000});
+  await page.waitForFunction(() => window.gwView.ranged === true && !window.gwView.loading && !window.gwView.restartPending);
   const [lo, hi, n, xmin, xmax] = await page.evaluate(() => {
     const r = window.gwView.restart, u = r.list[0];
     return [r.lo, r.hi, u.data[0].length, u.scales.x.min, u.scales.x.max];

@@ -249,7 +249,7 @@ test('"last record N s ago" ages while the page is open and nothing arrives', as
   await page.waitForFunction((first) => {
     const t = document.querySelector('.gw-run-head .gw-muted').textContent.match(/last record ([^·]*)/)[1].trim();
     return t !== first;
-  }, {timeout: 30000, polling: 200}, first);
+  }, {polling: 200}, first);
   const later = await ago();
   assert.ok(secs(later) > secs(first), `${first} -> ${later}`);
   await page.close();
@@ -329,7 +329,7 @@ test('zoomed into a long streaming run, new alerts and the run\'s position still
     more += JSON.stringify({run: 'long-run', step: s, loss: s === 6005 ? 'NaN' : 1, grad_norm: 1, lr: 1e-4}).replace('"NaN"', 'NaN') + '\n';
   await daemon.ingest(more);
   await page.waitForFunction(() => [...document.querySelectorAll('#gw-alerts li')].some((l) => /nonfinite/.test(l.textContent)),
-    {timeout: 30000, polling: 200});
+    {polling: 200});
   assert.match(await page.$eval('.gw-run-head .gw-muted', (e) => e.textContent), /last step 6,010/);
   assert.deepEqual(await page.evaluate(() => window.gwView.zoom), zoom, 'the zoom stays');
   const [lo, hi] = await page.evaluate(() => [window.gwView.charts[0].scales.x.min, window.gwView.charts[0].scales.x.max]);
@@ -461,7 +461,7 @@ test('an alert link into a long run opens on the alert\'s neighbourhood, in deta
   const page = await lockedPage(browser);
   await page.goto(`${daemon.base}/alerts/${a.id}`);
   await ready(page);
-  await page.waitForFunction(() => window.gwView.ranged === true && !window.gwView.data.downsampled, {timeout: 20000});
+  await page.waitForFunction(() => window.gwView.ranged === true && !window.gwView.data.downsampled);
   const [min, max] = await page.evaluate(() => [window.gwView.charts[0].scales.x.min, window.gwView.charts[0].scales.x.max]);
   assert.ok(min <= a.step && a.step <= max, `${min}..${max} holds step ${a.step}`);
   assert.ok(max - min <= 2000, `a window of ${max - min} steps around the alert, not a slice of the whole run`);
@@ -483,7 +483,7 @@ test('the run page keeps up while the run streams', async () => {
   for (let s = 1601; s <= 1620; s++)
     more += JSON.stringify({run: RUN, step: s, loss: 1.9, grad_norm: 0.3, lr: 3e-4, throughput: 18000}) + '\n';
   await daemon.ingest(more);
-  await page.waitForFunction((n) => window.gwView.points() === n, {timeout: 15000}, before + 20);
+  await page.waitForFunction((n) => window.gwView.points() === n, {}, before + 20);
   assert.equal(await page.$eval('#chart-loss', (e) => e.dataset.points),
     String(expectedPoints(trace + more, 'loss')));
 
@@ -500,7 +500,7 @@ test('the run page keeps up while the run streams', async () => {
   for (let s = 1621; s <= 1630; s++)
     again += JSON.stringify({run: RUN, step: s, loss: 1.9, grad_norm: 0.3, lr: 3e-4, throughput: 18000}) + '\n';
   await daemon.ingest(again);
-  await page.waitForFunction((n) => window.gwView.points() === n, {timeout: 15000}, before + 30);
+  await page.waitForFunction((n) => window.gwView.points() === n, {}, before + 30);
   assert.equal(await page.evaluate(() => window.gwView.charts[0].gwProbe), 'same chart');
   assert.equal(await page.evaluate(() => window.gwView.charts[0].scales.x.max), 1630, 'the x range grew');
   assert.equal(await page.evaluate(() => document.querySelectorAll('#chart-loss canvas').length), 1);
@@ -522,8 +522,8 @@ test('a daemon restart under an open page: the page says so, keeps its charts, t
     await d.halt();
     const lost = () => /cannot reach gradwatchd at 127\.0\.0\.1:\d+/.test(document.getElementById('gw-status').textContent);
     // (two tabs: the one behind gets no animation frames, so poll)
-    await page.waitForFunction(lost, {timeout: 30000, polling: 200});
-    await list.waitForFunction(lost, {timeout: 30000, polling: 200});
+    await page.waitForFunction(lost, {polling: 200});
+    await list.waitForFunction(lost, {polling: 200});
     for (const p of [page, list])
       assert.equal(await p.$eval('#gw-status', (e) => e.className), 'gw-error', 'said as an error');
     assert.equal(await page.evaluate(() => window.gwView.points()), 1640, 'the charts stay');
@@ -535,9 +535,9 @@ test('a daemon restart under an open page: the page says so, keeps its charts, t
       more += JSON.stringify({run: RUN, step: s, loss: 1.9, grad_norm: 0.3, lr: 3e-4, throughput: 18000}) + '\n';
     await d.ingest(more);
     await page.waitForFunction(() => window.gwView.points() === 1660 &&
-      document.getElementById('gw-status').textContent === '', {timeout: 30000, polling: 200});
+      document.getElementById('gw-status').textContent === '', {polling: 200});
     await list.waitForFunction((run) => document.getElementById('gw-status').textContent === '' &&
-      document.querySelector(`tr[data-run="${run}"] td:nth-child(4)`).textContent === '1,620', {timeout: 30000, polling: 200}, RUN);
+      document.querySelector(`tr[data-run="${run}"] td:nth-child(4)`).textContent === '1,620', {polling: 200}, RUN);
     assert.deepEqual([...page.offsite, ...list.offsite], []);
     await page.close();
     await list.close();
@@ -567,7 +567,7 @@ test('150 live updates: no growth in DOM nodes, listeners or JS heap', async () 
   let step = 1001, first = null;
   for (let k = 1; k <= 150; k++) {
     await daemon.ingest(JSON.stringify({run: 'soak', step, loss: 2 - step / 2000, grad_norm: 0.5, lr: 1e-4}) + '\n');
-    await page.waitForFunction((s) => window.gwView.info && window.gwView.info.last_step === s, {polling: 20, timeout: 15000}, step);
+    await page.waitForFunction((s) => window.gwView.info && window.gwView.info.last_step === s, {polling: 20}, step);
     step++;
     if (k === 30) first = await measure();
   }
@@ -660,7 +660,7 @@ test('300 runs: open alerts first, a filter, a bounded list, any run can be over
     assert.deepEqual((await rows()).sort(), want);
     assert.match(await page.$eval('#gw-count', (e) => e.textContent), /^11 of 301 runs match/);
     await page.waitForFunction(() => document.querySelectorAll('tr[data-run]').length === 11 &&
-      performance.getEntriesByType('resource').filter((r) => /\/v1\/runs$/.test(r.name)).length >= 2, {timeout: 20000});
+      performance.getEntriesByType('resource').filter((r) => /\/v1\/runs$/.test(r.name)).length >= 2);
     assert.deepEqual((await rows()).sort(), want);
     await page.$eval('#gw-filter', (e) => { e.value = 'no-such-run'; e.dispatchEvent(new Event('input')); });
     assert.match(await page.$eval('tbody', (e) => e.textContent), /No run matches/);
@@ -694,7 +694,7 @@ test('the runs list refresh keeps the keyboard focus where it is', async () => {
   assert.equal(on, RUN, 'Tab reaches the first run');
   const n = await page.evaluate(() => performance.getEntriesByType('resource').filter((r) => /\/v1\/runs$/.test(r.name)).length);
   await page.waitForFunction((n) => performance.getEntriesByType('resource').filter((r) => /\/v1\/runs$/.test(r.name)).length > n &&
-    document.getElementById('gw-count').textContent !== '', {timeout: 20000, polling: 100}, n);
+    document.getElementById('gw-count').textContent !== '', {polling: 100}, n);
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
   assert.equal(await page.evaluate(() => document.activeElement.closest('tr[data-run]')?.dataset.run ?? null), RUN,
     'the focus survived the refresh');

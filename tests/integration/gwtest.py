@@ -261,7 +261,10 @@ class Daemon:
             con.close()
 
 
-def read_all(s, timeout=5):
+def read_all(s, timeout=5, must_close=False):
+    """What the peer sends until it closes, or until timeout seconds pass
+    without a byte (then what came so far; with must_close, a failure: the
+    peer closing is what the caller checks, however long it takes)."""
     s.settimeout(timeout)
     out = b''
     try:
@@ -271,7 +274,9 @@ def read_all(s, timeout=5):
                 break
             out += chunk
     except socket.timeout:
-        pass
+        if must_close:
+            raise AssertionError('the peer did not close the connection within %.0fs; it sent %r'
+                                 % (timeout, out[:200]))
     return out
 
 

@@ -10,7 +10,7 @@ import socket
 import time
 import unittest
 
-from gwtest import Daemon, read_all
+from gwtest import Daemon, read_all, wait_for
 
 
 def raise_fd_limit(n):
@@ -168,7 +168,10 @@ class Connections(unittest.TestCase):
         cfg = {'limits': {'max_connections': 8, 'http_reserved_connections': 2}}
         with Daemon(config=cfg) as d:
             held = [socket.create_connection(('127.0.0.1', d.http_port)) for _ in range(8)]
-            time.sleep(0.2)   # let the daemon accept them (no request is sent on them)
+            # no request is sent on them: the daemon has accepted all eight
+            # once an ordinary request is turned away
+            wait_for(lambda: http_get(d.http_port, '/v1/runs') == 503, 60,
+                     'the eight idle connections to fill the HTTP limit')
             self.assertEqual(http_get(d.http_port, '/healthz'), 200)
             self.assertEqual(http_get(d.http_port, '/metrics'), 200)
             self.assertEqual(http_get(d.http_port, '/v1/runs'), 503)
@@ -180,12 +183,8 @@ class Connections(unittest.TestCase):
             for x in held + more + [s]:
                 x.close()
             # once they are gone, everything answers again
-            for _ in range(100):
-                if http_get(d.http_port, '/v1/runs') == 200:
-                    break
-                time.sleep(0.05)
-            self.assertEqual(http_get(d.http_port, '/v1/runs'), 200)
-
+            wait_for(lambda: http_get(d.http_port, '/v1/runs') == 200, 60,
+                     '/v1/runs to answer once the connections closed')
 
     def test_clients_that_never_read_their_answers_do_not_hold_http(self):
         # a client that asks and never reads held its connection for good
@@ -204,17 +203,13 @@ class Connections(unittest.TestCase):
                 held.append(s)
             # until the deadline the server is full; then the stuck
             # answers are dropped and a new client is served
-            status = None
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
+            def served():
                 try:
-                    status = http_get(d.http_port, '/v1/runs', timeout=5)
+                    return http_get(d.http_port, '/v1/runs', timeout=5) == 200
                 except OSError:
-                    status = None
-                if status == 200:
-                    break
-                time.sleep(0.1)
-            self.assertEqual(status, 200)
+                    return False
+            wait_for(served, 60, 'a new client served once the stuck answers are dropped',
+                     interval=0.1)
             self.assertIn('did not take', d.logtext())
             for s in held:
                 s.close()

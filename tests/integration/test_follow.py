@@ -139,9 +139,12 @@ class Follow(unittest.TestCase):
         # older stat is below the position.  It was taken for a truncation
         # (copytruncate) and every line was read twice, 3 runs in 3 (also
         # seen as a flaky test_follow_formats under ASan); a truncation is
-        # now the open file's own size below the position.  The sleeps
-        # place the writes around the 2 s poll; the fixed daemon passes
-        # however they fall.
+        # now the open file's own size below the position.  The test waits
+        # until reading is paused (the queue over its share), then writes
+        # and lets a poll interval pass: a poll sees that growth while
+        # paused; the last write comes after that poll.  Whether the reads
+        # reach the end before the next poll is the machine's timing: the
+        # fixed daemon passes however it falls.
         import sqlite3
         import time
 
@@ -158,9 +161,13 @@ class Follow(unittest.TestCase):
         con.execute('BEGIN IMMEDIATE')
         try:
             append(self.log, lines(10, 20000))   # read until the queue is congested
-            time.sleep(4.2)
+            # paused: the queue is over the share of max_pending_bytes a
+            # file may fill (half of it) and the file is not read to its end
+            wait_for(lambda: d.stats()['store']['pending_bytes'] >= (1 << 19)
+                     and d.stats()['transports']['follow']['bytes'] < os.path.getsize(self.log),
+                     60, 'reading the file to pause on the congested queue', interval=0.05)
             append(self.log, lines(20000, 20010))   # a poll sees this while paused
-            time.sleep(2.2)
+            time.sleep(2.5)   # the time under test: a poll interval (2 s) while paused
             append(self.log, lines(20010, 20020))   # and not this
         finally:
             con.close()

@@ -538,7 +538,7 @@ class Replay(unittest.TestCase):
         os.close(slave)
         p.stdin.write(data[:50000])
         p.stdin.flush()
-        time.sleep(2.5)
+        time.sleep(2.5)   # the time under test: an input that takes over 2 s
         p.stdin.write(data[50000:])
         p.stdin.close()
         out = b''

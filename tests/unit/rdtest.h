@@ -1,5 +1,6 @@
 /*
- * The harness of the readers' unit tests (test_readers.c, test_rd_paste.c):
+ * The harness of the readers' unit tests (test_readers.c, test_rd_formats.c,
+ * test_rd_paste.c, test_rd_events.c):
  * a sink that writes every point and event as one line of text ("line run
  * step [rankN] ts=.. role=value ... field=value ... | extra=value ...") and
  * reads an input twice, in one piece and byte by byte, asserting both give

@@ -1,20 +1,16 @@
 /*
- * Unit and property tests of kernels/.
- *
- * Two kinds of test.  Reference tests hold the scalar kernels to the
- * mathematics: long-double two-pass sums, closed forms, libm.  Property
- * tests run every variant this machine can run against the scalar
- * reference on pseudo-random inputs -- lengths 0 .. 1,000,003, start
- * pointers off the vector alignment, windows split in two spans, values
- * across 1e-300 .. 1e300, NaN, +-Inf and signed zeros mixed in -- and check
- * the agreement bounds that kern.h states: exact for counts, min and max,
- * the stated relative bounds for the rest.
+ * Property tests of kernels/: every variant this machine can run against
+ * the scalar reference on pseudo-random inputs -- lengths 0 .. 1,000,003,
+ * start pointers off the vector alignment, windows split in two spans,
+ * values across 1e-300 .. 1e300, NaN, +-Inf and signed zeros mixed in --
+ * checking the agreement bounds that kern.h states: exact for counts, min
+ * and max, the stated relative bounds for the rest; the vector logarithm
+ * against libm; the dispatcher.  The scalar kernels against the
+ * mathematics: test_kern_ref.c.
  *
  * Built against Check; with -DGW_MINICHECK against tests/unit/minicheck.h,
  * for the AArch64 cross build where Check is not installed.  The seed is
  * fixed (GW_TEST_SEED overrides it) so a failure can be replayed.
- * (Over 600 lines: every kernel function against the scalar reference in
- * one file, which also builds without Check for the cross build.)
  */
 #include <errno.h>
 #include <float.h>
@@ -31,76 +27,11 @@
 #endif
 
 #include "kern.h"
+#include "kerntest.h"
 
 /* ---- inputs ------------------------------------------------------------------ */
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void)
-{
-	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* uniform in [0, 1) */
-static double rng_unit(void)
-{
-	return (double)(rng_next() >> 11) * 0x1p-53;
-}
-
-static void rng_seed(uint64_t salt)
-{
-	const char *s = getenv("GW_TEST_SEED");
-	rng_state = (s ? strtoull(s, NULL, 0) : 20240613ULL) ^ (salt * 0x100000001b3ULL);
-}
-
-enum data {
-	D_WELL,    /* 10 +- 1e-6: a loss on a plateau */
-	D_WIDE,    /* random sign, magnitude 1e-300 .. 1e300 */
-	D_SPECIAL, /* 1 +- 0.5 with NaN, +-Inf, +-0, negatives, subnormals mixed in */
-	D_TREND,   /* 3 - 0.001 * i + noise, positive: a falling loss */
-	D_COUNT
-};
-
 static const char *const data_name[] = { "well", "wide", "special", "trend" };
-
-static double special_value(void)
-{
-	switch (rng_next() % 8) {
-	case 0: return NAN;
-	case 1: return INFINITY;
-	case 2: return -INFINITY;
-	case 3: return 0.0;
-	case 4: return -0.0;
-	case 5: return -rng_unit();
-	case 6: return 0x1p-1060 * (1.0 + rng_unit()); /* subnormal */
-	default: return -NAN;
-	}
-}
-
-static void fill(double *x, size_t n, enum data d)
-{
-	for (size_t i = 0; i < n; i++) {
-		switch (d) {
-		case D_WELL:
-			x[i] = 10.0 + 1e-6 * (2.0 * rng_unit() - 1.0);
-			break;
-		case D_WIDE:
-			x[i] = (rng_next() & 1 ? -1.0 : 1.0) * pow(10.0, 600.0 * rng_unit() - 300.0);
-			break;
-		case D_SPECIAL:
-			x[i] = rng_next() % 16 == 0 ? special_value() : 0.5 + rng_unit();
-			break;
-		case D_TREND:
-			x[i] = 3.0 - 0.001 * (double)(i % 2000) + 0.01 * rng_unit();
-			break;
-		default:
-			break;
-		}
-	}
-}
 
 /* A window as the ring buffer hands it over: a[0..na) then b[0..nb), each
  * in its own allocation, starting `off` doubles past a 64-byte boundary. */
@@ -109,13 +40,6 @@ struct win {
 	const double *a, *b;
 	size_t na, nb;
 };
-
-static double *alloc_doubles(size_t n)
-{
-	double *p = aligned_alloc(64, ((n * sizeof(double) + 63) / 64 + 1) * 64);
-	ck_assert_msg(p != NULL, "out of memory for %zu doubles", n);
-	return p;
-}
 
 static void win_make(struct win *w, const double *x, size_t n, size_t na, size_t off)
 {
@@ -196,13 +120,6 @@ static void check_moments(const char *what, const struct gw_kern_moments *ref,
 	              what, got->m2, ref->m2, m2_tol);
 	ck_assert_msg(agree(ref->var, got->var, n > 1 ? m2_tol / (n - 1) : 0.0),
 	              "%s: var %.17g, scalar %.17g", what, got->var, ref->var);
-}
-
-static int same_bits(double a, double b)
-{
-	if (isnan(a) || isnan(b))
-		return isnan(a) && isnan(b);
-	return memcmp(&a, &b, sizeof(a)) == 0;
 }
 
 /* ---- the property sweep ----------------------------------------------------------- */
@@ -443,139 +360,6 @@ START_TEST(test_log_accuracy)
 }
 END_TEST
 
-/* ---- the scalar reference against the mathematics ----------------------------------- */
-
-START_TEST(test_ref_moments)
-{
-	/* a plateau: the naive E[x^2] - E[x]^2 would cancel to garbage here */
-	size_t n = 10007;
-	double *x = alloc_doubles(n);
-	rng_seed(11);
-	fill(x, n, D_WELL);
-	x[5] = NAN;
-	x[700] = -INFINITY;
-	long double s = 0, q = 0;
-	for (size_t i = 0; i < n; i++)
-		if (isfinite(x[i]))
-			s += x[i];
-	long double mean = s / (n - 2);
-	for (size_t i = 0; i < n; i++)
-		if (isfinite(x[i]))
-			q += (x[i] - mean) * (x[i] - mean);
-	const struct gw_kern_ops *const *avail = gw_kern_available();
-	for (size_t k = 0; avail[k]; k++) {
-		struct gw_kern_moments m;
-		avail[k]->moments(x, 600, x + 600, n - 600, &m);
-		ck_assert_int_eq(m.n, n - 2);
-		ck_assert_int_eq(m.skipped, 2);
-		ck_assert_msg(fabsl(m.mean - mean) <= 1e-15L * mean, "%s: mean", avail[k]->name);
-		ck_assert_msg(fabsl(m.m2 - q) <= 1e-12L * q, "%s: m2 %.17g, exact %.17Lg",
-		              avail[k]->name, m.m2, q);
-		ck_assert_msg(fabsl(m.var - q / (n - 3)) <= 1e-12L * q / (n - 3), "%s: var",
-		              avail[k]->name);
-	}
-	free(x);
-}
-END_TEST
-
-START_TEST(test_ref_edges)
-{
-	const struct gw_kern_ops *const *avail = gw_kern_available();
-	for (size_t k = 0; avail[k]; k++) {
-		const struct gw_kern_ops *v = avail[k];
-		struct gw_kern_moments m;
-		v->moments(NULL, 0, NULL, 0, &m);
-		ck_assert_msg(m.n == 0 && m.skipped == 0 && m.sum == 0.0 && m.m2 == 0.0 &&
-		              isnan(m.mean) && isnan(m.var) && isnan(m.min) && isnan(m.max),
-		              "%s: empty window", v->name);
-		double one = 4.0;
-		v->moments(NULL, 0, &one, 1, &m);
-		ck_assert_msg(m.n == 1 && m.mean == 4.0 && m.var == 0.0 && m.min == 4.0 &&
-		              m.max == 4.0, "%s: one value", v->name);
-		double bad[] = { NAN, INFINITY, -INFINITY, 0.0, -1.0, 1.0 };
-		v->moments(bad, 6, NULL, 0, &m);
-		ck_assert_msg(m.n == 3 && m.skipped == 3 && m.min == -1.0 && m.max == 1.0,
-		              "%s: non-finite skipped", v->name);
-		v->log_moments(bad, 6, NULL, 0, &m);
-		ck_assert_msg(m.n == 1 && m.skipped == 5 && m.mean == 0.0, "%s: log skips <= 0",
-		              v->name);
-		double e2[] = { M_E * M_E, M_E * M_E };
-		v->log_moments(e2, 1, e2 + 1, 1, &m);
-		ck_assert_msg(fabs(m.mean - 2.0) < 1e-15 && m.var == 0.0, "%s: log e^2", v->name);
-
-		/* slope: exact line with holes, either side of the split */
-		double y[2000];
-		for (int i = 0; i < 2000; i++)
-			y[i] = 3.0 + 0.5 * i;
-		y[17] = NAN;
-		y[1500] = INFINITY;
-		double sl = v->slope(y, 1200, y + 1200, 800);
-		ck_assert_msg(fabs(sl - 0.5) < 1e-13, "%s: slope %.17g", v->name, sl);
-		ck_assert_msg(isnan(v->slope(y, 1, NULL, 0)), "%s: slope of one value", v->name);
-		ck_assert_msg(isnan(v->slope(bad, 3, NULL, 0)), "%s: slope of nothing", v->name);
-
-		/* correlation: exact relations, and none */
-		double xs[1000], ys[1000], zs[1000];
-		for (int i = 0; i < 1000; i++) {
-			xs[i] = sin(i * 0.1) + 100.0;
-			ys[i] = 2.0 * xs[i] + 1.0;
-			zs[i] = -xs[i];
-		}
-		ck_assert_msg(fabs(v->corr(xs, ys, 400, xs + 400, ys + 400, 600) - 1.0) < 1e-12,
-		              "%s: corr 1", v->name);
-		ck_assert_msg(fabs(v->corr(xs, zs, 1000, NULL, NULL, 0) + 1.0) < 1e-12,
-		              "%s: corr -1", v->name);
-		double flat[1000];
-		for (int i = 0; i < 1000; i++)
-			flat[i] = 7.0;
-		ck_assert_msg(isnan(v->corr(xs, flat, 1000, NULL, NULL, 0)),
-		              "%s: corr with a constant", v->name);
-	}
-}
-END_TEST
-
-/* The scalar reference gives the same bits on every machine: the kernels
- * are compiled with -ffp-contract=off and use only IEEE operations (and
- * sqrt).  These values were printed on x86-64 and checked under
- * qemu-aarch64; the inputs use power-of-two scalings only, so that fused
- * multiply-adds in this file cannot change them either.  If the reference
- * algorithm is changed on purpose, print them again (GW_PRINT_GOLDEN=1). */
-START_TEST(test_ref_portable)
-{
-	static double x[5000], y[5000];
-	uint64_t st = 7;
-	for (int i = 0; i < 5000; i++) {
-		st = st * 6364136223846793005ULL + 1442695040888963407ULL;
-		double u = (double)(st >> 11) * 0x1p-53;
-		x[i] = 10.0 + u * 0x1p-10 + i * 0x1p-12;
-		y[i] = u * 4.0 - 2.0;
-		if (i % 97 == 0)
-			x[i] = NAN;
-	}
-	const struct gw_kern_ops *o = &gw_kern_scalar_ops;
-	struct gw_kern_moments m;
-	o->moments(x, 3000, x + 3000, 2000, &m);
-	double sl = o->slope(x, 1234, x + 1234, 3766);
-	double r = o->corr(x, y, 2500, x + 2500, y + 2500, 2500);
-	double got[] = { m.sum, m.mean, m.m2, m.min, m.max, sl, r };
-	static const double golden[] = {
-		0x1.9a2c51e291232p+15,
-		0x1.538b8b2f08992p+3,
-		0x1.3329f1b53c8fep+9,
-		0x1.40082e95b914p+3,
-		0x1.67152370bcf76p+3,
-		0x1.0000e2bc839ebp-12,
-		0x1.20e5229e082d2p-6
-	};
-	if (getenv("GW_PRINT_GOLDEN"))
-		for (size_t i = 0; i < sizeof(got) / sizeof(got[0]); i++)
-			printf("\t\t%a,\n", got[i]);
-	for (size_t i = 0; i < sizeof(got) / sizeof(got[0]); i++)
-		ck_assert_msg(same_bits(got[i], golden[i]), "value %zu: %a, expected %a", i,
-		              got[i], golden[i]);
-}
-END_TEST
-
 /* ---- dispatch --------------------------------------------------------------------------- */
 
 START_TEST(test_dispatch)
@@ -638,9 +422,6 @@ static Suite *kern_suite(void)
 {
 	Suite *s = suite_create("kernels");
 	TCase *ref = tcase_create("reference");
-	tcase_add_test(ref, test_ref_moments);
-	tcase_add_test(ref, test_ref_edges);
-	tcase_add_test(ref, test_ref_portable);
 	tcase_add_test(ref, test_log_accuracy);
 	tcase_add_test(ref, test_dispatch);
 	tcase_set_timeout(ref, 300);
