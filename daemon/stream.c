@@ -14,6 +14,7 @@
  * "truncated" if it is a complete object, else rejected.
  */
 #include "stream.h"
+#include "stream_unix.h"
 
 #include "auth.h"
 #include "config.h"
@@ -439,82 +440,6 @@ static void on_udp(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf,
 
 /* ---- start / stop ------------------------------------------------------------------- */
 
-/* The listening Unix stream socket systemd passed (socket activation:
- * LISTEN_PID is us, LISTEN_FDS >= 1, the first is fd 3), or -1. */
-static int activated_socket(void)
-{
-	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
-	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid() || strtol(fds, NULL, 10) < 1)
-		return -1;
-	unsetenv("LISTEN_PID");
-	unsetenv("LISTEN_FDS");
-	unsetenv("LISTEN_FDNAMES");
-	int fd = 3, type = 0, listening = 0;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss), tl = sizeof(type), ll = sizeof(listening);
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || ss.ss_family != AF_UNIX ||
-	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
-	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) < 0 || !listening) {
-		gw_log_warn("systemd passed fd 3, but it is not a listening Unix stream socket; ignoring it");
-		return -1;
-	}
-	fcntl(fd, F_SETFD, FD_CLOEXEC);
-	return fd;
-}
-
-/* A socket file left by a daemon that was killed is removed; one that a
- * live daemon listens on is not (-EADDRINUSE): a second instance must never
- * take the first one's socket away.  The probe does not block: a live
- * daemon whose backlog is full answers EAGAIN, which is "in use" too (a
- * blocking connect waited there for as long as the backlog stayed full). */
-static int remove_stale_socket(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-	/* a missing directory was said at start-up (gw_cfg_check_dirs): libuv
-	 * would call it "permission denied" */
-	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
-		return 0;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return 0;   /* uv_pipe_bind reports it */
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return gw_errf(err, errlen, -errno, "unix socket %s: %s", path, strerror(errno));
-	int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-	int e = errno;
-	close(fd);
-	if (rc == 0 || e == EAGAIN)
-		return gw_errf(err, errlen, -EADDRINUSE, "unix socket %s: another process is listening on "
-		               "it (a second gradwatchd?); not taking it over", path);
-	if (e == ECONNREFUSED) {
-		gw_log_info("removing the stale socket %s (nobody listens on it)", path);
-		unlink(path);
-	}
-	return 0;
-}
-
-/* A Unix socket bound at path: the fd, or a negative errno (as libuv's).
- * Bound here rather than with uv_pipe_bind, which unlinks the path when
- * the handle closes, whoever's file it is by then: gw_server_stop removes
- * the file only while it is the one bound here. */
-static int bind_unix(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	return fd;
-}
-
 int gw_server_start(const struct gw_server_opts *o, struct gw_server **out, char *err,
                     size_t errlen)
 {
@@ -532,7 +457,7 @@ int gw_server_start(const struct gw_server_opts *o, struct gw_server **out, char
 		uv_timer_start(&sv->sweep, on_sweep, 1000, 1000);
 	const struct gw_cfg *c = o->cfg;
 	int rc;
-	int fd = activated_socket();
+	int fd = gw__stream_activated_socket();
 	if (fd >= 0) {
 		/* systemd made the socket (gradwatchd@.socket: its group and mode) */
 		uv_pipe_init(loop, &sv->unix_srv, 0);
@@ -547,9 +472,9 @@ int gw_server_start(const struct gw_server_opts *o, struct gw_server **out, char
 		uv_pipe_init(loop, &sv->unix_srv, 0);
 		sv->unix_srv.data = sv;
 		sv->unix_on = true;
-		if ((rc = remove_stale_socket(c->socket_path, err, errlen)) < 0)
+		if ((rc = gw__stream_remove_stale_socket(c->socket_path, err, errlen)) < 0)
 			return rc;
-		int ufd = bind_unix(c->socket_path);
+		int ufd = gw__stream_bind_unix(c->socket_path);
 		if ((rc = ufd) < 0 || (rc = uv_pipe_open(&sv->unix_srv, ufd)) < 0 ||
 		    (rc = uv_listen((uv_stream_t *)&sv->unix_srv, 256, on_connection)) < 0) {
 			if (ufd >= 0 && uv_fileno((uv_handle_t *)&sv->unix_srv, &(uv_os_fd_t){0}) < 0)
