@@ -164,6 +164,15 @@
     return {
       live: true,
       runs: function () { return get('/v1/runs').then(function (j) { return j.runs; }); },
+      /* the runs page asks for what it shows: the first `limit` runs whose
+       * name holds q, open alerts and stalled runs first (docs/api.md) */
+      runsPage: function (q, limit) {
+        var p = new URLSearchParams({order: 'trouble', limit: String(limit)});
+        if (q) p.set('q', q);
+        return get('/v1/runs?' + p.toString()).then(function (j) {
+          return {runs: j.runs, total: j.total, matching: j.matching};
+        });
+      },
       run: function (n) { return get('/v1/runs/' + enc(n)); },
       alerts: function (n) { return get('/v1/runs/' + enc(n) + '/alerts').then(function (j) { return j.alerts; }); },
       records: function (n, q) {
@@ -188,6 +197,10 @@
       live: false,
       data: data,
       runs: function () { return Promise.resolve((data.runs || []).map(function (r) { return r.info; })); },
+      runsPage: function () {
+        var all = (data.runs || []).map(function (r) { return r.info; });
+        return Promise.resolve({runs: all, total: all.length, matching: all.length});
+      },
       run: function (n) { return one(n).then(function (r) { return r.info; }); },
       alerts: function (n) { return one(n).then(function (r) { return r.alerts || []; }); },
       records: function (n) {
@@ -315,18 +328,39 @@
     var status = el('p', {class: 'gw-muted', id: 'gw-status', role: 'status'});
     var filter = el('input', {type: 'search', id: 'gw-filter', placeholder: 'part of a name', autocomplete: 'off', size: 30});
     var count = el('span', {class: 'gw-muted', id: 'gw-count', 'aria-live': 'polite'});
-    var last = [], rows = new Map();
+    var last = [], total = 0, matching = 0, rows = new Map(), typing = null;
     frame('runs', [el('h1', {text: 'Runs'}),
       el('div', {class: 'gw-controls'}, el('label', null, 'Filter runs ', filter), count),
       status, el('div', {class: 'gw-table-wrap'}, table)]);
-    filter.addEventListener('input', function () { fill(last); });
+    /* The server filters by the filter's longest word and sends the first
+     * LIST_MAX runs (open alerts first); the other words filter here. */
+    function load() {
+      var words = String(filter.value || '').toLowerCase().split(/\s+/).filter(Boolean);
+      var q = words.sort(function (a, b) { return b.length - a.length; })[0] || '';
+      return src.runsPage(q, LIST_MAX).then(function (pg) {
+        total = pg.total;
+        matching = pg.matching;
+        fill(pg.runs);
+      });
+    }
+    filter.addEventListener('input', function () {
+      matching = -1;   /* not known for this filter until the server answers */
+      fill(last);
+      clearTimeout(typing);
+      typing = setTimeout(function () { load().catch(showError); }, 250);
+    });
     function fill(runs) {
       last = runs;
       var ok = matcher(filter.value), shown = byAttention(runs.filter(function (r) { return ok(r.run); }));
-      var note = !runs.length ? 'No runs yet.' : !shown.length ? 'No run matches the filter.' : null;
-      count.textContent = (shown.length === runs.length ? fmtNum(runs.length) + (runs.length === 1 ? ' run' : ' runs') :
-        fmtNum(shown.length) + ' of ' + fmtNum(runs.length) + ' runs match') +
-        (shown.length > LIST_MAX ? '; the first ' + LIST_MAX + ' are listed, filter to find the others' : '') +
+      /* with more matching runs than were sent, the server's count of
+       * them; else what the other words left */
+      var all = Math.max(total, runs.length), more = matching > runs.length;
+      var n = more ? matching : shown.length;
+      var note = !all ? 'No runs yet.' : !shown.length ? 'No run matches the filter.' : null;
+      count.textContent = (n === all ? fmtNum(all) + (all === 1 ? ' run' : ' runs') :
+        fmtNum(n) + ' of ' + fmtNum(all) + ' runs match') +
+        (shown.length > LIST_MAX || more ? '; the first ' + Math.min(LIST_MAX, shown.length) +
+          ' are listed, filter to find the others' : '') +
         '; open alerts first';
       /* Rows are kept by run and updated in place, moved only when the
        * order changed: a refresh every 5 s must not take the keyboard
@@ -353,9 +387,9 @@
       rows.forEach(function (tr, run) { if (!keep.has(tr)) rows.delete(run); });
       document.body.dataset.ready = '1';
     }
-    src.runs().then(fill, showError);
+    load().catch(showError);
     if (src.live) timers.push(setInterval(function () {
-      src.runs().then(function (runs) { status.textContent = ''; status.className = 'gw-muted'; fill(runs); }, function (e) {
+      load().then(function () { status.textContent = ''; status.className = 'gw-muted'; }, function (e) {
         if (e.auth) return askToken(e);
         status.className = 'gw-error';
         status.textContent = e.message + '; the list below is from ' + new Date().toLocaleTimeString() + ' or earlier, retrying every 5 s';
