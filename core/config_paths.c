@@ -239,6 +239,8 @@ static int check_db_files(const char *db, char *err, size_t errlen)
 				continue;
 			return gw_errf(err, errlen, -errno, "the database file %s: %s", p, strerror(errno));
 		}
+		if (S_ISDIR(st.st_mode))
+			continue;   /* the store says so, with what to do (name a file in it) */
 		if (!S_ISREG(st.st_mode))
 			return gw_errf(err, errlen, -EINVAL, "the database file %s is not a regular file", p);
 		if (access(p, R_OK | W_OK) < 0)
