@@ -143,7 +143,9 @@ static int q_ranks(const struct gw_http_req *req, json_t **out)
 	} else {
 		rc = gw_store_read_run(req->db_path, req->arg, &j, err, sizeof(err));
 		if (rc == 0) {
-			*out = json_pack("{s:s, s:O}", "run", req->arg, "ranks", json_object_get(j, "ranks"));
+			*out = json_pack("{s:s, s:O, s:O}", "run", req->arg, "ranks",
+			                 json_object_get(j, "ranks"), "ranks_summary",
+			                 json_object_get(j, "ranks_summary"));
 			json_decref(j);
 		}
 	}

@@ -233,7 +233,7 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
 	int rc = gw__store_open_ro(path, &db, &version, err, errlen);
 	if (rc < 0)
 		return rc;
-	json_t *runs = NULL, *segs = NULL, *last = NULL, *ranks = NULL;
+	json_t *runs = NULL, *segs = NULL, *last = NULL, *ranks = NULL, *sum = NULL;
 	const char *b[1] = {run};
 	bool has_ranks = version >= RANKS_VERSION;
 	rc = query(db, has_ranks ? "SELECT name AS run, last_seg AS segment, last_step, last_ts,"
@@ -264,15 +264,32 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
 	           " ORDER BY x.id DESC LIMIT 1", b, 1, &last, err, errlen);
 	if (rc < 0)
 		goto out;
+	/* the first GW_RUN_RANKS_MAX ranks, and a summary of all of them (one
+	 * run of 100,000 ranks was a 9.5 MB answer) */
+	char rmax[24];
+	snprintf(rmax, sizeof(rmax), "%d", GW_RUN_RANKS_MAX);
+	const char *bl[2] = {run, rmax};
 	rc = has_ranks ? query(db,
 	           "SELECT k.rank, k.lines, k.first_step, k.last_step, k.last_ts, k.last_recv AS last_seen"
-	           " FROM ranks k JOIN runs r ON r.id = k.run_id WHERE r.name = ?1 ORDER BY k.rank",
-	           b, 1, &ranks, err, errlen) : (ranks = json_array()) ? 0 : -ENOMEM;
+	           " FROM ranks k JOIN runs r ON r.id = k.run_id WHERE r.name = ?1 ORDER BY k.rank"
+	           " LIMIT CAST(?2 AS INTEGER)",
+	           bl, 2, &ranks, err, errlen) : (ranks = json_array()) ? 0 : -ENOMEM;
+	if (rc == 0 && has_ranks)
+		rc = query(db,
+		           "SELECT count(*) AS count, max(k.rank) AS max_rank,"
+		           " (SELECT json_object('rank', b.rank, 'last_step', b.last_step, 'last_seen',"
+		           "   b.last_recv) FROM ranks b WHERE b.run_id = r.id AND b.rank >= 0"
+		           "   ORDER BY b.last_step, b.rank LIMIT 1) AS behind_json"
+		           " FROM ranks k JOIN runs r ON r.id = k.run_id WHERE r.name = ?1 AND k.rank >= 0",
+		           b, 1, &sum, err, errlen);
 	if (rc < 0)
 		goto out;
 	json_t *o = json_incref(json_array_get(runs, 0));
 	json_object_set(o, "segments", segs);
 	json_object_set(o, "ranks", ranks);
+	json_t *s0 = json_array_get(sum, 0);
+	json_object_set_new(o, "ranks_summary", s0 ? json_incref(s0)
+	                    : json_pack("{s:i, s:n, s:n}", "count", 0, "max_rank", "behind"));
 	json_t *lv = json_array_get(last, 0);
 	json_object_set_new(o, "last_values", lv ? json_incref(lv) : json_null());
 	*out = o;
@@ -281,6 +298,7 @@ out:
 	json_decref(segs);
 	json_decref(last);
 	json_decref(ranks);
+	json_decref(sum);
 	sqlite3_close(db);
 	return rc;
 }

@@ -269,9 +269,12 @@ int gw_store_read_runs(const char *path, const struct gw_runs_page *pg, json_t *
 
 /* One run: {run, segments:[...], last_step, last_values, records, events,
  * ranks: [{rank, lines, first_step, last_step, last_ts, last_seen}] of the
- * ranks other than 0 that sent lines, writers: the interleaved-writers note
- * or null};
+ * ranks other than 0 that sent lines (the first GW_RUN_RANKS_MAX by rank),
+ * ranks_summary: {count, max_rank, behind: {rank, last_step, last_seen}|null}
+ * over all of them but -1 (the interleaved writers' repeats), writers: the
+ * interleaved-writers note or null};
  * -ENOENT if unknown. */
+#define GW_RUN_RANKS_MAX 1000
 int gw_store_read_run(const char *path, const char *run, json_t **out,
                       char *err, size_t errlen);
 

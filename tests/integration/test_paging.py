@@ -1,5 +1,7 @@
 """GET /v1/runs is paged (issue 22, item 3): 100,000 runs in one answer were
-13 MB, and the web view refetched them every 5 s.  A page holds at most
+13 MB, and the web view refetched them every 5 s.  A run's ranks in
+GET /v1/runs/{run} (and /ranks) are the first 1000 with a summary of all
+(100,000 ranks were 9.5 MB).  A page holds at most
 `limit` runs (1000 by default, 10000 at most), `next` is the cursor of the
 page after (null on the last), `total` counts every run and `matching`
 those whose name holds `q`; `order=trouble` puts runs with open alerts
@@ -59,6 +61,21 @@ class RunsPaging(unittest.TestCase):
                 st, e = d.get('/v1/runs?' + bad)
                 self.assertEqual(st, 400, bad)
                 self.assertIn('bad query parameter', e['error'])
+
+
+class RanksCapped(unittest.TestCase):
+    def test_the_first_1000_ranks_and_a_summary_of_all(self):
+        with Daemon() as d:
+            body = ''.join(json.dumps({'run': 'rk', 'step': s, 'loss': 1.0, 'rank': k}) + '\n'
+                           for k in range(1500) for s in (1, 2) if not (k == 1234 and s == 2))
+            self.assertEqual(d.post('/v1/ingest', body.encode())[0], 200)
+            for path in ('/v1/runs/rk', '/v1/runs/rk/ranks'):
+                st, j = d.get(path)
+                self.assertEqual(st, 200)
+                self.assertEqual([k['rank'] for k in j['ranks']], list(range(1, 1001)), path)
+                summ = j['ranks_summary']
+                self.assertEqual((summ['count'], summ['max_rank']), (1499, 1499), path)
+                self.assertEqual((summ['behind']['rank'], summ['behind']['last_step']), (1234, 1))
 
 
 if __name__ == '__main__':

@@ -542,10 +542,13 @@
         '): their repeats of a step are kept apart and open no segments. Send from rank 0 only, ' +
         'or add "rank" to each line.');
     var ranks = (i.ranks || []).filter(function (k) { return k.rank >= 0; });
+    /* the daemon sends the first 1000 ranks and a summary of all of them */
+    var sum = i.ranks_summary;
     if (ranks.length) {
-      var behind = ranks.reduce(function (a, k) { return k.last_step < a.last_step ? k : a; });
-      out.push('Also sending: ' + plural(ranks.length, 'other rank') + ' (kept apart, up to rank ' +
-        fmtNum(ranks[ranks.length - 1].rank) + '); furthest behind: rank ' + fmtNum(behind.rank) +
+      var behind = sum && sum.behind ? sum.behind :
+        ranks.reduce(function (a, k) { return k.last_step < a.last_step ? k : a; });
+      out.push('Also sending: ' + plural(sum ? sum.count : ranks.length, 'other rank') + ' (kept apart, up to rank ' +
+        fmtNum(sum ? sum.max_rank : ranks[ranks.length - 1].rank) + '); furthest behind: rank ' + fmtNum(behind.rank) +
         ' at step ' + fmtNum(behind.last_step) + (src.live ? ', last line ' + fmtAgo(behind.last_seen) : '') + '.');
     }
     return out.length ? el('div', {class: 'gw-writers', id: 'gw-writers', role: 'note', text: out.join(' ')}) : null;
