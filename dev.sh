@@ -7,8 +7,9 @@
 #                   show the alerts it raised, and replay the same trace offline
 #   ./dev.sh test   install everything the tests need, build (normal and
 #                   ASan+UBSan, both with the test hooks: -Dfault_hooks=true),
-#                   run every test suite in both builds, then every fuzz
-#                   target for FUZZ_SECONDS each (fuzz/run.sh)
+#                   run every test suite in both builds (the normal build's
+#                   integration suite beside two busy loops: tests/load.sh),
+#                   then every fuzz target for FUZZ_SECONDS each (fuzz/run.sh)
 #   ./dev.sh deps | test-deps | build    the steps on their own
 #
 # Installing packages needs root (or sudo).  Nothing here reaches anything but
@@ -117,7 +118,11 @@ demo() {
 run_tests() {
 	install_pkgs $BUILD_DEPS $TEST_DEPS
 	build -Dfault_hooks=true
-	meson test -C build --print-errorlogs
+	meson test -C build --print-errorlogs --no-suite integration
+	# the integration suite on a busy machine: two busy loops beside it
+	# (tests/load.sh), so a wait that is a sleep or a timing assert fails
+	# here and not on someone's loaded laptop
+	tests/load.sh meson test -C build --print-errorlogs --suite integration
 	build_asan -Dfault_hooks=true
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		meson test -C build-asan --print-errorlogs
@@ -133,5 +138,5 @@ test-deps) install_pkgs $BUILD_DEPS $TEST_DEPS ;;
 build) install_pkgs $BUILD_DEPS; build ;;
 demo) demo ;;
 test) run_tests ;;
-*) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+*) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

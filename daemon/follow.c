@@ -153,6 +153,36 @@ static void file_gone(struct ffile *f)
 	idle(f);
 }
 
+/* The path looked at afresh once the open file is read to its end and the
+ * last poll said the path was gone: that stat may be older than the open
+ * (at start the first poll's stat and the first open race: a stat from
+ * before the file was created, an open after it), and ending a file that
+ * is still there reads it again from its start when the poll sees it. */
+static void on_path_stat(uv_fs_t *req)
+{
+	struct ffile *f = req->data;
+	int rc = (int)req->result;
+	uv_stat_t st = req->statbuf;
+	uv_fs_req_cleanup(req);
+	if (f->stopped) {
+		idle(f);
+		return;
+	}
+	if (rc < 0) {
+		file_gone(f);
+		return;
+	}
+	f->st_status = 0;
+	f->st = st;
+	if (st.st_ino != f->ino || st.st_dev != f->dev) {
+		/* another file has the path: finish this one, then read that */
+		f->draining = true;
+		do_read(f);
+		return;
+	}
+	idle(f);
+}
+
 static void on_read(uv_fs_t *req)
 {
 	struct ffile *f = req->data;
@@ -188,7 +218,9 @@ static void on_read(uv_fs_t *req)
 			return;
 		}
 		if (f->st_status < 0 && !f->stopped) {
-			file_gone(f);
+			f->req.data = f;
+			if (uv_fs_stat(f->fw->o.loop, &f->req, f->path, on_path_stat) < 0)
+				file_gone(f);
 			return;
 		}
 		/* all there is was read and no format is sure of it yet: the

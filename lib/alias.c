@@ -1,13 +1,13 @@
 /*
  * alias: the roles (loss, grad_norm, lr, throughput, the ts pseudo-role and
- * the fp16 fields loss_scale, skipped, nan_iterations) and the alias table that maps field names to them (see wire.h and
- * docs/wire-format.md).  The table holds the aliases in the order they
+ * the fp16 fields loss_scale, skipped, nan_iterations) and the alias
+ * table that maps field names to them (see alias.h and docs/wire-format.md).  The table holds the aliases in the order they
  * were added, which is their priority within a role (the built-in ones
  * first, then the configuration's), with a gw_strtab index by name over
  * them; the parser (wire.c) looks each field up with the hash it already
  * has.  Not thread-safe to extend; lookups may run concurrently.
  */
-#include "wire.h"
+#include "alias.h"
 
 #include "buf.h"
 #include "hash.h"

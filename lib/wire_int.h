@@ -1,7 +1,8 @@
 /*
- * What the two parts of the wire parser share (wire.c: the object and the
- * record layer; wire_value.c: the JSON values, strings and numbers): the
- * parser's state, the cursor over a line, and the few calls between them.
+ * What the parts of the wire parser share (wire.c: the object and the
+ * record layer; wire_value.c: the JSON values, strings and numbers;
+ * wire_err.c: the reasons' names and a failure's message): the parser's
+ * state, the cursor over a line, and the few calls between them.
  * Internal to lib/ (gw__wire_ prefix); callers see wire.h.
  */
 #ifndef GW_WIRE_INT_H
@@ -11,6 +12,9 @@
 
 #include <stdbool.h>
 #include <string.h>
+
+/* How deep objects and arrays may nest in a line. */
+#define GW_WIRE_MAX_DEPTH 32
 
 enum vkind { V_NUM, V_STR, V_NULL, V_BOOL, V_NESTED };
 

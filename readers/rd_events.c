@@ -5,8 +5,8 @@
  * checkpoint saved ("checkpoint_saved") or loaded to resume ("resumed").
  * reader.c hands every line of a stdout format (GW_RDF_LABELS) to
  * gw__rd_common_line before its format reads it; rd_point.c tells
- * gw__rd_events_point about every point, so events without a step of their
- * own get theirs from the points around them.
+ * events_point (its before_point hook) about every point, so events without
+ * a step of their own get theirs from the points around them.
  *
  * The wordings, from each framework's source (cited at each rule below):
  *   overflow   DeepSpeed  "[deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss
@@ -208,7 +208,7 @@ static int resumed_event(struct gw_reader *r, const struct gw_rd_held *h, int64_
 	return rc;
 }
 
-int gw__rd_events_point(struct gw_reader *r, int64_t step)
+static int events_point(struct gw_reader *r, int64_t step)
 {
 	struct gw_rd_events *e = &r->ev;
 	int rc = flush_pending(r);
@@ -489,4 +489,5 @@ void gw__rd_events_init(struct gw_reader *r)
 	e->last_saved = -1;
 	e->last_ts = NAN;
 	e->pending.line = 0;
+	r->before_point = events_point;
 }

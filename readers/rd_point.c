@@ -1,12 +1,13 @@
 /*
  * The point builder of reader_impl.h (gw__rd_begin ... gw__rd_emit,
- * gw__rd_event) and the other helpers the formats call, run naming and
- * splitting (reader.h "Run names"), and where a reader stands in its runs
- * (gw_reader_get_runs / set_runs).  A point is built in the reader itself
- * (one at a time): names are copied into a small arena, roles and fp16
- * fields are found through the alias table, and the finished point is
- * handed to the sink as a struct gw_rec.  Nothing here allocates per
- * point.
+ * gw__rd_event) and the other helpers the formats call (a line's rank
+ * label and time saved and put back, records held over wrapped lines), run
+ * naming and splitting (reader.h "Run names"), and where a reader stands
+ * in its runs (gw_reader_get_runs / set_runs).  A point is built in the
+ * reader itself (one at a time): names are copied into a small arena,
+ * roles and fp16 fields are found through the alias table, and the
+ * finished point is handed to the sink as a struct gw_rec.  Nothing here
+ * allocates per point.
  */
 #include "reader_int.h"
 
@@ -283,8 +284,9 @@ int gw__rd_emit(struct gw_reader *r, uint64_t line)
 	if (check_step(r, r->rec.step, line) < 0 || (r->run_set && check_run(r, r->run, line) < 0))
 		return 0;
 	if (!r->run_set && (r->line_label < 0 || r->label < 0 || r->line_label == r->label)) {
-		/* the events that wait for the run's next point (rd_events.c) */
-		int rc = gw__rd_events_point(r, r->rec.step);
+		/* the events that wait for the run's next point (rd_events.c
+		 * registers itself: it builds on the points, not the reverse) */
+		int rc = r->before_point ? r->before_point(r, r->rec.step) : 0;
 		if (rc < 0)
 			return rc;
 	}
@@ -361,4 +363,42 @@ int gw_reader_set_runs(struct gw_reader *r, const struct gw_reader_runs *st)
 	r->label = st->label;
 	gw__rd_name_run(r);
 	return 0;
+}
+
+/* ---- held records (wrapped by a chat or an issue box) ------------------ */
+
+int gw__rd_hold(struct gw_reader *r, struct gw_rd_hold *h, const char *s, size_t n, uint64_t line)
+{
+	gw_buf_reset(&h->text);
+	if (gw_buf_add(&h->text, s, n))
+		return -ENOMEM;
+	h->held = true;
+	h->more = 0;
+	h->line = line;
+	gw__rd_line_save(r, &h->ctx);
+	return 0;
+}
+
+int gw__rd_hold_join(struct gw_rd_hold *h, const char *s, size_t n)
+{
+	h->more++;
+	return gw_buf_add(&h->text, " ", 1) || gw_buf_add(&h->text, s, n) ? -ENOMEM : 0;
+}
+
+int gw__rd_hold_flush(struct gw_reader *r, struct gw_rd_hold *h, gw_rd_hold_fn fn)
+{
+	if (!h->held)
+		return 0;
+	h->held = false;
+	struct gw_rd_linectx now;
+	gw__rd_line_save(r, &now);
+	gw__rd_line_restore(r, &h->ctx);
+	int rc = fn(r, h->text.p, h->text.len, h->line);
+	gw__rd_line_restore(r, &now);
+	return rc;
+}
+
+void gw__rd_hold_free(struct gw_rd_hold *h)
+{
+	gw_buf_free(&h->text);
 }

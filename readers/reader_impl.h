@@ -82,7 +82,7 @@ bool gw__rd_following(const struct gw_reader *r);
 /* A record held until the next line says whether it goes on (a chat or an
  * issue box hard-wrapped it: Megatron's, torchtitan's): its text, the
  * lines joined to it with a space, and its first line's number, rank
- * label and time (rd_text.c).  Zeroed is empty; free with
+ * label and time (rd_point.c).  Zeroed is empty; free with
  * gw__rd_hold_free.  Only when the input is read to its end: a followed
  * log is not wrapped, and its records are read as they come. */
 struct gw_rd_hold {

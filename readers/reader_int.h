@@ -83,6 +83,9 @@ struct gw_reader {
 	double wrapped_ts;             /* a prefix alone on the line before (its message
 	                                  wrapped onto the next line), NaN: none */
 	struct gw_rd_events ev;        /* overflow and checkpoint lines (rd_events.c) */
+	/* told about every point of the default run before it is handed over
+	 * (gw__rd_emit); rd_events.c sets it (gw__rd_events_init) */
+	int (*before_point)(struct gw_reader *r, int64_t step);
 	int64_t label;                 /* the label whose points move the run splitting */
 
 	/* the default run and its from-scratch restarts */
@@ -106,13 +109,13 @@ void gw__rd_name_run(struct gw_reader *r);
 int gw__rd_event_at(struct gw_reader *r, const char *name, int64_t step, json_t *attrs,
                     uint64_t line, double ts, int64_t label);
 
-/* rd_events.c: a stdout line, before its format reads it (returns 1 when
- * it was an overflow or checkpoint line, 0 if not, or a sink's negative
- * errno); a point of the default run at `step`, before it is handed over;
- * the end of the input. */
+/* rd_events.c: its state made and its point hook set (before_point: a
+ * point of the default run at `step`, before it is handed over); a stdout
+ * line, before its format reads it (returns 1 when it was an overflow or
+ * checkpoint line, 0 if not, or a sink's negative errno); the end of the
+ * input. */
 void gw__rd_events_init(struct gw_reader *r);
 int gw__rd_common_line(struct gw_reader *r, const char *s, size_t n, uint64_t line);
-int gw__rd_events_point(struct gw_reader *r, int64_t step);
 int gw__rd_events_finish(struct gw_reader *r);
 
 #endif

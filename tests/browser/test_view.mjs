@@ -280,7 +280,7 @@ test('a grad-norm spike of 20,000 over a level of 8: the axis fits the level, th
   assert.doesNotMatch(legend, /—/, legend);
   // zoomed on the spike it is all there
   await page.evaluate(() => window.gwView.charts[0].setScale('x', {min: 390, max: 410}));
-  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 20000, {timeout: 15000});
+  await page.waitForFunction(() => window.gwView.charts.find((c) => c.gwMetric === 'grad_norm').scales.y.max >= 20000);
   assert.deepEqual(page.errors, []);
   await page.close();
 });

@@ -181,7 +181,7 @@ class Receiver:
     def url(self):
         return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
 
-    def wait(self, n, timeout=15.0, pred=None):
+    def wait(self, n, timeout=60.0, pred=None):
         """Wait until n requests (matching pred, if given) arrived; return them."""
         deadline = time.monotonic() + timeout
         with self.cv:

@@ -61,7 +61,7 @@ receivers:
             [AM_BIN, "--config.file=" + cfg, "--storage.path=" + os.path.join(self.tmp, "data"),
              "--web.listen-address=127.0.0.1:%d" % self.port, "--cluster.listen-address="],
             stdout=self.am_log, stderr=self.am_log)
-        wait_for(self._am_ready, 30, "alertmanager /-/ready")
+        wait_for(self._am_ready, 60, "alertmanager /-/ready")
         self.d = None
 
     def _am_ready(self):
@@ -91,7 +91,7 @@ receivers:
         self.d = Daemon([dict(type="alertmanager", name="am", url="http://127.0.0.1:%d" % self.port,
                               repeat_interval="1s")]).start()
         self.d.send(*nan_incident("train-42"))
-        [a] = wait_for(lambda: self.ours("train-42"), 15, "the alert in Alertmanager")
+        [a] = wait_for(lambda: self.ours("train-42"), 60, "the alert in Alertmanager")
         self.assertEqual(a["labels"]["alertname"], "GradwatchNonfinite")
         self.assertEqual(a["labels"]["detector"], "nonfinite")
         self.assertEqual(a["labels"]["severity"], "critical")
@@ -109,12 +109,12 @@ receivers:
         self.assertEqual(fired["alerts"][0]["labels"]["run"], "train-42")
         # resends keep it alive: endsAt moves forward
         ends = a["endsAt"]
-        wait_for(lambda: [x for x in self.ours("train-42") if x["endsAt"] > ends], 10,
+        wait_for(lambda: [x for x in self.ours("train-42") if x["endsAt"] > ends], 60,
                  "a resend moving endsAt")
         # resolve the incident (50 finite steps)
         self.d.send(*finite_lines("train-42", 10, 60))
-        wait_for(lambda: not self.ours("train-42"), 15, "the alert to leave the active list")
-        res = self.notify.wait(1, timeout=15,
+        wait_for(lambda: not self.ours("train-42"), 60, "the alert to leave the active list")
+        res = self.notify.wait(1, timeout=60,
                                pred=lambda r: r["json"]["status"] == "resolved")[0]["json"]
         self.assertEqual(res["alerts"][0]["labels"]["alert_id"], a["labels"]["alert_id"])
         self.assertEqual(res["alerts"][0]["status"], "resolved")

@@ -245,7 +245,7 @@ class OneShapeOneSchema(unittest.TestCase):
                 d.post('/v1/ingest', ''.join('{"run":"%s","step":%d,"loss":%s,"grad_norm":1}\n'
                                              % (name, s, 'NaN' if s == 4 else '1.5')
                                              for s in range(1, 5)).encode())
-            wait_for(lambda: len(d.get('/v1/alerts')[1]['alerts']) == 2, 10, 'two alerts')
+            wait_for(lambda: len(d.get('/v1/alerts')[1]['alerts']) == 2, 60, 'two alerts')
             for name in ('ack', 'unack'):
                 api = d.get('/v1/runs/%s/alerts' % name)[1]
                 self.assertEqual([a['run'] for a in api['alerts']], [name])

@@ -50,7 +50,7 @@ class Follow(unittest.TestCase):
     def wait_read(self, path):
         """Until the daemon has read every byte of path so far."""
         size = os.path.getsize(path)
-        wait_for(lambda: self.d.stats()['transports']['follow']['bytes'] >= size, 20,
+        wait_for(lambda: self.d.stats()['transports']['follow']['bytes'] >= size, 60,
                  'the daemon to read %s up to byte %d' % (path, size))
 
     def test_growth_in_pieces_keeps_the_files_line_numbers(self):
@@ -82,11 +82,11 @@ class Follow(unittest.TestCase):
         d.config = {'follow': [{'path': path, 'run': 'job', 'poll_ms': 10}]}
         os.mkdir(path)
         self.d = d.start()
-        wait_for(lambda: 'is a directory' in d.logtext(), 20, 'the directory to be reported')
+        wait_for(lambda: 'is a directory' in d.logtext(), 60, 'the directory to be reported')
         # many polls later (poll_ms 10), still one line about it
         d.post('/v1/ingest', metric(1, run='other').encode())
         for _ in range(3):
-            wait_for(lambda: d.stats()['transports']['http']['accepted'] >= 1, 20, 'ingest')
+            wait_for(lambda: d.stats()['transports']['http']['accepted'] >= 1, 60, 'ingest')
             os.utime(path)   # the directory changes: its stat is seen again
             d.get('/v1/runs')
         said = [l for l in d.logtext().splitlines() if path in l]
@@ -103,7 +103,7 @@ class Follow(unittest.TestCase):
         os.mkfifo(path)
         d.config = {'follow': [{'path': path, 'run': 'job', 'poll_ms': 10}]}
         self.d = d.start()
-        wait_for(lambda: 'not a regular file' in d.logtext(), 20, 'the pipe to be reported')
+        wait_for(lambda: 'not a regular file' in d.logtext(), 60, 'the pipe to be reported')
         self.assertEqual(d.get('/v1/runs')[0], 200)
         self.assertEqual(d.stop(timeout=20), 0)
 
@@ -191,7 +191,7 @@ class Follow(unittest.TestCase):
         append(self.log, ''.join(metric(s) for s in range(1, 11)))
         self.d = d.start()
         self.wait_rows(10)
-        wait_for(lambda: 'waiting for the file to be replaced' in d.logtext(), 20,
+        wait_for(lambda: 'waiting for the file to be replaced' in d.logtext(), 60,
                  'the tfevents reader to give up')
 
         def held():
@@ -208,9 +208,9 @@ class Follow(unittest.TestCase):
         self.assertEqual(held(), [])
         os.remove(self.log)
         os.remove(bad)
-        wait_for(lambda: not held(), 20, 'the deleted files to be closed')
+        wait_for(lambda: not held(), 60, 'the deleted files to be closed')
         wait_for(lambda: d.sql("SELECT ended_reason FROM runs WHERE name = 'job'")
-                 == [('file_closed',)], 20, 'the run job ended (committed)')
+                 == [('file_closed',)], 60, 'the run job ended (committed)')
 
     def test_restart_continues_without_double_counting(self):
         d = self.start()
@@ -230,14 +230,14 @@ class Follow(unittest.TestCase):
         d = self.start(config={'storage': {'commit_interval_ms': 5}})
         # a large file read in 64 KiB chunks while the daemon is killed
         append(self.log, ''.join(metric(s) for s in range(1, 20001)))
-        wait_for(self.rows, 10, 'the first rows', interval=0.005)
+        wait_for(self.rows, 60, 'the first rows', interval=0.005)
         d.kill()
         got = len(self.rows())
         d.start()
-        self.wait_rows(20000, timeout=30)
+        self.wait_rows(20000, timeout=60)
         # a line appended now arrives after every line read twice would have
         append(self.log, metric(20001))
-        rows = self.wait_rows(20001, timeout=30)
+        rows = self.wait_rows(20001, timeout=60)
         self.assertEqual(len(rows), 20001, 'killed after %d rows' % got)
         self.assertEqual(rows, [(s, s) for s in range(1, 20002)])
 

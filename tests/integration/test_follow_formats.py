@@ -212,7 +212,7 @@ class FollowFormats(unittest.TestCase):
             d.extra_args += ['--follow', os.path.join(d.dir, name)]
         with d:
             for fmt in ('hf_trainer_state', 'lightning_csv'):
-                wait_for(lambda: 'not a log that can be followed: %s' % fmt in d.logtext(), 20,
+                wait_for(lambda: 'not a log that can be followed: %s' % fmt in d.logtext(), 60,
                          'the daemon to say %s cannot be followed' % fmt)
             self.assertEqual(d.sql("SELECT count(*) FROM records")[0][0], 0)
             self.assertEqual(d.logtext().count('replay the file instead'), 2)
@@ -229,15 +229,15 @@ class FollowFormats(unittest.TestCase):
             f.write(text[:banner_end])
         d.extra_args += ['--follow', log, '--run', 'job']
         with d:
-            wait_for(lambda: 'not recognised as a log format yet' in d.logtext(), 20,
+            wait_for(lambda: 'not recognised as a log format yet' in d.logtext(), 60,
                      'the daemon to say it does not know the format yet')
             self.assertIn('--input-format NAME', d.logtext())
             with open(log, 'ab') as f:
                 f.write(text[banner_end:])
-            wait_for(lambda: 'recognised as megatron; reading it' in d.logtext(), 20,
+            wait_for(lambda: 'recognised as megatron; reading it' in d.logtext(), 60,
                      'the daemon to recognise the log')
             n = sum(1 for line in text.splitlines() if line.startswith(b' ['))
-            wait_for(lambda: d.sql("SELECT count(*) FROM records")[0][0] == n, 20, 'every point')
+            wait_for(lambda: d.sql("SELECT count(*) FROM records")[0][0] == n, 60, 'every point')
             self.assertEqual(d.logtext().count('not recognised as a log format yet'), 1)
 
     def test_several_runs_in_one_log_are_named_alike_across_daemon_restarts(self):
@@ -293,11 +293,11 @@ class FollowFormats(unittest.TestCase):
                     # (/healthz answers before its open and fstat are back
                     # from the thread pool: a truncation before them is one
                     # "while gradwatchd was down", said otherwise)
-                    wait_for(lambda: said('continuing after line') == 3, 20,
+                    wait_for(lambda: said('continuing after line') == 3, 60,
                              'the follower to open the file at its stored position')
                     with open(log, 'r+b') as f:
                         f.truncate(0)
-                    wait_for(lambda: said('truncated (') == 1, 20,
+                    wait_for(lambda: said('truncated (') == 1, 60,
                              'the follower to see the truncation')
                 with open(log, 'ab') as f:
                     f.write(data[done:cut])

@@ -166,7 +166,7 @@ class Healthz(unittest.TestCase):
     def test_an_idle_daemon_is_ok_past_every_bound(self):
         with Daemon(config=HEALTH) as d:
             send(d, ['{"run":"idle","step":%d,"loss":1.5,"grad_norm":1}' % i for i in range(1, 11)])
-            wait_for(lambda: d.sql('SELECT count(*) FROM records')[0][0] == 10, 10, 'the commit')
+            wait_for(lambda: d.sql('SELECT count(*) FROM records')[0][0] == 10, 60, 'the commit')
             time.sleep(2.5)   # idle for longer than commit_stall_s and undelivered_s
             status, body = health(d)
             self.assertEqual((status, body['status'], body['reasons']), (200, 'ok', []), body)
@@ -174,13 +174,13 @@ class Healthz(unittest.TestCase):
     def test_a_writer_stuck_behind_a_lock(self):
         with Daemon(config=HEALTH) as d:
             send(d, ['{"run":"w","step":1,"loss":1.5,"grad_norm":1}'])
-            wait_for(lambda: d.sql('SELECT count(*) FROM records')[0][0] == 1, 10, 'the commit')
+            wait_for(lambda: d.sql('SELECT count(*) FROM records')[0][0] == 1, 60, 'the commit')
             con = sqlite3.connect(d.db, isolation_level=None, timeout=30)
             con.execute('BEGIN IMMEDIATE')   # another process holds the write lock
             try:
                 send(d, ['{"run":"w","step":2,"loss":1.5,"grad_norm":1}'])
                 status, got, body = wait_for(
-                    lambda: (lambda c: 'commit_stalled' in c[1] and c)(checks(d)), 30,
+                    lambda: (lambda c: 'commit_stalled' in c[1] and c)(checks(d)), 60,
                     'degraded: commit_stalled', interval=0.1)
                 self.assertEqual((status, body['status']), (503, 'degraded'))
                 r = [r for r in body['reasons'] if r['check'] == 'commit_stalled'][0]
@@ -190,7 +190,7 @@ class Healthz(unittest.TestCase):
             finally:
                 con.rollback()
                 con.close()
-            wait_for(lambda: health(d)[0] == 200, 30, 'ok again once the lock is gone',
+            wait_for(lambda: health(d)[0] == 200, 60, 'ok again once the lock is gone',
                      interval=0.1)
             self.assertEqual(d.sql('SELECT count(*) FROM records')[0][0], 2)
 
@@ -203,7 +203,7 @@ class Healthz(unittest.TestCase):
             with Daemon(config=cfg) as d:
                 send(d, nan_incident('sick'))
                 status, got, body = wait_for(
-                    lambda: (lambda c: 'undelivered_alerts' in c[1] and c)(checks(d)), 30,
+                    lambda: (lambda c: 'undelivered_alerts' in c[1] and c)(checks(d)), 60,
                     'degraded: undelivered_alerts', interval=0.1)
                 self.assertEqual(status, 503)
                 r = [r for r in body['reasons'] if r['check'] == 'undelivered_alerts'][0]
@@ -212,7 +212,7 @@ class Healthz(unittest.TestCase):
                                                r'the oldest raised \d+ s ago \(health.undelivered_s '
                                                r'1\); last error: .*500')
                 rcv.mode = 'ok'   # the receiver is back: delivered, ok again
-                wait_for(lambda: health(d)[0] == 200, 30, 'ok once delivered', interval=0.1)
+                wait_for(lambda: health(d)[0] == 200, 60, 'ok once delivered', interval=0.1)
         finally:
             rcv.close()
 
@@ -235,7 +235,7 @@ class Healthz(unittest.TestCase):
                 return checks(d)
             except OSError:
                 return None
-        status, got, body = wait_for(answered, 20, '/healthz to answer', interval=0.05)
+        status, got, body = wait_for(answered, 60, '/healthz to answer', interval=0.05)
         self.assertEqual((status, got), (503, ['disk_low']), body)
         r = body['reasons'][0]
         self.assertEqual((r['path'], r['size_mb']), (mnt, 40))

@@ -63,7 +63,7 @@ def control(d, run='stall-control'):
         lines.append(json.dumps({'run': run, 'step': step, 'ts': time.time(), 'loss': 2.0,
                                  'grad_norm': 0.5}) + '\n')
         send(d, lines[-1].encode())
-    wait_for(lambda: stalls(d, run), 30, 'the control run to stall', interval=0.1)
+    wait_for(lambda: stalls(d, run), 60, 'the control run to stall', interval=0.1)
 
 
 class History(unittest.TestCase):

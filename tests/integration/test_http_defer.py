@@ -68,7 +68,7 @@ def hold_write_lock(d):
 def open_alert(d, run):
     d.post("/v1/ingest", "\n".join(nan_incident(run)).encode() + b"\n")
     return gwtest.wait_for(lambda: (d.get("/v1/runs/%s/alerts" % run)[1].get("alerts")
-                                    or [None])[0], 10, "the alert of " + run)
+                                    or [None])[0], 60, "the alert of " + run)
 
 
 class BodyLimits(unittest.TestCase):
@@ -113,8 +113,8 @@ class CommitWaits(unittest.TestCase):
             finally:
                 lock.close()
             gwtest.wait_for(lambda: d.get("/v1/alerts/" + aid)[1].get("acked_by") == "alice",
-                            30, "the ack committed once the lock is gone")
-            gwtest.wait_for(lambda: d.get("/v1/runs/old")[0] == 404, 30, "the run deleted")
+                            60, "the ack committed once the lock is gone")
+            gwtest.wait_for(lambda: d.get("/v1/runs/old")[0] == 404, 60, "the run deleted")
             self.assertEqual(d.stop(), 0)
 
     def test_stop_while_an_answer_waits_for_its_commit(self):
@@ -131,7 +131,7 @@ class CommitWaits(unittest.TestCase):
             body = b'{"by":"alice"}'
             s.sendall(b"POST /v1/alerts/%s/ack HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
                       b"\r\n%s" % (aid.encode(), len(body), body))
-            gwtest.wait_for(lambda: "acknowledged by alice" in d.logtext(), 10,
+            gwtest.wait_for(lambda: "acknowledged by alice" in d.logtext(), 60,
                             "the ack queued, waiting for its commit")
             d.proc.send_signal(signal.SIGTERM)
             answer = gwtest.read_all(s, timeout=60)
@@ -162,7 +162,7 @@ class SameAlertAtOnce(unittest.TestCase):
             port = d.http_port
             d.post("/v1/ingest", "\n".join(nan_incident("r1")).encode() + b"\n")
             alert = gwtest.wait_for(lambda: (d.get("/v1/runs/r1/alerts")[1].get("alerts")
-                                             or [None])[0], 10, "the alert of r1")
+                                             or [None])[0], 60, "the alert of r1")
             ack = "/v1/alerts/%s/ack" % alert["id"]
             answers = []
 
@@ -209,7 +209,7 @@ class HeldBetweenReadAndDecision(unittest.TestCase):
         return {'GRADWATCH_FAULT_HOLD_READS': self.hold}
 
     def held(self, d, n):
-        gwtest.wait_for(lambda: os.path.exists('%s.held.%d' % (self.hold, n)), 20,
+        gwtest.wait_for(lambda: os.path.exists('%s.held.%d' % (self.hold, n)), 60,
                         'read %d held' % n)
 
     def release(self, n):
@@ -225,7 +225,7 @@ class HeldBetweenReadAndDecision(unittest.TestCase):
         with gwtest.Daemon(env=self.arm('hold-me')) as d:
             d.post("/v1/ingest", "\n".join(nan_incident("gone")).encode() + b"\n")
             alert = gwtest.wait_for(lambda: (d.get("/v1/runs/gone/alerts")[1].get("alerts")
-                                             or [None])[0], 10, "the alert of gone")
+                                             or [None])[0], 60, "the alert of gone")
             t, out = self.start(d, "POST", "/v1/alerts/%s/ack?hold-me" % alert["id"],
                                 {"by": "alice"})
             self.held(d, 1)   # read: open, not acknowledged
@@ -246,7 +246,7 @@ class HeldBetweenReadAndDecision(unittest.TestCase):
         with gwtest.Daemon(config=cfg, env=self.arm('hold-me')) as d:
             for run in ("back", "stale"):
                 d.post("/v1/ingest", "\n".join(finite_lines(run, 1, 5)).encode() + b"\n")
-            gwtest.wait_for(lambda: 'idle run(s) made dormant' in d.logtext(), 20,
+            gwtest.wait_for(lambda: 'idle run(s) made dormant' in d.logtext(), 60,
                             'the runs to go dormant')
             time.sleep(1.2)   # both last seen over 1 s ago
             t, out = self.start(d, "POST", "/v1/prune?older_than=1s&hold-me")
@@ -279,7 +279,7 @@ class HeldBetweenReadAndDecision(unittest.TestCase):
             lock = hold_write_lock(d)
             try:
                 t2, out2 = self.start(d, "DELETE", ack)
-                gwtest.wait_for(lambda: "acknowledgement withdrawn" in d.logtext(), 10,
+                gwtest.wait_for(lambda: "acknowledgement withdrawn" in d.logtext(), 60,
                                 "the second withdrawal decided")
                 self.release(1)                  # the first decides now
                 # not answered before the change it reports is committed
@@ -311,7 +311,7 @@ class HeldBetweenReadAndDecision(unittest.TestCase):
         with gwtest.Daemon(env=self.arm('hold-me')) as d:
             d.post("/v1/ingest", "\n".join(nan_incident("r1")).encode() + b"\n")
             alert = gwtest.wait_for(lambda: (d.get("/v1/runs/r1/alerts")[1].get("alerts")
-                                             or [None])[0], 10, "the alert of r1")
+                                             or [None])[0], 60, "the alert of r1")
             ack = "/v1/alerts/%s/ack" % alert["id"]
             t, out = self.start(d, "DELETE", ack + "?hold-me")
             self.held(d, 1)   # read: open, not acknowledged
@@ -336,7 +336,7 @@ class GoneAway(unittest.TestCase):
             port = d.http_port
             d.post("/v1/ingest", "\n".join(nan_incident("r1")).encode() + b"\n")
             alert = gwtest.wait_for(lambda: (d.get("/v1/runs/r1/alerts")[1].get("alerts")
-                                             or [None])[0], 10, "the alert of r1")
+                                             or [None])[0], 60, "the alert of r1")
             ack = "/v1/alerts/%s/ack" % alert["id"]
             for i in range(8):
                 d.post("/v1/ingest", "\n".join(finite_lines("old%d" % i, 1, 5)).encode() + b"\n")
@@ -382,7 +382,7 @@ class GoneAway(unittest.TestCase):
                 self.assertEqual(st, 200, a)
                 return a.get("acked_by") == "bob" and \
                     d.get("/v1/alerts/" + alert["id"])[1].get("acked_by") == "bob"
-            gwtest.wait_for(ack_by_bob, 30, "an acknowledgement by bob that stays")
+            gwtest.wait_for(ack_by_bob, 60, "an acknowledgement by bob that stays")
             self.assertEqual(request(port, "POST", "/v1/prune?older_than=30d"),
                              (200, {"deleted": []}))
             # every old run went (by a request whose client left) or goes now

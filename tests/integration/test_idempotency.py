@@ -83,10 +83,10 @@ class Idempotency(unittest.TestCase):
             def conflict():
                 st, _, res = post(d, body, key='k-c')
                 return st == 409 and 'still being sent' in res['error']
-            wait_for(conflict, timeout=30, what='409 for a repeat during the first body')
+            wait_for(conflict, timeout=60, what='409 for a repeat during the first body')
             # the first request is cut off: nothing of it is stored, the key is free
             s.close()
-            wait_for(lambda: post(d, body, key='k-c')[0] == 200, timeout=30,
+            wait_for(lambda: post(d, body, key='k-c')[0] == 200, timeout=60,
                      what='the key to be free after the first request was cut off')
             self.assertEqual(self.counts(d, 'c'), (200, 1, 1))
 

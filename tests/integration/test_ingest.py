@@ -161,7 +161,7 @@ class Durability(unittest.TestCase):
                 u.sendall(unix)
                 wait_for(lambda: (d.stats()['transports']['tcp']['bytes'],
                                   d.stats()['transports']['unix']['bytes']) == (len(tcp), len(unix)),
-                         10, 'the daemon to receive every byte')
+                         60, 'the daemon to receive every byte')
                 self.assertEqual(d.stop(signal.SIGTERM), 0)
             self.assertEqual(d.sql('SELECT count(*) FROM records')[0][0], 10001)
             self.assertIn('stopping', d.logtext())
@@ -316,7 +316,7 @@ class BadInput(unittest.TestCase):
         self.assertEqual(self.d.wait_committed("SELECT count(*) FROM records", 10), 10)
         st = wait_for(lambda: (lambda t: t['unix']['rejected'].get('truncated') and
                                t['http']['rejected'].get('truncated') and t)(self.d.stats()['transports']),
-                      10, 'both cut-off lines to be counted')
+                      60, 'both cut-off lines to be counted')
         self.assertEqual(st['unix']['rejected'].get('truncated'), 1)
         self.assertEqual(st['http']['rejected'].get('truncated'), 1)
         # other clients are unaffected
@@ -414,12 +414,19 @@ class Lifecycle(unittest.TestCase):
             proc = subprocess.Popen([GRADWATCHD, '--tcp', '127.0.0.1:%d' % p, '--udp', '127.0.0.1:%d' % p,
                                      '--http', '127.0.0.1:%d' % h], cwd=tmp, env=env,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            def connects():
+                # the socket's file is there from its bind, before its
+                # listen: a connect refused then is no failure, only early
+                try:
+                    with socket.socket(socket.AF_UNIX) as s:
+                        s.connect(os.path.join(state, 'gradwatch.sock'))
+                    return True
+                except OSError:
+                    return False
             try:
-                wait_for(lambda: os.path.exists(os.path.join(state, 'gradwatch.sock')), 10,
-                         'the socket in the state directory', interval=0.05)
+                wait_for(connects, 60, 'the socket in the state directory to take a connection',
+                         interval=0.05)
                 self.assertTrue(os.path.exists(os.path.join(state, 'gradwatch.db')))
-                with socket.socket(socket.AF_UNIX) as s:
-                    s.connect(os.path.join(state, 'gradwatch.sock'))
             finally:
                 proc.send_signal(signal.SIGTERM)
                 out = proc.communicate(timeout=20)[0].decode()
@@ -494,7 +501,7 @@ class Lifecycle(unittest.TestCase):
             d.proc.send_signal(signal.SIGHUP)
             while 'RELOADING=1' not in got:
                 got.append(ns.recv(100).decode())
-            wait_for(lambda: 'reloaded thresholds' in d.logtext(), 10, 'the reload in the log')
+            wait_for(lambda: 'reloaded thresholds' in d.logtext(), 60, 'the reload in the log')
             d.stop()
             while 'STOPPING=1' not in got:
                 got.append(ns.recv(100).decode())

@@ -62,7 +62,7 @@ class Lifecycle(unittest.TestCase):
             d.send_tcp(b'{"run":"alerting","step":1,"loss":NaN,"grad_norm":1.0}\n')
             self.ok.wait(1)
             self.hang.wait(1)
-            wait_for(lambda: d.stats()['transports']['follow']['bytes'] > 0, 20,
+            wait_for(lambda: d.stats()['transports']['follow']['bytes'] > 0, 60,
                      what='the followed files to be read')
             # connections still open at SIGTERM: an idle TCP one, a Unix one
             # in the middle of a line, an HTTP keep-alive one

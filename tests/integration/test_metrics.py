@@ -71,7 +71,7 @@ class Metrics(unittest.TestCase):
     def test_exposition(self):
         with Daemon() as d:
             run = self.feed(d)
-            wait_for(lambda: d.stats()['transports']['unix']['accepted'] == 5, 10,
+            wait_for(lambda: d.stats()['transports']['unix']['accepted'] == 5, 60,
                      'the Unix socket lines to be ingested')
             status, text = d.get('/metrics')
             self.assertEqual(status, 200)

@@ -106,7 +106,7 @@ def events(d, run):
                  "WHERE u.name=? ORDER BY e.id", (run,))
 
 
-def wait_rows(d, run, n, timeout=10):
+def wait_rows(d, run, n, timeout=60):
     """The run's rows once there are at least n."""
     return wait_for(lambda: len(rows(d, run)) >= n and rows(d, run), timeout, '%d rows of %s' % (n, run))
 
@@ -153,7 +153,7 @@ class Delivery(unittest.TestCase):
         self.assertEqual([r[0] for r in got], list(range(1, 1001)))
         self.assertEqual(c.stats()['sent'], 1001)       # and close()'s run_finished
         self.assertEqual(c.stats()['logged'], 1001)
-        self.assertEqual(wait_for(lambda: events(self.d, 'sock'), 10, 'the run_finished event'),
+        self.assertEqual(wait_for(lambda: events(self.d, 'sock'), 60, 'the run_finished event'),
                          [('run_finished', 1000, '{"reason":"closed"}')])
         self.assertEqual(c.stats()['dropped'] + c.stats()['lost'], 0)
 

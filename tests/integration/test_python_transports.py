@@ -52,7 +52,7 @@ def rows(d, run):
                  "ORDER BY r.id", (run,))
 
 
-def wait_rows(d, run, n, timeout=15):
+def wait_rows(d, run, n, timeout=60):
     return wait_for(lambda: len(rows(d, run)) >= n and rows(d, run), timeout,
                     '%d rows of run %s' % (n, run))
 
@@ -268,7 +268,7 @@ class Fallback(unittest.TestCase):
             for s in range(1, 21):
                 c.log(s, loss=1.0)
             c.flush()
-            wait_for(lambda: 'has no tokens configured' in buf.getvalue(), 10, 'the warning')
+            wait_for(lambda: 'has no tokens configured' in buf.getvalue(), 60, 'the warning')
             c.log(21, loss=1.0)
             c.close(finished=False)
         st = c.stats()
@@ -375,7 +375,7 @@ class HttpTransport(unittest.TestCase):
             c = self.client(rcv, 'hung', timeout=1, max_queue=1000)
             for s in range(1, 3001):
                 c.log(s, loss=1.0)      # returns although nothing is answered
-            wait_for(lambda: rcv.requests, 10, 'the first request')
+            wait_for(lambda: rcv.requests, 60, 'the first request')
             st = c.stats()
             self.assertEqual(st['sent'], 0)
             self.assertEqual(settled(st), 3000, st)
@@ -471,7 +471,7 @@ class Tokens(unittest.TestCase):
         m = {'optimizer': 'AdamW', 'param_names_sha256': '0' * 64, 'optimizer_state_keys': ['exp_avg'],
              'hparams': {'lr': 0.001}}
         d.send_unix((json.dumps(dict(m, run='tok-gate', step=10, event='checkpoint_saved')) + '\n').encode())
-        wait_for(lambda: d.sql("SELECT count(*) FROM events")[0][0] == 1, 10, 'the checkpoint event')
+        wait_for(lambda: d.sql("SELECT count(*) FROM events")[0][0] == 1, 60, 'the checkpoint event')
         kw = dict(run='tok-gate', url='http://127.0.0.1:%d' % d.http_port, address=d.sock, udp='')
         c = gradwatch.Client(token=READ, **kw)     # a read token may ask the gate
         self.assertTrue(c.check_resume(manifest=m, required=True)['ok'])
@@ -497,7 +497,7 @@ class Tokens(unittest.TestCase):
             c = gradwatch.Client(run='tok-tcp-bad', address='127.0.0.1:%d' % d.port, token='wrong-token-0123456789abcdef', udp='')
             c.log(1, loss=1.0)
             c.flush()
-            wait_for(lambda: 'refused the token' in buf.getvalue(), 10, 'the refusal to be reported')
+            wait_for(lambda: 'refused the token' in buf.getvalue(), 60, 'the refusal to be reported')
             c.close()
         self.assertEqual(rows(d, 'tok-tcp-bad'), [])
 
@@ -519,7 +519,7 @@ class Tokens(unittest.TestCase):
                                          headers={'Authorization': 'Bearer ' + READ})
             with urllib.request.urlopen(req, timeout=10) as r:
                 return json.load(r)['transports']['udp']['rejected'].get('unauthorized')
-        wait_for(refused, 10, 'the datagrams without a token to be refused')
+        wait_for(refused, 60, 'the datagrams without a token to be refused')
         self.assertEqual(rows(d, 'tok-udp-none'), [])
 
     def test_unix_socket_needs_no_token(self):

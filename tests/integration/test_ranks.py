@@ -279,7 +279,7 @@ class RankLabels(unittest.TestCase):
                     f.flush()
                     f.write(data[half:])
                 rows = "SELECT count(*) FROM records x JOIN runs r ON r.id = x.run_id"
-                wait_for(lambda: d.sql(rows)[0][0] == LOG_STEPS, 30, 'rank 0\'s records')
+                wait_for(lambda: d.sql(rows)[0][0] == LOG_STEPS, 60, 'rank 0\'s records')
                 d.wait_committed("SELECT count(*) FROM rank_lines", 3 * LOG_STEPS)
                 self.assertEqual(d.sql("SELECT name FROM runs"), [('job',)])
                 self.assertEqual(d.sql("SELECT count(*) FROM segments")[0][0], 1)
@@ -357,7 +357,7 @@ class RestartAndEviction(unittest.TestCase):
     def restart(self, sig):
         with Daemon(config={'tick_ms': 50, 'runs': [{'match': '*', 'thresholds': self.STALL}]}) as d:
             self.feed(d, range(1, 41))
-            wait_for(lambda: self.stored(d) == 8 * 40, 20, 'every line stored')
+            wait_for(lambda: self.stored(d) == 8 * 40, 60, 'every line stored')
             before = {run: self.segments(d, run) for run in ('iw', 'rk')}
             self.assertEqual(before['rk'], 1)
             self.assertLessEqual(before['iw'], 3)
@@ -368,13 +368,13 @@ class RestartAndEviction(unittest.TestCase):
             self.assertEqual((st, health['status'], health['reasons']), (200, 'ok', []))
             # both are watched from the start: their silence is a stall
             for run in ('iw', 'rk'):
-                wait_for(lambda: self.restart_stalls(d, run) == [(40, 'open')], 20,
+                wait_for(lambda: self.restart_stalls(d, run) == [(40, 'open')], 60,
                          'the stall of %s across the restart' % run, interval=0.1)
             # and the job goes on as before: no segment, repeats still apart
             self.feed(d, range(41, 61))
-            wait_for(lambda: self.stored(d) == 8 * 60, 20, 'every line stored')
+            wait_for(lambda: self.stored(d) == 8 * 60, 60, 'every line stored')
             for run in ('iw', 'rk'):
-                wait_for(lambda: self.restart_stalls(d, run) == [(40, 'resolved')], 20,
+                wait_for(lambda: self.restart_stalls(d, run) == [(40, 'resolved')], 60,
                          'the resolve of %s' % run, interval=0.1)
             self.assertEqual({run: self.segments(d, run) for run in ('iw', 'rk')}, before)
             self.assertEqual(d.sql("SELECT rank, count(*) FROM rank_lines GROUP BY rank "
@@ -404,23 +404,23 @@ class RestartAndEviction(unittest.TestCase):
             return d.sql("SELECT count(*), max(step), min(rank), max(rank) FROM records x "
                          "JOIN runs r ON r.id = x.run_id WHERE r.name = 'meg'")[0]
         try:
-            wait_for(lambda: meg()[0] == 100, 30, "rank 31's iterations")
+            wait_for(lambda: meg()[0] == 100, 60, "rank 31's iterations")
             # ten runs more than max_runs: "meg" (old ts, not live) sleeps
             d.send_unix(b''.join(b'{"run":"other%d","step":1,"loss":1}\n' % k for k in range(10)))
-            wait_for(lambda: d.sql("SELECT count(*) FROM runs")[0][0] == 11, 20, 'the other runs')
+            wait_for(lambda: d.sql("SELECT count(*) FROM runs")[0][0] == 11, 60, 'the other runs')
             with open(log, 'ab') as f:
                 f.write(megatron_lines(101, 151, zero_first=True))
-            wait_for(lambda: meg()[0] == 150, 30, 'the iterations after the eviction')
+            wait_for(lambda: meg()[0] == 150, 60, 'the iterations after the eviction')
             self.assertIn('run meg: detector state rebuilt', d.logtext())
             d.kill()
             with open(log, 'ab') as f:
                 f.write(megatron_lines(151, 201, zero_first=True))
             d.start()
-            wait_for(lambda: meg()[0] == 200, 30, 'the iterations after the restart')
+            wait_for(lambda: meg()[0] == 200, 60, 'the iterations after the restart')
             os.rename(log, log + '.1')
             with open(log, 'wb') as f:
                 f.write(megatron_lines(201, 251, zero_first=True))
-            wait_for(lambda: meg()[0] == 250, 30, 'the iterations of the rotated log')
+            wait_for(lambda: meg()[0] == 250, 60, 'the iterations of the rotated log')
             d.wait_committed("SELECT count(*) FROM rank_lines", 250)
             self.assertEqual(meg(), (250, 250, 31, 31))
             self.assertEqual(self.segments(d, 'meg'), 1)

@@ -108,7 +108,7 @@ class LiveEqualsReplay(unittest.TestCase):
                     total += f.read().count(b'\n')
             # everything committed (records + events)
             got = d.wait_committed('SELECT (SELECT count(*) FROM records) + (SELECT count(*) FROM events)',
-                                   total, timeout=30)
+                                   total, timeout=60)
             self.assertEqual(got, total)
             rows = d.sql('SELECT id, detector, step, line, severity, seg FROM alerts')
             live = {r[0]: list(r[1:]) for r in rows}

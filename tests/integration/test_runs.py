@@ -52,7 +52,7 @@ class Runs(unittest.TestCase):
         with Daemon(config=cfg) as d:
             self.assertEqual(d.post('/v1/ingest', before)[0], 200)
             wait_for(lambda: metric(d.get('/metrics')[1], 'gradwatch_runs_dormant') == 1,
-                     timeout=30, what='the idle run to become dormant')
+                     timeout=60, what='the idle run to become dormant')
             self.assertEqual(metric(d.get('/metrics')[1], 'gradwatch_runs'), 0)
             self.assertEqual(d.post('/v1/ingest', after)[0], 200)
             self.assertEqual(metric(d.get('/metrics')[1], 'gradwatch_runs_rebuilt_total'), 1)

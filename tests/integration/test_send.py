@@ -312,7 +312,7 @@ class Piped(unittest.TestCase):
                     p.stdin.write(b'{"step":%d,"loss":1.0}\n' % step)
                     p.stdin.flush()
                     self.assertEqual(d.wait_committed("SELECT count(*) FROM records", step,
-                                                      timeout=30), step)
+                                                      timeout=60), step)
             finally:
                 p.stdin.close()
                 p.wait(30)
@@ -329,7 +329,7 @@ class Piped(unittest.TestCase):
             try:
                 p.stdin.write(b''.join(b'{"step":%d,"loss":1.0}\n' % s for s in range(1, 4)))
                 p.stdin.flush()
-                d.wait_committed("SELECT count(*) FROM records", 3, timeout=30)
+                d.wait_committed("SELECT count(*) FROM records", 3, timeout=60)
                 p.send_signal(signal.SIGINT)
                 p.wait(30)
             finally:

@@ -210,7 +210,7 @@ def rows(d, run):
 
 
 def wait_steps(d, run, n):
-    return wait_for(lambda: len(rows(d, run)) >= n and [x[0] for x in rows(d, run)], 20,
+    return wait_for(lambda: len(rows(d, run)) >= n and [x[0] for x in rows(d, run)], 60,
                     '%d rows of %s' % (n, run))
 
 

@@ -51,7 +51,7 @@ class Upgrade(unittest.TestCase):
         d.start()
         for i in range(3):
             d.send(*nan_incident('old%d' % i))
-        wait_for(lambda: d.sink_stats()['hook']['retries'] >= 3, 20, 'failed attempts')
+        wait_for(lambda: d.sink_stats()['hook']['retries'] >= 3, 60, 'failed attempts')
         d.stop()
         db = d.db
         alerts = table_rows(db, 'SELECT id, version, state FROM alerts ORDER BY id')
@@ -83,12 +83,12 @@ class Upgrade(unittest.TestCase):
         d2.db = db
         d2.start()
         try:
-            wait_for(lambda: d2.sink_stats()['hook']['delivered'] == len(pending), 20,
+            wait_for(lambda: d2.sink_stats()['hook']['delivered'] == len(pending), 60,
                      'the pending deliveries')
             self.assertIn('the schema migrated to version %d' % STORE_SCHEMA, d2.logtext())
             # new alerts still work on the migrated database
             d2.send(*nan_incident('new'))
-            wait_for(lambda: d2.sink_stats()['hook']['delivered'] == len(pending) + 1, 20,
+            wait_for(lambda: d2.sink_stats()['hook']['delivered'] == len(pending) + 1, 60,
                      "the new alert's delivery")
         finally:
             d2.stop()
@@ -120,7 +120,7 @@ class Downgrade(unittest.TestCase):
         r = subprocess.Popen([GRADWATCHD, '--db', db, '--socket', 'off', '--tcp', 'off',
                               '--udp', 'off', '--http', 'off'], stderr=subprocess.DEVNULL)
         wait_for(lambda: os.path.exists(db) and
-                 table_rows(db, 'PRAGMA user_version') == [(STORE_SCHEMA,)], 20, 'the database')
+                 table_rows(db, 'PRAGMA user_version') == [(STORE_SCHEMA,)], 60, 'the database')
         r.terminate()
         self.assertEqual(r.wait(30), 0)
         con = sqlite3.connect(db)

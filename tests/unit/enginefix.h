@@ -70,13 +70,19 @@ static inline struct gw_engine *mk(struct seen *s, const struct gw_th_override *
 	return mk_off(s, ov, nov, NULL);
 }
 
-/* Alerts of a detector that opened an incident. */
-static inline int opened(const struct seen *s, const char *det)
+/* Alerts of a detector, of one kind. */
+static inline int alerts_of(const struct seen *s, const char *det, enum gw_alert_kind kind)
 {
 	int n = 0;
 	for (int i = 0; i < s->alerts && i < 16; i++)
-		n += strcmp(s->det[i], det) == 0 && s->kind[i] == GW_ALERT_OPEN;
+		n += strcmp(s->det[i], det) == 0 && s->kind[i] == (int)kind;
 	return n;
+}
+
+/* Alerts of a detector that opened an incident. */
+static inline int opened(const struct seen *s, const char *det)
+{
+	return alerts_of(s, det, GW_ALERT_OPEN);
 }
 
 static inline void rec(struct gw_engine *e, const char *run, int64_t step, double ts, double loss,

@@ -428,24 +428,38 @@ START_TEST(run_name_rule)
 }
 END_TEST
 
-START_TEST(log_escapes_control_characters)
+/* stderr into a file of the temporary directory (rewound and read by the
+ * caller, who closes it), the old stderr kept in *saved for stderr_back. */
+static FILE *stderr_to_tmp_file(int *saved)
 {
 	make_tmp();
 	char path[400];
 	snprintf(path, sizeof(path), "%s/log", tmpdir);
 	fflush(stderr);
-	int saved = dup(STDERR_FILENO);
+	*saved = dup(STDERR_FILENO);
 	FILE *f = fopen(path, "w+");
 	ck_assert_ptr_nonnull(f);
 	ck_assert_int_ge(dup2(fileno(f), STDERR_FILENO), 0);
+	return f;
+}
+
+static void stderr_back(int saved)
+{
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+}
+
+START_TEST(log_escapes_control_characters)
+{
+	int saved;
+	FILE *f = stderr_to_tmp_file(&saved);
 	gw_log_init(GW_LOG_INFO, 0);
 	gw_log_warn("run %s: bad", "evil\nfake line\x1b[31m\r\t\x7f\xc3\xa9");
 	gw_log_debug("not shown at info");
 	/* bidi override, line separator, zero width, C1, invalid byte, a tag */
 	gw_log_warn("name %s", "a\xe2\x80\xae" "b\xe2\x80\xa8" "c\xe2\x80\x8b" "d\xc2\x85" "e\xff" "f\xf3\xa0\x80\x81");
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
+	stderr_back(saved);
 	char buf[512] = "";
 	rewind(f);
 	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
@@ -482,14 +496,8 @@ static void *log_race_writer(void *arg)
 
 START_TEST(log_level_changes_while_threads_log)
 {
-	make_tmp();
-	char path[400];
-	snprintf(path, sizeof(path), "%s/log", tmpdir);
-	fflush(stderr);
-	int saved = dup(STDERR_FILENO);
-	FILE *f = fopen(path, "w+");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_int_ge(dup2(fileno(f), STDERR_FILENO), 0);
+	int saved;
+	FILE *f = stderr_to_tmp_file(&saved);
 	gw_log_init(GW_LOG_DEBUG, 0);
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
@@ -501,9 +509,7 @@ START_TEST(log_level_changes_while_threads_log)
 	gw_log_init(GW_LOG_INFO, 0);
 	ck_assert_int_eq(gw_log_level(), GW_LOG_INFO);
 	gw_log_debug("after the last change");
-	fflush(stderr);
-	dup2(saved, STDERR_FILENO);
-	close(saved);
+	stderr_back(saved);
 	rewind(f);
 	char line[256];
 	int warns = 0;

@@ -18,15 +18,6 @@
 
 #define DET "example_negative_loss"
 
-/* Alerts of the test detector, of one kind. */
-static int of_kind(const struct seen *s, enum gw_alert_kind kind)
-{
-	int n = 0;
-	for (int i = 0; i < s->alerts && i < 16; i++)
-		n += strcmp(s->det[i], DET) == 0 && s->kind[i] == (int)kind;
-	return n;
-}
-
 /* The index in s of the n-th (0-based) alert of the test detector. */
 static int nth(const struct seen *s, int n)
 {
@@ -56,22 +47,22 @@ START_TEST(opens_once_per_incident_and_resolves)
 	uint64_t line = 0;
 	for (int i = 1; i <= 20; i++)
 		rec(e, "neg", i, NAN, 0.5 - 0.01 * i, 1.0, ++line);
-	ck_assert_int_eq(of_kind(&s, GW_ALERT_OPEN), 0);
+	ck_assert_int_eq(alerts_of(&s, DET, GW_ALERT_OPEN), 0);
 	rec(e, "neg", 21, NAN, -0.25, 1.0, ++line);
 	rec(e, "neg", 22, NAN, -0.5, 1.0, ++line);      /* the same incident */
-	ck_assert_int_eq(of_kind(&s, GW_ALERT_OPEN), 1);
+	ck_assert_int_eq(alerts_of(&s, DET, GW_ALERT_OPEN), 1);
 	int a = nth(&s, 0);
 	ck_assert_int_eq(s.step[a], 21);
 	ck_assert_msg(strstr(s.summary[a], "-0.25") && strstr(s.summary[a], "step 21"), "%s",
 	              s.summary[a]);
 	for (int i = 23; i <= 31; i++)                   /* 9 back above zero: not yet */
 		rec(e, "neg", i, NAN, 0.3, 1.0, ++line);
-	ck_assert_int_eq(of_kind(&s, GW_ALERT_RESOLVE), 0);
+	ck_assert_int_eq(alerts_of(&s, DET, GW_ALERT_RESOLVE), 0);
 	rec(e, "neg", 32, NAN, 0.3, 1.0, ++line);        /* the 10th */
-	ck_assert_int_eq(of_kind(&s, GW_ALERT_RESOLVE), 1);
+	ck_assert_int_eq(alerts_of(&s, DET, GW_ALERT_RESOLVE), 1);
 	ck_assert_str_eq(s.id[nth(&s, 1)], s.id[a]);
 	rec(e, "neg", 33, NAN, -0.1, 1.0, ++line);       /* a new incident */
-	ck_assert_int_eq(of_kind(&s, GW_ALERT_OPEN), 2);
+	ck_assert_int_eq(alerts_of(&s, DET, GW_ALERT_OPEN), 2);
 	ck_assert_str_ne(s.id[nth(&s, 2)], s.id[a]);
 	gw_engine_free(e);
 }
@@ -87,7 +78,7 @@ START_TEST(near_misses_raise_nothing_of_it)
 	rec(e, "zero", 21, NAN, 1e-300, 1.0, ++line);
 	rec(e, "zero", 22, NAN, -0.0, 1.0, ++line);
 	rec(e, "zero", 23, NAN, NAN, 1.0, ++line);       /* the shipped nonfinite's */
-	ck_assert_int_eq(of_kind(&s, GW_ALERT_OPEN), 0);
+	ck_assert_int_eq(alerts_of(&s, DET, GW_ALERT_OPEN), 0);
 	ck_assert_int_eq(opened(&s, "nonfinite"), 1);
 	gw_engine_free(e);
 }
@@ -101,7 +92,7 @@ START_TEST(turned_off_it_is_silent)
 	for (int i = 1; i <= 10; i++)
 		rec(e, "off", i, NAN, 0.5, 1.0, ++line);
 	rec(e, "off", 11, NAN, -1.0, 1.0, ++line);
-	ck_assert_int_eq(of_kind(&s, GW_ALERT_OPEN), 0);
+	ck_assert_int_eq(alerts_of(&s, DET, GW_ALERT_OPEN), 0);
 	gw_engine_free(e);
 }
 END_TEST
