@@ -100,23 +100,80 @@ static bool retryable(const struct gw_alert_http_result *res)
 	       res->status >= 500;
 }
 
-static void describe(const struct gw_alert_http_result *res, char *buf, size_t cap)
+/* What of a receiver's answer goes into the log and /v1/sinks last_error:
+ * the status and at most this many characters of the body's first line.
+ * A receiver may answer with a page of HTML or echo the whole request. */
+#define EXCERPT_MAX 96
+
+/* Copy text into out (cap bytes) with every piece of c's URL that the
+ * log does not show (user info, path segments, query keys and values:
+ * the pieces of 4 characters or more not in url_log) and the signing
+ * secret replaced by "REDACTED": a receiver that echoes its request URL
+ * must not hand the webhook token to every holder of a read token. */
+static void redact_text(const struct gw_sink_cfg *c, const char *text, char *out, size_t cap)
 {
-	if (res->rc < 0) {
-		snprintf(buf, cap, "%s", res->error ? res->error : strerror(-res->rc));
-		return;
+	const char *pieces[32];
+	size_t lens[32], np = 0;
+	const char *u = strstr(c->url, "://");
+	u = u ? u + 3 : c->url;
+	while (*u && np < 31) {
+		size_t n = strcspn(u, "/?&=#@:;,");
+		char piece[256];
+		if (n >= 4 && n < sizeof(piece)) {
+			memcpy(piece, u, n);
+			piece[n] = '\0';
+			if (!strstr(c->url_log, piece)) {
+				pieces[np] = u;
+				lens[np++] = n;
+			}
+		}
+		u += n + (u[n] != '\0');
 	}
-	/* the first line of the body, printable characters only */
-	char snip[96];
+	if (c->secret && c->secret_len >= 4) {
+		pieces[np] = c->secret;
+		lens[np++] = c->secret_len;
+	}
+	size_t o = 0;
+	for (const char *p = text; *p && o + 1 < cap;) {
+		size_t k = 0;
+		while (k < np && strncmp(p, pieces[k], lens[k]))
+			k++;
+		if (k < np) {
+			o += (size_t)snprintf(out + o, cap - o, "REDACTED");
+			o = o < cap ? o : cap - 1;
+			p += lens[k];
+		} else {
+			out[o++] = *p++;
+		}
+	}
+	out[o] = '\0';
+}
+
+static void describe(const struct gw_sink_cfg *c, const struct gw_alert_http_result *res,
+                     char *buf, size_t cap)
+{
+	char line[1024], red[2048];
 	size_t n = 0;
-	for (size_t i = 0; i < res->body_len && n + 1 < sizeof(snip); i++) {
-		char ch = res->body[i];
-		if (ch == '\n' || ch == '\r')
-			break;
-		snip[n++] = (ch >= 0x20 && ch < 0x7f) ? ch : '?';
+	if (res->rc < 0) {
+		snprintf(line, sizeof(line), "%s", res->error ? res->error : strerror(-res->rc));
+	} else {
+		/* the first line of the body, printable characters only */
+		for (size_t i = 0; i < res->body_len && n + 1 < sizeof(line); i++) {
+			char ch = res->body[i];
+			if (ch == '\n' || ch == '\r')
+				break;
+			line[n++] = (ch >= 0x20 && ch < 0x7f) ? ch : '?';
+		}
+		line[n] = '\0';
 	}
-	snip[n] = '\0';
-	snprintf(buf, cap, "HTTP %ld%s%s", res->status, n ? ": " : "", snip);
+	redact_text(c, line, red, sizeof(red));
+	size_t rn = strlen(red);
+	const char *more = rn > EXCERPT_MAX ? "..." : "";
+	if (res->rc < 0)
+		snprintf(buf, cap, "%.*s%s", EXCERPT_MAX, red, more);
+	else
+		snprintf(buf, cap, "HTTP %ld%s%.*s%s", res->status, rn ? ": " : "", EXCERPT_MAX, red,
+		         more);
 }
 
 static void on_done(struct gw_alert_req *r, const struct gw_alert_http_result *res);
@@ -328,7 +385,7 @@ static void on_done(struct gw_alert_req *r, const struct gw_alert_http_result *r
 	uint64_t now = gw_mono_ms();
 	char id[64], what[192];
 	delivery_id(d, id, sizeof(id));
-	describe(res, what, sizeof(what));
+	describe(sk->cfg, res, what, sizeof(what));
 	d->inflight = false;
 	sk->inflight--;
 	sk->last_status = (int)res->status;

@@ -78,6 +78,10 @@ int gw_cfg_defaults(struct gw_cfg *c)
 	c->http_reserved_connections = 16;
 	c->stream_idle_timeout_ms = 900000;
 	c->stream_evict_idle_ms = 30000;
+	c->stream_line_timeout_ms = 60000;
+	c->max_segments_per_minute = 60;
+	c->max_reads_in_flight = 16;
+	c->max_response_bytes = 64u << 20;
 	c->idempotency_window_s = 86400;
 	c->run_evict_idle_s = 600;
 	c->retention_every_ms = 60000;

@@ -25,6 +25,7 @@
 
 #define GW_DEFAULT_PORT 7470       /* TCP and UDP NDJSON */
 #define GW_DEFAULT_HTTP_PORT 7471
+#define GW_CFG_FILE_MAX (4 << 20)  /* a configuration file is at most 4 MiB */
 
 struct gw_listen {
 	bool enabled;
@@ -51,6 +52,10 @@ struct gw_cfg {
 	size_t http_reserved_connections; /* more HTTP ones, for /healthz and /metrics only */
 	unsigned stream_idle_timeout_ms;  /* close a stream connection silent this long */
 	unsigned stream_evict_idle_ms;    /* a full transport closes one idle this long */
+	unsigned stream_line_timeout_ms;  /* close one whose unfinished line is this old */
+	unsigned max_segments_per_minute; /* per run (core/seg_cap.h); 0: no cap */
+	size_t max_reads_in_flight;       /* HTTP reads waiting or running; more: 503 */
+	size_t max_response_bytes;        /* one HTTP answer; more: 413, ask for less */
 	unsigned idempotency_window_s;    /* how long an Idempotency-Key is remembered */
 	size_t idempotency_max_keys;
 	size_t max_runs;            /* runs whose detector state is in memory (runs.h) */
@@ -150,7 +155,8 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c);
 
 /* gw_cfg_to_json() as indented text, every real with the fewest digits
  * that read back as the same double (0.005, not 0.0050000000000000001):
- * what --check-config prints.  Returns a malloc'd string (free() it), or
+ * what --check-config prints, with the sinks' inline URLs redacted and
+ * inline secrets "REDACTED" (so that text is safe to paste).  Returns a malloc'd string (free() it), or
  * NULL when out of memory. */
 char *gw_cfg_dumps(const struct gw_cfg *c);
 

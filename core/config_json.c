@@ -6,8 +6,11 @@
  * with --config gives the same configuration.  Paths are written as they
  * resolve: the database relative to state_dir when it lies in it, else
  * absolute.  Aliases are the file's own (the built-in ones always apply and
- * are not repeated); sinks, follow, auth and fleet are written as given, secrets
- * included when the file held them inline.
+ * are not repeated); sinks, follow, auth and fleet are written as given, but
+ * the printed text (gw_cfg_dumps) never holds a secret: an inline sink URL
+ * or fleet DSN is redacted as in the log, an inline signing secret is
+ * "REDACTED" (the _env and _file forms name where the secret is, not the
+ * secret).
  */
 #include "config.h"
 #include "registry.h"
@@ -16,6 +19,7 @@
 #include "registry.h"
 
 #include "thresholds.h"
+#include "log.h"
 #include "util.h"
 
 #include <inttypes.h>
@@ -99,7 +103,11 @@ static json_t *retention_json(const struct gw_cfg *c)
 /* The file's own aliases, or an empty object. */
 static json_t *file_aliases(const struct gw_cfg *c)
 {
-	json_t *root = c->file ? json_load_file(c->file, 0, NULL) : NULL;
+	char *text = NULL;
+	size_t len = 0;
+	json_t *root = c->file && gw_read_file(c->file, GW_CFG_FILE_MAX, &text, &len) == 0
+	               ? json_loadb(text, len, 0, NULL) : NULL;
+	free(text);
 	json_t *a = json_object_get(root, "aliases");
 	json_t *out = json_is_object(a) ? json_incref(a) : json_object();
 	json_decref(root);
@@ -161,6 +169,14 @@ json_t *gw_cfg_to_json(const struct gw_cfg *c)
 		"follow", c->follow);
 	if (!o)
 		return NULL;
+	json_object_set_new(json_object_get(o, "limits"), "stream_line_timeout_ms",
+	                    json_integer((json_int_t)c->stream_line_timeout_ms));
+	json_object_set_new(json_object_get(o, "limits"), "max_segments_per_minute",
+	                    json_integer((json_int_t)c->max_segments_per_minute));
+	json_object_set_new(json_object_get(o, "limits"), "max_reads_in_flight",
+	                    json_integer((json_int_t)c->max_reads_in_flight));
+	json_object_set_new(json_object_get(o, "limits"), "max_response_bytes",
+	                    json_integer((json_int_t)c->max_response_bytes));
 	json_object_set_new(o, "retention", retention_json(c));
 	json_object_set_new(o, "health", json_pack("{s:I, s:I, s:I}",
 	                    "commit_stall_s", (json_int_t)c->health_commit_stall_s,
@@ -209,9 +225,37 @@ static int real_digits(const json_t *j)
 	return best;
 }
 
+/* The sinks of j with their inline secrets replaced: a url as the log
+ * shows it (gw_log_redact_url, url_path_public honoured), a secret as
+ * "REDACTED".  Output on a terminal or in a ticket must not carry a
+ * webhook token. */
+static void redact_sinks(json_t *j)
+{
+	json_t *sinks = json_object_get(j, "sinks");
+	if (!json_is_array(sinks))
+		return;
+	json_t *copy = json_deep_copy(sinks);
+	size_t i;
+	json_t *s;
+	json_array_foreach(copy, i, s) {
+		const char *url = json_string_value(json_object_get(s, "url"));
+		if (url) {
+			char red[512];
+			gw_log_redact_url(url, json_is_true(json_object_get(s, "url_path_public")), red,
+			                  sizeof(red));
+			json_object_set_new(s, "url", json_string(red));
+		}
+		if (json_object_get(s, "secret"))
+			json_object_set_new(s, "secret", json_string("REDACTED"));
+	}
+	json_object_set_new(j, "sinks", copy);
+}
+
 char *gw_cfg_dumps(const struct gw_cfg *c)
 {
 	json_t *j = gw_cfg_to_json(c);
+	if (j)
+		redact_sinks(j);
 	char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(real_digits(j))) : NULL;
 	json_decref(j);
 	return s;

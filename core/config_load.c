@@ -281,12 +281,27 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 	struct stat st;
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		return gw_errf(err, errlen, -EISDIR, "%s is a directory, not a configuration file", path);
-	if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+	/* only a regular file: a named pipe would wait for a writer, a device
+	 * such as /dev/zero never ends (gw_read_file opens without blocking) */
+	char *text = NULL;
+	size_t tlen = 0;
+	int frc = gw_read_file(path, GW_CFG_FILE_MAX, &text, &tlen);
+	if (frc == -EINVAL)
+		return gw_errf(err, errlen, -EINVAL, "%s is not a regular file (a named pipe, a device, "
+		               "a socket?): a configuration is a JSON file", path);
+	if (frc == -EFBIG)
+		return gw_errf(err, errlen, -EINVAL, "%s is larger than %d MiB: not a configuration file",
+		               path, GW_CFG_FILE_MAX >> 20);
+	if (frc < 0)
+		return gw_errf(err, errlen, -EINVAL, "cannot read the configuration: unable to open %s: %s", path,
+		               strerror(-frc));
+	if (tlen == 0) {
+		free(text);
 		return gw_errf(err, errlen, -EINVAL, "%s is empty: a configuration is a JSON object "
 		               "(\"{}\" for the defaults; docs/configuration.md)", path);
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!root && je.line < 1)   /* not read at all: jansson's text names the file */
-		return gw_errf(err, errlen, -EINVAL, "cannot read the configuration: %s", je.text);
+	}
+	json_t *root = json_loadb(text, tlen, JSON_REJECT_DUPLICATES, &je);
+	free(text);
 	if (!root)
 		return gw_errf(err, errlen, -EINVAL, "%s:%d:%d: %s", path, je.line, je.column, je.text);
 	struct loader L = {.c = c, .err = err, .errlen = errlen, .file = path};
@@ -301,6 +316,8 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		"max_line_bytes", "max_body_bytes", "max_connections", "max_runs",
 		"http_header_timeout_ms", "http_idle_timeout_ms", "http_body_timeout_ms",
 		"http_reserved_connections", "stream_idle_timeout_ms", "stream_evict_idle_ms",
+		"stream_line_timeout_ms", "max_segments_per_minute", "max_reads_in_flight",
+		"max_response_bytes",
 		"idempotency_window_s", "idempotency_max_keys", "run_evict_idle_s", NULL,
 	};
 	static const char *const known_health[] = {
@@ -400,6 +417,10 @@ int gw_cfg_load(struct gw_cfg *c, const char *path, char *err, size_t errlen)
 		    (rc = get_uint(&L, v, "http_reserved_connections", "limits.", 0, 10000, &c->http_reserved_connections, sizeof(size_t))) < 0 ||
 		    (rc = get_uint(&L, v, "stream_idle_timeout_ms", "limits.", 1000, 86400000, &c->stream_idle_timeout_ms, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "stream_evict_idle_ms", "limits.", 1000, 86400000, &c->stream_evict_idle_ms, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "stream_line_timeout_ms", "limits.", 1000, 86400000, &c->stream_line_timeout_ms, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "max_segments_per_minute", "limits.", 0, 1000000, &c->max_segments_per_minute, sizeof(unsigned))) < 0 ||
+		    (rc = get_uint(&L, v, "max_reads_in_flight", "limits.", 1, 100000, &c->max_reads_in_flight, sizeof(size_t))) < 0 ||
+		    (rc = get_uint(&L, v, "max_response_bytes", "limits.", 65536, (uint64_t)1 << 34, &c->max_response_bytes, sizeof(size_t))) < 0 ||
 		    (rc = get_uint(&L, v, "idempotency_window_s", "limits.", 60, 30 * 86400, &c->idempotency_window_s, sizeof(unsigned))) < 0 ||
 		    (rc = get_uint(&L, v, "idempotency_max_keys", "limits.", 100, 10000000, &c->idempotency_max_keys, sizeof(size_t))) < 0 ||
 		    (rc = get_uint(&L, v, "run_evict_idle_s", "limits.", 1, 30 * 86400, &c->run_evict_idle_s, sizeof(unsigned))) < 0)

@@ -12,7 +12,10 @@
  * (or is a default one the start creates, under a writable parent), is a
  * directory, is writable by this user, and its filesystem is writable with
  * at least GW_CFG_MIN_FREE bytes free (below the /healthz floor,
- * gw_cfg_paths_floor, a warning); the socket's directory exists.
+ * gw_cfg_paths_floor, a warning); the database file and its -wal and
+ * -shm files, where they exist, are regular files this user can write
+ * (a database of mode 444 opened fine and then failed every commit with
+ * SQLITE_READONLY while /healthz said ok); the socket's directory exists.
  */
 #include "config_paths.h"
 
@@ -222,6 +225,34 @@ uint64_t gw_cfg_paths_floor(unsigned min_free_mb, uint64_t fs_size)
 	return GW_MIN((uint64_t)min_free_mb << 20, fs_size / 20);
 }
 
+/* The database file and its WAL and shared-memory files, where they
+ * exist: regular files this user may write. */
+static int check_db_files(const char *db, char *err, size_t errlen)
+{
+	static const char *const suffix[] = {"", "-wal", "-shm"};
+	for (size_t i = 0; i < sizeof(suffix) / sizeof(suffix[0]); i++) {
+		char p[PATH_MAX];
+		struct stat st;
+		snprintf(p, sizeof(p), "%s%s", db, suffix[i]);
+		if (stat(p, &st) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return gw_errf(err, errlen, -errno, "the database file %s: %s", p, strerror(errno));
+		}
+		if (S_ISDIR(st.st_mode))
+			continue;   /* the store says so, with what to do (name a file in it) */
+		if (!S_ISREG(st.st_mode))
+			return gw_errf(err, errlen, -EINVAL, "the database file %s is not a regular file", p);
+		if (access(p, R_OK | W_OK) < 0)
+			return gw_errf(err, errlen, -errno, "the database file %s (mode %04o, owner uid %u) "
+			               "is not writable by this user (uid %u): %s; every commit would fail "
+			               "(give the daemon's user write access, or start it as the owner)", p,
+			               (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid,
+			               (unsigned)geteuid(), strerror(errno));
+	}
+	return 0;
+}
+
 int gw_cfg_paths_check(const struct gw_cfg_paths *c, char *err, size_t errlen, char *warn,
                        size_t warnlen)
 {
@@ -235,6 +266,8 @@ int gw_cfg_paths_check(const struct gw_cfg_paths *c, char *err, size_t errlen, c
 	int rc = check_dir(c, is_state ? "state_dir: the database's directory"
 	                                : "the database's directory", dir, true, err, errlen, warn,
 	                   warnlen);
+	if (rc == 0)
+		rc = check_db_files(c->db_path, err, errlen);
 	if (rc < 0 || !c->socket_path || !*c->socket_path)
 		return rc;
 	dir_of(c->socket_path, dir, sizeof(dir));

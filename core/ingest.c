@@ -17,6 +17,7 @@
 #include "ingest_impl.h"
 
 #include "auth.h"
+#include "clock.h"
 #include "config.h"
 #include "log.h"
 #include "outbox.h"
@@ -33,6 +34,10 @@
 
 /* ---- engine hooks ------------------------------------------------------------- */
 
+/* A run that rewinds in a loop must not write a log line per segment. */
+static struct gw_log_budget seg_lines = GW_LOG_BUDGET(
+	"\"segment starts\" line(s)", "gradwatch_segments_total counts every segment", 30);
+
 static void on_segment(void *data, const struct gw_segment_info *si)
 {
 	struct gw_ingest *in = data;
@@ -43,10 +48,13 @@ static void on_segment(void *data, const struct gw_segment_info *si)
 		return;
 	gw_store_put_segment(in->store, si->run, si->seg, gw_seg_reason_name(si->reason),
 	                     si->first_step, si->restart_step, si->line, si->ts, gw_wall_now());
-	if (si->seg > 1)
-		gw_log_info("run %s: segment %" PRId64 " starts at step %" PRId64 " (%s%s)", si->run,
-		            si->seg, si->first_step, gw_seg_reason_name(si->reason),
-		            si->restart_step >= 0 ? ", restart from a checkpoint" : "");
+	if (si->seg > 1) {
+		gw_seg_cap_opened(&in->seg_cap, si->run, gw_mono_ms());
+		gw_log_budgeted(&seg_lines, GW_LOG_INFO, "run %s: segment %" PRId64 " starts at step %"
+		                PRId64 " (%s%s)", si->run, si->seg, si->first_step,
+		                gw_seg_reason_name(si->reason),
+		                si->restart_step >= 0 ? ", restart from a checkpoint" : "");
+	}
 }
 
 /* A run's lines were recognised as several processes' (engine.h
@@ -131,6 +139,19 @@ int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t
 	int64_t seg = 0;
 	uint64_t seq = 0;
 	int rc = in->o.replay ? 0 : gw_runs_activate(in->runs, rec->run, rec->run_len);
+	if (rc == 0 && gw_seg_cap_capped(&in->seg_cap, rec->run, rec->run_len, gw_mono_ms()) &&
+	    gw_engine_would_open_segment(in->engine, rec)) {
+		gw_seg_cap_refused(&in->seg_cap, rec->run, rec->run_len);
+		*e = (struct gw_wire_err){.column = 0};
+		gw_strlcpy(e->field, "step", sizeof(e->field));
+		snprintf(e->msg, sizeof(e->msg), "segment_flood: run \"%.*s\" opened %u segments "
+		         "within a minute (limits.max_segments_per_minute); a line that would open "
+		         "another is refused until the minute is over",
+		         (int)gw_utf8_cut(rec->run, GW_MIN(rec->run_len, 100)), rec->run,
+		         in->seg_cap.per_min);
+		gw__ingest_reject(in, s->t, e, GW_REJ_SEG_FLOOD);
+		return -EINVAL;
+	}
 	/* what the engine queues because of this line (a new segment's row, an
 	 * alert with its outbox rows) commits in one transaction with the line
 	 * itself: a crash never leaves an alert citing a record it lost */

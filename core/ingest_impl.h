@@ -10,6 +10,7 @@
 
 #include "ingest.h"
 #include "registry.h"
+#include "seg_cap.h"
 
 struct gw_runs;
 
@@ -38,6 +39,7 @@ struct gw_ingest {
 	struct gw_commit_waiter *waiters;
 	struct gw_paused paused;          /* list head */
 	struct gw_ingest_counters n;
+	struct gw_seg_cap seg_cap;        /* per_min 0 in a replay */
 };
 
 /* Count rejection reason r of a line of transport t, and set it on *e. */

@@ -7,6 +7,7 @@
  */
 #include "ingest_impl.h"
 
+#include "clock.h"
 #include "config.h"
 #include "log.h"
 #include "outbox.h"
@@ -31,6 +32,7 @@ int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out, char
 	in->store = o->store;
 	in->outbox = o->outbox;
 	in->paused.next = in->paused.prev = &in->paused;
+	in->seg_cap.per_min = o->replay ? 0 : cfg->max_segments_per_minute;
 	gw__ingest_commit_init(in);
 
 	struct gw_engine_opts eo = cfg->engine;
@@ -61,6 +63,13 @@ int gw_ingest_start(const struct gw_ingest_opts *o, struct gw_ingest **out, char
 
 void gw_ingest_tick(struct gw_ingest *in, double now)
 {
+	double jump = in->runs ? gw_clock_jump() : 0;
+	if (jump)
+		gw_log_warn("the system clock was set %s by %.1f s; gradwatchd keeps its own time (the "
+		            "system's at its start, advanced by the monotonic clock) for the age of "
+		            "runs, stalls and the times it records, so no run looks older or stalled "
+		            "for it; the log's timestamps follow the system clock; a restart takes the "
+		            "system's time", jump > 0 ? "forward" : "back", fabs(jump));
 	gw_engine_tick(in->engine, now);
 	if (in->runs)
 		gw_runs_tick(in->runs, now);

@@ -24,11 +24,31 @@ int gw_query_runs(const char *db_path, const char *run, json_t **out)
 {
 	char err[512];
 	json_t *j;
-	int rc = run ? gw_store_read_run(db_path, run, &j, err, sizeof(err))
-	             : gw_store_read_runs(db_path, &j, err, sizeof(err));
+	if (!run) {   /* every run, in the API's shape (gradwatch runs --db) */
+		struct gw_runs_page all = {0};
+		return gw_query_runs_page(db_path, &all, out);
+	}
+	int rc = gw_store_read_run(db_path, run, &j, err, sizeof(err));
 	if (rc < 0)
 		return fail(rc, err, out);
-	*out = run ? j : json_pack("{s:o}", "runs", j);
+	*out = j;
+	return 200;
+}
+
+int gw_query_runs_page(const char *db_path, const struct gw_runs_page *pg, json_t **out)
+{
+	char err[512];
+	json_t *j, *next = NULL;
+	size_t total[2];
+	int rc = gw_store_read_runs(db_path, pg, &j, &next, total, err, sizeof(err));
+	if (rc == -EINVAL) {
+		*out = json_pack("{s:s}", "error", err);
+		return 400;
+	}
+	if (rc < 0)
+		return fail(rc, err, out);
+	*out = json_pack("{s:o, s:o, s:I, s:I}", "runs", j, "next", next ? next : json_null(),
+	                 "total", (json_int_t)total[0], "matching", (json_int_t)total[1]);
 	return *out ? 200 : fail(-ENOMEM, "out of memory", out);
 }
 

@@ -23,6 +23,12 @@
  * {run, segment, ..., segments: [...], last_values: {...}|null}. */
 int gw_query_runs(const char *db_path, const char *run, json_t **out);
 
+/* GET /v1/runs: one page (store.h gw_runs_page) as {"runs": [...],
+ * "next": CURSOR|null, "total": every run, "matching": those whose name
+ * holds q}; 400 for a bad cursor. */
+struct gw_runs_page;
+int gw_query_runs_page(const char *db_path, const struct gw_runs_page *pg, json_t **out);
+
 /* {"run": RUN (when given), "alerts": [alert objects...]}, newest first. */
 int gw_query_alerts(const char *db_path, const char *run, json_t **out);
 

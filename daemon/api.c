@@ -101,8 +101,12 @@ static int ingest_begin(struct gw_http_conn *c, const struct gw_http_req *r)
 		e = gw_idem_get(o->idem, r->idempotency_key, kl, gw_wall_now(),
 		                gw_store_committed(o->store));
 		if (e && e->state == GW_IDEM_RUNNING) {
-			gw_http_respond_error(c, 409, "a request with this Idempotency-Key is still being "
-			                      "sent; retry once it is answered");
+			/* docs/api.md: with Retry-After, so a client retries rather
+			 * than dropping the batch */
+			static const char busy[] = "{\"error\":\"a request with this Idempotency-Key is "
+			                           "still being sent; retry once it is answered\"}\n";
+			gw_http_respond_page(c, 409, "application/json", "Retry-After: 1\r\n", busy,
+			                     sizeof(busy) - 1);
 			return -EBUSY;
 		}
 	}
@@ -316,10 +320,36 @@ static json_t *fleet_json(struct gw_fleet *fl)
 	                 "last_ok", gw_json_num(fs.last_ok), "last_error", fs.last_error);
 }
 
+/* GET /v1/runs: a page of at most `limit` (RUNS_PAGE, at most
+ * RUNS_PAGE_MAX) runs, `q` part of a name, `order=trouble` (open alerts,
+ * then stalled, first), `cursor` the `next` of the page before: 100,000
+ * runs in one answer were 13 MB, refetched by the web view every 5 s. */
+#define RUNS_PAGE 1000
+#define RUNS_PAGE_MAX 10000
+
 static int q_runs(const struct gw_http_req *r, json_t **out)
 {
+	char err[200], q[GW_WIRE_RUN_MAX + 1], order[16], cursor[GW_WIRE_RUN_MAX + 64];
+	long long limit = RUNS_PAGE;
+	int rl = gw_http_int_param(r->query, r->query_len, "limit", 1, RUNS_PAGE_MAX, &limit, err,
+	                           sizeof(err));
+	int rq = gw_http_query_param(r->query, r->query_len, "q", q, sizeof(q));
+	int ro = gw_http_query_param(r->query, r->query_len, "order", order, sizeof(order));
+	int rc = gw_http_query_param(r->query, r->query_len, "cursor", cursor, sizeof(cursor));
+	if (rl >= 0 && (rq < 0 || rc < 0 || ro < 0 || (ro > 0 && strcmp(order, "trouble") &&
+	                                                 strcmp(order, "recent"))))
+		snprintf(err, sizeof(err), "bad query parameter %s", rq < 0 ? "q" : rc < 0 ? "cursor" :
+		         "order: expected recent (the default) or trouble");
+	if (rl < 0 || rq < 0 || rc < 0 || ro < 0 || (ro > 0 && strcmp(order, "trouble") &&
+	                                              strcmp(order, "recent"))) {
+		*out = gw_http_error_json(err);
+		return 400;
+	}
+	struct gw_runs_page pg = {.limit = (size_t)limit, .q = rq > 0 && q[0] ? q : NULL,
+	                          .trouble_first = ro > 0 && !strcmp(order, "trouble"),
+	                          .cursor = rc > 0 ? cursor : NULL};
 	const struct gw_api_opts *o = r->data;
-	int st = gw_query_runs(r->db_path, NULL, out);
+	int st = gw_query_runs_page(r->db_path, &pg, out);
 	/* a node that ships says how far behind it is, beside its runs */
 	if (st == 200 && o->fleet)
 		json_object_set_new(*out, "fleet", fleet_json(o->fleet));

@@ -3,9 +3,9 @@
  * pipelining, requests parsed by Debian's http-parser.  This file is a
  * connection's life: reading, driving the parser over what was read (its
  * callbacks are http_parse.c's), dispatching a whole request to its route,
- * the responses, the deferred answers, and closing; the listener, the
- * route table and the server's start and stop are http_server.c's
- * (http_impl.h between them).
+ * the responses and closing; the deferred answers are http_answer.c's,
+ * the listener, the route table and the server's start and stop are
+ * http_server.c's (http_impl.h between them).
  *
  * One request is handled at a time per connection: when a message is
  * complete the parser is paused and reading stops until the response is
@@ -20,8 +20,8 @@
  * read an answer (the body deadline again), keep-alive idle time, and
  * limits.max_connections.  HEAD is answered as GET without the body.
  *
- * Answering later (gw_http_defer, gw_http_answer_after_commit) is one
- * path for every route: the connection's one commit waiter first waits for
+ * Answering later (gw_http_defer, gw_http_answer_after_commit, in
+ * http_answer.c) is one path for every route: the connection's one commit waiter first waits for
  * the barrier, then (after the read on the pool) for the commit of what
  * the route queued; conn_close cancels it, and waits for a running read,
  * so a route never hears of a connection that went away.  The test hook
@@ -49,8 +49,10 @@ struct wreq {
 	struct gw_http_conn *c;
 	bool close_after;
 	bool then_continue;
+	char *owned;               /* a body sent in place (freed once written), or NULL */
 	char buf[];
 };
+
 
 static void conn_continue(struct gw_http_conn *c);
 static void on_drain_timer(uv_timer_t *t);
@@ -93,6 +95,7 @@ static void on_written(uv_write_t *req, int status)
 	struct gw_http_conn *c = w->c;
 	bool close_after = w->close_after || status < 0;
 	bool cont = w->then_continue;
+	free(w->owned);
 	free(w);
 	if (close_after && c->draining && status >= 0 && !c->closing) {
 		/* the client may still be sending the body we refused: let it
@@ -113,31 +116,45 @@ static void on_written(uv_write_t *req, int status)
 		conn_continue(c);
 }
 
-void gw__http_send_raw(struct gw_http_conn *c, const char *head, size_t hlen, const char *body,
-                     size_t blen, bool close_after, bool then_continue)
+/* Send head and body; a body in `owned` (heap, taken over) is written in
+ * place, not copied: an answer of tens of MB costs the loop no memcpy. */
+static void send_parts(struct gw_http_conn *c, const char *head, size_t hlen, const char *body,
+                       size_t blen, char *owned, bool close_after, bool then_continue)
 {
-	struct wreq *w = malloc(sizeof(*w) + hlen + blen);
+	size_t copy = owned ? 0 : blen;
+	struct wreq *w = malloc(sizeof(*w) + hlen + copy);
 	if (!w) {
+		free(owned);
 		gw__http_conn_close(c);
 		return;
 	}
 	w->c = c;
 	w->close_after = close_after;
 	w->then_continue = then_continue;
+	w->owned = owned;
 	memcpy(w->buf, head, hlen);
-	if (blen)
-		memcpy(w->buf + hlen, body, blen);
-	uv_buf_t b = uv_buf_init(w->buf, (unsigned)(hlen + blen));
-	if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_written) < 0) {
+	if (copy)
+		memcpy(w->buf + hlen, body, copy);
+	uv_buf_t b[2] = {uv_buf_init(w->buf, (unsigned)(hlen + copy)),
+	                 uv_buf_init(owned, (unsigned)(owned ? blen : 0))};
+	if (uv_write(&w->req, (uv_stream_t *)&c->tcp, b, owned && blen ? 2 : 1, on_written) < 0) {
+		free(w->owned);
 		free(w);
 		gw__http_conn_close(c);
 	}
 }
 
+void gw__http_send_raw(struct gw_http_conn *c, const char *head, size_t hlen, const char *body,
+                     size_t blen, bool close_after, bool then_continue)
+{
+	send_parts(c, head, hlen, body, blen, NULL, close_after, then_continue);
+}
+
 /* Send a complete response. */
 /* `headers`: extra header lines, each ending in CRLF ("" for none). */
-static void respond_h(struct gw_http_conn *c, int status, const char *ctype, const char *headers,
-                      const char *body, size_t blen, bool force_close)
+static void respond_hx(struct gw_http_conn *c, int status, const char *ctype,
+                       const char *headers, const char *body, size_t blen, char *owned,
+                       bool force_close)
 {
 	bool close_after = force_close || !c->keep_alive || !c->srv->on;
 	char head[1536];
@@ -164,7 +181,23 @@ static void respond_h(struct gw_http_conn *c, int status, const char *ctype, con
 	uv_timer_start(&c->timer, on_send_timer, c->srv->o.cfg->http_body_timeout_ms, 0);
 	/* HEAD: the headers GET would have, Content-Length included, and no
 	 * body (RFC 9110 9.3.2) */
-	gw__http_send_raw(c, head, (size_t)hlen, body, c->head ? 0 : blen, close_after, !close_after);
+	if (c->head) {
+		free(owned);
+		owned = NULL;
+		blen = 0;
+	}
+	send_parts(c, head, (size_t)hlen, body, blen, owned, close_after, !close_after);
+}
+
+static void respond_h(struct gw_http_conn *c, int status, const char *ctype, const char *headers,
+                      const char *body, size_t blen, bool force_close)
+{
+	respond_hx(c, status, ctype, headers, body, blen, NULL, force_close);
+}
+
+void gw__http_respond_owned(struct gw_http_conn *c, int status, char *json, size_t len)
+{
+	respond_hx(c, status, "application/json", "", json, len, json, false);
 }
 
 static void respond(struct gw_http_conn *c, int status, const char *ctype, const char *body,
@@ -198,7 +231,7 @@ static void respond_json_str(struct gw_http_conn *c, int status, char *s, bool f
 
 void gw_http_respond_json(struct gw_http_conn *c, int status, json_t *j)
 {
-	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(12)) : NULL;
+	char *s = j ? json_dumps(j, ANSWER_JSON_FLAGS) : NULL;
 	json_decref(j);
 	respond_json_str(c, status, s, false);
 }
@@ -264,96 +297,26 @@ void gw_http_conn_close_after(struct gw_http_conn *c)
 
 /* The request is done (answered, or its connection closing with no read
  * running): release what the deferred path held for it. */
+/* A deferred read is over (answered, refused, or its connection gone). */
+void gw__http_read_release(struct gw_http_conn *c)
+{
+	if (c->read_counted) {
+		c->read_counted = false;
+		c->srv->reads--;
+	}
+}
+
 static void end_request(struct gw_http_conn *c)
 {
+	gw__http_read_release(c);
+	free(c->qtext);
+	c->qtext = NULL;
 	if (c->state_free && c->req.state)
 		c->state_free(c->req.state);
 	c->req.state = NULL;
 	c->state_free = NULL;
 	json_decref(c->answer);
 	c->answer = NULL;
-}
-
-static void work_run(uv_work_t *req)
-{
-	struct gw_http_conn *c = gw_container_of(req, struct gw_http_conn, work);
-	c->qresult = NULL;
-	c->qstatus = c->read(&c->req, &c->qresult);
-	if (c->srv->hold_reads)
-		gw_fault_hold_read(c->srv->hold_reads, c->req.query, c->req.query_len);
-}
-
-static void work_done(uv_work_t *req, int status)
-{
-	struct gw_http_conn *c = gw_container_of(req, struct gw_http_conn, work);
-	c->work_busy = false;
-	json_t *r = c->qresult;
-	c->qresult = NULL;
-	if (c->closing) {
-		json_decref(r);
-		gw__http_conn_close(c); /* finish the close that waited for us */
-		return;
-	}
-	if (status < 0 || !r) {
-		json_decref(r);
-		gw_http_respond_error(c, 500, "query failed");
-	} else if (c->then) {
-		c->then(c, &c->req, c->qstatus, r);
-	} else {
-		gw_http_respond_json(c, c->qstatus, r);
-	}
-}
-
-static void read_after_barrier(struct gw_commit_waiter *w)
-{
-	struct gw_http_conn *c = gw_container_of(w, struct gw_http_conn, waiter);
-	if (w->error) {
-		/* a read must see what came before it, and that cannot be written */
-		gw_http_respond_error(c, 503, "the database cannot be written (%s); reads wait for "
-		                      "what was received before them, so retry later", w->why);
-		return;
-	}
-	c->work_busy = true;
-	if (uv_queue_work(c->srv->o.loop, &c->work, work_run, work_done) < 0) {
-		c->work_busy = false;
-		gw_http_respond_error(c, 500, "cannot queue the query");
-	}
-}
-
-void gw_http_defer(struct gw_http_conn *c, gw_http_read_fn read, gw_http_then_fn then,
-                   void *state, void (*state_free)(void *state))
-{
-	c->req.state = state;
-	c->state_free = state_free;
-	c->read = read;
-	c->then = then;
-	c->waiter.fn = read_after_barrier;
-	gw_ingest_barrier(c->srv->o.ingest, &c->waiter);
-}
-
-static void answer_committed(struct gw_commit_waiter *w)
-{
-	struct gw_http_conn *c = gw_container_of(w, struct gw_http_conn, waiter);
-	if (w->error) {
-		gw_http_respond_error(c, 503, "%s: the database cannot be written (%s)", c->not_yet,
-		                      w->why);
-		return;
-	}
-	json_t *a = c->answer;
-	c->answer = NULL;
-	gw_http_respond_json(c, c->answer_status, a);
-}
-
-void gw_http_answer_after_commit(struct gw_http_conn *c, uint64_t seq, int status,
-                                 json_t *answer, const char *not_yet)
-{
-	json_decref(c->answer);
-	c->answer = answer;
-	c->answer_status = status;
-	c->not_yet = not_yet;
-	c->waiter.seq = seq;
-	c->waiter.fn = answer_committed;
-	gw_ingest_wait_commit(c->srv->o.ingest, &c->waiter);
 }
 
 /* A whole (non-streamed) request is in: answer it. */

@@ -103,7 +103,10 @@ struct gw_http_conn {
 	gw_http_then_fn then;
 	void (*state_free)(void *state);   /* of req.state */
 	int qstatus;
-	json_t *qresult;
+	json_t *qresult;                   /* a read's result for `then` ... */
+	char *qtext;                       /* ... or, without `then`, as written on the pool */
+	size_t qlen;
+	bool read_counted;                 /* counted in gw_http.reads */
 	json_t *answer;                    /* to send once committed */
 	int answer_status;
 	const char *not_yet;
@@ -121,6 +124,7 @@ struct gw_http {
 	struct gw_http_route routes[MAX_ROUTES];
 	size_t nroutes;
 	const char *hold_reads;      /* the test hook (gw_fault_hold_reads), or NULL */
+	size_t reads;                /* deferred reads waiting or running (max_reads_in_flight) */
 };
 
 /* ---- http.c: the connection ------------------------------------------------------- */
@@ -130,6 +134,13 @@ struct gw_http {
  * request then. */
 void gw__http_send_raw(struct gw_http_conn *c, const char *head, size_t hlen, const char *body,
                        size_t blen, bool close_after, bool then_continue);
+/* How a JSON answer is written, on the loop or on the pool. */
+#define ANSWER_JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(12))
+/* Answer with JSON text already written (heap, taken over: sent in place). */
+void gw__http_respond_owned(struct gw_http_conn *c, int status, char *json, size_t len);
+/* A deferred read is over: it no longer counts in gw_http.reads. */
+void gw__http_read_release(struct gw_http_conn *c);
+
 /* An error that ends the connection (the request could not be read). */
 void gw__http_respond_fatal(struct gw_http_conn *c, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -6,6 +6,11 @@
  */
 #include "http_url.h"
 
+#include "util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
 #include <string.h>
 
 static int hexval(char ch)
@@ -59,4 +64,23 @@ int gw_http_query_param(const char *query, size_t qlen, const char *name, char *
 		p = e + 1;
 	}
 	return 0;
+}
+
+int gw_http_int_param(const char *qs, size_t qlen, const char *name, long long min, long long max,
+                     long long *out, char *err, size_t errlen)
+{
+	char v[64];
+	int r = gw_http_query_param(qs, qlen, name, v, sizeof(v));
+	if (r == 0)
+		return 0;
+	char *end = NULL;
+	errno = 0;
+	long long x = r > 0 ? strtoll(v, &end, 10) : 0;
+	if (r < 0 || !v[0] || *end || errno || x < min || x > max) {
+		gw_errf(err, errlen, -EINVAL, "bad query parameter %s=%s: expected an integer from %lld to %lld",
+		        name, r < 0 ? "(undecodable)" : v, min, max);
+		return -1;
+	}
+	*out = x;
+	return 1;
 }

@@ -22,4 +22,9 @@ int gw_http_pct_decode(const char *s, size_t n, char *out, size_t cap, bool plus
 int gw_http_query_param(const char *query, size_t qlen, const char *name, char *out,
                         size_t cap);
 
+/* An integer query parameter from min to max: 1 set (*out), 0 absent, -1
+ * bad (the message, naming it, in err). */
+int gw_http_int_param(const char *qs, size_t qlen, const char *name, long long min,
+                      long long max, long long *out, char *err, size_t errlen);
+
 #endif

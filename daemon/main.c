@@ -454,9 +454,7 @@ static void on_signal(uv_signal_t *s, int signum)
 {
 	struct gw_daemon *d = s->data;
 	if (signum == SIGHUP) {
-		gw_notify("RELOADING=1");
-		gw_reload(d->args, d->ingest);
-		gw_notify("READY=1");
+		gw_reload(d->loop, d->args, d->ingest);
 		return;
 	}
 	begin_shutdown(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");

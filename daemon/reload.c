@@ -6,14 +6,18 @@
  * takes them, gw_ingest_reconfigure) and the log level (unless
  * --log-level was given); every other top-level key that differs from the
  * file as it was at start-up is named in a warning: it needs a restart.
+ * The file is read and parsed on libuv's pool, never on the loop (a file
+ * on a stuck network mount, a slow disk); only the swap runs on the loop.
  */
 #include "reload.h"
 
 #include "ingest.h"
 #include "log.h"
+#include "notify.h"
 #include "util.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,46 +52,107 @@ static void restart_keys(const struct gw_args *a, const struct gw_cfg *fresh, ch
 	json_decref(now);
 }
 
-int gw_reload(struct gw_args *a, struct gw_ingest *in)
-{
-	struct gw_cfg *cfg = &a->cfg;
-	if (!cfg->file) {
-		gw_log_info("SIGHUP: no configuration file to reload");
-		return 0;
-	}
+/* One reload: read on the pool, applied on the loop. */
+struct reload {
+	uv_work_t work;
+	struct gw_args *a;
+	struct gw_ingest *in;
 	struct gw_cfg fresh;
+	int rc;
 	char err[512];
-	if (gw_cfg_defaults(&fresh) < 0)
-		return -ENOMEM;
-	int rc = gw_cfg_load(&fresh, cfg->file, err, sizeof(err));
-	if (rc < 0) {
-		gw_log_err("SIGHUP: keeping the old configuration: %s", err);
-		gw_cfg_free(&fresh);
-		return rc;
-	}
-	/* swap in what can change at run time */
-	struct gw_th_override *ov = cfg->overrides;
-	size_t nov = cfg->n_overrides;
-	cfg->engine.th = fresh.engine.th;
-	cfg->engine.disabled = fresh.engine.disabled;
-	cfg->overrides = fresh.overrides;
-	cfg->n_overrides = fresh.n_overrides;
-	if (!a->log_level_flag)
-		cfg->log_level = fresh.log_level;
-	fresh.overrides = ov;
-	fresh.n_overrides = nov;
-	struct gw_engine_opts eo = cfg->engine;
-	eo.overrides = cfg->overrides;
-	eo.n_overrides = cfg->n_overrides;
-	gw_ingest_reconfigure(in, &eo);
-	gw_log_init(cfg->log_level, gw_log_stderr_is_journal());
 	char later[512];
-	restart_keys(a, &fresh, later, sizeof(later));
-	gw_cfg_free(&fresh);
-	gw_log_info("SIGHUP: reloaded thresholds, run overrides, detectors and log level from %s",
-	            cfg->file);
-	if (later[0])
-		gw_log_warn("SIGHUP: %s changed in %s since the start and need a restart; "
-		            "the daemon goes on with them as they were", later, cfg->file);
-	return 0;
+};
+
+static bool in_flight, again;
+static void start(uv_loop_t *loop, struct gw_args *a, struct gw_ingest *in);
+
+/* Pool thread: read and check the file; a->file_cfg is only read. */
+static void work_load(uv_work_t *w)
+{
+	struct reload *r = w->data;
+	r->rc = gw_cfg_defaults(&r->fresh);
+	if (r->rc < 0) {
+		snprintf(r->err, sizeof(r->err), "out of memory");
+		return;
+	}
+	r->rc = gw_cfg_load(&r->fresh, r->a->cfg.file, r->err, sizeof(r->err));
+	if (r->rc == 0)
+		restart_keys(r->a, &r->fresh, r->later, sizeof(r->later));
+}
+
+/* Loop thread: swap in what can change at run time. */
+static void work_apply(uv_work_t *w, int status)
+{
+	struct reload *r = w->data;
+	struct gw_cfg *cfg = &r->a->cfg;
+	if (status < 0 || r->rc < 0) {
+		gw_log_err("SIGHUP: keeping the old configuration: %s",
+		           status < 0 ? uv_strerror(status) : r->err);
+	} else {
+		struct gw_th_override *ov = cfg->overrides;
+		size_t nov = cfg->n_overrides;
+		cfg->engine.th = r->fresh.engine.th;
+		cfg->engine.disabled = r->fresh.engine.disabled;
+		cfg->overrides = r->fresh.overrides;
+		cfg->n_overrides = r->fresh.n_overrides;
+		if (!r->a->log_level_flag)
+			cfg->log_level = r->fresh.log_level;
+		r->fresh.overrides = ov;
+		r->fresh.n_overrides = nov;
+		struct gw_engine_opts eo = cfg->engine;
+		eo.overrides = cfg->overrides;
+		eo.n_overrides = cfg->n_overrides;
+		gw_ingest_reconfigure(r->in, &eo);
+		gw_log_init(cfg->log_level, gw_log_stderr_is_journal());
+		gw_log_info("SIGHUP: reloaded thresholds, run overrides, detectors and log level "
+		            "from %s", cfg->file);
+		if (r->later[0])
+			gw_log_warn("SIGHUP: %s changed in %s since the start and need a restart; "
+			            "the daemon goes on with them as they were", r->later, cfg->file);
+	}
+	gw_cfg_free(&r->fresh);
+	uv_loop_t *loop = w->loop;
+	struct gw_args *a = r->a;
+	struct gw_ingest *in = r->in;
+	free(r);
+	in_flight = false;
+	gw_notify("READY=1");
+	if (again) {
+		again = false;
+		start(loop, a, in);
+	}
+}
+
+static void start(uv_loop_t *loop, struct gw_args *a, struct gw_ingest *in)
+{
+	struct reload *r = calloc(1, sizeof(*r));
+	if (!r) {
+		gw_log_err("SIGHUP: keeping the old configuration: out of memory");
+		return;
+	}
+	r->a = a;
+	r->in = in;
+	r->work.data = r;
+	gw_notify("RELOADING=1");
+	int rc = uv_queue_work(loop, &r->work, work_load, work_apply);
+	if (rc < 0) {
+		gw_log_err("SIGHUP: keeping the old configuration: %s", uv_strerror(rc));
+		free(r);
+		gw_notify("READY=1");
+		return;
+	}
+	in_flight = true;
+}
+
+void gw_reload(uv_loop_t *loop, struct gw_args *a, struct gw_ingest *in)
+{
+	if (!a->cfg.file) {
+		gw_log_info("SIGHUP: no configuration file to reload");
+		return;
+	}
+	if (in_flight) {   /* the file may have changed since that one read it */
+		again = true;
+		return;
+	}
+	start(loop, a, in);
 }

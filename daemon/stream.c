@@ -14,6 +14,7 @@
  * "truncated" if it is a complete object, else rejected.
  */
 #include "stream.h"
+#include "stream_unix.h"
 
 #include "auth.h"
 #include "config.h"
@@ -54,7 +55,9 @@ struct conn {
 	size_t auth_len;
 	bool reading;
 	bool closing;
-	uint64_t active_ms;     /* monotonic ms of the last bytes read */
+	uint64_t active_ms;     /* monotonic ms of the last completed line (or the accept) */
+	bool partial;           /* an unfinished line is pending ... */
+	uint64_t line_ms;       /* ... begun at this monotonic ms */
 	struct conn *next, *prev;   /* its transport's list, most recently active first */
 };
 
@@ -65,6 +68,8 @@ struct gw_server {
 	uv_udp_t udp;
 	bool unix_on, tcp_on, udp_on;
 	bool unix_bound;        /* we made the socket file: remove it at stop */
+	dev_t unix_dev;         /* ... that file, and only while it is still ours */
+	ino_t unix_ino;
 	bool unix_activated;    /* systemd made it: leave it */
 	struct conn conns[2];   /* per stream transport (unix, tcp): list heads */
 	size_t nconns[2];
@@ -161,10 +166,13 @@ static void link_front(struct conn *head, struct conn *c)
 	head->next = c;
 }
 
-/* Bytes arrived: the connection moves to the front of its list. */
-static void touch(struct conn *c)
+/* A line completed: the connection moves to the front of its list.  Bytes
+ * alone are not activity: a peer trickling a byte every few seconds
+ * without ever ending a line (slowloris) must look as idle as a silent
+ * one, or 1,024 of them hold a transport full for good. */
+static void touch(struct conn *c, uint64_t now)
 {
-	c->active_ms = gw_mono_ms();
+	c->active_ms = now;
 	if (c->prev == &c->sv->conns[c->t == GW_TR_TCP])
 		return;
 	c->prev->next = c->next;
@@ -230,9 +238,15 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 		conn_close(c);
 		return;
 	}
-	touch(c);
 	const char *p = buf->base;
 	size_t n = (size_t)nread;
+	uint64_t now = gw_mono_ms();
+	if (n && memchr(p, '\n', n))
+		touch(c, now);
+	bool open_line = n ? p[n - 1] != '\n' : c->partial;
+	if (open_line && (!c->partial || memchr(p, '\n', n)))
+		c->line_ms = now;   /* a new unfinished line begins in this chunk */
+	c->partial = open_line;
 	if (c->need_auth) {
 		ssize_t k = read_auth(c, p, n);
 		if (k < 0)
@@ -342,12 +356,22 @@ static bool make_room(struct gw_server *sv, int k)
 }
 
 /* Every second: close connections idle longer than limits.stream_idle_timeout_ms
- * (oldest first; the lists are ordered by activity). */
+ * (oldest first; the lists are ordered by activity), and those whose
+ * unfinished line began more than limits.stream_line_timeout_ms ago (but
+ * for a connection paused by back-pressure: it is not read, so its line
+ * cannot end). */
 static void on_sweep(uv_timer_t *t)
 {
 	struct gw_server *sv = t->data;
 	uint64_t now = gw_mono_ms();
 	for (int k = 0; k < 2; k++) {
+		for (struct conn *c = sv->conns[k].next, *nx; c != &sv->conns[k]; c = nx) {
+			nx = c->next;
+			if (c->partial && c->reading && !c->closing &&
+			    now - c->line_ms >= sv->o.cfg->stream_line_timeout_ms)
+				refuse(c, "line_timeout", "closed: a line was begun more than "
+				       "limits.stream_line_timeout_ms ago and not finished");
+		}
 		struct conn *c;
 		while ((c = sv->conns[k].prev) != &sv->conns[k] && !c->closing) {
 			if (now - c->active_ms < sv->o.cfg->stream_idle_timeout_ms)
@@ -416,59 +440,6 @@ static void on_udp(uv_udp_t *u, ssize_t nread, const uv_buf_t *buf,
 
 /* ---- start / stop ------------------------------------------------------------------- */
 
-/* The listening Unix stream socket systemd passed (socket activation:
- * LISTEN_PID is us, LISTEN_FDS >= 1, the first is fd 3), or -1. */
-static int activated_socket(void)
-{
-	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
-	if (!pid || !fds || strtol(pid, NULL, 10) != (long)getpid() || strtol(fds, NULL, 10) < 1)
-		return -1;
-	unsetenv("LISTEN_PID");
-	unsetenv("LISTEN_FDS");
-	unsetenv("LISTEN_FDNAMES");
-	int fd = 3, type = 0, listening = 0;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss), tl = sizeof(type), ll = sizeof(listening);
-	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 || ss.ss_family != AF_UNIX ||
-	    getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 || type != SOCK_STREAM ||
-	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &ll) < 0 || !listening) {
-		gw_log_warn("systemd passed fd 3, but it is not a listening Unix stream socket; ignoring it");
-		return -1;
-	}
-	fcntl(fd, F_SETFD, FD_CLOEXEC);
-	return fd;
-}
-
-/* A socket file left by a daemon that was killed is removed; one that a
- * live daemon listens on is not (-EADDRINUSE): a second instance must never
- * take the first one's socket away. */
-static int remove_stale_socket(const char *path, char *err, size_t errlen)
-{
-	struct stat st;
-	/* a missing directory was said at start-up (gw_cfg_check_dirs): libuv
-	 * would call it "permission denied" */
-	if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode))
-		return 0;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return 0;   /* uv_pipe_bind reports it */
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return gw_errf(err, errlen, -errno, "unix socket %s: %s", path, strerror(errno));
-	int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-	int e = errno;
-	close(fd);
-	if (rc == 0 || e == EAGAIN)
-		return gw_errf(err, errlen, -EADDRINUSE, "unix socket %s: another process is listening on "
-		               "it (a second gradwatchd?); not taking it over", path);
-	if (e == ECONNREFUSED) {
-		gw_log_info("removing the stale socket %s (nobody listens on it)", path);
-		unlink(path);
-	}
-	return 0;
-}
-
 int gw_server_start(const struct gw_server_opts *o, struct gw_server **out, char *err,
                     size_t errlen)
 {
@@ -486,7 +457,7 @@ int gw_server_start(const struct gw_server_opts *o, struct gw_server **out, char
 		uv_timer_start(&sv->sweep, on_sweep, 1000, 1000);
 	const struct gw_cfg *c = o->cfg;
 	int rc;
-	int fd = activated_socket();
+	int fd = gw__stream_activated_socket();
 	if (fd >= 0) {
 		/* systemd made the socket (gradwatchd@.socket: its group and mode) */
 		uv_pipe_init(loop, &sv->unix_srv, 0);
@@ -501,14 +472,22 @@ int gw_server_start(const struct gw_server_opts *o, struct gw_server **out, char
 		uv_pipe_init(loop, &sv->unix_srv, 0);
 		sv->unix_srv.data = sv;
 		sv->unix_on = true;
-		if ((rc = remove_stale_socket(c->socket_path, err, errlen)) < 0)
+		if ((rc = gw__stream_remove_stale_socket(c->socket_path, err, errlen)) < 0)
 			return rc;
-		if ((rc = uv_pipe_bind(&sv->unix_srv, c->socket_path)) < 0 ||
+		int ufd = gw__stream_bind_unix(c->socket_path);
+		if ((rc = ufd) < 0 || (rc = uv_pipe_open(&sv->unix_srv, ufd)) < 0 ||
 		    (rc = uv_listen((uv_stream_t *)&sv->unix_srv, 256, on_connection)) < 0) {
+			if (ufd >= 0 && uv_fileno((uv_handle_t *)&sv->unix_srv, &(uv_os_fd_t){0}) < 0)
+				close(ufd);   /* not the handle's yet */
 			snprintf(err, errlen, "unix socket %s: %s", c->socket_path, uv_strerror(rc));
 			return rc;
 		}
-		sv->unix_bound = true;
+		struct stat st;
+		if (lstat(c->socket_path, &st) == 0) {
+			sv->unix_bound = true;
+			sv->unix_dev = st.st_dev;
+			sv->unix_ino = st.st_ino;
+		}
 		chmod(c->socket_path, c->socket_mode);
 		gw_log_info("listening on unix:%s (NDJSON)", c->socket_path);
 	}
@@ -562,8 +541,15 @@ void gw_server_stop(struct gw_server *sv)
 		return;
 	if (sv->unix_on && !uv_is_closing((uv_handle_t *)&sv->unix_srv)) {
 		uv_close((uv_handle_t *)&sv->unix_srv, NULL);
-		if (sv->unix_bound)
+		/* only the file we made: if it was removed and another daemon
+		 * bound the path since, the path is that one's now */
+		struct stat st;
+		if (sv->unix_bound && lstat(sv->o.cfg->socket_path, &st) == 0 &&
+		    st.st_dev == sv->unix_dev && st.st_ino == sv->unix_ino)
 			unlink(sv->o.cfg->socket_path);
+		else if (sv->unix_bound)
+			gw_log_info("unix:%s is no longer the socket this daemon made; leaving it",
+			            sv->o.cfg->socket_path);
 	}
 	if (sv->tcp_on && !uv_is_closing((uv_handle_t *)&sv->tcp_srv))
 		uv_close((uv_handle_t *)&sv->tcp_srv, NULL);

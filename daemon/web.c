@@ -57,25 +57,6 @@ static void h_static(struct gw_http_conn *c, const struct gw_http_req *r)
 	gw_http_respond_page(c, 200, a->ctype, PAGE_HEADERS, (const char *)a->data, a->len);
 }
 
-/* An integer query parameter: 1 set, 0 absent, -1 bad (message in err). */
-static int int_param(const char *qs, size_t qlen, const char *name, long long min, long long max,
-                     long long *out, char *err, size_t errlen)
-{
-	char v[64];
-	int r = gw_http_query_param(qs, qlen, name, v, sizeof(v));
-	if (r == 0)
-		return 0;
-	char *end = NULL;
-	errno = 0;
-	long long x = r > 0 ? strtoll(v, &end, 10) : 0;
-	if (r < 0 || !v[0] || *end || errno || x < min || x > max) {
-		gw_errf(err, errlen, -EINVAL, "bad query parameter %s=%s: expected an integer from %lld to %lld",
-		        name, r < 0 ? "(undecodable)" : v, min, max);
-		return -1;
-	}
-	*out = x;
-	return 1;
-}
 
 static int q_records(const struct gw_http_req *req, json_t **out)
 {
@@ -86,23 +67,23 @@ static int q_records(const struct gw_http_req *req, json_t **out)
 	long long v;
 	int r;
 	const long long big = GW_WIRE_STEP_MAX;
-	if ((r = int_param(qs, qlen, "from", -big, big, &v, err, sizeof(err))) < 0)
+	if ((r = gw_http_int_param(qs, qlen, "from", -big, big, &v, err, sizeof(err))) < 0)
 		goto bad;
 	q.has_from = r, q.from = r ? v : 0;
-	if ((r = int_param(qs, qlen, "to", -big, big, &v, err, sizeof(err))) < 0)
+	if ((r = gw_http_int_param(qs, qlen, "to", -big, big, &v, err, sizeof(err))) < 0)
 		goto bad;
 	q.has_to = r, q.to = r ? v : 0;
-	if ((r = int_param(qs, qlen, "max_points", 0, GW_SERIES_MAX_POINTS, &v, err, sizeof(err))) < 0)
+	if ((r = gw_http_int_param(qs, qlen, "max_points", 0, GW_SERIES_MAX_POINTS, &v, err, sizeof(err))) < 0)
 		goto bad;
 	if (r)
 		q.max_points = (size_t)v;
-	if ((r = int_param(qs, qlen, "limit", 1, GW_SERIES_MAX_ROWS, &v, err, sizeof(err))) < 0)
+	if ((r = gw_http_int_param(qs, qlen, "limit", 1, GW_SERIES_MAX_ROWS, &v, err, sizeof(err))) < 0)
 		goto bad;
 	q.limit = r ? (size_t)v : 0;
-	if ((r = int_param(qs, qlen, "segment", 0, big, &v, err, sizeof(err))) < 0)
+	if ((r = gw_http_int_param(qs, qlen, "segment", 0, big, &v, err, sizeof(err))) < 0)
 		goto bad;
 	q.has_segment = r, q.segment = r ? v : 0;
-	if ((r = int_param(qs, qlen, "extra", 0, 1, &v, err, sizeof(err))) < 0)
+	if ((r = gw_http_int_param(qs, qlen, "extra", 0, 1, &v, err, sizeof(err))) < 0)
 		goto bad;
 	q.extra = r && v;
 	char cur[64];
@@ -138,11 +119,11 @@ static int q_ranks(const struct gw_http_req *req, json_t **out)
 {
 	char err[256];
 	long long rank, limit = RANK_LINES_DEFAULT, after = 0;
-	int r = int_param(req->query, req->query_len, "rank", -1, GW_WIRE_RANK_MAX, &rank, err,
+	int r = gw_http_int_param(req->query, req->query_len, "rank", -1, GW_WIRE_RANK_MAX, &rank, err,
 	                  sizeof(err));
-	int rl = r < 0 ? 0 : int_param(req->query, req->query_len, "limit", 1, RANK_LINES_MAX, &limit,
+	int rl = r < 0 ? 0 : gw_http_int_param(req->query, req->query_len, "limit", 1, RANK_LINES_MAX, &limit,
 	                               err, sizeof(err));
-	int ra = r < 0 || rl < 0 ? 0 : int_param(req->query, req->query_len, "after", 0, INT64_MAX,
+	int ra = r < 0 || rl < 0 ? 0 : gw_http_int_param(req->query, req->query_len, "after", 0, INT64_MAX,
 	                                          &after, err, sizeof(err));
 	if (r < 0 || rl < 0 || ra < 0) {
 		*out = gw_http_error_json(err);
@@ -162,7 +143,9 @@ static int q_ranks(const struct gw_http_req *req, json_t **out)
 	} else {
 		rc = gw_store_read_run(req->db_path, req->arg, &j, err, sizeof(err));
 		if (rc == 0) {
-			*out = json_pack("{s:s, s:O}", "run", req->arg, "ranks", json_object_get(j, "ranks"));
+			*out = json_pack("{s:s, s:O, s:O}", "run", req->arg, "ranks",
+			                 json_object_get(j, "ranks"), "ranks_summary",
+			                 json_object_get(j, "ranks_summary"));
 			json_decref(j);
 		}
 	}

@@ -195,6 +195,17 @@ bool gw_engine_kept_apart(const struct gw_engine *e)
 	return e->apart;
 }
 
+bool gw_engine_would_open_segment(struct gw_engine *e, const struct gw_rec *rec)
+{
+	struct run *r = gw__runtab_find(&e->runs, rec->run, rec->run_len);
+	if (!r || r->seg == 0 || rec->has_rank || r->w.interleaved)
+		return false;
+	if (rec->event)
+		return strcmp(rec->event, "resumed") == 0;
+	gw__run_refresh_th(e, r);
+	return !gw__arrived_late(r, rec) && gw__segment_break(r, rec) != GW__NO_BREAK;
+}
+
 /* ---- lines ------------------------------------------------------------------ */
 
 /* Call the detectors of `mask` (each on, and not done for the segment)

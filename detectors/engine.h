@@ -191,6 +191,12 @@ int gw_engine_feed(struct gw_engine *e, const struct gw_rec *rec, uint64_t line,
  * daemon stores such a line apart from the run's records and events. */
 bool gw_engine_kept_apart(const struct gw_engine *e);
 
+/* Would feeding rec open another segment of its run (a rewind, a gap, a
+ * "resumed" event; not its first)?  Changes nothing.  For the daemon's
+ * per-run segment cap (core/seg_cap.c); a repeat that the interleaved
+ * writers' rule may fold still answers true. */
+bool gw_engine_would_open_segment(struct gw_engine *e, const struct gw_rec *rec);
+
 /* The run was recognised as interleaved writers' before (a note the daemon
  * stored): repeats are folded from its next line on, without saying so
  * again.  Returns 0 or -ENOENT. */

@@ -11,8 +11,17 @@
 
 #include <stdint.h>
 
-/* Wall clock, Unix seconds with sub-second part. */
+/* Wall clock, Unix seconds with sub-second part: the system's at the first
+ * call, advanced since by the monotonic (boot-time) clock, so that a step
+ * of the system clock while the process runs moves no age, stall or
+ * recorded time (clock.c). */
 double gw_wall_now(void);
+
+/* How far the system wall clock moved against gw_wall_now since this was
+ * last non-zero: 0 when less than GW_CLOCK_JUMP_S (slewing, jitter), else
+ * the step in seconds (positive: forward).  Call on a tick. */
+#define GW_CLOCK_JUMP_S 2.0
+double gw_clock_jump(void);
 
 /* Monotonic clock in milliseconds. */
 uint64_t gw_mono_ms(void);

@@ -29,7 +29,8 @@ bool gw_fault_hooks(void)
 const char *gw_fault_describe(void)
 {
 	return "test hooks: compiled in (-Dfault_hooks=true): GRADWATCH_FAULT_CRASH_COMMIT, "
-	       "GRADWATCH_FAULT_CRASH_SHIP and GRADWATCH_FAULT_HOLD_READS act; a test build, not for production";
+	       "GRADWATCH_FAULT_CRASH_SHIP, GRADWATCH_FAULT_HOLD_READS and "
+	       "GRADWATCH_FAULT_CLOCK_STEP act; a test build, not for production";
 }
 
 uint64_t gw_fault_crash_commit(void)
@@ -59,6 +60,19 @@ uint64_t gw_fault_crash_ship(void)
 void gw_fault_crash(void)
 {
 	kill(getpid(), SIGKILL);
+}
+
+double gw_fault_clock_step(void)
+{
+	const char *v = getenv("GRADWATCH_FAULT_CLOCK_STEP");
+	FILE *f = v && *v ? fopen(v, "r") : NULL;
+	double s = 0;
+	if (f) {
+		if (fscanf(f, "%lf", &s) != 1)
+			s = 0;
+		fclose(f);
+	}
+	return s;
 }
 
 const char *gw_fault_hold_reads(void)
@@ -116,6 +130,11 @@ uint64_t gw_fault_crash_ship(void)
 
 void gw_fault_crash(void)
 {
+}
+
+double gw_fault_clock_step(void)
+{
+	return 0;
 }
 
 const char *gw_fault_hold_reads(void)

@@ -20,6 +20,10 @@
  *   GRADWATCH_FAULT_HOLD_READS=PATH  every deferred HTTP read is held, once
  *                                    done, until the test lets it go
  *                                    (daemon/http.c; gw_fault_hold_read)
+ *   GRADWATCH_FAULT_CLOCK_STEP=PATH  the seconds in PATH (while it exists)
+ *                                    are added to the system's wall clock
+ *                                    as gradwatchd reads it: a clock step
+ *                                    without root (lib/clock.c)
  */
 #ifndef GW_FAULT_H
 #define GW_FAULT_H
@@ -42,6 +46,10 @@ uint64_t gw_fault_crash_commit(void);
 uint64_t gw_fault_crash_ship(void);
 /* Die as kill -9 would (SIGKILL to this process); returns without hooks. */
 void gw_fault_crash(void);
+
+/* GRADWATCH_FAULT_CLOCK_STEP: the seconds its file holds now (0 without
+ * it, or without hooks).  Reads the file: call it on a tick, not per line. */
+double gw_fault_clock_step(void);
 
 /* GRADWATCH_FAULT_HOLD_READS: the path, or NULL (always NULL without
  * hooks).  Read it once, at start. */

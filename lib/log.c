@@ -3,7 +3,12 @@
  * one write per line so lines from threads do not interleave.  Control
  * characters in a message (a run name, a field name, anything a client
  * sent) are written as \xNN, so no input can forge or split a log line or
- * send escape sequences to a terminal.  Warnings about peers share a
+ * send escape sequences to a terminal; so is every byte that is not part
+ * of valid UTF-8.  Characters that print nothing or reorder what a
+ * terminal shows (C1 controls, bidi overrides and isolates such as U+202E,
+ * the line and paragraph separators U+2028/9, zero-width characters such
+ * as U+200B, tags; see invisible()) are written as \u202e, so a run name
+ * cannot make a line read as something else.  Warnings about peers share a
  * budget a minute (gw_log_peer): a fixed window on the monotonic clock,
  * the held-back count said once the window is over.  The threshold and the
  * journal switch are atomics: a reload (SIGHUP, on the loop) changes them
@@ -11,6 +16,7 @@
  */
 #include "log.h"
 #include "clock.h"
+#include "util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -97,59 +103,143 @@ void gw_log(enum gw_log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
-#define PEER_WINDOW_MS 60000
+#define BUDGET_WINDOW_MS 60000
 
-static struct {
-	pthread_mutex_t mu;
-	uint64_t start;         /* gw_mono_ms(); 0: no window yet */
-	unsigned used;
-	uint64_t held;
-} peer = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static struct gw_log_budget peer = GW_LOG_BUDGET(
+	"warning(s) about what clients sent or did", "the rejections are counted in /metrics",
+	GW_LOG_PEER_BUDGET);
 
-/* With peer.mu held: say what was held back if the window is over (or
+/* The budgets used so far, for gw_log_peer_flush. */
+static pthread_mutex_t budgets_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct gw_log_budget *budgets;
+
+/* With b->mu held: say what was held back if the window is over (or
  * now), and open a new window when it is over. */
-static void peer_flush_locked(uint64_t t, bool now)
+static void budget_flush_locked(struct gw_log_budget *b, uint64_t t, bool now)
 {
-	bool over = peer.start == 0 || t - peer.start >= PEER_WINDOW_MS;
-	if (peer.held && (over || now)) {
-		gw_log(GW_LOG_WARN, "%" PRIu64 " more warning(s) about what clients sent or did were "
-		       "not logged in the last %.0f s (at most %d a minute are; the rejections are "
-		       "counted in /metrics)", peer.held, (double)(t - peer.start) / 1000.0,
-		       GW_LOG_PEER_BUDGET);
-		peer.held = 0;
+	bool over = b->start == 0 || t - b->start >= BUDGET_WINDOW_MS;
+	if (b->held && (over || now)) {
+		gw_log(GW_LOG_WARN, "%" PRIu64 " more %s were not logged in the last %.0f s (at most "
+		       "%u a minute are; %s)", b->held, b->what, (double)(t - b->start) / 1000.0,
+		       b->per_min, b->counted);
+		b->held = 0;
 	}
 	if (over) {
-		peer.start = t;
-		peer.used = 0;
+		b->start = t;
+		b->used = 0;
 	}
+}
+
+static void vbudgeted(struct gw_log_budget *b, enum gw_log_level level, const char *fmt,
+                      va_list ap) __attribute__((format(printf, 3, 0)));
+
+static void vbudgeted(struct gw_log_budget *b, enum gw_log_level level, const char *fmt,
+                      va_list ap)
+{
+	if (!shown(level))
+		return;
+	pthread_mutex_lock(&b->mu);
+	bool list = !b->listed;
+	b->listed = true;
+	budget_flush_locked(b, gw_mono_ms(), false);
+	bool say = b->used < b->per_min;
+	if (say)
+		b->used++;
+	else
+		b->held++;
+	pthread_mutex_unlock(&b->mu);
+	if (list) {
+		pthread_mutex_lock(&budgets_mu);
+		b->next = budgets;
+		budgets = b;
+		pthread_mutex_unlock(&budgets_mu);
+	}
+	if (say)
+		vlog(level, fmt, ap);
+}
+
+void gw_log_budgeted(struct gw_log_budget *b, enum gw_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vbudgeted(b, level, fmt, ap);
+	va_end(ap);
 }
 
 void gw_log_peer(enum gw_log_level level, const char *fmt, ...)
 {
-	if (!shown(level))
-		return;
-	pthread_mutex_lock(&peer.mu);
-	peer_flush_locked(gw_mono_ms(), false);
-	bool say = peer.used < GW_LOG_PEER_BUDGET;
-	if (say)
-		peer.used++;
-	else
-		peer.held++;
-	pthread_mutex_unlock(&peer.mu);
-	if (!say)
-		return;
 	va_list ap;
 	va_start(ap, fmt);
-	vlog(level, fmt, ap);
+	vbudgeted(&peer, level, fmt, ap);
 	va_end(ap);
 }
 
 void gw_log_peer_flush(bool now)
 {
-	pthread_mutex_lock(&peer.mu);
-	if (peer.held)
-		peer_flush_locked(gw_mono_ms(), now);
-	pthread_mutex_unlock(&peer.mu);
+	pthread_mutex_lock(&budgets_mu);
+	for (struct gw_log_budget *b = budgets; b; b = b->next) {
+		pthread_mutex_lock(&b->mu);
+		if (b->held)
+			budget_flush_locked(b, gw_mono_ms(), now);
+		pthread_mutex_unlock(&b->mu);
+	}
+	pthread_mutex_unlock(&budgets_mu);
+}
+
+/* Whether code point c prints nothing visible or changes how the text
+ * around it is shown: the C1 controls, format characters (Unicode's Cf:
+ * soft hyphen, zero-width space and joiners, the bidi marks, embeddings,
+ * overrides and isolates, the word joiner and invisible operators, the
+ * byte-order mark, the interlinear annotation marks, the tags), the line
+ * and paragraph separators, the blank Hangul fillers, and the
+ * noncharacters U+FFFE/U+FFFF. */
+static bool invisible(uint32_t c)
+{
+	static const uint32_t ranges[][2] = {
+		{0x80, 0x9f}, {0xad, 0xad}, {0x34f, 0x34f}, {0x61c, 0x61c}, {0x115f, 0x1160},
+		{0x17b4, 0x17b5}, {0x180b, 0x180f}, {0x200b, 0x200f}, {0x2028, 0x202e},
+		{0x2060, 0x206f}, {0x3164, 0x3164}, {0xfeff, 0xfeff}, {0xffa0, 0xffa0},
+		{0xfff9, 0xfffb}, {0xfffe, 0xffff}, {0x1d173, 0x1d17a}, {0xe0000, 0xe0fff},
+	};
+	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
+		if (c >= ranges[i][0] && c <= ranges[i][1])
+			return true;
+	return false;
+}
+
+/* The code point of the valid k-byte UTF-8 sequence at p. */
+static uint32_t utf8_decode(const unsigned char *p, size_t k)
+{
+	uint32_t c = p[0] & (k == 2 ? 0x1f : k == 3 ? 0x0f : 0x07);
+	for (size_t i = 1; i < k; i++)
+		c = c << 6 | (p[i] & 0x3f);
+	return c;
+}
+
+/* Append msg[0..mlen) to buf (at len, cap bytes, room kept for the
+ * newline) escaped as the file's comment says; returns the new length. */
+static size_t escape_into(char *buf, size_t len, size_t cap, const char *msg, size_t mlen)
+{
+	const unsigned char *m = (const unsigned char *)msg;
+	for (size_t i = 0; i < mlen;) {
+		unsigned char ch = m[i];
+		size_t k = ch < 0x80 ? 1 : gw_utf8_seq(m + i, mlen - i);
+		char esc[16];
+		int en = 0;
+		if (k == 0 || ch < 0x20 || ch == 0x7f) {
+			en = snprintf(esc, sizeof(esc), "\\x%02x", ch);
+			k = 1;
+		} else if (k > 1 && invisible(utf8_decode(m + i, k))) {
+			en = snprintf(esc, sizeof(esc), "\\u%04" PRIx32, utf8_decode(m + i, k));
+		}
+		size_t need = en ? (size_t)en : k;
+		if (len + need + 1 >= cap)
+			break;
+		memcpy(buf + len, en ? esc : msg + i, need);
+		len += need;
+		i += k;
+	}
+	return len;
 }
 
 static void vlog(enum gw_log_level level, const char *fmt, va_list ap)
@@ -174,14 +264,7 @@ static void vlog(enum gw_log_level level, const char *fmt, va_list ap)
 	char msg[2048];
 	int n = vsnprintf(msg, sizeof(msg), fmt, ap);
 	size_t mlen = n < 0 ? 0 : (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1;
-	size_t len = (size_t)off;
-	for (size_t i = 0; i < mlen && len < sizeof(buf) - 6; i++) {
-		unsigned char ch = (unsigned char)msg[i];
-		if (ch < 0x20 || ch == 0x7f)
-			len += (size_t)snprintf(buf + len, 5, "\\x%02x", ch);
-		else
-			buf[len++] = (char)ch;
-	}
+	size_t len = escape_into(buf, (size_t)off, sizeof(buf), msg, mlen);
 	buf[len++] = '\n';
 	ssize_t w = write(STDERR_FILENO, buf, len);
 	(void)w;

@@ -14,8 +14,10 @@
 #ifndef GW_LOG_H
 #define GW_LOG_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum gw_log_level {
 	GW_LOG_CRIT = 2,
@@ -65,7 +67,33 @@ void gw_log(enum gw_log_level level, const char *fmt, ...)
 #define GW_LOG_PEER_BUDGET 20
 void gw_log_peer(enum gw_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* Say what every budget (the peers' and each gw_log_budget) held back:
+ * those whose minute is over, or all when `now`. */
 void gw_log_peer_flush(bool now);
+
+/* The same for any line that input can repeat at will (a run's new
+ * segment): a budget of per_min lines a minute, a fixed window on the
+ * monotonic clock; beyond it the lines are counted and one line says
+ * "N more <what> were not logged in the last S s (at most per_min a
+ * minute are; <counted>)" once the minute is over (gw_log_peer_flush on
+ * the daemon's tick) or at exit.  Define one per kind of line with
+ * GW_LOG_BUDGET; thread-safe. */
+struct gw_log_budget {
+	const char *what;          /* "segment line(s)" */
+	const char *counted;       /* where the lines held back show instead */
+	unsigned per_min;
+	pthread_mutex_t mu;
+	uint64_t start;            /* gw_mono_ms() of the window; 0: none yet */
+	unsigned used;
+	uint64_t held;
+	bool listed;               /* on the list gw_log_peer_flush walks */
+	struct gw_log_budget *next;
+};
+#define GW_LOG_BUDGET(what_, counted_, per_min_) \
+	{.what = (what_), .counted = (counted_), .per_min = (per_min_), \
+	 .mu = PTHREAD_MUTEX_INITIALIZER}
+void gw_log_budgeted(struct gw_log_budget *b, enum gw_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* Copy url into out with its secret parts replaced by "/REDACTED": the user
  * info, the query and fragment, and the whole path unless keep_path (a URL

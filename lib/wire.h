@@ -50,6 +50,7 @@ enum gw_wire_reason {
 	GW_REJ_TRUNCATED,   /* truncated (a peer closed mid-line) */
 	GW_REJ_UNAUTHORIZED, /* unauthorized (no or a wrong token; set by the daemon) */
 	GW_REJ_NO_MEMORY,   /* out_of_memory (the daemon could not hold the line) */
+	GW_REJ_SEG_FLOOD,   /* segment_flood (the run's segment cap; set by the daemon) */
 	GW_REJ_NREASONS,
 };
 

@@ -32,6 +32,7 @@ static const char *const reason_names[GW_REJ_NREASONS] = {
 	[GW_REJ_TRUNCATED] = "truncated",
 	[GW_REJ_UNAUTHORIZED] = "unauthorized",
 	[GW_REJ_NO_MEMORY] = "out_of_memory",
+	[GW_REJ_SEG_FLOOD] = "segment_flood",
 };
 
 const char *gw_wire_reason_name(enum gw_wire_reason r)

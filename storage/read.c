@@ -139,8 +139,30 @@ static int query_first(const char *path, const char *sql, const char *const *bin
 	return first ? 0 : 1;
 }
 
-int gw_store_read_runs(const char *path, json_t **out, char *err, size_t errlen)
+int gw_store_read_runs(const char *path, const struct gw_runs_page *pg, json_t **out,
+                       json_t **next, size_t total[2], char *err, size_t errlen)
 {
+	if (next)
+		*next = NULL;
+	if (total)
+		total[0] = total[1] = 0;
+	/* the cursor: "LAST_SEEN NAME" of the last row of the page before */
+	char seen[40] = "", lim[24] = "-1";
+	const char *cur_name = NULL;
+	if (pg && pg->cursor) {
+		const char *sp = strchr(pg->cursor, ' ');
+		char *end = NULL;
+		double v = sp && (size_t)(sp - pg->cursor) < sizeof(seen) ? strtod(pg->cursor, &end) : NAN;
+		if (!sp || end != sp || !isfinite(v) || pg->trouble_first)
+			return gw_errf(err, errlen, -EINVAL, "bad query parameter cursor: %s",
+			               pg->trouble_first ? "not with order=trouble (its first page only)"
+			                                 : "pass back the \"next\" of the page before");
+		memcpy(seen, pg->cursor, (size_t)(sp - pg->cursor));
+		seen[sp - pg->cursor] = '\0';
+		cur_name = sp + 1;
+	}
+	if (pg && pg->limit)
+		snprintf(lim, sizeof(lim), "%zu", pg->limit + 1);
 	sqlite3 *db;
 	int rc = gw__store_open_ro(path, &db, NULL, err, errlen);
 	if (rc < 0)
@@ -151,22 +173,55 @@ int gw_store_read_runs(const char *path, json_t **out, char *err, size_t errlen)
 	char now[32], live[16];
 	snprintf(now, sizeof(now), "%.3f", gw_wall_now());
 	snprintf(live, sizeof(live), "%d", GW_RUN_LIVE_S);
-	const char *binds[] = {now, live};
-	rc = query(db,
-	           "SELECT r.name AS run, r.last_seg AS segment, r.last_step AS last_step,"
-	           " r.last_ts AS last_ts, r.first_seen AS first_seen, r.last_seen AS last_seen,"
-	           " (SELECT count(*) FROM alerts a WHERE a.run_id = r.id AND a.state = 'open')"
-	           "  AS open_alerts,"
-	           " CASE WHEN r.ended_seg IS NOT NULL AND r.ended_seg = r.last_seg"
-	           "   AND coalesce(r.last_step, -1) <= r.ended_step THEN 'ended'"
-	           "  WHEN EXISTS (SELECT 1 FROM alerts a WHERE a.run_id = r.id AND a.state = 'open'"
-	           "   AND a.detector = 'stall') THEN 'stalled'"
-	           "  WHEN CAST(?1 AS REAL) - r.last_seen < CAST(?2 AS REAL) THEN 'live'"
-	           "  ELSE 'idle' END AS state,"
-	           " CASE WHEN r.ended_seg = r.last_seg THEN r.ended_reason END AS ended_reason"
-	           " FROM runs r ORDER BY r.last_seen DESC",
-	           binds, 2, out, err, errlen);
+	const char *q = pg ? pg->q : NULL;
+	const char *binds[] = {now, live, q, seen[0] ? seen : NULL, cur_name, lim};
+	char sql[2048];
+	snprintf(sql, sizeof(sql),
+	         "SELECT * FROM (SELECT r.name AS run, r.last_seg AS segment, r.last_step AS last_step,"
+	         " r.last_ts AS last_ts, r.first_seen AS first_seen, r.last_seen AS last_seen,"
+	         " (SELECT count(*) FROM alerts a WHERE a.run_id = r.id AND a.state = 'open')"
+	         "  AS open_alerts,"
+	         " CASE WHEN r.ended_seg IS NOT NULL AND r.ended_seg = r.last_seg"
+	         "   AND coalesce(r.last_step, -1) <= r.ended_step THEN 'ended'"
+	         "  WHEN EXISTS (SELECT 1 FROM alerts a WHERE a.run_id = r.id AND a.state = 'open'"
+	         "   AND a.detector = 'stall') THEN 'stalled'"
+	         "  WHEN CAST(?1 AS REAL) - r.last_seen < CAST(?2 AS REAL) THEN 'live'"
+	         "  ELSE 'idle' END AS state,"
+	         " CASE WHEN r.ended_seg = r.last_seg THEN r.ended_reason END AS ended_reason"
+	         " FROM runs r"
+	         " WHERE (?3 IS NULL OR instr(lower(r.name), lower(?3)) > 0)"
+	         "  AND (?4 IS NULL OR coalesce(r.last_seen, 0) < CAST(?4 AS REAL)"
+	         "   OR (coalesce(r.last_seen, 0) = CAST(?4 AS REAL) AND r.name > ?5)))"
+	         " ORDER BY %s coalesce(last_seen, 0) DESC, run LIMIT CAST(?6 AS INTEGER)",
+	         pg && pg->trouble_first ? "open_alerts > 0 DESC, state = 'stalled' DESC," : "");
+	rc = query(db, sql, binds, 6, out, err, errlen);
+	if (rc == 0 && total) {
+		json_t *n = NULL;
+		const char *qb[] = {q};
+		rc = query(db, "SELECT count(*) AS n, sum(?1 IS NULL OR instr(lower(r.name), lower(?1)) > 0)"
+		               " AS m FROM runs r", qb, 1, &n, err, errlen);
+		if (rc == 0) {
+			total[0] = (size_t)json_integer_value(json_object_get(json_array_get(n, 0), "n"));
+			total[1] = (size_t)json_integer_value(json_object_get(json_array_get(n, 0), "m"));
+		}
+		json_decref(n);
+		if (rc < 0) {
+			json_decref(*out);
+			*out = NULL;
+		}
+	}
 	sqlite3_close(db);
+	if (rc == 0 && pg && pg->limit && json_array_size(*out) > pg->limit) {
+		json_array_remove(*out, pg->limit);
+		json_t *last = json_array_get(*out, pg->limit - 1);
+		const json_t *ls = json_object_get(last, "last_seen");
+		char *c = NULL;
+		if (next && asprintf(&c, "%.17g %s", json_is_number(ls) ? json_number_value(ls) : 0.0,
+		                     json_string_value(json_object_get(last, "run"))) >= 0) {
+			*next = json_string(c);
+			free(c);
+		}
+	}
 	return rc;
 }
 
@@ -178,7 +233,7 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
 	int rc = gw__store_open_ro(path, &db, &version, err, errlen);
 	if (rc < 0)
 		return rc;
-	json_t *runs = NULL, *segs = NULL, *last = NULL, *ranks = NULL;
+	json_t *runs = NULL, *segs = NULL, *last = NULL, *ranks = NULL, *sum = NULL;
 	const char *b[1] = {run};
 	bool has_ranks = version >= RANKS_VERSION;
 	rc = query(db, has_ranks ? "SELECT name AS run, last_seg AS segment, last_step, last_ts,"
@@ -209,15 +264,32 @@ int gw_store_read_run(const char *path, const char *run, json_t **out,
 	           " ORDER BY x.id DESC LIMIT 1", b, 1, &last, err, errlen);
 	if (rc < 0)
 		goto out;
+	/* the first GW_RUN_RANKS_MAX ranks, and a summary of all of them (one
+	 * run of 100,000 ranks was a 9.5 MB answer) */
+	char rmax[24];
+	snprintf(rmax, sizeof(rmax), "%d", GW_RUN_RANKS_MAX);
+	const char *bl[2] = {run, rmax};
 	rc = has_ranks ? query(db,
 	           "SELECT k.rank, k.lines, k.first_step, k.last_step, k.last_ts, k.last_recv AS last_seen"
-	           " FROM ranks k JOIN runs r ON r.id = k.run_id WHERE r.name = ?1 ORDER BY k.rank",
-	           b, 1, &ranks, err, errlen) : (ranks = json_array()) ? 0 : -ENOMEM;
+	           " FROM ranks k JOIN runs r ON r.id = k.run_id WHERE r.name = ?1 ORDER BY k.rank"
+	           " LIMIT CAST(?2 AS INTEGER)",
+	           bl, 2, &ranks, err, errlen) : (ranks = json_array()) ? 0 : -ENOMEM;
+	if (rc == 0 && has_ranks)
+		rc = query(db,
+		           "SELECT count(*) AS count, max(k.rank) AS max_rank,"
+		           " (SELECT json_object('rank', b.rank, 'last_step', b.last_step, 'last_seen',"
+		           "   b.last_recv) FROM ranks b WHERE b.run_id = r.id AND b.rank >= 0"
+		           "   ORDER BY b.last_step, b.rank LIMIT 1) AS behind_json"
+		           " FROM ranks k JOIN runs r ON r.id = k.run_id WHERE r.name = ?1 AND k.rank >= 0",
+		           b, 1, &sum, err, errlen);
 	if (rc < 0)
 		goto out;
 	json_t *o = json_incref(json_array_get(runs, 0));
 	json_object_set(o, "segments", segs);
 	json_object_set(o, "ranks", ranks);
+	json_t *s0 = json_array_get(sum, 0);
+	json_object_set_new(o, "ranks_summary", s0 ? json_incref(s0)
+	                    : json_pack("{s:i, s:n, s:n}", "count", 0, "max_rank", "behind"));
 	json_t *lv = json_array_get(last, 0);
 	json_object_set_new(o, "last_values", lv ? json_incref(lv) : json_null());
 	*out = o;
@@ -226,6 +298,7 @@ out:
 	json_decref(segs);
 	json_decref(last);
 	json_decref(ranks);
+	json_decref(sum);
 	sqlite3_close(db);
 	return rc;
 }

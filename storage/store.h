@@ -251,14 +251,30 @@ int gw_store_read_rank_lines(const char *path, const char *run, const char *rank
  * "ended" (a run_finished event, its declared length or the end of a
  * replayed log, and no line after it), "stalled" (a stall alert open),
  * "live" (a line within GW_RUN_LIVE_S), else "idle"; ended_reason: why it
- * ended, or null. */
-int gw_store_read_runs(const char *path, json_t **out, char *err, size_t errlen);
+ * ended, or null.  With pg (may be NULL: every run), one page of them:
+ * at most pg->limit, those whose name holds pg->q (case-insensitive), the
+ * runs with open alerts and then the stalled ones first when
+ * trouble_first, after pg->cursor (the `next` of the page before; not with
+ * trouble_first); *next (may be NULL) gets the cursor of the page after,
+ * or NULL when this is the last; total (may be NULL): [0] every run, [1]
+ * those whose name holds q.  -EINVAL with the reason for a bad cursor. */
+struct gw_runs_page {
+	size_t limit;
+	bool trouble_first;
+	const char *q;
+	const char *cursor;
+};
+int gw_store_read_runs(const char *path, const struct gw_runs_page *pg, json_t **out,
+                       json_t **next, size_t total[2], char *err, size_t errlen);
 
 /* One run: {run, segments:[...], last_step, last_values, records, events,
  * ranks: [{rank, lines, first_step, last_step, last_ts, last_seen}] of the
- * ranks other than 0 that sent lines, writers: the interleaved-writers note
- * or null};
+ * ranks other than 0 that sent lines (the first GW_RUN_RANKS_MAX by rank),
+ * ranks_summary: {count, max_rank, behind: {rank, last_step, last_seen}|null}
+ * over all of them but -1 (the interleaved writers' repeats), writers: the
+ * interleaved-writers note or null};
  * -ENOENT if unknown. */
+#define GW_RUN_RANKS_MAX 1000
 int gw_store_read_run(const char *path, const char *run, json_t **out,
                       char *err, size_t errlen);
 

@@ -21,7 +21,8 @@ class IngestReceiver:
     """Records every POST (headers, body, arrival on the monotonic clock) and
     answers from `script` (then `mode`): "ok" (200 with the daemon's answer),
     "drop" (read the request, close without answering), "hang" (never
-    answer), or a status code (503 comes with Retry-After: 1)."""
+    answer), or a status code (503 and 409 come with Retry-After: 1, as the
+    daemon sends them)."""
 
     def __init__(self, script=(), mode='ok'):
         self.script = list(script)
@@ -70,7 +71,7 @@ class IngestReceiver:
             def _answer(self, code, ans):
                 data = json.dumps(ans).encode()
                 self.send_response(code)
-                if code == 503:
+                if code in (503, 409):
                     self.send_header('Retry-After', '1')
                 self.send_header('Content-Type', 'application/json')
                 self.send_header('Content-Length', str(len(data)))

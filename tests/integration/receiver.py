@@ -3,7 +3,7 @@
 Receiver: a small HTTP/1.1 server on 127.0.0.1 (ephemeral port) that records
 every request (path, headers, body, arrival time on the monotonic clock) and
 can be told how to answer: "ok" (200), "fail" (500), "429" (with
-Retry-After), "hang" (read the request, never answer), "reset" (read the
+Retry-After), "400", "echo" (404 quoting the request path, 300 bytes more), "hang" (read the request, never answer), "reset" (read the
 request, then reset the connection).  It can be stopped and started again
 on the same port to play a receiver that is down for a while.
 
@@ -102,6 +102,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             code, payload = 429, b"slow down"
         elif mode == "400":
             code, payload = 400, b"invalid_payload"
+        elif mode == "echo":
+            # a receiver that repeats its request, as some frameworks' 404 pages do
+            code, payload = 404, ("no route for POST %s (signature %s) %s\nmore" % (
+                self.path, self.headers.get("X-Gradwatch-Signature-256"), "x" * 300)).encode()
         else:
             code, payload = 500, b"boom"
         self.send_response(code)

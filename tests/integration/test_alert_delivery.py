@@ -258,6 +258,25 @@ class DeliveryTest(SinkTestCase):
         self.assertEqual(delivery_ids(reqs[:2])[0], delivery_ids(reqs[:2])[1])
         self.assertIn("timed out", d.sink_stats()["hook"]["last_error"] or "timed out")
 
+    def test_a_receivers_answer_is_capped_and_redacted(self):
+        # issue 22 item 11: a receiver echoing its request URL put the
+        # webhook token into the log and into /v1/sinks for read tokens
+        self.rcv.script = ["echo"]
+        d = self.daemon([dict(type="webhook", name="hook",
+                              url=self.rcv.url + "/hooks/tok-SECRETPATH?key=SECRETQUERY",
+                              secret="sign-SECRETKEY", **FAST_RETRY)])
+        d.send(*nan_incident("r"))
+        self.rcv.wait(1, timeout=10)
+        err = wait_for(lambda: d.sink_stats()["hook"]["last_error"], 10, "last_error")
+        self.assertTrue(err.startswith("HTTP 404: no route for POST /REDACTED/REDACTED?key=REDACTED"), err)
+        self.assertNotIn("SECRET", err)
+        self.assertLessEqual(len(err), 128)
+        self.assertTrue(err.endswith("..."), err)
+        log = wait_for(lambda: (lambda t: "giving up" in t and t)(d.logtext()), 10, "the log line")
+        self.assertIn("HTTP 404: no route for POST /REDACTED/REDACTED", log)
+        self.assertNotIn("SECRET", log)
+        self.assertNotIn("x" * 100, log)
+
     def test_permanent_4xx_is_not_retried(self):
         self.rcv.script = ["400"]
         d = self.daemon([dict(type="webhook", name="hook", url=self.rcv.url + "/h", **FAST_RETRY)])

@@ -417,6 +417,27 @@ class CheckConfig(unittest.TestCase):
             self.assertEqual(json.loads(run([GRADWATCHD, '--config', again, '--check-config'],
                                             cwd=tmp).stdout), json.loads(plain.stdout))
 
+    def test_inline_secrets_are_redacted(self):
+        # issue 22 item 12: the printed configuration gets pasted into
+        # tickets; an inline webhook token or signing key must not be in it
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, 'in.json')
+            with open(src, 'w') as f:
+                json.dump({'state_dir': tmp, 'udp': False, 'sinks': [
+                    {'type': 'webhook', 'name': 'hook',
+                     'url': 'http://user:pw-SECRET1@127.0.0.1:9/hooks/tok-SECRET2?key=SECRET3',
+                     'secret': 'sign-SECRET4'},
+                    {'type': 'alertmanager', 'name': 'am', 'url_path_public': True,
+                     'url': 'http://127.0.0.1:9/am/base?token=SECRET5'}]}, f)
+            out = run([GRADWATCHD, '--config', src, '--check-config'], cwd=tmp)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertNotIn(b'SECRET', out.stdout + out.stderr)
+            sinks = json.loads(out.stdout)['sinks']
+            self.assertEqual(sinks[0]['url'], 'http://127.0.0.1:9/REDACTED')
+            self.assertEqual(sinks[0]['secret'], 'REDACTED')
+            self.assertEqual(sinks[1]['url'], 'http://127.0.0.1:9/am/base/REDACTED')
+            self.assertEqual(sinks[0]['name'], 'hook')
+
 
 class XdgDefaults(unittest.TestCase):
     def test_paths_outside_systemd(self):

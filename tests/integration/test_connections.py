@@ -76,6 +76,72 @@ class Connections(unittest.TestCase):
             self.assertEqual(json.loads(ans.splitlines()[0])['error'], 'idle_timeout')
             d.wait_committed("SELECT count(*) FROM records", 1)
 
+    def test_trickling_an_unfinished_line_is_idle(self):
+        # issue 22 item 4 (slowloris): connections that send a byte now and
+        # then but never end a line held the transport full for good
+        cfg = {'limits': {'max_connections': 8, 'stream_evict_idle_ms': 1000}}
+        with Daemon(config=cfg) as d:
+            slow = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(8)]
+            for s in slow:
+                s.connect(d.sock)
+                s.sendall(b'{"run":"slow"')
+            job_in = False
+            deadline = time.monotonic() + 30
+            while not job_in and time.monotonic() < deadline:
+                for s in slow:
+                    try:
+                        s.sendall(b' ')        # a byte: not a line
+                    except OSError:
+                        pass
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as j:
+                    j.connect(d.sock)
+                    try:
+                        j.sendall(b'{"run":"job","step":1,"loss":1}\n')
+                        j.shutdown(socket.SHUT_WR)
+                        job_in = read_all(j, timeout=30) == b''   # no error line: taken
+                    except OSError:
+                        pass                                      # refused and closed
+                if not job_in:
+                    time.sleep(0.3)
+            self.assertTrue(job_in, 'a job stayed locked out by connections trickling bytes')
+            d.wait_committed("SELECT count(*) FROM runs WHERE name = 'job'", 1)
+            evicted = 0
+            for s in slow:
+                s.setblocking(False)
+                try:
+                    evicted += b'idle_evicted' in s.recv(4096)
+                except OSError:
+                    pass
+                s.close()
+            self.assertGreaterEqual(evicted, 1)
+
+    def test_line_deadline(self):
+        with Daemon(config={'limits': {'stream_line_timeout_ms': 1000}}) as d:
+            # lines that end, slowly: never cut
+            with socket.create_connection(('127.0.0.1', d.port)) as ok:
+                with socket.create_connection(('127.0.0.1', d.port)) as bad:
+                    bad.sendall(b'{"run":"r","step":2,')
+                    bad.settimeout(0.3)
+                    answer = b''
+                    deadline = time.monotonic() + 30
+                    step = 1
+                    while not answer and time.monotonic() < deadline:
+                        ok.sendall(b'{"run":"r","step":%d,"loss":1}\n' % step)
+                        step += 1
+                        try:
+                            bad.sendall(b' ')
+                            answer = bad.recv(4096)
+                        except socket.timeout:
+                            pass
+                        except OSError:
+                            break
+                    self.assertEqual(json.loads(answer.splitlines()[0])['error'], 'line_timeout')
+                ok.sendall(b'{"run":"r","step":%d,"loss":1}\n' % step)
+                ok.shutdown(socket.SHUT_WR)
+                self.assertEqual(read_all(ok, timeout=30), b'')   # never cut
+            d.wait_committed("SELECT count(*) FROM records", step)
+            self.assertIn('limits.stream_line_timeout_ms ago and not finished', d.logtext())
+
     def test_trickling_bytes_do_not_extend_the_header_deadline(self):
         with Daemon(config={'limits': {'http_header_timeout_ms': 1500}}) as d:
             s = socket.create_connection(('127.0.0.1', d.http_port), timeout=30)

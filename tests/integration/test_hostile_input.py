@@ -13,7 +13,7 @@ import socket
 import unittest
 import urllib.parse
 
-from gwtest import Daemon
+from gwtest import Daemon, wait_for
 
 CONTROL = re.compile(r'[\x00-\x08\x0b-\x1f\x7f]')
 
@@ -111,6 +111,25 @@ class HostileInput(unittest.TestCase):
             for r in AWKWARD:
                 esc = r.replace('\\', '\\\\').replace('"', '\\"')
                 self.assertIn('gradwatch_run_last_step{run="%s"} 3' % esc, text)
+
+    def test_invisible_and_bidi_characters_are_escaped_in_the_log(self):
+        # issue 22 item 10: valid names, but written raw they reorder or hide
+        # what a terminal shows (U+202E turns "gpj.exe" into "exe.jpg")
+        names = ['spoof\u202egpj.exe', 'line\u2028break', 'zero\u200bwidth', 'iso\u2066x\u2069']
+        with Daemon() as d:
+            body = ''.join(json.dumps({'run': r, 'step': s, 'loss': 1.0}) + '\n'
+                           for r in names for s in (1, 2, 1))   # a rewind: logged with the name
+            status, res = d.post('/v1/ingest', body.encode())
+            self.assertEqual(status, 200, res)
+            status, runs = d.get('/v1/runs')
+            self.assertEqual(sorted(r['run'] for r in runs['runs']), sorted(names))
+            log = wait_for(lambda: (lambda t: 'iso\\u2066x\\u2069' in t and t)(d.logtext()),
+                           what='the escaped name in the log')
+            for raw in ('\u202e', '\u2028', '\u200b', '\u2066', '\u2069'):
+                self.assertNotIn(raw, log)
+            self.assertIn('spoof\\u202egpj.exe', log)
+            self.assertIn('line\\u2028break', log)
+            self.assertIn('zero\\u200bwidth', log)
 
     def test_every_method_on_every_route(self):
         """HEAD answers what GET would, without the body, so a pipelined

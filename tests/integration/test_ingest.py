@@ -354,6 +354,51 @@ class BadInput(unittest.TestCase):
         self.assertEqual(self.d.get('/v1/ingest')[0], 405)
 
 
+class SegmentFlood(unittest.TestCase):
+    def test_a_run_that_rewinds_in_a_loop_is_capped(self):
+        # issue 22 item 2: 50,000 identical lines opened 50,000 segments and
+        # wrote a log line each
+        cfg = {'limits': {'max_segments_per_minute': 20}}
+        with Daemon(config=cfg) as d:
+            d.send_unix(b'{"run":"loop","step":1,"loss":1}\n' * 5000)
+            metric = 'gradwatch_lines_rejected_total{transport="unix",reason="segment_flood"}'
+
+            def rejected():
+                for line in d.get('/metrics')[1].splitlines():
+                    if line.startswith(metric):
+                        return int(float(line.split()[-1]))
+                return 0
+            wait_for(lambda: rejected() + d.sql("SELECT count(*) FROM records")[0][0] == 5000,
+                     60, 'every line committed or rejected')
+            segs = d.sql("SELECT count(*) FROM segments s JOIN runs r ON r.id = s.run_id "
+                         "WHERE r.name = 'loop'")[0][0]
+            self.assertEqual(segs, 21)          # the first, then 20 more, then the cap
+            self.assertEqual(rejected(), 5000 - 21)
+            # lines that go on are still taken
+            d.send_unix(b''.join(b'{"run":"loop","step":%d,"loss":1}\n' % s for s in range(2, 12)))
+            d.wait_committed("SELECT count(*) FROM records", 21 + 10)
+            # another run is not affected
+            d.send_unix(b'{"run":"other","step":1,"loss":1}\n{"run":"other","step":1,"loss":1}\n')
+            d.wait_committed("SELECT count(*) FROM records", 21 + 10 + 2)
+            d.stop()
+            log = d.logtext()
+            self.assertIn('run loop: 20 segments opened within a minute', log)
+            starts = [l for l in log.splitlines() if ': segment ' in l and ' starts at step ' in l]
+            self.assertLessEqual(len(starts), 30)
+            self.assertLess(len(log.splitlines()), 120, log[-3000:])
+
+
+    def test_segment_log_lines_have_a_budget(self):
+        with Daemon(config={'limits': {'max_segments_per_minute': 0}}) as d:   # no cap
+            d.send_unix(b'{"run":"loop","step":1,"loss":1}\n' * 200)
+            d.wait_committed("SELECT count(*) FROM segments", 200)
+            d.stop()
+            log = d.logtext()
+            starts = [l for l in log.splitlines() if ': segment ' in l and ' starts at step ' in l]
+            self.assertEqual(len(starts), 30)
+            self.assertIn('169 more "segment starts" line(s) were not logged', log)
+
+
 class Lifecycle(unittest.TestCase):
     def test_defaults_in_the_xdg_state_directory(self):
         import tempfile

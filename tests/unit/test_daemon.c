@@ -457,6 +457,8 @@ START_TEST(log_escapes_control_characters)
 	gw_log_init(GW_LOG_INFO, 0);
 	gw_log_warn("run %s: bad", "evil\nfake line\x1b[31m\r\t\x7f\xc3\xa9");
 	gw_log_debug("not shown at info");
+	/* bidi override, line separator, zero width, C1, invalid byte, a tag */
+	gw_log_warn("name %s", "a\xe2\x80\xae" "b\xe2\x80\xa8" "c\xe2\x80\x8b" "d\xc2\x85" "e\xff" "f\xf3\xa0\x80\x81");
 	stderr_back(saved);
 	char buf[512] = "";
 	rewind(f);
@@ -465,7 +467,12 @@ START_TEST(log_escapes_control_characters)
 	fclose(f);
 	/* one line, every control character as \xNN, UTF-8 kept */
 	ck_assert_ptr_nonnull(strstr(buf, "run evil\\x0afake line\\x1b[31m\\x0d\\x09\\x7f\xc3\xa9: bad"));
-	ck_assert_ptr_eq(strchr(buf, '\n'), buf + n - 1);
+	ck_assert_ptr_nonnull(strstr(buf, "name a\\u202eb\\u2028c\\u200bd\\u0085e\\xfff\\ue0001\n"));
+	size_t lines = 0;   /* two messages, two lines */
+	for (size_t i = 0; i < n; i++)
+		lines += buf[i] == '\n';
+	ck_assert_uint_eq(lines, 2);
+	ck_assert_ptr_eq(strrchr(buf, '\n'), buf + n - 1);
 	ck_assert_ptr_null(strstr(buf, "not shown"));
 	rm_tmp();
 }

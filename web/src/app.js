@@ -164,6 +164,15 @@
     return {
       live: true,
       runs: function () { return get('/v1/runs').then(function (j) { return j.runs; }); },
+      /* the runs page asks for what it shows: the first `limit` runs whose
+       * name holds q, open alerts and stalled runs first (docs/api.md) */
+      runsPage: function (q, limit) {
+        var p = new URLSearchParams({order: 'trouble', limit: String(limit)});
+        if (q) p.set('q', q);
+        return get('/v1/runs?' + p.toString()).then(function (j) {
+          return {runs: j.runs, total: j.total, matching: j.matching};
+        });
+      },
       run: function (n) { return get('/v1/runs/' + enc(n)); },
       alerts: function (n) { return get('/v1/runs/' + enc(n) + '/alerts').then(function (j) { return j.alerts; }); },
       records: function (n, q) {
@@ -188,6 +197,10 @@
       live: false,
       data: data,
       runs: function () { return Promise.resolve((data.runs || []).map(function (r) { return r.info; })); },
+      runsPage: function () {
+        var all = (data.runs || []).map(function (r) { return r.info; });
+        return Promise.resolve({runs: all, total: all.length, matching: all.length});
+      },
       run: function (n) { return one(n).then(function (r) { return r.info; }); },
       alerts: function (n) { return one(n).then(function (r) { return r.alerts || []; }); },
       records: function (n) {
@@ -320,21 +333,43 @@
     var stateSel = src.live ? el('select', {id: 'gw-state-filter'}, ['', 'live', 'stalled', 'ended', 'idle'].map(function (s) {
       return el('option', {value: s, text: s || 'any state'});
     })) : null;
-    var last = [], rows = new Map();
+    var last = [], total = 0, matching = 0, rows = new Map(), typing = null;
     frame('runs', [el('h1', {text: 'Runs'}),
       el('div', {class: 'gw-controls'}, el('label', null, 'Filter runs ', filter),
         stateSel ? el('label', null, ' in ', stateSel) : null, count),
       status, el('div', {class: 'gw-table-wrap'}, table)]);
-    filter.addEventListener('input', function () { fill(last); });
+    /* The server filters by the filter's longest word and sends the first
+     * LIST_MAX runs (open alerts first); the other words, and the state,
+     * filter here. */
+    function load() {
+      var words = String(filter.value || '').toLowerCase().split(/\s+/).filter(Boolean);
+      var q = words.sort(function (a, b) { return b.length - a.length; })[0] || '';
+      return src.runsPage(q, LIST_MAX).then(function (pg) {
+        total = pg.total !== undefined && pg.total !== null ? pg.total : pg.runs.length;
+        matching = pg.matching !== undefined && pg.matching !== null ? pg.matching : pg.runs.length;
+        fill(pg.runs);
+      });
+    }
+    filter.addEventListener('input', function () {
+      matching = -1;   /* not known for this filter until the server answers */
+      fill(last);
+      clearTimeout(typing);
+      typing = setTimeout(function () { load().catch(showError); }, 250);
+    });
     if (stateSel) stateSel.addEventListener('change', function () { fill(last); });
     function fill(runs) {
       last = runs;
       var ok = matcher(filter.value), st = stateSel ? stateSel.value : '';
       var shown = byAttention(runs.filter(function (r) { return ok(r.run) && (!st || r.state === st); }));
-      var note = !runs.length ? 'No runs yet.' : !shown.length ? 'No run matches the filter.' : null;
-      count.textContent = (shown.length === runs.length ? fmtNum(runs.length) + (runs.length === 1 ? ' run' : ' runs') :
-        fmtNum(shown.length) + ' of ' + fmtNum(runs.length) + ' runs match') +
-        (shown.length > LIST_MAX ? '; the first ' + LIST_MAX + ' are listed, filter to find the others' : '') +
+      /* with more matching runs than were sent, the server's count of
+       * them; else what the other words and the state left */
+      var all = Math.max(total, runs.length), more = !st && matching > runs.length;
+      var n = more ? matching : shown.length;
+      var note = !all ? 'No runs yet.' : !shown.length ? 'No run matches the filter.' : null;
+      count.textContent = (n === all ? fmtNum(all) + (all === 1 ? ' run' : ' runs') :
+        fmtNum(n) + ' of ' + fmtNum(all) + ' runs match') +
+        (shown.length > LIST_MAX || more ? '; the first ' + Math.min(LIST_MAX, shown.length) +
+          ' are listed, filter to find the others' : '') +
         '; open alerts first';
       /* Rows are kept by run and updated in place, moved only when the
        * order changed: a refresh every 5 s must not take the keyboard
@@ -361,9 +396,9 @@
       rows.forEach(function (tr, run) { if (!keep.has(tr)) rows.delete(run); });
       document.body.dataset.ready = '1';
     }
-    src.runs().then(fill, showError);
+    load().catch(showError);
     if (src.live) timers.push(setInterval(function () {
-      src.runs().then(function (runs) { status.textContent = ''; status.className = 'gw-muted'; fill(runs); }, function (e) {
+      load().then(function () { status.textContent = ''; status.className = 'gw-muted'; }, function (e) {
         if (e.auth) return askToken(e);
         status.className = 'gw-error';
         status.textContent = e.message + '; the list below is from ' + new Date().toLocaleTimeString() + ' or earlier, retrying every 5 s';
@@ -516,10 +551,13 @@
         '): their repeats of a step are kept apart and open no segments. Send from rank 0 only, ' +
         'or add "rank" to each line.');
     var ranks = (i.ranks || []).filter(function (k) { return k.rank >= 0; });
+    /* the daemon sends the first 1000 ranks and a summary of all of them */
+    var sum = i.ranks_summary;
     if (ranks.length) {
-      var behind = ranks.reduce(function (a, k) { return k.last_step < a.last_step ? k : a; });
-      out.push('Also sending: ' + plural(ranks.length, 'other rank') + ' (kept apart, up to rank ' +
-        fmtNum(ranks[ranks.length - 1].rank) + '); furthest behind: rank ' + fmtNum(behind.rank) +
+      var behind = sum && sum.behind ? sum.behind :
+        ranks.reduce(function (a, k) { return k.last_step < a.last_step ? k : a; });
+      out.push('Also sending: ' + plural(sum ? sum.count : ranks.length, 'other rank') + ' (kept apart, up to rank ' +
+        fmtNum(sum ? sum.max_rank : ranks[ranks.length - 1].rank) + '); furthest behind: rank ' + fmtNum(behind.rank) +
         ' at step ' + fmtNum(behind.last_step) + (src.live ? ', last line ' + fmtAgo(behind.last_seen) : '') + '.');
     }
     return out.length ? el('div', {class: 'gw-writers', id: 'gw-writers', role: 'note', text: out.join(' ')}) : null;

@@ -10,7 +10,11 @@ StreamTransport  the daemon's Unix socket (or TCP "host:port"): NDJSON
                  the UDP fallback, or counts them lost when there is none,
                  and says once why (no such file / permission denied /
                  nothing listening) -- a job that silently ends up on UDP is
-                 the failure this avoids.
+                 the failure this avoids.  A daemon whose transport is full
+                 answers a new connection {"error": "too_many_connections"}
+                 and closes it: said once too, never counted as a rejected
+                 line; the lines written into that connection are counted
+                 lost (the daemon never read them).
 UdpTransport     a *connected* datagram socket, so the kernel reports an
                  ICMP "port unreachable" back to us: a send that fails, or a
                  refusal seen right after a datagram left, counts that
@@ -21,7 +25,9 @@ UdpTransport     a *connected* datagram socket, so the kernel reports an
 HttpTransport    POST /v1/ingest on a remote daemon, one batch per request,
                  each with its own Idempotency-Key.  Connection errors,
                  timeouts, 500/502/503/504 are retried with the same key
-                 (Retry-After honoured, else exponential back-off), so a
+                 (Retry-After honoured, else exponential back-off), as is a
+                 409 (the same key still in flight: an earlier try's body
+                 still arriving) after its Retry-After, so a
                  lost answer never stores a batch twice; 507 (disk full) is
                  retried a few times, then the batch is lost, loudly.  Lines
                  count as `sent` only once the daemon answered that it
@@ -76,6 +82,14 @@ class Counters:
             self.unconfirmed += unconfirmed
             self.lost += lost
             self.invalid += invalid
+
+    def unsend(self, n):
+        """n lines counted sent turned out never read (their connection was
+        refused): lost instead."""
+        with self.lock:
+            n = min(n, self.sent)
+            self.sent -= n
+            self.lost += n
 
     def reject(self, n, text):
         with self.lock:
@@ -201,6 +215,10 @@ class UdpTransport:
 
 # ---- Unix socket / TCP stream ----------------------------------------------------------------
 
+# What the daemon says when it closes a stream connection itself (then
+# closes it): not about a line.
+CONNECTION_ERRORS = ('too_many_connections', 'idle_evicted', 'idle_timeout', 'line_timeout')
+
 def _why(e, address=None):
     if isinstance(e, FileNotFoundError):
         if address and not os.path.isabs(address) and not os.environ.get('GRADWATCH_SOCKET'):
@@ -218,6 +236,8 @@ def _why(e, address=None):
 
 
 class StreamTransport:
+    REFUSAL_WAIT = 0.05         # s after a connect for a too_many_connections answer
+
     def __init__(self, address, token, udp, counters, warn):
         self.address = address
         self.unix = is_unix_address(address)
@@ -229,6 +249,7 @@ class StreamTransport:
         self.next_connect = 0.0
         self.was_connected = False
         self.sent_auth = False      # this connection began with an auth line
+        self.conn_lines = 0         # lines written into this connection
 
     def _connect(self):
         if self.sock is not None:
@@ -266,7 +287,14 @@ class StreamTransport:
                           'until it can', self.address, _why(e, self.address))
             return False
         self.sock = s
+        self.conn_lines = 0
         self.sent_auth = bool(self.token) and not self.unix
+        # a full daemon refuses at once, as it accepts: look before writing,
+        # so the first batch goes to the fallback instead of being lost
+        if select.select([s], [], [], self.REFUSAL_WAIT)[0]:
+            self._read_answers()
+            if self.sock is None:
+                return False
         if self.was_connected or self.warn.seen:
             log.info('gradwatch: run %s: connected to %s', self.warn.run, self.address)
         self.was_connected = True
@@ -301,6 +329,9 @@ class StreamTransport:
                 ans = {}
             if not isinstance(ans, dict):
                 ans = {}
+            if ans.get('error') in CONNECTION_ERRORS:
+                self._connection_closed(ans)
+                return
             if ans.get('error') == 'unauthorized' or 'token' in line.lower():
                 self.warn('tcp-auth', 'gradwatchd on %s refused the token: %s', self.address, line[:300],
                           level=logging.ERROR)
@@ -313,10 +344,30 @@ class StreamTransport:
                 continue
             self.c.reject(1, line)
 
+    def _connection_closed(self, ans):
+        """The daemon closed the connection itself, saying why: not a line's
+        rejection.  A refused one read nothing of what was written into it."""
+        if ans.get('error') == 'too_many_connections':
+            if self.udp:
+                self.warn('too-many', 'gradwatchd on %s refused the connection: %s; sending over '
+                          'UDP to %s:%s instead until it takes one (counted as sent_unconfirmed: '
+                          'UDP has no acknowledgement)', self.address, ans.get('message', 'too many '
+                          'connections'), *self.udp.addr)
+            else:
+                self.warn('too-many', 'gradwatchd on %s refused the connection: %s; the UDP '
+                          'fallback is off, so lines are lost until it takes one', self.address,
+                          ans.get('message', 'too many connections'))
+            self.c.unsend(self.conn_lines)
+        else:
+            log.debug('gradwatch: run %s: gradwatchd closed the connection: %s', self.warn.run,
+                      ans.get('error'))
+        self._drop_connection()
+
     def send(self, data, nlines):
         if self._connect():
             try:
                 self.sock.sendall(data)
+                self.conn_lines += nlines
                 self.c.settle(sent=nlines)
                 self._read_answers()
                 return
@@ -453,6 +504,13 @@ class HttpTransport:
                     self.warn('http-%d' % status, 'gradwatchd at %s answered %d (%s); retrying '
                               'the batch with the same Idempotency-Key', self.url, status,
                               _error_text(data))
+            elif status == 409:
+                # the same Idempotency-Key still in flight (an earlier try of
+                # this batch whose body is still arriving): not a refusal
+                wait = _retry_after(headers) or 1.0
+                self.warn('http-409', 'gradwatchd at %s answered 409 (%s); retrying the batch '
+                          'after %.0f s with the same Idempotency-Key', self.url,
+                          _error_text(data), wait)
             elif status == 507:
                 full += 1
                 if full >= self.FULL_ATTEMPTS:

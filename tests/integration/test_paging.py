@@ -1,0 +1,82 @@
+"""GET /v1/runs is paged (issue 22, item 3): 100,000 runs in one answer were
+13 MB, and the web view refetched them every 5 s.  A run's ranks in
+GET /v1/runs/{run} (and /ranks) are the first 1000 with a summary of all
+(100,000 ranks were 9.5 MB).  A page holds at most
+`limit` runs (1000 by default, 10000 at most), `next` is the cursor of the
+page after (null on the last), `total` counts every run and `matching`
+those whose name holds `q`; `order=trouble` puts runs with open alerts
+first (the web view's first page)."""
+import json
+import unittest
+import urllib.parse
+
+from gwtest import Daemon
+
+N = 2500
+
+
+class RunsPaging(unittest.TestCase):
+    def test_pages_cover_every_run_once_in_order(self):
+        with Daemon() as d:
+            body = ''.join(json.dumps({'run': 'r-%04d' % i, 'step': 1, 'loss': 1.0}) + '\n'
+                           for i in range(N))
+            self.assertEqual(d.post('/v1/ingest', body.encode())[0], 200)
+            # a run with an open alert, older than all of them
+            st, _ = d.post('/v1/ingest', b'{"run":"bad","step":1,"loss":1}\n'
+                                         b'{"run":"bad","step":2,"loss":NaN}\n')
+            self.assertEqual(st, 200)
+            body = ''.join(json.dumps({'run': 'r-%04d' % i, 'step': 2, 'loss': 1.0}) + '\n'
+                           for i in range(N))
+            self.assertEqual(d.post('/v1/ingest', body.encode())[0], 200)
+            st, first = d.get('/v1/runs')
+            self.assertEqual(st, 200)
+            self.assertEqual(len(first['runs']), 1000)
+            self.assertEqual((first['total'], first['matching']), (N + 1, N + 1))
+            seen, page, pages = [], first, 0
+            while True:
+                pages += 1
+                seen += page['runs']
+                if page['next'] is None:
+                    break
+                st, page = d.get('/v1/runs?limit=1000&cursor=' +
+                                 urllib.parse.quote(page['next'], safe=''))
+                self.assertEqual(st, 200, page)
+            self.assertEqual(pages, 3)
+            names = [r['run'] for r in seen]
+            self.assertEqual(len(names), N + 1)
+            self.assertEqual(len(set(names)), N + 1)
+            keys = [(-r['last_seen'], r['run']) for r in seen]
+            self.assertEqual(keys, sorted(keys))      # most recent first, no gap, no repeat
+            self.assertEqual(names[-1], 'bad')
+            # the web view's first page: trouble first, a part of a name
+            st, t = d.get('/v1/runs?order=trouble&limit=5')
+            self.assertEqual([r['run'] for r in t['runs']][0], 'bad')
+            self.assertGreater(t['runs'][0]['open_alerts'], 0)
+            st, q = d.get('/v1/runs?q=R-012&limit=5')
+            self.assertEqual((len(q['runs']), q['matching'], q['total']), (5, 10, N + 1))
+            self.assertTrue(all('r-012' in r['run'] for r in q['runs']))
+            # the bounds, named
+            for bad in ('limit=0', 'limit=10001', 'limit=x', 'cursor=nonsense', 'order=name',
+                        'order=trouble&cursor=1%20r-0001'):
+                st, e = d.get('/v1/runs?' + bad)
+                self.assertEqual(st, 400, bad)
+                self.assertIn('bad query parameter', e['error'])
+
+
+class RanksCapped(unittest.TestCase):
+    def test_the_first_1000_ranks_and_a_summary_of_all(self):
+        with Daemon() as d:
+            body = ''.join(json.dumps({'run': 'rk', 'step': s, 'loss': 1.0, 'rank': k}) + '\n'
+                           for k in range(1500) for s in (1, 2) if not (k == 1234 and s == 2))
+            self.assertEqual(d.post('/v1/ingest', body.encode())[0], 200)
+            for path in ('/v1/runs/rk', '/v1/runs/rk/ranks'):
+                st, j = d.get(path)
+                self.assertEqual(st, 200)
+                self.assertEqual([k['rank'] for k in j['ranks']], list(range(1, 1001)), path)
+                summ = j['ranks_summary']
+                self.assertEqual((summ['count'], summ['max_rank']), (1499, 1499), path)
+                self.assertEqual((summ['behind']['rank'], summ['behind']['last_step']), (1234, 1))
+
+
+if __name__ == '__main__':
+    unittest.main()
