@@ -12,6 +12,12 @@
  *      optimizer state is not what was saved.  Batch noise cancels in the
  *      pairing, which is why this catches small models that heal within
  *      twenty steps.
+ *  pairs' signature  Without the first step's match (the data loader's
+ *      state lost too, so the batches differ): over pp_min_pairs or more
+ *      replayed steps, the resumed copy's loss is higher and its grad norm
+ *      lower than the pre-crash copy's at the same steps, each on average
+ *      by pp_loss_rel / pp_gn_rel and pp_t standard errors.  Batch noise
+ *      has mean 0 in the pairs; a lost optimizer state moves both.
  *  signature  Against the pre-checkpoint regime (regime.c): over the short
  *      and the long post-resume windows, median loss up (or_z_loss sigmas and
  *      or_rel_loss) AND median grad norm down (or_z_gn, or_rel_gn) AND the LR
@@ -47,6 +53,10 @@ struct or_state {
 	double d1l, d1g;
 	double dl[32], dg[32];
 	size_t ndiv;
+	/* every replayed pair of this segment (the pairs' signature) */
+	double pl[32], pg[32];
+	size_t npair;
+	bool pair_lr_moved;
 };
 
 static const char CAUSE[] = "the optimizer state (Adam moments, momentum) was not restored as saved: "
@@ -58,8 +68,9 @@ static void or_segment(void *st, const struct gw_det_ctx *ctx)
 	struct or_state *s = st;
 	s->div = DIV_UNDECIDED;
 	s->ndiv = 0;
+	s->npair = 0;
+	s->pair_lr_moved = false;
 }
-
 
 static double rms(const double *x, size_t n)
 {
@@ -127,15 +138,79 @@ static bool evaluate_divergence(struct or_state *s, const struct gw_det_ctx *ctx
 	return raise(s, ctx, &v);
 }
 
+/* Mean and standard error of x[0..n), n >= 2. */
+static void mean_se(const double *x, size_t n, double *mean, double *se)
+{
+	struct gw_kern_moments m;
+	gw_kern_moments(x, n, NULL, 0, &m);
+	*mean = m.mean;
+	*se = sqrt(m.m2 / (double)(m.n - 1) / (double)m.n);
+}
+
+/* The pairs' signature (see the top); true if raised. */
+static bool pairs(struct or_state *s, const struct gw_det_ctx *ctx, double dl, double dg,
+                  bool lr_same)
+{
+	const struct gw_restart *rs = ctx->restart;
+	const struct gw_thresholds *th = ctx->th;
+	s->pair_lr_moved |= !lr_same;
+	if (s->npair >= sizeof(s->pl) / sizeof(s->pl[0]) || s->pair_lr_moved)
+		return false;
+	s->pl[s->npair] = dl;
+	s->pg[s->npair] = dg;
+	size_t n = ++s->npair;
+	if ((double)n < th->pp_min_pairs)
+		return false;
+	double ml, sl, mg, sg;
+	mean_se(s->pl, n, &ml, &sl);
+	mean_se(s->pg, n, &mg, &sg);
+	if (!(ml >= log(th->pp_loss_rel) && ml >= th->pp_t * sl && mg <= log(th->pp_gn_rel) &&
+	      -mg >= th->pp_t * sg))
+		return false;
+	struct gw_verdict v = {.incident = s->incident + 1, .rule = "replay_signature",
+	                       .severity = GW_SEV_WARNING};
+	char a[32];
+	snprintf(v.summary, sizeof(v.summary),
+	         "at the %zu steps replayed after the resume from step %s, the loss is %+.1f%% and the "
+	         "grad norm %+.1f%% against the same steps before the crash (each %.0f and %.0f standard "
+	         "errors from 0): the resumed run is not the one that was saved, as when the optimizer "
+	         "state is lost",
+	         n, gw_fmt_int(a, sizeof(a), rs->ckpt_step), (exp(ml) - 1) * 100, (exp(mg) - 1) * 100,
+	         sl > 0 ? ml / sl : 999.0, sg > 0 ? -mg / sg : 999.0);
+	snprintf(v.cause, sizeof(v.cause), "the resumed state is not what was saved: the optimizer "
+	         "state (Adam moments, momentum) not restored, or the data loader's position and "
+	         "shuffle, RNG or model state resumed otherwise");
+	snprintf(v.action, sizeof(v.action),
+	         "check that optimizer.load_state_dict() ran and what else the checkpoint restores (the "
+	         "data loader's position and shuffle, RNG states); compare a resumed step with its "
+	         "pre-crash copy");
+	v.evidence = json_pack("{s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:o}", "rule", "replay_signature",
+	                       "restart_step", (json_int_t)rs->ckpt_step, "crash_step",
+	                       (json_int_t)rs->crash_step, "pairs", (json_int_t)n,
+	                       "mean_log_ratio_loss", gw_json_num(ml), "se_loss", gw_json_num(sl),
+	                       "mean_log_ratio_grad_norm", gw_json_num(mg), "se_grad_norm",
+	                       gw_json_num(sg));
+	return raise(s, ctx, &v);
+}
+
+
 /* Replayed-step divergence: pair this line with its pre-crash copy; true
  * if a verdict was raised. */
 static bool divergence(struct or_state *s, const struct gw_det_ctx *ctx, const struct gw_hist_rec *r)
 {
 	const struct gw_restart *rs = ctx->restart;
 	const struct gw_thresholds *th = ctx->th;
-	if (s->div == DIV_NO)
-		return false;
 	const struct gw_replayed *orig = gw_hist_replayed(ctx->hist, r->step);
+	if (s->div == DIV_NO) {
+		/* the first step did not match: the pairs' signature still looks */
+		if (!orig || !orig->valid || !r->valid)
+			return false;
+		bool same = true;
+		if (!isnan(r->lr) && !isnan(orig->lr) && r->lr > 0 && orig->lr > 0)
+			same = fabs(log(r->lr / orig->lr)) <= th->lr_same_tol;
+		double dl = log(r->loss / orig->loss), dg = log(r->grad_norm / orig->grad_norm);
+		return isfinite(dl) && isfinite(dg) && pairs(s, ctx, dl, dg, same);
+	}
 	if (!orig || !orig->valid || !r->valid) {
 		if (s->div == DIV_UNDECIDED && rs->k == 1)
 			s->div = DIV_NO;
@@ -147,6 +222,8 @@ static bool divergence(struct or_state *s, const struct gw_det_ctx *ctx, const s
 	if (!isnan(r->lr) && !isnan(orig->lr) && r->lr > 0 && orig->lr > 0)
 		lr_same = fabs(log(r->lr / orig->lr)) <= th->lr_same_tol;
 	double dl = log(r->loss / orig->loss), dg = log(r->grad_norm / orig->grad_norm);
+	if (isfinite(dl) && isfinite(dg) && pairs(s, ctx, dl, dg, lr_same))
+		return true;
 	if (rs->k == 1) {
 		s->div = fabs(dl) <= th->match_tol && fabs(dg) <= th->match_tol && lr_same ? DIV_OK : DIV_NO;
 		s->d1l = dl;

@@ -131,6 +131,21 @@ enum gw_th_kind {
 	X(div_rel_first, 5.0, GW_TH_REAL, 0, 1000, \
 	  "... and at least this many times the first step's own mismatch (the replay's jitter)", \
 	  "a multiple: 0 (off) to 1000") \
+	/* ---- optimizer_reset: the signature in the replayed pairs */ \
+	X(pp_min_pairs, 8.0, GW_TH_COUNT, 3, 32, \
+	  "replayed steps paired with their pre-crash copies before the pairs' signature is judged " \
+	  "(with different batches, one pair is batch noise; eight agree or not)", \
+	  "pairs: at least 3, at most the 32 kept") \
+	X(pp_loss_rel, 1.02, GW_TH_REAL, 1, 1000, \
+	  "pairs' signature: the resumed copy's loss >= x1.02 its pre-crash copy at the same steps " \
+	  "on average (a resume that lost its data-loader state: x1.05 over 21 pairs) ...", \
+	  GW_THR_RISE) \
+	X(pp_gn_rel, 0.85, GW_TH_REAL, 0, 1, \
+	  "... and the grad norm <= x0.85 of its copy on average (the same resume: x0.69) ...", \
+	  GW_THR_FALL) \
+	X(pp_t, 4.0, GW_TH_ABOVE, 0, 1000, \
+	  "... each mean at least this many standard errors from 0 (a reshuffled but correct resume " \
+	  "differs from its copy by batch noise of mean 0)", GW_THR_SIGMAS) \
 	/* ---- optimizer_reset: signature against the pre-checkpoint regime */ \
 	X(post_window, 8.0, GW_TH_COUNT, 1, 32, \
 	  "short window of post-resume steps (from S+2: S+1 may carry the momentum-tax spike)", \
