@@ -251,11 +251,32 @@ static void redact_sinks(json_t *j)
 	json_object_set_new(j, "sinks", copy);
 }
 
+/* The fleet's inline DSN likewise: a postgresql:// URL as the log shows a
+ * URL (no user, password or query), a key=value DSN as "REDACTED" (it may
+ * hold password=...). */
+static void redact_fleet(json_t *j)
+{
+	json_t *fl = json_object_get(j, "fleet");
+	const char *dsn = json_string_value(json_object_get(fl, "postgresql"));
+	if (!dsn)
+		return;
+	char red[512];
+	if (strstr(dsn, "://"))
+		gw_log_redact_url(dsn, false, red, sizeof(red));
+	else
+		snprintf(red, sizeof(red), "REDACTED");
+	json_t *copy = json_deep_copy(fl);
+	json_object_set_new(copy, "postgresql", json_string(red));
+	json_object_set_new(j, "fleet", copy);
+}
+
 char *gw_cfg_dumps(const struct gw_cfg *c)
 {
 	json_t *j = gw_cfg_to_json(c);
-	if (j)
+	if (j) {
 		redact_sinks(j);
+		redact_fleet(j);
+	}
 	char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(real_digits(j))) : NULL;
 	json_decref(j);
 	return s;

@@ -18,7 +18,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import {fileURLToPath} from 'node:url';
-import {ARTIFACT_DIR, Daemon, browserOrSkip, expectedPoints, launch, lockedPage, ready} from './harness.mjs';
+import {ARTIFACT_DIR, Daemon, browserOrSkip, expectedPoints, launch, lockedPage, ready, WAIT_MS} from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const EXAMPLE = path.join(here, '..', '..', 'examples', 'resume-without-optimizer.jsonl');
@@ -657,6 +657,9 @@ test('300 runs: open alerts first, a filter, a bounded list, any run can be over
     // the filter finds one past the first 200, and keeps through a refresh
     await page.type('#gw-filter', 'SWEEP-12');
     const want = ['sweep-12', ...Array.from({length: 10}, (_, k) => `sweep-12${k}`)].sort();
+    // the page asks the daemon for the matching runs after a pause in typing
+    await page.waitForFunction(() => document.querySelector('tr[data-run="sweep-12"]') &&
+      document.querySelectorAll('tr[data-run]').length === 11, {timeout: WAIT_MS});
     assert.deepEqual((await rows()).sort(), want);
     assert.match(await page.$eval('#gw-count', (e) => e.textContent), /^11 of 301 runs match/);
     await page.waitForFunction(() => document.querySelectorAll('tr[data-run]').length === 11 &&

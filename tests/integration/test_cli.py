@@ -428,7 +428,9 @@ class CheckConfig(unittest.TestCase):
                      'url': 'http://user:pw-SECRET1@127.0.0.1:9/hooks/tok-SECRET2?key=SECRET3',
                      'secret': 'sign-SECRET4'},
                     {'type': 'alertmanager', 'name': 'am', 'url_path_public': True,
-                     'url': 'http://127.0.0.1:9/am/base?token=SECRET5'}]}, f)
+                     'url': 'http://127.0.0.1:9/am/base?token=SECRET5'}],
+                    'fleet': {'postgresql': 'postgresql://gw:pg-SECRET6@127.0.0.1:9/fleet'
+                                            '?sslpassword=SECRET7'}}, f)
             out = run([GRADWATCHD, '--config', src, '--check-config'], cwd=tmp)
             self.assertEqual(out.returncode, 0, out.stderr)
             self.assertNotIn(b'SECRET', out.stdout + out.stderr)
@@ -437,6 +439,8 @@ class CheckConfig(unittest.TestCase):
             self.assertEqual(sinks[0]['secret'], 'REDACTED')
             self.assertEqual(sinks[1]['url'], 'http://127.0.0.1:9/am/base/REDACTED')
             self.assertEqual(sinks[0]['name'], 'hook')
+            self.assertEqual(json.loads(out.stdout)['fleet']['postgresql'],
+                             'postgresql://127.0.0.1:9/REDACTED')
 
 
 class XdgDefaults(unittest.TestCase):
