@@ -7,7 +7,7 @@
 #     its committed seeds are fuzz/corpus/NAME/ (read, never written).
 #   - The code under test is compiled once with coverage instrumentation
 #     into one archive: every module (lib, readers, the portable kernels,
-#     detectors, storage, alerts, core, daemon and cli but the two main()s, the web
+#     detectors, storage, alerts, core, fleet, daemon and cli but the two main()s, the web
 #     pages) and the generated code (protobuf-c, gw_config.h and
 #     web_assets.c as meson makes them).  A target links what it uses from
 #     it; the libraries that needs beyond the readers' it names in its
@@ -25,9 +25,9 @@
 #   - FUZZ_TARGETS="csv tfevents" limits the run to those targets.
 #
 # Needs clang and libclang-rt-*-dev (libFuzzer), protoc-c and the build
-# dependencies of the readers (Debian: clang libclang-rt-14-dev
+# dependencies of the readers and the fleet (Debian: clang libclang-rt-14-dev
 # protobuf-c-compiler libprotobuf-c-dev libcsv-dev libjansson-dev zlib1g-dev
-# libzstd-dev).
+# libzstd-dev libpq-dev).
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -36,8 +36,8 @@ out=${FUZZ_BUILD:-build-fuzz}
 cc=${CC_FUZZ:-clang}
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined"
 cflags="-g -O1 -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter $san"
-incs="-Ilib -Ireaders -Ikernels -Idetectors -Istorage -Ialerts -Icore -Idaemon -Icli -Iweb -I$out/gen"
-libs="-lprotobuf-c -lcsv -ljansson -lz -lzstd -lm"
+incs="-Ilib -Ireaders -Ikernels -Idetectors -Istorage -Ialerts -Icore -Ifleet -Idaemon -Icli -Iweb -I$out/gen $(pkg-config --cflags libpq)"
+libs="-lprotobuf-c -lcsv -ljansson -lz -lzstd -lm $(pkg-config --libs libpq)"
 
 mkdir -p "$out/gen" "$out/obj"
 protoc-c --proto_path=readers/proto --c_out="$out/gen" readers/proto/tbevent.proto
@@ -69,7 +69,7 @@ obj_of() {
 objs=""
 pairs=""
 for src in lib/*.c readers/*.c kernels/kern_dispatch.c kernels/kern_scalar.c detectors/*.c \
-           storage/*.c alerts/*.c core/*.c daemon/*.c cli/*.c web/report_page.c "$out"/gen/*.c; do
+           storage/*.c alerts/*.c core/*.c fleet/*.c daemon/*.c cli/*.c web/report_page.c "$out"/gen/*.c; do
 	case "$src" in
 	daemon/main.c|cli/gradwatch.c) continue ;;   # main() of the binaries
 	esac
