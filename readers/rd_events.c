@@ -40,7 +40,11 @@
  *              checkpoint from DIR/global_stepN/..."; OLMo "Loading checkpoint from
  *              DIR/stepN"; torchtitan "Loading the checkpoint at step N"; nanoGPT
  *              "Resuming training from DIR"; Lightning "Restoring states from the
- *              checkpoint path at PATH" (PATH ".../epoch=3-step=1000.ckpt")
+ *              checkpoint path at PATH" (PATH ".../epoch=3-step=1000.ckpt");
+ *              PyTorch's examples "=> loaded checkpoint 'PATH' (epoch N)", timm
+ *              "Loaded checkpoint 'PATH' (epoch N)"; demucs/svoice "Loading
+ *              checkpoint model: checkpoint.th"; mmcv "resumed epoch N, iter M",
+ *              mmengine "resumed epoch: N, iter: M"
  *
  *   stopped    a loop that checks its loss prints that it was not finite and stops,
  *              without the loss's own line: torchvision's references, DETR, DeiT,
@@ -437,6 +441,20 @@ static int checkpoint_line(struct gw_reader *r, const char *s, size_t n, uint64_
 	 * line: the checkpoint's step, not the one after it) */
 	if (find(s, n, "Resuming training from "))
 		return resume(r, -1, 0, line);
+	/* PyTorch's examples (imagenet/main.py) "=> loaded checkpoint 'PATH'
+	 * (epoch N)", timm's resume_checkpoint "Loaded checkpoint 'PATH'
+	 * (epoch N)": epochs, not steps */
+	if ((find(s, n, "loaded checkpoint '") || find(s, n, "Loaded checkpoint '")) &&
+	    find(s, n, "' (epoch "))
+		return resume(r, -1, -1, line);
+	/* demucs / denoiser / svoice solver.py "Loading checkpoint model:
+	 * checkpoint.th" (a run continued from its checkpoint file) */
+	if (find(s, n, "Loading checkpoint model: "))
+		return resume(r, -1, -1, line);
+	/* mmcv runner "resumed epoch 5, iter 2500", mmengine "resumed epoch: 5,
+	 * iter: 2500" (iter counted its own way: the next point's step) */
+	if (find(s, n, "resumed epoch ") || find(s, n, "resumed epoch: "))
+		return resume(r, -1, -1, line);
 	return 0;
 }
 
@@ -502,6 +520,7 @@ static unsigned words(const char *s, size_t n)
 		W('M', 0, "Minimum loss scale", W_OVERFLOW), /* fairseq's */
 		W('R', 0, "Resuming training", W_CHECKPOINT),   /* nanoGPT */
 		W('C', 0, "Continuing training from global step", W_CHECKPOINT),   /* HF Trainer */
+		W('r', 0, "resumed epoch", W_CHECKPOINT),    /* mmcv, mmengine */
 		W('L', 0, "Loss is ", W_STOPPED),            /* torchvision, DETR, DeiT, MAE */
 		W('L', 0, "Loss became infinite or NaN", W_STOPPED),   /* detectron2 */
 		W('I', 0, "Invalid loss, terminating", W_STOPPED),   /* Keras TerminateOnNaN */

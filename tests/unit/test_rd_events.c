@@ -236,6 +236,23 @@ START_TEST(checkpoint_wordings)
 		 "step 1001, loss: 0.5\n"
 		 "Restoring states from the checkpoint path at /ckpt/epoch=9-step=2000.ckpt\n",
 		 "1 r 1000 event=resumed checkpoint_step=1000\n2 r 1001 loss=0.5\n"},
+		/* PyTorch's imagenet example and timm: the epoch, not the step: a
+		 * resume at the next point's step - 1 */
+		{"=> loading checkpoint 'ckpt.pth.tar'\n"
+		 "=> loaded checkpoint 'ckpt.pth.tar' (epoch 3)\nstep 31, loss: 1.0\n",
+		 "2 r 30 event=resumed checkpoint_step=30\n3 r 31 loss=1\n"},
+		{"Loaded checkpoint 'output/train/last.pth.tar' (epoch 12)\nstep 5, loss: 1.0\n",
+		 "1 r 4 event=resumed checkpoint_step=4\n2 r 5 loss=1\n"},
+		/* svoice (facebookresearch/svoice#22, as pasted) */
+		{"[2021-11-11 08:29:13,317][svoice.solver][INFO] - Loading checkpoint model: "
+		 "checkpoint.th\nstep 81, loss: -5.5\n",
+		 "1 r 80 event=resumed checkpoint_step=80 ts=1636619353.317\n2 r 81 loss=-5.5\n"},
+		/* mmcv, mmengine */
+		{"2020-06-01 10:00:00,000 - mmdet - INFO - resumed epoch 5, iter 2500\n"
+		 "step 2501, loss: 0.4\n",
+		 "1 r 2500 event=resumed checkpoint_step=2500 ts=1591005600\n2 r 2501 loss=0.4\n"},
+		{"resumed epoch: 5, iter: 2500\nstep 2501, loss: 0.4\n",
+		 "1 r 2500 event=resumed checkpoint_step=2500\n2 r 2501 loss=0.4\n"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct res r;
