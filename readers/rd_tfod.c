@@ -19,7 +19,10 @@
  * alias table's), the other parts extras.  The older form's "loss=X" is
  * the loss itself, on the Step line.  A step is handed over once: the
  * second logger's copy of the Step line and of the dict is not read
- * again.  A dict without a Step line before it has no step: skipped.
+ * again.  An excerpt of dicts without any Step line (the loss dicts
+ * pasted alone) numbers them 1, 2, ... as the swift format numbers the
+ * HF Trainer's dicts; a logger's second copy of one of them is then a
+ * point of its own.
  */
 #include "reader_impl.h"
 #include "util.h"
@@ -33,6 +36,8 @@ struct tf {
 	int64_t step;                 /* the open step, -1: none */
 	double per_step;
 	bool done;                    /* that step was handed over */
+	bool any_step;                /* a Step line was read */
+	int64_t ordinal;              /* dicts read without a Step line */
 	bool in_dict;
 	struct gw_buf dict;           /* the dict's lines, joined */
 	uint64_t dict_line;
@@ -73,7 +78,8 @@ static int dict_done(struct gw_reader *r, struct tf *st)
 	gw__rd_line_save(r, &now);
 	gw__rd_line_restore(r, &st->ctx);
 	gw__rd_begin(r, NULL, 0, st->step);
-	gw__rd_metric(r, "per_step_time_s", 15, st->per_step);
+	if (!isnan(st->per_step))
+		gw__rd_metric(r, "per_step_time_s", 15, st->per_step);
 	gw__rd_obj_init(&o, st->dict.p, st->dict.len);
 	while ((rc = gw__rd_obj_next(&o, &kv)) == 1)
 		if (gw__rd_kv_num(&kv, &v))
@@ -131,6 +137,7 @@ static int tf_line(struct gw_reader *r, void *state, const char *s, size_t n, ui
 		st->step = step;
 		st->per_step = t;
 		st->done = false;
+		st->any_step = true;
 		double loss;
 		size_t k;
 		if (n - rest > 6 && !memcmp(s + rest, " loss=", 6) &&
@@ -144,6 +151,12 @@ static int tf_line(struct gw_reader *r, void *state, const char *s, size_t n, ui
 		return 0;
 	}
 	if (n >= 2 && s[0] == '{' && (s[1] == '\'' || s[1] == '"')) {
+		if (!st->any_step) {
+			/* an excerpt of dicts alone: numbered as they come */
+			st->step = ++st->ordinal;
+			st->per_step = NAN;
+			st->done = false;
+		}
 		gw_buf_reset(&st->dict);
 		gw_buf_add(&st->dict, s, n);
 		st->in_dict = true;

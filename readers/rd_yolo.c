@@ -115,12 +115,12 @@ static bool header(const char *s, size_t n, struct yl *t)
 	return true;
 }
 
-/* "E/N" at the start of s[0..n) (after spaces): the epoch, the total and
+/* "E/N" at the start of s[0..n) (after spaces and a redraw's '\r'): the epoch, the total and
  * where the values begin; 0 if not. */
 static size_t epoch_of(const char *s, size_t n, int64_t *e, int64_t *total)
 {
 	size_t i = 0, k;
-	while (i < n && sp(s[i]))
+	while (i < n && (sp(s[i]) || s[i] == '\r'))
 		i++;
 	if (!(k = gw__rd_int(s + i, n - i, e)) || (i += k) >= n || s[i++] != '/')
 		return 0;

@@ -156,3 +156,16 @@ void read_str(const char *s, const char *format, struct res *one)
 	read_both(s, strlen(s), format, one);
 }
 
+
+void forms(const struct form *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct res r;
+		read_str(c[i].in, NULL, &r);
+		ck_assert_msg(r.rc == 0, "%s: rc %d: %s", c[i].what, r.rc, r.err);
+		ck_assert_msg(!strcmp(r.format, c[i].format), "%s: read as %s", c[i].what, r.format);
+		ck_assert_msg(!strcmp(r.g.text, c[i].want), "%s:\n%s", c[i].what, r.g.text);
+		ck_assert_msg(r.g.errors == 0, "%s: %d errors: %s", c[i].what, r.g.errors, r.g.errmsg[0]);
+		free(r.g.text);
+	}
+}

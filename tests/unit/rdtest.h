@@ -1,6 +1,6 @@
 /*
  * The harness of the readers' unit tests (test_readers.c, test_rd_formats.c,
- * test_rd_paste.c, test_rd_events.c):
+ * test_rd_paste.c, test_rd_events.c, test_rd_tables.c):
  * a sink that writes every point and event as one line of text ("line run
  * step [rankN] ts=.. role=value ... field=value ... | extra=value ...") and
  * reads an input twice, in one piece and byte by byte, asserting both give
@@ -46,5 +46,12 @@ void read_with(const void *in, size_t n, size_t chunk, const char *format, struc
  * result (the caller frees one->g.text). */
 void read_both(const void *in, size_t n, const char *format, struct res *one);
 void read_str(const char *s, const char *format, struct res *one);
+
+/* Cases of one input each, read with read_str (sniffed): each must be
+ * read as `format`, give exactly `want` and no error. */
+struct form {
+	const char *what, *in, *format, *want;
+};
+void forms(const struct form *c, size_t n);
 
 #endif

@@ -16,23 +16,6 @@
 
 /* ---- pasted forms ------------------------------------------------------ */
 
-struct form {
-	const char *what, *in, *format, *want;
-};
-
-static void forms(const struct form *c, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		struct res r;
-		read_str(c[i].in, NULL, &r);
-		ck_assert_msg(r.rc == 0, "%s: rc %d: %s", c[i].what, r.rc, r.err);
-		ck_assert_msg(!strcmp(r.format, c[i].format), "%s: read as %s", c[i].what, r.format);
-		ck_assert_msg(!strcmp(r.g.text, c[i].want), "%s:\n%s", c[i].what, r.g.text);
-		ck_assert_msg(r.g.errors == 0, "%s: %d errors: %s", c[i].what, r.g.errors, r.g.errmsg[0]);
-		free(r.g.text);
-	}
-}
-
 /* Quote markers (GitHub's "> ", nested in a reply) and code fences around
  * a framework's lines: the lines read as the framework's, the fences
  * skipped. */
