@@ -16,7 +16,8 @@
  * indented row below it is SECTION/NAME ("train/loss"), so the alias
  * table finds train/loss (the loss) and train/learning_rate (the lr); the
  * rest (train/value_loss, train/approx_kl, rollout/ep_rew_mean, ...) are
- * extras.  A table is a point when its closing line of dashes comes; its
+ * extras.  A table is a point when its closing line of dashes comes (from
+ * the line of its train/loss row, where an alert then points); its
  * step is time/total_timesteps (the environment steps, which every
  * algorithm logs and a resumed run continues), else train/n_updates.  A
  * value that is not a number (a string someone logged) is left out; a
@@ -39,8 +40,9 @@ struct sb {
 	size_t nrows;
 	char name[SB_ROWS][SB_NAME];
 	double v[SB_ROWS];
-	uint64_t line;               /* the table's first row */
+	uint64_t line;               /* the table's train/loss row, else its first */
 	struct gw_rd_linectx ctx;
+	bool loss_line;
 };
 
 static bool sp(char c)
@@ -152,12 +154,14 @@ static int sb_line(struct gw_reader *r, void *state, const char *s, size_t n, ui
 	double x;
 	if (!vl || gw__rd_num(v, vl, &x) != vl || st->nrows == SB_ROWS)
 		return 0;
-	if (!st->nrows) {
-		st->line = lineno;
-		gw__rd_line_save(r, &st->ctx);
-	}
 	snprintf(st->name[st->nrows], SB_NAME, "%s%.*s", indent ? st->section : "",
 	         (int)GW_MIN(kl, 40u), k);
+	bool loss = !strcmp(st->name[st->nrows], "train/loss");
+	if (!st->nrows || (loss && !st->loss_line)) {
+		st->line = lineno;
+		st->loss_line = loss;
+		gw__rd_line_save(r, &st->ctx);
+	}
 	st->v[st->nrows++] = x;
 	return 0;
 }

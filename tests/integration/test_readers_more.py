@@ -269,5 +269,108 @@ class Shapes(unittest.TestCase):
         self.assertIn('nonfinite', {a['detector'] for a in alerts})
 
 
+# Pasted forms of vision and RL trainers (readers/rd_yolo.c, rd_tfod.c,
+# rd_sb3.c): the exact lines of public issue threads, where one showed the
+# form; synthetic (so labelled) where none did.
+BAR = '\u2588' * 10
+PASTES = {
+    # ultralytics/ultralytics#1149: every loss NaN at epoch 1 (YOLOv8-seg)
+    'yolov8_nan': ('ultralytics', True, (
+        '      Epoch    GPU_mem   box_loss   seg_loss   cls_loss   dfl_loss  Instances       Size\n'
+        '      1/100      2.37G        nan        nan        nan        nan         16        640: '
+        '100%|' + BAR + '| 1/1 [00:02<00:00,  2.42s/it]\n')),
+    # ultralytics/yolov5#4963: box, obj and cls NaN on the GPU (YOLOv5)
+    'yolov5_nan': ('ultralytics', True, (
+        ' Epoch   gpu_mem       box       obj       cls    labels  img_size\n'
+        '      1/99     2.64G         nan       nan       nan         4       416: 100%|' + BAR + '| '
+        '7/7 [00:15<00:00,  2.27s/it]\n'
+        '               Class     Images     Labels          P          R     mAP@.5 mAP@.5:.95: '
+        '100%|' + BAR + '| 1/1 [00:01<00:00,  1.30s/it]\n'
+        '                 all               14          0             0          0            0  '
+        '            0\n')),
+    # ultralytics/ultralytics#21765: two healthy YOLOv8 epochs with their
+    # validation rows
+    'yolov8_ok': ('ultralytics', False, (
+        '      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n'
+        '       9/55      9.02G     0.1295      7.585      3.256         16        640: 100%|' + BAR + '| '
+        '954/954 [11:32<00:00,  1.38it/s]\n'
+        '                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): '
+        '100%|' + BAR + '| 66/66 [00:37<00:00,  1.74it/s]\n'
+        '                   all       1049       1164      0.764      0.776      0.739      0.526\n'
+        '\n'
+        '      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n'
+        '      10/55      9.02G     0.1271      7.321      3.224         12        640: 100%|' + BAR + '| '
+        '954/954 [11:25<00:00,  1.39it/s]\n'
+        '                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): '
+        '100%|' + BAR + '| 66/66 [00:37<00:00,  1.74it/s]\n'
+        '                   all       1049       1164      0.622       0.83      0.624      0.448\n')),
+    # EdjeElectronics/TensorFlow-Lite-Object-Detection-on-Android-and-Raspberry-Pi#183:
+    # efficientdet-d0's loss dict, all NaN (the inline-code backticks left out)
+    'tfod_nan': ('tf_objdet', True, (
+        "I0409 23:03:12.869635 140410452137792 model_lib_v2.py:708] {'Loss/classification_loss': nan,\n"
+        " 'Loss/localization_loss': nan,\n"
+        " 'Loss/regularization_loss': nan,\n"
+        " 'Loss/total_loss': nan,\n"
+        " 'learning_rate': 0.07922263}\n")),
+    # armaanpriyadarshan/Training-a-Custom-TensorFlow-2.X-Object-Detector#6:
+    # healthy Step lines with their loss, from both loggers
+    'tfod_ok': ('tf_objdet', False, (
+        'INFO:tensorflow:Step 3800 per-step time 0.766s loss=1.343\n'
+        'I0912 12:30:41.062087 139735407601536 model_lib_v2.py:652] Step 3800 per-step time 0.766s loss=1.343\n'
+        'INFO:tensorflow:Step 3900 per-step time 0.764s loss=1.710\n'
+        'I0912 12:32:04.439736 139735407601536 model_lib_v2.py:652] Step 3900 per-step time 0.764s loss=1.710\n')),
+    # synthetic, in SB3's shape: a healthy table, then one gone NaN
+    'sb3_nan': ('sb3', True, (
+        '-----------------------------------------\n'
+        '| time/                   |             |\n'
+        '|    total_timesteps      | 4096        |\n'
+        '| train/                  |             |\n'
+        '|    loss                 | 5.23        |\n'
+        '|    n_updates            | 10          |\n'
+        '-----------------------------------------\n'
+        '-----------------------------------------\n'
+        '| time/                   |             |\n'
+        '|    total_timesteps      | 6144        |\n'
+        '| train/                  |             |\n'
+        '|    loss                 | nan         |\n'
+        '|    n_updates            | 20          |\n'
+        '-----------------------------------------\n')),
+}
+
+
+class PastedVisionAndRL(unittest.TestCase):
+    """A YOLO table, a TF OD API log and SB3 tables pasted into replay (from a
+    file and on stdin, the paste path): each is read as its format; a NaN run
+    raises nonfinite at the NaN point's line, a healthy excerpt nothing."""
+
+    def test_nan_pastes_raise_nonfinite(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, (fmt, nan, text) in PASTES.items():
+                with self.subTest(paste=name):
+                    p = os.path.join(tmp, name + '.log')
+                    with open(p, 'w', encoding='utf-8') as f:
+                        f.write(text)
+                    c = run('convert', p)
+                    self.assertEqual(c.returncode, 0, c.stderr.decode())
+                    pts = [d for d in map(json.loads, out_lines(c)) if 'event' not in d]
+                    self.assertTrue(pts)
+                    v = run('replay', '--input-format', fmt, '--format', 'jsonl', p)
+                    self.assertEqual(v.stdout, run('replay', '--format', 'jsonl', p).stdout)
+                    r = run('replay', '--format', 'jsonl', '--min-severity', 'warning', '-',
+                            stdin=text.encode())
+                    alerts = [json.loads(l) for l in out_lines(r)]
+                    if not nan:
+                        self.assertEqual((r.returncode, alerts), (0, []), r.stderr.decode())
+                        self.assertTrue(all(math.isfinite(d['loss']) for d in pts))
+                        continue
+                    self.assertEqual(r.returncode, 1, r.stderr.decode())
+                    opened = [a for a in alerts if a['kind'] == 'open']
+                    self.assertEqual([a['detector'] for a in opened], ['nonfinite'])
+                    first_nan = next(d for d in pts if math.isnan(d['loss']))
+                    self.assertEqual(opened[0]['step'], first_nan['step'])
+                    line = text.split('\n')[opened[0]['line'] - 1]
+                    self.assertTrue('nan' in line or '{' in line, line)
+
+
 if __name__ == '__main__':
     unittest.main()

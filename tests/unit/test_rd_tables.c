@@ -211,7 +211,7 @@ START_TEST(sb3_tables)
 		 "|    value_loss           | 36.8        |\n"
 		 "-----------------------------------------\n",
 		 "sb3",
-		 "3 r 3584 loss=20.1 lr=0.0002 | time/fps=26 time/iterations=7 "
+		 "14 r 3584 loss=20.1 lr=0.0002 | time/fps=26 time/iterations=7 "
 		 "time/time_elapsed=136 train/approx_kl=0.010918302 train/clip_fraction=0.0658 "
 		 "train/clip_range=0.2 train/entropy_loss=-14.2 train/explained_variance=0.00961 "
 		 "train/n_updates=18 train/policy_gradient_loss=-0.00807 train/std=1 "
@@ -245,8 +245,8 @@ START_TEST(sb3_tables)
 		 "|    n_updates            | 20          |\n"
 		 "|    value_loss           | nan         |\n"
 		 "-----------------------------------------\n",
-		 "sb3", "13 r 4096 loss=5.23 | train/n_updates=10 train/value_loss=14.1\n"
-		 "21 r 6144 loss=NaN | train/n_updates=20 train/value_loss=NaN\n"},
+		 "sb3", "15 r 4096 loss=5.23 | train/n_updates=10 train/value_loss=14.1\n"
+		 "23 r 6144 loss=NaN | train/n_updates=20 train/value_loss=NaN\n"},
 		{"synthetic: no time/ section, the step from train/n_updates",
 		 "-----------------------------------------\n"
 		 "| train/                  |             |\n"
