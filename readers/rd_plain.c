@@ -415,8 +415,11 @@ static int pl_sniff(const char *h, size_t n, bool all)
 			size_t cl[GW_PL_TABLE_COLS + 1], k = gw__pl_cells(p, len, tab.md, c, cl), num = 0;
 			if (tab.md && k && cl[0] && strspn(c[0], "-: ") >= cl[0])
 				continue;   /* the alignment row */
+			/* k may be one more than the table has columns (a row too
+			 * long for it): no pair past them */
 			for (size_t i = 0; i < k; i++)
-				num += gw__pl_is_num(c[i], cl[i]) || (tab.pair[i] && memchr(c[i], '/', cl[i]));
+				num += gw__pl_is_num(c[i], cl[i]) ||
+				       (i < GW_PL_TABLE_COLS && tab.pair[i] && memchr(c[i], '/', cl[i]));
 			if (k == tab.ncols && num >= 2) {
 				pairs++;   /* a header and a row of numbers */
 				continue;
