@@ -19,8 +19,8 @@
  * the detectors judge is the sum of the loss columns (every column but
  * the epoch, GPU_mem, the instance count and the image size), or the
  * "total" column where the table has one; each column is kept as an extra
- * under its name in lower case ("box_loss", "obj"), GPU_mem as
- * gpu_mem_gb.  A loss column that is not a number is reported as
+ * under its name in lower case ("box_loss", "obj"; a classifier's
+ * single "loss" column is the loss itself), GPU_mem as gpu_mem_gb.  A loss column that is not a number is reported as
  * bad_value and the row skipped.  The validation rows (Class / all) are no
  * training points; they end the held row.
  */
@@ -142,7 +142,8 @@ static int flush(struct gw_reader *r, struct yl *t)
 	double sum = 0, total = NAN;
 	for (size_t c = 0; c < t->ncols; c++) {
 		const char *nm = t->kind[c] == YL_MEM ? "gpu_mem_gb" : t->name[c];
-		gw__rd_metric(r, nm, strlen(nm), t->v[c]);
+		if (strcmp(nm, "loss") != 0)   /* a classifier's one loss column is the sum */
+			gw__rd_metric(r, nm, strlen(nm), t->v[c]);
 		if (t->kind[c] == YL_LOSS)
 			sum += t->v[c];
 		else if (t->kind[c] == YL_TOTAL)

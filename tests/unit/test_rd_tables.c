@@ -98,6 +98,15 @@ START_TEST(yolo_tables)
 		 "ultralytics",
 		 "2 r 0 loss=0.22024 | gpu_mem_gb=22.4 box_loss=0.07281 obj_loss=0.08384 "
 		 "cls_loss=0.06359 instances=199 size=640 max_epochs=1\n"},
+		/* a YOLOv8 classifier: the header as ultralytics/ultralytics#5920
+		 * quotes it, the rows synthetic; its one loss column is the loss */
+		{"YOLOv8-cls header, synthetic rows",
+		 "      Epoch    GPU_mem       loss  Instances       Size\n"
+		 "       1/10     0.648G      2.297         16        224: 100%|##########| 63/63\n"
+		 "       2/10     0.648G        nan         16        224: 100%|##########| 63/63\n",
+		 "ultralytics",
+		 "2 r 1 loss=2.297 | gpu_mem_gb=0.648 instances=16 size=224 max_epochs=10\n"
+		 "3 r 2 loss=NaN | gpu_mem_gb=0.648 instances=16 size=224 max_epochs=10\n"},
 		/* synthetic: a terminal's log, the row redrawn with '\r' as the
 		 * epoch runs; the last redraw of each epoch is its point */
 		{"synthetic: redraws",
