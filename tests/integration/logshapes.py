@@ -2,7 +2,9 @@
 throughput, as the dev corpus writes them) printed the way other training
 frameworks print their logs: fairseq (simple, tqdm, json), torchtitan (with
 its ANSI colours), Composer and OLMo (multi-line blocks), torchtune (its
-metric log and its progress bar) and a plain CSV.  The shapes follow those
+metric log and its progress bar), a plain CSV, and (loss and LR only) an
+Ultralytics YOLOv5 table, the TF Object Detection API's Step lines and
+loss dicts and Stable-Baselines3's tables.  The shapes follow those
 frameworks' output; the numbers are the trace's.  Used by
 test_readers_more.py and test_follow_formats.py; out_lines and without_end
 take convert's closing lines off for the readers' tests."""
@@ -117,6 +119,56 @@ def plain_csv(trace, step_col='iteration'):
     return ''.join(out).encode()
 
 
+def yolo(trace):
+    """YOLOv5's table with its total column (the loss), a point per epoch
+    redrawn twice, each epoch followed by its validation lines."""
+    out = []
+    for r in trace:
+        out.append('    Epoch   gpu_mem       box       obj       cls     total    labels  img_size\n')
+        row = '%10s %9s %9.4g %9.4g %9.4g %9r %9d %9d: %3d%%|%-10s| %d/%d [00:30<00:00,  3.9it/s]'
+        e = '%d/%d' % (r['step'], 20000)
+        parts = (r['loss'] * 0.5, r['loss'] * 0.3, r['loss'] * 0.2, r['loss'], 28, 640)
+        out.append('\r'.join([row % ((e, '5.2G') + parts + (50, '#####', 59, 118)),
+                              row % ((e, '5.2G') + parts + (100, '#' * 10, 118, 118))]) + '\n')
+        out.append('              Class     Images     Labels          P          R     mAP@.5 '
+                   'mAP@.5:.95: 100%|##########| 4/4 [00:01<00:00,  3.1it/s]\n'
+                   '                 all        128        929      0.641      0.561      0.612      0.447\n')
+    return ''.join(out).encode()
+
+
+def tfod(trace):
+    """model_lib_v2.py's Step line and loss dict, from TensorFlow's logger
+    and absl's."""
+    out = []
+    for k, r in enumerate(trace):
+        d = ("{'Loss/classification_loss': %r,\n 'Loss/localization_loss': %r,\n"
+             " 'Loss/regularization_loss': 0.15,\n 'Loss/total_loss': %r,\n 'learning_rate': %r}\n"
+             % (r['loss'] * 0.6, r['loss'] * 0.4, r['loss'], r['lr']))
+        t = 'I0526 10:%02d:%02d.123456 140000 model_lib_v2.py:' % (k // 60 % 60, k % 60)
+        out.append('INFO:tensorflow:Step %d per-step time 0.527s\n' % r['step'])
+        out.append(t + '705] Step %d per-step time 0.527s\n' % r['step'])
+        out.append('INFO:tensorflow:' + d)
+        out.append(t + '708] ' + d)
+    return ''.join(out).encode()
+
+
+def sb3(trace):
+    """Stable-Baselines3's logger tables, the step its total_timesteps."""
+    out = []
+    for k, r in enumerate(trace):
+        rows = [('rollout/', ''), ('   ep_rew_mean', '%.3g' % (100 - r['loss'])),
+                ('time/', ''), ('   fps', '%d' % r['throughput']),
+                ('   total_timesteps', '%d' % r['step']),
+                ('train/', ''), ('   learning_rate', '%r' % r['lr']), ('   loss', '%r' % r['loss']),
+                ('   n_updates', '%d' % (k + 1)), ('   value_loss', '%.3g' % (r['loss'] * 2))]
+        w = max(len(v) for _, v in rows)
+        line = '-' * (30 + w) + '\n'
+        out.append(line)
+        out.extend('| %-23s | %-*s |\n' % (n, w, v) for n, v in rows)
+        out.append(line)
+    return ''.join(out).encode()
+
+
 def mlflow_run(trace, run_dir, run_name='brave-owl-42'):
     """The trace as MLflow's local file store keeps a run: one file per
     metric under metrics/ ("train/loss" in a subfolder), each line
@@ -145,6 +197,9 @@ SHAPES = {
     'torchtune': ('torchtune', torchtune),
     'torchtune_bar': ('torchtune', torchtune_bar),
     'csv': ('csv', plain_csv),
+    'yolo': ('ultralytics', yolo),
+    'tfod': ('tf_objdet', tfod),
+    'sb3': ('sb3', sb3),
 }
 
 

@@ -1,7 +1,7 @@
 """`gradwatchd --follow` on the logs jobs already write, as they are being
 written: a Megatron stdout log and an llm.c stdout log (and the genesis
-trace as torchtitan, Composer, OLMo, fairseq, torchtune and a plain CSV
-print it: logshapes.py), appended by a test
+trace as torchtitan, Composer, OLMo, fairseq, torchtune, a plain CSV,
+YOLO, the TF OD API and SB3 print it: logshapes.py), appended by a test
 writer in pieces of random size (lines cut anywhere), raise exactly the
 alerts `gradwatch replay` raises on the finished file (detector, step,
 line, severity, segment), and the stored points equal the file's.  Also
@@ -121,6 +121,17 @@ class FollowFormats(unittest.TestCase):
                 if fmt == 'composer':
                     data += b'Training finished.\n'
                 self.follow_and_compare(data, fmt, 1)
+
+    def test_vision_and_rl_logs(self):
+        # YOLO's table, the TF OD API's dicts and SB3's tables carry the
+        # loss (and LR) only: the genesis trace with a NaN loss at step
+        # 8,000, which each must raise live as replay does
+        trace = [dict(r, loss=float('nan')) if r['step'] == 8000 else r
+                 for r in logshapes.points(os.path.join(CORPUS, 'genesis.jsonl'))]
+        for shape in ('yolo', 'tfod', 'sb3'):
+            fmt, printer = logshapes.SHAPES[shape]
+            with self.subTest(shape=shape):
+                self.follow_and_compare(printer(trace), fmt, 1)
 
     def test_ranked_stdout_of_other_frameworks(self):
         # every process prints (srun --label: " 0: ", " 3: "), the lines of
