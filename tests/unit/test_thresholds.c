@@ -42,7 +42,7 @@ START_TEST(defaults_pass)
 	char err[256] = "";
 	ck_assert_msg(gw_thresholds_check(&t, err, sizeof(err)) == 0, "%s", err);
 	size_t n = 0;
-	for (const struct gw_threshold_info *i = gw_threshold_table; i->name; i++, n++) {
+	for (const struct gw_threshold_info *i = gw_threshold_list(); i->name; i++, n++) {
 		ck_assert_msg(i->reason && *i->reason, "%s has no reason", i->name);
 		ck_assert_msg(i->range_reason && *i->range_reason, "%s has no range reason", i->name);
 		ck_assert_msg(i->lo < i->hi, "%s: empty range", i->name);
@@ -57,7 +57,7 @@ START_TEST(every_threshold_at_below_above)
 {
 	char err[512];
 	double after;
-	for (const struct gw_threshold_info *i = gw_threshold_table; i->name; i++) {
+	for (const struct gw_threshold_info *i = gw_threshold_list(); i->name; i++) {
 		double lo_in = i->kind == GW_TH_ABOVE ? nextafter(i->lo, INFINITY) : i->lo;
 		double lo_out = i->kind == GW_TH_ABOVE ? i->lo
 		              : i->kind == GW_TH_COUNT ? i->lo - 1 : nextafter(i->lo, -INFINITY);
