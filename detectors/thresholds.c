@@ -49,16 +49,18 @@ static bool taken(size_t n, const char *name)
 	return false;
 }
 
-/* Detector d's table after the n entries of the list so far, its struct at
- * own[used]; returns how many entries it has.  Aborts on a table that does
- * not describe its struct exactly (thresholds.h, GW_TH_OWN). */
+/* A detector's table after the n entries of the list so far, its struct at
+ * own[used]; returns how many entries it has.  Aborts on a name taken
+ * twice, more than GW_TH_OWN_MAX in all, or a table that does not describe
+ * its struct exactly, one double per entry (thresholds.h, GW_TH_OWN). */
 static size_t add_own(const struct gw_detector *det, size_t n, size_t used)
 {
 	bool seen[GW_TH_OWN_MAX] = {false};
 	size_t m = 0;
 	for (const struct gw_threshold_info *i = det->thresholds; i->name; i++, m++) {
 		size_t slot = i->offset / sizeof(double);
-		GW_REQUIRE(used + m < GW_TH_OWN_MAX && !taken(n + m, i->name));
+		GW_REQUIRE(!taken(n + m, i->name));
+		GW_REQUIRE(used + m < GW_TH_OWN_MAX);
 		GW_REQUIRE(i->offset % sizeof(double) == 0 && i->offset < det->thresholds_size &&
 		           slot < GW_TH_OWN_MAX && !seen[slot]);
 		seen[slot] = true;
