@@ -59,7 +59,12 @@ static size_t add_own(const struct gw_detector *det, size_t n, size_t used)
 	size_t m = 0;
 	for (const struct gw_threshold_info *i = det->thresholds; i->name; i++, m++) {
 		size_t slot = i->offset / sizeof(double);
-		GW_REQUIRE(!taken(n + m, i->name));
+		if (taken(n + m, i->name)) {
+			char what[160];
+			snprintf(what, sizeof(what), "threshold \"%s\" of detector %s has a name of its own",
+			         i->name, det->name);
+			gw__require_failed(what, __FILE__, __LINE__);
+		}
 		GW_REQUIRE(used + m < GW_TH_OWN_MAX);
 		GW_REQUIRE(i->offset % sizeof(double) == 0 && i->offset < det->thresholds_size &&
 		           slot < GW_TH_OWN_MAX && !seen[slot]);
