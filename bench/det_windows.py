@@ -23,7 +23,7 @@ import windows  # noqa: E402
 
 
 RULES = ['short_context/' + r for r in ('absurd', 'collapse', 'jump', 'level', 'climb',
-                                        'frozen')] + \
+                                        'frozen', 'resumed')] + \
         ['loss_scale/' + r for r in ('storm', 'floor', 'pinned', 'minimum',
                                                      'skipped')]
 

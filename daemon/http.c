@@ -65,6 +65,7 @@ static const char *reason_phrase(int status)
 	switch (status) {
 	case 100: return "Continue";
 	case 200: return "OK";
+	case 304: return "Not Modified";
 	case 400: return "Bad Request";
 	case 401: return "Unauthorized";
 	case 403: return "Forbidden";
@@ -197,7 +198,10 @@ static void respond_h(struct gw_http_conn *c, int status, const char *ctype, con
 
 void gw__http_respond_owned(struct gw_http_conn *c, int status, char *json, size_t len)
 {
-	respond_hx(c, status, "application/json", "", json, len, json, false);
+	char etag[40] = "";
+	if (c->etag[0] && (status == 200 || status == 304))
+		snprintf(etag, sizeof(etag), "ETag: %s\r\n", c->etag);
+	respond_hx(c, status, "application/json", etag, json, len, json, false);
 }
 
 static void respond(struct gw_http_conn *c, int status, const char *ctype, const char *body,

@@ -6,10 +6,16 @@
  * limits.max_reads_in_flight wait or run (503 beyond), an answer holds at
  * most limits.max_response_bytes (413 beyond).  An answer after a write
  * waits for that write's commit.
+ *
+ * Conditional reads: a read's 200 answer carries an ETag, the FNV-1a 64 of
+ * its bytes; a request whose If-None-Match names it is answered 304 with
+ * no body (RFC 9110 13.1.2), so a client that polls an unchanged list (the
+ * web view's runs page, every few seconds) is sent headers only.
  */
 #include "http_impl.h"
 
 #include "config.h"
+#include "hash.h"
 #include "fault.h"
 #include "ingest.h"
 #include "util.h"
@@ -37,6 +43,30 @@ static void yield_to_the_loop(void)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), READ_NICE);
 }
 
+/* Whether If-None-Match (a list of entity tags, weak or strong, or "*")
+ * names etag: the weak comparison RFC 9110 13.1.2 asks for. */
+static bool inm_matches(const struct gw_http_conn *c, const char *etag)
+{
+	if (!c->inm_len || c->inm_len == SIZE_MAX)
+		return false;
+	size_t el = strlen(etag);
+	for (const char *p = c->inm, *end = c->inm + c->inm_len; p < end;) {
+		while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+			p++;
+		const char *b = p;
+		while (p < end && *p != ',')
+			p++;
+		const char *e = p;
+		while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if (e - b >= 2 && b[0] == 'W' && b[1] == '/')
+			b += 2;
+		if ((e - b == 1 && *b == '*') || ((size_t)(e - b) == el && !memcmp(b, etag, el)))
+			return true;
+	}
+	return false;
+}
+
 static void work_run(uv_work_t *req)
 {
 	struct gw_http_conn *c = gw_container_of(req, struct gw_http_conn, work);
@@ -56,6 +86,17 @@ static void work_run(uv_work_t *req)
 	if (!s)
 		return;
 	size_t n = strlen(s), max = c->srv->o.cfg->max_response_bytes;
+	if (c->qstatus == 200 && n <= max) {
+		snprintf(c->etag, sizeof(c->etag), "\"%016llx\"",
+		         (unsigned long long)gw_fnv1a64_add(GW_FNV64_INIT, s, n));
+		if (inm_matches(c, c->etag)) {
+			s[0] = '\0';   /* not modified: the headers only */
+			c->qstatus = 304;
+			c->qtext = s;
+			c->qlen = 0;
+			return;
+		}
+	}
 	if (n > max) {
 		free(s);
 		s = NULL;

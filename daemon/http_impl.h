@@ -26,7 +26,7 @@
 #define MAX_ROUTES 32
 #define IDEM_MAX 128
 
-enum { H_OTHER, H_EXPECT, H_AUTH, H_IDEM, H_CODING };
+enum { H_OTHER, H_EXPECT, H_AUTH, H_IDEM, H_CODING, H_INM };
 
 enum hstate {
 	H_IDLE,      /* between requests (keep-alive) */
@@ -62,6 +62,9 @@ struct gw_http_conn {
 	char idem[IDEM_MAX + 1];
 	size_t idem_len;
 	bool idem_seen;        /* the request has an Idempotency-Key header */
+	char inm[256];         /* If-None-Match (joined by ,); one longer matches nothing */
+	size_t inm_len;
+	char etag[24];         /* a read's answer's ETag, "" without one */
 	char cenc[64], tenc[64]; /* Content-Encoding, Transfer-Encoding values (joined by ,) */
 	size_t cenc_len, tenc_len;
 	bool hvalue_new;       /* the next header value piece starts a new header */

@@ -127,6 +127,8 @@ static int cb_message_begin(http_parser *p)
 	c->authz_len = c->idem_len = 0;
 	c->idem_seen = false;
 	c->authz[0] = c->idem[0] = '\0';
+	c->inm_len = 0;
+	c->inm[0] = c->etag[0] = '\0';
 	c->coding[0] = '\0';
 	c->cenc_len = c->tenc_len = 0;
 	c->dup_header = NULL;
@@ -180,7 +182,8 @@ static int cb_header_field(http_parser *p, const char *at, size_t len)
 	         : strcasecmp(c->hfield, "authorization") == 0 ? H_AUTH
 	         : strcasecmp(c->hfield, "idempotency-key") == 0 ? H_IDEM
 	         : strcasecmp(c->hfield, "content-encoding") == 0 ||
-	           strcasecmp(c->hfield, "transfer-encoding") == 0 ? H_CODING : H_OTHER;
+	           strcasecmp(c->hfield, "transfer-encoding") == 0 ? H_CODING
+	         : strcasecmp(c->hfield, "if-none-match") == 0 ? H_INM : H_OTHER;
 	return 0;
 }
 
@@ -228,6 +231,25 @@ static void keep_coding(struct gw_http_conn *c, const char *at, size_t len)
 	*n += len;
 }
 
+/* Collect If-None-Match (it may come in pieces, or twice: joined by
+ * commas, as RFC 9110 5.3 allows); a value too long for the buffer is
+ * dropped whole: the request is then answered in full, never wrongly 304. */
+static void keep_inm(struct gw_http_conn *c, const char *at, size_t len)
+{
+	if (c->inm_len == SIZE_MAX)
+		return;
+	if (c->hvalue_new && c->inm_len && c->inm_len + 1 < sizeof(c->inm))
+		c->inm[c->inm_len++] = ',';
+	if (c->inm_len + len >= sizeof(c->inm)) {
+		c->inm_len = SIZE_MAX;
+		c->inm[0] = '\0';
+		return;
+	}
+	memcpy(c->inm + c->inm_len, at, len);
+	c->inm_len += len;
+	c->inm[c->inm_len] = '\0';
+}
+
 /* Append a header value (it may come in pieces) to a kept header. */
 static void keep(struct gw_http_conn *c, char *buf, size_t cap, size_t *len, const char *at,
                  size_t n)
@@ -258,6 +280,8 @@ static int cb_header_value(http_parser *p, const char *at, size_t len)
 		keep(c, c->idem, sizeof(c->idem), &c->idem_len, at, len);
 	} else if (c->hwant == H_CODING) {
 		keep_coding(c, at, len);
+	} else if (c->hwant == H_INM) {
+		keep_inm(c, at, len);
 	}
 	c->hvalue_new = false;
 	c->hfield_len = SIZE_MAX; /* next field starts fresh */

@@ -26,7 +26,15 @@
  *             highest before;
  *   frozen    the same loss value on sc_frozen_n lines over >= sc_frozen_steps
  *             steps, the grad norm (if logged) not moving either (stagnation:
- *             nothing is learnt).
+ *             nothing is learnt);
+ *   resumed   the first point after a restart from a checkpoint (a step logged
+ *             again) against the >= 3 points before the restart: the grad norm
+ *             >= sc_res_gn_rel x their highest and both the grad norm and the
+ *             loss far outside their spread (sc_z as above, the loss above
+ *             every one of them): the state the run resumed with is not the
+ *             one it saved (a lost optimizer state, another parallel layout,
+ *             other weights).  A healthy resume goes on where it left off,
+ *             within the noise of a step, whatever batch it draws.
  * Jump, level and climb judge no point at a step below sc_arm_steps (a
  * run's first steps are transients).  "spreads": the robust step noise of the log values before (robust.h
  * gw_noise; with fewer than 4 points the largest step between them),
@@ -35,6 +43,7 @@
  * says so.  One alert per segment.
  */
 #include "detector.h"
+#include "regime.h"
 #include "robust.h"
 #include "util.h"
 
@@ -49,6 +58,8 @@ struct sc_state {
 	unsigned n, head;             /* the ring of the last points */
 	double loss[SC_KEEP], gn[SC_KEEP], scale[SC_KEEP];
 	int64_t step[SC_KEEP];
+	unsigned seg_n;               /* ... of which this segment's (the rules' context) */
+	bool seg_first;               /* no point of this segment yet */
 	uint64_t points;              /* points of the segment so far */
 	/* a level being watched */
 	bool pend;
@@ -82,23 +93,43 @@ static void sc_init(void *st, const struct gw_det_ctx *ctx)
 	(void)ctx;
 }
 
+/* A new segment: its rules start afresh, but the ring keeps the points
+ * before it for the resumed rule. */
 static void sc_segment(void *st, const struct gw_det_ctx *ctx)
 {
-	sc_reset(st);
+	struct sc_state *s = st;
+	unsigned n = s->n, head = s->head;
+	double loss[SC_KEEP], gn[SC_KEEP];
+	memcpy(loss, s->loss, sizeof(loss));
+	memcpy(gn, s->gn, sizeof(gn));
+	sc_reset(s);
+	s->n = n;
+	s->head = head;
+	memcpy(s->loss, loss, sizeof(loss));
+	memcpy(s->gn, gn, sizeof(gn));
+	s->seg_first = true;   /* its first point: a restart's? (ctx->restart) */
 	(void)ctx;
 }
 
-/* The finite values of one series among the last k points, oldest first. */
-static size_t prior(const struct sc_state *s, const double *col, size_t k, double *out)
+/* The finite values of one series among the last k points (of this
+ * segment only, unless all), oldest first. */
+static size_t prior_of(const struct sc_state *s, const double *col, size_t k, bool all,
+                       double *out)
 {
 	size_t m = 0;
-	size_t have = s->n < k ? s->n : k;
+	size_t n = all ? s->n : s->seg_n;
+	size_t have = n < k ? n : k;
 	for (size_t i = have; i > 0; i--) {
 		double v = col[(s->head + SC_KEEP - i) % SC_KEEP];
 		if (isfinite(v))
 			out[m++] = v;
 	}
 	return m;
+}
+
+static size_t prior(const struct sc_state *s, const double *col, size_t k, double *out)
+{
+	return prior_of(s, col, k, false, out);
 }
 
 struct rise {
@@ -180,9 +211,9 @@ static const char ACTION_DIVERGE[] =
 static void scale_note(const struct sc_state *s, double scale, char *buf, size_t size)
 {
 	buf[0] = 0;
-	if (!isfinite(scale) || s->n == 0)
+	if (!isfinite(scale) || s->seg_n == 0)
 		return;
-	for (unsigned back = 1; back <= 2 && back <= s->n; back++) {
+	for (unsigned back = 1; back <= 2 && back <= s->seg_n; back++) {
 		double before = s->scale[(s->head + SC_KEEP - back) % SC_KEEP];
 		if (isfinite(before) && scale < before) {
 			char a[24], b[24];
@@ -423,6 +454,48 @@ static bool sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L,
 	return false;
 }
 
+/* The first point after a restart against the points before it (the
+ * resumed rule at the top); true when a verdict was given. */
+static bool sc_resumed(struct sc_state *s, const struct gw_det_ctx *ctx, double L, double G)
+{
+	const struct gw_thresholds *th = ctx->th;
+	double pl[SC_KEEP], pg[SC_KEEP];
+	size_t kmax = (size_t)th->sc_prior_max;
+	size_t kl = prior_of(s, s->loss, kmax, true, pl), kg = prior_of(s, s->gn, kmax, true, pg);
+	struct rise rl, rg;
+	if (kl < 3 || kg < 3 || !rise_of(pl, kl, L, th, &rl) || !rise_of(pg, kg, G, th, &rg))
+		return false;
+	if (!(rl.ratio > 1 && rl.z >= need_z(th, kl) && rg.ratio >= th->sc_res_gn_rel &&
+	      rg.z >= need_z(th, kg)))
+		return false;
+	const struct gw_restart *rs = ctx->restart;
+	char a[24], b[24], c[24], d[24], e[24], sb[32], kb[32], what[400];
+	snprintf(what, sizeof(what),
+	         "after the restart from step %s, step %s logged loss %s (%s) and grad norm %s "
+	         "(x%.2g) against the highest of the %zu points before the restart (%s, %s; %.0f and "
+	         "%.0f spreads of them): the run did not go on from where it was saved",
+	         gw_fmt_int(kb, sizeof(kb), rs->ckpt_step), gw_fmt_int(sb, sizeof(sb), ctx->rec->step),
+	         gw_det_fmt_num(a, sizeof(a), L), gw_det_fmt_pct(e, sizeof(e), log(rl.ratio)),
+	         gw_det_fmt_num(b, sizeof(b), G), rg.ratio, kl, gw_det_fmt_num(c, sizeof(c), rl.max),
+	         gw_det_fmt_num(d, sizeof(d), rg.max), rl.z, rg.z);
+	s->points = kl + 1;   /* the context: the points before and this one */
+	json_t *ev = rise_ev("grad_norm", G, &rg, ctx->rec->step);
+	json_object_set_new(ev, "loss", gw_json_num(L));
+	json_object_set_new(ev, "loss_prior_max", gw_json_num(rl.max));
+	json_object_set_new(ev, "loss_ratio", gw_json_num(rl.ratio));
+	json_object_set_new(ev, "loss_spreads", gw_json_num(rl.z));
+	json_object_set_new(ev, "checkpoint_step", json_integer((json_int_t)rs->ckpt_step));
+	sc_raise(s, ctx, "resumed", false, what,
+	         "the resumed state is not the saved one: the optimizer state lost or taken from "
+	         "another run, a checkpoint converted to another parallel layout (TP/PP) or loaded "
+	         "onto the wrong parameters",
+	         "compare the restart's checkpoint, its optimizer state and its parallel layout "
+	         "with the run that saved it; the first steps after a resume should continue the "
+	         "curve",
+	         ev);
+	return true;
+}
+
 static void sc_record(void *st, const struct gw_det_ctx *ctx)
 {
 	struct sc_state *s = st;
@@ -439,7 +512,11 @@ static void sc_record(void *st, const struct gw_det_ctx *ctx)
 	    (gw_rec_has(r, GW_ROLE_GRAD_NORM) && !isfinite(G)))
 		return;   /* non-finite: nonfinite speaks */
 	s->points++;
-	sc_check(s, ctx, L, G, scale);
+	bool first = s->seg_first;
+	s->seg_first = false;
+	if (!(first && ctx->restart && ctx->restart->active && isfinite(L) && isfinite(G) &&
+	      sc_resumed(s, ctx, L, G)))
+		sc_check(s, ctx, L, G, scale);
 	s->loss[s->head] = L;
 	s->gn[s->head] = G;
 	s->scale[s->head] = scale;
@@ -447,6 +524,8 @@ static void sc_record(void *st, const struct gw_det_ctx *ctx)
 	s->head = (s->head + 1) % SC_KEEP;
 	if (s->n < SC_KEEP)
 		s->n++;
+	if (s->seg_n < SC_KEEP)
+		s->seg_n++;
 	if (isfinite(L))
 		s->last_loss = L;
 }

@@ -330,6 +330,11 @@ enum gw_th_kind {
 	  "... over at least this many optimizer steps (a progress bar repeats its last loss at " \
 	  "every step for a while: 13 steps in a healthy Lightning paste)", \
 	  "steps: at least 1") \
+	X(sc_res_gn_rel, 3.0, GW_TH_REAL, 1, 1000, \
+	  "resumed: the first point after a restart has a grad norm this many times the highest " \
+	  "of the points before it (and the loss above them, both at sc_z spreads): BLOOM's TP=1/" \
+	  "PP=72 reshape resumed at x8.7 the grad norm of the same step and the same samples, " \
+	  "the other six layouts at x0.9-1.2", GW_THR_RISE) \
 	X(sc_absurd, 1e12, GW_TH_ABOVE, 0, 1e300, \
 	  "a finite loss or grad norm this large is numerics gone, not training (healthy real logs " \
 	  "stay below 1e7; a grad norm logged still multiplied by an fp16 loss scale of 2^16-2^24 " \

@@ -40,7 +40,22 @@
  *              checkpoint from DIR/global_stepN/..."; OLMo "Loading checkpoint from
  *              DIR/stepN"; torchtitan "Loading the checkpoint at step N"; nanoGPT
  *              "Resuming training from DIR"; Lightning "Restoring states from the
- *              checkpoint path at PATH" (PATH ".../epoch=3-step=1000.ckpt")
+ *              checkpoint path at PATH" (PATH ".../epoch=3-step=1000.ckpt");
+ *              PyTorch's examples "=> loaded checkpoint 'PATH' (epoch N)", timm
+ *              "Loaded checkpoint 'PATH' (epoch N)"; demucs/svoice "Loading
+ *              checkpoint model: checkpoint.th"; mmcv "resumed epoch N, iter M",
+ *              mmengine "resumed epoch: N, iter: M"
+ *
+ *   stopped    a loop that checks its loss prints that it was not finite and stops,
+ *              without the loss's own line: torchvision's references, DETR, DeiT,
+ *              MAE "Loss is nan, stopping training" ("inf", "-inf"), detectron2
+ *              "FloatingPointError: Loss became infinite or NaN at iteration=N!",
+ *              Keras' TerminateOnNaN "Batch N: Invalid loss, terminating training".
+ *              These become a point of the default run with that loss (NaN where
+ *              the line does not say which), so nonfinite judges it as if the loss
+ *              had been logged: at the step the line names (detectron2's
+ *              iteration), else the last point's step + 1 (the first step it can
+ *              have happened at; Keras' N counts batches of the epoch).
  *
  * Steps: a line that names its step (N above, or a step in the path:
  * stepN, step_N, step=N, checkpoint-N, global_stepN, iter_N) gives it.  A
@@ -426,58 +441,120 @@ static int checkpoint_line(struct gw_reader *r, const char *s, size_t n, uint64_
 	 * line: the checkpoint's step, not the one after it) */
 	if (find(s, n, "Resuming training from "))
 		return resume(r, -1, 0, line);
+	/* PyTorch's examples (imagenet/main.py) "=> loaded checkpoint 'PATH'
+	 * (epoch N)", timm's resume_checkpoint "Loaded checkpoint 'PATH'
+	 * (epoch N)": epochs, not steps */
+	if ((find(s, n, "loaded checkpoint '") || find(s, n, "Loaded checkpoint '")) &&
+	    find(s, n, "' (epoch "))
+		return resume(r, -1, -1, line);
+	/* demucs / denoiser / svoice solver.py "Loading checkpoint model:
+	 * checkpoint.th" (a run continued from its checkpoint file) */
+	if (find(s, n, "Loading checkpoint model: "))
+		return resume(r, -1, -1, line);
+	/* mmcv runner "resumed epoch 5, iter 2500", mmengine "resumed epoch: 5,
+	 * iter: 2500" (iter counted its own way: the next point's step) */
+	if (find(s, n, "resumed epoch ") || find(s, n, "resumed epoch: "))
+		return resume(r, -1, -1, line);
 	return 0;
 }
 
+/* A loop's own statement that its loss was not finite (see the top): 1
+ * (handled, a point emitted), 0 (not one), or a negative errno. */
+static int stopped_line(struct gw_reader *r, const char *s, size_t n, uint64_t line)
+{
+	struct gw_rd_events *e = &r->ev;
+	const char *k;
+	double v = NAN;
+	int64_t step = -1;
+	if ((k = find(s, n, "Loss is ")) && find(s, n, "stopping training")) {
+		const char *p = k + 8;
+		size_t m = (size_t)(s + n - p);
+		if (m >= 3 && !memcmp(p, "inf", 3))
+			v = INFINITY;
+		else if (m >= 4 && !memcmp(p, "-inf", 4))
+			v = -INFINITY;
+		else if (!(m >= 3 && !memcmp(p, "nan", 3)))
+			return 0;   /* a finite loss named: not this statement */
+	} else if (find(s, n, "Loss became infinite or NaN at iteration")) {
+		step = int_after(s, n, "at iteration=");
+	} else if (!find(s, n, "Invalid loss, terminating training")) {
+		return 0;
+	}
+	if (step < 0) {
+		if (e->point < 0)
+			return 0;   /* no point yet: no step to give it */
+		step = e->point + 1;
+	}
+	int rc = flush_pending(r);
+	if (rc < 0)
+		return rc;
+	gw__rd_begin(r, NULL, 0, step);
+	gw__rd_ts(r, r->line_ts);
+	if ((rc = gw__rd_metric(r, "loss", 4, v)) < 0 || (rc = gw__rd_emit(r, line)) < 0)
+		return rc;
+	return 1;
+}
+
 /* The words the rules need, looked for where the few bytes they hold are
- * (memchr, fast over the many lines that hold none of the words): *ov an
- * overflow's, *ck a checkpoint's or a resume's. */
-static void words(const char *s, size_t n, bool *ov, bool *ck)
+ * (memchr, fast over the many lines that hold none of the words): a mask
+ * of W_OVERFLOW (an overflow's), W_CHECKPOINT (a checkpoint's or a
+ * resume's) and W_STOPPED (a loop's non-finite loss statement). */
+enum { W_OVERFLOW = 1, W_CHECKPOINT = 2, W_STOPPED = 4 };
+
+static unsigned words(const char *s, size_t n)
 {
 	static const struct {
 		char byte;
 		size_t back;          /* where the word starts, before that byte */
 		const char *w;
 		size_t len;
-		bool ov;
+		unsigned kind;
 	} look[] = {
-#define W(b, back, w, ov) {b, back, w, sizeof(w) - 1, ov}
-		W('k', 3, "heckpoint", false),           /* checkpoint, Checkpoint */
-		W('v', 0, "verflow", true),              /* overflow, Overflow */
-		W('V', 0, "VERFLOW", true),
-		W('v', 2, "saving model to", false),     /* Lightning's ModelCheckpoint */
-		W('y', 6, "already at minimum", true),   /* DeepSpeed's loss scaler */
-		W('y', 1, "dynamic loss scale from", true),   /* its older fp16 optimizers */
-		W('M', 0, "Minimum loss scale", true),   /* fairseq's */
-		W('R', 0, "Resuming training", false),   /* nanoGPT */
-		W('C', 0, "Continuing training from global step", false),   /* HF Trainer */
+#define W(b, back, w, kind) {b, back, w, sizeof(w) - 1, kind}
+		W('k', 3, "heckpoint", W_CHECKPOINT),        /* checkpoint, Checkpoint */
+		W('v', 0, "verflow", W_OVERFLOW),            /* overflow, Overflow */
+		W('V', 0, "VERFLOW", W_OVERFLOW),
+		W('v', 2, "saving model to", W_CHECKPOINT),  /* Lightning's ModelCheckpoint */
+		W('y', 6, "already at minimum", W_OVERFLOW), /* DeepSpeed's loss scaler */
+		W('y', 1, "dynamic loss scale from", W_OVERFLOW),   /* its older fp16 optimizers */
+		W('M', 0, "Minimum loss scale", W_OVERFLOW), /* fairseq's */
+		W('R', 0, "Resuming training", W_CHECKPOINT),   /* nanoGPT */
+		W('C', 0, "Continuing training from global step", W_CHECKPOINT),   /* HF Trainer */
+		W('r', 0, "resumed epoch", W_CHECKPOINT),    /* mmcv, mmengine */
+		W('L', 0, "Loss is ", W_STOPPED),            /* torchvision, DETR, DeiT, MAE */
+		W('L', 0, "Loss became infinite or NaN", W_STOPPED),   /* detectron2 */
+		W('I', 0, "Invalid loss, terminating", W_STOPPED),   /* Keras TerminateOnNaN */
 #undef W
 	};
-	*ov = *ck = false;
+	unsigned hit = 0;
 	for (size_t k = 0; k < sizeof(look) / sizeof(look[0]); k++) {
-		bool *hit = look[k].ov ? ov : ck;
-		for (const char *p = s; !*hit && (p = memchr(p, look[k].byte, (size_t)(s + n - p))); p++) {
+		if (hit & look[k].kind)
+			continue;
+		for (const char *p = s; (p = memchr(p, look[k].byte, (size_t)(s + n - p))); p++) {
 			size_t i = (size_t)(p - s);
-			*hit = i >= look[k].back && i - look[k].back + look[k].len <= n &&
-			       !memcmp(s + i - look[k].back, look[k].w, look[k].len);
+			if (i >= look[k].back && i - look[k].back + look[k].len <= n &&
+			    !memcmp(s + i - look[k].back, look[k].w, look[k].len)) {
+				hit |= look[k].kind;
+				break;
+			}
 		}
 	}
+	return hit;
 }
 
 bool gw__rd_event_words(const char *s, size_t n)
 {
-	bool ov, ck;
-	words(s, n, &ov, &ck);
-	return ov || ck;
+	return words(s, n) != 0;
 }
 
 int gw__rd_common_line(struct gw_reader *r, const char *s, size_t n, uint64_t line)
 {
-	bool ov, ck;
-	words(s, n, &ov, &ck);
-	int rc = ov ? overflow_line(r, s, n, line) : 0;
-	if (!rc && ck)
+	unsigned w = words(s, n);
+	int rc = w & W_OVERFLOW ? overflow_line(r, s, n, line) : 0;
+	if (!rc && (w & W_CHECKPOINT))
 		rc = checkpoint_line(r, s, n, line);
+	if (!rc && (w & W_STOPPED))
+		rc = stopped_line(r, s, n, line);
 	return rc;
 }
 

@@ -192,7 +192,7 @@ bool gw__rd_unquote(const char **s, size_t *n);
  * Unix time it names (NaN: none). */
 size_t gw__rd_prefix(const char *s, size_t n, double *ts);
 
-/* Whether s[0..n) holds the words of an overflow or checkpoint line
+/* Whether s[0..n) holds the words of an overflow, checkpoint or stopped line
  * (rd_events.c; for a sniffer: such lines alone are a log to read). */
 bool gw__rd_event_words(const char *s, size_t n);
 

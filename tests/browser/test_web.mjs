@@ -687,6 +687,10 @@ test('300 runs: open alerts first, a filter, a bounded list, any run can be over
 
 test('the runs list refresh keeps the keyboard focus where it is', async () => {
   const page = await lockedPage(browser);
+  // nothing changes between refreshes: the daemon answers 304, headers
+  // only, to the If-None-Match the page sends (a conditional request)
+  const runsStatus = [];
+  page.on('response', (r) => { if (/\/v1\/runs(\?|$)/.test(r.url())) runsStatus.push(r.status()); });
   await page.goto(daemon.base + '/');
   await ready(page);
   let on = null;
@@ -701,6 +705,9 @@ test('the runs list refresh keeps the keyboard focus where it is', async () => {
   await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => r())));
   assert.equal(await page.evaluate(() => document.activeElement.closest('tr[data-run]')?.dataset.run ?? null), RUN,
     'the focus survived the refresh');
+  assert.equal(runsStatus[0], 200);
+  assert.ok(runsStatus.slice(1).includes(304), runsStatus.join(','));
+  assert.ok(await page.$(`tr[data-run="${RUN}"]`), 'the list still shows the run after a 304');
   await page.keyboard.press('Enter');
   await page.waitForFunction((run) => location.pathname === '/runs/' + run, {}, RUN);
   await page.close();

@@ -6,6 +6,7 @@ GET /v1/runs/{run} (and /ranks) are the first 1000 with a summary of all
 page after (null on the last), `total` counts every run and `matching`
 those whose name holds `q`; `order=trouble` puts runs with open alerts
 first (the web view's first page)."""
+import http.client
 import json
 import unittest
 import urllib.parse
@@ -13,6 +14,50 @@ import urllib.parse
 from gwtest import Daemon
 
 N = 2500
+
+
+def conditional_get(d, path, etag=None):
+    """GET with If-None-Match: (status, ETag header, body bytes)."""
+    c = http.client.HTTPConnection('127.0.0.1', d.http_port, timeout=30)
+    try:
+        c.request('GET', path, headers={'If-None-Match': etag} if etag else {})
+        r = c.getresponse()
+        return r.status, r.getheader('ETag'), r.read()
+    finally:
+        c.close()
+
+
+class Conditional(unittest.TestCase):
+    """Item 3's conditional request: a page that did not change is answered
+    304 without a body when the client names the ETag it has (the web view
+    polls its runs page every few seconds)."""
+
+    def test_unchanged_page_is_304_changed_page_is_200(self):
+        with Daemon() as d:
+            body = ''.join(json.dumps({'run': 'c-%03d' % i, 'step': 1, 'loss': 1.0}) + '\n'
+                           for i in range(300))
+            self.assertEqual(d.post('/v1/ingest', body.encode())[0], 200)
+            path = '/v1/runs?order=trouble&limit=200'
+            st, etag, full = conditional_get(d, path)
+            self.assertEqual(st, 200)
+            self.assertTrue(etag and etag.startswith('"') and etag.endswith('"'), etag)
+            self.assertGreater(len(full), 10000)
+            # nothing changed: headers only, the same tag
+            st, again, b = conditional_get(d, path, etag)
+            self.assertEqual((st, again, b), (304, etag, b''))
+            # a list of tags, a weak one among them, matches too
+            st, _, b = conditional_get(d, path, 'W/"0000000000000000", W/' + etag)
+            self.assertEqual((st, b), (304, b''))
+            # another tag, or none: the whole answer
+            st, _, b = conditional_get(d, path, '"0000000000000000"')
+            self.assertEqual((st, b), (200, full))
+            # a new record changes the page: 200 and a new tag
+            self.assertEqual(d.post('/v1/ingest', b'{"run":"c-000","step":2,"loss":0.5}\n')[0],
+                             200)
+            st, new, b = conditional_get(d, path, etag)
+            self.assertEqual(st, 200)
+            self.assertNotEqual(new, etag)
+            self.assertIn(b'"c-000"', b)
 
 
 class RunsPaging(unittest.TestCase):

@@ -3,7 +3,8 @@
  * events in every stdout format (readers/rd_events.c): fp16 overflow lines
  * (DeepSpeed, fairseq, apex, the scaler's floor) and checkpoint saves and
  * loads (Megatron, fairseq, the HF Trainer, DeepSpeed, OLMo, torchtitan,
- * nanoGPT, Lightning), with the steps they get.  Each case holds the exact
+ * nanoGPT, Lightning), and a loop's statement that its loss was not finite,
+ * with the steps they get.  Each case holds the exact
  * lines of its source where one is named.  Every input is read in one
  * piece and byte by byte (rdtest.h).
  */
@@ -235,12 +236,64 @@ START_TEST(checkpoint_wordings)
 		 "step 1001, loss: 0.5\n"
 		 "Restoring states from the checkpoint path at /ckpt/epoch=9-step=2000.ckpt\n",
 		 "1 r 1000 event=resumed checkpoint_step=1000\n2 r 1001 loss=0.5\n"},
+		/* PyTorch's imagenet example and timm: the epoch, not the step: a
+		 * resume at the next point's step - 1 */
+		{"=> loading checkpoint 'ckpt.pth.tar'\n"
+		 "=> loaded checkpoint 'ckpt.pth.tar' (epoch 3)\nstep 31, loss: 1.0\n",
+		 "2 r 30 event=resumed checkpoint_step=30\n3 r 31 loss=1\n"},
+		{"Loaded checkpoint 'output/train/last.pth.tar' (epoch 12)\nstep 5, loss: 1.0\n",
+		 "1 r 4 event=resumed checkpoint_step=4\n2 r 5 loss=1\n"},
+		/* svoice (facebookresearch/svoice#22, as pasted) */
+		{"[2021-11-11 08:29:13,317][svoice.solver][INFO] - Loading checkpoint model: "
+		 "checkpoint.th\nstep 81, loss: -5.5\n",
+		 "1 r 80 event=resumed checkpoint_step=80 ts=1636619353.317\n2 r 81 loss=-5.5\n"},
+		/* mmcv, mmengine */
+		{"2020-06-01 10:00:00,000 - mmdet - INFO - resumed epoch 5, iter 2500\n"
+		 "step 2501, loss: 0.4\n",
+		 "1 r 2500 event=resumed checkpoint_step=2500 ts=1591005600\n2 r 2501 loss=0.4\n"},
+		{"resumed epoch: 5, iter: 2500\nstep 2501, loss: 0.4\n",
+		 "1 r 2500 event=resumed checkpoint_step=2500\n2 r 2501 loss=0.4\n"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct res r;
 		read_str(cases[i].in, NULL, &r);
 		ck_assert_msg(!strcmp(r.g.text, cases[i].want), "case %zu (%s, rc %d %s):\n%s", i,
 		              r.format, r.rc, r.err, r.g.text);
+		free(r.g.text);
+	}
+}
+END_TEST
+
+/* A loop's statement that its loss was not finite, without the loss's own
+ * line: a point of that loss at the step the line names, else the last
+ * point's + 1.  torchvision references/detection/engine.py (the lines of
+ * pytorch/vision#1631 as pasted), detectron2 engine/train_loop.py, Keras'
+ * TerminateOnNaN; a finite loss named, or no point before, is nothing. */
+START_TEST(stopped_wordings)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{"Epoch: [0]  [20/60]  eta: 0:00:43  lr: 0.007132  loss: 2.6232 (2.4223)  "
+		 "loss_classifier: 0.5024 (0.4540)  time: 1.0178  data: 0.0479  max mem: 3014\n"
+		 "Loss is inf, stopping training\n",
+		 "1 r 20 loss=2.6232 lr=0.007132 | epoch=0 loss_classifier=0.5024 time_elapsed=1.0178 "
+		 "data=0.0479 max_mem=3014\n2 r 21 loss=Infinity\n"},
+		{"step 7, loss: 2.5\nLoss is nan, stopping training\n{'loss_ce': tensor(nan)}\n",
+		 "1 r 7 loss=2.5\n2 r 8 loss=NaN\n"},
+		{"[03/09 10:01:02 d2.utils.events]:  iter: 19  total_loss: 1.2  lr: 0.0004\n"
+		 "FloatingPointError: Loss became infinite or NaN at iteration=23!\n",
+		 "1 r 19 loss=1.2 lr=0.0004 | total_loss=1.2\n2 r 23 loss=NaN\n"},
+		{"step 3, loss: 0.7\nBatch 63: Invalid loss, terminating training\n",
+		 "1 r 3 loss=0.7\n2 r 4 loss=NaN\n"},
+		{"step 3, loss: 0.7\nLoss is 0.7, stopping training\n", "1 r 3 loss=0.7\n"},
+		{"Loss is nan, stopping training\n", ""},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct res r;
+		read_str(cases[i].in, NULL, &r);
+		ck_assert_msg(!strcmp(r.g.text ? r.g.text : "", cases[i].want),
+		              "case %zu (%s, rc %d %s):\n%s", i, r.format, r.rc, r.err, r.g.text);
 		free(r.g.text);
 	}
 }
@@ -254,6 +307,7 @@ static Suite *suite(void)
 	tcase_add_test(t, overflow_wordings);
 	tcase_add_test(t, overflow_before_points);
 	tcase_add_test(t, checkpoint_wordings);
+	tcase_add_test(t, stopped_wordings);
 	suite_add_tcase(s, t);
 	return s;
 }

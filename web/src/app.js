@@ -143,19 +143,31 @@
 
   function liveSource() {
     var enc = encodeURIComponent;
+    /* conditional reads (docs/api.md): the last answer of the last few
+     * paths is kept with its ETag and named in If-None-Match; an unchanged
+     * answer comes back 304, headers only, and the kept one is used */
+    var kept = new Map(), KEEP = 8;
     function get(path) {
-      var headers = {Accept: 'application/json'}, t = readToken();
+      var headers = {Accept: 'application/json'}, t = readToken(), k = kept.get(path);
       if (t) headers.Authorization = 'Bearer ' + t;
+      if (k) headers['If-None-Match'] = k.etag;
       return fetch(path, {headers: headers, cache: 'no-store'}).catch(function (e) {
         var n = new Error('cannot reach gradwatchd at ' + location.host + ' (' + e.message + ')');
         n.network = true;
         throw n;
       }).then(function (r) {
+        if (r.status === 304 && k) return k.json;
         return r.json().catch(function () { return null; }).then(function (j) {
           if (!r.ok) {
             var e = new Error((j && j.error) || (r.status + ' ' + r.statusText));
             e.auth = r.status === 401;
             throw e;
+          }
+          var tag = r.headers.get('ETag');
+          kept.delete(path);
+          if (tag && j) {
+            kept.set(path, {etag: tag, json: j});
+            if (kept.size > KEEP) kept.delete(kept.keys().next().value);
           }
           return j;
         });
