@@ -188,7 +188,7 @@ static int cmd_thresholds(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	char r[64];
-	for (const struct gw_threshold_info *i = gw_threshold_table; i->name; i++)
+	for (const struct gw_threshold_info *i = gw_threshold_list(); i->name; i++)
 		printf("%-24s %-8g %-20s %s\n%55srange: %s\n", i->name, i->def,
 		       gw_threshold_range(i, r, sizeof(r)), i->reason, "", i->range_reason);
 	return 0;

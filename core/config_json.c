@@ -41,7 +41,7 @@ static json_t *listen_json(const struct gw_listen *l)
 static json_t *thresholds_json(const struct gw_thresholds *th)
 {
 	json_t *o = json_object();
-	for (const struct gw_threshold_info *i = gw_threshold_table; i->name; i++)
+	for (const struct gw_threshold_info *i = gw_threshold_list(); i->name; i++)
 		json_object_set_new(o, i->name, gw_json_num(*(const double *)((const char *)th + i->offset)));
 	return o;
 }

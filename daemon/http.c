@@ -335,10 +335,8 @@ static void dispatch(struct gw_http_conn *c)
 	c->req.body_len = c->body.len;
 	c->req.body_over = c->body_over;
 	if (r->handler) {
+		/* a query route's is gw__http_answer_query (gw_http_route) */
 		r->handler(c, &c->req);
-	} else if (r->query) {
-		/* answer from the database once what came before is in it */
-		gw_http_defer(c, r->query, NULL, NULL, NULL);
 	} else {
 		gw_http_respond_error(c, 500, "no handler");
 	}

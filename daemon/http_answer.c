@@ -163,6 +163,12 @@ static void read_after_barrier(struct gw_commit_waiter *w)
 	}
 }
 
+void gw__http_answer_query(struct gw_http_conn *c, const struct gw_http_req *r)
+{
+	(void)r;
+	gw_http_defer(c, c->route->query, NULL, NULL, NULL);
+}
+
 void gw_http_defer(struct gw_http_conn *c, gw_http_read_fn read, gw_http_then_fn then,
                    void *state, void (*state_free)(void *state))
 {

@@ -144,6 +144,10 @@ void gw__http_respond_owned(struct gw_http_conn *c, int status, char *json, size
 /* A deferred read is over: it no longer counts in gw_http.reads. */
 void gw__http_read_release(struct gw_http_conn *c);
 
+/* A query route's handler (set by gw_http_route): the route's query on the
+ * pool once what came before it is committed (gw_http_defer). */
+void gw__http_answer_query(struct gw_http_conn *c, const struct gw_http_req *r);
+
 /* An error that ends the connection (the request could not be read). */
 void gw__http_respond_fatal(struct gw_http_conn *c, int status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

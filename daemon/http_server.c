@@ -21,7 +21,12 @@ int gw_http_route(struct gw_http *h, const struct gw_http_route *r)
 {
 	if (!h || h->nroutes >= MAX_ROUTES)
 		return -ENOSPC;
-	h->routes[h->nroutes++] = *r;
+	h->routes[h->nroutes] = *r;
+	/* a query route answers from the database once what came before it
+	 * is in (http_answer.c) */
+	if (!r->handler && r->query)
+		h->routes[h->nroutes].handler = gw__http_answer_query;
+	h->nroutes++;
 	return 0;
 }
 

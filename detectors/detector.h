@@ -6,11 +6,12 @@
  * per-run state blob of `state_size` bytes that the engine allocates, zeroes
  * and hands to every hook.  Hooks see the run through a read-only context
  * (struct gw_det_ctx): the line, the history (hist.h), the restart the
- * segment started with (regime.h), the thresholds.  They report with
- * gw_det_raise() and gw_det_resolve().  Detectors are pure: no I/O, no
- * sockets, no SQLite, bounded state.  They never ask about each other: when
- * one detector's verdict makes another's redundant, the precedence table in
- * registry.c says so once and the engine drops the redundant verdict.
+ * segment started with (regime.h), the shared thresholds and its own
+ * (gw_det_own_th).  They report with gw_det_raise() and gw_det_resolve().
+ * Detectors are pure: no I/O, no sockets, no SQLite, bounded state.  They
+ * never ask about each other: when one detector's verdict makes another's
+ * redundant, the precedence table in registry.c says so once and the
+ * engine drops the redundant verdict.
  *
  * Incidents: a verdict names an incident key the detector chooses (a
  * counter bumped per new incident is enough).  The first verdict for a key
@@ -94,6 +95,15 @@ struct gw_detector {
 	 * detector was reported, the engine stops calling on_record, on_event
 	 * and on_tick until the next segment starts. */
 	bool once_per_segment;
+	/* Its own thresholds, if any (thresholds.h, GW_DET_THRESHOLDS): a
+	 * table of GW_TH_OWN entries over a struct of doubles of
+	 * thresholds_size bytes; gw_det_own_th() gives the run's values. */
+	const struct gw_threshold_info *thresholds;
+	size_t thresholds_size;
+	/* Optional: do its own thresholds (that struct, complete) agree with
+	 * each other?  0, or -EINVAL with what disagrees and why in err (as
+	 * gw_errf writes it).  gw_thresholds_check calls it. */
+	int (*check_thresholds)(const void *own, char *err, size_t errlen);
 
 	/* Hooks, each optional (NULL). */
 	void (*init)(void *state, const struct gw_det_ctx *ctx);
@@ -116,6 +126,11 @@ struct gw_detector {
 	 * then (limits.run_evict_idle_s waits for it). */
 	double (*watch_until)(const void *state);
 };
+
+/* The detector's own thresholds for the run at hand: its struct (the type
+ * its GW_DET_THRESHOLDS names), NULL if it has none.  Per run: a run that
+ * matches a configured glob gets that entry's values. */
+const void *gw_det_own_th(const struct gw_det_ctx *ctx);
 
 /* For summaries: a number with 2-3 significant digits ("0.61", "1.2e-05"),
  * a log ratio as a signed percentage ("+12%"); steps with thousands

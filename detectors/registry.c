@@ -4,9 +4,12 @@
  *
  * Adding a detector: declare its `const struct gw_detector` below and put
  * it in gw_det_registry where it should run; if its verdicts make another
- * detector's redundant (or the reverse), add a precedence rule.  Registry
- * order matters only within one line: a winner's verdict on an earlier line
- * (or earlier in the registry on the same line) is what a rule sees.
+ * detector's redundant (or the reverse), add a precedence rule.  Its
+ * thresholds, if any, come with its gw_detector (GW_DET_THRESHOLDS,
+ * thresholds.h): the list of thresholds is built from this registry.
+ * Registry order matters only within one line: a winner's verdict on an
+ * earlier line (or earlier in the registry on the same line) is what a
+ * rule sees.
  *
  * gw_det_index() looks names up in a table (lib/strtab.h) built on first
  * use over static storage, so it never allocates and never fails.

@@ -1,15 +1,29 @@
 /*
- * Every detection threshold, in one place, with the reason for its value
- * and the reason for its valid range.
+ * Detection thresholds: each with the reason for its value and the reason
+ * for its valid range, in one of two places.
  *
- * GW_THRESHOLDS is an X-macro list: X(name, default, kind, lo, hi, reason,
- * range).  It expands to the fields of struct gw_thresholds (all doubles),
- * to the table that `gradwatch thresholds` prints, and to the names the
+ * Where they live.  A detector's own thresholds are a table in its own file
+ * (GW_TH_OWN entries over a struct of doubles, named by the detector's
+ * gw_detector with GW_DET_THRESHOLDS; detectors/det_loss_scale.c is one),
+ * so that adding a detector touches its file, the registry and the build
+ * file, nothing shared.  This file holds the shared ones -- segmentation
+ * (the engine), the windows several detectors read (the pre-checkpoint
+ * regime, the noise floors), the thresholds of the code shared by several
+ * detectors (regime.c, spike.c, verdict.c's precedence scopes) -- and those
+ * of detectors written before the move, as the X-macro list GW_THRESHOLDS:
+ * X(name, default, kind, lo, hi, reason, range), which expands to the
+ * fields of struct gw_thresholds.  gw_threshold_list() is every threshold
+ * of both places, this list first, then each registered detector's table
+ * in registry order; it is what `gradwatch thresholds` prints, what the
  * configuration accepts ("thresholds": {"name": value} globally or per run
- * glob, see docs/configuration.md).  docs/detectors.md explains how each
- * detector uses them and gives the measured margins.
+ * glob, see docs/configuration.md), what --check-config writes and what
+ * the range checks below walk, so a detector's own threshold is set,
+ * refused, printed and overridden per run exactly as a shared one.  A
+ * detector reads its own for the run at hand with gw_det_own_th(ctx)
+ * (detector.h).  docs/detectors.md explains how each detector uses them
+ * and gives the measured margins.
  *
- * Ranges: kind GW_TH_COUNT is an integer in [lo, hi] (a count of records,
+ * Ranges (in both places): kind GW_TH_COUNT is an integer in [lo, hi] (a count of records,
  * lines or steps, or a window size), GW_TH_REAL a real in [lo, hi],
  * GW_TH_ABOVE a real in (lo, hi].  A window that must fit in the history
  * has the history's size as its bound (hist.h GW_RING_CAP = 512, regime.h
@@ -18,7 +32,8 @@
  * means "a rise" is >= 1 and one that means "a fall" is <= 1.  Upper
  * bounds on sigmas and factors are where a rule could never fire (turn
  * the detector off in the configuration instead).  A few thresholds must
- * also agree with each other (gw_thresholds_check lists them).
+ * also agree with each other (gw_thresholds_check lists the shared ones,
+ * a detector's check_thresholds its own).
  * gw_thresholds_set and gw_thresholds_check refuse anything else, the
  * configuration loader reports which key, its range and why, and the
  * engine refuses to run with a set that does not pass (GW_REQUIRE), so no
@@ -43,9 +58,10 @@
  *    of noisy runs reach x1.7 (realworld) at 4 sigma or more.
  *
  * Issue 19 (real incidents, docs/detectors.md "short_context", "loss_scale"):
- * the sc_* and ls_* thresholds, tuned on tests/data/incidents and held to
- * zero false alerts on every window of 5-40 points of the healthy real logs
- * (bench/det_windows.py); dev and realworld scores unchanged.
+ * the sc_* thresholds (and ls_*, now det_loss_scale.c's own), tuned on
+ * tests/data/incidents and held to zero false alerts on every window of
+ * 5-40 points of the healthy real logs (bench/det_windows.py); dev and
+ * realworld scores unchanged.
  *
  * Changes to detection that are not a threshold's value, recorded here:
  *  - segmentation: a line that arrived late (its step between the last two
@@ -324,30 +340,6 @@ enum gw_th_kind {
 	  "stay below 1e7; a grad norm logged still multiplied by an fp16 loss scale of 2^16-2^24 " \
 	  "stays below 1e12; broken runs log 4e12 and 5e26)", \
 	  "a magnitude: above 0") \
-	/* ---- loss_scale: fp16 dynamic loss scaling */ \
-	X(ls_storm_n, 4.0, GW_TH_COUNT, 2, 1e9, \
-	  "overflow storm: this many overflows in a row (each within ls_gap steps of the last) ...", \
-	  "overflows: at least 2 (one is routine)") \
-	X(ls_gap, 3.0, GW_TH_COUNT, 1, 1e9, \
-	  "... steps between two overflows of one storm (a storm skips step after step)", \
-	  "steps: at least 1") \
-	X(ls_low, 8.0, GW_TH_ABOVE, 0, 1e12, \
-	  "... that drove the scale to this or below: a scaler starting at 2^16-2^32 halves a few " \
-	  "times to calibrate (6 times from 2^32 in a healthy start); at <= 8 the fp16 gradients " \
-	  "are hardly scaled", "a scale: above 0") \
-	X(ls_floor, 1.0, GW_TH_ABOVE, 0, 1e12, \
-	  "an overflow that set the scale below this: the gradients overflow unscaled (fairseq " \
-	  "stops at 1e-4; healthy runs hold at 1)", "a scale: above 0") \
-	X(ls_pinned_n, 2.0, GW_TH_COUNT, 1, 1e9, \
-	  "pinned scale: this many overflows that could not lower the scale (at its minimum) ...", \
-	  "overflows: at least 1") \
-	X(ls_skip_n, 3.0, GW_TH_COUNT, 1, 1e9, \
-	  "skipped: this many records in a row that report skipped or NaN iterations (a healthy " \
-	  "Megatron fp16 run skips in one record while its scale calibrates)", \
-	  "records: at least 1") \
-	X(ls_pinned_steps, 50.0, GW_TH_COUNT, 1, 1e9, \
-	  "... within this many steps (a healthy run at its floor overflows once in ~100 updates)", \
-	  "steps: at least 1") \
 	/* ---- stall (wall clock, live only) and throughput collapse */ \
 	X(stall_min_seconds, 120.0, GW_TH_REAL, 0.1, 2592000, \
 	  "a run is stalled when it has not logged for this long ...", \
@@ -375,10 +367,16 @@ enum gw_th_kind {
 	  "a fraction: above 0 (it divides), at most 0.75 (below the 0.8 at which an episode ends, " \
 	  "so it cannot flap)")
 
+/* Most detector-owned thresholds of all registered detectors together. */
+#define GW_TH_OWN_MAX 96
+
 struct gw_thresholds {
 #define GW_TH_FIELD(name, def, kind, lo, hi, reason, range) double name;
 	GW_THRESHOLDS(GW_TH_FIELD)
 #undef GW_TH_FIELD
+	/* The detectors' own thresholds, each detector's struct of doubles at
+	 * the place gw_threshold_list() gives it (gw_det_own_th finds it). */
+	double own[GW_TH_OWN_MAX];
 };
 
 struct gw_threshold_info {
@@ -388,11 +386,39 @@ struct gw_threshold_info {
 	double lo, hi;
 	const char *reason;       /* why the default */
 	const char *range_reason; /* why the range */
+	/* Where the value is: in struct gw_thresholds (gw_threshold_list), or
+	 * in the detector's own struct (a table of GW_TH_OWN entries). */
 	size_t offset;
 };
 
-/* The table, NULL-name terminated. */
-extern const struct gw_threshold_info gw_threshold_table[];
+/*
+ * A detector's own threshold: one entry of its table, for the field `name`
+ * of its struct `type` (only doubles, one per entry, the field named as the
+ * configuration key).  The table ends with GW_TH_OWN_END, and the detector
+ * names it with GW_DET_THRESHOLDS(table, type) in its gw_detector:
+ *
+ *   struct my_th { double my_window; };
+ *   static const struct gw_threshold_info my_thresholds[] = {
+ *           GW_TH_OWN(struct my_th, my_window, 8, GW_TH_COUNT, 1, 32,
+ *                     "why 8", "why 1 to 32"),
+ *           GW_TH_OWN_END,
+ *   };
+ *   ... .name = "my", GW_DET_THRESHOLDS(my_thresholds, struct my_th), ...
+ *
+ * Its names must not be taken (by this list or another detector): the
+ * list is built once, on first use, and aborts (GW_REQUIRE) on a name
+ * taken twice, a struct that is not exactly its table's doubles, or more
+ * than GW_TH_OWN_MAX in all.  Relations between its thresholds go into
+ * its gw_detector's check_thresholds hook.
+ */
+#define GW_TH_OWN(type, name, def, kind, lo, hi, reason, range) \
+	{#name, def, kind, lo, hi, reason, range, offsetof(type, name)}
+#define GW_TH_OWN_END {NULL, 0, 0, 0, 0, NULL, NULL, 0}
+#define GW_DET_THRESHOLDS(table, type) .thresholds = (table), .thresholds_size = sizeof(type)
+
+/* Every threshold, the shared ones first, then each registered detector's
+ * in registry order; NULL-name terminated. */
+const struct gw_threshold_info *gw_threshold_list(void);
 
 /* The entry of a threshold by name, or NULL. */
 const struct gw_threshold_info *gw_threshold_find(const char *name);
@@ -411,11 +437,12 @@ void gw_thresholds_default(struct gw_thresholds *t);
 int gw_thresholds_set(struct gw_thresholds *t, const char *name, double v, char *err,
                       size_t errlen);
 
-/* Check a whole set: every value in its range, and the thresholds that
+/* Check a whole set: every value in its range, the shared thresholds that
  * must agree with each other (pre_min <= pre_window; post_window_min <=
  * post_window <= post_window_long; div_min_steps <= div_steps; mr_post +
- * mr_gap + mr_pre <= 512; sp_base_window + sp_cur_window <= 512).
- * Returns 0 or -EINVAL with the first problem in err (if not NULL). */
+ * mr_gap + mr_pre <= 512; sp_base_window + sp_cur_window <= 512), then
+ * each detector's check_thresholds on its own.  Returns 0 or -EINVAL with
+ * the first problem in err (if not NULL). */
 int gw_thresholds_check(const struct gw_thresholds *t, char *err, size_t errlen);
 
 #endif

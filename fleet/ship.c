@@ -458,6 +458,9 @@ int gw_fleet_start(const struct gw_fleet_cfg *cfg, const char *db_path, struct g
 	f->pg.idle_data = f;
 	f->st.node = f->cfg.node;
 	f->crash_after = gw_fault_crash_ship();
+	if (f->crash_after)
+		gw_log_warn("fleet: test hook GRADWATCH_FAULT_CRASH_SHIP: the process kills itself "
+		            "after PostgreSQL commit %" PRIu64 ", before the cursors", f->crash_after);
 	int rc = !f->cfg.dsn || !f->db_path ? -ENOMEM : gw__fleet_sq_open(f, err, errlen);
 	if (rc == 0 && (rc = -pthread_create(&f->thread, NULL, ship_main, f)) < 0)
 		gw_errf(err, errlen, rc, "fleet: cannot start the shipper thread: %s", strerror(-rc));

@@ -2,7 +2,9 @@
  * fault: the test hooks (see fault.h).  Everything that reads the
  * environment or kills is inside #if GW_FAULT_HOOKS: GW_FAULT_HOOKS comes
  * from gw_config.h (the build's -Dfault_hooks), unless the compiler was
- * given it (tests/unit/test_fault.c builds this file both ways).
+ * given it (tests/unit/test_fault.c builds this file both ways).  It logs
+ * nothing (the callers say which hook acts): clock.c reads the clock-step
+ * hook, and the logger reads that clock, so fault.c sits below log.c.
  */
 #include "fault.h"
 
@@ -11,8 +13,6 @@
 #endif
 
 #if GW_FAULT_HOOKS
-#include "log.h"
-
 #include <inttypes.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -38,11 +38,7 @@ uint64_t gw_fault_crash_commit(void)
 	const char *v = getenv("GRADWATCH_FAULT_CRASH_COMMIT");
 	if (!v || !*v)
 		return 0;
-	uint64_t n = strtoull(v, NULL, 10);
-	if (n)
-		gw_log_warn("store: test hook GRADWATCH_FAULT_CRASH_COMMIT=%s: the process kills "
-		            "itself before commit %" PRIu64, v, n);
-	return n;
+	return strtoull(v, NULL, 10);
 }
 
 uint64_t gw_fault_crash_ship(void)
@@ -50,11 +46,7 @@ uint64_t gw_fault_crash_ship(void)
 	const char *v = getenv("GRADWATCH_FAULT_CRASH_SHIP");
 	if (!v || !*v)
 		return 0;
-	uint64_t n = strtoull(v, NULL, 10);
-	if (n)
-		gw_log_warn("fleet: test hook GRADWATCH_FAULT_CRASH_SHIP=%s: the process kills itself "
-		            "after PostgreSQL commit %" PRIu64 ", before the cursors", v, n);
-	return n;
+	return strtoull(v, NULL, 10);
 }
 
 void gw_fault_crash(void)
@@ -100,8 +92,6 @@ void gw_fault_hold_read(const char *path, const char *query, size_t qlen)
 	if ((f = fopen(mark, "w")))
 		fclose(f);
 	snprintf(mark, sizeof(mark), "%s.go.%u", path, k);
-	gw_log_warn("http: test hook GRADWATCH_FAULT_HOLD_READS: read %u held until %s exists", k,
-	            mark);
 	for (int i = 0; i < 6000 && access(mark, F_OK) != 0; i++)
 		usleep(10000);
 }

@@ -16,7 +16,7 @@
  */
 #include "log.h"
 #include "clock.h"
-#include "util.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <inttypes.h>

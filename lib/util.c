@@ -96,33 +96,6 @@ size_t gw_strlcpy(char *dst, const char *src, size_t dst_size)
 	return n;
 }
 
-size_t gw_utf8_seq(const unsigned char *p, size_t avail)
-{
-	unsigned char b0 = p[0];
-	if (b0 >= 0xC2 && b0 <= 0xDF)
-		return avail >= 2 && (p[1] & 0xC0) == 0x80 ? 2 : 0;
-	if (b0 >= 0xE0 && b0 <= 0xEF) {
-		if (avail < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
-			return 0;
-		if (b0 == 0xE0 && p[1] < 0xA0)
-			return 0;
-		if (b0 == 0xED && p[1] >= 0xA0)
-			return 0;
-		return 3;
-	}
-	if (b0 >= 0xF0 && b0 <= 0xF4) {
-		if (avail < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 ||
-		    (p[3] & 0xC0) != 0x80)
-			return 0;
-		if (b0 == 0xF0 && p[1] < 0x90)
-			return 0;
-		if (b0 == 0xF4 && p[1] >= 0x90)
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
 size_t gw_utf8_clean(char *out, size_t cap, const char *in, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)in;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "clock.h"
+#include "utf8.h"
 
 #define GW_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define GW_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -67,10 +68,7 @@ json_t *gw_json_num(double v);
 /* Copy at most dst_size - 1 bytes of src and terminate; returns strlen(src). */
 size_t gw_strlcpy(char *dst, const char *src, size_t dst_size);
 
-/* Length of the valid multi-byte UTF-8 sequence at p (at most avail bytes;
- * p[0] >= 0x80), or 0.  Rejects overlong forms, surrogates and code points
- * above U+10FFFF. */
-size_t gw_utf8_seq(const unsigned char *p, size_t avail);
+/* gw_utf8_seq: utf8.h. */
 
 /* Copy in[0..n) into out (cap bytes, NUL-terminated) as valid UTF-8: each
  * byte that is not part of a valid sequence (and each NUL) becomes the

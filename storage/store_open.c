@@ -46,6 +46,9 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	s->n_schemas = o->n_schemas;
 	s->o.schemas = NULL;
 	s->crash_at_commit = gw_fault_crash_commit();
+	if (s->crash_at_commit)
+		gw_log_warn("store: test hook GRADWATCH_FAULT_CRASH_COMMIT: the process kills itself "
+		            "before commit %" PRIu64, s->crash_at_commit);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->notify_mu, NULL);
 	pthread_condattr_t ca;

@@ -27,8 +27,11 @@ def load(d, run, n):
     d.wait_committed("SELECT count(*) FROM records", n, timeout=600)
 
 
-def big_read(port, path, out):
-    """GET path until it is answered 200 (503: after Retry-After)."""
+def big_read(port, path, out, nice=0):
+    """GET path until it is answered 200 (503: after Retry-After), from a
+    thread at `nice` (Linux: a thread's own nice value)."""
+    if nice:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
     tries = 0
     while True:
         tries += 1
@@ -99,9 +102,10 @@ while not os.path.exists(stop):
 '''
 
 
-def reads_under_probe(d, wd, reads, limit):
-    """Run `reads` big reads at once while a probe process asks /healthz
-    until they are done.  Returns (answers, probes, pings, seconds):
+def reads_under_probe(d, wd, reads, limit, reader_nice=0):
+    """Run `reads` big reads at once (their threads at `reader_nice`) while
+    a probe process asks /healthz until they are done.  Returns (answers,
+    probes, pings, seconds):
     answers are (status, bytes, tries, t answered), probes (t answered,
     status, latency, reads still unanswered at t), pings the watchdog's
     times in that window (t: time.monotonic())."""
@@ -112,7 +116,8 @@ def reads_under_probe(d, wd, reads, limit):
     out, threads = [], []
     t0 = time.monotonic()
     for _ in range(reads):
-        th = threading.Thread(target=big_read, args=(d.http_port, path, out), daemon=True)
+        th = threading.Thread(target=big_read, args=(d.http_port, path, out, reader_nice),
+                              daemon=True)
         th.start()
         threads.append(th)
     for th in threads:

@@ -90,6 +90,65 @@ class Refused(unittest.TestCase):
         self.assertEqual(sum(1 for l in out.splitlines() if l.lstrip().startswith('range: ')), len(names))
 
 
+class DetectorsOwn(unittest.TestCase):
+    """loss_scale's ls_* live in det_loss_scale.c's own table, not in
+    thresholds.h: the binaries refuse, print, write and apply them per run
+    as they do the shared ones."""
+
+    def test_refused_with_the_range_and_why(self):
+        rc, err = check({'thresholds': {'ls_storm_n': 1}})
+        self.assertEqual(rc, 1)
+        self.assertEqual(err.strip(), 'gradwatchd: CFG: thresholds.ls_storm_n must be an integer '
+                         'in [2, 1e+09], not 1: overflows: at least 2 (one is routine)')
+        rc, err = check({'runs': [{'match': 'x*', 'thresholds': {'ls_low': 0}}]})
+        self.assertEqual(rc, 1)
+        self.assertIn('CFG: runs[0].thresholds.ls_low must be in (0, 1e+12], not 0: a scale: '
+                      'above 0', err)
+
+    def test_check_config_writes_them(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg = os.path.join(tmp, 'c.json')
+            with open(cfg, 'w') as f:
+                json.dump({'thresholds': {'ls_storm_n': 6},
+                           'runs': [{'match': 'x*', 'thresholds': {'ls_gap': 5}}]}, f)
+            r = subprocess.run([GRADWATCHD, '--config', cfg, '--check-config'], cwd=tmp,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30,
+                               env=dict(os.environ, XDG_STATE_HOME=tmp + '/state',
+                                        XDG_RUNTIME_DIR=tmp + '/run'))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            out = json.loads(r.stdout)
+            self.assertEqual(out['thresholds']['ls_storm_n'], 6)
+            self.assertEqual(out['thresholds']['ls_gap'], 3)
+            self.assertEqual(out['runs'][0]['thresholds']['ls_gap'], 5)
+            self.assertEqual(out['runs'][0]['thresholds']['ls_storm_n'], 6)
+
+    def test_printed_by_gradwatch_thresholds(self):
+        out = subprocess.run([GRADWATCH, 'thresholds'], stdout=subprocess.PIPE, check=True,
+                             timeout=30).stdout.decode()
+        [ls] = [l for l in out.splitlines() if l.startswith('ls_storm_n ')]
+        self.assertRegex(ls, r'^ls_storm_n +4 +integer in \[2, 1e\+09\] +overflow storm')
+
+    def test_a_run_glob_applies_to_its_runs_only(self):
+        # a storm of two overflows down to a scale of 4: an alert with
+        # ls_storm_n 2 (the glob's), none with the default 4
+        with tempfile.TemporaryDirectory() as tmp:
+            cfg = os.path.join(tmp, 'c.json')
+            with open(cfg, 'w') as f:
+                json.dump({'runs': [{'match': 'touchy-*', 'thresholds': {'ls_storm_n': 2}}]}, f)
+            log = os.path.join(tmp, 'l.jsonl')
+            with open(log, 'w') as f:
+                for run in ('calm', 'touchy-1'):
+                    for step, (a, b) in enumerate(((16, 8), (8, 4)), 100):
+                        f.write(json.dumps({'run': run, 'step': step, 'event': 'overflow',
+                                            'attempted_loss_scale': a, 'loss_scale': b}) + '\n')
+            r = subprocess.run([GRADWATCH, '--config', cfg, 'replay', '--format', 'jsonl', log],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+            self.assertEqual(r.returncode, 1, r.stderr)   # 1: a warning or worse was found
+            alerts = [json.loads(l) for l in r.stdout.decode().splitlines()]
+            self.assertEqual([(a['run'], a['detector']) for a in alerts], [('touchy-1', 'loss_scale')])
+            self.assertIn('2 overflows in a row', alerts[0]['summary'])
+
+
 class Reload(unittest.TestCase):
     def test_a_bad_reload_keeps_the_old_thresholds(self):
         good = {'tick_ms': 50, 'thresholds': {'stall_min_seconds': 1, 'stall_factor': 5}}

@@ -16,6 +16,7 @@
 
 #include "engine.h"
 #include "engine_opts.h"
+#include "enginefix.h"
 #include "hist.h"
 #include "regime.h"
 #include "thresholds.h"
@@ -42,7 +43,7 @@ START_TEST(defaults_pass)
 	char err[256] = "";
 	ck_assert_msg(gw_thresholds_check(&t, err, sizeof(err)) == 0, "%s", err);
 	size_t n = 0;
-	for (const struct gw_threshold_info *i = gw_threshold_table; i->name; i++, n++) {
+	for (const struct gw_threshold_info *i = gw_threshold_list(); i->name; i++, n++) {
 		ck_assert_msg(i->reason && *i->reason, "%s has no reason", i->name);
 		ck_assert_msg(i->range_reason && *i->range_reason, "%s has no range reason", i->name);
 		ck_assert_msg(i->lo < i->hi, "%s: empty range", i->name);
@@ -57,7 +58,7 @@ START_TEST(every_threshold_at_below_above)
 {
 	char err[512];
 	double after;
-	for (const struct gw_threshold_info *i = gw_threshold_table; i->name; i++) {
+	for (const struct gw_threshold_info *i = gw_threshold_list(); i->name; i++) {
 		double lo_in = i->kind == GW_TH_ABOVE ? nextafter(i->lo, INFINITY) : i->lo;
 		double lo_out = i->kind == GW_TH_ABOVE ? i->lo
 		              : i->kind == GW_TH_COUNT ? i->lo - 1 : nextafter(i->lo, -INFINITY);
@@ -159,6 +160,51 @@ START_TEST(ranges_print)
 }
 END_TEST
 
+/* A detector's own thresholds (loss_scale's, in det_loss_scale.c) are in
+ * the one list, refused with their range and why, and read per run: a run
+ * whose glob sets ls_storm_n 2 alerts on a storm of 2 overflows, the others
+ * (4) do not. */
+static void overflow(struct gw_engine *e, const char *run, int64_t step, double from, double to)
+{
+	json_t *a = json_pack("{s:o, s:o}", "attempted_loss_scale", json_real(from), "loss_scale",
+	                      json_real(to));
+	struct gw_rec r = event(run, step, "overflow", a);
+	ck_assert_int_eq(gw_engine_feed(e, &r, (uint64_t)step, NAN, NULL), 0);
+	json_decref(a);
+}
+
+START_TEST(a_detectors_own_per_run)
+{
+	const struct gw_threshold_info *i = gw_threshold_find("ls_storm_n");
+	ck_assert_ptr_nonnull(i);
+	ck_assert_double_eq(i->def, 4);
+	ck_assert_uint_ge(i->offset, offsetof(struct gw_thresholds, own));
+	char err[512];
+	struct gw_thresholds t;
+	gw_thresholds_default(&t);
+	ck_assert_double_eq(get(&t, "ls_storm_n"), 4);
+	ck_assert_int_eq(gw_thresholds_set(&t, "ls_storm_n", 1, err, sizeof(err)), -EINVAL);
+	ck_assert_str_eq(err, "ls_storm_n must be an integer in [2, 1e+09], not 1: overflows: at "
+	                      "least 2 (one is routine)");
+	ck_assert_double_eq(get(&t, "ls_storm_n"), 4);
+
+	struct gw_th_override ov = {.glob = (char *)"touchy-*"};
+	gw_thresholds_default(&ov.th);
+	ck_assert_int_eq(gw_thresholds_set(&ov.th, "ls_storm_n", 2, NULL, 0), 0);
+	struct seen s = {0};
+	struct gw_engine *e = mk(&s, &ov, 1);
+	for (int k = 0; k < 2; k++) {
+		const char *run = k ? "touchy-1" : "calm";
+		overflow(e, run, 100, 16, 8);
+		overflow(e, run, 101, 8, 4);
+	}
+	ck_assert_int_eq(s.alerts, 1);
+	ck_assert_str_eq(s.det[0], "loss_scale");
+	ck_assert_msg(strstr(s.summary[0], "2 overflows in a row"), "%s", s.summary[0]);
+	gw_engine_free(e);
+}
+END_TEST
+
 /* The regime code asserts its windows: an invalid set that got past the
  * loader (a bug) aborts instead of casting -5 to size_t. */
 START_TEST(regime_asserts_windows)
@@ -216,6 +262,7 @@ int main(void)
 	tcase_add_test(tc, the_issues_examples);
 	tcase_add_test(tc, relations);
 	tcase_add_test(tc, ranges_print);
+	tcase_add_test(tc, a_detectors_own_per_run);
 	tcase_add_test(tc, regime_valid_windows_run);
 	tcase_add_test_raise_signal(tc, regime_asserts_windows, SIGABRT);
 	tcase_add_test_raise_signal(tc, engine_refuses_invalid, SIGABRT);
