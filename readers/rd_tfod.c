@@ -196,6 +196,8 @@ static int tf_sniff(const char *h, size_t n, bool all)
 	int64_t step;
 	double t;
 	int best = 0;
+	if (!gw__rd_find(h, n, " per-step time ") && !gw__rd_find(h, n, "{'Loss/"))
+		return 0;   /* neither: not worth reading line by line */
 	while (gw__rd_sniff_msg(&q, h + n, all, &p, &len)) {
 		if (step_line(p, len, &step, &t, &rest))
 			return 90;

@@ -234,6 +234,8 @@ static int yl_sniff(const char *h, size_t n, bool all)
 {
 	const char *p, *q = h;
 	size_t len;
+	if (!gw__rd_find(h, n, "_mem "))
+		return 0;   /* no header's GPU_mem: not worth reading line by line */
 	while (gw__rd_sniff_msg(&q, h + n, all, &p, &len))
 		if (header(p, len, NULL))
 			return 90;
