@@ -22,7 +22,9 @@
  * under its name in lower case ("box_loss", "obj"; a classifier's
  * single "loss" column is the loss itself), GPU_mem as gpu_mem_gb.  A loss column that is not a number is reported as
  * bad_value and the row skipped.  The validation rows (Class / all) are no
- * training points; they end the held row.
+ * training points; they end the held row.  An epoch that comes again
+ * after other lines (a job resumed inside it runs it again) is a point
+ * again: the engine sees the step go back.
  */
 #include "reader_impl.h"
 #include "util.h"
@@ -47,7 +49,6 @@ struct yl {
 	double v[YL_COLS];
 	uint64_t line;
 	struct gw_rd_linectx ctx;
-	struct gw_rd_last last;             /* the epoch handed over last */
 };
 
 static bool sp(char c)
@@ -137,7 +138,6 @@ static int flush(struct gw_reader *r, struct yl *t)
 	struct gw_rd_linectx now;
 	gw__rd_line_save(r, &now);
 	gw__rd_line_restore(r, &t->ctx);
-	gw__rd_last_set(r, &t->last, t->step);
 	gw__rd_begin(r, NULL, 0, t->step);
 	double sum = 0, total = NAN;
 	for (size_t c = 0; c < t->ncols; c++) {
@@ -192,8 +192,6 @@ static int segment(struct gw_reader *r, void *state, const char *s, size_t n, ui
 		if (rc < 0)
 			return rc;
 	}
-	if (!t->held && gw__rd_repeats(r, &t->last, e))
-		return 0;   /* the same epoch pasted again */
 	t->held = true;
 	t->step = e;
 	t->total = total;
@@ -222,14 +220,6 @@ static int yl_finish(struct gw_reader *r, void *state)
 	return flush(r, state);
 }
 
-static int yl_init(struct gw_reader *r, void *state)
-{
-	(void)r;
-	struct yl *t = state;
-	t->last = (struct gw_rd_last){-1, -1};
-	return 0;
-}
-
 static int yl_sniff(const char *h, size_t n, bool all)
 {
 	const char *p, *q = h;
@@ -248,7 +238,6 @@ const struct gw_reader_format gw_rd_yolo = {
 	.flags = GW_RDF_STREAM | GW_RDF_LABELS | GW_RDF_PREFIX,
 	.sniff = yl_sniff,
 	.state_size = sizeof(struct yl),
-	.init = yl_init,
 	.line = yl_line,
 	.finish = yl_finish,
 };

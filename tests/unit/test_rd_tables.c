@@ -107,6 +107,22 @@ START_TEST(yolo_tables)
 		 "ultralytics",
 		 "2 r 1 loss=2.297 | gpu_mem_gb=0.648 instances=16 size=224 max_epochs=10\n"
 		 "3 r 2 loss=NaN | gpu_mem_gb=0.648 instances=16 size=224 max_epochs=10\n"},
+		/* synthetic: a job that died inside epoch 10 and ran it again
+		 * after a resume: both are points, the engine sees the step
+		 * go back */
+		{"synthetic: an epoch run again",
+		 "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+		 "      10/55      9.02G     0.1271      7.321      3.224         12        640:  40%|####  | "
+		 "380/954\n"
+		 "RuntimeError: CUDA error: an illegal memory access was encountered\n"
+		 "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+		 "      10/55      9.02G     0.1280      7.300      3.200         12        640: 100%|######| "
+		 "954/954\n",
+		 "ultralytics",
+		 "2 r 10 loss=10.6721 | gpu_mem_gb=9.02 box_loss=0.1271 cls_loss=7.321 dfl_loss=3.224 "
+		 "instances=12 size=640 max_epochs=55\n"
+		 "5 r 10 loss=10.628 | gpu_mem_gb=9.02 box_loss=0.128 cls_loss=7.3 dfl_loss=3.2 "
+		 "instances=12 size=640 max_epochs=55\n"},
 		/* synthetic: a terminal's log, the row redrawn with '\r' as the
 		 * epoch runs; the last redraw of each epoch is its point */
 		{"synthetic: redraws",
