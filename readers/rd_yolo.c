@@ -20,9 +20,10 @@
  * the epoch, GPU_mem, the instance count and the image size), or the
  * "total" column where the table has one; each column is kept as an extra
  * under its name in lower case ("box_loss", "obj"; a classifier's
- * single "loss" column is the loss itself), GPU_mem as gpu_mem_gb.  A loss column that is not a number is reported as
- * bad_value and the row skipped.  The validation rows (Class / all) are no
- * training points; they end the held row.  An epoch that comes again
+ * single "loss" column is the loss itself), GPU_mem as gpu_mem_gb.  A
+ * loss column that is not a number is reported as bad_value and the row
+ * skipped.  The validation rows (Class / all) are no training points;
+ * they end the held row.  An epoch that comes again
  * after other lines (a job resumed inside it runs it again) is a point
  * again: the engine sees the step go back.
  */
@@ -116,8 +117,8 @@ static bool header(const char *s, size_t n, struct yl *t)
 	return true;
 }
 
-/* "E/N" at the start of s[0..n) (after spaces and a redraw's '\r'): the epoch, the total and
- * where the values begin; 0 if not. */
+/* "E/N" at the start of s[0..n) (after spaces and a redraw's '\r'): the
+ * epoch, the total and where the values begin; 0 if not. */
 static size_t epoch_of(const char *s, size_t n, int64_t *e, int64_t *total)
 {
 	size_t i = 0, k;
@@ -140,19 +141,20 @@ static int flush(struct gw_reader *r, struct yl *t)
 	gw__rd_line_restore(r, &t->ctx);
 	gw__rd_begin(r, NULL, 0, t->step);
 	double sum = 0, total = NAN;
+	bool has_total = false;
+	for (size_t c = 0; c < t->ncols; c++) {
+		if (t->kind[c] == YL_LOSS)
+			sum += t->v[c];
+		else if (t->kind[c] == YL_TOTAL)
+			total = t->v[c], has_total = true;
+	}
+	/* the loss first: a column's name the alias table knows never takes its place */
+	gw__rd_metric(r, "loss", 4, has_total ? total : sum);
 	for (size_t c = 0; c < t->ncols; c++) {
 		const char *nm = t->kind[c] == YL_MEM ? "gpu_mem_gb" : t->name[c];
 		if (strcmp(nm, "loss") != 0)   /* a classifier's one loss column is the sum */
 			gw__rd_metric(r, nm, strlen(nm), t->v[c]);
-		if (t->kind[c] == YL_LOSS)
-			sum += t->v[c];
-		else if (t->kind[c] == YL_TOTAL)
-			total = t->v[c];
 	}
-	bool has_total = false;
-	for (size_t c = 0; c < t->ncols; c++)
-		has_total |= t->kind[c] == YL_TOTAL;
-	gw__rd_metric(r, "loss", 4, has_total ? total : sum);
 	gw__rd_metric(r, "max_epochs", 10, (double)t->total);
 	int rc = gw__rd_emit(r, t->line);
 	gw__rd_line_restore(r, &now);
