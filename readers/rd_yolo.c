@@ -50,6 +50,7 @@ struct yl {
 	double v[YL_COLS];
 	uint64_t line;
 	struct gw_rd_linectx ctx;
+	const char *line_start;             /* the line being read (columns count from it) */
 };
 
 static bool sp(char c)
@@ -185,7 +186,7 @@ static int segment(struct gw_reader *r, void *state, const char *s, size_t n, ui
 				return 0;   /* a redraw cut short */
 			if (t->kind[c] == YL_LOSS || t->kind[c] == YL_TOTAL)
 				gw__rd_error(r, lineno, "bad_value: field \"%s\" at column %zu: expected a number",
-				             t->name[c], (size_t)(w - s) + 1);
+				             t->name[c], (size_t)(w - t->line_start) + 1);
 			return 0;
 		}
 	}
@@ -207,8 +208,10 @@ static int yl_line(struct gw_reader *r, void *state, const char *s, size_t n, ui
 {
 	struct yl *t = state;
 	int64_t e, total;
-	if (t->ncols && epoch_of(s, n, &e, &total))
+	if (t->ncols && epoch_of(s, n, &e, &total)) {
+		t->line_start = s;
 		return gw__rd_cr_segments(r, state, s, n, lineno, segment);
+	}
 	/* any other line ends the epoch's redraws */
 	int rc = flush(r, t);
 	if (rc < 0)

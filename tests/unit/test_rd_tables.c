@@ -284,6 +284,43 @@ START_TEST(sb3_tables)
 }
 END_TEST
 
+/* Synthetic: a value that is no number where a loss is due is reported
+ * with its line, field and column, and the redraw skipped; the others
+ * are read (the epoch's last good redraw is its point).  A TF OD API dict cut by garbage is reported at its first
+ * line. */
+START_TEST(bad_values)
+{
+	struct res r;
+	read_str("      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+	         "       1/10      2.61G      1.234       oops      1.456         32        640: 100%\n"
+	         "       2/10      2.61G      1.200      2.300      1.400         32        640:  50%\r"
+	         "       2/10      2.61G      1.200       oops      1.400         32        640: 100%\n",
+	         NULL, &r);
+	ck_assert_str_eq(r.format, "ultralytics");
+	ck_assert_int_eq(r.g.errors, 2);
+	ck_assert_int_eq((int)r.g.errline[0], 2);
+	ck_assert_str_eq(r.g.errmsg[0], "bad_value: field \"cls_loss\" at column 41: expected a number");
+	/* in a redraw, the column counts in the line */
+	ck_assert_int_eq((int)r.g.errline[1], 3);
+	ck_assert_str_eq(r.g.errmsg[1], "bad_value: field \"cls_loss\" at column 125: expected a number");
+	ck_assert_str_eq(r.g.text, "3 r 2 loss=4.9 | gpu_mem_gb=2.61 box_loss=1.2 cls_loss=2.3 dfl_loss=1.4 "
+	                           "instances=32 size=640 max_epochs=10\n");
+	free(r.g.text);
+
+	read_str("INFO:tensorflow:Step 100 per-step time 0.527s\n"
+	         "INFO:tensorflow:{'Loss/total_loss': 0.98 ]] 'learning_rate': 0.0133}\n"
+	         "INFO:tensorflow:Step 200 per-step time 0.531s\n"
+	         "INFO:tensorflow:{'Loss/total_loss': 0.97,\n"
+	         " 'learning_rate': 0.0133}\n",
+	         NULL, &r);
+	ck_assert_str_eq(r.format, "tf_objdet");
+	ck_assert_int_eq(r.g.errors, 1);
+	ck_assert_int_eq((int)r.g.errline[0], 2);
+	ck_assert_str_eq(r.g.text, "4 r 200 loss=0.97 lr=0.0133 | per_step_time_s=0.531\n");
+	free(r.g.text);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("rd_tables");
@@ -291,6 +328,7 @@ static Suite *suite(void)
 	tcase_add_test(t, yolo_tables);
 	tcase_add_test(t, tf_objdet);
 	tcase_add_test(t, sb3_tables);
+	tcase_add_test(t, bad_values);
 	suite_add_tcase(s, t);
 	return s;
 }
