@@ -4,7 +4,8 @@
  *
  * Where they live.  A detector's own thresholds are a table in its own file
  * (GW_TH_OWN entries over a struct of doubles, named by the detector's
- * gw_detector with GW_DET_THRESHOLDS; detectors/det_loss_scale.c is one),
+ * gw_detector with GW_DET_THRESHOLDS; det_loss_scale.c's ls_* and
+ * det_short.c's sc_* are),
  * so that adding a detector touches its file, the registry and the build
  * file, nothing shared.  This file holds the shared ones -- segmentation
  * (the engine), the windows several detectors read (the pre-checkpoint
@@ -58,7 +59,7 @@
  *    of noisy runs reach x1.7 (realworld) at 4 sigma or more.
  *
  * Issue 19 (real incidents, docs/detectors.md "short_context", "loss_scale"):
- * the sc_* thresholds (and ls_*, now det_loss_scale.c's own), tuned on
+ * the sc_* and ls_* thresholds (det_short.c's and det_loss_scale.c's own), tuned on
  * tests/data/incidents and held to zero false alerts on every window of
  * 5-40 points of the healthy real logs (bench/det_windows.py); dev and
  * realworld scores unchanged.
@@ -262,84 +263,6 @@ enum gw_th_kind {
 	  GW_THR_LINES) \
 	X(sp_end_z, 3.0, GW_TH_ABOVE, 0, 1000, "z below which a line counts as quiet", GW_THR_SIGMAS) \
 	X(sp_crit_rel, 3.0, GW_TH_REAL, 1, 1000, "spike alerts are critical at x3 or more", GW_THR_RISE) \
-	/* ---- short_context: a run with less history than the spike windows */ \
-	X(sc_prior_max, 16.0, GW_TH_COUNT, 2, 16, \
-	  "short context: the points before a line it is judged against (a paste holds 3-30)", \
-	  "points: at least 2 (a spread needs 2), at most the 16 the detector keeps") \
-	X(sc_jump_rel, 1.9, GW_TH_REAL, 1, 1000, \
-	  "short jump: the loss >= x1.9 the highest of the >= 2 points before it (spikes of " \
-	  "13B-104B runs reach x1.97-x2.7; a healthy bump of x2.07 is only 3.4 spreads) ...", \
-	  GW_THR_RISE) \
-	X(sc_z, 4.0, GW_TH_ABOVE, 0, 1000, \
-	  "... and every short rule's rise >= 4 spreads of the 4 or more points before it (their " \
-	  "robust step noise) ...", GW_THR_SIGMAS) \
-	X(sc_z3, 8.0, GW_TH_ABOVE, 0, 1000, \
-	  "... >= 8 spreads of 3 points (the larger of their 2 steps: a spread of 2 steps is often " \
-	  "small by chance on a noisy run) ...", GW_THR_SIGMAS) \
-	X(sc_z2, 48.0, GW_TH_ABOVE, 0, 1000, \
-	  "... >= 48 spreads of 2 points (one step: a noisy diffusion loss reaches 41 with two close " \
-	  "points; a 104B spike after two points 55)", GW_THR_SIGMAS) \
-	X(sc_jump_rel2, 2.3, GW_TH_REAL, 1, 1000, \
-	  "short jump after only 2 points: x2.3 (a noisy toy run reaches x2.02 at 70 spreads; " \
-	  "a 104B spike x2.5)", GW_THR_RISE) \
-	X(sc_abs_rise, 1.0, GW_TH_ABOVE, 0, 1e300, \
-	  "jump, level and climb also rise by this much in the loss's own units: " \
-	  "a whole nat is more than the batch noise of a cross-entropy (0.1-0.3), and small-valued " \
-	  "losses (MSE, diffusion: 0.004-0.42 with x8 jumps between samples) never reach it on " \
-	  "noise", "a loss difference: above 0") \
-	X(sc_level_n1, 8.0, GW_TH_COUNT, 2, 16, \
-	  "short level with one point before it: this many points at the level (a noisy loss " \
-	  "stays x3 above one low point for 6)", "points: at least 2, at most 16") \
-	X(sc_arm_steps, 20.0, GW_TH_COUNT, 0, 1e9, \
-	  "jump, level and climb judge no point at a step below this: a run's first steps are " \
-	  "transients (a toy transformer's loss x2.6 at step 12, a 13B start x1.5 at step 3); " \
-	  "those points are still the context of later ones", "steps: 0 (judge every point) or more") \
-	X(sc_level_rel, 1.5, GW_TH_REAL, 1, 1000, \
-	  "short level: the loss >= x1.5 the highest point before it and staying there ...", \
-	  GW_THR_RISE) \
-	X(sc_level_n, 3.0, GW_TH_COUNT, 2, 16, \
-	  "... for this many points in a row (a one-point bump comes back)", \
-	  "points: at least 2 (one point is a spike), at most 16") \
-	X(sc_gross_rel, 3.0, GW_TH_REAL, 1, 1000, \
-	  "short level with one point before it (no spread known): only a loss x3 counts (the " \
-	  "early rises judged fine reach x2.9)", GW_THR_RISE) \
-	X(sc_both_loss_rel, 1.75, GW_TH_REAL, 1, 1000, \
-	  "short jump of both: the loss >= x1.75 its highest point before (even one point: two " \
-	  "series agree; a healthy 13B start " \
-	  "with the fp16 scale calibrating reaches x1.53, divergences of 104B-176B runs " \
-	  "x1.77-x1.97) ...", GW_THR_RISE) \
-	X(sc_both_gn_rel, 2.0, GW_TH_REAL, 1, 1000, \
-	  "... and the grad norm >= x2 its highest at the same line (a divergence moves both)", \
-	  GW_THR_RISE) \
-	X(sc_climb_n, 3.0, GW_TH_COUNT, 2, 15, \
-	  "short climb: the loss rose on this many lines in a row ...", \
-	  "lines: at least 2, at most 15 (16 points kept)") \
-	X(sc_climb_rel, 1.35, GW_TH_REAL, 1, 1000, \
-	  "... by x1.35 in all, while the grad norm rose to >= sc_both_gn_rel x its highest before " \
-	  "(noisy fine-tunes climb x1.8-x2.6 in 4 lines on the loss alone, a healthy 40k-step run " \
-	  "x1.25 with its grad norm; a 104B divergence x1.43)", \
-	  GW_THR_RISE) \
-	X(sc_collapse_rel, 1e-3, GW_TH_ABOVE, 0, 1, \
-	  "short collapse: a positive loss falls below this fraction of the median before it " \
-	  "(x1000 down in a few lines is no learning: labels leaked, a masked loss, a broken batch)", \
-	  GW_THR_FALL) \
-	X(sc_frozen_n, 3.0, GW_TH_COUNT, 2, 1e9, \
-	  "frozen loss: the same loss value, to the last printed digit, on this many lines ...", \
-	  "lines: at least 2 (one line repeats nothing)") \
-	X(sc_frozen_steps, 15.0, GW_TH_COUNT, 1, 1e9, \
-	  "... over at least this many optimizer steps (a progress bar repeats its last loss at " \
-	  "every step for a while: 13 steps in a healthy Lightning paste)", \
-	  "steps: at least 1") \
-	X(sc_res_gn_rel, 3.0, GW_TH_REAL, 1, 1000, \
-	  "resumed: the first point after a restart has a grad norm this many times the highest " \
-	  "of the points before it (and the loss above them, both at sc_z spreads): BLOOM's TP=1/" \
-	  "PP=72 reshape resumed at x8.7 the grad norm of the same step and the same samples, " \
-	  "the other six layouts at x0.9-1.2", GW_THR_RISE) \
-	X(sc_absurd, 1e12, GW_TH_ABOVE, 0, 1e300, \
-	  "a finite loss or grad norm this large is numerics gone, not training (healthy real logs " \
-	  "stay below 1e7; a grad norm logged still multiplied by an fp16 loss scale of 2^16-2^24 " \
-	  "stays below 1e12; broken runs log 4e12 and 5e26)", \
-	  "a magnitude: above 0") \
 	/* ---- stall (wall clock, live only) and throughput collapse */ \
 	X(stall_min_seconds, 120.0, GW_TH_REAL, 0.1, 2592000, \
 	  "a run is stalled when it has not logged for this long ...", \

@@ -468,6 +468,8 @@ static int stopped_line(struct gw_reader *r, const char *s, size_t n, uint64_t l
 	int64_t step = -1;
 	if ((k = find(s, n, "Loss is ")) && find(s, n, "stopping training")) {
 		const char *p = k + 8;
+		if ((size_t)(s + n - p) >= 7 && !memcmp(p, "tensor(", 7))
+			p += 7;   /* a tensor printed whole: "Loss is tensor(nan, device=...)" */
 		size_t m = (size_t)(s + n - p);
 		if (m >= 3 && !memcmp(p, "inf", 3))
 			v = INFINITY;

@@ -287,6 +287,10 @@ START_TEST(stopped_wordings)
 		{"step 3, loss: 0.7\nBatch 63: Invalid loss, terminating training\n",
 		 "1 r 3 loss=0.7\n2 r 4 loss=NaN\n"},
 		{"step 3, loss: 0.7\nLoss is 0.7, stopping training\n", "1 r 3 loss=0.7\n"},
+		{"step 3, loss: 0.7\nLoss is tensor(nan, device='cuda:0', grad_fn=<AddBackward0>), "
+		 "stopping training\n", "1 r 3 loss=0.7\n2 r 4 loss=NaN\n"},
+		{"step 3, loss: 0.7\nLoss is not decreasing, stopping training early\n",
+		 "1 r 3 loss=0.7\n"},
 		{"Loss is nan, stopping training\n", ""},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
