@@ -16,12 +16,11 @@ peak RSS.  Issue 22 measured 38.9 s for /healthz and a 39.8 s watchdog gap
 with 96 such reads when the answers were written on the loop.
 
 The reading clients run on the daemon's machine here, 100 threads taking
-318 MB of JSON off their sockets: on 2 cores they are the competition for
-the loop's core, which remote readers (browsers, other hosts) are not.  So
-their threads run at nice GW_RS_READER_NICE (19 by default), the probe at
-0: what is measured is how long the daemon holds its own loop, not how
-long the clients it serves take the machine from it.  GW_RS_READER_NICE=0
-runs them at the probe's priority (printed either way).
+318 MB of JSON off their sockets: on 2 cores they compete with the loop for
+a core, which remote readers (browsers, other hosts) do not.
+GW_RS_READER_NICE=19 runs their threads at nice 19 (the probe stays at 0)
+to see how long the daemon holds its own loop without that competition;
+by default they run at the probe's priority (printed either way).
 """
 import json
 import os
@@ -37,7 +36,7 @@ from readload import Watchdog, load, peak_rss_mb, reads_under_probe  # noqa: E40
 RECORDS = int(os.environ.get('GW_RS_RECORDS', '200000'))
 READS = int(os.environ.get('GW_RS_READS', '100'))
 LIMIT = int(os.environ.get('GW_RS_LIMIT', '100000'))
-READER_NICE = int(os.environ.get('GW_RS_READER_NICE', '19'))
+READER_NICE = int(os.environ.get('GW_RS_READER_NICE', '0'))
 
 
 def main():

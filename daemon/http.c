@@ -50,8 +50,14 @@ struct wreq {
 	bool close_after;
 	bool then_continue;
 	char *owned;               /* a body sent in place (freed once written), or NULL */
+	size_t owned_len, owned_sent;   /* ... its length, and how much was handed to uv_write */
 	char buf[];
 };
+
+/* A body sent in place goes out SEND_CHUNK bytes a write: uv_write copies
+ * what the socket takes at once, and 16 answers of 3 MB finishing in one
+ * loop iteration held the loop for tens of ms (bench/read_stall.py). */
+#define SEND_CHUNK (256 * 1024)
 
 
 static void conn_continue(struct gw_http_conn *c);
@@ -94,7 +100,16 @@ static void on_written(uv_write_t *req, int status)
 {
 	struct wreq *w = gw_container_of(req, struct wreq, req);
 	struct gw_http_conn *c = w->c;
-	bool close_after = w->close_after || status < 0;
+	if (status >= 0 && w->owned && w->owned_sent < w->owned_len && !c->closing) {
+		/* the next piece of the body, in a later loop iteration */
+		size_t n = GW_MIN(SEND_CHUNK, w->owned_len - w->owned_sent);
+		uv_buf_t b = uv_buf_init(w->owned + w->owned_sent, (unsigned)n);
+		w->owned_sent += n;
+		if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_written) == 0)
+			return;
+		status = UV_EPIPE;
+	}
+	bool close_after = w->close_after || status < 0 || (w->owned && w->owned_sent < w->owned_len);
 	bool cont = w->then_continue;
 	free(w->owned);
 	free(w);
@@ -133,11 +148,13 @@ static void send_parts(struct gw_http_conn *c, const char *head, size_t hlen, co
 	w->close_after = close_after;
 	w->then_continue = then_continue;
 	w->owned = owned;
+	w->owned_len = owned ? blen : 0;
+	w->owned_sent = owned ? GW_MIN(blen, (size_t)SEND_CHUNK) : 0;
 	memcpy(w->buf, head, hlen);
 	if (copy)
 		memcpy(w->buf + hlen, body, copy);
 	uv_buf_t b[2] = {uv_buf_init(w->buf, (unsigned)(hlen + copy)),
-	                 uv_buf_init(owned, (unsigned)(owned ? blen : 0))};
+	                 uv_buf_init(owned, (unsigned)w->owned_sent)};
 	if (uv_write(&w->req, (uv_stream_t *)&c->tcp, b, owned && blen ? 2 : 1, on_written) < 0) {
 		free(w->owned);
 		free(w);
