@@ -62,7 +62,9 @@ int gw_role_parse(const char *name)
  * "Train/Samples/lr", "Train/Samples/loss_scale": DeepSpeed's
  * docs/code-docs/source/monitor.rst), OLMo's speed monitor
  * ("throughput/device/tokens_per_second", olmo/train.py) and OLMo-core's
- * ("throughput/device/TPS", its SpeedMonitorCallback).  Nothing named val_* / eval_* /
+ * ("throughput/device/TPS", its SpeedMonitorCallback), OpenNMT-py's stdout
+ * ("xent": the cross-entropy it trains on; "ppl" is its exponential) and
+ * MXNet's Speedometer ("cross-entropy", its CrossEntropy metric's name).  Nothing named val_* / eval_* /
  * test_* is an alias: they are evaluations, not training points.
  *
  * The fp16 fields: Megatron's stdout prints "loss scale", "number of
@@ -94,6 +96,8 @@ static const struct {
 	{GW_ROLE_LOSS, "train/CrossEntropyLoss"},
 	{GW_ROLE_LOSS, "train/CE loss"},
 	{GW_ROLE_LOSS, "Train/Samples/train_loss"},
+	{GW_ROLE_LOSS, "xent"},
+	{GW_ROLE_LOSS, "cross-entropy"},
 	{GW_ROLE_GRAD_NORM, "grad_norm"},
 	{GW_ROLE_GRAD_NORM, "grad norm"},
 	{GW_ROLE_GRAD_NORM, "gradient_norm"},

@@ -366,19 +366,20 @@ static bool signal_name(const char *n)
 {
 	if (!strncmp(n, "val", 3) || !strncmp(n, "eval", 4) || !strncmp(n, "test", 4))
 		return false;
-	return gw__rd_loss_part(n) || strstr(n, "norm");
+	return gw__rd_loss_part(n) || strstr(n, "norm") || !strcmp(n, "xent") ||
+	       strstr(n, "cross-entropy");
 }
 
-/* Does s[0..n) hold "oss" or "orm" in any case (loss, Loss, norm, ...)?
- * One pass, as the sniffer looks at every line of the head again and
- * again. */
+/* Does s[0..n) hold "oss" or "orm" in any case (loss, Loss, norm, ...),
+ * or "ent" (OpenNMT's xent, MXNet's cross-entropy)?  One pass, as the
+ * sniffer looks at every line of the head again and again. */
 static bool loss_or_norm(const char *s, size_t n)
 {
 	for (size_t i = 0; i + 2 < n; i++) {
-		if ((s[i] | 0x20) != 'o')
-			continue;
-		char a = (char)(s[i + 1] | 0x20), b = (char)(s[i + 2] | 0x20);
-		if ((a == 's' && b == 's') || (a == 'r' && b == 'm'))
+		char o = (char)(s[i] | 0x20), a = (char)(s[i + 1] | 0x20), b = (char)(s[i + 2] | 0x20);
+		if (o == 'o' && ((a == 's' && b == 's') || (a == 'r' && b == 'm')))
+			return true;
+		if (o == 'e' && a == 'n' && b == 't')
 			return true;
 	}
 	return false;
