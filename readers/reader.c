@@ -39,7 +39,7 @@ static int dc_out(void *data, const char *p, size_t n);
 extern const struct gw_reader_format gw_rd_ndjson, gw_rd_hf_state, gw_rd_swift, gw_rd_megatron,
 	gw_rd_llmc, gw_rd_nanogpt, gw_rd_tfevents, gw_rd_wandb_csv, gw_rd_lightning_csv,
 	gw_rd_fairseq, gw_rd_titan, gw_rd_composer, gw_rd_torchtune, gw_rd_yolo, gw_rd_tfod, gw_rd_sb3,
-	gw_rd_csv, gw_rd_plain;
+	gw_rd_darknet, gw_rd_csv, gw_rd_plain;
 
 /* Best first when two are equally sure. */
 const struct gw_reader_format *const gw_reader_formats[] = {
@@ -59,6 +59,7 @@ const struct gw_reader_format *const gw_reader_formats[] = {
 	&gw_rd_yolo,
 	&gw_rd_tfod,
 	&gw_rd_sb3,
+	&gw_rd_darknet,
 	&gw_rd_csv,
 	&gw_rd_plain,
 	NULL,
