@@ -58,6 +58,7 @@ struct plain {
 	int64_t epoch;            /* from an "Epoch E/N" line, -1: none */
 	int64_t last_epoch, last_batch;
 	bool per_epoch;           /* the step counter starts over each epoch */
+	bool epoch0;              /* epochs count from 0 */
 	int64_t epoch_len;        /* the largest batch of the epochs before */
 	struct gw_rd_last last;
 	/* the step counters of the last line that had any, and which one is
@@ -129,11 +130,14 @@ static int64_t global_step(struct plain *st, int64_t e, int64_t b, double total)
 	}
 	if (e >= 0)
 		st->last_epoch = e;
+	if (e == 0)
+		st->epoch0 = true;   /* MXNet's "Epoch[0] Batch [100]" */
 	st->last_batch = b;
-	if (!st->per_epoch || e < 1)
+	int64_t first = st->epoch0 ? 0 : 1;
+	if (!st->per_epoch || e < first)
 		return b;
 	int64_t len = total >= 1 && total < 1e15 ? (int64_t)total : st->epoch_len;
-	return (e - 1) * len + b;
+	return (e - first) * len + b;
 }
 
 /* ---- names ------------------------------------------------------------- */
@@ -147,6 +151,14 @@ static const char *kept_name(const struct gw_alias *al, const struct gw_pl_pair 
 {
 	const char *n = pr->name;
 	*role = gw_alias_lookup(al, n, strlen(n), NULL);
+	if (*role < 0 && !strncmp(n, "train-", 6)) {
+		/* MXNet's "Train-cross-entropy": the training metric's name */
+		int r = gw_alias_lookup(al, n + 6, strlen(n + 6), NULL);
+		if (r >= 0 && r != GW_ROLE_TS) {
+			*role = r;
+			return n + 6;
+		}
+	}
 	if (*role >= 0 || !pr->words)
 		return n;
 	const char *u = strchr(n, '_');
@@ -251,6 +263,9 @@ static int point(struct gw_reader *r, struct plain *st, const struct gw_pl_parse
 	int64_t step;
 	if (b >= 0)
 		step = global_step(st, e, b, total);
+	else if (e >= 0 && e == st->last_epoch && st->last_batch >= 0 &&
+	         st->last.step >= 0)
+		step = st->last.step + 1;   /* the epoch's summary after its batches */
 	else if (e >= 0)
 		step = e;
 	else

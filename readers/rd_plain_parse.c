@@ -189,15 +189,27 @@ void gw__pl_parse(const char *s, size_t n, struct gw_pl_parse *p)
 			continue;
 		}
 		if (word_start(c)) {
-			size_t a = i;
-			while (i < n && word_char(s[i]) &&
-			       !(s[i] == '.' && i + 1 < n && isdigit((unsigned char)s[i + 1])))
+			size_t a = i, first = 0;
+			for (;;) {
+				while (i < n && word_char(s[i]) &&
+				       !(s[i] == '.' && i + 1 < n && isdigit((unsigned char)s[i + 1])))
+					i++;
+				if (!first)
+					first = i;
+				/* "cross-entropy", "Train-cross-entropy" (MXNet): a
+				 * hyphen between letters joins one name */
+				if (!(i + 1 < n && s[i] == '-' && isalpha((unsigned char)s[i - 1]) &&
+				      isalpha((unsigned char)s[i + 1])))
+					break;
 				i++;
+			}
 			while (i > a + 1 && s[i - 1] == '.')
 				i--;   /* a sentence's full stop */
+			if (first > i)
+				first = i;
 			any_word = true;
 			if (first_word) {
-				p->eval = gw__rd_eval_word(s + a, i - a);
+				p->eval = gw__rd_eval_word(s + a, first - a);
 				first_word = false;
 			}
 			if (words && i - a == 2 && !strncasecmp(s + a, "is", 2))
