@@ -64,7 +64,9 @@ int gw_role_parse(const char *name)
  * ("throughput/device/tokens_per_second", olmo/train.py) and OLMo-core's
  * ("throughput/device/TPS", its SpeedMonitorCallback), OpenNMT-py's stdout
  * ("xent": the cross-entropy it trains on; "ppl" is its exponential) and
- * MXNet's Speedometer ("cross-entropy", its CrossEntropy metric's name).  Nothing named val_* / eval_* /
+ * MXNet's Speedometer ("cross-entropy", its CrossEntropy metric's name),
+ * ESPnet2's trainer ("lr_0", newer "optim0_lr0": the first optimizer's
+ * first parameter group).  Nothing named val_* / eval_* /
  * test_* is an alias: they are evaluations, not training points.
  *
  * The fp16 fields: Megatron's stdout prints "loss scale", "number of
@@ -132,6 +134,8 @@ static const struct {
 	{GW_ROLE_LR, "optim/LR (group 0)"},
 	{GW_ROLE_LR, "learning-rate"},
 	{GW_ROLE_LR, "Train/Samples/lr"},
+	{GW_ROLE_LR, "lr_0"},
+	{GW_ROLE_LR, "optim0_lr0"},
 	{GW_ROLE_THROUGHPUT, "throughput"},
 	{GW_ROLE_THROUGHPUT, "samples_per_second"},
 	{GW_ROLE_THROUGHPUT, "samples_per_sec"},

@@ -313,6 +313,65 @@ static int row(struct gw_reader *r, struct plain *st, const char *s, size_t n, u
 	return k != 0;
 }
 
+/* ---- ESPnet2 ---------------------------------------------------------------- */
+
+/* ESPnet2's trainer line, "1epoch:train:101-200batch: iter_time=..., loss=92.3,
+ * ..., lr_0=1.0e-05, ...", after its logger's prefix: 1 with the epoch, the
+ * range's last batch and where the pairs start; -1 for its other lines of
+ * that shape (another key than train, the "1epoch results: [train] ...
+ * [valid] ..." summary), which are no points; 0 for any other line. */
+static int espnet_head(const char *s, size_t n, int64_t *e, int64_t *b, size_t *rest)
+{
+	const char *q = gw__rd_find(s, n, "epoch");
+	if (!q)
+		return 0;
+	size_t i = (size_t)(q - s), a = i;
+	while (a > 0 && isdigit((unsigned char)s[a - 1]))
+		a--;
+	if (a == i || (a > 0 && s[a - 1] != ' ') || !gw__rd_int(s + a, i - a, e))
+		return 0;
+	i += 5;
+	if (n - i >= 9 && !memcmp(s + i, " results:", 9))
+		return -1;
+	if (i >= n || s[i++] != ':')
+		return 0;
+	size_t key = i;
+	while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '_'))
+		i++;
+	bool train = i - key == 5 && !memcmp(s + key, "train", 5);
+	if (i == key || i >= n || s[i++] != ':')
+		return 0;
+	int64_t from;
+	size_t k;
+	if (!(k = gw__rd_int(s + i, n - i, &from)) || (i += k) >= n || s[i++] != '-' ||
+	    !(k = gw__rd_int(s + i, n - i, b)) || (i += k) + 6 > n || memcmp(s + i, "batch:", 6))
+		return 0;
+	*rest = i + 6;
+	return train ? 1 : -1;
+}
+
+/* An ESPnet2 line (espnet_head): its pairs read with the epoch and the
+ * range's last batch as the step counter, so the step counts batches from
+ * the first epoch on (global_step).  The pairs past ESPNET_MAX bytes are
+ * left out. */
+#define ESPNET_MAX 4096
+static int espnet(struct gw_reader *r, struct plain *st, const char *s, size_t n,
+                  int64_t e, int64_t b, size_t rest, uint64_t lineno)
+{
+	char buf[ESPNET_MAX];
+	int h = snprintf(buf, sizeof(buf), "epoch %lld, batch %lld, ", (long long)e, (long long)b);
+	size_t m = n - rest;
+	if (m > sizeof(buf) - (size_t)h - 1) {
+		m = sizeof(buf) - (size_t)h - 1;
+		while (m && s[rest + m] != ',')
+			m--;   /* cut between pairs, never inside a number */
+	}
+	memcpy(buf + h, s + rest, m);
+	struct gw_pl_parse p;
+	gw__pl_parse(buf, (size_t)h + m, &p);
+	return point(r, st, &p, lineno);
+}
+
 /* ---- lines -------------------------------------------------------------- */
 
 static int segment(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
@@ -331,6 +390,11 @@ static int segment(struct gw_reader *r, void *state, const char *s, size_t n, ui
 		t++;
 	if (gw__pl_table_header(&st->tab, s, n, t < n && s[t] == '|'))
 		return 0;
+	int64_t e, b;
+	size_t rest;
+	int esp = espnet_head(s, n, &e, &b, &rest);
+	if (esp)
+		return esp > 0 ? espnet(r, st, s, n, e, b, rest, lineno) : 0;
 	if (gw__pl_two_numbers(s, n, &step, &loss)) {
 		gw__rd_begin(r, NULL, 0, step);
 		gw__rd_metric(r, "loss", 4, loss);
@@ -417,6 +481,12 @@ static int pl_sniff(const char *h, size_t n, bool all)
 			continue;
 		if (gw__pl_two_numbers(p, len, &step, &v)) {
 			two++;
+			continue;
+		}
+		int64_t e, b;
+		size_t rest;
+		if (espnet_head(p, len, &e, &b, &rest) > 0 && loss_or_norm(p + rest, len - rest)) {
+			best = 85;   /* ESPnet2's trainer */
 			continue;
 		}
 		if (gw__rd_event_words(p, len)) {
