@@ -11,6 +11,9 @@
  *   1200: 2.7431                                        (bare STEP: LOSS, or STEP LOSS)
  *   [1076]    3230 || B: 0.116 | C: 0.042 | ... | T: 0.477 || ETA: 1:41:48
  *                                                       (YOLACT: one-letter losses, T the total)
+ *   Step 5650/50000; acc:   0.19; ppl:   nan; xent:  nan; lr: 0.00070    (OpenNMT-py)
+ *   Epoch[0] Batch [100]<TAB>Speed: 500.00 samples/sec<TAB>cross-entropy=1.2   (MXNet)
+ *   1epoch:train:1-100batch: iter_time=..., loss=92.3, ..., lr_0=1e-05   (ESPnet2)
  *
  * A line (after its logger prefix, rd_line.c) is read as name/value pairs:
  * the words before a number (at most three) are its name ("train loss:
@@ -24,8 +27,12 @@
  * epoch (it goes back when the epoch goes up: PyTorch's "Epoch [2/10],
  * Step [1/600]", a Keras bar) is made global: (epoch - 1) x steps per
  * epoch (the total after '/', else the largest step of the epochs before)
- * + step.  A line with an epoch and nothing else ("Epoch 3/200") sets the
- * epoch of the lines after it.
+ * + step (epoch x steps per epoch + step when the epochs count from 0,
+ * MXNet's "Epoch[0]").  A line with an epoch and nothing else ("Epoch
+ * 3/200") sets the epoch of the lines after it; an epoch's summary after
+ * its batch lines (MXNet's "Epoch[1] Train-cross-entropy=nan") is at the
+ * step after its last.  ESPnet2's "1epoch:train:1-100batch:" head is the
+ * epoch and the range's last batch (espnet_head).
  *
  * A point needs a loss or a grad norm; when no alias names the loss and
  * several names hold one at an end ("loss_pr: 0.5, loss_ce: 1.2", not a
@@ -40,8 +47,8 @@
  * read again.
  *
  * It is the format of last resort: its sniffer never decides at once (its
- * best score is below the sure 50) except for Keras' bar and speechbrain's
- * epoch line, so a framework's own format wins when its lines are there.
+ * best score is below the sure 50) except for Keras' bar, speechbrain's
+ * epoch line and ESPnet2's trainer line, so a framework's own format wins when its lines are there.
  */
 #include "rd_plain.h"
 #include "util.h"
@@ -553,7 +560,8 @@ static int pl_sniff(const char *h, size_t n, bool all)
 const struct gw_reader_format gw_rd_plain = {
 	.name = "text",
 	.describe = "training lines in no framework's shape: step/loss name-value pairs, tables, Keras "
-	            "bars, speechbrain epochs, bare STEP LOSS columns; quoted or fenced pastes",
+	            "bars, speechbrain epochs, OpenNMT, MXNet, ESPnet2, bare STEP LOSS columns; quoted or "
+	            "fenced pastes",
 	.flags = GW_RDF_STREAM | GW_RDF_LABELS | GW_RDF_PREFIX,
 	.sniff = pl_sniff,
 	.state_size = sizeof(struct plain),
