@@ -53,6 +53,8 @@ struct dn_line {
 /* Read s[0..n) as an iteration's line; false if it is not one. */
 static bool parse(const char *s, size_t n, struct dn_line *o)
 {
+	while (n && (sp(s[n - 1]) || s[n - 1] == '\r'))
+		n--;   /* a CRLF paste's '\r', trailing spaces */
 	size_t i = skip_sp(s, n, 0), k;
 	if (!(k = gw__rd_int(s + i, n - i, &o->step)) || (i += k) >= n || s[i++] != ':')
 		return false;

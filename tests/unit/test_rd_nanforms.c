@@ -58,6 +58,15 @@ START_TEST(darknet)
 		 "darknet",
 		 "2 r 30 loss=NaN lr=0 | avg_loss=NaN seconds=328.933514 images=1920 "
 		 "hours_left=939.408316\n"},
+		/* synthetic: quoted in an issue, fenced, with CRLF line ends */
+		{"quoted CRLF paste, synthetic",
+		 "> ```\r\n"
+		 ">  100: 5.123456, 6.234567 avg loss, 0.001000 rate, 3.200000 seconds, 6400 images\r\n"
+		 ">  102: -nan, -nan avg loss, 0.001000 rate, 3.100000 seconds, 6528 images  \r\n"
+		 "> ```\r\n",
+		 "darknet",
+		 "2 r 100 loss=5.123456 lr=0.001 | avg_loss=6.234567 seconds=3.2 images=6400\n"
+		 "3 r 102 loss=NaN lr=0.001 | avg_loss=NaN seconds=3.1 images=6528\n"},
 	};
 	forms(c, sizeof(c) / sizeof(c[0]));
 }
