@@ -457,16 +457,21 @@ static bool signal_name(const char *n)
 }
 
 /* Does s[0..n) hold "oss" or "orm" in any case (loss, Loss, norm, ...),
- * or "ent" (OpenNMT's xent, MXNet's cross-entropy)?  One pass, as the
+ * or "xent" / "entropy" (OpenNMT's xent, MXNet's cross-entropy)?  One pass, as the
  * sniffer looks at every line of the head again and again. */
 static bool loss_or_norm(const char *s, size_t n)
 {
 	for (size_t i = 0; i + 2 < n; i++) {
-		char o = (char)(s[i] | 0x20), a = (char)(s[i + 1] | 0x20), b = (char)(s[i + 2] | 0x20);
+		char o = (char)(s[i] | 0x20);
+		if (o != 'o' && o != 'e')
+			continue;
+		char a = (char)(s[i + 1] | 0x20), b = (char)(s[i + 2] | 0x20);
 		if (o == 'o' && ((a == 's' && b == 's') || (a == 'r' && b == 'm')))
 			return true;
-		if (o == 'e' && a == 'n' && b == 't')
-			return true;
+		if (o == 'e' && a == 'n' && b == 't' &&
+		    ((i && (s[i - 1] | 0x20) == 'x') ||
+		     (i + 7 <= n && !strncasecmp(s + i + 3, "ropy", 4))))
+			return true;   /* xent, entropy */
 	}
 	return false;
 }
@@ -488,12 +493,6 @@ static int pl_sniff(const char *h, size_t n, bool all)
 			continue;
 		if (gw__pl_two_numbers(p, len, &step, &v)) {
 			two++;
-			continue;
-		}
-		int64_t e, b;
-		size_t rest;
-		if (espnet_head(p, len, &e, &b, &rest) > 0 && loss_or_norm(p + rest, len - rest)) {
-			best = 85;   /* ESPnet2's trainer */
 			continue;
 		}
 		if (gw__rd_event_words(p, len)) {
@@ -523,6 +522,12 @@ static int pl_sniff(const char *h, size_t n, bool all)
 			continue;
 		if (!loss_or_norm(p, len) && !gw__rd_find(p, len, "| T: ")) {
 			other++;   /* no loss or norm: nothing to parse for */
+			continue;
+		}
+		int64_t e, b;
+		size_t rest;
+		if (espnet_head(p, len, &e, &b, &rest) > 0 && loss_or_norm(p + rest, len - rest)) {
+			best = 85;   /* ESPnet2's trainer */
 			continue;
 		}
 		struct gw_pl_parse ps;
