@@ -136,7 +136,8 @@ static int dn_sniff(const char *h, size_t n, bool all)
 
 const struct gw_reader_format gw_rd_darknet = {
 	.name = "darknet",
-	.describe = "Darknet YOLOv2-v4 training stdout (N: LOSS, AVG avg loss, LR rate, S seconds, I images)",
+	.describe = "Darknet YOLOv2-v4 training stdout (N: LOSS, AVG avg loss, LR rate, S seconds, "
+	            "I images)",
 	.flags = GW_RDF_STREAM,
 	.sniff = dn_sniff,
 	.line = dn_line,

@@ -48,7 +48,8 @@
  *
  * It is the format of last resort: its sniffer never decides at once (its
  * best score is below the sure 50) except for Keras' bar, speechbrain's
- * epoch line and ESPnet2's trainer line, so a framework's own format wins when its lines are there.
+ * epoch line and ESPnet2's trainer line, so a framework's own format wins
+ * when its lines are there.
  */
 #include "rd_plain.h"
 #include "util.h"
@@ -457,8 +458,8 @@ static bool signal_name(const char *n)
 }
 
 /* Does s[0..n) hold "oss" or "orm" in any case (loss, Loss, norm, ...),
- * or "xent" / "entropy" (OpenNMT's xent, MXNet's cross-entropy)?  One pass, as the
- * sniffer looks at every line of the head again and again. */
+ * or "xent" / "entropy" (OpenNMT's xent, MXNet's cross-entropy)?  One
+ * pass, as the sniffer looks at every line of the head again and again. */
 static bool loss_or_norm(const char *s, size_t n)
 {
 	for (size_t i = 0; i + 2 < n; i++) {
