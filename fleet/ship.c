@@ -349,13 +349,7 @@ static int cycle(struct gw_fleet *f, bool *more)
 static void wait_slice(struct gw_fleet *f, uint64_t ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	gw_mono_deadline(&ts, ms);
 	pthread_mutex_lock(&f->mu);
 	while (!atomic_load(&f->stop) && pthread_cond_timedwait(&f->cv, &f->mu, &ts) != ETIMEDOUT)
 		;

@@ -60,6 +60,17 @@ double gw_clock_jump(void)
 	return jump;
 }
 
+void gw_mono_deadline(struct timespec *ts, uint64_t ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += (time_t)(ms / 1000);
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 uint64_t gw_mono_ms(void)
 {
 	struct timespec ts;

@@ -26,4 +26,10 @@ double gw_clock_jump(void);
 /* Monotonic clock in milliseconds. */
 uint64_t gw_mono_ms(void);
 
+/* *ts = now + ms on CLOCK_MONOTONIC: the deadline of a timed wait on a
+ * condition variable made with pthread_condattr_setclock(CLOCK_MONOTONIC),
+ * so a step of the wall clock neither stretches nor cuts the wait. */
+struct timespec;
+void gw_mono_deadline(struct timespec *ts, uint64_t ms);
+
 #endif

@@ -6,6 +6,7 @@
  */
 #include "store_impl.h"
 
+#include "clock.h"
 #include "log.h"
 
 #include <time.h>
@@ -18,13 +19,7 @@
 void gw__store_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(ms / 1000);
-	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	gw_mono_deadline(&ts, ms);
 	pthread_cond_timedwait(cv, mu, &ts);
 }
 
