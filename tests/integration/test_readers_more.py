@@ -20,6 +20,7 @@ import unittest
 
 import logshapes
 from logshapes import out_lines
+from pastecheck import check_paste
 from gwtest import CORPUS, GRADWATCH
 
 GENESIS = logshapes.points(os.path.join(CORPUS, 'genesis.jsonl'))
@@ -350,29 +351,11 @@ class PastedVisionAndRL(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             for name, (fmt, nan, text) in PASTES.items():
                 with self.subTest(paste=name):
-                    p = os.path.join(tmp, name + '.log')
-                    with open(p, 'w', encoding='utf-8') as f:
-                        f.write(text)
-                    c = run('convert', p)
-                    self.assertEqual(c.returncode, 0, c.stderr.decode())
-                    pts = [d for d in map(json.loads, out_lines(c)) if 'event' not in d]
+                    pts, opened = check_paste(self, tmp, name, fmt, nan, text)
                     self.assertTrue(pts)
-                    v = run('replay', '--input-format', fmt, '--format', 'jsonl', p)
-                    self.assertEqual(v.stdout, run('replay', '--format', 'jsonl', p).stdout)
-                    r = run('replay', '--format', 'jsonl', '--min-severity', 'warning', '-',
-                            stdin=text.encode())
-                    alerts = [json.loads(l) for l in out_lines(r)]
-                    if not nan:
-                        self.assertEqual((r.returncode, alerts), (0, []), r.stderr.decode())
-                        self.assertTrue(all(math.isfinite(d['loss']) for d in pts))
-                        continue
-                    self.assertEqual(r.returncode, 1, r.stderr.decode())
-                    opened = [a for a in alerts if a['kind'] == 'open']
-                    self.assertEqual([a['detector'] for a in opened], ['nonfinite'])
-                    first_nan = next(d for d in pts if math.isnan(d['loss']))
-                    self.assertEqual(opened[0]['step'], first_nan['step'])
-                    line = text.split('\n')[opened[0]['line'] - 1]
-                    self.assertTrue('nan' in line or '{' in line, line)
+                    if opened:
+                        line = text.split('\n')[opened[0]['line'] - 1]
+                        self.assertTrue('nan' in line or '{' in line, line)
 
 
 if __name__ == '__main__':

@@ -5,20 +5,10 @@ from a file and on stdin (the paste path), is read as its format and raises
 `nonfinite` at its first NaN point's step and line; a healthy excerpt raises
 nothing.  Pastes from public threads keep their exact lines and name the
 thread; synthetic ones say so."""
-import json
-import math
-import os
-import subprocess
 import tempfile
 import unittest
 
-from logshapes import out_lines
-from gwtest import GRADWATCH
-
-
-def run(*args, stdin=None):
-    return subprocess.run([GRADWATCH] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          timeout=300, input=stdin)
+from pastecheck import check_paste
 
 
 # name: (format, NaN run?, text)
@@ -112,31 +102,13 @@ class PastedNaNForms(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             for name, (fmt, nan, text) in PASTES.items():
                 with self.subTest(paste=name):
-                    p = os.path.join(tmp, name + '.log')
-                    with open(p, 'w', encoding='utf-8') as f:
-                        f.write(text)
-                    c = run('convert', p)
-                    self.assertEqual(c.returncode, 0, c.stderr.decode())
-                    pts = [d for d in map(json.loads, out_lines(c)) if 'event' not in d]
+                    pts, opened = check_paste(self, tmp, name, fmt, nan, text)
                     self.assertGreaterEqual(len(pts), 3)
                     steps = [d['step'] for d in pts]
                     self.assertEqual(steps, sorted(set(steps)), 'steps go up')
-                    v = run('replay', '--input-format', fmt, '--format', 'jsonl', p)
-                    self.assertEqual(v.stdout, run('replay', '--format', 'jsonl', p).stdout)
-                    r = run('replay', '--format', 'jsonl', '--min-severity', 'warning', '-',
-                            stdin=text.encode())
-                    alerts = [json.loads(l) for l in out_lines(r)]
-                    if not nan:
-                        self.assertEqual((r.returncode, alerts), (0, []), r.stderr.decode())
-                        self.assertTrue(all(math.isfinite(d['loss']) for d in pts))
-                        continue
-                    self.assertEqual(r.returncode, 1, r.stderr.decode())
-                    opened = [a for a in alerts if a['kind'] == 'open']
-                    self.assertEqual([a['detector'] for a in opened], ['nonfinite'])
-                    first_nan = next(d for d in pts if math.isnan(d['loss']))
-                    self.assertEqual(opened[0]['step'], first_nan['step'])
-                    line = text.split('\n')[opened[0]['line'] - 1]
-                    self.assertIn('nan', line)
+                    if opened:
+                        line = text.split('\n')[opened[0]['line'] - 1]
+                        self.assertIn('nan', line)
 
 
 if __name__ == '__main__':
