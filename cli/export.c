@@ -357,7 +357,7 @@ int gw_client_export(struct gw_cfg *cfg, int argc, char **argv)
 		}
 		export_page(&x, page);
 		const char *next = json_string_value(json_object_get(page, "next"));
-		long long cs, ct;
+		long long cs = 0, ct = 0;
 		bool more = next && sscanf(next, "%lld:%lld", &cs, &ct) == 2;
 		json_decref(page);
 		if (!more)

@@ -287,7 +287,7 @@ int gw_runs_activate(struct gw_runs *rs, const char *run, size_t len)
 	struct gw_engine *e = rs->o.engine;
 	if (gw_engine_has_run(e, run, len))
 		return 0;
-	uint32_t i;
+	uint32_t i = 0;
 	bool dormant = rs->n && gw_strtab_find(&rs->by_name, run, len, &i) == 0;
 	make_room(rs);
 	if (!dormant)

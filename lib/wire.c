@@ -157,6 +157,7 @@ static int read_object(struct cur *c)
 			return gw__wire_fail(c, GW_REJ_SYNTAX, c->i, e->key, "line ends where a value was expected");
 		e->raw_start = c->i;
 		char ch = c->s[c->i];
+		rc = 0;   /* the literals below set no rc of their own */
 		if (ch == '"') {
 			e->kind = V_STR;
 			rc = gw__wire_string(c, &e->str, &e->str_len);

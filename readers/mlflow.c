@@ -83,7 +83,7 @@ static int read_metric(struct walk *w, const char *path, const char *name)
 			continue;
 		/* "<timestamp ms> <value> <step>" */
 		int64_t ts, step = 0;
-		double v;
+		double v = 0;
 		size_t k = gw__rd_int(s, n, &ts), j = k;
 		size_t m = 0;
 		if (k && j < n && s[j] == ' ' && (m = gw__rd_num(s + j + 1, n - j - 1, &v)) != 0) {

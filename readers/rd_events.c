@@ -129,7 +129,7 @@ static int64_t path_step(const char *s, size_t n)
 			if (q < s + n && (*q == '_' || *q == '-' || *q == '=') && keys[k][kl - 1] != '-' &&
 			    keys[k][kl - 1] != '_')
 				q++;
-			int64_t v;
+			int64_t v = 0;
 			size_t d = q < s + n ? gw__rd_int(q, (size_t)(s + n - q), &v) : 0;
 			/* a whole number, not the start of a longer word ("step2x") */
 			if (!d || (q + d < s + n && q[d] >= 'a' && q[d] <= 'z'))

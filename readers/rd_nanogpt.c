@@ -67,7 +67,7 @@ static int fields(struct gw_reader *r, const char *s, size_t n, char sep, uint64
 			b++;
 		while (b < end && sp(s[b]))
 			b++;
-		double v;
+		double v = 0;
 		size_t k = 0;
 		if (b < end)
 			k = sep == '|' ? gw__rd_num_grouped(s + b, end - b, &v) : gw__rd_num(s + b, end - b, &v);

@@ -156,7 +156,7 @@ void gw__pl_parse(const char *s, size_t n, struct gw_pl_parse *p)
 			i++;
 			continue;
 		}
-		double v, total = NAN;
+		double v = 0, total = NAN;
 		char unit[8] = "";
 		size_t k = 0;
 		bool numeric = isdigit((unsigned char)c) || c == '.' ||

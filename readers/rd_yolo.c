@@ -167,7 +167,7 @@ static int flush(struct gw_reader *r, struct yl *t)
 static int segment(struct gw_reader *r, void *state, const char *s, size_t n, uint64_t lineno)
 {
 	struct yl *t = state;
-	int64_t e, total;
+	int64_t e = 0, total = 0;
 	size_t i = t->ncols ? epoch_of(s, n, &e, &total) : 0;
 	if (!i)
 		return 0;

@@ -215,7 +215,7 @@ static int on_line(void *data, const char *line, size_t len, uint64_t lineno,
 	int rc = 0;
 	if (!gw__rd_unquote(&s, &n)) {
 		unsigned fl = r->fmt->flags;
-		uint32_t rank;
+		uint32_t rank = 0;
 		size_t k = fl & GW_RDF_LABELS ? gw__rd_label(s, n, &rank) : 0;
 		r->line_label = k ? (int64_t)rank : -1;
 		s += k;

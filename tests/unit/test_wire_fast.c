@@ -3,8 +3,8 @@
  * lib/wire_value.c): a long-lived parser, whose shape cache carries keys
  * from line to line, must read every line exactly as a fresh parser does
  * (shapes that repeat, change, shrink, grow, keys with escapes, keys that
- * are prefixes of others, duplicates after a cached prefix, an alias added
- * between lines); and numbers read 8 digits at a time must be strtod's
+ * are prefixes of others, duplicates after a cached prefix, literals as
+ * the values of cached keys, an alias added between lines); and numbers read 8 digits at a time must be strtod's
  * bits for random decimals of every length.
  */
 #include "gwcheck.h"
@@ -15,6 +15,16 @@
 
 #include "wire.h"
 
+/* Stack below the caller left all ones (-1 as an int): a variable the
+ * parser reads before it sets it then reads as an error, not as the 0 a
+ * fresh stack often happens to hold. */
+static __attribute__((noinline)) void stack_garbage(void)
+{
+	volatile unsigned char junk[16384];
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = 0xff;
+}
+
 /* Parse `line` with the long-lived w and with a fresh parser over the same
  * aliases; every part of the answer must be the same. */
 static void same_as_fresh(struct gw_wire *w, struct gw_alias *al, const char *line)
@@ -23,6 +33,7 @@ static void same_as_fresh(struct gw_wire *w, struct gw_alias *al, const char *li
 	ck_assert_ptr_nonnull(f);
 	struct gw_rec a, b;
 	struct gw_wire_err ea, eb;
+	stack_garbage();
 	int ra = gw_wire_parse(w, line, strlen(line), NULL, &a, &ea);
 	int rb = gw_wire_parse(f, line, strlen(line), NULL, &b, &eb);
 	ck_assert_msg(ra == rb, "%s: rc %d, fresh %d", line, ra, rb);
@@ -84,6 +95,11 @@ START_TEST(shape_cache_reads_as_fresh)
 		"{\"step\":18,\"run\":\"b\"}",
 		"{\"step\":18,\"run\":\"a\",\"my_loss\":2.5}",
 		"{\"step\":19,\"run\":\"a\",\"my_loss\":2.5}",
+		/* literals as values of cached keys (the keys set no rc then) */
+		"{\"run\":\"a\",\"skip\":true,\"step\":20,\"f\":null,\"ok\":false}",
+		"{\"run\":\"a\",\"skip\":true,\"step\":21,\"f\":null,\"ok\":false}",
+		"{\"skip\":false,\"run\":\"a\",\"step\":22}",
+		"{\"skip\":null,\"run\":\"a\",\"step\":23}",
 	};
 	struct gw_alias *al = gw_alias_new();
 	struct gw_wire *w = gw_wire_new(al);
