@@ -189,8 +189,9 @@ static void sc_record(void *st, const struct gw_det_ctx *ctx)
 		gw__sc_check(s, ctx, L, G, scale);
 	s->loss[s->head] = L;
 	s->gn[s->head] = G;
-	s->scale[s->head] = scale;
-	s->step[s->head] = r->step;
+	s->scale[1] = s->scale[0];
+	s->scale[0] = scale;
+	s->last_step = r->step;
 	s->head = (s->head + 1) % SC_KEEP;
 	if (s->n < SC_KEEP)
 		s->n++;

@@ -36,23 +36,38 @@ static size_t prior(const struct sc_state *s, const double *col, size_t k, doubl
 
 struct rise {
 	size_t k;          /* points before */
-	double max, median, ratio, z;
+	double max, median, ratio, z;   /* median and z: after rise_spread */
+	const double *p;   /* the points, for rise_spread */
+	double x;
 };
 
-/* x against the positive points before it, in log space; false if any is
- * not positive or there are none. */
-static bool rise_of(const double *p, size_t k, double x, const struct gw_thresholds *th,
-                    struct rise *o)
+/* x against the positive points before it: their count, highest, and x's
+ * ratio to it; false if any is not positive or there are none.  The
+ * median and the spread in log space are rise_spread's: most points need
+ * neither (no rule can fire below sc_abs_rise), and they are most of the
+ * detector's time while runs are short. */
+static bool rise_of(const double *p, size_t k, double x, struct rise *o)
 {
 	if (k == 0 || !(x > 0))
 		return false;
-	double lg[SC_KEEP], tmp[SC_KEEP], mx = 0;
+	double mx = 0;
 	for (size_t i = 0; i < k; i++) {
 		if (!(p[i] > 0))
 			return false;
-		lg[i] = log(p[i]);
 		mx = fmax(mx, p[i]);
 	}
+	*o = (struct rise){.k = k, .max = mx, .ratio = x / mx, .p = p, .x = x,
+	                   .median = NAN, .z = NAN};
+	return true;
+}
+
+/* The rise's median and its size in spreads of the points (log space). */
+static void rise_spread(struct rise *o, const struct gw_thresholds *th)
+{
+	size_t k = o->k;
+	double lg[SC_KEEP], tmp[SC_KEEP];
+	for (size_t i = 0; i < k; i++)
+		lg[i] = log(o->p[i]);
 	double spread = 0;
 	if (k >= 4) {
 		spread = gw_noise(lg, k, tmp);
@@ -64,12 +79,8 @@ static bool rise_of(const double *p, size_t k, double x, const struct gw_thresho
 		spread = th->sigma_floor_log;
 	memcpy(tmp, lg, k * sizeof(double));
 	double med = gw_median(tmp, k);
-	o->k = k;
-	o->max = mx;
 	o->median = exp(med);
-	o->ratio = x / mx;
-	o->z = k >= 2 ? (log(x) - med) / spread : NAN;   /* one point: no spread */
-	return true;
+	o->z = k >= 2 ? (log(o->x) - med) / spread : NAN;   /* one point: no spread */
 }
 
 /* The spreads a rise over k points must reach (fewer points, a spread
@@ -116,7 +127,7 @@ static void scale_note(const struct sc_state *s, double scale, char *buf, size_t
 	if (!isfinite(scale) || s->seg_n == 0)
 		return;
 	for (unsigned back = 1; back <= 2 && back <= s->seg_n; back++) {
-		double before = s->scale[(s->head + SC_KEEP - back) % SC_KEEP];
+		double before = s->scale[back - 1];
 		if (isfinite(before) && scale < before) {
 			char a[24], b[24];
 			snprintf(buf, size, ", while the fp16 loss scale fell from %s to %s (overflows)",
@@ -178,17 +189,24 @@ bool gw__sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L, do
 	size_t kmax = (size_t)sc->sc_prior_max;
 	size_t kl = prior(s, s->loss, kmax, pl), kg = prior(s, s->gn, kmax, pg);
 	struct rise rl = {0}, rg = {0};
-	bool hl = isfinite(L) && rise_of(pl, kl, L, th, &rl);
-	bool hg = isfinite(G) && rise_of(pg, kg, G, th, &rg);
+	bool hl = isfinite(L) && rise_of(pl, kl, L, &rl);
+	bool hg = isfinite(G) && rise_of(pg, kg, G, &rg);
 
 	/* collapse: a positive loss falls a thousandfold */
 	if (isfinite(L) && L >= 0 && kl >= 1) {
-		double tmp[SC_KEEP];
-		memcpy(tmp, pl, kl * sizeof(double));
-		double med = gw_median(tmp, kl);
 		bool pos = true;
-		for (size_t i = 0; i < kl; i++)
+		double mx = 0;
+		for (size_t i = 0; i < kl; i++) {
 			pos = pos && pl[i] > 0;
+			mx = fmax(mx, pl[i]);
+		}
+		/* the median is at most the highest: most points stop here */
+		double med = NAN;
+		if (pos && L < sc->sc_collapse_rel * mx) {
+			double tmp[SC_KEEP];
+			memcpy(tmp, pl, kl * sizeof(double));
+			med = gw_median(tmp, kl);
+		}
 		if (pos && L < sc->sc_collapse_rel * med) {
 			snprintf(what, sizeof(what),
 			         "loss collapsed to %s at step %s from a median of %s over the %zu "
@@ -208,11 +226,13 @@ bool gw__sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L, do
 
 	scale_note(s, scale, note, sizeof(note));
 	/* jump: loss alone, or loss and grad norm together */
-	bool zl = hl && rl.k >= 2 && rl.z >= need_z(sc, rl.k);
 	bool armed = (double)step >= sc->sc_arm_steps;
-	zl = zl && armed;
-	/* and a whole unit of loss */
-	zl = zl && L - rl.max >= sc->sc_abs_rise;
+	/* a whole unit of loss, armed: what every rule that reads the loss's
+	 * median or spread (jump, the start of a level) asks first */
+	bool rises = hl && armed && L - rl.max >= sc->sc_abs_rise;
+	if (rises)
+		rise_spread(&rl, th);
+	bool zl = rises && rl.k >= 2 && rl.z >= need_z(sc, rl.k);
 	bool jump_l = zl && rl.ratio >= (rl.k == 2 ? sc->sc_jump_rel2 : sc->sc_jump_rel);
 	/* both at once: with one point before too (two series agree) */
 	bool one = hl && hg && rl.k == 1 && rg.k == 1 && armed && L - rl.max >= sc->sc_abs_rise;
@@ -292,7 +312,7 @@ bool gw__sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L, do
 		if (L > s->last_loss) {
 			if (s->climb++ == 0) {
 				s->climb_from = s->last_loss;
-				s->climb_step = s->step[(s->head + SC_KEEP - 1) % SC_KEEP];
+				s->climb_step = s->last_step;
 			}
 		} else {
 			s->climb = 0;
@@ -367,8 +387,10 @@ bool gw__sc_resumed(struct sc_state *s, const struct gw_det_ctx *ctx, double L, 
 	size_t kmax = (size_t)sc->sc_prior_max;
 	size_t kl = prior_of(s, s->loss, kmax, true, pl), kg = prior_of(s, s->gn, kmax, true, pg);
 	struct rise rl, rg;
-	if (kl < 3 || kg < 3 || !rise_of(pl, kl, L, th, &rl) || !rise_of(pg, kg, G, th, &rg))
+	if (kl < 3 || kg < 3 || !rise_of(pl, kl, L, &rl) || !rise_of(pg, kg, G, &rg))
 		return false;
+	rise_spread(&rl, th);
+	rise_spread(&rg, th);
 	if (!(rl.ratio > 1 && rl.z >= need_z(sc, kl) && rg.ratio >= sc->sc_res_gn_rel &&
 	      rg.z >= need_z(sc, kg)))
 		return false;

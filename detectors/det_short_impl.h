@@ -21,8 +21,9 @@ struct sc_th {
 struct sc_state {
 	uint32_t incident;
 	unsigned n, head;             /* the ring of the last points */
-	double loss[SC_KEEP], gn[SC_KEEP], scale[SC_KEEP];
-	int64_t step[SC_KEEP];
+	double loss[SC_KEEP], gn[SC_KEEP];
+	double scale[2];              /* the loss scale of the last point, the one before */
+	int64_t last_step;            /* the last point's step */
 	unsigned seg_n;               /* ... of which this segment's (the rules' context) */
 	bool seg_first;               /* no point of this segment yet */
 	uint64_t points;              /* points of the segment so far */
