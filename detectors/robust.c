@@ -11,6 +11,7 @@
 #include "robust.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 /* The k-th smallest of x[0..n) (0-based), partially reordering x; after it
@@ -180,16 +181,47 @@ void gw_sorted_add(double *v, size_t *n, double x)
 	(*n)++;
 }
 
+/* Where x is: among the values equal to it, the first with its bits
+ * (+0 / -0); n when it is not there. */
+static size_t sorted_find(const double *v, size_t n, double x)
+{
+	size_t i = lower_bound(v, n, x);
+	uint64_t want, bits;
+	memcpy(&want, &x, sizeof(x));
+	for (; i < n && !(x < v[i]); i++) {
+		memcpy(&bits, &v[i], sizeof(bits));
+		if (bits == want)
+			return i;
+	}
+	return n;
+}
+
 void gw_sorted_del(double *v, size_t *n, double x)
 {
-	size_t i = lower_bound(v, *n, x);
-	/* among the values equal to x, the one with its bits (+0 / -0) */
-	while (i < *n && !(x < v[i]) && memcmp(&v[i], &x, sizeof(x)) != 0)
-		i++;
-	if (i >= *n || x < v[i])
+	size_t i = sorted_find(v, *n, x);
+	if (i == *n)
 		return;   /* not there: a caller's bug, but nothing to corrupt */
 	memmove(v + i, v + i + 1, (*n - i - 1) * sizeof(*v));
 	(*n)--;
+}
+
+void gw_sorted_replace(double *v, size_t n, double gone, double x)
+{
+	size_t i = sorted_find(v, n, gone);
+	if (i == n) {
+		gw_sorted_add(v, &n, x);
+		return;
+	}
+	/* j: where gw_sorted_add puts x with gone still in; without it, the
+	 * same place when that is at or before gone's, one less after it */
+	size_t j = lower_bound(v, n, x);
+	if (j <= i) {
+		memmove(v + j + 1, v + j, (i - j) * sizeof(*v));
+		v[j] = x;
+	} else {
+		memmove(v + i, v + i + 1, (j - 1 - i) * sizeof(*v));
+		v[j - 1] = x;
+	}
 }
 
 double gw_sorted_median(const double *v, size_t n)

@@ -117,6 +117,12 @@ void gw_sorted_add(double *v, size_t *n, double x);
 /* Remove one value with x's bits (it must be there; -0 and +0 differ). */
 void gw_sorted_del(double *v, size_t *n, double x);
 
+/* gw_sorted_del(v, &n, gone) then gw_sorted_add(v, &n, x) in one shift of
+ * the values between the two places: the same array, bit for bit, with n
+ * values before and after (a window slid one on).  When gone is not there
+ * x is only added: v must have room for n + 1. */
+void gw_sorted_replace(double *v, size_t n, double gone, double x);
+
 /* Median of the sorted window: gw_median's value; NaN when n == 0. */
 double gw_sorted_median(const double *v, size_t n);
 

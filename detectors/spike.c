@@ -104,8 +104,18 @@ static bool possible(const struct gw_det_ctx *ctx)
 	struct gw_win cg = gw_hist_valid(h, GW_V_LOG_GRAD_NORM, nc, 0);
 	/* rel = short median - base median >= log(ratio)  <=>  base median <= short - log(ratio) */
 	double loss_rel = fmin(th->sp_loss_rel, th->sp_big_loss_rel); /* either loss_spike rule */
-	return series_possible(h, GW_V_LOG_LOSS, nb, nc, &cl, log(loss_rel)) ||
-	       series_possible(h, GW_V_LOG_GRAD_NORM, nb, nc, &cg, log(th->sp_gn_rel));
+	/* their logs, kept while the thresholds stay (two logs were 4% of
+	 * the engine's instructions a record) */
+	struct gw_spike_cache *c = ctx->spike;
+	if (!c->has_logs || c->rel_of[0] != loss_rel || c->rel_of[1] != th->sp_gn_rel) {
+		c->rel_of[0] = loss_rel;
+		c->rel_of[1] = th->sp_gn_rel;
+		c->log_rel[0] = log(loss_rel);
+		c->log_rel[1] = log(th->sp_gn_rel);
+		c->has_logs = true;
+	}
+	return series_possible(h, GW_V_LOG_LOSS, nb, nc, &cl, c->log_rel[0]) ||
+	       series_possible(h, GW_V_LOG_GRAD_NORM, nb, nc, &cg, c->log_rel[1]);
 }
 
 bool gw_spike_possible(const struct gw_det_ctx *ctx)
@@ -146,11 +156,8 @@ static void slide_base(struct gw_spike_sorted *so, int k, const struct gw_hist *
 	struct gw_win w = gw_hist_valid(h, col, nb + 1, nc);  /* the one that left, then the baseline */
 	double gone = gw_win_at(&w, 0), first = gw_win_at(&w, 1);
 	double last = gw_win_at(&w, nb), before = gw_win_at(&w, nb - 1);
-	size_t n = nb, m = nb - 1;
-	gw_sorted_del(so->base[k], &n, gone);
-	gw_sorted_add(so->base[k], &n, last);
-	gw_sorted_del(so->diff[k], &m, first - gone);
-	gw_sorted_add(so->diff[k], &m, last - before);
+	gw_sorted_replace(so->base[k], nb, gone, last);
+	gw_sorted_replace(so->diff[k], nb - 1, first - gone, last - before);
 }
 
 /* The sorted baselines for this line: slid one record on when the

@@ -52,6 +52,8 @@ struct gw_spike_cache {
 	struct gw_arena *arena;        /* where that comes from; NULL: malloc */
 	uint64_t possible_at;          /* the timeline's change count (hist.h) at ... */
 	bool possible;                 /* ... gw_spike_possible's last answer */
+	bool has_logs;                 /* log_rel holds the logs of rel_of: */
+	double rel_of[2], log_rel[2];  /* the loss's and grad norm's ratio thresholds */
 };
 
 /* The statistics of this line (computed on the first call).  Meaningful on

@@ -147,8 +147,23 @@ START_TEST(sorted_windows)
 			size_t n = 0, np = 0;
 			int ops = cap <= 16 ? 1500 : cap <= 128 ? 500 : 150;
 			for (int op = 0; op < ops; op++) {
+				/* full: half the time, one slide by gw_sorted_replace, which
+				 * must leave what del then add leave, bit for bit */
+				if (np == cap && rnd() % 2) {
+					double w[GW_WIN_MAX + 1];
+					size_t j = rnd() % np, m = n;
+					double gone = plain[j], x = value((enum data)d, (size_t)op);
+					memcpy(w, v, n * sizeof(double));
+					gw_sorted_del(w, &m, gone);
+					gw_sorted_add(w, &m, x);
+					gw_sorted_replace(v, n, gone, x);
+					CHECK(m == n && memcmp(w, v, n * sizeof(double)) == 0,
+					      "cap %zu data %d: replace %g by %g differs from del + add",
+					      cap, d, gone, x);
+					plain[j] = x;
+				}
 				/* a sliding window: add while below cap, else drop one first */
-				if (np == cap || (np && rnd() % 4 == 0)) {
+				else if (np == cap || (np && rnd() % 4 == 0)) {
 					size_t j = rnd() % np;
 					gw_sorted_del(v, &n, plain[j]);
 					plain[j] = plain[--np];
