@@ -168,14 +168,16 @@ bool gw__sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L, do
 	const struct gw_thresholds *th = ctx->th;
 	const struct sc_th *sc = gw_det_own_th(ctx);
 	int64_t step = ctx->rec->step;
+	/* sb: the step, written only into an alert (formatting it on every
+	 * point cost more than the rules) */
 	char sb[32], a[24], b[24], c[24], what[400], note[128];
-	gw_fmt_int(sb, sizeof(sb), step);
 
 	/* absurd magnitudes */
 	if ((isfinite(L) && fabs(L) >= sc->sc_absurd) || (isfinite(G) && G >= sc->sc_absurd)) {
 		bool gl = isfinite(L) && fabs(L) >= sc->sc_absurd;
 		snprintf(what, sizeof(what), "%s is %s at step %s: numerics have broken down",
-		         gl ? "loss" : "grad norm", gw_det_fmt_num(a, sizeof(a), gl ? L : G), sb);
+		         gl ? "loss" : "grad norm", gw_det_fmt_num(a, sizeof(a), gl ? L : G),
+		         gw_fmt_int(sb, sizeof(sb), step));
 		sc_raise(s, ctx, "absurd", true, what,
 		         "an overflow short of Inf: LR far too high, a divergence already under way, "
 		         "or a loss computed on garbage (wrong scaling, bad inputs)",
@@ -211,7 +213,8 @@ bool gw__sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L, do
 			snprintf(what, sizeof(what),
 			         "loss collapsed to %s at step %s from a median of %s over the %zu "
 			         "point%s before: a fall of x%.0f is no learning",
-			         gw_det_fmt_num(a, sizeof(a), L), sb, gw_det_fmt_num(b, sizeof(b), med), kl,
+			         gw_det_fmt_num(a, sizeof(a), L), gw_fmt_int(sb, sizeof(sb), step),
+			         gw_det_fmt_num(b, sizeof(b), med), kl,
 			         kl == 1 ? "" : "s", L > 0 ? med / L : INFINITY);
 			sc_raise(s, ctx, "collapse", true, what,
 			         "the loss no longer measures the task: labels leaked into the inputs, "
@@ -242,7 +245,8 @@ bool gw__sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L, do
 		char before[96];
 		points_before(before, sizeof(before), rl.k, rl.max, rl.z);
 		int n = snprintf(what, sizeof(what), "loss jumped to %s at step %s, x%.2g %s",
-		                 gw_det_fmt_num(a, sizeof(a), L), sb, rl.ratio, before);
+		                 gw_det_fmt_num(a, sizeof(a), L), gw_fmt_int(sb, sizeof(sb), step), rl.ratio,
+		                 before);
 		if (hg && n > 0 && (size_t)n < sizeof(what))
 			n += snprintf(what + n, sizeof(what) - (size_t)n, "; grad norm x%.2g to %s",
 			              rg.ratio, gw_det_fmt_num(c, sizeof(c), G));
@@ -325,7 +329,8 @@ bool gw__sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L, do
 			snprintf(what, sizeof(what),
 			         "loss climbed on %u lines in a row, from %s at step %s to %s at step %s "
 			         "(x%.2g)%s", s->climb, gw_det_fmt_num(a, sizeof(a), s->climb_from),
-			         gw_fmt_int(fb, sizeof(fb), s->climb_step), gw_det_fmt_num(b, sizeof(b), L), sb,
+			         gw_fmt_int(fb, sizeof(fb), s->climb_step), gw_det_fmt_num(b, sizeof(b), L),
+			         gw_fmt_int(sb, sizeof(sb), step),
 			         L / s->climb_from, note);
 			sc_raise(s, ctx, "climb", L / s->climb_from >= th->sp_crit_rel, what, CAUSE_DIVERGE,
 			         ACTION_DIVERGE,
@@ -361,7 +366,7 @@ bool gw__sc_check(struct sc_state *s, const struct gw_det_ctx *ctx, double L, do
 			snprintf(what, sizeof(what),
 			         "loss has stayed at exactly %s on %u lines, from step %s to %s: the "
 			         "model is not learning", gw_det_fmt_num(a, sizeof(a), L), s->frz_n,
-			         gw_fmt_int(fb, sizeof(fb), s->frz_from), sb);
+			         gw_fmt_int(fb, sizeof(fb), s->frz_from), gw_fmt_int(sb, sizeof(sb), step));
 			sc_raise(s, ctx, "frozen", false, what,
 			         "no update reaches the weights: LR 0 or a frozen model, gradients zeroed "
 			         "or skipped (fp16 overflow), dead units, labels the model cannot learn; or "
