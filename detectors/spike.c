@@ -57,17 +57,6 @@ static bool spike_sizes(const struct gw_thresholds *th, size_t *nc, size_t *nb)
 	return *nc >= 1 && *nc <= 16 && *nb >= 3 && *nb <= GW_RING_CAP;
 }
 
-/* Could the baseline's median be <= t: its lower bound, then the count. */
-static bool base_maybe_le(const struct gw_hist *h, enum gw_vcol col, size_t nb, size_t nc,
-                          double t)
-{
-	double lo;
-	if (gw_hist_valid_bound(h, col, nb, nc, -1, &lo) && gw_mid_surely_above(lo, t))
-		return false;
-	struct gw_win w = gw_hist_valid(h, col, nb, nc);
-	return gw_median_maybe_le(&w, t);
-}
-
 /* The largest value of a window: a bound of its median from above. */
 static double win_max(const struct gw_win *w)
 {
@@ -79,16 +68,21 @@ static double win_max(const struct gw_win *w)
 	return m;
 }
 
-/* Could the short median be log(rel) above the baseline's: first with the
- * short window's largest value for its median, then exactly. */
+/* Could the short median be log(rel) above the baseline's: the
+ * baseline's lower bound against the short window's largest value, then
+ * against its median, then the count over the baseline. */
 static bool series_possible(const struct gw_hist *h, enum gw_vcol col, size_t nb, size_t nc,
                             const struct gw_win *cur, double log_rel)
 {
 	double lo;
-	if (gw_hist_valid_bound(h, col, nb, nc, -1, &lo) &&
-	    gw_mid_surely_above(lo, win_max(cur) - log_rel))
+	bool bound = gw_hist_valid_bound(h, col, nb, nc, -1, &lo);
+	if (bound && gw_mid_surely_above(lo, win_max(cur) - log_rel))
 		return false;
-	return base_maybe_le(h, col, nb, nc, gw_win_median(cur) - log_rel);
+	double t = gw_win_median(cur) - log_rel;
+	if (bound && gw_mid_surely_above(lo, t))
+		return false;
+	struct gw_win w = gw_hist_valid(h, col, nb, nc);
+	return gw_median_maybe_le(&w, t);
 }
 
 static bool possible(const struct gw_det_ctx *ctx)
