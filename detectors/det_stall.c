@@ -80,6 +80,22 @@ static void stall_init(void *st, const struct gw_det_ctx *ctx)
 	s->watch_from = s->down_from = -INFINITY;
 }
 
+/* The lowest positive finite throughput of the last THR_CUR records, 0
+ * when there is none or fewer records: a lower bound of the median of
+ * those the rule keeps. */
+static double recent_low(const struct gw_hist *h)
+{
+	struct gw_win w = gw_hist_recent(h, GW_COL_THROUGHPUT, THR_CUR);
+	if (gw_win_len(&w) < THR_CUR)
+		return 0;
+	double lo = INFINITY;
+	for (size_t i = 0; i < w.na; i++)
+		lo = w.a[i] > 0 && w.a[i] < lo ? w.a[i] : lo;
+	for (size_t i = 0; i < w.nb; i++)
+		lo = w.b[i] > 0 && w.b[i] < lo ? w.b[i] : lo;
+	return isfinite(lo) ? lo : 0;
+}
+
 static void throughput(struct stall_state *s, const struct gw_det_ctx *ctx)
 {
 	const struct gw_thresholds *th = ctx->th;
@@ -87,11 +103,15 @@ static void throughput(struct stall_state *s, const struct gw_det_ctx *ctx)
 	if (rs->active && rs->k <= THR_RESTART_SKIP)
 		return;
 	/* cheap bounds first (robust.h): a collapse needs the base median
-	 * above mc / thr_collapse; they rule out nearly every line */
+	 * above mc / thr_collapse; they rule out nearly every line.  The
+	 * recent window's lowest kept value bounds its median from below
+	 * as well as a kept order statistic does, and a pass over 16 values
+	 * costs less than renewing one every few lines */
 	double bc, bb;
 	if (!s->thr_active &&
-	    gw_hist_recent_bound(ctx->hist, GW_COL_THROUGHPUT, THR_CUR, 0, -1, &bc) &&
 	    gw_hist_recent_bound(ctx->hist, GW_COL_THROUGHPUT, THR_BASE, THR_CUR, 1, &bb) &&
+	    ((bc = recent_low(ctx->hist)) > 0 ||
+	     gw_hist_recent_bound(ctx->hist, GW_COL_THROUGHPUT, THR_CUR, 0, -1, &bc)) &&
 	    gw_mid_surely_below(bb, bc / th->thr_collapse))
 		return;
 	struct gw_win w = gw_hist_recent(ctx->hist, GW_COL_THROUGHPUT, THR_CUR + THR_BASE);
