@@ -50,12 +50,19 @@
  *              without the loss's own line: torchvision's references, DETR, DeiT,
  *              MAE "Loss is nan, stopping training" ("inf", "-inf"), detectron2
  *              "FloatingPointError: Loss became infinite or NaN at iteration=N!",
- *              Keras' TerminateOnNaN "Batch N: Invalid loss, terminating training".
- *              These become a point of the default run with that loss (NaN where
- *              the line does not say which), so nonfinite judges it as if the loss
- *              had been logged: at the step the line names (detectron2's
+ *              Keras' TerminateOnNaN "Batch N: Invalid loss, terminating training";
+ *              Megatron's checks (--check-for-nan-in-loss-and-grad) "found NaN in
+ *              local forward loss calculation" ("Inf"), "found NaN in local grad
+ *              norm in backward pass ..." ("... for bucket #0 ..."), and
+ *              autograd's anomaly mode "Function 'XBackward0' returned nan values
+ *              in its 0th output" (a gradient: the grad norm).
+ *              These become a point of the default run with that loss or grad norm
+ *              (NaN where the line does not say which), so nonfinite judges it as
+ *              if it had been logged: at the step the line names (detectron2's
  *              iteration), else the last point's step + 1 (the first step it can
- *              have happened at; Keras' N counts batches of the epoch).
+ *              have happened at; Keras' N counts batches of the epoch).  The same
+ *              statement again right after (every rank prints it, a traceback
+ *              repeats it) adds no point.
  *
  * Steps: a line that names its step (N above, or a step in the path:
  * stepN, step_N, step=N, checkpoint-N, global_stepN, iter_N) gives it.  A
@@ -466,7 +473,17 @@ static int stopped_line(struct gw_reader *r, const char *s, size_t n, uint64_t l
 	const char *k;
 	double v = NAN;
 	int64_t step = -1;
-	if ((k = find(s, n, "Loss is ")) && find(s, n, "stopping training")) {
+	const char *metric = "loss";
+	if ((k = find(s, n, "found NaN in local ")) || (k = find(s, n, "found Inf in local "))) {
+		/* Megatron: the loss (forward) or a bucket's grad norm (backward) */
+		v = k[6] == 'I' ? INFINITY : NAN;
+		if (find(s, n, "local grad norm"))
+			metric = "grad_norm";
+		else if (!find(s, n, "local forward loss"))
+			return 0;
+	} else if (find(s, n, "returned nan values in its")) {
+		metric = "grad_norm";   /* autograd anomaly mode: a backward function's output */
+	} else if ((k = find(s, n, "Loss is ")) && find(s, n, "stopping training")) {
 		const char *p = k + 8;
 		if ((size_t)(s + n - p) >= 7 && !memcmp(p, "tensor(", 7))
 			p += 7;   /* a tensor printed whole: "Loss is tensor(nan, device=...)" */
@@ -482,6 +499,8 @@ static int stopped_line(struct gw_reader *r, const char *s, size_t n, uint64_t l
 	} else if (!find(s, n, "Invalid loss, terminating training")) {
 		return 0;
 	}
+	if (e->stopped >= 0 && e->point == e->stopped)
+		return 1;   /* said again (another rank, a traceback): one stop */
 	if (step < 0) {
 		if (e->point < 0)
 			return 0;   /* no point yet: no step to give it */
@@ -492,8 +511,9 @@ static int stopped_line(struct gw_reader *r, const char *s, size_t n, uint64_t l
 		return rc;
 	gw__rd_begin(r, NULL, 0, step);
 	gw__rd_ts(r, r->line_ts);
-	if ((rc = gw__rd_metric(r, "loss", 4, v)) < 0 || (rc = gw__rd_emit(r, line)) < 0)
+	if ((rc = gw__rd_metric(r, metric, strlen(metric), v)) < 0 || (rc = gw__rd_emit(r, line)) < 0)
 		return rc;
+	e->stopped = step;
 	return 1;
 }
 
@@ -526,6 +546,9 @@ static unsigned words(const char *s, size_t n)
 		W('L', 0, "Loss is ", W_STOPPED),            /* torchvision, DETR, DeiT, MAE */
 		W('L', 0, "Loss became infinite or NaN", W_STOPPED),   /* detectron2 */
 		W('I', 0, "Invalid loss, terminating", W_STOPPED),   /* Keras TerminateOnNaN */
+		W('N', 6, "found NaN in local", W_STOPPED),  /* Megatron's NaN checks */
+		W('I', 6, "found Inf in local", W_STOPPED),
+		W('v', 13, "returned nan values in its", W_STOPPED),   /* autograd anomaly mode */
 #undef W
 	};
 	unsigned hit = 0;
@@ -566,6 +589,7 @@ void gw__rd_events_init(struct gw_reader *r)
 	memset(e, 0, sizeof(*e));
 	e->point = e->named = -1;
 	e->last_saved = -1;
+	e->stopped = -1;
 	e->last_ts = NAN;
 	e->pending.line = 0;
 	r->before_point = events_point;

@@ -36,6 +36,7 @@ struct gw_rd_events {
 	size_t last_len;
 	double last_ts;           /* ... and its time */
 	int64_t last_saved;       /* the last checkpoint_saved's step, -1: none */
+	int64_t stopped;          /* the step of the last point a stopped line made, -1 */
 	struct gw_rd_held resume; /* a resume waiting for the next point */
 	struct gw_rd_held pending;   /* an overflow waiting for the lines about it */
 	struct gw_rd_held held[GW_RD_HELD];   /* overflows before the first point */

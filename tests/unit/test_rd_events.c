@@ -268,7 +268,9 @@ END_TEST
  * line: a point of that loss at the step the line names, else the last
  * point's + 1.  torchvision references/detection/engine.py (the lines of
  * pytorch/vision#1631 as pasted), detectron2 engine/train_loop.py, Keras'
- * TerminateOnNaN; a finite loss named, or no point before, is nothing. */
+ * TerminateOnNaN, Megatron's NaN checks, autograd's anomaly mode; a finite
+ * loss named, or no point before, is nothing; the same statement again
+ * right after adds nothing. */
 START_TEST(stopped_wordings)
 {
 	static const struct {
@@ -292,6 +294,27 @@ START_TEST(stopped_wordings)
 		{"step 3, loss: 0.7\nLoss is not decreasing, stopping training early\n",
 		 "1 r 3 loss=0.7\n"},
 		{"Loss is nan, stopping training\n", ""},
+		/* Megatron's checks (megatron/core/distributed/param_and_grad_buffer.py,
+		 * pretrain_gpt.py loss_func; the rerun state machine's wording), every
+		 * rank saying it: one point */
+		{"step 3, loss: 0.7\nAssertionError: Rank 13: found NaN in local grad norm in backward "
+		 "pass before data-parallel communication collective. Device: 5, node: node-15-11\n"
+		 "AssertionError: Rank 14: found NaN in local grad norm in backward pass before "
+		 "data-parallel communication collective. Device: 6, node: node-15-11\n",
+		 "1 r 3 loss=0.7\n2 r 4 grad_norm=NaN\n"},
+		{"step 3, loss: 0.7\nRuntimeError: Rank 255, node=n1, device=0, iteration 4: Unexpected "
+		 "result nan (message='found NaN in local forward loss calculation')\n",
+		 "1 r 3 loss=0.7\n2 r 4 loss=NaN\n"},
+		{"step 3, loss: 0.7\nfound Inf in local forward loss calculation\n",
+		 "1 r 3 loss=0.7\n2 r 4 loss=Infinity\n"},
+		{"step 3, loss: 0.7\nfound NaN in local cache, rebuilding\n", "1 r 3 loss=0.7\n"},
+		/* autograd's anomaly mode (torch/csrc/autograd/engine.cpp) */
+		{"step 3, loss: 0.7\nRuntimeError: Function 'LogSoftmaxBackward0' returned nan values "
+		 "in its 0th output.\n", "1 r 3 loss=0.7\n2 r 4 grad_norm=NaN\n"},
+		/* a point logged after a stop: the statement counts again */
+		{"step 3, loss: 0.7\nLoss is nan, stopping training\nstep 9, loss: 0.6\n"
+		 "Loss is nan, stopping training\n",
+		 "1 r 3 loss=0.7\n2 r 4 loss=NaN\n3 r 9 loss=0.6\n4 r 10 loss=NaN\n"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct res r;
