@@ -417,8 +417,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-	aliases = gw_alias_new();
-	int rc = gw_check_run(suite());
-	gw_alias_free(aliases);
-	return rc;
+	return rd_main(suite());
 }
