@@ -36,11 +36,46 @@ void gw__store_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
 #define CKPT_EVERY_MS 250
 #define CKPT_MIN_FRAMES 1000
 
+/* Under sustained load a PASSIVE checkpoint never catches up on its own:
+ * by the time it has copied the WAL, the writer has committed more, and
+ * SQLite starts the WAL over only when a write transaction begins with
+ * every frame copied.  At 100,000 records/s the WAL grew by 40 MB a
+ * second for as long as the load lasted (500 MB in a 13 s benchmark).
+ * So once the WAL holds RESTART_FRAMES (16 MB) the checkpointer runs its
+ * passes back to back (CATCHUP_MS apart), each copying what was committed
+ * during the one before, and once a pass has left at most CATCHUP_FRAMES
+ * (or the last commit's frames, if more) behind, the writer copies those
+ * itself between two transactions (gw__store_wal_restart): its next
+ * transaction starts the WAL over.  That costs the writer a few commits'
+ * pages and a sync of the database file, 4-5 ms at 100,000 records/s,
+ * once or twice a second.  At FORCE_FRAMES (64 MB) it copies whatever is
+ * left, however long that takes: a checkpointer that cannot keep up (a
+ * starved thread, a slow disk) must not let the WAL grow without end. */
+#define RESTART_FRAMES 4000
+#define FORCE_FRAMES 16000
+#define CATCHUP_MS 2
+#define CATCHUP_FRAMES 400
+
 /* The writer's WAL hook: how many frames the WAL holds after a commit. */
 int gw__store_on_wal(void *arg, sqlite3 *db, const char *name, int frames)
 {
-	atomic_store(&((struct gw_store *)arg)->wal_frames, frames);
+	struct gw_store *s = arg;
+	int before = atomic_exchange(&s->wal_frames, frames);
+	s->commit_frames = frames > before ? frames - before : frames;
 	return SQLITE_OK;
+}
+
+void gw__store_wal_restart(struct gw_store *s)
+{
+	int wal = atomic_load(&s->wal_frames);
+	uint64_t last = atomic_load(&s->ckpt_last);
+	int64_t seen = (int64_t)(last >> 32), done = (int64_t)(last & 0xffffffffu);
+	/* a pass of an earlier WAL (seen > wal) says nothing of this one */
+	int behind = s->commit_frames > CATCHUP_FRAMES ? s->commit_frames : CATCHUP_FRAMES;
+	if (wal < RESTART_FRAMES || (wal < FORCE_FRAMES && (seen > wal || wal - done > behind)))
+		return;
+	int frames = 0, copied = 0;
+	sqlite3_wal_checkpoint_v2(s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied);
 }
 
 void *gw__store_checkpointer_main(void *arg)
@@ -64,15 +99,22 @@ void *gw__store_checkpointer_main(void *arg)
 		return NULL;
 	}
 	pthread_mutex_lock(&s->mu);
+	bool behind = false;
 	while (!s->stop) {
-		gw__store_timed_wait(&s->ckpt_cv, &s->mu, CKPT_EVERY_MS);
+		gw__store_timed_wait(&s->ckpt_cv, &s->mu, behind ? CATCHUP_MS : CKPT_EVERY_MS);
 		if (s->stop)
 			break;
-		if (atomic_load(&s->wal_frames) < CKPT_MIN_FRAMES)
+		int wal = atomic_load(&s->wal_frames);
+		if (wal < CKPT_MIN_FRAMES) {
+			behind = false;
 			continue;
+		}
 		pthread_mutex_unlock(&s->mu);
 		int frames = 0, done = 0;
-		sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done);
+		if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done) ==
+		    SQLITE_OK && frames >= 0 && done >= 0)
+			atomic_store(&s->ckpt_last, (uint64_t)frames << 32 | (uint32_t)done);
+		behind = frames >= RESTART_FRAMES;
 		pthread_mutex_lock(&s->mu);
 	}
 	pthread_mutex_unlock(&s->mu);

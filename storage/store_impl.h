@@ -81,6 +81,7 @@ struct gw_store {
 	bool ckpt_started;
 	pthread_cond_t ckpt_cv;
 	_Atomic int wal_frames;    /* frames in the WAL after the last commit (wal hook) */
+	_Atomic uint64_t ckpt_last; /* the checkpointer's last pass: frames in the WAL << 32 | frames backfilled */
 
 	pthread_mutex_t mu;
 	pthread_mutex_t notify_mu;     /* held while o.notify runs (gw_store_set_notify) */
@@ -110,6 +111,7 @@ struct gw_store {
 	struct gw_strtab runs_by_name; /* name -> index into runs */
 	struct gw__tiles *tiles;       /* chart extremes of this batch (series.c) */
 	uint64_t commit_attempts;      /* COMMITs tried (the fault hook counts them) */
+	int commit_frames;             /* frames the last commit added to the WAL (wal hook) */
 	uint64_t crash_at_commit;      /* the test hook (gw_fault_crash_commit), 0: off */
 
 	/* stats, under mu */
@@ -118,6 +120,10 @@ struct gw_store {
 	int last_error;
 	char last_error_msg[200];
 };
+
+/* store_ckpt.c: between two transactions, start the WAL over once the
+ * checkpointer has nearly caught up (writer thread). */
+void gw__store_wal_restart(struct gw_store *s);
 
 /* The bytes of text value x of item it. */
 static inline const char *gw__store_val_text(const struct item *it, const struct val *x)

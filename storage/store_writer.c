@@ -462,8 +462,8 @@ static int write_incrementally(struct gw_store *s, uint64_t counts[C_N], char *w
 		open = open || rc == SQLITE_OK;
 		if (rc == SQLITE_OK)
 			rc = batch_items(s, &done, end, counts);
-		if (rc == SQLITE_OK && last)
-			rc = batch_commit(s);
+		if (rc == SQLITE_OK && last && (rc = batch_commit(s)) == SQLITE_OK)
+			gw__store_wal_restart(s);
 		if (rc != SQLITE_OK)
 			batch_fail(s, rc, open, why, whylen);
 		pthread_mutex_lock(&s->mu);
