@@ -12,17 +12,19 @@ output of
 run in the file's directory (so the "file" field is its bare name): opens,
 updates and resolves, with their evidence.  The sets: the dev corpus, the
 normalised realworld logs, raw/ and raw-more/ (the logs as their projects
-wrote them), each at the default thresholds and at loose.json's (thresholds
-far looser than the defaults, so that every rule fires often and its
-statistics reach the evidence many times more than at the defaults).
+wrote them) and the independent holdout of seeds 101 and 202 (committed,
+tests/data/holdout), each at the default thresholds and at loose.json's
+(thresholds far looser than the defaults, so that every rule fires often
+and its statistics reach the evidence many times more than at the
+defaults).
 
     python3 tests/integration/golden.py check  [--gradwatch build/cli/gradwatch]
     python3 tests/integration/golden.py update [--gradwatch build/cli/gradwatch]
 
 `update` rewrites every golden file; do it in a commit of its own when
-detection changes on purpose (a new rule, a threshold), saying why.  The
-holdout (bench/golden_holdout.py) uses the same functions over generated
-traces.  Standard library only.
+detection changes on purpose (a new rule, a threshold), saying why.
+bench/golden_holdout.py regenerates the holdout and compares it with the
+committed traces.  Standard library only.
 """
 import argparse
 import os
@@ -32,6 +34,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE_ROOT = os.path.abspath(os.path.join(HERE, '..', '..'))
 GOLDEN_DIR = os.path.join(SOURCE_ROOT, 'tests', 'data', 'golden')
+HOLDOUT_DIR = os.path.join(SOURCE_ROOT, 'tests', 'data', 'holdout')
+HOLDOUT_SEEDS = (101, 202)
 LOOSE = os.path.join(GOLDEN_DIR, 'loose.json')
 SHARED = os.environ.get('GW_SHARED', os.path.join(SOURCE_ROOT, '..', 'shared'))
 
@@ -42,12 +46,16 @@ NOT_LOGS = {'README.md', 'truth.json', 'truth.py'}
 def corpora(shared=SHARED):
     """name -> (directory, file filter) of the committed sets."""
     rw = os.path.join(shared, 'realworld')
-    return {
+    sets = {
         'dev': (os.path.join(shared, 'corpus', 'dev'), lambda f: f.endswith('.jsonl')),
         'realworld': (rw, lambda f: f.endswith('.jsonl')),
         'raw': (os.path.join(rw, 'raw'), lambda f: f not in NOT_LOGS),
         'raw-more': (os.path.join(rw, 'raw-more'), lambda f: f not in NOT_LOGS),
     }
+    for seed in HOLDOUT_SEEDS:
+        sets['holdout-%d' % seed] = (os.path.join(HOLDOUT_DIR, str(seed)),
+                                     lambda f: f.endswith('.jsonl.zst'))
+    return sets
 
 
 def files_of(directory, keep):

@@ -1,5 +1,6 @@
-"""Golden alerts: `gradwatch replay` of the dev corpus, realworld, raw/ and
-raw-more/, at the default and at loose thresholds, prints byte for byte the
+"""Golden alerts: `gradwatch replay` of the dev corpus, realworld, raw/,
+raw-more/ and the committed holdout (tests/data/holdout, seeds 101 and
+202), at the default and at loose thresholds, prints byte for byte the
 alerts committed under tests/data/golden/ (golden.py says how they are made).
 The first difference is printed with its input file and line.
 
@@ -20,7 +21,7 @@ from gwtest import GRADWATCH, SHARED
 class GoldenAlerts(unittest.TestCase):
     def test_every_set_is_identical(self):
         sets = list(golden.golden_sets(SHARED))
-        self.assertEqual(len(sets), 8)
+        self.assertEqual(len(sets), 12)
         for gname, directory, names, config in sets:
             with self.subTest(golden=gname):
                 self.assertTrue(names, directory)
