@@ -148,16 +148,18 @@ static void window_add(struct gw_restart *rs, int w, const struct gw_post_sample
 	rs->unsteady[w] += !p->lr_steady;
 }
 
-static void window_del(struct gw_restart *rs, int w, const struct gw_post_sample *p)
+/* Sample gone leaves window w and p joins it, each field in one shift
+ * (gw_sorted_replace: the arrays a delete and an add give, bit for bit). */
+static void window_slide(struct gw_restart *rs, int w, const struct gw_post_sample *gone,
+                         const struct gw_post_sample *p)
 {
-	double f[4];
+	double g[4], f[4];
+	fields(gone, g);
 	fields(p, f);
-	for (int k = 0; k < 4; k++) {
-		size_t n = rs->nsorted[w];
-		gw_sorted_del(rs->sorted[w][k], &n, f[k]);
-	}
-	rs->nsorted[w]--;
-	rs->unsteady[w] -= !p->lr_steady;
+	for (int k = 0; k < 4; k++)
+		gw_sorted_replace(rs->sorted[w][k], rs->nsorted[w], g[k], f[k]);
+	rs->unsteady[w] -= !gone->lr_steady;
+	rs->unsteady[w] += !p->lr_steady;
 }
 
 /* Sort both windows anew from the samples (the last ws, the last cap). */
@@ -233,23 +235,33 @@ void gw_regime_update(struct gw_restart *rs, const struct gw_hist_rec *r,
 	 * sample that cannot be sorted) they are built anew below */
 	bool follow = rs->built_ws == ws && rs->built_cap == cap && sortable(&s);
 	if (rs->k >= 2) {
+		/* the sample leaving each window, if one does: it slides */
+		struct gw_post_sample gone[2];
+		bool slides[2] = {false, false};
 		/* the oldest samples leave (more than one only after cap shrank:
-		 * no window reads them) */
+		 * no window reads them, and follow is false) */
 		while (rs->npost >= cap) {
 			if (follow) {
-				window_del(rs, GW_WIN_LONG, &rs->post[0]);
-				if (rs->npost <= ws)
-					window_del(rs, GW_WIN_SHORT, &rs->post[0]);
+				gone[GW_WIN_LONG] = rs->post[0];
+				slides[GW_WIN_LONG] = true;
+				if (rs->npost <= ws) {
+					gone[GW_WIN_SHORT] = rs->post[0];
+					slides[GW_WIN_SHORT] = true;
+				}
 			}
 			memmove(rs->post, rs->post + 1, (rs->npost - 1) * sizeof(*rs->post));
 			rs->npost--;
 		}
-		if (follow && rs->npost >= ws)
-			window_del(rs, GW_WIN_SHORT, &rs->post[rs->npost - ws]);
+		if (follow && rs->npost >= ws) {
+			gone[GW_WIN_SHORT] = rs->post[rs->npost - ws];
+			slides[GW_WIN_SHORT] = true;
+		}
 		rs->post[rs->npost++] = s;
-		if (follow) {
-			window_add(rs, GW_WIN_SHORT, &s);
-			window_add(rs, GW_WIN_LONG, &s);
+		for (int w = 0; follow && w < 2; w++) {
+			if (slides[w])
+				window_slide(rs, w, &gone[w], &s);
+			else
+				window_add(rs, w, &s);
 		}
 	}
 	if (!follow) {
