@@ -100,6 +100,7 @@ void *gw__store_checkpointer_main(void *arg)
 	}
 	pthread_mutex_lock(&s->mu);
 	bool behind = false;
+	int last_frames = 0, last_done = 0;
 	while (!s->stop) {
 		gw__store_timed_wait(&s->ckpt_cv, &s->mu, behind ? CATCHUP_MS : CKPT_EVERY_MS);
 		if (s->stop)
@@ -114,7 +115,11 @@ void *gw__store_checkpointer_main(void *arg)
 		if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done) ==
 		    SQLITE_OK && frames >= 0 && done >= 0)
 			atomic_store(&s->ckpt_last, (uint64_t)frames << 32 | (uint32_t)done);
-		behind = frames >= RESTART_FRAMES;
+		/* back to back while the WAL or the copy moves: not while an
+		 * idle WAL waits for a reader's old snapshot to end */
+		behind = frames >= RESTART_FRAMES && (frames != last_frames || done != last_done);
+		last_frames = frames;
+		last_done = done;
 		pthread_mutex_lock(&s->mu);
 	}
 	pthread_mutex_unlock(&s->mu);
