@@ -331,9 +331,9 @@ static void midrun(struct or_state *s, const struct gw_det_ctx *ctx, const struc
 	if (!npost || npost > GW_RING_CAP || !npre || npre > GW_RING_CAP)
 		return;
 	const struct gw_hist *h = ctx->hist;
-	struct gw_win wpl = gw_hist_valid(h, GW_V_LOSS, npost, 0);
-	struct gw_win wL = gw_hist_valid(h, GW_V_LOSS, npre, skip);
-	if (gw_win_len(&wpl) < npost || gw_win_len(&wL) < npre)
+	/* both windows whole (skip >= npost): the newest npost valid records
+	 * and the npre before the gap */
+	if (h->vcount < skip + npre)
 		return;
 	/* cheap bounds on the four medians first (robust.h): they rule out
 	 * nearly every line the count below would */
@@ -346,6 +346,8 @@ static void midrun(struct or_state *s, const struct gw_det_ctx *ctx, const struc
 	    gw_hist_valid_bound(h, GW_V_LOG_GRAD_NORM, npre, skip, 1, &bm) &&
 	    gw_mid_surely_below(bm, bp - log(th->mr_rel_gn)))
 		return;
+	struct gw_win wpl = gw_hist_valid(h, GW_V_LOSS, npost, 0);
+	struct gw_win wL = gw_hist_valid(h, GW_V_LOSS, npre, skip);
 	struct gw_win wpg = gw_hist_valid(h, GW_V_LOG_GRAD_NORM, npost, 0);
 	struct gw_win wG = gw_hist_valid(h, GW_V_LOG_GRAD_NORM, npre, skip);
 	/* the relative conditions first: post medians, then a count over the
