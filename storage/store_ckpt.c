@@ -41,19 +41,18 @@ void gw__store_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
  * SQLite starts the WAL over only when a write transaction begins with
  * every frame copied.  At 100,000 records/s the WAL grew by 40 MB a
  * second for as long as the load lasted (500 MB in a 13 s benchmark).
- * So once the WAL holds RESTART_FRAMES (16 MB) the checkpointer runs its
- * passes back to back (CATCHUP_MS apart), each copying what was committed
- * during the one before, and once a pass has left at most CATCHUP_FRAMES
- * (or the last commit's frames, if more) behind, the writer copies those
- * itself between two transactions (gw__store_wal_restart): its next
- * transaction starts the WAL over.  That costs the writer a few commits'
- * pages and a sync of the database file, 4-5 ms at 100,000 records/s,
- * once or twice a second.  At FORCE_FRAMES (64 MB) it copies whatever is
- * left, however long that takes: a checkpointer that cannot keep up (a
- * starved thread, a slow disk) must not let the WAL grow without end. */
+ * So once the WAL holds RESTART_FRAMES (16 MB) and a pass of this thread
+ * has left at most CATCHUP_FRAMES or two commits' frames behind, the
+ * writer copies those itself between two transactions
+ * (gw__store_wal_restart), and its next transaction starts the WAL over:
+ * at that load 4-7 ms of the writer's time, about once a second.  At
+ * FORCE_FRAMES (64 MB) it copies whatever is left, however long that
+ * takes: a checkpointer that cannot keep up (a starved thread, a slow
+ * disk) must not let the WAL grow without end.  (Passes back to back
+ * once the WAL was large were tried: they write the same hot pages into
+ * the database again and again, and cost alerts more.) */
 #define RESTART_FRAMES 4000
 #define FORCE_FRAMES 16000
-#define CATCHUP_MS 2
 #define CATCHUP_FRAMES 400
 
 /* The writer's WAL hook: how many frames the WAL holds after a commit. */
@@ -71,7 +70,7 @@ void gw__store_wal_restart(struct gw_store *s)
 	uint64_t last = atomic_load(&s->ckpt_last);
 	int64_t seen = (int64_t)(last >> 32), done = (int64_t)(last & 0xffffffffu);
 	/* a pass of an earlier WAL (seen > wal) says nothing of this one */
-	int behind = s->commit_frames > CATCHUP_FRAMES ? s->commit_frames : CATCHUP_FRAMES;
+	int behind = 2 * s->commit_frames > CATCHUP_FRAMES ? 2 * s->commit_frames : CATCHUP_FRAMES;
 	if (wal < RESTART_FRAMES || (wal < FORCE_FRAMES && (seen > wal || wal - done > behind)))
 		return;
 	int frames = 0, copied = 0;
@@ -99,27 +98,17 @@ void *gw__store_checkpointer_main(void *arg)
 		return NULL;
 	}
 	pthread_mutex_lock(&s->mu);
-	bool behind = false;
-	int last_frames = 0, last_done = 0;
 	while (!s->stop) {
-		gw__store_timed_wait(&s->ckpt_cv, &s->mu, behind ? CATCHUP_MS : CKPT_EVERY_MS);
+		gw__store_timed_wait(&s->ckpt_cv, &s->mu, CKPT_EVERY_MS);
 		if (s->stop)
 			break;
-		int wal = atomic_load(&s->wal_frames);
-		if (wal < CKPT_MIN_FRAMES) {
-			behind = false;
+		if (atomic_load(&s->wal_frames) < CKPT_MIN_FRAMES)
 			continue;
-		}
 		pthread_mutex_unlock(&s->mu);
 		int frames = 0, done = 0;
 		if (sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &done) ==
 		    SQLITE_OK && frames >= 0 && done >= 0)
 			atomic_store(&s->ckpt_last, (uint64_t)frames << 32 | (uint32_t)done);
-		/* back to back while the WAL or the copy moves: not while an
-		 * idle WAL waits for a reader's old snapshot to end */
-		behind = frames >= RESTART_FRAMES && (frames != last_frames || done != last_done);
-		last_frames = frames;
-		last_done = done;
 		pthread_mutex_lock(&s->mu);
 	}
 	pthread_mutex_unlock(&s->mu);
