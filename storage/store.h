@@ -46,7 +46,7 @@
 /* What the WAL file is trimmed to when it starts over after a burst
  * (PRAGMA journal_size_limit): above the WAL of a steady load, so it is not
  * regrown on every restart. */
-#define GW_STORE_WAL_KEEP_BYTES (16 << 20)
+#define GW_STORE_WAL_KEEP_BYTES (64 << 20)
 
 #define GW_STORE_SCHEMA_VERSION 7 /* the store's own tables: see migrations[] in store.c */
 
