@@ -65,16 +65,6 @@ void on_error(void *data, uint64_t line, const struct gw_wire_err *e)
 	g->errors++;
 }
 
-struct gw_alias *aliases;
-
-int rd_main(Suite *s)
-{
-	aliases = gw_alias_new();
-	int rc = gw_check_run(s);
-	gw_alias_free(aliases);
-	return rc;
-}
-
 /* Read in[0..n) with `format` (NULL: sniffed), in one feed (step 0) or in
  * pieces of `step` bytes; returns what gw_reader_finish (or a failing feed)
  * returned, the format used in *fmt and the error text in err. */

@@ -11,8 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <check.h>
-
+#include "rdmain.h"
 #include "reader.h"
 #include "wire.h"
 
@@ -24,12 +23,6 @@ struct got {
 	uint64_t errline[8];
 };
 
-/* The alias table the readers use (made and freed by rd_main). */
-extern struct gw_alias *aliases;
-
-/* A readers' test's main(): the alias table made, the suite run, the
- * table freed; the suite's exit status. */
-int rd_main(Suite *s);
 
 /* Append one framed record of data[0..n) to out; returns the new length.
  * bad: 1 spoils the length CRC, 2 the data CRC. */

@@ -104,17 +104,6 @@ void on_error(void *data, uint64_t line, const struct gw_wire_err *e)
 	g->errors++;
 }
 
-struct gw_alias *aliases;
-
-int rd_main(Suite *s)
-{
-	aliases = gw_alias_new();
-	int rc = gw_check_run(s);
-	gw_alias_free(aliases);
-	return rc;
-}
-
-
 /* Read `in` with the given chunk size (0: one piece). */
 void read_with(const void *in, size_t n, size_t chunk, const char *format, struct res *out)
 {

@@ -12,8 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <check.h>
-
+#include "rdmain.h"
 #include "reader.h"
 #include "wire.h"
 
@@ -35,12 +34,6 @@ struct res {
 	uint64_t consumed, lines;
 };
 
-/* The alias table the harness reads with (made and freed by rd_main). */
-extern struct gw_alias *aliases;
-
-/* A readers' test's main(): the alias table made, the suite run, the
- * table freed; the suite's exit status. */
-int rd_main(Suite *s);
 
 void app(struct got *g, const char *s);
 int on_rec(void *data, const struct gw_rec *rec, uint64_t line);
