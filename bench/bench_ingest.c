@@ -370,6 +370,7 @@ int main(int argc, char **argv)
 	char *data = generate(n, runs, &len, rows, run_of);
 	size_t from[65];
 	char *sent = data ? by_connection(data, len, runs, nconn, from) : NULL;
+	free(data);   /* in connection order now, in `sent` */
 	if (!data || !sent || !rows || !run_of)
 		return 2;
 	printf("ingest benchmark: %ld records (4 metrics each, %d interleaved runs), %.1f MB of NDJSON, "
@@ -421,7 +422,6 @@ int main(int argc, char **argv)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);
-	free(data);
 	free(sent);
 	free(rows);
 	free(run_of);
