@@ -139,7 +139,7 @@ int gw_ingest_record(struct gw_ingest_src *s, const struct gw_rec *rec, uint64_t
 	int64_t seg = 0;
 	uint64_t seq = 0;
 	int rc = in->o.replay ? 0 : gw_runs_activate(in->runs, rec->run, rec->run_len);
-	if (rc == 0 && gw_seg_cap_capped(&in->seg_cap, rec->run, rec->run_len, gw_mono_ms()) &&
+	if (rc == 0 && gw_seg_cap_capped(&in->seg_cap, rec->run, rec->run_len) &&
 	    gw_engine_would_open_segment(in->engine, rec)) {
 		gw_seg_cap_refused(&in->seg_cap, rec->run, rec->run_len);
 		*e = (struct gw_wire_err){.column = 0};

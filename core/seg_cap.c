@@ -5,6 +5,7 @@
  */
 #include "seg_cap.h"
 
+#include "clock.h"
 #include "log.h"
 #include "util.h"
 
@@ -65,13 +66,14 @@ void gw_seg_cap_opened(struct gw_seg_cap *c, const char *run, uint64_t now_ms)
 	}
 }
 
-bool gw_seg_cap_capped(struct gw_seg_cap *c, const char *run, size_t len, uint64_t now_ms)
+bool gw_seg_cap_capped(struct gw_seg_cap *c, const char *run, size_t len)
 {
 	if (!c->ncapped)
 		return false;
 	struct gw_seg_cap_run *s = find(c, run, len);
 	if (!s || !s->capped)
 		return false;
+	uint64_t now_ms = gw_mono_ms();
 	if (now_ms - s->start >= SEG_CAP_WINDOW_MS) {
 		roll(c, s, now_ms);
 		return false;

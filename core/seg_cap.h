@@ -40,8 +40,10 @@ void gw_seg_cap_opened(struct gw_seg_cap *c, const char *run, uint64_t now_ms);
 
 /* Is run[0..len) capped now, so that a line that would open a segment is
  * to be rejected?  (Its window over: no longer, and what it refused is
- * logged.)  gw_seg_cap_refused counts such a rejection for that line. */
-bool gw_seg_cap_capped(struct gw_seg_cap *c, const char *run, size_t len, uint64_t now_ms);
+ * logged.)  It reads the clock only for a run that is capped: a line of
+ * any other costs the one integer test.  gw_seg_cap_refused counts such a
+ * rejection for that line. */
+bool gw_seg_cap_capped(struct gw_seg_cap *c, const char *run, size_t len);
 void gw_seg_cap_refused(struct gw_seg_cap *c, const char *run, size_t len);
 
 #endif
