@@ -1,6 +1,8 @@
 /*
- * The robust statistics (see robust.h).  Medians use selection (Hoare's
- * partition with a median-of-three pivot), not sorting; the noise is the
+ * The robust statistics (see robust.h).  Medians use selection, not
+ * sorting: three-way partitions that do not branch on the data, with
+ * Hoare's partition kept for the few medians whose bits it decides (see
+ * gw_median); the noise is the
  * MAD of first differences; the pre-filters count instead of selecting.
  * Sorted windows find a value's place by binary search and move the values
  * between with one memmove; their MAD selects the k-th smallest deviation
@@ -50,17 +52,66 @@ static double select_kth(double *x, size_t n, size_t k)
 	return x[k];
 }
 
-double gw_order_stat(double *x, size_t n, size_t k)
+static double median3(double a, double b, double c)
 {
-	return select_kth(x, n, k);
+	return a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
 }
 
-double gw_median(double *x, size_t n)
+/* Move the values of x[lo..hi) below p (or_equal: not above it) to its
+ * front in one pass without a branch on the data (Lomuto's partition, the
+ * swap done whether or not it is needed); returns where the others start. */
+static inline size_t partition(double *x, size_t lo, size_t hi, double p, bool or_equal)
 {
-	if (!n)
-		return NAN;
+	size_t s = lo;
+	for (size_t i = lo; i < hi; i++) {
+		double v = x[i];
+		x[i] = x[s];
+		x[s] = v;
+		s += or_equal ? v <= p : v < p;
+	}
+	return s;
+}
+
+/* gw_order_stat: the same value select_kth selects (a zero's sign aside,
+ * which no bound's comparison sees), by three-way partitions that do not
+ * branch on the data.  A bound is renewed over a window of up to 512
+ * values whose order the branch predictor cannot learn: Hoare's inner
+ * loops mispredicted about once an element, and selection was a tenth of
+ * replay's time (perf).  Values below the pivot go to the front; when k is
+ * past them, the values equal to it next, so that windows of many ties
+ * (a constant learning rate, a repeated throughput) end in a pass, not in
+ * a quadratic number of them.  The last few are sorted by insertion. */
+double gw_order_stat(double *x, size_t n, size_t k)
+{
+	size_t lo = 0, hi = n;
+	while (hi - lo > 8) {
+		double p = median3(x[lo], x[lo + (hi - lo) / 2], x[hi - 1]);
+		size_t lt = partition(x, lo, hi, p, false);
+		if (k < lt) {
+			hi = lt;   /* p is at or after lt: the range shrinks */
+			continue;
+		}
+		size_t le = partition(x, lt, hi, p, true);
+		if (k < le)
+			return x[k];   /* x[lt..le) all equal p */
+		lo = le;           /* p is before le: the range shrinks */
+	}
+	for (size_t i = lo + 1; i < hi; i++) {
+		double v = x[i];
+		size_t j = i;
+		for (; j > lo && x[j - 1] > v; j--)
+			x[j] = x[j - 1];
+		x[j] = v;
+	}
+	return x[k];
+}
+
+/* The median of x[0..n), n > 0, its upper middle value selected by
+ * `select`. */
+static double median_by(double *x, size_t n, double (*select)(double *, size_t, size_t))
+{
 	size_t h = n / 2;
-	double upper = select_kth(x, n, h);
+	double upper = select(x, n, h);
 	if (n % 2)
 		return upper;
 	/* the lower middle value is the largest of x[0..h) */
@@ -69,6 +120,33 @@ double gw_median(double *x, size_t n)
 		if (x[i] > lower)
 			lower = x[i];
 	return 0.5 * (lower + upper);
+}
+
+/* The value is gw_order_stat's (the selection without branches on the
+ * data), and its bits are those Hoare's selection gives, which alerts have
+ * always printed: the two differ only in a zero's sign, which depends on
+ * the order the values meet in, and in what a NaN does to the order.  So a
+ * window with a NaN, and a median that comes out zero, are selected again
+ * the old way from a copy of the input. */
+double gw_median(double *x, size_t n)
+{
+	if (!n)
+		return NAN;
+	if (n > GW_WIN_MAX)
+		return median_by(x, n, select_kth);
+	double orig[GW_WIN_MAX];
+	bool nan = false;
+	for (size_t i = 0; i < n; i++) {
+		orig[i] = x[i];
+		nan |= x[i] != x[i];
+	}
+	if (nan)
+		return median_by(x, n, select_kth);
+	double m = median_by(x, n, gw_order_stat);
+	if (m != 0)
+		return m;
+	memcpy(x, orig, n * sizeof(*x));
+	return median_by(x, n, select_kth);
 }
 
 /* The slack that makes the pre-filters safe against rounding: the exact
@@ -162,15 +240,19 @@ double gw_noise(const double *x, size_t n, double *d)
 /* The first index whose value is not below x. */
 static size_t lower_bound(const double *v, size_t n, double x)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
+	/* halve the range by a conditional move, not a branch: where a new
+	 * value falls in a window is as good as random, so a branch was
+	 * mispredicted every other step.  The same index as the textbook
+	 * loop: v[i] < x is true, then false, along a sorted v. */
+	if (!n)
+		return 0;
+	const double *b = v;
+	while (n > 1) {
+		size_t half = n / 2;
+		b = b[half] < x ? b + half : b;
+		n -= half;
 	}
-	return lo;
+	return (size_t)(b - v) + (*b < x);
 }
 
 void gw_sorted_add(double *v, size_t *n, double x)
