@@ -550,6 +550,7 @@ static int run(struct gw_args *a)
 int main(int argc, char **argv)
 {
 	struct gw_args a;
+	gw_store_lib_init();   /* before any connection is opened */
 	int rc = gw_args_parse(argc, argv, &a);
 	if (rc >= 0)
 		return rc;

@@ -20,6 +20,12 @@
 #include <string.h>
 #include <time.h>
 
+void gw_store_lib_init(void)
+{
+	/* SQLITE_MISUSE once the library is initialised: nothing to do then */
+	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
                   char *err, size_t errlen)
 {
