@@ -228,7 +228,7 @@ class Daemon(gwtest.Daemon):
     def sink_stats(self):
         return {s["name"]: s for s in self.get("/v1/sinks")[1]["sinks"]}
 
-    def stop(self, sig=signal.SIGTERM, timeout=20):
+    def stop(self, sig=signal.SIGTERM, timeout=60):
         if self.conn:
             try:
                 self.conn.close()

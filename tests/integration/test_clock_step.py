@@ -38,7 +38,7 @@ class ClockStep(unittest.TestCase):
             d.wait_committed("SELECT count(*) FROM records", 150)
             with open(step, 'w') as f:
                 f.write('7200\n')
-            wait_for(lambda: 'the system clock was set forward by 7200.0 s' in d.logtext(), 20,
+            wait_for(lambda: 'the system clock was set forward by 7200.0 s' in d.logtext(), 60,
                      'the step in the log')
             passes = metric(d, 'gradwatch_retention_passes_total')
             wait_for(lambda: metric(d, 'gradwatch_retention_passes_total') >= passes + 3, 60,

@@ -165,7 +165,10 @@ class Connections(unittest.TestCase):
             self.assertLess(i, len(request) - 1)
 
     def test_http_full_keeps_healthz_and_metrics(self):
-        cfg = {'limits': {'max_connections': 8, 'http_reserved_connections': 2}}
+        # the held connections send nothing: the header timeout (10 s by
+        # default) would close them if the test took that long
+        cfg = {'limits': {'max_connections': 8, 'http_reserved_connections': 2,
+                          'http_header_timeout_ms': 600000}}
         with Daemon(config=cfg) as d:
             held = [socket.create_connection(('127.0.0.1', d.http_port)) for _ in range(8)]
             # no request is sent on them: the daemon has accepted all eight

@@ -76,6 +76,8 @@ class DistributedJob(unittest.TestCase):
                 self.assertEqual(stats[k]['stats']['sent'], STEPS + (2 if k == 0 else 2), stats[k])
                 self.assertEqual(stats[k]['stats']['skipped'], 0)
             d.wait_committed("SELECT count(*) FROM rank_lines", 2 * (STEPS + 2))
+            # rank 0's lines come over a connection of their own
+            d.wait_committed("SELECT count(*) FROM records", STEPS)
             self.assertEqual(self.count(d, 'segments', 'ddp-all'), 1)
             self.assertEqual(self.count(d, 'records', 'ddp-all'), STEPS)
             run = d.get('/v1/runs/ddp-all')[1]

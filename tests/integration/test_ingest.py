@@ -486,26 +486,38 @@ class Lifecycle(unittest.TestCase):
         path = os.path.join(tmp, 'notify')
         ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         ns.bind(path)
-        ns.settimeout(10)
+        ns.settimeout(0.2)
         d = Daemon(env={'NOTIFY_SOCKET': path, 'WATCHDOG_USEC': '200000'},
                    config={'thresholds': {'gap_min_seconds': 60}})
+        # read the socket all along, as systemd does: the daemon's
+        # notifications block it once 10 lie unread (net.unix.
+        # max_dgram_qlen), and with a ping every 100 ms a test that read
+        # only between its steps could leave it stuck in sendto on a
+        # loaded machine
+        got, done = [], threading.Event()
+
+        def drain():
+            while not done.is_set():
+                try:
+                    got.append(ns.recv(100).decode())
+                except socket.timeout:
+                    pass
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
         try:
             d.start()
-            got = []
-            while 'READY=1' not in got:
-                got.append(ns.recv(100).decode())
-            while 'WATCHDOG=1' not in got:
-                got.append(ns.recv(100).decode())
+            wait_for(lambda: 'READY=1' in got, 60, 'READY=1')
+            wait_for(lambda: 'WATCHDOG=1' in got[got.index('READY=1'):], 60, 'a watchdog ping')
             with open(os.path.join(d.dir, 'config.json'), 'w') as f:
                 json.dump({'thresholds': {'gap_min_seconds': 999}}, f)
             d.proc.send_signal(signal.SIGHUP)
-            while 'RELOADING=1' not in got:
-                got.append(ns.recv(100).decode())
+            wait_for(lambda: 'RELOADING=1' in got, 60, 'RELOADING=1')
             wait_for(lambda: 'reloaded thresholds' in d.logtext(), 60, 'the reload in the log')
             d.stop()
-            while 'STOPPING=1' not in got:
-                got.append(ns.recv(100).decode())
+            wait_for(lambda: 'STOPPING=1' in got, 60, 'STOPPING=1')
         finally:
+            done.set()
+            reader.join()
             ns.close()
             d.close()
 

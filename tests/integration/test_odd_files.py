@@ -47,7 +47,7 @@ class FifoConfig(unittest.TestCase):
             os.unlink(path)
             os.mkfifo(path)
             d.proc.send_signal(signal.SIGHUP)
-            wait_for(lambda: 'keeping the old configuration' in d.logtext(), 20,
+            wait_for(lambda: 'keeping the old configuration' in d.logtext(), 60,
                      'the refused reload in the log')
             self.assertIn('%s is not a regular file' % path, d.logtext())
             self.assertEqual(d.get('/healthz')[0], 200)
@@ -57,7 +57,7 @@ class FifoConfig(unittest.TestCase):
             with open(path, 'w') as f:
                 json.dump({'thresholds': {'gap_min_seconds': 60}}, f)
             d.proc.send_signal(signal.SIGHUP)
-            wait_for(lambda: 'SIGHUP: reloaded' in d.logtext(), 20, 'the reload in the log')
+            wait_for(lambda: 'SIGHUP: reloaded' in d.logtext(), 60, 'the reload in the log')
 
 
 NOBODY = 65534

@@ -166,7 +166,9 @@ class Delivery(unittest.TestCase):
         self.assertEqual(c.stats()['sent_unconfirmed'], 200)
 
     def test_drops_are_counted_and_reported_to_the_daemon(self):
-        c = client(self.d, 'drops', max_queue=5, interval=0.5)
+        # (the sender wakes only at close: one waking in the loop, after
+        # 0.5 s on a loaded machine, would send some and drop fewer)
+        c = client(self.d, 'drops', max_queue=5, interval=60)
         for s in range(1, 51):
             c.log(s, loss=1.0)
         self.assertEqual(c.stats()['dropped'], 45)
@@ -220,10 +222,15 @@ class Delivery(unittest.TestCase):
         self.assertEqual(e.checkpoint_step, 10)
         self.assertEqual([d['field'] for d in e.differences], ['optimizer_state_keys', 'hparams.weight_decay'])
         self.assertIn('the optimizer state is empty after the resume', str(e))
-        c.close()
-        ev = self.d.sql("SELECT e.name, e.step, e.attrs FROM events e JOIN runs u ON u.id=e.run_id "
-                        "WHERE u.name='gate' ORDER BY e.id")
-        self.assertEqual([(n, s) for n, s, _ in ev], [('checkpoint_saved', 10), ('resumed', 10)])
+        c.close()   # sends run_finished: committed up to commit_interval_ms later
+
+        def events():
+            ev = self.d.sql("SELECT e.name, e.step, e.attrs FROM events e JOIN runs u "
+                            "ON u.id=e.run_id WHERE u.name='gate' ORDER BY e.id")
+            return ev if len(ev) >= 3 else None
+        ev = wait_for(events, 60, "the run's three events")
+        self.assertEqual([n for n, _, _ in ev], ['checkpoint_saved', 'resumed', 'run_finished'])
+        self.assertEqual([s for _, s, _ in ev[:2]], [10, 10])
         attrs = json.loads(ev[1][2])
         self.assertEqual(attrs['checkpoint_step'], 10)
         self.assertEqual(attrs['optimizer_state_keys'], [])

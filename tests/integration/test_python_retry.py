@@ -72,7 +72,7 @@ class NotNow(unittest.TestCase):
             self.assertEqual(st['sent_unconfirmed'] + st['lost'], 40, st)
             got = wait_for(lambda: d.sql("SELECT count(*) FROM records r JOIN runs u ON "
                                          "u.id = r.run_id WHERE u.name = 'full'")[0][0]
-                           == st['sent_unconfirmed'], 15, 'the UDP lines in the database')
+                           == st['sent_unconfirmed'], 60, 'the UDP lines in the database')
             self.assertTrue(got)
 
     def test_the_daemon_sends_retry_after_with_the_in_flight_409(self):

@@ -190,6 +190,8 @@ class Reload(unittest.TestCase):
                            'sinks': [{'type': 'webhook', 'url': 'http://127.0.0.1:9/h'}]}, f)
             d.proc.send_signal(signal.SIGHUP)
             wait_for(lambda: d.logtext().count('reloaded thresholds') == 2, 60, 'the second reload')
+            # (said in a log line of its own, after the one above)
+            wait_for(lambda: 'need a restart' in d.logtext(), 60, 'what the reload did not apply')
             [line] = [l for l in d.logtext().splitlines() if 'need a restart' in l]
             self.assertIn('sinks', line)
             self.assertIn('storage', line)
