@@ -288,6 +288,13 @@ uint64_t gw_store_put_meta(struct gw_store *s, const char *key, const char *valu
 void gw_store_hold(struct gw_store *s)
 {
 	pthread_mutex_lock(&s->mu);
+	/* a writer waiting for the holds to end takes the queue first: woken
+	 * by the release, it needs the mutex, and a loop busy line after line
+	 * held again before it got it -- the writer waited for ever (a minute
+	 * without a commit in test_crash, the loop spending milliseconds on
+	 * each line).  A nested hold never waits: the writer waits for it. */
+	while (!s->held && s->held_waiter)
+		pthread_cond_wait(&s->hold_cv, &s->mu);
 	s->held++;
 	pthread_mutex_unlock(&s->mu);
 }

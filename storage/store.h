@@ -209,7 +209,10 @@ uint64_t gw_store_put_meta(struct gw_store *s, const char *key, const char *valu
  * held (it may have written part of the group; it waits for the rest: hold
  * only around a bounded amount of work on the caller's thread).  A followed file's records and the position that covers them,
  * an alert and its outbox rows, are queued this way, so a crash can never
- * commit one without the other.  Holds nest. */
+ * commit one without the other.  Holds nest.  An outermost hold taken
+ * while the writer waits for the holds to end waits until the writer has
+ * taken the queue (microseconds): a caller that holds again right after
+ * each release would otherwise keep the writer from ever committing. */
 void gw_store_hold(struct gw_store *s);
 void gw_store_release(struct gw_store *s);
 

@@ -92,6 +92,8 @@ struct gw_store {
 	bool writer_idle;        /* the writer waits for a first row (put wakes it) */
 	unsigned held;           /* gw_store_hold() depth: do not take the queue */
 	bool held_waiter;        /* the writer waits for held to reach 0 */
+	pthread_cond_t hold_cv;  /* an outermost gw_store_hold() waits on it
+	                            while held_waiter (the writer goes first) */
 	_Atomic uint64_t committed;
 	_Atomic size_t pending_bytes;
 

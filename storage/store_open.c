@@ -62,6 +62,7 @@ int gw_store_open(const struct gw_store_opts *o, struct gw_store **out,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* timed_wait's clock */
 	pthread_cond_init(&s->cv, &ca);
 	pthread_cond_init(&s->ckpt_cv, &ca);
+	pthread_cond_init(&s->hold_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	int rc = sqlite3_open_v2(o->path, &s->db,
 	                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
@@ -157,6 +158,7 @@ int gw_store_close(struct gw_store *s)
 	pthread_mutex_destroy(&s->notify_mu);
 	pthread_cond_destroy(&s->cv);
 	pthread_cond_destroy(&s->ckpt_cv);
+	pthread_cond_destroy(&s->hold_cv);
 	free(s);
 	return rc;
 }

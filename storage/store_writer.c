@@ -447,6 +447,7 @@ static int write_incrementally(struct gw_store *s, uint64_t counts[C_N], char *w
 			while (s->held)
 				pthread_cond_wait(&s->cv, &s->mu);
 			s->held_waiter = false;
+			pthread_cond_broadcast(&s->hold_cv);   /* gw_store_hold */
 		}
 		struct arena got = {0};
 		take_pending(s, &got);
