@@ -43,9 +43,11 @@ void gw__store_timed_wait(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t ms)
  * second for as long as the load lasted (500 MB in a 13 s benchmark).
  * So once the WAL holds RESTART_FRAMES (16 MB) and a pass of this thread
  * has left at most CATCHUP_FRAMES or two commits' frames behind, the
- * writer copies those itself between two transactions
- * (gw__store_wal_restart), and its next transaction starts the WAL over:
- * at that load 4-7 ms of the writer's time, about once a second.  At
+ * writer copies those itself between two transactions, once it has told
+ * the loop of the commit before (gw__store_wal_restart: an alert waiting
+ * for that commit is not held back by the copy), and its next transaction
+ * starts the WAL over: at that load 4-7 ms of the writer's time, about
+ * once a second.  At
  * FORCE_FRAMES (64 MB) it copies whatever is left, however long that
  * takes: a checkpointer that cannot keep up (a starved thread, a slow
  * disk) must not let the WAL grow without end.  (Passes back to back

@@ -124,7 +124,8 @@ struct gw_store {
 };
 
 /* store_ckpt.c: between two transactions, start the WAL over once the
- * checkpointer has nearly caught up (writer thread). */
+ * checkpointer has nearly caught up (writer thread, after it has notified
+ * the loop of the commit before). */
 void gw__store_wal_restart(struct gw_store *s);
 
 /* The bytes of text value x of item it. */

@@ -463,8 +463,8 @@ static int write_incrementally(struct gw_store *s, uint64_t counts[C_N], char *w
 		open = open || rc == SQLITE_OK;
 		if (rc == SQLITE_OK)
 			rc = batch_items(s, &done, end, counts);
-		if (rc == SQLITE_OK && last && (rc = batch_commit(s)) == SQLITE_OK)
-			gw__store_wal_restart(s);
+		if (rc == SQLITE_OK && last)
+			rc = batch_commit(s);
 		if (rc != SQLITE_OK)
 			batch_fail(s, rc, open, why, whylen);
 		pthread_mutex_lock(&s->mu);
@@ -554,6 +554,8 @@ void *gw__store_writer_main(void *arg)
 		atomic_store(&s->pending_bytes, s->pending.len);
 		pthread_mutex_unlock(&s->mu);
 		notify(s);
+		if (rc == SQLITE_OK)
+			gw__store_wal_restart(s);   /* after notify: store_ckpt.c */
 		pthread_mutex_lock(&s->mu);
 	}
 	pthread_mutex_unlock(&s->mu);
