@@ -81,10 +81,11 @@ class Streamer(threading.Thread):
     still be in socket buffers when the daemon dies: streams get no
     acknowledgement)."""
 
-    def __init__(self, connect, lines):
+    def __init__(self, connect, lines, pause=0.002):
         super().__init__(daemon=True)
         self.connect = connect
         self.lines = lines          # iterator of bytes
+        self.pause = pause          # seconds between two chunks of 20 lines
         self.sent = 0
         self.stop = threading.Event()
 
@@ -97,7 +98,7 @@ class Streamer(threading.Thread):
                     chunk = [next(self.lines) for _ in range(20)]
                     s.sendall(b"".join(chunk))
                     self.sent += len(chunk)
-                    time.sleep(0.002)
+                    time.sleep(self.pause)
         except OSError:
             pass
 
@@ -149,10 +150,16 @@ class AlertOutboxAtomicity(unittest.TestCase):
                 alerts_seen = self.check_consistent(d, "after a crash at start-up before commit %d" % n)
                 d.stop()
                 continue
+            # 1,000 lines/s a run: a load an ASan build keeps up with, so
+            # that commits stay many and small.  At 10,000 (the pause of
+            # the other tests) the queue outgrew the writer once the loop
+            # no longer slowed down with the sinks' backlog (the outbox's
+            # walk), and a batch of ~100 MB took the writer past the
+            # deadline below before its commit came
             streamers = []
             for run in self.RUNS:
                 st = Streamer(lambda: socket.create_connection(("127.0.0.1", d.port)),
-                              alert_lines(run, steps[run]))
+                              alert_lines(run, steps[run]), pause=0.02)
                 st.start()
                 streamers.append((run, st))
             rc = d.wait_dead()
