@@ -144,6 +144,59 @@ int gw__severity_of(const json_t *alert)
 	return s ? gw_severity_parse(s) : -1;
 }
 
+/* One more delivery of run in sk's queue.  Without memory for it the
+ * count is given up (qruns_lost) until the queue is empty again. */
+static void qrun_add(struct sink *sk, const char *run)
+{
+	size_t len = strlen(run);
+	uint32_t i;
+	char *copy = NULL;
+	if (sk->qruns_lost)
+		return;
+	if (gw_strtab_find(&sk->qruns, run, len, &i) == 0) {
+		sk->qrun[i].n++;
+		return;
+	}
+	if (gw_grow((void **)&sk->qrun, &sk->qrun_cap, sk->nqrun + 1, sizeof(*sk->qrun)) < 0 ||
+	    !(copy = strdup(run)) || gw_strtab_put(&sk->qruns, copy, len, (uint32_t)sk->nqrun) < 0) {
+		free(copy);
+		sk->qruns_lost = true;
+		return;
+	}
+	sk->qrun[sk->nqrun++] = (struct qrun){.run = copy, .n = 1};
+}
+
+static void qrun_del(struct sink *sk, const char *run)
+{
+	size_t len = strlen(run);
+	uint32_t i;
+	if (sk->qruns_lost || gw_strtab_find(&sk->qruns, run, len, &i) < 0 || --sk->qrun[i].n)
+		return;
+	gw_strtab_del(&sk->qruns, run, len, NULL);
+	free(sk->qrun[i].run);
+	if (i != --sk->nqrun) {
+		sk->qrun[i] = sk->qrun[sk->nqrun];
+		gw_strtab_set(&sk->qruns, sk->qrun[i].run, strlen(sk->qrun[i].run), i);
+	}
+}
+
+/* The runs' counts of an empty queue (a given-up count starts again). */
+static void qruns_reset(struct sink *sk)
+{
+	for (size_t i = 0; i < sk->nqrun; i++)
+		free(sk->qrun[i].run);
+	gw_strtab_free(&sk->qruns);
+	free(sk->qrun);
+	sk->qrun = NULL;
+	sk->nqrun = sk->qrun_cap = 0;
+	sk->qruns_lost = false;
+}
+
+bool gw__q_all_runs_met(const struct sink *sk, size_t met)
+{
+	return !sk->qruns_lost && met >= sk->nqrun;
+}
+
 void gw__q_insert_after(struct sink *sk, struct delivery *at, struct delivery *d)
 {
 	d->sk = sk;
@@ -152,6 +205,7 @@ void gw__q_insert_after(struct sink *sk, struct delivery *at, struct delivery *d
 	at->next->prev = d;
 	at->next = d;
 	sk->queued++;
+	qrun_add(sk, d->ev->run);
 }
 
 void gw__q_append(struct sink *sk, struct delivery *d)
@@ -163,7 +217,10 @@ void gw__q_remove_free(struct delivery *d)
 {
 	d->prev->next = d->next;
 	d->next->prev = d->prev;
-	d->sk->queued--;
+	if (--d->sk->queued)
+		qrun_del(d->sk, d->ev->run);
+	else
+		qruns_reset(d->sk);
 	gw__event_unref(d->ev);
 	json_decref(d->previous);
 	free(d);

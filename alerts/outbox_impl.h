@@ -61,12 +61,25 @@ struct active {
 	struct active *next;
 };
 
+/* A run with deliveries in a sink's queue, and how many (outbox.c). */
+struct qrun {
+	char *run;
+	size_t n;
+};
+
 struct sink {
 	struct gw_outbox *ob;
 	struct gw_sink_cfg *cfg;
 	uv_timer_t timer;
 	struct delivery q;         /* list head */
 	size_t queued, inflight;
+	/* the runs in the queue: the pump's walk stops once it has met every
+	 * one, so a backlog of one run's deliveries (a sink down for long)
+	 * costs a pump one step, not one step a delivery */
+	struct gw_strtab qruns;    /* run -> index in qrun */
+	struct qrun *qrun;
+	size_t nqrun, qrun_cap;
+	bool qruns_lost;           /* an allocation failed: walk it all */
 	uint64_t paused_until_ms;
 	double tokens;
 	uint64_t tokens_ms;
@@ -153,6 +166,9 @@ int gw__severity_of(const json_t *alert);
 void gw__q_insert_after(struct sink *sk, struct delivery *at, struct delivery *d);
 void gw__q_append(struct sink *sk, struct delivery *d);
 void gw__q_remove_free(struct delivery *d);
+/* Has a walk of sk's queue that met `met` distinct runs met every run in it
+ * (false when the runs' count was given up)? */
+bool gw__q_all_runs_met(const struct sink *sk, size_t met);
 /* Record a delivery's state in SQLite (through the writer queue; not for a
  * repeat). */
 void gw__put_state(struct sink *sk, const struct delivery *d, const char *state, long status,

@@ -293,8 +293,10 @@ static uint64_t queue_repeats(struct sink *sk, uint64_t now)
 }
 
 /* The walk stops at the first delivery not committed yet (all after it are
- * newer) and when max_in_flight requests are out (a finished one pumps
- * again), so a stuck sink costs nothing per alert. */
+ * newer), when max_in_flight requests are out (a finished one pumps
+ * again), and once it has met the first delivery of every run in the queue
+ * (the others wait behind those), so a stuck sink's backlog costs a pump
+ * a step a run, not a step a delivery. */
 void gw__outbox_pump(struct sink *sk)
 {
 	struct gw_outbox *ob = sk->ob;
@@ -313,6 +315,9 @@ void gw__outbox_pump(struct sink *sk)
 		gw_strtab_init(&seen, seen_slots, GW_ARRAY_SIZE(seen_slots));
 		for (struct delivery *d = sk->q.next; d != &sk->q; d = d->next) {
 			if (d->wait_seq > ob->committed)
+				break;
+			/* every run's first delivery met: the rest wait behind them */
+			if (seen.count && gw__q_all_runs_met(sk, seen.count))
 				break;
 			/* only the first delivery of a run may go: per-run order */
 			int first = gw_strtab_put(&seen, d->ev->run, strlen(d->ev->run), 0);
