@@ -16,6 +16,12 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The middle one of three values (a selection's pivot). */
+static double median3(double a, double b, double c)
+{
+	return a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+}
+
 /* The k-th smallest of x[0..n) (0-based), partially reordering x; after it
  * returns, every x[i] with i > k is >= the result.  Hoare selection with a
  * median-of-three pivot: O(n) on average, the same value a full sort gives. */
@@ -24,8 +30,7 @@ static double select_kth(double *x, size_t n, size_t k)
 	size_t lo = 0, hi = n - 1;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		double a = x[lo], b = x[mid], c = x[hi];
-		double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+		double pivot = median3(x[lo], x[mid], x[hi]);
 		size_t i = lo, j = hi;
 		while (i <= j) {
 			while (x[i] < pivot)
@@ -50,11 +55,6 @@ static double select_kth(double *x, size_t n, size_t k)
 			break;
 	}
 	return x[k];
-}
-
-static double median3(double a, double b, double c)
-{
-	return a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
 }
 
 /* Move the values of x[lo..hi) below p (or_equal: not above it) to its
